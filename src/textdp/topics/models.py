@@ -1,0 +1,423 @@
+"""Topic models, user-attributed corpora and the released topic-keyword matrix.
+
+TopicDP (Sharma 2021, IIT MSc thesis) is *model-agnostic*: it perturbs the output
+of any topic model, the ``m x n`` matrix ``W`` of the top ``m`` topics and the
+probabilities of their ``n`` keywords. This module provides
+
+* :class:`UserCorpus` -- documents grouped by user (the unit of privacy), with an
+  optional per-user contribution bound and a vocabulary fixed once per corpus;
+* :class:`TopicModel` -- the protocol a topic model implements (one method,
+  ``fit(X) -> (topic_word, prevalence)``), so any model can be plugged in;
+* :class:`SklearnLDA` (default, deterministic batch variational Bayes; its
+  ``components_`` are the pseudo-counts normalised here) and :class:`TomotopyLDA`
+  (optional collapsed-Gibbs backend);
+* :func:`extract_topic_matrix`, :func:`align_topics` and
+  :func:`topic_matrix_distance`, the pieces the sensitivity sampler uses.
+
+The released matrix
+-------------------
+Row ``i`` is the ``i``-th most prevalent topic; its ``n`` entries are the
+probabilities of that topic's ``n`` most probable words, in decreasing order, and
+``keywords[i][j]`` names the word of entry ``(i, j)``. Each row is a truncated
+probability vector, so it sums to at most 1. Two fits are compared as sparse
+topic-by-vocabulary matrices: a word that is not among a topic's keywords has
+probability 0 there (thesis, Sec. 2.1), so swapping a keyword costs its whole
+probability in the distance.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import linear_sum_assignment
+
+from .._validation import check_positive_int
+from ..errors import DocumentError, ParameterError, require
+
+__all__ = [
+    "TopicModel",
+    "SklearnLDA",
+    "TomotopyLDA",
+    "UserCorpus",
+    "TopicMatrix",
+    "extract_topic_matrix",
+    "align_topics",
+    "topic_matrix_distance",
+    "make_topic_model",
+]
+
+TOKEN_PATTERN = r"(?u)\b[a-zA-Z][a-zA-Z]+\b"
+
+
+@runtime_checkable
+class TopicModel(Protocol):
+    """What TopicDP needs from a topic model (anything with this method works).
+
+    ``fit`` must be a *deterministic* function of the document-term matrix (fix
+    the model's seed): the sampled sensitivity is a property of that function,
+    and the release must apply the very same function to the real corpus.
+    """
+
+    def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(topic_word, prevalence)``: a ``K x V`` row-stochastic matrix
+        and a length-``K`` vector of topic weights (used to rank topics)."""
+        ...
+
+    def settings(self) -> dict[str, object]:
+        """A JSON-able description of the model (used in cache keys and records)."""
+        ...
+
+
+def _normalise_rows(a: np.ndarray) -> np.ndarray:
+    s = a.sum(axis=1, keepdims=True)
+    s[s == 0] = 1.0
+    return a / s
+
+
+@dataclass(frozen=True)
+class SklearnLDA:
+    """scikit-learn's batch variational LDA with a fixed seed (deterministic).
+
+    Parameters
+    ----------
+    n_topics : int
+        Number of topics ``K`` fitted (the release keeps the top ``m <= K``).
+    max_iter : int
+        Batch EM passes.
+    random_state : int
+        Seed of the data-independent initialisation of ``components_``; part of
+        the definition of the released function, not a source of privacy noise.
+    doc_topic_prior, topic_word_prior : float or None
+        Dirichlet priors (scikit-learn's default ``1/K`` when None).
+
+    The topic-word matrix is ``components_`` (variational pseudo-counts)
+    normalised per row; prevalence is each topic's share of the pseudo-counts.
+    """
+
+    n_topics: int = 10
+    max_iter: int = 10
+    random_state: int = 0
+    doc_topic_prior: float | None = None
+    topic_word_prior: float | None = None
+
+    def __post_init__(self) -> None:
+        check_positive_int(self.n_topics, "n_topics", minimum=2)
+        check_positive_int(self.max_iter, "max_iter")
+        check_positive_int(self.random_state, "random_state", minimum=0)
+
+    def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """Fit on ``X`` and return ``(topic_word, prevalence)``."""
+        decomposition = require("sklearn.decomposition", "topics")
+        lda = decomposition.LatentDirichletAllocation(
+            n_components=self.n_topics,
+            max_iter=self.max_iter,
+            learning_method="batch",
+            random_state=self.random_state,
+            doc_topic_prior=self.doc_topic_prior,
+            topic_word_prior=self.topic_word_prior,
+            n_jobs=1,
+        )
+        # scikit-learn emits no warning for this configuration; anything it does
+        # emit (e.g. a future deprecation) is turned into an error by the test
+        # suite rather than silenced here.
+        lda.fit(X)
+        comp = np.asarray(lda.components_, dtype=float)
+        return _normalise_rows(comp), comp.sum(axis=1) / comp.sum()
+
+    def settings(self) -> dict[str, object]:
+        return {"backend": "sklearn", "n_topics": self.n_topics, "max_iter": self.max_iter,
+                "random_state": self.random_state, "doc_topic_prior": self.doc_topic_prior,
+                "topic_word_prior": self.topic_word_prior}
+
+
+@dataclass(frozen=True)
+class TomotopyLDA:
+    """tomotopy's collapsed-Gibbs LDA (optional, faster on large corpora).
+
+    Deterministic given ``seed`` because it is trained single-threaded
+    (``ParallelScheme.NONE``). Needs ``pip install tomotopy``.
+    """
+
+    n_topics: int = 10
+    iterations: int = 200
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_positive_int(self.n_topics, "n_topics", minimum=2)
+        check_positive_int(self.iterations, "iterations")
+        check_positive_int(self.seed, "seed", minimum=0)
+
+    def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """Fit on ``X`` (word ids become the tokens) and return ``(topic_word, prevalence)``."""
+        tp = require("tomotopy", "topics-fast")
+        X = sparse.csr_matrix(X)
+        V = X.shape[1]
+        mdl = tp.LDAModel(k=self.n_topics, seed=self.seed, min_cf=0, rm_top=0)
+        for i in range(X.shape[0]):
+            lo, hi = X.indptr[i], X.indptr[i + 1]
+            words = [str(j) for j, c in zip(X.indices[lo:hi], X.data[lo:hi]) for _ in range(int(c))]
+            if words:
+                mdl.add_doc(words)
+        if len(mdl.docs) == 0:
+            raise DocumentError("no document has an in-vocabulary word")
+        mdl.train(self.iterations, workers=1, parallel=tp.ParallelScheme.NONE)
+        vocab = [int(w) for w in mdl.used_vocabs]
+        tw = np.zeros((self.n_topics, V))
+        for k in range(self.n_topics):
+            tw[k, vocab] = mdl.get_topic_word_dist(k)
+        counts = np.asarray(mdl.get_count_by_topics(), dtype=float)
+        return _normalise_rows(tw), counts / max(counts.sum(), 1.0)
+
+    def settings(self) -> dict[str, object]:
+        return {"backend": "tomotopy", "n_topics": self.n_topics, "iterations": self.iterations,
+                "seed": self.seed}
+
+
+def make_topic_model(backend: str = "sklearn", *, n_topics: int = 10, max_iter: int = 10,
+                     seed: int = 0) -> TopicModel:
+    """Build a model by backend name (``"sklearn"`` or ``"tomotopy"``).
+
+    >>> make_topic_model("sklearn", n_topics=5).settings()["n_topics"]
+    5
+    """
+    if backend == "sklearn":
+        return SklearnLDA(n_topics=n_topics, max_iter=max_iter, random_state=seed)
+    if backend == "tomotopy":
+        return TomotopyLDA(n_topics=n_topics, iterations=max(max_iter, 1) * 20, seed=seed)
+    raise ParameterError(f"unknown topic-model backend {backend!r}; choose one of: sklearn, tomotopy")
+
+
+@dataclass(frozen=True)
+class UserCorpus:
+    """Documents grouped by user, already vectorised over a fixed vocabulary.
+
+    A user-level neighbour adds or removes *all* of one user's documents. The
+    vocabulary is built once from the whole corpus and then held fixed, so every
+    fit (real release and every sampled neighbour) sees the same columns.
+
+    Attributes
+    ----------
+    X : scipy.sparse.csr_matrix
+        Document-term counts (documents kept after the per-user bound).
+    vocabulary : tuple of str
+    users : tuple of str
+        Distinct users, in first-appearance order.
+    user_rows : tuple of numpy arrays
+        ``user_rows[u]`` are the rows of ``X`` belonging to ``users[u]``.
+    max_docs_per_user : int or None
+        Contribution bound: at most this many documents per user (the first
+        ones in corpus order) are used, by the release *and* by the sampler.
+    fingerprint : str
+        Hash of the texts, users and settings (cache key component).
+    """
+
+    X: sparse.csr_matrix
+    vocabulary: tuple[str, ...]
+    users: tuple[str, ...]
+    user_rows: tuple[np.ndarray, ...]
+    max_docs_per_user: int | None
+    fingerprint: str
+    settings: dict[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[str], users: Sequence[object], *,
+                   max_docs_per_user: int | None = None, max_features: int = 2000,
+                   min_df: int = 5, max_df: float = 0.5, min_user_docs: int = 1) -> UserCorpus:
+        """Vectorise ``texts`` (English stop words removed, alphabetic tokens).
+
+        Users with fewer than ``min_user_docs`` documents are dropped (a
+        population choice made before any release; documented in the record).
+
+        >>> c = UserCorpus.from_texts(["apple banana", "banana cherry", "apple cherry"],
+        ...                           ["u1", "u1", "u2"], min_df=1, max_df=1.0)
+        >>> c.users, c.X.shape
+        (('u1', 'u2'), (3, 3))
+        """
+        if len(texts) != len(users):
+            raise ParameterError(f"got {len(texts)} texts but {len(users)} users")
+        check_positive_int(max_features, "max_features")
+        check_positive_int(min_user_docs, "min_user_docs")
+        if max_docs_per_user is not None:
+            check_positive_int(max_docs_per_user, "max_docs_per_user")
+        counts: dict[str, int] = {}
+        for u in users:
+            if u is None:
+                continue
+            counts[str(u)] = counts.get(str(u), 0) + 1
+        order: dict[str, list[int]] = {}
+        for i, u in enumerate(users):
+            if u is None or counts[str(u)] < min_user_docs:
+                continue
+            rows = order.setdefault(str(u), [])
+            if max_docs_per_user is None or len(rows) < max_docs_per_user:
+                rows.append(i)
+        if len(order) < 2:
+            raise DocumentError("the corpus needs at least two users with documents")
+        keep = [i for rows in order.values() for i in rows]
+        kept_texts = [str(texts[i]) for i in keep]
+        fe = require("sklearn.feature_extraction.text", "topics")
+        cv = fe.CountVectorizer(stop_words="english", max_features=max_features, min_df=min_df,
+                                max_df=max_df, token_pattern=TOKEN_PATTERN)
+        try:
+            X = sparse.csr_matrix(cv.fit_transform(kept_texts), dtype=np.float64)
+        except ValueError as exc:  # empty vocabulary after pruning
+            raise DocumentError(f"cannot build a vocabulary: {exc}") from exc
+        pos = {i: r for r, i in enumerate(keep)}
+        user_rows = tuple(np.array([pos[i] for i in rows], dtype=np.int64) for rows in order.values())
+        settings = {"max_docs_per_user": max_docs_per_user, "max_features": max_features,
+                    "min_df": min_df, "max_df": max_df, "min_user_docs": min_user_docs,
+                    "n_docs": len(keep), "n_users": len(order)}
+        h = hashlib.sha256()
+        for i in keep:
+            h.update(str(users[i]).encode("utf-8", "replace") + b"\0")
+            h.update(str(texts[i]).encode("utf-8", "replace") + b"\1")
+        h.update(json.dumps(settings, sort_keys=True).encode())
+        return cls(X=X, vocabulary=tuple(cv.get_feature_names_out().tolist()),
+                   users=tuple(order), user_rows=user_rows,
+                   max_docs_per_user=max_docs_per_user, fingerprint=h.hexdigest()[:24],
+                   settings=settings)
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, *, user_field: str = "author", text_field: str = "text",
+                   **kwargs: object) -> UserCorpus:
+        """Load a (optionally gzipped) JSON-lines corpus; rows without a user are skipped."""
+        p = Path(path)
+        if not p.is_file():
+            raise DocumentError(f"corpus file not found: {p}")
+        opener = gzip.open if p.suffix == ".gz" else open
+        texts: list[str] = []
+        users: list[object] = []
+        try:
+            with opener(p, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+                for n, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    row = json.loads(line)
+                    if user_field not in row:
+                        raise DocumentError(f"{p}:{n}: no field {user_field!r} (use --user-field)")
+                    if row[user_field] is None:
+                        continue
+                    texts.append(str(row.get(text_field) or ""))
+                    users.append(row[user_field])
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DocumentError(f"cannot read {p}: {exc}") from exc
+        return cls.from_texts(texts, users, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def n_users(self) -> int:
+        return len(self.users)
+
+    def rows_for(self, user_indices: Iterable[int]) -> sparse.csr_matrix:
+        """Document-term matrix of the multiset of users ``user_indices``."""
+        idx = [self.user_rows[int(u)] for u in user_indices]
+        rows = np.concatenate(idx) if idx else np.zeros(0, dtype=np.int64)
+        return self.X[rows]
+
+
+@dataclass(frozen=True)
+class TopicMatrix:
+    """The ``m x n`` topic-keyword matrix (non-private until a mechanism is applied).
+
+    ``matrix[i, j]`` is the probability of ``keywords[i][j]`` in topic
+    ``topic_ids[i]`` (model topic index), rows ordered by topic prevalence.
+    """
+
+    matrix: np.ndarray
+    keywords: tuple[tuple[str, ...], ...]
+    topic_ids: tuple[int, ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.matrix.shape[0]), int(self.matrix.shape[1]))
+
+
+def _top_topics(prevalence: np.ndarray, m: int) -> np.ndarray:
+    return np.argsort(-prevalence, kind="stable")[:m]
+
+
+def extract_topic_matrix(topic_word: np.ndarray, prevalence: np.ndarray,
+                         vocabulary: Sequence[str], m: int, n: int) -> TopicMatrix:
+    """Top ``m`` topics (by prevalence) and their top ``n`` keywords.
+
+    >>> tw = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    >>> t = extract_topic_matrix(tw, np.array([0.3, 0.7]), ["a", "b", "c"], 2, 2)
+    >>> t.keywords, t.matrix.tolist()
+    ((('c', 'a'), ('a', 'b')), [[0.8, 0.1], [0.5, 0.3]])
+    """
+    K, V = topic_word.shape
+    check_positive_int(m, "m (topics)")
+    check_positive_int(n, "n (keywords)")
+    if m > K:
+        raise ParameterError(f"cannot release {m} topics from a model with {K} topics")
+    if n > V:
+        raise ParameterError(f"cannot release {n} keywords from a vocabulary of {V} words")
+    topics = _top_topics(prevalence, m)
+    mat = np.empty((m, n))
+    kws: list[tuple[str, ...]] = []
+    for i, t in enumerate(topics):
+        cols = np.argsort(-topic_word[t], kind="stable")[:n]
+        mat[i] = topic_word[t, cols]
+        kws.append(tuple(vocabulary[c] for c in cols))
+    return TopicMatrix(matrix=mat, keywords=tuple(kws), topic_ids=tuple(int(t) for t in topics))
+
+
+def align_topics(reference: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Permutation ``p`` with ``other[p[i]]`` the topic matched to ``reference[i]``.
+
+    Hungarian matching (``scipy.optimize.linear_sum_assignment``) minimising the
+    total L1 distance between full topic-word distributions; topic labels of two
+    LDA fits are arbitrary, so distances are only meaningful after alignment.
+
+    >>> a = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> align_topics(a, a[::-1]).tolist()
+    [1, 0]
+    """
+    cost = np.abs(reference[:, None, :] - other[None, :, :]).sum(axis=2)
+    rows, cols = linear_sum_assignment(cost)
+    perm = np.empty(reference.shape[0], dtype=np.int64)
+    perm[rows] = cols
+    return perm
+
+
+def topic_matrix_distance(tw_a: np.ndarray, prev_a: np.ndarray, tw_b: np.ndarray,
+                          sizes: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Frobenius distance between the released matrices of two fits, per size.
+
+    For each ``(m, n)`` in ``sizes``: take fit A's top ``m`` topics, match fit
+    B's topics to them (:func:`align_topics`), and for each matched pair compare
+    the two truncated rows over the union of their keyword sets, where a word
+    outside a topic's top ``n`` counts as probability 0. This is the L2 distance
+    between the two releases viewed as sparse ``m x V`` matrices, so it also
+    charges a change of keyword identity (it upper-bounds the distance on A's
+    keyword positions whenever the dropped words' probabilities fall).
+
+    >>> tw = np.array([[0.6, 0.4, 0.0], [0.0, 0.2, 0.8]])
+    >>> float(topic_matrix_distance(tw, np.array([0.5, 0.5]), tw[::-1], [(2, 2)])[0])
+    0.0
+    """
+    perm = align_topics(tw_a, tw_b)
+    out = np.empty(len(sizes))
+    for s, (m, n) in enumerate(sizes):
+        topics = _top_topics(prev_a, m)
+        total = 0.0
+        for t in topics:
+            a = tw_a[t]
+            b = tw_b[perm[t]]
+            ta = np.argsort(-a, kind="stable")[:n]
+            tb = np.argsort(-b, kind="stable")[:n]
+            va = np.zeros_like(a)
+            vb = np.zeros_like(b)
+            va[ta] = a[ta]
+            vb[tb] = b[tb]
+            union = np.union1d(ta, tb)
+            total += float(np.sum((va[union] - vb[union]) ** 2))
+        out[s] = np.sqrt(total)
+    return out

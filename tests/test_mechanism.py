@@ -1,0 +1,106 @@
+"""Earth Mover's privacy end to end on the real GloVe 6B 50d embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from textdp import EarthMoversPrivacy
+from textdp.embeddings import Embeddings
+from textdp.errors import DocumentError, ParameterError, ParameterTypeError
+from textdp.mechanisms import privatize_ids
+from textdp.text import normalise
+
+TEXT = (
+    "The old fisherman repaired his nets on the harbour wall while gulls circled above the boats. "
+    "Children carried baskets of bread and apples to the market, and the baker sang loudly."
+)
+
+
+def test_huge_epsilon_is_identity(glove):
+    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=1)
+    doc = mech.privatize(TEXT)
+    assert sorted(doc.words) == sorted(normalise(TEXT))
+    assert doc.unchanged_fraction() == 1.0
+    assert doc.guarantee.size == len(normalise(TEXT))
+
+
+def test_tiny_epsilon_destroys_words(glove):
+    mech = EarthMoversPrivacy(epsilon=0.1, embeddings=glove, rng=2)
+    docs = mech.privatize([TEXT] * 5)
+    kept = np.mean([d.unchanged_fraction() for d in docs])
+    assert kept < 0.05
+
+
+def test_seed_reproduces_and_default_is_random(glove):
+    a = EarthMoversPrivacy(epsilon=8, embeddings=glove, rng=123).privatize(TEXT)
+    b = EarthMoversPrivacy(epsilon=8, embeddings=glove, rng=123).privatize(TEXT)
+    assert a.words == b.words
+    outs = {EarthMoversPrivacy(epsilon=8, embeddings=glove).privatize(TEXT).words for _ in range(4)}
+    assert len(outs) > 1  # OS entropy, not a constant seed
+
+
+def test_oov_never_released(glove):
+    name = "zorbulax"
+    assert name not in glove
+    text = f"{name} met {name} and {name.capitalize()} at the harbour; {name} smiled"
+    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, bag="sample", size=200, rng=3)
+    for doc in mech.privatize([text] * 10):
+        assert name not in doc.words
+        assert doc.dropped_oov == 4
+        assert doc.to_record()["dropped_oov"] == 4
+    # and at any epsilon, nothing outside the vocabulary can come out
+    for eps in (1.0, 10.0, 50.0):
+        doc = EarthMoversPrivacy(epsilon=eps, embeddings=glove, rng=4).privatize(text)
+        assert all(w in glove for w in doc.words)
+
+
+def test_record_fields(glove):
+    rec = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, rng=5).privatize(TEXT).to_record()
+    for key in ("id", "words", "epsilon", "size", "dim", "vocab_size", "dropped_oov", "mechanism", "guarantee"):
+        assert key in rec
+    assert rec["size"] == 5 and len(rec["words"]) == 5 and rec["dim"] == 50 and rec["vocab_size"] == 400000
+    assert "exp(10*5*E_d(b,b'))" in rec["guarantee"]
+    assert "input_words" not in rec
+
+
+def test_output_is_a_bag_not_a_sequence():
+    emb = Embeddings(["a", "b", "c"], np.array([[0.0, 0], [5, 0], [0, 5]]), name="toy")
+    out = privatize_ids(np.array([[2, 1, 0, 2]]), emb.vectors, 1e9, np.random.default_rng(0))
+    assert out.tolist() == [[0, 1, 2, 2]]
+
+
+def test_size_none_uses_shortest(glove):
+    docs = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=0).privatize([TEXT, "harbour boats gulls"])
+    assert [len(d.words) for d in docs] == [3, 3]
+
+
+@pytest.mark.parametrize("eps", [0, -3, float("nan"), float("inf")])
+def test_bad_epsilon(eps, glove):
+    with pytest.raises(ParameterError, match="epsilon"):
+        EarthMoversPrivacy(epsilon=eps, embeddings=glove).privatize(TEXT)
+
+
+def test_bad_inputs(glove):
+    with pytest.raises(ParameterError, match="size"):
+        EarthMoversPrivacy(epsilon=1, size=0, embeddings=glove).fit()
+    with pytest.raises(ParameterError, match="bag mode"):
+        EarthMoversPrivacy(epsilon=1, bag="pad", embeddings=glove).fit()
+    with pytest.raises(ParameterTypeError):
+        EarthMoversPrivacy(epsilon=1, embeddings=42).fit()  # type: ignore[arg-type]
+    mech = EarthMoversPrivacy(epsilon=1, embeddings=glove, rng=0)
+    with pytest.raises(DocumentError, match="empty"):
+        mech.privatize("   ,,, the and of 123 ")
+    with pytest.raises(DocumentError, match="none of its"):
+        mech.privatize("zorbulax quuxifrob")
+    with pytest.raises(DocumentError, match="fewer than the bag size"):
+        EarthMoversPrivacy(epsilon=1, size=50, embeddings=glove).privatize("harbour boats")
+
+
+def test_sklearn_pipeline(glove):
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.pipeline import make_pipeline
+
+    pipe = make_pipeline(EarthMoversPrivacy(epsilon=1e6, size=3, embeddings=glove, rng=0), CountVectorizer())
+    x = pipe.fit_transform([TEXT, "gulls boats harbour market"])
+    assert x.shape[0] == 2 and x.sum() == 6

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from textdp.errors import DocumentError, ParameterError
+from textdp.text import ENGLISH_STOP_WORDS, make_bag, normalise, tokenize
+
+
+def test_tokenize_and_normalise():
+    assert tokenize("Hello, World! It's 2019_x") == ["hello", "world", "it", "s", "x"]
+    assert normalise("The cat sat on the mat.") == ["cat", "sat", "mat"]
+    assert normalise("The cat", stop_words=None) == ["the", "cat"]
+    assert normalise("Über café naïve") == ["über", "café", "naïve"]
+    assert "the" in ENGLISH_STOP_WORDS and len(ENGLISH_STOP_WORDS) == 318
+
+
+def test_truncate_and_sample(rng):
+    ids = np.arange(10)
+    assert make_bag(ids, 4).tolist() == [0, 1, 2, 3]
+    with pytest.raises(DocumentError, match="fewer than the bag size"):
+        make_bag(ids, 11)
+    s = make_bag(np.array([7, 8]), 1000, "sample", rng)
+    assert set(s.tolist()) == {7, 8} and abs((s == 7).mean() - 0.5) < 0.06
+    with pytest.raises(DocumentError, match="no in-vocabulary"):
+        make_bag(np.array([], dtype=np.int64), 3)
+    with pytest.raises(ParameterError):
+        make_bag(ids, 0)
+    with pytest.raises(ParameterError, match="bag mode"):
+        make_bag(ids, 2, "pad")
