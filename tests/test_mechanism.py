@@ -104,3 +104,24 @@ def test_sklearn_pipeline(glove):
     pipe = make_pipeline(EarthMoversPrivacy(epsilon=1e6, size=3, embeddings=glove, rng=0), CountVectorizer())
     x = pipe.fit_transform([TEXT, "gulls boats harbour market"])
     assert x.shape[0] == 2 and x.sum() == 6
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_output_probability_ratio_respects_the_guarantee(epsilon):
+    """Empirical check of Thm 5.1 for N=1: P(w|a) / P(w|b) <= exp(epsilon * ||a - b||) for every output w."""
+    vec = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.5], [2.0, 2.0]])
+    a, b = 0, 1
+    dist = float(np.linalg.norm(vec[a] - vec[b]))
+    n = 200_000
+    g = np.random.default_rng(99)
+    out_a = privatize_ids(np.full((n, 1), a), vec, epsilon, g).ravel()
+    out_b = privatize_ids(np.full((n, 1), b), vec, epsilon, g).ravel()
+    pa = np.bincount(out_a, minlength=4) / n
+    pb = np.bincount(out_b, minlength=4) / n
+    bound = np.exp(epsilon * dist)
+    # 4-sigma slack on each estimated probability
+    se_a, se_b = np.sqrt(pa * (1 - pa) / n), np.sqrt(pb * (1 - pb) / n)
+    assert np.all(pa - 4 * se_a <= bound * (pb + 4 * se_b))
+    assert np.all(pb - 4 * se_b <= bound * (pa + 4 * se_a))
+    # the mechanism is not trivially uniform: the bound is nearly tight for the source words
+    assert pa[a] / pb[a] > 1.2

@@ -27,7 +27,7 @@ def make_rng(rng: int | np.random.Generator | np.random.SeedSequence | None = No
 
     >>> bool(make_rng(7).integers(100) == make_rng(7).integers(100))
     True
-    >>> g = np.random.default_rng(1)
+    >>> g = make_rng(1)
     >>> make_rng(g) is g
     True
     """

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._rng import make_rng  # noqa: F401  (used in the examples)
 from .._validation import check_epsilon, check_positive_int
 
 
 def sample_radius(count: int, dim: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
     """``count`` radii drawn from Gamma(shape=dim, scale=1/epsilon).
 
-    >>> r = sample_radius(20000, 50, 10.0, np.random.default_rng(0))
+    >>> r = sample_radius(20000, 50, 10.0, make_rng(0))
     >>> bool(abs(r.mean() - 5.0) < 0.05)
     True
     """
@@ -57,7 +58,7 @@ def laplace_noise(count: int, dim: int, epsilon: float, rng: np.random.Generator
 
     Examples
     --------
-    >>> z = laplace_noise(4, 3, 1.0, np.random.default_rng(1))
+    >>> z = laplace_noise(4, 3, 1.0, make_rng(1))
     >>> z.shape
     (4, 3)
     """

@@ -1,0 +1,225 @@
+"""``textdp guarantee`` and ``textdp calibrate``: the numbers behind a release."""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import ParameterError
+from ._common import EPSILON_HELP_TEXT, EPSILON_OPTION_HELP, cli_errors, progress_bar
+
+
+class BagMode(str, Enum):
+    truncate = "truncate"
+    sample = "sample"
+
+
+class Metric(str, Enum):
+    euclidean = "euclidean"
+    manhattan = "manhattan"
+
+
+def _load(embeddings: Optional[Path], words: Optional[Path], vocab_size: Optional[int]) -> Any:
+    from ..embeddings import load_embeddings
+
+    return load_embeddings(embeddings, words_path=words, vocab_size=vocab_size)
+
+
+def _read(path: Path) -> str:
+    from ..io import read_documents
+
+    docs = read_documents([path], input_format="text")
+    return docs[0][1]
+
+
+def _stops(stop_words: str) -> str | None:
+    s = stop_words.lower()
+    if s == "none":
+        return None
+    if s != "english":
+        raise ParameterError(f"unknown stop-word list {stop_words!r}; choose 'english' or 'none'")
+    return s
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=2)
+
+
+def guarantee(
+    doc_a: Annotated[Path, typer.Argument(help="First document (plain UTF-8 text).", show_default=False)],
+    doc_b: Annotated[Path, typer.Argument(help="Second document (plain UTF-8 text).", show_default=False)],
+    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
+    size: Annotated[
+        Optional[int],
+        typer.Option("--size", "-n", help="Bag size N of the release. Default: the shorter document's "
+                     "in-vocabulary length."),
+    ] = None,
+    bag: Annotated[BagMode, typer.Option(help="How the release forms bags: truncate (first N words) or sample "
+                                         "(N random words: the numbers are then random too).")] = BagMode.truncate,
+    metric: Annotated[Metric, typer.Option(help="Ground metric between word vectors. The theorem uses euclidean; "
+                                           "manhattan gives a larger, still valid loss.")] = Metric.euclidean,
+    embeddings: Annotated[Optional[Path], typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
+    words: Annotated[Optional[Path], typer.Option(help="Words file for a .npy matrix.")] = None,
+    vocab_size: Annotated[Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
+    stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
+    seed: Annotated[Optional[int], typer.Option(help="Seed for --bag sample.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
+) -> None:
+    """How distinguishable two documents stay after Earth Mover's privacy (Theorem 5.1).
+
+    Both documents are prepared exactly as `textdp obfuscate` would (lower-case, stop words and unknown
+    words removed, bag of N words). The release guarantees that any output is at most
+    exp(epsilon·N·E_d) times more likely from one document than from the other; E_d is the Earth
+    Mover's distance between the bags (mean distance of the best word-to-word matching). A privacy
+    loss epsilon·N·E_d below ~1 means the two are hard to tell apart; the command also prints the
+    epsilon that would give a loss of 1.
+    """
+    from ..accounting.bounds import document_guarantee
+
+    with cli_errors():
+        emb = _load(embeddings, words, vocab_size)
+        g = document_guarantee(
+            _read(doc_a),
+            _read(doc_b),
+            epsilon=epsilon,
+            size=size,
+            embeddings=emb,
+            bag=bag.value,
+            stop_words=_stops(stop_words),
+            metric=metric.value,
+            rng=seed,
+            names=(doc_a.name, doc_b.name),
+        )
+        if as_json:
+            out = g.to_dict()
+            out["documents"] = [str(doc_a), str(doc_b)]
+            typer.echo(_dump(out))
+            return
+        console = Console(highlight=False, soft_wrap=True)
+        for name, tokens, oov, inv in (
+            (doc_a.name, g.n_tokens_a, g.dropped_oov_a, g.words_a),
+            (doc_b.name, g.n_tokens_b, g.dropped_oov_b, g.words_b),
+        ):
+            console.print(f"{name}: {tokens} words after normalisation, {oov} unknown, {inv} in vocabulary "
+                          f"-> bag of {g.size}")
+        table = Table(title=f"Earth Mover's privacy guarantee (epsilon={g.epsilon:g}, N={g.size})", show_header=False)
+        table.add_column("quantity")
+        table.add_column("value", justify="right")
+        table.add_row(f"E_d ({g.metric}, {g.embeddings})", f"{g.earth_movers_distance:.4f}")
+        table.add_row("N * E_d (matched distance)", f"{g.total_distance:.3f}")
+        table.add_row("privacy loss epsilon*N*E_d", f"{g.privacy_loss:.3f} nats")
+        table.add_row("multiplier exp(epsilon*N*E_d)", g.multiplier_text)
+        if g.epsilon_for_unit_loss is not None:
+            table.add_row("epsilon giving a loss of 1", f"{g.epsilon_for_unit_loss:.3g}")
+        console.print(table)
+        if g.random_bag:
+            console.print("note: --bag sample draws random bags, so these numbers change from run to run.")
+
+
+def calibrate(
+    target_unchanged: Annotated[
+        float, typer.Option("--target-unchanged", "-t", help="Fraction of words the release should keep unchanged "
+                            "(0-1). 0.5 = about half of the words survive.")
+    ] = 0.5,
+    embeddings: Annotated[Optional[Path], typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
+    words: Annotated[Optional[Path], typer.Option(help="Words file for a .npy matrix.")] = None,
+    vocab_size: Annotated[Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
+    n_words: Annotated[int, typer.Option("--n-words", help="Number of calibration words.")] = 300,
+    rank_min: Annotated[int, typer.Option(help="Lowest frequency rank of the calibration words.")] = 1000,
+    rank_max: Annotated[int, typer.Option(help="Highest frequency rank of the calibration words.")] = 6000,
+    calibration_words: Annotated[
+        Optional[Path], typer.Option(help="Use these words (one per line) instead of a random sample.")
+    ] = None,
+    repeats: Annotated[int, typer.Option(help="Noise draws per word.")] = 3,
+    epsilons: Annotated[
+        str, typer.Option(help="Comma-separated epsilons for the diagnostic table (the calibrated one is added). "
+                          "Empty: no table.")
+    ] = "4,7,10,20,40",
+    stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
+    confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    seed: Annotated[Optional[int], typer.Option(help="Seed (word sample and noise). Default: fresh entropy.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of tables.")] = False,
+) -> None:
+    """Find the epsilon that keeps a target fraction of words unchanged, and show what epsilons do.
+
+    Epsilon's effect depends on the embeddings (the noise length is dimension/epsilon), so choose it
+    by its effect: the share of words the mechanism maps back to themselves, and how far (in
+    neighbour rank: 0 = kept, 1 = nearest other word) the others move. Monte Carlo on a sample of
+    words with exact decoding; intervals by bootstrap over words.
+    """
+    from ..accounting.calibration import calibrate_epsilon, diagnose
+
+    with cli_errors():
+        try:
+            table_eps = [float(x) for x in epsilons.split(",") if x.strip()]
+        except ValueError:
+            raise ParameterError(f"--epsilons must be comma-separated numbers, got {epsilons!r}") from None
+        emb = _load(embeddings, words, vocab_size)
+        word_list = None
+        if calibration_words is not None:
+            word_list = [w.strip() for w in _read(calibration_words).split() if w.strip()]
+        cal, curve = calibrate_epsilon(
+            target_unchanged,
+            emb,
+            confidence=confidence,
+            rng=seed,
+            words=word_list,
+            n_words=n_words,
+            ranks=(rank_min, rank_max),
+            repeats=repeats,
+            stop_words=_stops(stop_words),
+        )
+        eps_list = sorted(set(table_eps) | {cal.epsilon}) if table_eps else []
+        rows = []
+        if eps_list:
+            with progress_bar(disable=as_json) as bar:
+                task = bar.add_task("decoding", total=len(eps_list))
+                rows = diagnose(curve, eps_list, emb, confidence=confidence, rng=seed,
+                                progress=lambda: bar.advance(task))
+        if as_json:
+            out = cal.to_dict()
+            out["diagnostics"] = [r.to_dict() for r in rows]
+            typer.echo(_dump(out))
+            return
+        console = Console(highlight=False)
+        if not console.is_terminal:
+            console = Console(highlight=False, width=110)
+        pct = f"{confidence:.0%}"
+        console.print(
+            f"epsilon = {cal.epsilon:.3g} keeps {cal.target_unchanged:.0%} of words unchanged "
+            f"({pct} interval {cal.epsilon_low:.3g}-{cal.epsilon_high:.3g}; {cal.n_words} words x {cal.repeats} draws, "
+            f"{cal.embeddings}, n={cal.dim}, V={cal.vocab_size})"
+        )
+        if rows:
+            table = Table(title="What epsilon does to words")
+            for col in ("epsilon", "noise length", "unchanged", f"{pct} CI", "mean rank", "median rank",
+                        "p90 rank", "rank<=10"):
+                table.add_column(col, justify="right")
+            for r in rows:
+                mark = " *" if math.isclose(r.epsilon, cal.epsilon) else ""
+                table.add_row(
+                    f"{r.epsilon:.3g}{mark}",
+                    f"{r.mean_noise_length:.2f}",
+                    f"{r.unchanged_fraction:.3f}",
+                    f"{r.unchanged_low:.3f}-{r.unchanged_high:.3f}",
+                    f"{r.mean_neighbour_rank:.1f}",
+                    f"{r.median_neighbour_rank:.0f}",
+                    f"{r.p90_neighbour_rank:.0f}",
+                    f"{r.within_10_neighbours:.3f}",
+                )
+            console.print(table)
+            console.print("rank = position of the output word among the input word's nearest neighbours "
+                          "(0 = unchanged); * = calibrated epsilon")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``guarantee`` and ``calibrate`` commands to ``app``."""
+    app.command("guarantee", help=(guarantee.__doc__ or "") + "\n\n" + EPSILON_HELP_TEXT)(guarantee)
+    app.command("calibrate", help=(calibrate.__doc__ or "") + "\n\n" + EPSILON_HELP_TEXT)(calibrate)
