@@ -12,6 +12,7 @@ import typer
 
 from .. import __version__
 from ..embeddings import load_embeddings
+from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError
 from ..io import atomic_writer, read_documents, settings_path, write_json
 from ..mechanisms import EarthMoversPrivacy
@@ -33,6 +34,38 @@ class InputFormat(str, Enum):
     auto = "auto"
     text = "text"
     jsonl = "jsonl"
+
+
+class DecoderName(str, Enum):
+    exact = "exact"
+    faiss_exact = "faiss-exact"
+    torch = "torch"
+    approximate = "approximate"
+    hnsw = "hnsw"
+    ivf = "ivf"
+
+
+class EngineName(str, Enum):
+    auto = "auto"
+    single = "single"
+    local = "local"
+    dask = "dask"
+
+
+LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
+
+
+def _partitioned(engine: EngineName, files: list[Path], scheduler: Optional[str], partitions: Optional[int]) -> bool:
+    if engine is EngineName.single:
+        if scheduler or partitions:
+            raise ParameterError("--scheduler and --partitions need --engine local or dask")
+        return False
+    if engine is not EngineName.auto or scheduler or partitions:
+        return True
+    real = [f for f in files if str(f) != "-"]
+    if any(f.name.lower().endswith((".parquet", ".pq")) for f in real):
+        return True
+    return sum(f.stat().st_size for f in real if f.is_file()) >= LARGE_INPUT_BYTES
 
 
 def _domain_words(path: Path) -> set[str]:
@@ -88,6 +121,26 @@ def obfuscate(
         bool, typer.Option(help="Add diagnostics (unchanged fraction, mean neighbour rank) to each record. "
                            "They depend on the private input: for the data owner, not for release.")
     ] = False,
+    decoder: Annotated[
+        DecoderName, typer.Option(help="Nearest-word decoder. exact (default), faiss-exact, torch: identical "
+                                  "results. approximate/hnsw, ivf: faster, opt-in; decoding is post-processing so "
+                                  "the guarantee is unchanged, but some words differ from exact decoding.")
+    ] = DecoderName.exact,
+    engine: Annotated[
+        EngineName, typer.Option(help="single: one process, one output file. local/dask: partitioned, resumable "
+                                 "output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet "
+                                 "or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")
+    ] = EngineName.auto,
+    scheduler: Annotated[
+        Optional[str], typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
+    ] = None,
+    partitions: Annotated[
+        Optional[int], typer.Option(help="Number of partitions (default: from the input size). Part of the "
+                                    "run's identity: the same seed and partitions give the same output.")
+    ] = None,
+    workers: Annotated[
+        Optional[int], typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")
+    ] = None,
 ) -> None:
     """Obfuscate documents with Earth Mover's privacy (noisy word embeddings, nearest-word decoding).
 
@@ -95,13 +148,27 @@ def obfuscate(
     in-vocabulary words (unknown words are dropped, never copied), and every word is replaced by the
     word nearest to its embedding plus n-dimensional Laplace noise. Each output record states the
     guarantee: epsilon·N·E_d-privacy.
+
+    Large inputs (Parquet, JSONL) run partitioned (--engine local/dask): the output is a directory of
+    part files plus manifest.json and settings.json; re-running the same command after a crash
+    finishes the missing parts only.
     """
     with cli_errors():
         stops = None if stop_words.lower() == "none" else stop_words.lower()
         domain = _domain_words(domain_vocab) if domain_vocab is not None else None
         emb = load_embeddings(embeddings, words_path=words, vocab_size=vocab_size, domain_words=domain)
+        if _partitioned(engine, list(files or []), scheduler, partitions):
+            _run_partitioned(
+                list(files or []), output, emb, epsilon=epsilon, size=size, bag=bag.value, stops=stops,
+                decoder=decoder.value, seed=seed, engine=engine, scheduler=scheduler, partitions=partitions,
+                workers=workers, text_field=text_field, id_field=id_field, input_format=input_format.value,
+                fmt=fmt.value, report=report,
+                extra={"vocab_size_limit": vocab_size, "domain_vocab": str(domain_vocab) if domain_vocab else None},
+            )
+            return
         mech = EarthMoversPrivacy(
-            epsilon=epsilon, size=size, embeddings=emb, bag=bag.value, stop_words=stops, rng=seed
+            epsilon=epsilon, size=size, embeddings=emb, bag=bag.value, stop_words=stops, rng=seed,
+            decoder=decoder.value,
         ).fit()
         docs = read_documents(list(files or []), text_field=text_field, id_field=id_field,
                               input_format=input_format.value)
@@ -129,6 +196,7 @@ def obfuscate(
             "vocab_size_limit": vocab_size,
             "domain_vocab": str(domain_vocab) if domain_vocab else None,
             "report_fields_are_private": report,
+            "decoder": private[0].decoder,
             **private[0].guarantee.to_dict(),
         }
         if output is None:
@@ -137,6 +205,38 @@ def obfuscate(
             with atomic_writer(output) as fh:
                 _emit(fh, records, fmt)
             write_json(settings_path(output), settings)
+
+
+def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, engine: EngineName,
+                     scheduler: Optional[str], workers: Optional[int], **kw: Any) -> None:
+    from ..engines import get_backend
+    from ..engines.corpus import obfuscate_corpus
+
+    if output is None:
+        raise ParameterError("partitioned runs need --output DIRECTORY (part files + manifest.json)")
+    if not files or any(str(f) == "-" for f in files):
+        raise ParameterError("partitioned runs read files, not standard input")
+    if kw["input_format"] == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
+        raise ParameterError("--input-format text cannot read Parquet")
+    check_epsilon(kw["epsilon"])
+    if kw["size"] is not None:
+        check_positive_int(kw["size"], "size")
+    if kw["partitions"] is not None:
+        check_positive_int(kw["partitions"], "partitions")
+    name = "local" if engine is EngineName.local else "dask"
+    backend = get_backend(name, scheduler=scheduler, workers=workers)
+    try:
+        with progress_bar() as bar:
+            task = bar.add_task("obfuscating (documents)", total=None)
+            obfuscate_corpus(
+                files, output, embeddings=emb, epsilon=kw["epsilon"], size=kw["size"], bag=kw["bag"],
+                stop_words=kw["stops"], decoder=kw["decoder"], seed=kw["seed"], backend=backend,
+                partitions=kw["partitions"], text_field=kw["text_field"], id_field=kw["id_field"],
+                input_format=kw["input_format"], fmt=kw["fmt"], report=kw["report"],
+                extra_settings=kw["extra"], progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    finally:
+        backend.close()
 
 
 def _report_fields(doc: Any, mech: EarthMoversPrivacy) -> dict[str, Any]:

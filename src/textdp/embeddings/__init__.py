@@ -22,12 +22,19 @@ Text and binary files are converted once to ``.npy`` + words in the cache
 from __future__ import annotations
 
 from .core import Embeddings
+from .ann import DECODERS, ApproximateDecoder, Decoder, FaissExactDecoder, make_decoder, vocabulary_fingerprint
 from .decode import ExactDecoder, nearest_words
 from .loaders import cache_dir, load_default_embeddings, load_embeddings
 
 __all__ = [
+    "DECODERS",
+    "ApproximateDecoder",
+    "Decoder",
     "Embeddings",
     "ExactDecoder",
+    "FaissExactDecoder",
+    "make_decoder",
+    "vocabulary_fingerprint",
     "cache_dir",
     "load_default_embeddings",
     "load_embeddings",

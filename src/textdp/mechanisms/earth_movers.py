@@ -32,7 +32,7 @@ import numpy as np
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int
 from ..accounting.events import EarthMoversGuarantee
-from ..embeddings import Embeddings, ExactDecoder, load_embeddings
+from ..embeddings import DECODERS, Decoder, Embeddings, ExactDecoder, load_embeddings, make_decoder
 from ..errors import DocumentError, ParameterTypeError
 from ..text import BAG_MODES, make_bag, normalise
 from .laplace import laplace_noise
@@ -59,7 +59,7 @@ def privatize_ids(
     vectors: np.ndarray,
     epsilon: float,
     rng: np.random.Generator,
-    decoder: ExactDecoder | None = None,
+    decoder: Decoder | None = None,
 ) -> np.ndarray:
     """Algorithms 1 and 2 on a batch of bags of vocabulary rows: ``(B, N)`` -> ``(B, N)``.
 
@@ -67,7 +67,7 @@ def privatize_ids(
     state of ``rng``. Each output row is sorted (a bag, see the module notes).
 
     >>> vec = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
-    >>> privatize_ids(np.array([[2, 1, 1]]), vec, 1e6, np.random.default_rng(0)).tolist()
+    >>> privatize_ids(np.array([[2, 1, 1]]), vec, 1e6, make_rng(0)).tolist()
     [[1, 1, 2]]
     """
     epsilon = check_epsilon(epsilon)
@@ -75,7 +75,8 @@ def privatize_ids(
     if decoder is None:
         decoder = ExactDecoder(vectors)
     z = noisy_vectors(ids, vectors, epsilon, rng)
-    out = decoder.decode(z.reshape(-1, z.shape[-1])).reshape(ids.shape)
+    # the sources only let the decoder skip work (exact decoders return the same rows)
+    out = decoder.decode(z.reshape(-1, z.shape[-1]), sources=ids.reshape(-1)).reshape(ids.shape)
     return np.sort(out, axis=-1)
 
 
@@ -94,6 +95,7 @@ class PrivateDocument:
     n_tokens: int
     dropped_oov: int
     input_words: tuple[str, ...] = field(repr=False)
+    decoder: str = "exact"
 
     def unchanged_fraction(self) -> float:
         """Multiset overlap of output and input bag divided by N (a diagnostic of the input)."""
@@ -118,6 +120,7 @@ class PrivateDocument:
             "dropped_oov": self.dropped_oov,
             "mechanism": g.mechanism,
             "guarantee": g.statement,
+            "decoder": self.decoder,
         }
 
 
@@ -152,6 +155,11 @@ class EarthMoversPrivacy:
         Words removed before forming the bag.
     rng : int, numpy.random.Generator or None
         Seed or generator; ``None`` uses fresh OS entropy (never a constant).
+    decoder : str
+        Nearest-word decoder: ``"exact"`` (default), ``"faiss-exact"`` or ``"torch"``
+        (same results, faster), ``"approximate"``/``"hnsw"`` or ``"ivf"`` (opt-in; decoding
+        is post-processing, so the guarantee is unchanged, but utility differs). Each
+        record names the decoder used.
 
     Examples
     --------
@@ -178,6 +186,7 @@ class EarthMoversPrivacy:
         bag: str = "truncate",
         stop_words: str | Iterable[str] | None = "english",
         rng: int | np.random.Generator | None = None,
+        decoder: str = "exact",
     ) -> None:
         self.epsilon = epsilon
         self.size = size
@@ -186,9 +195,10 @@ class EarthMoversPrivacy:
         self.bag = bag
         self.stop_words = stop_words
         self.rng = rng
+        self.decoder = decoder
 
     # -- scikit-learn protocol -------------------------------------------------
-    _PARAMS = ("epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "rng")
+    _PARAMS = ("epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "rng", "decoder")
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters (scikit-learn protocol)."""
@@ -220,7 +230,8 @@ class EarthMoversPrivacy:
                 f"embeddings must be an Embeddings, a path or None, got {type(self.embeddings).__name__}"
             )
         self.embeddings_ = emb
-        self.decoder_ = ExactDecoder(emb.vectors)
+        check_choice(self.decoder, "decoder", DECODERS)
+        self.decoder_ = make_decoder(self.decoder, emb.vectors)
         self.rng_ = make_rng(self.rng)
         return self
 
@@ -317,6 +328,7 @@ class EarthMoversPrivacy:
                 guarantee=guarantee,
                 n_tokens=n_tokens[i],
                 dropped_oov=dropped[i],
+                decoder=getattr(self.decoder_, "name", self.decoder),
                 input_words=tuple(sorted(words[j] for j in bags[i])),
             )
             for i in range(len(texts))
