@@ -262,43 +262,71 @@ class KoppelAttacker:
         return np.bincount(ids[ids >= 0], minlength=len(self.features_)).astype(np.float64)
 
     # -------------------------------------------------------------- predict
-    def attribute(self, unknown: Sequence[object], *, chunk: int = 25) -> KoppelResult:
+    def attribute(
+        self,
+        unknown: Sequence[object],
+        *,
+        rng: int | np.random.Generator | None = None,
+        chunk: int = 10,
+        block: int = 256,
+    ) -> KoppelResult:
         """Attribute each unknown text to a candidate.
 
         Parameters
         ----------
         unknown : sequence of str or of token sequences
             Texts to attribute; each is cut to its first
-            ``min(len(text), shortest known text)`` words, as in koppel11.
+            ``L = min(len(text), shortest known text)`` words, as in koppel11.
+        rng : int, numpy.random.Generator or None
+            Use this seed/generator for the trials instead of the attacker's own
+            stream (to score several conditions independently of their order).
         chunk : int
             Trials evaluated together (memory vs. speed).
+        block : int
+            Unknown texts evaluated together.
+
+        Notes
+        -----
+        The trials (feature subsets and window starts) are drawn once for all
+        unknown texts of the same length ``L`` (common random numbers, in
+        increasing order of ``L``), so that the window counts are built once
+        and every unknown text is scored by sparse matrix products. For each
+        text the trials have the same distribution as in koppel11.
         """
         if self.features_ is None:
             raise ParameterError("call fit() before attribute()")
         toks_list = as_token_lists(unknown, "unknown")
+        for u, toks in enumerate(toks_list):
+            if not toks:
+                raise DocumentError(f"unknown[{u}] has no tokens")
+        gen = self._rng if rng is None else make_rng(rng)
         F = len(self.features_)
         C = len(self._streams)
         T = self.trials
         k = max(1, int(F * self.feature_fraction))
+        lengths = np.array([min(len(t), self._min_words) for t in toks_list])
         wins = np.zeros((len(toks_list), C), dtype=np.int64)
-        for u, toks in enumerate(toks_list):
-            if not toks:
-                raise DocumentError(f"unknown[{u}] has no tokens")
-            L = min(len(toks), self._min_words)
-            keys = self._rng.random((T, F))
+        for L in np.unique(lengths):
+            L = int(L)
+            members = np.flatnonzero(lengths == L)
+            keys = gen.random((T, F))
             highs = np.array([s.n_words - L for s in self._streams], dtype=np.int64)
-            starts = self._rng.integers(0, highs + 1, size=(T, C))
+            starts = gen.integers(0, highs + 1, size=(T, C))
             if k >= F:
                 mask = np.ones((T, F), dtype=bool)
             else:
                 kept = np.argpartition(keys, k - 1, axis=1)[:, :k]
                 mask = np.zeros((T, F), dtype=bool)
                 np.put_along_axis(mask, kept, True, axis=1)
-            ucounts = self._text_counts(toks[:L])
             for t0 in range(0, T, chunk):
-                sims = self._similarities(ucounts, mask[t0 : t0 + chunk], starts[t0 : t0 + chunk], L)
-                best = np.argmax(sims, axis=1)  # first maximum, as list.index(max(...))
-                np.add.at(wins[u], best, 1)
+                W = self._window_counts(mask[t0 : t0 + chunk], starts[t0 : t0 + chunk], L)
+                for b0 in range(0, members.size, block):
+                    mem = members[b0 : b0 + block]
+                    U = np.stack([self._text_counts(toks_list[i][:L]) for i in mem])
+                    sims = self._similarities(W, U, mask[t0 : t0 + chunk].astype(np.float64), C)
+                    best = np.argmax(sims, axis=1)  # (Tc, Um): first maximum, as list.index(max(...))
+                    for j, i in enumerate(mem):
+                        wins[i] += np.bincount(best[:, j], minlength=C)
         idx = np.argmax(wins, axis=1)
         return KoppelResult(
             labels=self.candidates_[idx],
@@ -308,14 +336,16 @@ class KoppelAttacker:
             candidates=self.candidates_,
         )
 
-    def predict(self, unknown: Sequence[object]) -> np.ndarray:
+    def predict(self, unknown: Sequence[object], *, rng: int | np.random.Generator | None = None) -> np.ndarray:
         """Predicted candidate label per unknown text (see :meth:`attribute`)."""
-        return self.attribute(unknown).labels
+        return self.attribute(unknown, rng=rng).labels
 
-    def _similarities(self, u: np.ndarray, mask: np.ndarray, starts: np.ndarray, L: int) -> np.ndarray:
-        """``(trials, candidates)`` similarities of the unknown counts ``u`` with the windows."""
+    def _window_counts(self, mask: np.ndarray, starts: np.ndarray, L: int) -> object:
+        """Sparse ``(trials*candidates, F)`` counts of the kept features in each window."""
+        from scipy import sparse
+
         Tc, C = starts.shape
-        F = u.size
+        F = mask.shape[1]
         a = np.empty((Tc, C), dtype=np.int64)
         b = np.empty((Tc, C), dtype=np.int64)
         for c, s in enumerate(self._streams):
@@ -325,44 +355,54 @@ class KoppelAttacker:
         lens = (b - a).ravel()
         seg = np.repeat(np.arange(Tc * C), lens)
         first = np.cumsum(lens) - lens
-        pos = np.arange(lens.sum()) - np.repeat(first, lens) + np.repeat(a.ravel(), lens)
+        pos = np.arange(lens.sum()) + np.repeat(a.ravel() - first, lens)
         g = self._all_ids[pos]
-        extra_seg: list[int] = []
-        extra_ids: list[int] = []
         if self.variant.joined:
             # windows of fewer than n characters count as one whole-string gram
+            extra_seg: list[int] = []
+            extra_ids: list[int] = []
             for c, s in enumerate(self._streams):
                 nchar = s.word_off[starts[:, c] + L] - s.word_off[starts[:, c]]
                 for t in np.flatnonzero(nchar < self.n):
                     for gid in self._short_window_ids(s, int(starts[t, c]), L):
                         extra_seg.append(t * C + c)
                         extra_ids.append(gid)
-        if extra_seg:
-            seg = np.concatenate([seg, np.array(extra_seg, dtype=np.int64)])
-            g = np.concatenate([g, np.array(extra_ids, dtype=np.int64)])
+            if extra_seg:
+                seg = np.concatenate([seg, np.array(extra_seg, dtype=np.int64)])
+                g = np.concatenate([g, np.array(extra_ids, dtype=np.int64)])
         ok = g >= 0
         seg, g = seg[ok], g[ok]
-        trial = seg // C
-        kept = mask[trial, g]
-        seg, g = seg[kept], g[kept]
-        um = u[None, :] * mask  # (Tc, F) unknown counts on the kept features
+        ok = mask[seg // C, g]
+        seg, g = seg[ok], g[ok]
+        W = sparse.csr_matrix((np.ones(seg.size), (seg, g)), shape=(Tc * C, F))
+        W.sum_duplicates()
+        return W
+
+    def _similarities(self, W: object, U: np.ndarray, M: np.ndarray, C: int) -> np.ndarray:
+        """``(trials, candidates, unknowns)`` similarities of windows ``W`` and unknown counts ``U``."""
+        Tc = M.shape[0]
+        Um = U.shape[0]
         if self.variant.similarity == "minmax":
-            support = np.flatnonzero(u)
-            S = support.size
-            sup_index = np.full(F, -1, dtype=np.int64)
-            sup_index[support] = np.arange(S)
-            ksum = np.bincount(seg, minlength=Tc * C).reshape(Tc, C).astype(np.float64)
-            si = sup_index[g]
-            sel = si >= 0
-            K = np.bincount(seg[sel] * S + si[sel], minlength=Tc * C * S).reshape(Tc, C, S)
-            us = um[:, support]  # (Tc, S)
-            minsum = np.minimum(K, us[:, None, :]).sum(axis=2).astype(np.float64)
-            maxsum = ksum + us.sum(axis=1)[:, None] - minsum
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return np.where(maxsum > 0, minsum / np.where(maxsum > 0, maxsum, 1.0), 0.0)
-        K = np.bincount(seg * F + g, minlength=Tc * C * F).reshape(Tc, C, F).astype(np.float64)
-        dot = np.einsum("tcf,tf->tc", K, um)
-        knorm = np.sqrt(np.einsum("tcf,tcf->tc", K, K))
-        unorm = np.sqrt(np.einsum("tf,tf->t", um, um))
-        denom = knorm * unorm[:, None]
+            # min(a, b) = sum_j [a >= j][b >= j] for non-negative integers: one sparse product per level
+            minsum = np.zeros((W.shape[0], Um))  # type: ignore[attr-defined]
+            top = int(min(W.data.max(initial=0), U.max(initial=0)))  # type: ignore[attr-defined]
+            cur = W
+            for j in range(1, top + 1):
+                ind = cur.copy()  # type: ignore[attr-defined]
+                ind.data = np.ones_like(ind.data)
+                minsum += np.asarray(ind @ np.ascontiguousarray((U >= j).T, dtype=np.float64))
+                cur = cur.copy()  # type: ignore[attr-defined]
+                cur.data = np.where(cur.data > j, cur.data, 0.0)
+                cur.eliminate_zeros()
+                if cur.nnz == 0:
+                    break
+            ksum = np.asarray(W.sum(axis=1)).reshape(Tc, C)  # type: ignore[attr-defined]
+            usum = M @ U.T  # (Tc, Um)
+            minsum = minsum.reshape(Tc, C, Um)
+            maxsum = ksum[:, :, None] + usum[:, None, :] - minsum
+            return np.where(maxsum > 0, minsum / np.where(maxsum > 0, maxsum, 1.0), 0.0)
+        dot = np.asarray(W @ U.T).reshape(Tc, C, Um)  # type: ignore[operator]
+        knorm = np.sqrt(np.asarray(W.multiply(W).sum(axis=1)).reshape(Tc, C))  # type: ignore[attr-defined]
+        unorm = np.sqrt(M @ (U * U).T)  # (Tc, Um)
+        denom = knorm[:, :, None] * unorm[:, None, :]
         return np.where(denom > 0, dot / np.where(denom > 0, denom, 1.0), 0.0)
