@@ -14,6 +14,9 @@ from ._common import EPSILON_HELP_TEXT
 
 COMMAND_MODULES: tuple[str, ...] = (
     "obfuscate",
+    "guarantee",
+    "topics",
+    "evaluate",
 )
 
 app = typer.Typer(

@@ -9,7 +9,7 @@ user-level L2 sensitivity of its top-``m`` x top-``n`` keyword matrix
 Typical use::
 
     corpus = UserCorpus.from_jsonl("pan11_enron.jsonl.gz", user_field="author",
-                                   max_docs_per_user=50)
+                                   max_docs_per_user=30)
     model = SklearnLDA(n_topics=10)
     tw, prev = model.fit(corpus.X)
     topics = extract_topic_matrix(tw, prev, corpus.vocabulary, 10, 10)

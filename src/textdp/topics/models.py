@@ -195,6 +195,17 @@ def make_topic_model(backend: str = "sklearn", *, n_topics: int = 10, max_iter: 
     raise ParameterError(f"unknown topic-model backend {backend!r}; choose one of: sklearn, tomotopy")
 
 
+def _strip_quoted(text: str) -> str:
+    """Drop quoted-reply and attribution lines.
+
+    >>> _strip_quoted("In article <x> bob writes:\\n> old\\nnew")
+    'new'
+    """
+    keep = [ln for ln in text.splitlines()
+            if not ln.lstrip().startswith((">", "|>")) and not ln.rstrip().endswith(("writes:", "wrote:"))]
+    return "\n".join(keep)
+
+
 @dataclass(frozen=True)
 class UserCorpus:
     """Documents grouped by user, already vectorised over a fixed vocabulary.
@@ -230,11 +241,15 @@ class UserCorpus:
     @classmethod
     def from_texts(cls, texts: Sequence[str], users: Sequence[object], *,
                    max_docs_per_user: int | None = None, max_features: int = 2000,
-                   min_df: int = 5, max_df: float = 0.5, min_user_docs: int = 1) -> UserCorpus:
+                   min_df: int = 5, max_df: float = 0.5, min_user_docs: int = 1,
+                   strip_quoted: bool = False) -> UserCorpus:
         """Vectorise ``texts`` (English stop words removed, alphabetic tokens).
 
         Users with fewer than ``min_user_docs`` documents are dropped (a
         population choice made before any release; documented in the record).
+        ``strip_quoted`` removes quoted-reply lines (starting with ``>``) and
+        "... writes:" attribution lines: in e-mail and Usenet they are *other*
+        users' words, which removing the poster's documents would not remove.
 
         >>> c = UserCorpus.from_texts(["apple banana", "banana cherry", "apple cherry"],
         ...                           ["u1", "u1", "u2"], min_df=1, max_df=1.0)
@@ -262,7 +277,7 @@ class UserCorpus:
         if len(order) < 2:
             raise DocumentError("the corpus needs at least two users with documents")
         keep = [i for rows in order.values() for i in rows]
-        kept_texts = [str(texts[i]) for i in keep]
+        kept_texts = [_strip_quoted(str(texts[i])) if strip_quoted else str(texts[i]) for i in keep]
         fe = require("sklearn.feature_extraction.text", "topics")
         cv = fe.CountVectorizer(stop_words="english", max_features=max_features, min_df=min_df,
                                 max_df=max_df, token_pattern=TOKEN_PATTERN)
@@ -274,12 +289,14 @@ class UserCorpus:
         user_rows = tuple(np.array([pos[i] for i in rows], dtype=np.int64) for rows in order.values())
         settings = {"max_docs_per_user": max_docs_per_user, "max_features": max_features,
                     "min_df": min_df, "max_df": max_df, "min_user_docs": min_user_docs,
-                    "n_docs": len(keep), "n_users": len(order)}
+                    "strip_quoted": strip_quoted, "n_docs": len(keep), "n_users": len(order)}
         h = hashlib.sha256()
         for i in keep:
             h.update(str(users[i]).encode("utf-8", "replace") + b"\0")
             h.update(str(texts[i]).encode("utf-8", "replace") + b"\1")
-        h.update(json.dumps(settings, sort_keys=True).encode())
+        # strip_quoted=False hashes like corpora built before the option existed (keeps caches valid)
+        hashed = {k: v for k, v in settings.items() if not (k == "strip_quoted" and v is False)}
+        h.update(json.dumps(hashed, sort_keys=True).encode())
         return cls(X=X, vocabulary=tuple(cv.get_feature_names_out().tolist()),
                    users=tuple(order), user_rows=user_rows,
                    max_docs_per_user=max_docs_per_user, fingerprint=h.hexdigest()[:24],

@@ -305,22 +305,27 @@ class SensitivitySampler:
             args = (self.corpus, self.model, self.sizes, self.n_users, self.neighbours, entropy)
             if progress is not None:
                 progress(have, n_samples)
+
+            def done(j: int, d: list[float]) -> None:
+                results[j] = d
+                if progress is not None:
+                    progress(have + len(results), n_samples)
+                if len(results) % 25 == 0:  # checkpoint the contiguous prefix
+                    k = have
+                    while k in results:
+                        k += 1
+                    self._save(entropy, samples + [results[i] for i in range(have, k)])
+
             if self.n_jobs == 1:
                 _init_worker(*args)
                 for i in todo:
-                    j, d = _one_sample(i)
-                    results[j] = d
-                    if progress is not None:
-                        progress(have + len(results), n_samples)
+                    done(*_one_sample(i))
             else:
                 with ProcessPoolExecutor(max_workers=self.n_jobs, initializer=_init_worker,
                                          initargs=args) as pool:
                     futures = [pool.submit(_one_sample, i) for i in todo]
                     for fut in as_completed(futures):
-                        j, d = fut.result()
-                        results[j] = d
-                        if progress is not None:
-                            progress(have + len(results), n_samples)
+                        done(*fut.result())
             samples = samples + [results[i] for i in todo]
             self._save(entropy, samples)
         return np.asarray(samples[:n_samples], dtype=float), have >= n_samples, time.perf_counter() - t0

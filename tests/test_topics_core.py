@@ -1,0 +1,280 @@
+"""TopicDP core: sampler parameters, calibrations, mechanisms, metrics (no corpora needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from textdp.errors import ParameterError, ParameterTypeError
+from textdp.topics import (
+    LaplaceBaseline,
+    MVGMechanism,
+    TopicDPGaussian,
+    TopicMatrix,
+    align_topics,
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+    extract_topic_matrix,
+    gaussian_delta,
+    kendall_tau_distance,
+    keyword_rank_distance,
+    l1_distance,
+    mvg_precision_budget,
+    postprocess,
+    release_topics,
+    rmse,
+    row_euclidean_distance,
+    sampler_parameters,
+    thesis_gaussian_sigma,
+    topic_matrix_distance,
+)
+
+# --- sensitivity sampler parameters (Rubinstein & Alda 2017) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("gamma", "m", "k"),
+    [(0.1, 285, 285), (0.02, 9498, 9498), (0.05, 1305, 1305), (0.07, 625, 625),
+     (0.12, 190, 190), (0.17, 87, 87), (0.22, 49, 49), (0.3, 24, 24)],
+)
+def test_sampler_sizes(gamma: float, m: int, k: int) -> None:
+    p = sampler_parameters(gamma)
+    assert (p.n_samples, p.order_statistic) == (m, k)
+
+
+def test_sampler_rho_solves_lambert_equation() -> None:
+    # rho = exp(W_-1(-g/(2 sqrt e)) + 1/2)  <=>  w e^w = -g/(2 sqrt e) with w = ln rho - 1/2
+    for g in (0.02, 0.1, 0.22):
+        p = sampler_parameters(g)
+        w = math.log(p.rho) - 0.5
+        assert w * math.exp(w) == pytest.approx(-g / (2 * math.sqrt(math.e)), rel=1e-10)
+        assert w <= -1  # lower branch
+        assert p.rho < g
+        assert p.gamma_lo == pytest.approx(p.rho + math.sqrt(math.log(1 / p.rho) / (2 * p.n_samples)))
+        assert p.order_statistic == math.ceil(p.n_samples * (1 - g + p.gamma_lo))
+
+
+@pytest.mark.parametrize("bad", [0, 0.5, 1, -0.1])
+def test_sampler_rejects_bad_gamma(bad: float) -> None:
+    with pytest.raises(ParameterError):
+        sampler_parameters(bad)
+
+
+# --- Gaussian calibration ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 3.0, 5.0, 10.0, 20.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-4, 1e-6])
+@pytest.mark.parametrize("sens", [0.05, 1.0])
+def test_analytic_sigma_meets_and_is_tight(eps: float, delta: float, sens: float) -> None:
+    s = analytic_gaussian_sigma(eps, delta, sens)
+    # Balle & Wang (2018) Thm 8: Phi(D/2s - eps s/D) - e^eps Phi(-D/2s - eps s/D) <= delta
+    a, b = sens / (2 * s), eps * s / sens
+    lhs = stats.norm.cdf(a - b) - math.exp(eps) * stats.norm.cdf(-a - b)
+    assert lhs <= delta * (1 + 1e-9)
+    assert gaussian_delta(s, eps, sens) <= delta
+    assert gaussian_delta(s * (1 - 1e-6), eps, sens) > delta * (1 - 1e-4)  # (nearly) the smallest such sigma
+    assert s / sens == pytest.approx(analytic_gaussian_sigma(eps, delta, 1.0), rel=1e-9)  # scales with sensitivity
+
+
+def test_classic_sigma_is_not_valid_for_large_epsilon() -> None:
+    # the reason for the analytic calibration: classic sigma under-noises at eps = 10
+    s = classic_gaussian_sigma(10.0, 1e-4, 1.0)
+    assert gaussian_delta(s, 10.0, 1.0) > 1e-4
+    # and is valid (but loose) for eps < 1
+    s = classic_gaussian_sigma(0.5, 1e-4, 1.0)
+    assert gaussian_delta(s, 0.5, 1.0) <= 1e-4
+    assert analytic_gaussian_sigma(0.5, 1e-4, 1.0) < s
+
+
+def test_thesis_calibration_split_budget() -> None:
+    s = thesis_gaussian_sigma(3.0, 1e-4, 0.2, 10, 10)
+    assert s == pytest.approx(0.2 * math.sqrt(2 * math.log(1.25e4)) * 100 / 3)
+    mech = TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.2, gamma=0.1, calibration="thesis")
+    eff, text = mech.guarantee((10, 10))
+    assert eff == pytest.approx(1e-2)  # composition of 100 (eps/100, delta) mechanisms
+    assert "m*n*delta" in text
+
+
+@pytest.mark.parametrize("calibration", ["analytic", "thesis"])
+def test_gaussian_noise_statistics(calibration: str) -> None:
+    mech = TopicDPGaussian(epsilon=2.0, delta=1e-5, sensitivity=0.3, gamma=0.1, calibration=calibration)
+    shape = (20, 25)
+    sigma = mech.sigma(shape)
+    base = np.full(shape, 0.1)
+    rng = np.random.default_rng(5)
+    noise = np.stack([mech.randomise(base, rng=rng) - base for _ in range(40)]).ravel()  # 20,000 draws
+    n = noise.size
+    assert abs(noise.mean()) < 5 * sigma / math.sqrt(n)
+    assert noise.std(ddof=1) == pytest.approx(sigma, rel=5 * math.sqrt(2 / n))
+    assert stats.kstest(noise / sigma, "norm").pvalue > 1e-4
+
+
+def test_laplace_baseline_statistics_and_sensitivity() -> None:
+    mech = LaplaceBaseline(epsilon=4.0, m=10)
+    assert mech.sensitivity == 20.0 and mech.scale == 5.0
+    base = np.zeros((10, 10))
+    rng = np.random.default_rng(6)
+    noise = np.stack([mech.randomise(base, rng=rng) for _ in range(200)]).ravel()
+    assert abs(noise.mean()) < 5 * math.sqrt(2) * 5.0 / math.sqrt(noise.size)
+    assert noise.var() == pytest.approx(2 * 25.0, rel=0.05)
+    with pytest.raises(ParameterError):
+        mech.randomise(np.zeros((3, 10)), rng=1)
+
+
+def test_laplace_l1_bound_holds_for_probability_rows() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        a = rng.dirichlet(np.ones(30), size=4)
+        b = rng.dirichlet(np.ones(30), size=4)
+        ta = np.sort(a, axis=1)[:, ::-1][:, :5]
+        tb = np.sort(b, axis=1)[:, ::-1][:, :5]
+        assert np.abs(ta - tb).sum() <= 2 * 4
+
+
+# --- MVG ------------------------------------------------------------------------------
+
+
+def test_mvg_bound_hand_computed_1x1() -> None:
+    # m = n = r = 1, delta = e^-1, gamma = s2 = 1, eps = 1:
+    # zeta = 2 sqrt(1) + 2 + 1 = 5 ; H_1 = H_{1,1/2} = 1 ; alpha = 2 + 2 = 4 ; beta = 2 * 1 * 1 * 1 * 5 = 10
+    # bound = (-10 + sqrt(100 + 32))^2 / (4 * 16) = (sqrt(132) - 10)^2 / 64
+    expected = (math.sqrt(132) - 10) ** 2 / 64
+    assert mvg_precision_budget(1.0, math.exp(-1), 1.0, 1.0, 1, 1) == pytest.approx(expected, rel=1e-12)
+
+
+def test_mvg_bound_hand_computed_2x3() -> None:
+    eps, delta, s2, g, m, n = 2.0, 1e-3, 0.5, 1.5, 2, 3
+    r = 2
+    hr, hh = 1 + 1 / 2, 1 + 1 / math.sqrt(2)
+    zeta = 2 * math.sqrt(-6 * math.log(delta)) - 2 * math.log(delta) + 6
+    alpha = (hr + hh) * g**2 + 2 * hr * g * s2
+    beta = 2 * 6**0.25 * hr * s2 * zeta
+    expected = (-beta + math.sqrt(beta**2 + 8 * alpha * eps)) ** 2 / (4 * alpha**2)
+    assert r == min(m, n)
+    assert mvg_precision_budget(eps, delta, s2, g, m, n) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("covariance", ["isotropic", "directional"])
+def test_mvg_covariance_meets_sufficient_condition(covariance: str) -> None:
+    mech = MVGMechanism(epsilon=3.0, delta=1e-4, sensitivity=0.2, gamma=0.1, covariance=covariance)
+    shape = (10, 10)
+    var = mech.column_variances(shape)
+    # Sigma = I_m, Psi = diag(var): ||sigma(Sigma^-1)||_2 ||sigma(Psi^-1)||_2 == budget
+    lhs = math.sqrt(shape[0]) * float(np.linalg.norm(1 / var))
+    assert lhs == pytest.approx(mech.budget(shape), rel=1e-9)
+    assert mech.budget(shape) == mvg_precision_budget(3.0, 1e-4, 0.2, math.sqrt(10), 10, 10)
+    if covariance == "directional":
+        assert np.all(np.diff(var) > 0)  # more precision on top-ranked keyword positions
+    rng = np.random.default_rng(8)
+    z = np.stack([mech.randomise(np.zeros(shape), rng=rng) for _ in range(400)])
+    assert z.var(axis=(0, 1)) == pytest.approx(var, rel=0.1)
+
+
+# --- post-processing, release record ------------------------------------------------------
+
+
+def test_postprocess_bounds() -> None:
+    rng = np.random.default_rng(9)
+    out = postprocess(rng.normal(0.2, 1.0, size=(30, 8)))
+    assert out.min() >= 0 and out.max() <= 1
+    assert np.all(out.sum(axis=1) <= 1 + 1e-12)
+
+
+def test_release_record_is_frozen_and_complete() -> None:
+    tm = TopicMatrix(np.array([[0.4, 0.2], [0.3, 0.1]]), (("a", "b"), ("c", "d")), (0, 1))
+    rel = release_topics(tm, TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.1, gamma=0.1), rng=3)
+    d = rel.to_dict()
+    for key in ("keywords", "matrix", "mechanism", "epsilon", "delta", "gamma", "sensitivity", "guarantee"):
+        assert key in d
+    assert "random differential privacy" in rel.guarantee
+    assert "NOT covered" in rel.keyword_note
+    with pytest.raises(AttributeError):
+        rel.epsilon = 5  # type: ignore[misc]
+
+
+def test_parameter_checks() -> None:
+    with pytest.raises(ParameterError):
+        TopicDPGaussian(epsilon=0, delta=1e-4, sensitivity=0.1, gamma=0.1)
+    with pytest.raises(ParameterError):
+        TopicDPGaussian(epsilon=1, delta=1.5, sensitivity=0.1, gamma=0.1)
+    with pytest.raises(ParameterError):
+        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=-1, gamma=0.1)
+    with pytest.raises(ParameterTypeError):
+        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity="big", gamma=0.1)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError):
+        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1, calibration="x")
+    with pytest.raises(ParameterError):
+        MVGMechanism(epsilon=1, delta=1e-4, sensitivity=0.1, covariance="diagonal")
+    with pytest.raises(ParameterError):
+        LaplaceBaseline(epsilon=1, m=0)
+    with pytest.raises(ParameterError):
+        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1).randomise(np.zeros(3))
+
+
+def test_noise_uses_generator_not_global_state() -> None:
+    mech = TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1)
+    a = mech.randomise(np.zeros((2, 2)), rng=11)
+    b = mech.randomise(np.zeros((2, 2)), rng=11)
+    c = mech.randomise(np.zeros((2, 2)))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+# --- metrics ---------------------------------------------------------------------------
+
+
+def test_kendall_identical_and_reversed() -> None:
+    rng = np.random.default_rng(10)
+    for n in (2, 5, 10, 37):
+        x = rng.permutation(n).astype(float)
+        assert kendall_tau_distance(x, x) == 0.0
+        assert kendall_tau_distance(x, -x) == 1.0
+        y = rng.permutation(n).astype(float)
+        tau = stats.kendalltau(x, y).statistic
+        assert kendall_tau_distance(x, y) == pytest.approx((1 - tau) / 2)
+    w = np.array([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1]])
+    assert keyword_rank_distance(w, w) == 0.0
+    assert keyword_rank_distance(w, w[:, ::-1]) == 1.0
+
+
+def test_distance_metrics() -> None:
+    a = np.array([[0.5, 0.5], [0.2, 0.0]])
+    b = np.array([[0.2, 0.9], [0.2, 0.0]])
+    assert l1_distance(a, b) == pytest.approx(0.7)
+    assert row_euclidean_distance(a, b) == pytest.approx(0.5)
+    assert rmse(a, b) == pytest.approx(math.sqrt(0.25 / 4))
+    with pytest.raises(ParameterError):
+        l1_distance(a, b[:1])
+
+
+# --- topic-matrix geometry ----------------------------------------------------------------
+
+
+def test_extract_and_align() -> None:
+    rng = np.random.default_rng(12)
+    tw = rng.dirichlet(np.full(50, 0.1), size=6)
+    prev = rng.dirichlet(np.ones(6))
+    vocab = [f"w{i}" for i in range(50)]
+    tm = extract_topic_matrix(tw, prev, vocab, 4, 5)
+    assert tm.shape == (4, 5)
+    assert np.all(tm.matrix.sum(axis=1) <= 1 + 1e-12)
+    assert np.all(np.diff(tm.matrix, axis=1) <= 0)
+    assert tm.topic_ids[0] == int(np.argmax(prev))
+    perm = rng.permutation(6)
+    shuffled = tw[perm]
+    p = align_topics(tw, shuffled)
+    assert np.array_equal(shuffled[p], tw)
+    # permuting the topics of the neighbour does not change the distance
+    assert topic_matrix_distance(tw, prev, shuffled, [(4, 5), (6, 10)]).tolist() == [0.0, 0.0]
+
+
+def test_distance_charges_keyword_swaps() -> None:
+    a = np.array([[0.5, 0.3, 0.2, 0.0], [0.0, 0.0, 0.1, 0.9]])
+    b = np.array([[0.5, 0.2, 0.3, 0.0], [0.0, 0.0, 0.1, 0.9]])
+    prev = np.array([0.5, 0.5])
+    d = topic_matrix_distance(a, prev, b, [(2, 2)])[0]
+    # top-2 of row 0: {w0, w1} vs {w0, w2}: w1 contributes 0.3, w2 contributes 0.3
+    assert d == pytest.approx(math.sqrt(0.3**2 + 0.3**2))
