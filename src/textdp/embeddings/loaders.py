@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import EmbeddingsError
+from ..io import atomic_writer
 from .core import Embeddings
 
 DEFAULT_NAME = "glove-6B-50d"
@@ -31,29 +31,15 @@ def cache_dir() -> Path:
 
 
 def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(array, dtype=np.float32))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path, "wb") as fh:
+        np.save(fh, np.ascontiguousarray(array, dtype=np.float32))
 
 
 def _atomic_write_words(path: Path, words: Iterable[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for w in words:
-                fh.write(w)
-                fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as fh:
+        for w in words:
+            fh.write(w)
+            fh.write("\n")
 
 
 def _read_words(path: Path) -> list[str]:

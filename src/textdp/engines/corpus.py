@@ -15,7 +15,6 @@ run finishes without losing or duplicating a document.
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import json
 import math

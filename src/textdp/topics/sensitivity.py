@@ -72,7 +72,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -82,6 +81,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import lambertw
 
+from ..io import atomic_writer
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError
@@ -283,10 +283,8 @@ class SensitivitySampler:
         payload = {"entropy": entropy, "sizes": self.sizes, "model": self.model.settings(),
                    "corpus": self.corpus.fingerprint, "neighbours": self.neighbours,
                    "n_users": self.n_users, "samples": samples}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".sens-", suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
+        with atomic_writer(path) as fh:
             json.dump(payload, fh)
-        os.replace(tmp, path)
 
     # sampling ------------------------------------------------------------------
     def draw(self, n_samples: int, *, rng: int | np.random.Generator | None = None,
