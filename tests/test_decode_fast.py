@@ -115,3 +115,18 @@ def test_mechanism_records_decoder(glove):
                            decoder="faiss-exact").privatize(text)
     assert a.words == b.words  # exact decoders: identical releases
     assert a.to_record()["decoder"] == "exact" and b.to_record()["decoder"] == "faiss-exact"
+
+
+@pytest.mark.parametrize("method", ["hnsw", "ivf"])
+def test_approximate_output_is_a_function_of_the_noisy_vector_only(method):
+    """Post-processing: the released row must not depend on the (private) source word."""
+    from textdp.embeddings import ApproximateDecoder
+
+    g = np.random.default_rng(5)
+    vec = g.standard_normal((3000, 16)).astype(np.float32)
+    src = g.integers(0, 3000, 400)
+    q = vec[src] + 1.5 * g.standard_normal((400, 16))
+    dec = ApproximateDecoder(vec, method=method, cache=False, ef_search=8, nprobe=1)
+    plain = dec.decode(q)
+    np.testing.assert_array_equal(dec.decode(q, sources=src), plain)
+    np.testing.assert_array_equal(dec.decode(q, sources=(src + 1) % 3000), plain)
