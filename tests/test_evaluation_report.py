@@ -197,3 +197,44 @@ def test_fasttext_topic_classifier() -> None:
 
     clf = FastTextTopicClassifier().fit(["space rocket orbit", "hockey puck goal"] * 20, ["sci", "sport"] * 20)
     assert clf.predict(["orbit rocket", "goal puck"]).tolist() == ["sci", "sport"]
+
+
+def test_mechanism_options_domain_vocab_bag_size_decoder(tmp_path: Path) -> None:
+    from textdp.evaluation import run_experiment
+    from textdp.evaluation.experiment import domain_vocabulary
+
+    corpus = tmp_path / "toy.jsonl.gz"
+    _write_corpus(corpus)
+    words = tmp_path / "words.txt"
+    base = {
+        "corpus": {"name": str(corpus), "topic_field": "group", "known_words": 200, "unknown_words": 100,
+                   "authors_per_topic": 3},
+        "attackers": {"models": ["nn-author"]},
+        "utility": {"models": ["tfidf-topic"]},
+        "run": {"bootstrap": 20, "seed": 1},
+    }
+    mech = {"epsilons": [30], "vocab_size": 5000, "domain_vocab": "topic-train", "domain_min_count": 2,
+            "bag": "sample", "size": 40, "decoder": "faiss-exact"}
+    cfg = config_from_dict({**base, "mechanism": mech})
+    assert (cfg.domain_vocab, cfg.domain_min_count, cfg.bag, cfg.size, cfg.decoder) == (
+        "topic-train", 2, "sample", 40, "faiss-exact")
+    res = run_experiment(cfg)
+    assert res.bag_size == 40
+    # the domain vocabulary comes from the other posters' texts, never the evaluated snippets
+    from textdp.evaluation import build_evaluation_set
+
+    es = build_evaluation_set(str(corpus), topic_field="group", known_words=200, unknown_words=100, authors_per_topic=3)
+    vocab = set(domain_vocabulary(cfg, es))
+    own = {w for u in es.unknown for w in u} - {w for t in es.topic_train_texts for w in t}
+    assert vocab and not vocab & own
+    # a word-list file works too; truncate with size above the shortest snippet is refused
+    words.write_text("\n".join(sorted(vocab)[:50]), encoding="utf-8")
+    assert len(domain_vocabulary(config_from_dict({**base, "mechanism": {**mech, "domain_vocab": str(words),
+                                                                          "domain_min_count": 1}}), es)) == 50
+    with pytest.raises(ParameterError, match="size"):
+        run_experiment(config_from_dict({**base, "mechanism": {"epsilons": [30], "vocab_size": 5000, "size": 10_000}}))
+    for bad in ({"bag": "shuffle"}, {"decoder": "magic"}, {"size": 0}, {"domain_min_count": 0}):
+        with pytest.raises((ParameterError, ParameterTypeError)):
+            config_from_dict({**base, "mechanism": {"epsilons": [30], **bad}})
+    with pytest.raises(ParameterError, match="topic-training"):
+        domain_vocabulary(cfg, build_evaluation_set(str(corpus), known_words=200, unknown_words=100))

@@ -139,7 +139,7 @@ class ApproximateDecoder:
         ef_construction: int = 80,
         ef_search: int = 64,
         nlist: int | None = None,
-        nprobe: int = 16,
+        nprobe: int = 32,
         cache: bool | str | os.PathLike[str] = True,
     ) -> None:
         faiss = _faiss()

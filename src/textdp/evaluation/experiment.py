@@ -82,6 +82,11 @@ class ExperimentConfig:
     utility: list[str] = field(default_factory=list)
     embeddings: str | None = None
     vocab_size: int | None = None
+    domain_vocab: str | None = None
+    domain_min_count: int = 1
+    bag: str = "truncate"
+    size: int | None = None
+    decoder: str = "exact"
     seed: int = 0
     bootstrap: int = 1000
     koppel_trials: int = 100
@@ -133,7 +138,8 @@ def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> Expe
         if name.endswith((".jsonl", ".jsonl.gz", ".json")) and not Path(name).is_absolute():
             corpus["name"] = str((base_dir / name).resolve())
     mech = d.get("mechanism", {})
-    bad = set(mech) - {"epsilons", "embeddings", "vocab_size"}
+    bad = set(mech) - {"epsilons", "embeddings", "vocab_size", "domain_vocab", "domain_min_count", "bag", "size",
+                       "decoder"}
     if bad:
         raise ParameterError(f"unknown key(s) in [mechanism]: {', '.join(sorted(bad))}")
     eps_raw = mech.get("epsilons")
@@ -163,6 +169,11 @@ def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> Expe
     emb = mech.get("embeddings")
     if emb is not None and base_dir is not None and not Path(str(emb)).is_absolute():
         emb = str((base_dir / str(emb)).resolve())
+    domain = _get(mech, "domain_vocab", str, None, "mechanism")
+    if domain is not None and domain != "topic-train" and base_dir is not None and not Path(domain).is_absolute():
+        domain = str((base_dir / domain).resolve())
+    from ..embeddings import DECODERS
+    from ..text import BAG_MODES
     return ExperimentConfig(
         corpus=corpus,
         epsilons=epsilons,
@@ -170,6 +181,11 @@ def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> Expe
         utility=utility,
         embeddings=emb,
         vocab_size=None if mech.get("vocab_size") is None else check_positive_int(mech["vocab_size"], "vocab_size"),
+        domain_vocab=domain,
+        domain_min_count=check_positive_int(_get(mech, "domain_min_count", int, 1, "mechanism"), "domain_min_count"),
+        bag=check_choice(_get(mech, "bag", str, "truncate", "mechanism"), "bag", BAG_MODES),
+        size=None if mech.get("size") is None else check_positive_int(mech["size"], "size"),
+        decoder=check_choice(_get(mech, "decoder", str, "exact", "mechanism"), "decoder", DECODERS),
         seed=check_positive_int(_get(run, "seed", int, 0, "run"), "seed", minimum=0),
         bootstrap=check_positive_int(_get(run, "bootstrap", int, 1000, "run"), "bootstrap"),
         koppel_trials=check_positive_int(_get(att, "koppel_trials", int, 100, "attackers"), "koppel_trials"),
@@ -266,6 +282,39 @@ def _predict(model: Any, texts: list[list[str]], rng: np.random.Generator) -> np
     return model.predict(texts)
 
 
+def domain_vocabulary(cfg: ExperimentConfig, eval_set: EvaluationSet) -> list[str]:
+    """The public domain vocabulary of ``[mechanism] domain_vocab`` (words seen >= ``domain_min_count`` times).
+
+    ``"topic-train"``: the words of the topic-training posts, which are written by
+    posters *outside* the evaluation set (never the private snippets); otherwise a
+    UTF-8 text file whose whitespace-separated tokens (lower-cased) are counted,
+    e.g. a word list with one word per line.
+
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(domain_vocab="topic-train", domain_min_count=2)
+    >>> es = SimpleNamespace(topic_train_texts=[["puck", "goal"], ["goal", "orbit"]], name="toy")
+    >>> domain_vocabulary(cfg, es)
+    ['goal']
+    """
+    from collections import Counter
+
+    if cfg.domain_vocab == "topic-train":
+        if not eval_set.topic_train_texts:
+            raise ParameterError(
+                f"domain_vocab = \"topic-train\" needs a corpus with topic-training texts ({eval_set.name} has none)"
+            )
+        counts = Counter(w for t in eval_set.topic_train_texts for w in t)
+    else:
+        path = Path(str(cfg.domain_vocab))
+        if not path.is_file():
+            raise ParameterError(f"domain_vocab file not found: {path}")
+        counts = Counter(path.read_text(encoding="utf-8").lower().split())
+    keep = sorted(w for w, c in counts.items() if c >= cfg.domain_min_count)
+    if not keep:
+        raise ParameterError("domain_vocab has no word seen domain_min_count times")
+    return keep
+
+
 def run_experiment(
     cfg: ExperimentConfig,
     *,
@@ -302,14 +351,20 @@ def run_experiment(
     tick(1)
     timings["embeddings"] = time.perf_counter() - t
 
+    if cfg.domain_vocab is not None:
+        emb = emb.restrict(words=domain_vocabulary(cfg, eval_set))  # type: ignore[attr-defined]
+
     # the mechanism's input bags: in-vocabulary words, truncated to the shortest length N
     index = emb.index  # type: ignore[attr-defined]
     words = emb.words  # type: ignore[attr-defined]
     rows_iv = [[index[w] for w in u if w in index] for u in eval_set.unknown]
     if min(len(r) for r in rows_iv) == 0:
         raise TextDPError("a snippet has no in-vocabulary word; use a larger vocabulary")
-    N = min(len(r) for r in rows_iv)
-    bag_none = [[words[j] for j in sorted(r[:N])] for r in rows_iv]
+    shortest = min(len(r) for r in rows_iv)
+    N = cfg.size if cfg.size is not None else shortest
+    if cfg.bag == "truncate" and N > shortest:
+        raise ParameterError(f"[mechanism] size = {N} but the shortest snippet has {shortest} in-vocabulary words; "
+                             "lower size or use bag = \"sample\"")
     snippets = [" ".join(u) for u in eval_set.unknown]
     known = eval_set.known
     if cfg.truncate_known:
@@ -325,13 +380,21 @@ def run_experiment(
     mech_seeds = mech_ss.spawn(n_cond)
     att_seeds = att_ss.spawn(n_cond + 2)
     boot_seeds = boot_ss.spawn(n_cond + 2)
+    if cfg.bag == "truncate":
+        bag_none = [[words[j] for j in sorted(r[:N])] for r in rows_iv]
+    else:  # the unmodified row gets its own sampled bag (stream 0 of the mechanism seeds)
+        from ..text import make_bag
+
+        gen = make_rng(mech_seeds[0])
+        bag_none = [[words[j] for j in np.sort(make_bag(np.array(r), N, cfg.bag, gen))] for r in rows_iv]
 
     # ---- privatise the snippets at every epsilon
     t = time.perf_counter()
     conditions: list[tuple[float | None, list[list[str]], float]] = [(None, bag_none, 1.0)]
     tick = stage("privatise snippets", len(cfg.epsilons) * len(snippets))
     for i, eps in enumerate(cfg.epsilons):
-        mech = EarthMoversPrivacy(epsilon=eps, size=N, embeddings=emb, rng=make_rng(mech_seeds[i + 1]))
+        mech = EarthMoversPrivacy(epsilon=eps, size=N, embeddings=emb, bag=cfg.bag, decoder=cfg.decoder,
+                                  rng=make_rng(mech_seeds[i + 1]))
         docs = mech.privatize_batch(snippets, progress=tick)
         unchanged = float(np.mean([d.unchanged_fraction() for d in docs]))
         conditions.append((eps, [list(d.words) for d in docs], unchanged))

@@ -103,10 +103,15 @@ def render_markdown(res: ExperimentResult) -> str:
         + (f", topics: {', '.join(c.get('topics') or [])}" if c.get("topics") else ""),
         f"- known text: first {c.get('known_words')} words, snippet: last {c.get('unknown_words')} words "
         f"(cut on {c.get('cut')} words); mechanism bag size N = {res.bag_size} "
-        "(shortest in-vocabulary snippet)",
+        + ("(shortest in-vocabulary snippet)" if getattr(cfg, "size", None) is None else "(set in the config)")
+        + f", bag mode `{getattr(cfg, 'bag', 'truncate')}`, decoder `{getattr(cfg, 'decoder', 'exact')}`"
+        + (" (approximate: the released words differ from exact decoding; see docs/evaluation-results.md)"
+           if getattr(cfg, "decoder", "exact") in ("ivf", "hnsw", "approximate") else ""),
         f"- known texts given to the attackers: {'truncated to N' if cfg.truncate_known else 'whole (stronger attacker)'}",
         f"- embeddings: {cfg.embeddings or 'GloVe 6B 50d'}"
-        + (f", vocabulary {cfg.vocab_size}" if cfg.vocab_size else ", full vocabulary"),
+        + (f", vocabulary {cfg.vocab_size}" if cfg.vocab_size else ", full vocabulary")
+        + (f", restricted to the public domain vocabulary `{cfg.domain_vocab}` (words seen >= "
+           f"{cfg.domain_min_count} times)" if getattr(cfg, "domain_vocab", None) else ""),
         f"- seed {cfg.seed}; 95% percentile bootstrap intervals ({cfg.bootstrap} resamples)",
         "- unmodified row ('none') = the mechanism's input bag in the mechanism's output order, so rows differ only by the noise",
         "",
