@@ -120,7 +120,8 @@ class ApproximateDecoder:
     ``<cache>/ann/`` (``cache=False`` keeps it in memory). ``ef_search`` (HNSW)
     or ``nprobe`` (IVF) trade speed for agreement with exact decoding.
 
-    >>> rng = np.random.default_rng(0)
+    >>> from textdp._rng import make_rng
+    >>> rng = make_rng(0)
     >>> vec = rng.standard_normal((500, 8)).astype(np.float32)
     >>> dec = ApproximateDecoder(vec, method="hnsw", cache=False)
     >>> bool((dec.decode(vec[:50] + 0.01) == np.arange(50)).all())
@@ -184,14 +185,16 @@ class ApproximateDecoder:
                 index.train(vec)
                 index.add(vec)
             if path is not None:
+                tmp = None
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
                     os.close(fd)
                     faiss.write_index(index, tmp)
                     os.replace(tmp, path)
-                except OSError:
-                    pass  # read-only cache: keep it in memory
+                except (OSError, RuntimeError):  # read-only or full cache: keep it in memory
+                    if tmp is not None:
+                        Path(tmp).unlink(missing_ok=True)
         self._index = index
         self.set_search(ef_search=ef_search, nprobe=nprobe)
 

@@ -21,7 +21,8 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``correct`` (Efron & Tibshirani 1993).
 
-    >>> lo, hi = bootstrap_ci([1, 0] * 25, np.random.default_rng(0))
+    >>> from textdp._rng import make_rng
+    >>> lo, hi = bootstrap_ci([1, 0] * 25, make_rng(0))
     >>> 0.3 < lo < 0.5 < hi < 0.7
     True
     """
