@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..io import atomic_writer
 from .experiment import ATTACKERS, UTILITY_MODELS, ExperimentResult
 
 __all__ = ["frontier", "render_markdown", "write_report", "atomic_write_text", "RESULT_KEYS"]
@@ -21,16 +22,9 @@ RESULT_KEYS = ("epsilon", "model", "kind", "correct", "total", "accuracy", "chan
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and :func:`os.replace`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` atomically (see :func:`textdp.io.atomic_writer`)."""
+    with atomic_writer(path) as fh:
+        fh.write(text)
 
 
 def _eps_label(e: float | None) -> str:
