@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from .accounting import EarthMoversGuarantee
+from .guarantees import EarthMoversGuarantee
 from .embeddings import Embeddings, load_embeddings
 from .errors import TextDPError
 from .mechanisms import EarthMoversPrivacy, PrivateDocument

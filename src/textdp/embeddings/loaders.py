@@ -14,20 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._cache import cache_dir
 from ..errors import EmbeddingsError
 from ..io import atomic_writer
 from .core import Embeddings
 
 DEFAULT_NAME = "glove-6B-50d"
-
-
-def cache_dir() -> Path:
-    """The textdp cache directory (``$TEXTDP_CACHE_DIR`` or ``$XDG_CACHE_HOME/textdp``)."""
-    env = os.environ.get("TEXTDP_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "textdp"
 
 
 def _atomic_save_npy(path: Path, array: np.ndarray) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting.events import EarthMoversGuarantee
+from ..guarantees import EarthMoversGuarantee
 from ..errors import DocumentError, ParameterError
 
 INLINE_DOCS = 500  # documents per partition for inputs read by the driver (gzip, text)

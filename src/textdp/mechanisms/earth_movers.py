@@ -31,7 +31,7 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int
-from ..accounting.events import EarthMoversGuarantee
+from ..guarantees import EarthMoversGuarantee
 from ..embeddings import DECODERS, Decoder, Embeddings, ExactDecoder, load_embeddings, make_decoder
 from ..errors import DocumentError, ParameterTypeError
 from ..text import BAG_MODES, make_bag, normalise

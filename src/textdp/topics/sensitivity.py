@@ -82,6 +82,7 @@ import numpy as np
 from scipy.special import lambertw
 
 from ..io import atomic_writer
+from .._cache import cache_dir
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError
@@ -180,9 +181,8 @@ class SampledSensitivity:
 
 
 def default_cache_dir() -> Path:
-    """``$TEXTDP_CACHE_DIR`` or ``~/.cache/textdp/topics``."""
-    env = os.environ.get("TEXTDP_CACHE_DIR")
-    return Path(env) / "topics" if env else Path.home() / ".cache" / "textdp" / "topics"
+    """The ``topics`` subdirectory of :func:`textdp._cache.cache_dir`."""
+    return cache_dir("topics")
 
 
 # --- worker side -----------------------------------------------------------------
