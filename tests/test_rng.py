@@ -138,6 +138,14 @@ def test_spawn_from_a_generator() -> None:
     assert spawn(3, 0) == []
 
 
+def test_numpy_generator_spawn_keeps_the_flag() -> None:
+    a, b = make_rng(8).spawn(2), make_rng(8).spawn(2)
+    assert all(isinstance(g, TextDPGenerator) and g.seeded for g in a)
+    assert np.array_equal(a[1].random(4), b[1].random(4))
+    c = make_rng().spawn(2)
+    assert not any(g.seeded for g in c) and _key_of(c[0]) != _key_of(c[1])
+
+
 def test_pickle_keeps_stream_and_flag() -> None:
     g = make_rng()
     g.random(3)

@@ -64,14 +64,24 @@ class TextDPGenerator(np.random.Generator):
 
     __slots__ = ("__weakref__", "_seeded")
 
-    def __init__(self, bit_generator: Any, seeded: bool) -> None:
+    def __init__(self, bit_generator: Any, seeded: bool = True) -> None:
         super().__init__(bit_generator)
-        self._seeded = bool(seeded)
+        self._seeded = bool(seeded)  # unknown provenance counts as seeded
 
     @property
     def seeded(self) -> bool:
         """True if the key came from a user's seed, False if from OS entropy."""
         return self._seeded
+
+    def spawn(self, n_children: int) -> list[np.random.Generator]:
+        """numpy's ``Generator.spawn``: children that keep the ``seeded`` flag.
+
+        Seeded: children of the bit generator's ``SeedSequence`` (reproducible, the
+        stream is not advanced); unseeded: each child gets a fresh OS key.
+        """
+        if not self._seeded:
+            return spawn(None, n_children)
+        return [TextDPGenerator(bg, seeded=True) for bg in self.bit_generator.spawn(n_children)]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (TextDPGenerator, (self.bit_generator, self._seeded))
