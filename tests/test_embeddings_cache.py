@@ -179,7 +179,7 @@ def test_word2vec_binary_with_nan_is_refused(tmp_path: Path, monkeypatch: pytest
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_npy_with_inf_is_refused(dtype: type, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
-    m = np.ones((3, 2), dtype=dtype)
+    m: np.ndarray = np.ones((3, 2), dtype=dtype)
     m[1, 1] = np.inf
     np.save(tmp_path / "m.npy", m)
     (tmp_path / "m.words.txt").write_text("a\nb\nc\n")
