@@ -7,6 +7,8 @@ from math import sqrt
 
 import numpy as np
 
+from textdp._rng import make_rng
+
 
 def _vector(s: str, n: int) -> dict[str, int]:
     vec: dict[str, int] = {}
@@ -45,7 +47,7 @@ def reference_koppel(known, unknown, *, variant="pan", n=4, n_features=20000, tr
     joined = variant == "pan"
     frac = 0.5 if joined else 0.4
     sim = _minmax if joined else _cos
-    gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(rng)))
+    gen = make_rng(rng)  # the library's generator for this seed (AES-CTR keyed from it)
     counts: Counter[str] = Counter()
     for t in known:
         for g, c in _vector(" ".join(t), n).items():

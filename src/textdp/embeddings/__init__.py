@@ -15,14 +15,17 @@ Loaders (see :func:`load_embeddings`):
 * word2vec binary format;
 * a ``.npy`` matrix plus a words file (one word per line).
 
-Text and binary files are converted once to ``.npy`` + words in the cache
-(keyed by path, size and modification time) and memory-mapped from then on.
+Text and binary files are converted once to ``.npy`` + words in the textdp cache
+(:func:`textdp._cache.cache_dir`; keyed by the source's path, size, times and
+inode) and memory-mapped from then on; every cached load is verified against the
+SHA-256 checksums recorded at conversion and an altered entry is refused (see
+:mod:`textdp.embeddings.loaders`). Every vector must be finite.
 """
 
 from __future__ import annotations
 
-from .core import Embeddings
 from .ann import DECODERS, ApproximateDecoder, Decoder, FaissExactDecoder, make_decoder, vocabulary_fingerprint
+from .core import Embeddings
 from .decode import ExactDecoder, nearest_words
 from .loaders import cache_dir, load_default_embeddings, load_embeddings
 
@@ -33,10 +36,10 @@ __all__ = [
     "Embeddings",
     "ExactDecoder",
     "FaissExactDecoder",
-    "make_decoder",
-    "vocabulary_fingerprint",
     "cache_dir",
     "load_default_embeddings",
     "load_embeddings",
+    "make_decoder",
     "nearest_words",
+    "vocabulary_fingerprint",
 ]

