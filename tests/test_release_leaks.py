@@ -9,7 +9,6 @@ import dataclasses
 import gzip
 import hashlib
 import json
-import os
 import pickle
 from pathlib import Path
 
@@ -141,8 +140,8 @@ def test_partitioned_dask_run_leaves_no_trace_of_the_input(tmp_path, toy_emb, mo
 def test_work_dir_is_never_inside_the_output_and_a_run_is_found_again(tmp_path, toy_emb):
     inputs = _inputs(tmp_path / "in")
     out = tmp_path / "release"
-    kw = dict(embeddings=toy_emb, epsilon=5.0, size=6, bag="truncate", stop_words=None, decoder="exact", seed=1,
-              backend=LocalBackend(), partitions=3)
+    kw = {"embeddings": toy_emb, "epsilon": 5.0, "size": 6, "bag": "truncate", "stop_words": None,
+          "decoder": "exact", "seed": 1, "backend": LocalBackend(), "partitions": 3}
     with pytest.raises(ParameterError, match="inside the output folder"):
         obfuscate_corpus(inputs, out, work_dir=out / "work", **kw)
     with pytest.raises(ParameterError, match="size N must be public"):
@@ -254,7 +253,13 @@ def test_default_decoding_never_sees_the_input_words(glove, toy_emb, tmp_path):
     assert a.words == b.words and all(c is not None for c in spy3.calls)
     # the engine's cached estimator decodes without sources too, and is never modified (size and
     # generator are arguments of each job)
-    from textdp.engines.corpus import JobSettings, _mechanism, plan_partitions, run_partition, save_vocabulary
+    from textdp.engines.corpus import (
+        JobSettings,
+        _mechanism,
+        plan_partitions,
+        run_partition,
+        save_vocabulary,
+    )
 
     inp = tmp_path / "c.jsonl"
     inp.write_text("".join(json.dumps({"text": " ".join(WORDS[i : i + 9])}) + "\n" for i in range(30)))
@@ -305,7 +310,7 @@ def _cell_probability(src: tuple[float, float], centre: tuple[float, float], hal
 
 def test_sample_mode_bound_holds_where_the_old_one_fails(tmp_path):
     """"aa bb" vs "aa aa", epsilon 3, N 2 (issue 9 item 7): exact output probabilities on a 2-D grid vocabulary."""
-    emb, a, b = _grid()
+    emb, a, _ = _grid()
     # the exact worst-case ratio: both draws decode to one cell o; P_D(o) = (K(a,o) + K(b,o))/2, P_D'(o) = K(a,o)
     worst = 0.0
     for o in [(0.5, 0.0), (1.0, 0.0), (2.0, 0.0), (0.5, 0.3)]:
@@ -377,3 +382,15 @@ def test_layering_engine_and_accounting_imports():
     assert not [m for m, _ in imports(root / "pipeline.py") if m.startswith(("textdp.cli", "textdp.engines"))]
     src = (root / "engines" / "corpus.py").read_text()
     assert "np.random.Generator(" not in src and "PCG64" not in src and "_MECH_LOCK" not in src
+
+
+def test_ids_are_sequence_numbers_unless_the_input_has_an_id(tmp_path):
+    from textdp.io import read_documents
+
+    a = tmp_path / "alice.txt"
+    a.write_text("one")
+    b = tmp_path / "notes.jsonl"
+    b.write_text('{"text": "two"}\n\n{"id": "k7", "text": "three"}\n{"text": "four"}\n')
+    docs = read_documents([a, b])
+    assert docs == [("0", "one"), ("1", "two"), ("k7", "three"), ("3", "four")]
+    assert not any(str(tmp_path) in i or "alice" in i for i, _ in docs)

@@ -61,26 +61,31 @@ from typing import Any
 import numpy as np
 from scipy.special import gammainc, gammaincinv, gammaln, logsumexp
 
-from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+from .._validation import (
+    check_choice,
+    check_epsilon,
+    check_positive_int,
+    check_probability,
+)
 from ..errors import ParameterError, ParameterTypeError
 from ..mechanisms import EarthMoversPrivacy
 from ..text import BAG_MODES, make_bag
 from .emd import METRICS, bag_distance, distribution_distance
 
 __all__ = [
-    "privacy_loss",
-    "sample_privacy_loss",
+    "DocumentGuarantee",
+    "UtilityBound",
+    "document_guarantee",
+    "format_multiplier",
     "log10_multiplier",
     "multiplier",
-    "format_multiplier",
-    "UtilityBound",
+    "privacy_loss",
+    "sample_privacy_loss",
+    "sum_of_norms_probability",
     "theorem_4_2",
     "theorem_a2",
-    "sum_of_norms_probability",
     "utility_bound",
     "utility_radius",
-    "DocumentGuarantee",
-    "document_guarantee",
 ]
 
 _LN10 = math.log(10.0)

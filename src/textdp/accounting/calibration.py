@@ -48,15 +48,15 @@ from .diagnostics import neighbour_ranks, rank_summary
 
 __all__ = [
     "DEFAULT_RANKS",
+    "Calibration",
+    "DiagnosticRow",
+    "SurvivalCurve",
+    "calibrate_epsilon",
     "calibration_words",
+    "diagnose",
+    "survival_curve",
     "survival_thresholds",
     "wilson_interval",
-    "SurvivalCurve",
-    "survival_curve",
-    "Calibration",
-    "calibrate_epsilon",
-    "DiagnosticRow",
-    "diagnose",
 ]
 
 #: Frequency ranks (1-based, inclusive) of the default calibration words.

@@ -43,15 +43,15 @@ from .._validation import check_choice
 from ..errors import ParameterError, TextDPError, require
 
 __all__ = [
-    "METRICS",
     "EMD_METHODS",
+    "METRICS",
+    "bag_distance",
+    "distribution_distance",
+    "earth_movers_distance",
     "ground_distances",
     "optimal_matching",
-    "earth_movers_distance",
-    "bag_distance",
     "wasserstein_infinity",
     "word_distribution",
-    "distribution_distance",
 ]
 
 METRICS = ("euclidean", "manhattan")

@@ -13,7 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import ParameterError
-from ._common import EPSILON_HELP_TEXT, EPSILON_OPTION_HELP, cli_errors, err_console, progress_bar
+from ._common import (
+    EPSILON_HELP_TEXT,
+    EPSILON_OPTION_HELP,
+    cli_errors,
+    err_console,
+    progress_bar,
+)
 
 
 class BagMode(str, Enum):

@@ -13,7 +13,13 @@ import typer
 from .._validation import check_epsilon, check_positive_int
 from ..embeddings import load_embeddings, vocabulary_fingerprint
 from ..errors import ParameterError, PrivacyWarning
-from ..io import atomic_writer, read_documents, read_sourced_documents, settings_path, write_json
+from ..io import (
+    atomic_writer,
+    read_documents,
+    read_sourced_documents,
+    settings_path,
+    write_json,
+)
 from ..mechanisms import EarthMoversPrivacy
 from ..mechanisms.earth_movers import SIZE_FROM_DATA_WARNING
 from ..pipeline import (

@@ -50,9 +50,22 @@ from .._rng import spawn
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, ParameterError
 from ..guarantees import EarthMoversGuarantee
-from ..io import SourcedDocument, _decode, atomic_writer, is_jsonl, iter_jsonl_text, read_sourced_documents, write_json
+from ..io import (
+    SourcedDocument,
+    _decode,
+    atomic_writer,
+    is_jsonl,
+    iter_jsonl_text,
+    read_sourced_documents,
+    write_json,
+)
 from ..mechanisms import EarthMoversPrivacy
-from ..pipeline import privatize_documents, release_settings, write_private_report, write_records
+from ..pipeline import (
+    privatize_documents,
+    release_settings,
+    write_private_report,
+    write_records,
+)
 
 DOCS_PER_PART = 500  # documents per partition when ``partitions`` is not given
 MANIFEST = "manifest.json"
