@@ -20,13 +20,19 @@ says nothing about *documents*. The bound that holds is
 distribution of in-vocabulary words and ``W_inf`` the infinity-Wasserstein
 (bottleneck) distance (proof by coupling in
 :class:`textdp.guarantees.EarthMoversGuarantee`; computed by
-:func:`sample_privacy_loss`). It is tight when each document repeats one word
-(it is then Theorem 5.1's bound) but can be loose for mixtures: for
+:func:`sample_privacy_loss`). When each document repeats one word it is
+Theorem 5.1's bound (which the Laplace noise approaches for outputs far along
+the line through the two words); it can be loose for mixtures: for
 ``p_D = (delta_a + delta_b)/2`` and ``p_D' = delta_a`` one draw outputs ``o`` with
 ratio ``1/2 + K(b,o)/(2 K(a,o)) <= (1 + e^{epsilon d(a,b)})/2 < e^{epsilon d(a,b)}``.
-The exact supremum over all epsilon*d-private word mechanisms is a
-linear-fractional programme; textdp states the coupling bound, which is proven
-for every pair of documents and cheap to compute.
+The exact supremum of one draw's ratio over all epsilon*d-private word
+mechanisms K is ``max sum_x p_D(x) g(x) / sum_y p_D'(y) g(y)`` over ``g > 0`` with
+``g(x) <= e^{epsilon d(x,y)} g(y)`` (every ``g = K(., o)`` satisfies these linear
+constraints, and any such ``g``, scaled small, is ``K(., o1)`` of a two-output
+epsilon*d-private mechanism), a linear-fractional programme; the coupling argument
+applied to any feasible ``g`` shows it is at most ``e^{epsilon W_inf}``. textdp
+states the coupling bound, which is proven for every pair of documents and needs
+no solver.
 
 Utility (Theorem 4.2). Algorithm 1 moves a bag ``b`` of ``N`` vectors of
 dimension ``n`` to a noisy bag within Earth Mover's distance ``Delta`` with
