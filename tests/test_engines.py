@@ -115,8 +115,10 @@ def test_get_backend_errors():
         get_backend("local", scheduler="tcp://x:1")
 
 
-def test_cli_partitioned_local(tmp_path, toy_emb):
+def test_cli_partitioned_local(tmp_path, toy_emb, monkeypatch):
     from typer.testing import CliRunner
+
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))  # the default private work directory
 
     from textdp.cli import app
 
