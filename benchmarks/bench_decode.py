@@ -6,7 +6,10 @@ Everything is measured in the same run on the same queries, and ratios are print
 * the naive per-word loop ``argmin(np.linalg.norm(E - v, axis=1))``;
 * the roofline: the machine's large square sgemm rate (measured here, all cores)
   divided by ``2 V d`` flops per word;
-* the known-source shortcut (``decode(Z, sources=...)``) at several epsilons;
+* the known-source shortcut (``decode(Z, sources=...)``, opt-in: ``known_source=True``) at several
+  epsilons, against the default release path, which never passes sources;
+* the timing side channel: decode time of a document of frequent words vs one of rare words,
+  default path vs shortcut (``--timing-docs``);
 * the peer library mldp-text on a 34k-word 300-d vocabulary (random vectors): its own
   rate when it is installed, otherwise its documented ~8 words/s.
 
@@ -16,6 +19,7 @@ is the best of ``--repeats`` runs, interleaved with the sgemm measurement.
 
     python benchmarks/bench_decode.py                      # the full table of BENCHMARKS.md
     python benchmarks/bench_decode.py --vocab 400000 --dims 50 --queries 2000 --naive-queries 20
+    python benchmarks/bench_decode.py --only-known-source --vocab 400000 --queries 2048 --known-source-eps 10 40
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-faiss", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only-known-source", action="store_true", help="skip the throughput table and the peer")
+    ap.add_argument("--timing-docs", type=int, default=15, help="repeats of the frequent/rare document timing")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     print(f"cores={os.cpu_count()} queries={args.queries} repeats={args.repeats} (best of)")
@@ -100,7 +106,7 @@ def main() -> None:
            f"{'%roof':>6} {'x naive':>8} {'agree':>5}")
     print(hdr)
     results = {}
-    for d in args.dims:
+    for d in ([] if args.only_known_source else args.dims):
         for v in args.vocab:
             vec = vocabulary(v, d, rng)
             src, q = queries_for(vec, args.queries, args.epsilon if d == 50 else args.epsilon_300, rng)
@@ -132,18 +138,26 @@ def main() -> None:
             dec.close()
             del vec, dec
 
-    # peer: mldp-text on a 34k-word 300-d vocabulary (random vectors here)
+    if not args.only_known_source:
+        peer(args, rng)
+    known_source(args, rng)
+
+
+def peer(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    """mldp-text on a 34k-word 300-d vocabulary (random vectors here)."""
     vec = rng.standard_normal((34000, 300), dtype=np.float32)
     _, q = queries_for(vec, args.queries, args.epsilon_300, rng)
     dec = ExactDecoder(vec)
     dec.decode(q[:64])
     ours = best_rate(lambda: dec.decode(q), len(q), args.repeats)
-    peer = try_peer()
-    peer_note = "measured" if peer else "documented (mldp-text not installable here)"
+    installed = try_peer()
+    peer_note = "measured" if installed else "documented (mldp-text not installable here)"
     print(f"\npeer V=34000 d=300: textdp exact {ours:.0f} words/s vs mldp-text {PEER_DOCUMENTED_WPS:.0f} "
           f"words/s ({peer_note}): {ours / PEER_DOCUMENTED_WPS:.0f}x")
 
-    # known-source shortcut at V = 400k, d = 50 (GloVe)
+
+def known_source(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    """The opt-in known-source shortcut against the default path (no sources), V = max(--vocab), d = 50."""
     if args.known_source_eps and 50 in args.dims:
         vmax = max(args.vocab)
         vec = vocabulary(vmax, 50, rng)
@@ -169,6 +183,43 @@ def main() -> None:
                   f"{warm / base:>7.1f}x", flush=True)
             plain.close()
             ks.close()
+        timing_channel(vec, args, rng)
+
+
+def timing_channel(vec: np.ndarray, args: argparse.Namespace, rng: np.random.Generator) -> None:
+    """Decode time of a 200-word document of frequent words vs one of rare words (median of repeats).
+
+    The default path (no sources) does the same work whatever the words; the shortcut's time
+    depends on them (and on the words the process decoded before).
+    """
+    v = vec.shape[0]
+    frequent = rng.integers(1000, 1200, size=200)
+    rare = rng.integers(v - 20000, v, size=200)
+    print(f"\ntiming side channel, V={v} d=50: 200-word documents, median ms over {args.timing_docs} repeats")
+    print(f"{'eps':>5} {'path':>13} {'frequent ms':>11} {'rare ms':>8} {'rare/frequent':>13} "
+          f"{'re-decided f/r':>14} {'shortcut f/r':>12}")
+    for eps in args.known_source_eps:
+        for label, use_src in (("default", False), ("known-source", True)):
+            dec = ExactDecoder(vec)
+            warm = rng.integers(0, v, size=256)
+            dec.decode(noisy_vectors(warm, vec, eps, rng), sources=warm if use_src else None)
+            times: dict[str, list[float]] = {"f": [], "r": []}
+            work = {k: {"ambiguous": 0, "known_source": 0} for k in ("f", "r")}
+            for _ in range(args.timing_docs):
+                for key, words in (("f", frequent), ("r", rare)):
+                    z = noisy_vectors(words, vec, eps, rng)
+                    before = dict(dec.stats)
+                    t0 = time.perf_counter()
+                    dec.decode(z, sources=words if use_src else None)
+                    times[key].append(1e3 * (time.perf_counter() - t0))
+                    for name in work[key]:
+                        work[key][name] += dec.stats[name] - before[name]
+            f, r = float(np.median(times["f"])), float(np.median(times["r"]))
+            n = args.timing_docs
+            amb = f"{work['f']['ambiguous'] / n:.1f}/{work['r']['ambiguous'] / n:.1f}"
+            short = f"{work['f']['known_source'] / n:.0f}/{work['r']['known_source'] / n:.0f}"
+            print(f"{eps:>5.0f} {label:>13} {f:>11.1f} {r:>8.1f} {r / f:>13.2f} {amb:>14} {short:>12}", flush=True)
+            dec.close()
 
 
 if __name__ == "__main__":

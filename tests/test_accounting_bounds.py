@@ -129,5 +129,8 @@ def test_document_guarantee_uses_mechanism_preprocessing():
     assert g.epsilon_for_unit_loss == pytest.approx(1.0)
     with pytest.raises(DocumentError, match="fewer than the bag size"):
         document_guarantee("dog", "cat", epsilon=1.0, size=2, embeddings=emb)
-    s = document_guarantee("dog", "cat sun", epsilon=1.0, size=3, embeddings=emb, bag="sample", rng=0)
-    assert s.random_bag and s.size == 3
+    # sample mode: the bound is between the word distributions, deterministic, any N
+    s = document_guarantee("dog", "cat sun", epsilon=1.0, size=3, embeddings=emb, bag="sample")
+    assert s.size == 3 and s.distance_name == "W_inf" and s.earth_movers_distance is None
+    assert s.wasserstein_infinity == pytest.approx(np.hypot(9, 8))  # sun's mass must come from dog (9,9)-(0,1)
+    assert s.privacy_loss == pytest.approx(3 * np.hypot(9, 8))

@@ -145,10 +145,14 @@ def test_wilson():
 def test_report_fields(toy):
     mech = EarthMoversPrivacy(epsilon=3.0, size=30, embeddings=toy, stop_words=None, rng=0)
     text = " ".join(toy.words[i] for i in range(5, 35))
-    doc = mech.privatize(text)
-    rep = report_fields(doc, toy)
-    assert set(rep) == {"unchanged_fraction", "mean_neighbour_rank"}
-    assert rep["unchanged_fraction"] == doc.unchanged_fraction()
-    assert rep["mean_neighbour_rank"] >= 0
-    high = report_fields(EarthMoversPrivacy(epsilon=1e6, size=30, embeddings=toy, stop_words=None, rng=0).privatize(text), toy)
-    assert high == {"unchanged_fraction": 1.0, "mean_neighbour_rank": 0.0}
+    diags: list = []
+    doc = mech.privatize(text, private_report=diags)
+    rep = report_fields(diags[0], toy)
+    assert set(rep) == {"n_tokens", "dropped_oov", "n_in_vocabulary", "unchanged_fraction", "mean_neighbour_rank"}
+    kept = sum(min(doc.words.count(w), [toy.words[i] for i in diags[0].input_rows].count(w)) for w in set(doc.words))
+    assert rep["unchanged_fraction"] == diags[0].unchanged_fraction() == kept / 30
+    assert rep["mean_neighbour_rank"] >= 0 and rep["n_tokens"] == 30 and rep["dropped_oov"] == 0
+    high: list = []
+    EarthMoversPrivacy(epsilon=1e6, size=30, embeddings=toy, stop_words=None, rng=0).privatize(text, private_report=high)
+    rep = report_fields(high[0], toy)
+    assert (rep["unchanged_fraction"], rep["mean_neighbour_rank"]) == (1.0, 0.0)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from textdp.accounting import bag_distance, earth_movers_distance, ground_distances, optimal_matching
+from textdp.accounting import (
+    bag_distance,
+    earth_movers_distance,
+    ground_distances,
+    optimal_matching,
+)
 from textdp.errors import ParameterError
 
 
@@ -70,3 +75,51 @@ def test_errors():
         earth_movers_distance([[0.0, 1.0]], [[1.0]])
     with pytest.raises(ParameterError, match="NaN"):
         earth_movers_distance([[np.nan]], [[1.0]])
+
+
+def _bottleneck_brute(d: np.ndarray) -> float:
+    """Min over permutations of the max matched distance (equal sizes, uniform masses)."""
+    from itertools import permutations
+
+    n = d.shape[0]
+    return min(max(d[i, p[i]] for i in range(n)) for p in permutations(range(n)))
+
+
+def _winf_scan(d: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """Smallest threshold with a feasible transport (linear scan, LP feasibility)."""
+    from scipy.optimize import linprog
+
+    for t in np.unique(d):
+        ii, jj = np.nonzero(d <= t)
+        a_eq = np.zeros((len(a) + len(b), ii.size))
+        a_eq[ii, np.arange(ii.size)] = 1
+        a_eq[len(a) + jj, np.arange(ii.size)] = 1
+        res = linprog(np.zeros(ii.size), A_eq=a_eq, b_eq=np.concatenate([a / a.sum(), b / b.sum()]), method="highs")
+        if res.status == 0:
+            return float(t)
+    raise AssertionError("unreachable")
+
+
+def test_wasserstein_infinity_is_exact(rng):
+    from textdp.accounting.emd import ground_distances, wasserstein_infinity
+
+    above_lower_bound = 0
+    for _ in range(30):  # equal-size uniform bags: the bottleneck assignment
+        x, y = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+        d = ground_distances(x, y)
+        w = wasserstein_infinity(x, y)
+        assert w == _bottleneck_brute(d)
+        # the naive answer (the largest nearest-neighbour distance) is only a lower bound
+        above_lower_bound += w > max(d.min(axis=1).max(), d.min(axis=0).max())
+    assert above_lower_bound > 0
+    for _ in range(30):  # weighted (word counts, and real masses through the LP path)
+        k, m = rng.integers(1, 7, size=2)
+        x, y = rng.normal(size=(k, 2)), rng.normal(size=(m, 2))
+        a, b = rng.integers(1, 6, size=k), rng.integers(1, 6, size=m)
+        want = _winf_scan(ground_distances(x, y), a.astype(float), b.astype(float))
+        assert wasserstein_infinity(x, y, x_weights=a, y_weights=b) == want
+        assert wasserstein_infinity(x, y, x_weights=a + 0.5, y_weights=b) == _winf_scan(
+            ground_distances(x, y), a + 0.5, b.astype(float))
+        # W_inf bounds the Earth Mover's distance (W_1) from above
+        w1 = earth_movers_distance(x, y, x_weights=a, y_weights=b)
+        assert w1 <= wasserstein_infinity(x, y, x_weights=a, y_weights=b) + 1e-12

@@ -44,8 +44,8 @@ def _read_parts(out: Path) -> list[dict]:
 
 
 def _run(inp, out, emb, backend, **kw):
-    opts = dict(embeddings=emb, epsilon=5.0, size=None, bag="truncate", stop_words=None, decoder="exact", seed=11,
-                backend=backend, partitions=4)
+    opts = dict(embeddings=emb, epsilon=5.0, size=6, bag="truncate", stop_words=None, decoder="exact", seed=11,
+                backend=backend, partitions=4, work_dir=Path(out).with_name(Path(out).name + "-work"))
     opts.update(kw)
     return obfuscate_corpus([inp], out, **opts)
 
@@ -53,9 +53,10 @@ def _run(inp, out, emb, backend, **kw):
 def test_jsonl_partitions_cover_every_line(tmp_path):
     inp = _corpus(tmp_path / "c.jsonl", 101)
     plan = plan_partitions([inp], partitions=7)
-    ids = [d for p in plan for d, _ in read_partition(p)]
+    ids = [d.id for p in plan for d in read_partition(p)]
     assert ids == [f"d{i}" for i in range(101)]
     assert sum(p.n_docs for p in plan) == 101
+    assert sorted({p.n_docs for p in plan}) == [14, 15]  # equal counts: the plan reveals no byte sizes
 
 
 def test_parquet_partitions(tmp_path):
@@ -65,10 +66,15 @@ def test_parquet_partitions(tmp_path):
     tbl = pa.table({"id": [f"p{i}" for i in range(50)], "text": ["w1 w2 w3"] * 50})
     pq.write_table(tbl, tmp_path / "c.parquet", row_group_size=8)
     plan = plan_partitions([tmp_path / "c.parquet"])
-    assert len(plan) == 7
-    assert [d for p in plan for d, _ in read_partition(p)] == [f"p{i}" for i in range(50)]
+    assert len(plan) == 1
+    assert [d.id for p in plan for d in read_partition(p)] == [f"p{i}" for i in range(50)]
     plan3 = plan_partitions([tmp_path / "c.parquet"], partitions=3)
-    assert [d for p in plan3 for d, _ in read_partition(p)] == [f"p{i}" for i in range(50)]
+    assert [d.id for p in plan3 for d in read_partition(p)] == [f"p{i}" for i in range(50)]
+    # without an id column: sequence numbers across files, in input order
+    pq.write_table(pa.table({"text": ["w1 w2"] * 7}), tmp_path / "noid.parquet", row_group_size=3)
+    plan = plan_partitions([tmp_path / "noid.parquet", tmp_path / "c.parquet"], partitions=4)
+    ids = [d.id for p in plan for d in read_partition(p)]
+    assert ids == [str(i) for i in range(7)] + [f"p{i}" for i in range(50)]
 
 
 def test_dask_equals_local(tmp_path, toy_emb):
@@ -109,22 +115,25 @@ def test_get_backend_errors():
         get_backend("local", scheduler="tcp://x:1")
 
 
-def test_cli_partitioned_local(tmp_path, toy_emb):
+def test_cli_partitioned_local(tmp_path, toy_emb, monkeypatch):
     from typer.testing import CliRunner
+
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))  # the default private work directory
 
     from textdp.cli import app
 
     np.save(tmp_path / "v.npy", np.asarray(toy_emb.vectors))
     (tmp_path / "w.txt").write_text("\n".join(WORDS) + "\n")
     inp = _corpus(tmp_path / "c.jsonl", 30)
-    res = CliRunner().invoke(app, ["obfuscate", str(inp), "-e", "5", "--embeddings", str(tmp_path / "v.npy"),
+    res = CliRunner().invoke(app, ["obfuscate", str(inp), "-e", "5", "-n", "6", "--embeddings", str(tmp_path / "v.npy"),
                                    "--words", str(tmp_path / "w.txt"), "--stop-words", "none", "--seed", "3",
                                    "--engine", "local", "--partitions", "3", "-o", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     recs = _read_parts(tmp_path / "out")
     assert len(recs) == 30 and all(r["decoder"] == "exact" for r in recs)
     settings = json.loads((tmp_path / "out" / "settings.json").read_text())
-    assert settings["partitions"] == 3 and settings["engine"] == "local" and settings["seed"] == 3
+    assert settings["partitions"] == 3 and settings["engine"] == "local" and settings["seeded"] is True
+    assert "seed" not in settings
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -134,10 +143,11 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, toy_emb):
     (tmp_path / "w.txt").write_text("\n".join(WORDS) + "\n")
     inp = _corpus(tmp_path / "c.jsonl", 4000, seed=2)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "textdp", "obfuscate", str(inp), "-e", "5", "--embeddings", str(tmp_path / "v.npy"),
+    cmd = [sys.executable, "-m", "textdp", "obfuscate", str(inp), "-e", "5", "-n", "6", "--embeddings", str(tmp_path / "v.npy"),
            "--words", str(tmp_path / "w.txt"), "--stop-words", "none", "--seed", "9", "--engine", "local",
            "--partitions", "400", "-o", str(out)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cache = tmp_path / "cache"  # the default private work directory lives here, outside the output
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TEXTDP_CACHE_DIR": str(cache)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -155,3 +165,7 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, toy_emb):
     ids = [r["id"] for r in recs]
     assert len(ids) == 4000 and sorted(ids) == sorted(f"d{i}" for i in range(4000))
     assert not list(out.glob(".*.tmp"))
+    # the restart found the same private work directory; once complete, only the resume key is left there
+    runs = list((cache / "runs").iterdir())
+    assert len(runs) == 1 and sorted(p.name for p in runs[0].iterdir()) == ["key.json"]
+    assert {p.name for p in out.iterdir()} == {"manifest.json", "settings.json"} | {f"part-{i:05d}.jsonl" for i in range(400)}

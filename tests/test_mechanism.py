@@ -7,7 +7,7 @@ import pytest
 
 from textdp import EarthMoversPrivacy
 from textdp.embeddings import Embeddings
-from textdp.errors import DocumentError, ParameterError, ParameterTypeError
+from textdp.errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from textdp.mechanisms import privatize_ids
 from textdp.text import normalise
 
@@ -18,25 +18,30 @@ TEXT = (
 
 
 def test_huge_epsilon_is_identity(glove):
-    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=1)
-    doc = mech.privatize(TEXT)
+    n = len(normalise(TEXT))
+    mech = EarthMoversPrivacy(epsilon=1e6, size=n, embeddings=glove, rng=1)
+    diags: list = []
+    doc = mech.privatize(TEXT, private_report=diags)
     assert sorted(doc.words) == sorted(normalise(TEXT))
-    assert doc.unchanged_fraction() == 1.0
-    assert doc.guarantee.size == len(normalise(TEXT))
+    assert diags[0].unchanged_fraction() == 1.0
+    assert doc.guarantee.size == n
 
 
 def test_tiny_epsilon_destroys_words(glove):
-    mech = EarthMoversPrivacy(epsilon=0.1, embeddings=glove, rng=2)
-    docs = mech.privatize([TEXT] * 5)
-    kept = np.mean([d.unchanged_fraction() for d in docs])
+    mech = EarthMoversPrivacy(epsilon=0.1, size=18, embeddings=glove, rng=2)
+    diags: list = []
+    mech.privatize([TEXT] * 5, private_report=diags)
+    kept = np.mean([d.unchanged_fraction() for d in diags])
     assert kept < 0.05
 
 
 def test_seed_reproduces_and_default_is_random(glove):
-    a = EarthMoversPrivacy(epsilon=8, embeddings=glove, rng=123).privatize(TEXT)
-    b = EarthMoversPrivacy(epsilon=8, embeddings=glove, rng=123).privatize(TEXT)
-    assert a.words == b.words
-    outs = {EarthMoversPrivacy(epsilon=8, embeddings=glove).privatize(TEXT).words for _ in range(4)}
+    a = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, rng=123).privatize(TEXT)
+    b = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, rng=123).privatize(TEXT)
+    assert a.words == b.words and a.guarantee.seeded
+    outs = {EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove).privatize(TEXT) for _ in range(4)}
+    assert not any(d.guarantee.seeded for d in outs)
+    outs = {d.words for d in outs}
     assert len(outs) > 1  # OS entropy, not a constant seed
 
 
@@ -45,23 +50,27 @@ def test_oov_never_released(glove):
     assert name not in glove
     text = f"{name} met {name} and {name.capitalize()} at the harbour; {name} smiled"
     mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, bag="sample", size=200, rng=3)
-    for doc in mech.privatize([text] * 10):
+    diags: list = []
+    for doc in mech.privatize([text] * 10, private_report=diags):
         assert name not in doc.words
-        assert doc.dropped_oov == 4
-        assert doc.to_record()["dropped_oov"] == 4
+        assert "dropped_oov" not in doc.to_record()  # an input statistic: private report only
+    assert all(d.dropped_oov == 4 for d in diags)
     # and at any epsilon, nothing outside the vocabulary can come out
     for eps in (1.0, 10.0, 50.0):
-        doc = EarthMoversPrivacy(epsilon=eps, embeddings=glove, rng=4).privatize(text)
+        doc = EarthMoversPrivacy(epsilon=eps, size=3, embeddings=glove, rng=4).privatize(text)
         assert all(w in glove for w in doc.words)
 
 
 def test_record_fields(glove):
     rec = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, rng=5).privatize(TEXT).to_record()
-    for key in ("id", "words", "epsilon", "size", "dim", "vocab_size", "dropped_oov", "mechanism", "guarantee"):
+    for key in ("id", "words", "epsilon", "delta", "unit", "size", "dim", "vocab_size", "mechanism", "guarantee",
+                "seeded", "decoder"):
         assert key in rec
+    assert rec["id"] == "0" and rec["seeded"] is True and rec["delta"] == 0.0 and rec["unit"] == "document"
     assert rec["size"] == 5 and len(rec["words"]) == 5 and rec["dim"] == 50 and rec["vocab_size"] == 400000
     assert "exp(10*5*E_d(b,b'))" in rec["guarantee"]
-    assert "input_words" not in rec
+    assert "input_words" not in rec and "n_tokens" not in rec and "dropped_oov" not in rec
+    assert "Not covered: the bag size N" in rec["guarantee"] and "Seeded run" in rec["guarantee"]
 
 
 def test_output_is_a_bag_not_a_sequence():
@@ -70,15 +79,20 @@ def test_output_is_a_bag_not_a_sequence():
     assert out.tolist() == [[0, 1, 2, 2]]
 
 
-def test_size_none_uses_shortest(glove):
-    docs = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=0).privatize([TEXT, "harbour boats gulls"])
+def test_size_none_uses_shortest_only_when_asked(glove):
+    with pytest.raises(ParameterError, match="size must be public|bag size N must be public"):
+        EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=0).privatize([TEXT, "harbour boats gulls"])
+    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=0, size_from_data=True)
+    with pytest.warns(PrivacyWarning, match="reveals that length"):
+        docs = mech.privatize([TEXT, "harbour boats gulls"])
     assert [len(d.words) for d in docs] == [3, 3]
+    assert docs[0].guarantee.size_from_data and "it reveals that length" in docs[0].guarantee.statement
 
 
 @pytest.mark.parametrize("eps", [0, -3, float("nan"), float("inf")])
 def test_bad_epsilon(eps, glove):
     with pytest.raises(ParameterError, match="epsilon"):
-        EarthMoversPrivacy(epsilon=eps, embeddings=glove).privatize(TEXT)
+        EarthMoversPrivacy(epsilon=eps, size=3, embeddings=glove).privatize(TEXT)
 
 
 def test_bad_inputs(glove):
@@ -88,7 +102,7 @@ def test_bad_inputs(glove):
         EarthMoversPrivacy(epsilon=1, bag="pad", embeddings=glove).fit()
     with pytest.raises(ParameterTypeError):
         EarthMoversPrivacy(epsilon=1, embeddings=42).fit()  # type: ignore[arg-type]
-    mech = EarthMoversPrivacy(epsilon=1, embeddings=glove, rng=0)
+    mech = EarthMoversPrivacy(epsilon=1, size=1, embeddings=glove, rng=0)
     with pytest.raises(DocumentError, match="empty"):
         mech.privatize("   ,,, the and of 123 ")
     with pytest.raises(DocumentError, match="none of its"):

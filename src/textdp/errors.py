@@ -32,6 +32,10 @@ class MissingDependencyError(TextDPError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
+class PrivacyWarning(UserWarning):
+    """A choice the user made weakens what a release hides (e.g. a bag size taken from the data)."""
+
+
 def require(module: str, extra: str) -> object:
     """Import an optional dependency or raise a :class:`MissingDependencyError`.
 

@@ -1,7 +1,11 @@
 """Reading documents and writing outputs atomically.
 
 Readers turn files (plain text, JSONL, gzipped JSONL) or standard input into
-``(id, text)`` pairs with clear errors for unreadable or non-UTF-8 input.
+``(id, text)`` pairs with clear errors for unreadable or non-UTF-8 input. A
+document's id is its input id field when it has one, else its sequence number
+in the input (0, 1, 2, ...): never a file name or path, which would describe the
+private input. Where each document came from (``path:line``) is available
+separately (:func:`read_sourced_documents`) for the data owner's private report.
 Writers never leave a partial file behind: they write to a temporary file in the
 target directory and ``os.replace`` it into place only when everything succeeded.
 """
@@ -16,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from .errors import DocumentError
 
@@ -51,11 +55,28 @@ def is_jsonl(path: Path) -> bool:
     return name.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"))
 
 
+class SourcedDocument(NamedTuple):
+    """One input document: its own id (``None`` when the input has no id field), text and origin.
+
+    ``source`` (``path:line`` or ``path``) describes the private input: it goes to
+    the private report only, never into a release.
+    """
+
+    id: str | None
+    text: str
+    source: str
+
+
 def iter_jsonl_text(
-    text: str, source: str, text_field: str = "text", id_field: str = "id"
-) -> Iterator[tuple[str, str]]:
-    """``(id, text)`` for every non-empty line of JSONL content."""
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    text: str, source: str, text_field: str = "text", id_field: str = "id", *, first_line: int = 1
+) -> Iterator[SourcedDocument]:
+    """A :class:`SourcedDocument` for every non-empty line of JSONL content (``text`` starts on ``first_line``).
+
+    >>> lines = ['{"text": "a"}', '{"id": 7, "text": "b"}']
+    >>> [tuple(d) for d in iter_jsonl_text(chr(10).join(lines), "f.jsonl")]
+    [(None, 'a', 'f.jsonl:1'), ('7', 'b', 'f.jsonl:2')]
+    """
+    for lineno, line in enumerate(text.splitlines(), start=first_line):
         if not line.strip():
             continue
         try:
@@ -70,18 +91,35 @@ def iter_jsonl_text(
         if not isinstance(value, str):
             raise DocumentError(f"{source}:{lineno}: field {text_field!r} is not a string")
         doc_id = obj.get(id_field)
-        yield (str(doc_id) if doc_id is not None else f"{source}:{lineno}"), value
+        yield SourcedDocument(str(doc_id) if doc_id is not None else None, value, f"{source}:{lineno}")
+
+
+def sequence_ids(docs: list[SourcedDocument], first: int = 0) -> list[str]:
+    """Record ids: each document's own id, else its sequence number ``first + k``.
+
+    >>> sequence_ids([SourcedDocument(None, "a", "x"), SourcedDocument("q", "b", "y")], first=5)
+    ['5', 'q']
+    """
+    return [d.id if d.id is not None else str(first + k) for k, d in enumerate(docs)]
 
 
 def read_documents(
     paths: list[Path], *, text_field: str = "text", id_field: str = "id", input_format: str = "auto"
 ) -> list[tuple[str, str]]:
-    """Read every document of ``paths`` (``-`` or an empty list means standard input).
+    """Read every document of ``paths`` as ``(id, text)`` (``-`` or an empty list means standard input).
 
     ``input_format`` is ``auto`` (JSONL by file name, else one document per
-    file), ``text`` or ``jsonl``.
+    file), ``text`` or ``jsonl``. Ids: the id field, else the sequence number.
     """
-    docs: list[tuple[str, str]] = []
+    docs = read_sourced_documents(paths, text_field=text_field, id_field=id_field, input_format=input_format)
+    return list(zip(sequence_ids(docs), (d.text for d in docs)))
+
+
+def read_sourced_documents(
+    paths: list[Path], *, text_field: str = "text", id_field: str = "id", input_format: str = "auto"
+) -> list[SourcedDocument]:
+    """Like :func:`read_documents`, keeping each document's own id (or ``None``) and its origin."""
+    docs: list[SourcedDocument] = []
     sources = paths or [Path("-")]
     for p in sources:
         if str(p) == "-":
@@ -96,7 +134,7 @@ def read_documents(
         if jsonl:
             docs.extend(iter_jsonl_text(content, source, text_field, id_field))
         else:
-            docs.append(("stdin" if source == "<stdin>" else p.name, content))
+            docs.append(SourcedDocument(None, content, source))
     return docs
 
 

@@ -13,6 +13,27 @@ normalisation, stop words, out-of-vocabulary removal and bag size N
 (:func:`document_guarantee` reuses :meth:`EarthMoversPrivacy.prepare` and
 :func:`textdp.text.make_bag`).
 
+Sample mode. With ``bag="sample"`` the bag is N words drawn with replacement
+from the document, and that bag is never released, so Theorem 5.1 (about bags)
+says nothing about *documents*. The bound that holds is
+``exp(epsilon * N * W_inf(p_D, p_D'))`` with ``p_D`` the document's empirical
+distribution of in-vocabulary words and ``W_inf`` the infinity-Wasserstein
+(bottleneck) distance (proof by coupling in
+:class:`textdp.guarantees.EarthMoversGuarantee`; computed by
+:func:`sample_privacy_loss`). When each document repeats one word it is
+Theorem 5.1's bound (which the Laplace noise approaches for outputs far along
+the line through the two words); it can be loose for mixtures: for
+``p_D = (delta_a + delta_b)/2`` and ``p_D' = delta_a`` one draw outputs ``o`` with
+ratio ``1/2 + K(b,o)/(2 K(a,o)) <= (1 + e^{epsilon d(a,b)})/2 < e^{epsilon d(a,b)}``.
+The exact supremum of one draw's ratio over all epsilon*d-private word
+mechanisms K is ``max sum_x p_D(x) g(x) / sum_y p_D'(y) g(y)`` over ``g > 0`` with
+``g(x) <= e^{epsilon d(x,y)} g(y)`` (every ``g = K(., o)`` satisfies these linear
+constraints, and any such ``g``, scaled small, is ``K(., o1)`` of a two-output
+epsilon*d-private mechanism), a linear-fractional programme; the coupling argument
+applied to any feasible ``g`` shows it is at most ``e^{epsilon W_inf}``. textdp
+states the coupling bound, which is proven for every pair of documents and needs
+no solver.
+
 Utility (Theorem 4.2). Algorithm 1 moves a bag ``b`` of ``N`` vectors of
 dimension ``n`` to a noisy bag within Earth Mover's distance ``Delta`` with
 probability at least ``1 - exp(-x) e_{n-1}(x)``, ``x = epsilon*N*Delta``, stated
@@ -46,23 +67,31 @@ from typing import Any
 import numpy as np
 from scipy.special import gammainc, gammaincinv, gammaln, logsumexp
 
-from .._validation import check_epsilon, check_positive_int, check_probability
+from .._validation import (
+    check_choice,
+    check_epsilon,
+    check_positive_int,
+    check_probability,
+)
 from ..errors import ParameterError, ParameterTypeError
-from .emd import METRICS, bag_distance
+from ..mechanisms import EarthMoversPrivacy
+from ..text import BAG_MODES, make_bag
+from .emd import METRICS, bag_distance, distribution_distance
 
 __all__ = [
-    "privacy_loss",
+    "DocumentGuarantee",
+    "UtilityBound",
+    "document_guarantee",
+    "format_multiplier",
     "log10_multiplier",
     "multiplier",
-    "format_multiplier",
-    "UtilityBound",
+    "privacy_loss",
+    "sample_privacy_loss",
+    "sum_of_norms_probability",
     "theorem_4_2",
     "theorem_a2",
-    "sum_of_norms_probability",
     "utility_bound",
     "utility_radius",
-    "DocumentGuarantee",
-    "document_guarantee",
 ]
 
 _LN10 = math.log(10.0)
@@ -87,6 +116,23 @@ def privacy_loss(epsilon: float, size: int, earth_movers_distance: float) -> flo
     eps = check_epsilon(epsilon)
     n = check_positive_int(size, "size")
     return float(eps * n * _check_distance(earth_movers_distance, "earth_movers_distance"))
+
+
+def sample_privacy_loss(
+    epsilon: float, size: int, rows_a: np.ndarray, rows_b: np.ndarray, vectors: np.ndarray, *, metric: str = "euclidean"
+) -> float:
+    """``epsilon * N * W_inf(p_A, p_B)``: the privacy loss of ``--bag sample`` between two documents.
+
+    ``rows_a``/``rows_b`` are all in-vocabulary rows of each document (their
+    empirical distributions are what the bag is drawn from); see the module notes.
+
+    >>> vec = np.array([[0.0, 0.0], [0.5, 0.0]])   # "aa" and "bb", 0.5 apart
+    >>> round(sample_privacy_loss(3.0, 2, np.array([0, 1]), np.array([0, 0]), vec), 6)  # "aa bb" vs "aa aa"
+    3.0
+    """
+    eps = check_epsilon(epsilon)
+    n = check_positive_int(size, "size")
+    return float(eps * n * distribution_distance(rows_a, rows_b, vectors, metric=metric))
 
 
 def log10_multiplier(loss: float) -> float:
@@ -271,22 +317,26 @@ def utility_radius(epsilon: float, size: int, dim: int, probability: float) -> f
 
 @dataclass(frozen=True)
 class DocumentGuarantee:
-    """How distinguishable two documents remain after the mechanism (Thm 5.1), with numbers.
+    """How distinguishable two documents remain after the mechanism, with numbers.
 
     ``words_a``/``words_b`` are the in-vocabulary words available after
-    normalisation (the bag takes ``size`` of them); ``earth_movers_distance`` is
-    ``E_d`` between the two bags of ``size`` words; ``privacy_loss`` is
-    ``epsilon * size * E_d``; ``multiplier`` is ``exp(privacy_loss)`` or ``None``
-    when it overflows (``log10_multiplier`` is always finite).
-    ``epsilon_for_unit_loss`` is the epsilon at which the loss would be 1 nat
-    (multiplier e), i.e. the two documents would be hard to tell apart.
+    normalisation. ``distance`` is the distance the guarantee scales with
+    (``distance_name``): for ``bag="truncate"`` the Earth Mover's distance ``E_d``
+    between the two bags of ``size`` words (Thm 5.1); for ``bag="sample"`` the
+    infinity-Wasserstein distance ``W_inf`` between the documents' word
+    distributions (the document-level bound; see the module notes).
+    ``privacy_loss`` is ``epsilon * size * distance``; ``multiplier`` is
+    ``exp(privacy_loss)`` or ``None`` when it overflows (``log10_multiplier`` is
+    always finite). ``epsilon_for_unit_loss`` is the epsilon at which the loss
+    would be 1 nat (multiplier e), i.e. the two documents would be hard to tell apart.
+    These numbers describe the two private documents: they are for the data owner.
     """
 
     epsilon: float
     size: int
     metric: str
     bag: str
-    random_bag: bool
+    distance_name: str
     embeddings: str
     dim: int
     vocab_size: int
@@ -296,7 +346,9 @@ class DocumentGuarantee:
     dropped_oov_b: int
     words_a: int
     words_b: int
-    earth_movers_distance: float
+    distance: float
+    earth_movers_distance: float | None
+    wasserstein_infinity: float | None
     total_distance: float
     privacy_loss: float
     log10_multiplier: float
@@ -320,10 +372,14 @@ def document_guarantee(
     bag: str = "truncate",
     stop_words: str | Iterable[str] | None = "english",
     metric: str = "euclidean",
-    rng: int | np.random.Generator | None = None,
     names: tuple[str, str] = ("A", "B"),
 ) -> DocumentGuarantee:
-    """Privacy loss ``epsilon * N * E_d`` between two texts, on the bags the mechanism would see.
+    """Privacy loss between two texts, on exactly what the mechanism would see.
+
+    ``bag="truncate"``: ``epsilon * N * E_d(b, b')`` between the two bags of the
+    first N in-vocabulary words (Thm 5.1). ``bag="sample"``:
+    ``epsilon * N * W_inf(p_a, p_b)`` between the documents' word distributions
+    (the sampled bag is hidden, so the bound is about the documents; deterministic).
 
     Parameters
     ----------
@@ -339,8 +395,6 @@ def document_guarantee(
     metric : {"euclidean", "manhattan"}
         Ground metric. Theorem 5.1 is stated for Euclidean; Manhattan gives a
         larger (still valid, Cor. 1) loss.
-    rng : seed or Generator, optional
-        Only used with ``bag="sample"``, where the bags (and so the numbers) are random.
 
     Examples
     --------
@@ -349,30 +403,37 @@ def document_guarantee(
     >>> g = document_guarantee("dog car", "cat car", epsilon=2.0, embeddings=emb, stop_words=None)
     >>> g.earth_movers_distance, g.privacy_loss, g.multiplier_text
     (0.5, 2.0, '7.389')
+    >>> s = document_guarantee("dog car", "cat car", epsilon=2.0, embeddings=emb, stop_words=None, bag="sample")
+    >>> s.distance_name, s.wasserstein_infinity, s.privacy_loss
+    ('W_inf', 1.0, 4.0)
     """
-    from ..mechanisms import EarthMoversPrivacy  # lazy: mechanisms imports this package
-    from ..text import make_bag
-
     if metric not in METRICS:
         raise ParameterError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
+    check_choice(bag, "bag mode", BAG_MODES)
     if embeddings is not None and not hasattr(embeddings, "vectors") and not isinstance(embeddings, (str, os.PathLike)):
         raise ParameterTypeError(f"embeddings must be an Embeddings, a path or None, got {type(embeddings).__name__}")
     mech = EarthMoversPrivacy(
-        epsilon=epsilon, size=size, embeddings=embeddings, vocab_size=vocab_size, bag=bag, stop_words=stop_words, rng=rng
+        epsilon=epsilon, size=size, embeddings=embeddings, vocab_size=vocab_size, bag=bag, stop_words=stop_words
     ).fit()
     rows, n_tokens, dropped = mech.prepare([text_a, text_b], list(names))
     n = size if size is not None else min(r.size for r in rows)
-    bag_a = make_bag(rows[0], n, bag, mech.rng_, doc_id=f"document {names[0]}")
-    bag_b = make_bag(rows[1], n, bag, mech.rng_, doc_id=f"document {names[1]}")
+    n = check_positive_int(n, "size")
     emb = mech.embeddings_
-    e_d = bag_distance(bag_a, bag_b, emb.vectors, metric=metric)
-    loss = privacy_loss(mech.epsilon_, n, e_d)
+    e_d: float | None = None
+    w_inf: float | None = None
+    if bag == "sample":
+        w_inf = distance = distribution_distance(rows[0], rows[1], emb.vectors, metric=metric)
+    else:
+        bag_a = make_bag(rows[0], n, bag, doc_id=f"document {names[0]}")
+        bag_b = make_bag(rows[1], n, bag, doc_id=f"document {names[1]}")
+        e_d = distance = bag_distance(bag_a, bag_b, emb.vectors, metric=metric)
+    loss = privacy_loss(mech.epsilon_, n, distance)
     return DocumentGuarantee(
         epsilon=mech.epsilon_,
         size=int(n),
         metric=metric,
         bag=bag,
-        random_bag=bag == "sample",
+        distance_name="W_inf" if bag == "sample" else "E_d",
         embeddings=emb.name,
         dim=emb.dim,
         vocab_size=emb.vocab_size,
@@ -382,11 +443,13 @@ def document_guarantee(
         dropped_oov_b=int(dropped[1]),
         words_a=int(rows[0].size),
         words_b=int(rows[1].size),
-        earth_movers_distance=float(e_d),
-        total_distance=float(n * e_d),
+        distance=float(distance),
+        earth_movers_distance=None if e_d is None else float(e_d),
+        wasserstein_infinity=None if w_inf is None else float(w_inf),
+        total_distance=float(n * distance),
         privacy_loss=loss,
         log10_multiplier=log10_multiplier(loss),
         multiplier=multiplier(loss),
         multiplier_text=format_multiplier(loss),
-        epsilon_for_unit_loss=(1.0 / (n * e_d)) if e_d > 0 else None,
+        epsilon_for_unit_loss=(1.0 / (n * distance)) if distance > 0 else None,
     )

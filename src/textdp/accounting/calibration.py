@@ -40,20 +40,23 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_epsilon, check_positive_int, check_probability
+from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError
+from ..mechanisms import laplace_noise, noisy_vectors
+from ..text import normalise
 from .diagnostics import neighbour_ranks, rank_summary
 
 __all__ = [
     "DEFAULT_RANKS",
+    "Calibration",
+    "DiagnosticRow",
+    "SurvivalCurve",
+    "calibrate_epsilon",
     "calibration_words",
+    "diagnose",
+    "survival_curve",
     "survival_thresholds",
     "wilson_interval",
-    "SurvivalCurve",
-    "survival_curve",
-    "Calibration",
-    "calibrate_epsilon",
-    "DiagnosticRow",
-    "diagnose",
 ]
 
 #: Frequency ranks (1-based, inclusive) of the default calibration words.
@@ -79,8 +82,6 @@ def calibration_words(
     >>> sorted(calibration_words(emb, 3, ranks=(1, 5), rng=0).tolist())
     [1, 2, 4]
     """
-    from ..text import normalise
-
     n_words = check_positive_int(n_words, "number of calibration words")
     lo, hi = (int(ranks[0]), int(ranks[1]))
     if lo < 1 or hi < lo:
@@ -287,8 +288,6 @@ class SurvivalCurve:
 
     def base_noise(self) -> np.ndarray:
         """The ``(W*R, d)`` base noise (epsilon 1) the thresholds were computed for."""
-        from ..mechanisms import laplace_noise
-
         return laplace_noise(self.n_draws, self.dim, 1.0, make_rng(np.random.SeedSequence(self.noise_entropy)))
 
     def draw_rows(self) -> np.ndarray:
@@ -297,8 +296,6 @@ class SurvivalCurve:
 
 
 def _load(embeddings: Any, vocab_size: int | None) -> Any:
-    from ..embeddings import Embeddings, load_embeddings
-
     if isinstance(embeddings, Embeddings):
         return embeddings.restrict(top_k=vocab_size) if vocab_size is not None else embeddings
     return load_embeddings(embeddings, vocab_size=vocab_size)
@@ -465,9 +462,6 @@ def diagnose(
     result agrees with the survival threshold (1.0 up to float rounding).
     ``embeddings`` must be the ones the curve was computed on.
     """
-    from ..embeddings import ExactDecoder
-    from ..mechanisms import noisy_vectors
-
     emb = _load(embeddings, None)
     if emb.name != curve.embeddings or emb.vocab_size != curve.vocab_size:
         raise ParameterError(f"the curve was computed on {curve.embeddings}, not on {emb.name}")

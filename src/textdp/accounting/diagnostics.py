@@ -13,16 +13,14 @@ be published beside the private documents.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from ..embeddings import Embeddings
 from ..errors import ParameterError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..embeddings import Embeddings
-    from ..mechanisms import PrivateDocument
+from ..mechanisms import DocumentDiagnostics
 
 __all__ = ["neighbour_ranks", "rank_summary", "report_fields"]
 
@@ -103,34 +101,34 @@ def rank_summary(ranks: np.ndarray) -> dict[str, float]:
     }
 
 
-def report_fields(doc: PrivateDocument, embeddings: Embeddings) -> dict[str, Any]:
-    """Per-document diagnostics for ``textdp obfuscate --report``.
+def report_fields(diag: DocumentDiagnostics, embeddings: Embeddings) -> dict[str, Any]:
+    """The private-report fields of one document (``textdp obfuscate --private-report``).
 
-    Returns ``{"unchanged_fraction": ..., "mean_neighbour_rank": ...}``. The
-    mechanism releases a *bag*, so which output word came from which input word
-    is not known; each input word is paired with an output word by the Earth
-    Mover's optimal matching (Lemma A1: the one-to-one matching with the least
-    total Euclidean distance) and the neighbour rank of the pair is computed
-    exactly (:func:`neighbour_ranks`). These describe the sensitive input
-    (see the module notes).
+    Returns ``{"n_tokens", "dropped_oov", "n_in_vocabulary", "unchanged_fraction",
+    "mean_neighbour_rank"}``. The mechanism releases a *bag*, so which output word
+    came from which input word is not known; each input word is paired with an
+    output word by the Earth Mover's optimal matching (Lemma A1: the one-to-one
+    matching with the least total Euclidean distance) and the neighbour rank of
+    the pair is computed exactly (:func:`neighbour_ranks`). All of these describe
+    the sensitive input (see the module notes): never publish them.
 
     Examples
     --------
     >>> from textdp.embeddings import Embeddings
     >>> from textdp.mechanisms import EarthMoversPrivacy
     >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
-    >>> doc = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, rng=0).privatize("dog car")
-    >>> report_fields(doc, emb)
-    {'unchanged_fraction': 1.0, 'mean_neighbour_rank': 0.0}
+    >>> diags = []
+    >>> _ = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, rng=0).privatize(
+    ...     "dog car unicorn", private_report=diags)
+    >>> report_fields(diags[0], emb)
+    {'n_tokens': 3, 'dropped_oov': 1, 'n_in_vocabulary': 2, 'unchanged_fraction': 1.0, 'mean_neighbour_rank': 0.0}
     """
-    index = embeddings.index
-    try:
-        inp = np.array([index[w] for w in doc.input_words], dtype=np.int64)
-        out = np.array([index[w] for w in doc.words], dtype=np.int64)
-    except KeyError as exc:
-        raise ParameterError(f"document {doc.id}: word {exc.args[0]!r} is not in the embeddings {embeddings.name}") from None
+    inp = np.asarray(diag.input_rows, dtype=np.int64)
+    out = np.asarray(diag.output_rows, dtype=np.int64)
     if inp.size != out.size or inp.size == 0:
-        raise ParameterError(f"document {doc.id}: input and output bags differ in size ({inp.size} and {out.size})")
+        raise ParameterError(f"document {diag.id}: input and output bags differ in size ({inp.size} and {out.size})")
+    if max(int(inp.max()), int(out.max())) >= embeddings.vocab_size:
+        raise ParameterError(f"document {diag.id}: rows outside the embeddings {embeddings.name}")
     vec = embeddings.vectors
     a = np.asarray(vec[inp], dtype=np.float64)
     b = np.asarray(vec[out], dtype=np.float64)
@@ -141,6 +139,9 @@ def report_fields(doc: PrivateDocument, embeddings: Embeddings) -> dict[str, Any
     rows, cols = linear_sum_assignment(dist)
     ranks = neighbour_ranks(inp[rows], out[cols], vec)
     return {
-        "unchanged_fraction": float(doc.unchanged_fraction()),
+        "n_tokens": int(diag.n_tokens),
+        "dropped_oov": int(diag.dropped_oov),
+        "n_in_vocabulary": int(diag.n_in_vocabulary),
+        "unchanged_fraction": float(diag.unchanged_fraction()),
         "mean_neighbour_rank": float(ranks.mean()),
     }

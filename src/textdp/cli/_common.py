@@ -14,7 +14,7 @@ from ..errors import TextDPError
 
 EPSILON_OPTION_HELP = (
     "Privacy parameter (> 0). Smaller = more noise = more privacy. Noise per word has mean length "
-    "dimension/epsilon (5 for GloVe 50d at epsilon 10, where ~74% of words survive; ~5% survive at 4)."
+    "dimension/epsilon (5 for GloVe 50d at epsilon 10, where ~74% of words survive; ~3% survive at 4)."
 )
 
 EPSILON_HELP_TEXT = (

@@ -13,7 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import ParameterError
-from ._common import EPSILON_HELP_TEXT, EPSILON_OPTION_HELP, cli_errors, progress_bar
+from ._common import (
+    EPSILON_HELP_TEXT,
+    EPSILON_OPTION_HELP,
+    cli_errors,
+    err_console,
+    progress_bar,
+)
 
 
 class BagMode(str, Enum):
@@ -61,29 +67,36 @@ def guarantee(
         typer.Option("--size", "-n", help="Bag size N of the release. Default: the shorter document's "
                      "in-vocabulary length."),
     ] = None,
-    bag: Annotated[BagMode, typer.Option(help="How the release forms bags: truncate (first N words) or sample "
-                                         "(N random words: the numbers are then random too).")] = BagMode.truncate,
+    bag: Annotated[BagMode, typer.Option(help="How the release forms bags: truncate (first N words; bound "
+                                         "exp(epsilon*N*E_d) between the bags) or sample (N words drawn from the "
+                                         "document; bound exp(epsilon*N*W_inf) between the documents' word "
+                                         "distributions).")] = BagMode.truncate,
     metric: Annotated[Metric, typer.Option(help="Ground metric between word vectors. The theorem uses euclidean; "
                                            "manhattan gives a larger, still valid loss.")] = Metric.euclidean,
     embeddings: Annotated[Optional[Path], typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
     words: Annotated[Optional[Path], typer.Option(help="Words file for a .npy matrix.")] = None,
     vocab_size: Annotated[Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
-    seed: Annotated[Optional[int], typer.Option(help="Seed for --bag sample.")] = None,
+    seed: Annotated[Optional[int], typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
 ) -> None:
-    """How distinguishable two documents stay after Earth Mover's privacy (Theorem 5.1).
+    """How distinguishable two documents stay after Earth Mover's privacy.
 
     Both documents are prepared exactly as `textdp obfuscate` would (lower-case, stop words and unknown
-    words removed, bag of N words). The release guarantees that any output is at most
-    exp(epsilon·N·E_d) times more likely from one document than from the other; E_d is the Earth
-    Mover's distance between the bags (mean distance of the best word-to-word matching). A privacy
-    loss epsilon·N·E_d below ~1 means the two are hard to tell apart; the command also prints the
-    epsilon that would give a loss of 1.
+    words removed). With --bag truncate (bags of the first N words) any output is at most
+    exp(epsilon·N·E_d) times more likely from one document than from the other (Theorem 5.1); E_d is
+    the Earth Mover's distance between the bags (mean distance of the best word-to-word matching). With
+    --bag sample the bound is exp(epsilon·N·W_inf), W_inf being the infinity-Wasserstein (bottleneck)
+    distance between the two documents' word distributions. A privacy loss below ~1 means the two are
+    hard to tell apart; the command also prints the epsilon that would give a loss of 1. The numbers
+    describe the two private documents: they are for the data owner, not for release.
     """
     from ..accounting.bounds import document_guarantee
 
     with cli_errors():
+        if seed is not None:
+            err_console.print("[bold yellow]warning:[/] --seed is no longer used: the bounds are deterministic",
+                              highlight=False)
         emb = _load(embeddings, words, vocab_size)
         g = document_guarantee(
             _read(doc_a),
@@ -94,7 +107,6 @@ def guarantee(
             bag=bag.value,
             stop_words=_stops(stop_words),
             metric=metric.value,
-            rng=seed,
             names=(doc_a.name, doc_b.name),
         )
         if as_json:
@@ -107,20 +119,23 @@ def guarantee(
             (doc_a.name, g.n_tokens_a, g.dropped_oov_a, g.words_a),
             (doc_b.name, g.n_tokens_b, g.dropped_oov_b, g.words_b),
         ):
-            console.print(f"{name}: {tokens} words after normalisation, {oov} unknown, {inv} in vocabulary "
-                          f"-> bag of {g.size}")
-        table = Table(title=f"Earth Mover's privacy guarantee (epsilon={g.epsilon:g}, N={g.size})", show_header=False)
+            what = f"-> bag of {g.size}" if g.bag == "truncate" else f"-> {g.size} words drawn from them"
+            console.print(f"{name}: {tokens} words after normalisation, {oov} unknown, {inv} in vocabulary {what}")
+        d = g.distance_name
+        table = Table(title=f"Earth Mover's privacy guarantee (epsilon={g.epsilon:g}, N={g.size}, bag={g.bag})",
+                      show_header=False)
         table.add_column("quantity")
         table.add_column("value", justify="right")
-        table.add_row(f"E_d ({g.metric}, {g.embeddings})", f"{g.earth_movers_distance:.4f}")
-        table.add_row("N * E_d (matched distance)", f"{g.total_distance:.3f}")
-        table.add_row("privacy loss epsilon*N*E_d", f"{g.privacy_loss:.3f} nats")
-        table.add_row("multiplier exp(epsilon*N*E_d)", g.multiplier_text)
+        if g.bag == "sample":
+            table.add_row(f"W_inf of the word distributions ({g.metric}, {g.embeddings})", f"{g.distance:.4f}")
+        else:
+            table.add_row(f"E_d ({g.metric}, {g.embeddings})", f"{g.distance:.4f}")
+            table.add_row("N * E_d (matched distance)", f"{g.total_distance:.3f}")
+        table.add_row(f"privacy loss epsilon*N*{d}", f"{g.privacy_loss:.3f} nats")
+        table.add_row(f"multiplier exp(epsilon*N*{d})", g.multiplier_text)
         if g.epsilon_for_unit_loss is not None:
             table.add_row("epsilon giving a loss of 1", f"{g.epsilon_for_unit_loss:.3g}")
         console.print(table)
-        if g.random_bag:
-            console.print("note: --bag sample draws random bags, so these numbers change from run to run.")
 
 
 def calibrate(

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
-import json
 import sys
+import warnings
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
-from .. import __version__
-from ..embeddings import load_embeddings
 from .._validation import check_epsilon, check_positive_int
-from ..errors import ParameterError
-from ..io import atomic_writer, read_documents, settings_path, write_json
+from ..embeddings import load_embeddings, vocabulary_fingerprint
+from ..errors import ParameterError, PrivacyWarning
+from ..io import (
+    atomic_writer,
+    read_documents,
+    read_sourced_documents,
+    settings_path,
+    write_json,
+)
 from ..mechanisms import EarthMoversPrivacy
+from ..mechanisms.earth_movers import SIZE_FROM_DATA_WARNING
+from ..pipeline import (
+    check_private_report_path,
+    privatize_documents,
+    release_settings,
+    write_private_report,
+    write_records,
+)
 from ..text import normalise
-from ._common import EPSILON_OPTION_HELP, cli_errors, progress_bar
+from ._common import EPSILON_OPTION_HELP, cli_errors, err_console, progress_bar
 
 
 class OutputFormat(str, Enum):
@@ -87,11 +100,16 @@ def obfuscate(
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
     size: Annotated[
         Optional[int],
-        typer.Option("--size", "-n", help="Bag size N: every document becomes exactly N words (the guarantee "
-                     "compares bags of equal size). Default: the shortest document of the input."),
+        typer.Option("--size", "-n", help="Bag size N (required): every document becomes exactly N words (the "
+                     "guarantee compares bags of equal size). N is public: it is written in every record."),
     ] = None,
+    size_from_data: Annotated[
+        bool, typer.Option("--size-from-data", help="Instead of --size, use the shortest document's in-vocabulary "
+                           "length as N (the paper's protocol). N is published, so this REVEALS that length.")
+    ] = False,
     bag: Annotated[BagMode, typer.Option(help="truncate: first N words (paper's experiments); sample: N words "
-                                         "drawn with replacement (works for short documents).")] = BagMode.truncate,
+                                         "drawn with replacement (works for short documents; guarantee "
+                                         "epsilon*N*W_inf between documents).")] = BagMode.truncate,
     embeddings: Annotated[
         Optional[Path], typer.Option(help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with "
                                      "--words). Default: GloVe 6B 50d.")
@@ -107,25 +125,34 @@ def obfuscate(
     ] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
     seed: Annotated[
-        Optional[int], typer.Option(help="Seed for a reproducible experiment. Default: fresh OS entropy "
-                                    "(use that for real releases).")
+        Optional[int], typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
+                                    "can undo the noise). Default: fresh OS entropy (use that for real releases).")
     ] = None,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Output file (written atomically). Default: stdout.")
+        Optional[Path], typer.Option("--output", "-o", help="Output file (written atomically), or the output "
+                                     "folder of a partitioned run. Default: stdout.")
     ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl records or the private words as text.")] = OutputFormat.jsonl,
     text_field: Annotated[str, typer.Option(help="Text field of JSONL input.")] = "text",
-    id_field: Annotated[str, typer.Option(help="Id field of JSONL input.")] = "id",
+    id_field: Annotated[str, typer.Option(help="Id field of JSONL input (copied to the record; without it, ids "
+                                          "are sequence numbers 0, 1, 2, ...).")] = "id",
     input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
-    report: Annotated[
-        bool, typer.Option(help="Add diagnostics (unchanged fraction, mean neighbour rank) to each record. "
-                           "They depend on the private input: for the data owner, not for release.")
-    ] = False,
+    private_report: Annotated[
+        Optional[Path], typer.Option(help="Write a PRIVATE report here (JSONL, one line per record id): where each "
+                                     "document came from, its token and unknown-word counts, the unchanged "
+                                     "fraction and mean neighbour rank. It describes the input: never publish it.")
+    ] = None,
+    report: Annotated[bool, typer.Option(hidden=True, help="Removed: use --private-report PATH.")] = False,
     decoder: Annotated[
         DecoderName, typer.Option(help="Nearest-word decoder. exact (default), faiss-exact, torch: identical "
                                   "results. approximate/hnsw, ivf: faster, opt-in; decoding is post-processing so "
                                   "the guarantee is unchanged, but some words differ from exact decoding.")
     ] = DecoderName.exact,
+    known_source: Annotated[
+        bool, typer.Option(help="Let the decoder use the input words to skip work (same words; faster at "
+                           "epsilon >= ~35). Its running time then depends on the private words, a timing side "
+                           "channel the guarantee does not cover: for experiments only.")
+    ] = False,
     engine: Annotated[
         EngineName, typer.Option(help="single: one process, one output file. local/dask: partitioned, resumable "
                                  "output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet "
@@ -135,76 +162,90 @@ def obfuscate(
         Optional[str], typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
     ] = None,
     partitions: Annotated[
-        Optional[int], typer.Option(help="Number of partitions (default: from the input size). Part of the "
+        Optional[int], typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
                                     "run's identity: the same seed and partitions give the same output.")
     ] = None,
     workers: Annotated[
         Optional[int], typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")
+    ] = None,
+    work_dir: Annotated[
+        Optional[Path], typer.Option(help="Private work directory of a partitioned run (resume key, spilled "
+                                     "inputs, vocabulary; workers must be able to read it). Default: under the "
+                                     "textdp cache, found again by the same command. Never inside the output.")
     ] = None,
 ) -> None:
     """Obfuscate documents with Earth Mover's privacy (noisy word embeddings, nearest-word decoding).
 
     Each document is lower-cased, stripped of punctuation and stop words, reduced to a bag of N
     in-vocabulary words (unknown words are dropped, never copied), and every word is replaced by the
-    word nearest to its embedding plus n-dimensional Laplace noise. Each output record states the
-    guarantee: epsilon·N·E_d-privacy.
+    word nearest to its embedding plus n-dimensional Laplace noise. Each output record holds the id,
+    the private words and the public parameters with the guarantee: epsilon·N·E_d-privacy.
 
-    Large inputs (Parquet, JSONL) run partitioned (--engine local/dask): the output is a directory of
-    part files plus manifest.json and settings.json; re-running the same command after a crash
-    finishes the missing parts only.
+    Large inputs (Parquet, JSONL) run partitioned (--engine local/dask): the output is a folder of
+    part files plus manifest.json and settings.json (public); the run's private state lives in
+    --work-dir; re-running the same command after a crash finishes the missing parts only.
     """
     with cli_errors():
+        if report:
+            raise ParameterError("--report was removed: its fields describe the private input; "
+                                 "use --private-report PATH (never publish that file)")
+        if size is None and not size_from_data:
+            raise ParameterError("--size N is required (N is public: it is written in every record); "
+                                 "--size-from-data uses the shortest document's length instead, and reveals it")
+        if size is not None and size_from_data:
+            raise ParameterError("--size and --size-from-data exclude each other; give one")
+        check_epsilon(epsilon)
+        if size is not None:
+            check_positive_int(size, "size")
         stops = None if stop_words.lower() == "none" else stop_words.lower()
+        partitioned = _partitioned(engine, list(files or []), scheduler, partitions)
+        if private_report is not None:
+            check_private_report_path(private_report, output=output, inputs=list(files or []),
+                                      partitioned=partitioned)
         domain = _domain_words(domain_vocab) if domain_vocab is not None else None
         emb = load_embeddings(embeddings, words_path=words, vocab_size=vocab_size, domain_words=domain)
-        if _partitioned(engine, list(files or []), scheduler, partitions):
+        extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
+                 "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
+        if partitioned:
             _run_partitioned(
-                list(files or []), output, emb, epsilon=epsilon, size=size, bag=bag.value, stops=stops,
-                decoder=decoder.value, seed=seed, engine=engine, scheduler=scheduler, partitions=partitions,
-                workers=workers, text_field=text_field, id_field=id_field, input_format=input_format.value,
-                fmt=fmt.value, report=report,
-                extra={"vocab_size_limit": vocab_size, "domain_vocab": str(domain_vocab) if domain_vocab else None},
+                list(files or []), output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
+                bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
+                engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, text_field=text_field,
+                id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
+                private_report=private_report, extra=extra,
             )
             return
         mech = EarthMoversPrivacy(
-            epsilon=epsilon, size=size, embeddings=emb, bag=bag.value, stop_words=stops, rng=seed,
-            decoder=decoder.value,
+            epsilon=epsilon, size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
+            stop_words=stops, rng=seed, decoder=decoder.value, known_source=known_source,
         ).fit()
-        docs = read_documents(list(files or []), text_field=text_field, id_field=id_field,
-                              input_format=input_format.value)
+        docs = read_sourced_documents(list(files or []), text_field=text_field, id_field=id_field,
+                                      input_format=input_format.value)
         if not docs:
             raise ParameterError("no documents in the input")
-        ids = [d[0] for d in docs]
-        texts = [d[1] for d in docs]
-        with progress_bar(disable=len(docs) < 2) as bar:
+        with progress_bar(disable=len(docs) < 2) as bar, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PrivacyWarning)
             task = bar.add_task("obfuscating", total=len(docs))
-            private = mech.privatize_batch(texts, ids, progress=lambda k: bar.advance(task, k))
-        records: list[dict[str, Any]] = []
-        for doc in private:
-            rec = doc.to_record()
-            if report:
-                rec.update(_report_fields(doc, mech))
-            records.append(rec)
-        settings = {
-            "textdp_version": __version__,
-            "command": "obfuscate",
-            "inputs": [str(f) for f in (files or ["-"])],
-            "documents": len(records),
-            "seed": seed,
-            "seed_note": None if seed is not None else "fresh OS entropy (not recorded)",
-            "stop_words": stops,
-            "vocab_size_limit": vocab_size,
-            "domain_vocab": str(domain_vocab) if domain_vocab else None,
-            "report_fields_are_private": report,
-            "decoder": private[0].decoder,
-            **private[0].guarantee.to_dict(),
-        }
+            job = privatize_documents(mech, docs, private_report=private_report is not None,
+                                      progress=lambda k: bar.advance(task, k))
+        for w in caught:
+            if issubclass(w.category, PrivacyWarning):
+                err_console.print(f"[bold yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+            else:  # pragma: no cover - other warnings keep their usual route
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        first = job.documents[0]
+        settings = release_settings(
+            first.guarantee.to_dict(), engine="single", documents=len(job.records), decoder=first.decoder,
+            known_source=known_source, stop_words=stops, fmt=fmt.value, extra=extra,
+        )
         if output is None:
-            _emit(sys.stdout, records, fmt)
+            write_records(sys.stdout, job.records, fmt.value)
         else:
             with atomic_writer(output) as fh:
-                _emit(fh, records, fmt)
+                write_records(fh, job.records, fmt.value)
             write_json(settings_path(output), settings)
+        if private_report is not None and job.report is not None:
+            write_private_report(private_report, job.report)
 
 
 def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, engine: EngineName,
@@ -218,41 +259,29 @@ def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, eng
         raise ParameterError("partitioned runs read files, not standard input")
     if kw["input_format"] == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
         raise ParameterError("--input-format text cannot read Parquet")
-    check_epsilon(kw["epsilon"])
-    if kw["size"] is not None:
-        check_positive_int(kw["size"], "size")
     if kw["partitions"] is not None:
         check_positive_int(kw["partitions"], "partitions")
     name = "local" if engine is EngineName.local else "dask"
+
+    def warn_size(n: int) -> None:
+        err_console.print(f"[bold yellow]warning:[/] {SIZE_FROM_DATA_WARNING.format(n=n)}", highlight=False,
+                          soft_wrap=True)
+
     backend = get_backend(name, scheduler=scheduler, workers=workers)
     try:
         with progress_bar() as bar:
             task = bar.add_task("obfuscating (documents)", total=None)
             obfuscate_corpus(
-                files, output, embeddings=emb, epsilon=kw["epsilon"], size=kw["size"], bag=kw["bag"],
-                stop_words=kw["stops"], decoder=kw["decoder"], seed=kw["seed"], backend=backend,
-                partitions=kw["partitions"], text_field=kw["text_field"], id_field=kw["id_field"],
-                input_format=kw["input_format"], fmt=kw["fmt"], report=kw["report"],
-                extra_settings=kw["extra"], progress=lambda done, total: bar.update(task, completed=done, total=total),
+                files, output, embeddings=emb, epsilon=kw["epsilon"], size=kw["size"],
+                size_from_data=kw["size_from_data"], bag=kw["bag"], stop_words=kw["stops"], decoder=kw["decoder"],
+                known_source=kw["known_source"], seed=kw["seed"], backend=backend, partitions=kw["partitions"],
+                text_field=kw["text_field"], id_field=kw["id_field"], input_format=kw["input_format"],
+                fmt=kw["fmt"], work_dir=kw["work_dir"], private_report=kw["private_report"],
+                extra_settings=kw["extra"], on_size_from_data=warn_size,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
     finally:
         backend.close()
-
-
-def _report_fields(doc: Any, mech: EarthMoversPrivacy) -> dict[str, Any]:
-    try:
-        from ..accounting.diagnostics import report_fields
-    except ImportError:
-        return {"unchanged_fraction": doc.unchanged_fraction()}
-    return report_fields(doc, mech.embeddings_)
-
-
-def _emit(fh: Any, records: list[dict[str, Any]], fmt: OutputFormat) -> None:
-    for rec in records:
-        if fmt is OutputFormat.text:
-            fh.write(" ".join(rec["words"]) + "\n")
-        else:
-            fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def register(app: typer.Typer) -> None:

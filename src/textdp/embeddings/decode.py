@@ -29,7 +29,12 @@ nearest neighbours of each source: every word outside the list is at least
 ``b_s - r`` from ``z`` with ``r = ||z - e_s||``. When the best list member is
 closer than ``b_s - r`` it is the exact answer and the full scan is skipped. (A
 vector closer to its source than half the nearest-neighbour distance always
-decodes to the source; the list answers larger balls.) Still exact.
+decodes to the source; the list answers larger balls.) Still exact, but its work
+depends on the source words (which ones have lists, how many queries they answer)
+and the lists persist in the decoder: in a release the source words are private, so
+textdp's release path never passes ``sources`` and its decoding time is a function
+of the noisy vectors only. The shortcut is opt-in for experiments
+(``EarthMoversPrivacy(known_source=True)``, ``--known-source``; BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -183,7 +188,8 @@ class ExactDecoder:
         """Row index of the nearest vocabulary vector for each query (``(B, d)`` -> ``(B,)``).
 
         ``sources`` (optional, ``(B,)`` rows) are the words the noisy vectors were
-        made from; they only speed the search up, the answer is the same.
+        made from; they only speed the search up, the answer is the same, but the
+        running time then depends on them (a timing side channel: see the module notes).
         """
         q = _check_queries(queries, self.dim)
         src = _check_sources(sources, q.shape[0], self.vocab_size)

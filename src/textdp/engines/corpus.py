@@ -1,15 +1,31 @@
 """Partitioned, resumable Earth Mover's privacy over a large corpus.
 
-The driver (:func:`obfuscate_corpus`) plans partitions from the inputs alone (so a
-seeded run is reproducible whatever the cluster), writes the vocabulary once as
-``.npy`` + words under the output directory, and maps :func:`run_partition` over the
-partitions with a :class:`~textdp.engines.Backend`. Each job memory-maps the
-vocabulary by path, reads only its own slice of the input (a line-aligned byte
-range of a JSONL file, rows of a Parquet file, or inline documents for gzip/text
-inputs), draws from its own ``SeedSequence(seed).spawn(n)[i]`` generator, and
-writes ``part-NNNNN.jsonl`` atomically. ``manifest.json`` records the plan and the
-settings; a restarted run with the same settings skips finished parts, so a killed
-run finishes without losing or duplicating a document.
+Two folders, kept apart:
+
+* the **output folder** (what you release): ``part-NNNNN.jsonl`` files of release
+  records, ``manifest.json`` (public: the run's public parameters, the part names
+  and a random run token) and, when the run is complete, ``settings.json``
+  (public parameters and the guarantee). Nothing in it describes the input beyond
+  what the records themselves show (their number, their ids);
+* the **private work directory** (``work_dir``; default
+  ``<textdp cache>/runs/<key>``, outside the output, keyed by the output folder,
+  the inputs and the settings so that the same command finds it again): the resume
+  key (input paths, sizes and modification times, the seed's hash), the inline
+  inputs spilled to JSONL (gzip and plain-text inputs), the vocabulary the workers
+  memory-map, and the per-part pieces of the private report. When the run
+  completes, everything but the resume key is deleted.
+
+The driver (:func:`obfuscate_corpus`) plans partitions from the inputs alone: the
+documents, in input order, are cut into ``P`` ranges of (nearly) equal counts
+(``P`` = ``partitions`` or one per 500 documents), so the plan and the part
+files reveal the number of documents only, never byte sizes. Each job
+(:func:`run_partition`) reads only its slice (line-aligned byte ranges of JSONL
+files, row ranges of Parquet files), privatizes it through the library's document
+job (:func:`textdp.pipeline.privatize_documents`) with its own generator
+(``textdp._rng.spawn(seed, P)[i]``: the same output for a seed whatever the
+scheduling), and writes its part atomically. A restarted run with the same
+command skips finished parts, so a killed run finishes with every document
+exactly once; a different run into the same output folder is refused.
 """
 
 from __future__ import annotations
@@ -19,59 +35,95 @@ import hashlib
 import json
 import math
 import os
-import threading
+import secrets
+import shutil
+from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..guarantees import EarthMoversGuarantee
+from .._cache import cache_dir
+from .._rng import spawn
+from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, ParameterError
+from ..guarantees import EarthMoversGuarantee
+from ..io import (
+    SourcedDocument,
+    _decode,
+    atomic_writer,
+    is_jsonl,
+    iter_jsonl_text,
+    read_sourced_documents,
+    write_json,
+)
+from ..mechanisms import EarthMoversPrivacy
+from ..pipeline import (
+    privatize_documents,
+    release_settings,
+    write_private_report,
+    write_records,
+)
 
-INLINE_DOCS = 500  # documents per partition for inputs read by the driver (gzip, text)
-JSONL_BYTES = 2 << 20  # bytes per partition of an uncompressed JSONL file
+DOCS_PER_PART = 500  # documents per partition when ``partitions`` is not given
 MANIFEST = "manifest.json"
+SETTINGS = "settings.json"
+KEY = "key.json"
 DECODER_NAMES = {"approximate": "approximate-hnsw", "hnsw": "approximate-hnsw", "ivf": "approximate-ivf"}
 
 
 @dataclass(frozen=True)
+class Segment:
+    """A contiguous run of documents in one file.
+
+    ``kind``: ``"jsonl-range"`` (byte range ``[start, stop)`` of a JSONL file whose
+    first document is on line ``first_line``), ``"spill"`` (the same, in a file the
+    driver wrote to the private work directory) or ``"parquet-rows"`` (rows
+    ``[start, stop)``).
+    """
+
+    kind: str
+    path: str
+    start: int
+    stop: int
+    n_docs: int
+    first_line: int = 1
+
+
+@dataclass(frozen=True)
 class Partition:
-    """One unit of work: where its documents are and how to privatise them."""
+    """One unit of work: documents ``first .. first + n_docs - 1`` of the input, in order."""
 
     index: int
-    kind: str  # "jsonl-range" | "parquet-rows" | "inline"
-    path: str = ""
-    start: int = 0
-    stop: int = 0
-    docs: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    n_docs: int = 0
+    first: int
+    segments: tuple[Segment, ...]
 
-    def describe(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("docs")
-        if self.kind == "inline":
-            d["docs_sha"] = hashlib.sha256(json.dumps(self.docs).encode()).hexdigest()[:16]
-        return d
+    @property
+    def n_docs(self) -> int:
+        return sum(s.n_docs for s in self.segments)
 
 
 @dataclass(frozen=True)
 class JobSettings:
-    """Everything a worker needs besides its partition (small; embeddings travel by path)."""
+    """Everything a worker needs besides its partition (small; the vocabulary travels by path)."""
 
     vocab_dir: str
     vocab_name: str
     epsilon: float
-    size: int | None
+    size: int
     bag: str
     stop_words: str | None
     decoder: str
+    known_source: bool
     text_field: str
     id_field: str
     fmt: str
-    report: bool
     out_dir: str
+    report_dir: str | None
+    seeded: bool
+    size_from_data: bool
     threads: int | None = None
 
 
@@ -80,116 +132,154 @@ def _is_parquet(p: Path) -> bool:
     return p.name.lower().endswith((".parquet", ".pq"))
 
 
-def _jsonl_ranges(path: Path, parts: int | None) -> list[tuple[int, int, int]]:
-    """Line-aligned byte ranges ``(start, stop, n_lines)`` of an uncompressed JSONL file."""
-    size = path.stat().st_size
-    n = parts or max(1, math.ceil(size / JSONL_BYTES))
-    cuts = [0]
+def _scan_jsonl(path: Path) -> tuple[array, array, int]:
+    """Byte offsets and line numbers of the non-blank lines of a JSONL file, and its size."""
+    offsets, lines = array("q"), array("q")
+    pos = 0
     with open(path, "rb") as fh:
-        for k in range(1, n):
-            fh.seek(max(cuts[-1], size * k // n))
-            fh.readline()  # move to the next line start
-            pos = fh.tell()
-            if pos < size and pos > cuts[-1]:
-                cuts.append(pos)
-        cuts.append(size)
-        out = []
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            fh.seek(a)
-            chunk = fh.read(b - a)
-            out.append((a, b, sum(1 for line in chunk.split(b"\n") if line.strip())))
-    return out
+        for lineno, line in enumerate(fh, start=1):
+            if line.strip():
+                offsets.append(pos)
+                lines.append(lineno)
+            pos += len(line)
+    return offsets, lines, pos
+
+
+class _Source:
+    """One input file seen as a sequence of documents that can be cut anywhere."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self.kind = kind
+        self.path = path
+        if kind == "parquet-rows":
+            import pyarrow.parquet as pq
+
+            self.n = int(pq.ParquetFile(path).metadata.num_rows)
+        else:
+            self.offsets, self.lines, self.size = _scan_jsonl(path)
+            self.n = len(self.offsets)
+
+    def segment(self, a: int, b: int) -> Segment:
+        """Documents ``[a, b)`` of this file."""
+        if self.kind == "parquet-rows":
+            return Segment(self.kind, str(self.path), a, b, b - a)
+        stop = self.offsets[b] if b < self.n else self.size
+        return Segment(self.kind, str(self.path), self.offsets[a], stop, b - a, self.lines[a])
+
+
+def _spill(path: Path, index: int, spill_dir: Path, text_field: str, id_field: str, input_format: str) -> Path:
+    """Write a gzip/plain-text input once to the private work directory as JSONL (id, text, origin)."""
+    target = spill_dir / f"input-{index:05d}.jsonl"
+    if target.exists():
+        return target
+    docs = read_sourced_documents([path], text_field=text_field, id_field=id_field, input_format=input_format)
+    with atomic_writer(target) as fh:
+        for d in docs:
+            fh.write(json.dumps({"id": d.id, "text": d.text, "source": d.source}, ensure_ascii=False) + "\n")
+    return target
 
 
 def plan_partitions(
-    paths: Sequence[Path], *, partitions: int | None = None, text_field: str = "text", id_field: str = "id",
+    paths: Sequence[Path],
+    *,
+    partitions: int | None = None,
+    text_field: str = "text",
+    id_field: str = "id",
     input_format: str = "auto",
+    spill_dir: Path | None = None,
 ) -> list[Partition]:
-    """Deterministic partitions of the inputs (depends on the inputs and ``partitions`` only)."""
-    from ..io import is_jsonl, read_documents
+    """Deterministic partitions of the inputs: ``P`` consecutive ranges of nearly equal document counts.
 
-    plan: list[Partition] = []
-    inline: list[tuple[str, str]] = []
-    per_file = None if partitions is None else max(1, math.ceil(partitions / max(len(paths), 1)))
-    for p in paths:
-        if str(p) != "-" and _is_parquet(p):
-            import pyarrow.parquet as pq
-
-            meta = pq.ParquetFile(p).metadata
-            bounds = [0]
-            for g in range(meta.num_row_groups):
-                bounds.append(bounds[-1] + meta.row_group(g).num_rows)
-            if per_file is not None:
-                total = bounds[-1]
-                bounds = sorted({total * k // per_file for k in range(per_file + 1)})
-            for a, b in zip(bounds[:-1], bounds[1:]):
-                if b > a:
-                    plan.append(Partition(len(plan), "parquet-rows", str(p), a, b, n_docs=b - a))
-        elif (
-            str(p) != "-"
-            and not p.name.lower().endswith(".gz")
-            and (input_format == "jsonl" or (input_format == "auto" and is_jsonl(p)))
+    Depends on the inputs and ``partitions`` only. Inputs the workers cannot
+    slice (gzip, plain text) are spilled to ``spill_dir`` (a private directory) first.
+    """
+    sources: list[_Source] = []
+    for i, p in enumerate(paths):
+        p = Path(p)
+        if str(p) == "-":
+            raise ParameterError("partitioned runs read files, not standard input")
+        if not p.exists():
+            raise DocumentError(f"{p}: no such file")
+        if _is_parquet(p):
+            sources.append(_Source("parquet-rows", p))
+        elif not p.name.lower().endswith(".gz") and (
+            input_format == "jsonl" or (input_format == "auto" and is_jsonl(p))
         ):
-            if not p.exists():
-                raise DocumentError(f"{p}: no such file")
-            for a, b, n in _jsonl_ranges(p, per_file):
-                if n:
-                    plan.append(Partition(len(plan), "jsonl-range", str(p), a, b, n_docs=n))
+            sources.append(_Source("jsonl-range", p))
         else:
-            inline.extend(read_documents([p], text_field=text_field, id_field=id_field, input_format=input_format))
-    if inline:
-        n = partitions or max(1, math.ceil(len(inline) / INLINE_DOCS))
-        n = min(n, len(inline))
-        for k in range(n):
-            docs = tuple(inline[len(inline) * k // n : len(inline) * (k + 1) // n])
-            plan.append(Partition(len(plan), "inline", docs=docs, n_docs=len(docs)))
-    if not plan:
+            if spill_dir is None:
+                raise ParameterError(f"{p}: gzip and plain-text inputs need a private spill directory")
+            sources.append(_Source("spill", _spill(p, i, spill_dir, text_field, id_field, input_format)))
+    total = sum(s.n for s in sources)
+    if total == 0:
         raise ParameterError("no documents in the input")
+    n_parts = min(partitions or max(1, math.ceil(total / DOCS_PER_PART)), total)
+    plan: list[Partition] = []
+    starts = [total * k // n_parts for k in range(n_parts + 1)]
+    bounds = np.cumsum([0] + [s.n for s in sources])
+    for k in range(n_parts):
+        a, b = starts[k], starts[k + 1]
+        segs = []
+        for j, src in enumerate(sources):
+            lo, hi = max(a, int(bounds[j])), min(b, int(bounds[j + 1]))
+            if hi > lo:
+                segs.append(src.segment(lo - int(bounds[j]), hi - int(bounds[j])))
+        plan.append(Partition(k, a, tuple(segs)))
     return plan
 
 
-def read_partition(part: Partition, text_field: str = "text", id_field: str = "id") -> list[tuple[str, str]]:
-    """The ``(id, text)`` documents of one partition (reads only its slice of the file)."""
-    from ..io import _decode, iter_jsonl_text
-
-    if part.kind == "inline":
-        return list(part.docs)
-    if part.kind == "jsonl-range":
-        with open(part.path, "rb") as fh:
-            fh.seek(part.start)
-            raw = fh.read(part.stop - part.start)
-        source = f"{part.path}[bytes {part.start}-{part.stop}]"
-        return list(iter_jsonl_text(_decode(raw, source), source, text_field, id_field))
+def _read_segment(seg: Segment, text_field: str, id_field: str) -> list[SourcedDocument]:
+    if seg.kind in ("jsonl-range", "spill"):
+        with open(seg.path, "rb") as fh:
+            fh.seek(seg.start)
+            raw = fh.read(seg.stop - seg.start)
+        if seg.kind == "spill":
+            out = []
+            for line in _decode(raw, seg.path).splitlines():
+                if line.strip():
+                    obj = json.loads(line)
+                    out.append(SourcedDocument(obj["id"], obj["text"], obj["source"]))
+            return out
+        docs = list(iter_jsonl_text(_decode(raw, seg.path), seg.path, text_field, id_field,
+                                    first_line=seg.first_line))
+        return docs
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(part.path)
+    pf = pq.ParquetFile(seg.path)
     names = pf.schema_arrow.names
     if text_field not in names:
-        raise DocumentError(f"{part.path}: no column {text_field!r} (choose it with --text-field)")
+        raise DocumentError(f"{seg.path}: no column {text_field!r} (choose it with --text-field)")
     cols = [text_field] + ([id_field] if id_field in names else [])
     groups, first, row = [], None, 0
     for g in range(pf.metadata.num_row_groups):
         n = pf.metadata.row_group(g).num_rows
-        if row + n > part.start and row < part.stop:
+        if row + n > seg.start and row < seg.stop:
             groups.append(g)
             first = row if first is None else first
         row += n
-    table = pf.read_row_groups(groups, columns=cols).slice(part.start - (first or 0), part.stop - part.start)
+    table = pf.read_row_groups(groups, columns=cols).slice(seg.start - (first or 0), seg.stop - seg.start)
     texts = table.column(text_field).to_pylist()
     ids = table.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
     out = []
     for k, (i, t) in enumerate(zip(ids, texts)):
         if not isinstance(t, str):
-            raise DocumentError(f"{part.path}: row {part.start + k}: {text_field!r} is not a string")
-        out.append((str(i) if i is not None else f"{part.path}:{part.start + k}", t))
+            raise DocumentError(f"{seg.path}: row {seg.start + k}: {text_field!r} is not a string")
+        out.append(SourcedDocument(str(i) if i is not None else None, t, f"{seg.path}:row {seg.start + k}"))
     return out
 
 
-# -- vocabulary by path ------------------------------------------------------------------------
-def save_vocabulary(emb: Any, directory: Path, fingerprint: str) -> Path:
-    """Write the vocabulary once as ``vectors.npy`` + ``words.txt`` (skipped when already there)."""
-    from ..io import atomic_writer
+def read_partition(part: Partition, text_field: str = "text", id_field: str = "id") -> list[SourcedDocument]:
+    """The documents of one partition (reads only its slices), ids resolved (own id, else sequence number)."""
+    docs = [d for seg in part.segments for d in _read_segment(seg, text_field, id_field)]
+    return [
+        SourcedDocument(d.id if d.id is not None else str(part.first + k), d.text, d.source)
+        for k, d in enumerate(docs)
+    ]
 
+
+# -- vocabulary by path ------------------------------------------------------------------------
+def save_vocabulary(emb: Embeddings, directory: Path, fingerprint: str) -> Path:
+    """Write the vocabulary once as ``vectors.npy`` + ``words.txt`` (skipped when already there)."""
     d = directory / f"vocabulary-{fingerprint}"
     if (d / "vectors.npy").exists() and (d / "words.txt").exists():
         return d
@@ -204,42 +294,47 @@ def save_vocabulary(emb: Any, directory: Path, fingerprint: str) -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_vocabulary(vocab_dir: str, name: str) -> Any:
-    from ..embeddings import Embeddings
-
+def _load_vocabulary(vocab_dir: str, name: str) -> Embeddings:
     words = Path(vocab_dir, "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
     vectors = np.load(Path(vocab_dir, "vectors.npy"), mmap_mode="r")  # one copy per machine
     return Embeddings(words, vectors, name=name)
 
 
-_MECH_LOCK = threading.Lock()
-
-
-def _mechanism(s: JobSettings) -> Any:
-    """The fitted mechanism of this process for ``s`` (built once; size set per call)."""
-    mech = _fitted(replace(s, size=None, out_dir="", fmt="", report=False))
-    mech.size = s.size
-    return mech
+@dataclass(frozen=True)
+class _MechKey:
+    vocab_dir: str
+    vocab_name: str
+    epsilon: float
+    bag: str
+    stop_words: str | None
+    decoder: str
+    known_source: bool
+    threads: int | None
 
 
 @functools.lru_cache(maxsize=4)
-def _fitted(s: JobSettings) -> Any:
-    from ..mechanisms import EarthMoversPrivacy
-
-    emb = _load_vocabulary(s.vocab_dir, s.vocab_name)
+def _fitted(k: _MechKey) -> EarthMoversPrivacy:
+    """The fitted estimator of this process for ``k`` (read-only afterwards: size and generator are per call)."""
+    emb = _load_vocabulary(k.vocab_dir, k.vocab_name)
     mech = EarthMoversPrivacy(
-        epsilon=s.epsilon, size=s.size, embeddings=emb, bag=s.bag, stop_words=s.stop_words, decoder=s.decoder, rng=0
-    ).fit()  # the generator is replaced per partition
-    if s.threads and hasattr(mech.decoder_, "threads"):
-        mech.decoder_.threads = s.threads
-    if s.threads and s.decoder != "exact":
+        epsilon=k.epsilon, embeddings=emb, bag=k.bag, stop_words=k.stop_words, decoder=k.decoder,
+        known_source=k.known_source,
+    ).fit()
+    if k.threads and hasattr(mech.decoder_, "threads"):
+        mech.decoder_.threads = k.threads
+    if k.threads and k.decoder != "exact":
         try:
             import faiss
 
-            faiss.omp_set_num_threads(s.threads)  # one share of the cores per worker process
+            faiss.omp_set_num_threads(k.threads)  # one share of the cores per worker process
         except ImportError:
             pass
     return mech
+
+
+def _mechanism(s: JobSettings) -> EarthMoversPrivacy:
+    return _fitted(_MechKey(s.vocab_dir, s.vocab_name, s.epsilon, s.bag, s.stop_words, s.decoder, s.known_source,
+                            s.threads))
 
 
 def part_name(index: int, fmt: str) -> str:
@@ -248,59 +343,48 @@ def part_name(index: int, fmt: str) -> str:
 
 # -- the jobs ------------------------------------------------------------------------------------
 def min_length(job: tuple[Partition, JobSettings]) -> int:
-    """Shortest in-vocabulary length of the documents of a partition (for ``size=None``)."""
+    """Shortest in-vocabulary length of the documents of a partition (``size_from_data`` only)."""
     part, s = job
-    mech = _mechanism(s)
     docs = read_partition(part, s.text_field, s.id_field)
-    rows, _, _ = mech.prepare([t for _, t in docs], [i for i, _ in docs])
+    rows, _, _ = _mechanism(s).prepare([d.text for d in docs], [str(d.id) for d in docs])
     return min(r.size for r in rows)
 
 
-def run_partition(job: tuple[Partition, JobSettings, np.random.SeedSequence]) -> int:
-    """Privatise one partition and write its part file atomically; returns the number of documents."""
-    from ..io import atomic_writer
-
-    part, s, seq = job
+def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> int:
+    """Privatize one partition; write its private-report piece (if asked) and then its part file, atomically."""
+    part, s, gen = job
     docs = read_partition(part, s.text_field, s.id_field)
-    with _MECH_LOCK:
-        mech = _mechanism(s)
-        mech.rng_ = np.random.Generator(np.random.PCG64(seq))
-        private = mech.privatize_batch([t for _, t in docs], [i for i, _ in docs])
-    report = None
-    if s.report:
-        from ..cli.obfuscate import _report_fields as report  # the same fields as the single-file path
+    result = privatize_documents(
+        _mechanism(s), docs, first=part.first, size=s.size, seed=gen, seeded=s.seeded,
+        size_from_data=s.size_from_data, private_report=s.report_dir is not None,
+    )
+    if s.report_dir is not None and result.report is not None:
+        write_private_report(Path(s.report_dir) / part_name(part.index, "jsonl"), result.report)
     with atomic_writer(Path(s.out_dir) / part_name(part.index, s.fmt)) as fh:
-        for doc in private:
-            if s.fmt == "text":
-                fh.write(" ".join(doc.words) + "\n")
-                continue
-            rec = doc.to_record()
-            if report is not None:
-                rec.update(report(doc, mech))
-            fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-    return len(private)
-
-
-def _spill(part: Partition, out_dir: Path, text_field: str, id_field: str) -> Partition:
-    """An inline partition written once to ``<out>/input/`` and replaced by a JSONL byte range."""
-    from ..io import atomic_writer
-
-    if part.kind != "inline":
-        return part
-    path = out_dir / "input" / f"input-{part.index:05d}.jsonl"
-    if not path.exists():
-        with atomic_writer(path) as fh:
-            for doc_id, text in part.docs:
-                fh.write(json.dumps({id_field: doc_id, text_field: text}, ensure_ascii=False) + "\n")
-    return Partition(part.index, "jsonl-range", str(path), 0, path.stat().st_size, n_docs=part.n_docs)
+        write_records(fh, result.records, s.fmt)
+    return len(result.records)
 
 
 # -- the driver ------------------------------------------------------------------------------------
+def _sha(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def default_work_dir(key: dict[str, Any]) -> Path:
+    """Where a run keeps its private state by default: ``<cache>/runs/<hash of the run's private key>``."""
+    return cache_dir("runs") / _sha(key)[:32]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    p, f = path.resolve(), folder.resolve()
+    return p == f or p.is_relative_to(f)
+
+
 def obfuscate_corpus(
     paths: Sequence[Path],
     out_dir: Path,
     *,
-    embeddings: Any,
+    embeddings: Embeddings,
     epsilon: float,
     size: int | None,
     bag: str,
@@ -308,81 +392,137 @@ def obfuscate_corpus(
     decoder: str,
     seed: int | None,
     backend: Any,
+    size_from_data: bool = False,
+    known_source: bool = False,
     partitions: int | None = None,
     text_field: str = "text",
     id_field: str = "id",
     input_format: str = "auto",
     fmt: str = "jsonl",
-    report: bool = False,
+    work_dir: Path | None = None,
+    private_report: Path | None = None,
     extra_settings: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    on_size_from_data: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run Earth Mover's privacy over ``paths`` into ``out_dir`` (partitioned, resumable).
 
+    ``size`` (public) is required unless ``size_from_data=True`` (then the shortest
+    document's in-vocabulary length is used and published; ``on_size_from_data(N)``
+    is called). ``work_dir``: the private work directory (default: under the textdp
+    cache, see the module notes); it must not be inside ``out_dir``, and workers on
+    a cluster must be able to read it. ``private_report``: where to write the
+    PRIVATE report (JSONL, one object per record id) when the run completes.
     ``progress(done_docs, total_docs)`` is called as partitions finish. Returns the
-    summary written to ``<out_dir>/settings.json``.
+    public summary written to ``<out_dir>/settings.json``.
     """
-    from .. import __version__
-    from ..embeddings import vocabulary_fingerprint
-    from ..io import write_json
-
     out_dir = Path(out_dir)
+    paths = [Path(p) for p in paths]
+    if size is None and not size_from_data:
+        raise ParameterError(
+            "the bag size N must be public: pass --size N (size=N), or --size-from-data to use the shortest "
+            "document's length, which that reveals"
+        )
+    if size is not None:
+        size_from_data = False
     if out_dir.exists() and not out_dir.is_dir():
         raise ParameterError(f"{out_dir}: partitioned output needs a directory, and this is a file")
-    plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
-                           input_format=input_format)
+    if private_report is not None and _inside(Path(private_report), out_dir):
+        raise ParameterError(
+            f"--private-report {private_report} is inside the output folder {out_dir}, which is meant for release; "
+            "write it somewhere private"
+        )
     fp = vocabulary_fingerprint(embeddings.vectors)
+    public = {
+        "epsilon": float(epsilon), "size": size, "size_from_data": bool(size_from_data), "bag": bag,
+        "stop_words": stop_words, "decoder": decoder, "known_source": bool(known_source),
+        "embeddings": embeddings.name, "vocabulary_fingerprint": fp, "format": fmt, "partitions": partitions,
+        "text_field": text_field, "id_field": id_field, "input_format": input_format, "seeded": seed is not None,
+    }
     inputs = []
     for p in paths:
-        st = Path(p).stat()
-        inputs.append({"path": str(p), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns})
+        if not p.exists():
+            raise DocumentError(f"{p}: no such file")
+        st = p.stat()
+        inputs.append({"path": str(p.resolve()), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns})
     key = {
-        "inputs": inputs, "plan": [p.describe() for p in plan], "vocabulary": fp, "embeddings": embeddings.name,
-        "epsilon": epsilon, "size": size, "bag": bag, "stop_words": stop_words, "decoder": decoder,
-        "seeded": seed is not None, "seed_sha": None if seed is None else hashlib.sha256(str(seed).encode()).hexdigest(),
-        "format": fmt, "report": report, "text_field": text_field, "id_field": id_field,
+        "output": str(out_dir.resolve()), "inputs": inputs, "public": public,
+        "seed_sha256": None if seed is None else hashlib.sha256(str(seed).encode()).hexdigest(),
+        "private_report": private_report is not None,
     }
+    work = Path(work_dir) if work_dir is not None else default_work_dir(key)
+    if _inside(work, out_dir):
+        raise ParameterError(f"--work-dir {work} is inside the output folder {out_dir}; it holds private data")
+    if out_dir.exists() and _inside(out_dir, work):
+        raise ParameterError(f"the output folder {out_dir} is inside the work directory {work}")
+
+    # -- identify the run: the private key lives in the work directory, a random token in both places
+    key_path = work / KEY
+    state: dict[str, Any] | None = None
+    if key_path.exists():
+        state = json.loads(key_path.read_text(encoding="utf-8"))
+        if state.get("key") != key:
+            raise ParameterError(
+                f"the work directory {work} belongs to a different run (inputs, output or settings differ); "
+                "choose another --work-dir"
+            )
     manifest_path = out_dir / MANIFEST
     manifest: dict[str, Any] | None = None
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if manifest.get("key") != key:
+        if state is None or manifest.get("run") != state.get("run") or manifest.get("settings") != public:
             raise ParameterError(
-                f"{out_dir} holds the output of a different run (inputs or settings differ); "
-                "use a new output directory, or delete this one"
+                f"{out_dir} holds the output of a different run (inputs or settings differ, or its private work "
+                "directory is gone); use a new output directory, or delete this one"
             )
+    elif out_dir.exists() and any(out_dir.glob("part-*")):
+        raise ParameterError(f"{out_dir} holds part files but no manifest; use a new output directory")
+    if state is None:
+        state = {"key": key, "run": secrets.token_hex(16), "resolved_size": None, "complete": False}
+    elif state.get("complete") and manifest is not None and (out_dir / SETTINGS).exists() and all(
+        (out_dir / name).exists() for name in manifest["parts"]
+    ):
+        if progress is not None:
+            progress(manifest["documents"], manifest["documents"])
+        return dict(json.loads((out_dir / SETTINGS).read_text(encoding="utf-8")))  # nothing left to do
+    work.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_json(key_path, state)
+
+    plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
+                           input_format=input_format, spill_dir=work / "input")
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in out_dir.glob(".part-*.tmp"):  # left by a killed run (never published)
         stale.unlink(missing_ok=True)
-    vocab_dir = save_vocabulary(embeddings, out_dir, fp)
-    # inline documents (gzip/text inputs) travel by path, not through the scheduler
-    plan = [_spill(p, out_dir, text_field, id_field) for p in plan]
+    todo_idx = [p.index for p in plan if not (out_dir / part_name(p.index, fmt)).exists()]
+    vocab_dir = save_vocabulary(embeddings, work, fp) if (todo_idx or state["resolved_size"] is None) else work
+    report_dir = work / "report" if private_report is not None else None
     n_workers = getattr(backend, "n_workers", lambda: 1)()
     threads = max(1, (os.cpu_count() or 1) // n_workers) if backend.name == "dask" else None
     settings = JobSettings(
-        vocab_dir=str(vocab_dir), vocab_name=embeddings.name, epsilon=float(epsilon), size=size, bag=bag,
-        stop_words=stop_words, decoder=decoder, text_field=text_field, id_field=id_field, fmt=fmt,
-        report=report, out_dir=str(out_dir), threads=threads,
+        vocab_dir=str(vocab_dir), vocab_name=embeddings.name, epsilon=float(epsilon), size=size or 0, bag=bag,
+        stop_words=stop_words, decoder=decoder, known_source=bool(known_source), text_field=text_field,
+        id_field=id_field, fmt=fmt, out_dir=str(out_dir), report_dir=None if report_dir is None else str(report_dir),
+        seeded=seed is not None, size_from_data=bool(size_from_data), threads=threads,
     )
-    if manifest is None:
-        if size is None:  # the paper's protocol: the shortest document of the whole input
+    if size is None:
+        if state["resolved_size"] is None:  # the shortest document of the whole input (published as N)
             lengths: list[int] = [0] * len(plan)
             backend.map(min_length, [(p, settings) for p in plan], lambda i, r: lengths.__setitem__(i, r))
-            size = min(lengths)
-        manifest = {"key": key, "resolved_size": size, "partitions": len(plan)}
-        write_json(manifest_path, manifest)
-    size = int(manifest["resolved_size"])
-    settings = JobSettings(**{**asdict(settings), "size": size})
-    # seeded: SeedSequence(seed).spawn(n)[i] for partition i; unseeded: fresh entropy, never recorded
-    seqs = np.random.SeedSequence(seed).spawn(len(plan))
+            state["resolved_size"] = min(lengths)
+            write_json(key_path, state)
+        size = int(state["resolved_size"])
+        if on_size_from_data is not None:
+            on_size_from_data(size)
+    settings = JobSettings(**{**asdict(settings), "size": int(size)})
+    parts = [part_name(p.index, fmt) for p in plan]
     total = sum(p.n_docs for p in plan)
-    done_docs = 0
-    todo = []
-    for p, sq in zip(plan, seqs):
-        if (out_dir / part_name(p.index, fmt)).exists():
-            done_docs += p.n_docs
-        else:
-            todo.append((p, settings, sq))
+    if manifest is None:
+        manifest = {"run": state["run"], "settings": public, "size": size, "documents": total, "parts": parts}
+        write_json(manifest_path, manifest)
+
+    gens = spawn(seed, len(plan))  # partition i always draws from stream i
+    todo = [(plan[i], settings, gens[i]) for i in todo_idx]
+    done_docs = total - sum(p.n_docs for p, _, _ in todo)
     if progress is not None:
         progress(done_docs, total)
 
@@ -393,25 +533,30 @@ def obfuscate_corpus(
             progress(done_docs, total)
 
     backend.map(run_partition, todo, finished)
+    if private_report is not None and report_dir is not None:
+        pieces = [report_dir / part_name(p.index, "jsonl") for p in plan]
+        missing = [q.name for q in pieces if not q.exists()]
+        if missing:
+            raise ParameterError(
+                f"the private report pieces {', '.join(missing[:3])} are missing from {report_dir}; "
+                "rerun into a new output directory to get a complete private report"
+            )
+        with atomic_writer(private_report) as fh:
+            for q in pieces:
+                fh.write(q.read_text(encoding="utf-8"))
     guarantee = EarthMoversGuarantee(
-        epsilon=float(epsilon), size=size, dim=embeddings.dim, vocab_size=embeddings.vocab_size,
-        embeddings=embeddings.name, bag=bag,
+        epsilon=float(epsilon), size=int(size), dim=embeddings.dim, vocab_size=embeddings.vocab_size,
+        embeddings=embeddings.name, bag=bag, size_from_data=bool(size_from_data), seeded=seed is not None,
     )
-    summary = {
-        "textdp_version": __version__,
-        "command": "obfuscate",
-        "engine": backend.name,
-        "inputs": [str(p) for p in paths],
-        "documents": total,
-        "partitions": len(plan),
-        "parts": [part_name(p.index, fmt) for p in plan],
-        "seed": seed,
-        "seed_note": None if seed is not None else "fresh OS entropy per run (not recorded)",
-        "stop_words": stop_words,
-        "decoder": DECODER_NAMES.get(decoder, decoder),
-        "report_fields_are_private": report,
-        **(extra_settings or {}),
-        **guarantee.to_dict(),
-    }
-    write_json(out_dir / "settings.json", summary)
+    summary = release_settings(
+        guarantee.to_dict(), engine=backend.name, documents=total, decoder=DECODER_NAMES.get(decoder, decoder),
+        known_source=known_source, stop_words=stop_words, fmt=fmt,
+        extra={"partitions": len(plan), "parts": parts, "vocabulary_fingerprint": fp, **(extra_settings or {})},
+    )
+    write_json(out_dir / SETTINGS, summary)
+    # the run is complete: keep only the resume key (paths, sizes, times), drop every private copy
+    state["complete"] = True
+    write_json(key_path, state)
+    for sub in [work / "input", work / "report", *work.glob("vocabulary-*")]:
+        shutil.rmtree(sub, ignore_errors=True)
     return summary

@@ -6,13 +6,14 @@
 
 from __future__ import annotations
 
-from .earth_movers import EarthMoversPrivacy, PrivateDocument, noisy_vectors, privatize_ids
+from .earth_movers import DocumentDiagnostics, EarthMoversPrivacy, PrivateDocument, noisy_vectors, privatize_ids
 from .laplace import laplace_noise, sample_direction, sample_radius
 
 MECHANISMS = {"earth-movers": EarthMoversPrivacy}
 
 __all__ = [
     "MECHANISMS",
+    "DocumentDiagnostics",
     "EarthMoversPrivacy",
     "PrivateDocument",
     "laplace_noise",

@@ -5,39 +5,76 @@ Algorithm 2 maps each noisy vector back to the nearest vocabulary word. For two
 documents whose bags b, b' both hold N words, Theorem 5.1 bounds the ratio of the
 probabilities of any output bag by ``exp(epsilon * N * E_d(b, b'))``, where
 ``E_d`` is the Earth Mover's distance (the mean distance of the best one-to-one
-matching of the two bags' word vectors).
+matching of the two bags' word vectors). With ``bag="sample"`` the bound is
+``exp(epsilon * N * W_inf(p_D, p_D'))`` between the documents' word distributions
+(see :class:`textdp.guarantees.EarthMoversGuarantee`).
 
 Design choices, and why:
 
 * The output is a *bag*: the private words are returned sorted by vocabulary row
-  (most frequent word first), not in
-  the order of the input. The guarantee of Theorem 5.1 is stated for bags; a
-  sequence aligned with the input positions would only enjoy the weaker
-  position-matched bound ``epsilon * sum_i d(b_i, b'_i)`` and would leak word order.
-* Out-of-vocabulary tokens are dropped *before* the mechanism and only counted;
-  nothing that bypasses the noise ever reaches an output.
-* The bag size N is fixed for a release (``size``); with ``size=None`` it is the
-  shortest document of the batch, the paper's Appendix B protocol.
+  (most frequent word first), not in the order of the input. The guarantee of
+  Theorem 5.1 is stated for bags; a sequence aligned with the input positions
+  would only enjoy the weaker position-matched bound
+  ``epsilon * sum_i d(b_i, b'_i)`` and would leak word order.
+* The rows of each bag are put in uniformly random order before the noise is
+  added, so the noisy vectors ``Z`` themselves (not only their decoded multiset)
+  carry the bag guarantee: the density of ``Z`` given ``b`` is the average over
+  permutations ``pi`` of ``prod_i Lap(z_i - e_{b_pi(i)})``, and matching every
+  term with the optimal matching of ``b`` and ``b'`` bounds it by
+  ``exp(epsilon N E_d(b, b'))`` times the density given ``b'``.
+* Timing. The default decoding reads only ``Z`` (no source words, no cache
+  keyed by input words), so its running time is a function of ``Z`` and is
+  covered by the guarantee as post-processing (Lemma 3). ``known_source=True``
+  passes the input rows to the decoder (the exact known-source shortcut of
+  :class:`~textdp.embeddings.ExactDecoder`): same words, faster at large epsilon,
+  but its running time then depends on the private words directly (measured: a
+  200-word document of rare words takes 1.7x as long as one of frequent words at
+  epsilon 40, against 1.08x, through the noisy vectors only, for the default; see
+  BENCHMARKS.md) and on the words earlier documents of the process used. It is for
+  experiments only.
+* Out-of-vocabulary tokens are dropped *before* the mechanism; nothing that
+  bypasses the noise ever reaches an output.
+* The bag size N is a public parameter of the release (``size``). Taking it from
+  the data (``size_from_data=True``: the shortest document of the batch, the
+  paper's Appendix B protocol) reveals that length and warns.
+* Nothing returned for release holds the input: :class:`PrivateDocument` has the
+  output words and the guarantee only. Diagnostics that need the input (token
+  and OOV counts, the input bag) are handed to an explicit ``private_report``
+  as :class:`DocumentDiagnostics`, for the data owner only.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int
+from ..embeddings import (
+    DECODERS,
+    Decoder,
+    Embeddings,
+    ExactDecoder,
+    load_embeddings,
+    make_decoder,
+)
+from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import EarthMoversGuarantee
-from ..embeddings import DECODERS, Decoder, Embeddings, ExactDecoder, load_embeddings, make_decoder
-from ..errors import DocumentError, ParameterTypeError
 from ..text import BAG_MODES, make_bag, normalise
 from .laplace import laplace_noise
 
 MECHANISM_NAME = "earth-movers-privacy"
+
+SIZE_FROM_DATA_WARNING = (
+    "the bag size N is taken from the data (the shortest document's in-vocabulary length, N={n}); N is "
+    "published with every record, so this reveals that length. Pass a public size instead."
+)
 
 
 def noisy_vectors(
@@ -60,11 +97,16 @@ def privatize_ids(
     epsilon: float,
     rng: np.random.Generator,
     decoder: Decoder | None = None,
+    *,
+    known_source: bool = False,
 ) -> np.ndarray:
     """Algorithms 1 and 2 on a batch of bags of vocabulary rows: ``(B, N)`` -> ``(B, N)``.
 
     A pure batch function: the output depends only on its arguments and the
-    state of ``rng``. Each output row is sorted (a bag, see the module notes).
+    state of ``rng``. Each bag is shuffled before the noise and each output row
+    is sorted (a bag, see the module notes). The decoder sees only the noisy
+    vectors unless ``known_source=True`` (an opt-in shortcut whose running time
+    depends on the input words; see the module notes).
 
     >>> vec = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
     >>> privatize_ids(np.array([[2, 1, 1]]), vec, 1e6, make_rng(0)).tolist()
@@ -74,54 +116,83 @@ def privatize_ids(
     ids = np.asarray(ids, dtype=np.int64)
     if decoder is None:
         decoder = ExactDecoder(vectors)
-    z = noisy_vectors(ids, vectors, epsilon, rng)
-    # the sources only let the decoder skip work (exact decoders return the same rows)
-    out = decoder.decode(z.reshape(-1, z.shape[-1]), sources=ids.reshape(-1)).reshape(ids.shape)
-    return np.sort(out, axis=-1)
+    if ids.ndim >= 1 and ids.shape[-1] > 1:
+        ids = rng.permuted(ids, axis=-1)
+    z = noisy_vectors(ids, vectors, epsilon, rng).reshape(-1, np.shape(vectors)[1])
+    if known_source:  # exact decoders return the same rows; only the running time differs
+        out = decoder.decode(z, sources=ids.reshape(-1))
+    else:
+        out = decoder.decode(z)
+    return np.sort(out.reshape(ids.shape), axis=-1)
 
 
 @dataclass(frozen=True)
 class PrivateDocument:
     """One released document: the private bag plus what it guarantees.
 
-    ``input_words`` is the preprocessed bag that was privatised. It is the
-    *sensitive input*: it is kept for diagnostics and evaluation and is never
-    written by :meth:`to_record`.
+    It holds nothing computed from the input except through the mechanism: the
+    output words, the record id and the (public) guarantee. Input statistics go
+    to a ``private_report`` (:class:`DocumentDiagnostics`).
     """
 
     id: str
     words: tuple[str, ...]
     guarantee: EarthMoversGuarantee
-    n_tokens: int
-    dropped_oov: int
-    input_words: tuple[str, ...] = field(repr=False)
     decoder: str = "exact"
 
-    def unchanged_fraction(self) -> float:
-        """Multiset overlap of output and input bag divided by N (a diagnostic of the input)."""
-        from collections import Counter
-
-        overlap = Counter(self.words) & Counter(self.input_words)
-        return sum(overlap.values()) / max(len(self.input_words), 1)
-
     def to_record(self) -> dict[str, Any]:
-        """The JSON record written for this document (no input words)."""
+        """The JSON record written for this document: the output, the id and public parameters."""
         g = self.guarantee
         return {
             "id": self.id,
             "words": list(self.words),
+            "mechanism": g.mechanism,
             "epsilon": g.epsilon,
+            "delta": g.delta,
+            "unit": g.unit,
             "size": g.size,
+            "bag": g.bag,
             "dim": g.dim,
             "vocab_size": g.vocab_size,
             "embeddings": g.embeddings,
-            "bag": g.bag,
-            "n_tokens": self.n_tokens,
-            "dropped_oov": self.dropped_oov,
-            "mechanism": g.mechanism,
-            "guarantee": g.statement,
             "decoder": self.decoder,
+            "seeded": g.seeded,
+            "guarantee": g.statement,
         }
+
+
+@dataclass(frozen=True)
+class DocumentDiagnostics:
+    """PRIVATE facts about one input document, for the data owner's report; never release them.
+
+    Attributes
+    ----------
+    id : str
+        The record id of the released document.
+    n_tokens : int
+        Tokens after normalisation (before the out-of-vocabulary filter).
+    dropped_oov : int
+        Out-of-vocabulary tokens removed (never released).
+    n_in_vocabulary : int
+        In-vocabulary tokens the bag was formed from.
+    input_rows, output_rows : numpy.ndarray
+        The input bag and the released bag as vocabulary rows (sorted).
+    """
+
+    id: str
+    n_tokens: int
+    dropped_oov: int
+    n_in_vocabulary: int
+    input_rows: np.ndarray = field(repr=False)
+    output_rows: np.ndarray = field(repr=False)
+
+    def unchanged_fraction(self) -> float:
+        """Multiset overlap of output and input bag divided by N."""
+        overlap = Counter(self.output_rows.tolist()) & Counter(self.input_rows.tolist())
+        return sum(overlap.values()) / max(int(self.input_rows.size), 1)
+
+
+PrivateReport = Union[list[DocumentDiagnostics], Callable[[DocumentDiagnostics], None]]
 
 
 class EarthMoversPrivacy:
@@ -134,17 +205,24 @@ class EarthMoversPrivacy:
 
     Guarantee (Theorem 5.1): epsilon*N*E_d-privacy between any two bags of N
     words, E_d being the Earth Mover's distance over Euclidean word-vector
-    distance. Smaller epsilon = more noise = more privacy. Roughly, a word
-    survives when the noise radius (mean n/epsilon) is small compared with the
-    distance to its nearest neighbours: on GloVe 50d about 74% of words survive
-    at epsilon = 10 and almost none at epsilon = 4.
+    distance; with ``bag="sample"``, epsilon*N*W_inf between the documents' word
+    distributions (:class:`~textdp.guarantees.EarthMoversGuarantee`). N is
+    public. Smaller epsilon = more noise = more privacy. Roughly, a word survives
+    when the noise radius (mean n/epsilon) is small compared with the distance to
+    its nearest neighbours: on GloVe 50d about 74% of words survive at
+    epsilon = 10 and 3% at epsilon = 4.
 
     Parameters
     ----------
     epsilon : float
         Privacy parameter per unit of embedding distance, > 0.
     size : int or None
-        Bag size N. ``None``: the shortest document in each batch (paper's protocol).
+        Bag size N, a public parameter of the release. Required unless
+        ``size_from_data=True`` (or given per call to :meth:`privatize_batch`).
+    size_from_data : bool
+        With ``size=None``, use the shortest document of each batch (the paper's
+        protocol). This publishes that length (N is in every record), so it warns
+        (:class:`~textdp.errors.PrivacyWarning`) and the guarantee says so.
     embeddings : Embeddings, path or None
         The vocabulary; ``None`` loads GloVe 6B 50d (400,000 words).
     vocab_size : int or None
@@ -154,20 +232,32 @@ class EarthMoversPrivacy:
     stop_words : "english", iterable or None
         Words removed before forming the bag.
     rng : int, numpy.random.Generator or None
-        Seed or generator; ``None`` uses fresh OS entropy (never a constant).
+        Seed or generator for experiments; ``None`` (use this for releases) uses
+        fresh OS entropy. Records say whether a release was seeded.
     decoder : str
         Nearest-word decoder: ``"exact"`` (default), ``"faiss-exact"`` or ``"torch"``
         (same results, faster), ``"approximate"``/``"hnsw"`` or ``"ivf"`` (opt-in; decoding
         is post-processing, so the guarantee is unchanged, but utility differs). Each
         record names the decoder used.
+    known_source : bool
+        Let the decoder use the input words to skip work (same output words, faster
+        at epsilon >~ 35). Its running time then depends on the private words: a
+        timing side channel the guarantee does not cover. For experiments only.
 
     Examples
     --------
     >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
     >>> mech = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, rng=0)
     >>> doc = mech.privatize("dog cat unicorn")
-    >>> doc.words, doc.dropped_oov
-    (('cat', 'dog'), 1)
+    >>> doc.words, doc.guarantee.size
+    (('cat', 'dog'), 2)
+
+    Input statistics are only available through an explicit private report:
+
+    >>> report = []
+    >>> _ = mech.privatize_batch(["dog cat unicorn"], private_report=report)
+    >>> report[0].dropped_oov, report[0].unchanged_fraction()
+    (1, 1.0)
 
     The estimator also works in a scikit-learn ``Pipeline``: ``transform`` maps
     texts to private texts (the bag's words joined by spaces).
@@ -187,6 +277,8 @@ class EarthMoversPrivacy:
         stop_words: str | Iterable[str] | None = "english",
         rng: int | np.random.Generator | None = None,
         decoder: str = "exact",
+        size_from_data: bool = False,
+        known_source: bool = False,
     ) -> None:
         self.epsilon = epsilon
         self.size = size
@@ -196,9 +288,14 @@ class EarthMoversPrivacy:
         self.stop_words = stop_words
         self.rng = rng
         self.decoder = decoder
+        self.size_from_data = size_from_data
+        self.known_source = known_source
 
     # -- scikit-learn protocol -------------------------------------------------
-    _PARAMS = ("epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "rng", "decoder")
+    _PARAMS = (
+        "epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "rng", "decoder", "size_from_data",
+        "known_source",
+    )
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters (scikit-learn protocol)."""
@@ -248,21 +345,28 @@ class EarthMoversPrivacy:
             self.fit()
 
     # -- the verbs ---------------------------------------------------------------
-    def guarantee(self, size: int) -> EarthMoversGuarantee:
-        """The guarantee of a release with bag size ``size``."""
+    def guarantee(self, size: int, *, seeded: bool | None = None, size_from_data: bool = False) -> EarthMoversGuarantee:
+        """The guarantee of a release with bag size ``size`` (``seeded``: default, whether ``rng`` was given)."""
         self._ensure_fitted()
         emb = self.embeddings_
         return EarthMoversGuarantee(
             epsilon=self.epsilon_,
-            size=int(size),
+            size=check_positive_int(size, "size"),
             dim=emb.dim,
             vocab_size=emb.vocab_size,
             embeddings=emb.name,
             bag=self.bag,
+            size_from_data=bool(size_from_data),
+            seeded=(self.rng is not None) if seeded is None else bool(seeded),
         )
 
-    def prepare(self, texts: Sequence[str], ids: Sequence[str] | None = None) -> tuple[list[np.ndarray], list[int], list[int]]:
-        """Normalise and look up each text: in-vocabulary rows, token counts, OOV counts."""
+    def prepare(
+        self, texts: Sequence[str], ids: Sequence[str] | None = None
+    ) -> tuple[list[np.ndarray], list[int], list[int]]:
+        """Normalise and look up each text: in-vocabulary rows, token counts, OOV counts.
+
+        These describe the private input; callers must not release them.
+        """
         self._ensure_fitted()
         rows, n_tokens, dropped = [], [], []
         for i, text in enumerate(texts):
@@ -283,24 +387,72 @@ class EarthMoversPrivacy:
             dropped.append(oov)
         return rows, n_tokens, dropped
 
-    def privatize_ids(self, bags: np.ndarray) -> np.ndarray:
-        """Algorithms 1 + 2 on a ``(B, N)`` array of vocabulary rows, using this object's generator."""
+    def privatize_ids(self, bags: np.ndarray, *, seed: int | np.random.Generator | None = None) -> np.ndarray:
+        """Algorithms 1 + 2 on a ``(B, N)`` array of vocabulary rows (``seed``: default this object's generator)."""
         self._ensure_fitted()
-        return privatize_ids(bags, self.embeddings_.vectors, self.epsilon_, self.rng_, self.decoder_)
+        gen = self.rng_ if seed is None else make_rng(seed)
+        return privatize_ids(
+            bags, self.embeddings_.vectors, self.epsilon_, gen, self.decoder_, known_source=bool(self.known_source)
+        )
+
+    def resolve_size(self, rows: Sequence[np.ndarray], size: int | None = None) -> tuple[int, bool]:
+        """The bag size N of a batch and whether it came from the data (which warns).
+
+        ``size`` (per call) wins over the constructor's ``size``; with neither,
+        ``size_from_data=True`` is required.
+        """
+        if size is None:
+            size = self.size
+        if size is not None:
+            return check_positive_int(size, "size"), False
+        if not self.size_from_data:
+            raise ParameterError(
+                "the bag size N must be public: pass size=N (CLI: --size N), or size_from_data=True "
+                "(CLI: --size-from-data) to use the shortest document's length, which that reveals"
+            )
+        n = min(int(r.size) for r in rows)
+        warnings.warn(SIZE_FROM_DATA_WARNING.format(n=n), PrivacyWarning, stacklevel=3)
+        return n, True
 
     def privatize_batch(
         self,
         texts: Sequence[str],
         ids: Sequence[str] | None = None,
         *,
+        size: int | None = None,
+        seed: int | np.random.Generator | None = None,
+        seeded: bool | None = None,
+        size_from_data: bool | None = None,
+        private_report: PrivateReport | None = None,
         progress: Callable[[int], None] | None = None,
         chunk: int = 128,
     ) -> list[PrivateDocument]:
         """Privatise a batch of texts; see the class docstring for the steps.
 
-        ``progress`` (optional) is called with the number of documents finished
-        after each chunk of ``chunk`` documents. Every document is validated
-        before any noise is drawn, so a bad document fails the whole batch early.
+        Parameters
+        ----------
+        texts, ids : sequences of str
+            The documents and their record ids (default: ``"0"``, ``"1"``, ...).
+        size : int, optional
+            Bag size N for this call (default: the constructor's ``size``).
+        seed : int or numpy.random.Generator, optional
+            Randomness for this call (default: this object's generator). Nothing
+            on the estimator is modified, so one fitted estimator can serve many
+            partitions at once.
+        seeded : bool, optional
+            Whether the randomness came from a user seed, as recorded in the
+            guarantee (default: ``seed`` or the constructor's ``rng`` was given).
+        size_from_data : bool, optional
+            Record that ``size`` was computed from the data by the caller (the
+            guarantee then says so).
+        private_report : list or callable, optional
+            Receives one :class:`DocumentDiagnostics` per document (appended to a
+            list, or passed to a callable). PRIVATE: describes the input.
+        progress : callable, optional
+            Called with the number of documents finished after each chunk of ``chunk``.
+
+        Every document is validated before any noise is drawn, so a bad document
+        fails the whole batch early.
         """
         self._ensure_fitted()
         texts = list(texts)
@@ -310,32 +462,45 @@ class EarthMoversPrivacy:
         if not texts:
             return []
         rows, n_tokens, dropped = self.prepare(texts, doc_ids)
-        size = self.size if self.size is not None else min(r.size for r in rows)
-        bags = np.stack(
-            [make_bag(r, size, self.bag, self.rng_, doc_id=f"document {d}") for r, d in zip(rows, doc_ids)]
-        )
+        n, from_data = self.resolve_size(rows, size)
+        from_data = from_data or bool(size_from_data)
+        gen = self.rng_ if seed is None else make_rng(seed)
+        if seeded is None:
+            seeded = seed is not None or self.rng is not None
+        bags = np.stack([make_bag(r, n, self.bag, gen, doc_id=f"document {d}") for r, d in zip(rows, doc_ids)])
         private = np.empty_like(bags)
         for start in range(0, len(texts), chunk):
-            private[start : start + chunk] = self.privatize_ids(bags[start : start + chunk])
+            private[start : start + chunk] = privatize_ids(
+                bags[start : start + chunk], self.embeddings_.vectors, self.epsilon_, gen, self.decoder_,
+                known_source=bool(self.known_source),
+            )
             if progress is not None:
                 progress(min(chunk, len(texts) - start))
-        guarantee = self.guarantee(size)
+        guarantee = self.guarantee(n, seeded=seeded, size_from_data=from_data)
         words = self.embeddings_.words
+        decoder_name = str(getattr(self.decoder_, "name", self.decoder))
+        if private_report is not None:
+            emit = private_report.append if isinstance(private_report, list) else private_report
+            for i in range(len(texts)):
+                emit(DocumentDiagnostics(
+                    id=doc_ids[i], n_tokens=n_tokens[i], dropped_oov=dropped[i], n_in_vocabulary=int(rows[i].size),
+                    input_rows=np.sort(bags[i]), output_rows=private[i].copy(),
+                ))
         return [
             PrivateDocument(
                 id=doc_ids[i],
                 words=tuple(words[j] for j in private[i]),
                 guarantee=guarantee,
-                n_tokens=n_tokens[i],
-                dropped_oov=dropped[i],
-                decoder=getattr(self.decoder_, "name", self.decoder),
-                input_words=tuple(sorted(words[j] for j in bags[i])),
+                decoder=decoder_name,
             )
             for i in range(len(texts))
         ]
 
-    def privatize(self, texts: str | Iterable[str]) -> PrivateDocument | list[PrivateDocument]:
-        """Privatise one text (returns a :class:`PrivateDocument`) or an iterable of texts (a list)."""
+    def privatize(self, texts: str | Iterable[str], **kwargs: Any) -> PrivateDocument | list[PrivateDocument]:
+        """Privatise one text (returns a :class:`PrivateDocument`) or an iterable of texts (a list).
+
+        Keyword arguments go to :meth:`privatize_batch`.
+        """
         if isinstance(texts, str):
-            return self.privatize_batch([texts])[0]
-        return self.privatize_batch(list(texts))
+            return self.privatize_batch([texts], **kwargs)[0]
+        return self.privatize_batch(list(texts), **kwargs)
