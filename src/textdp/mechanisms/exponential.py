@@ -359,15 +359,19 @@ class SanTextPlus(_VocabularyExponential):
         )
 
 
-def custext_groups(vectors: np.ndarray, k: int, *, chunk: int = 256) -> np.ndarray:
+def custext_groups(vectors: np.ndarray, k: int, *, chunk: int = 64) -> np.ndarray:
     """CusText's customized mapping: a partition of the vocabulary into groups of ``k`` neighbours.
 
     Rows are visited in order (most frequent first for GloVe); the first row not yet
-    assigned takes itself and its ``k - 1`` nearest unassigned rows as its group
-    (the paper's mapping function; the authors' "conservative" strategy). Every
-    word of a group shares the group as output set. A last group smaller than ``k``
-    is merged into the previous group, so every group has at least ``k`` members
-    (a singleton would get no privacy at all).
+    assigned takes itself and its ``k - 1`` nearest unassigned rows (Euclidean, ties to
+    the lower row) as its group - the paper's mapping function (the authors'
+    "conservative" strategy). Every word of a group shares the group as output set.
+    A last group smaller than ``k`` is merged into the previous group, so every group
+    has at least ``k`` members (a singleton would get no privacy at all).
+
+    Blocked: the next ``chunk`` unassigned rows get their ``4k`` nearest unassigned rows in
+    one float32 GEMM (re-ranked in float64); groups are then formed in order, and a
+    seed whose list ran out (taken by earlier groups of the chunk) is searched again.
 
     Returns the group id of every row (``(V,)`` int64, groups numbered in creation order).
 
@@ -379,8 +383,10 @@ def custext_groups(vectors: np.ndarray, k: int, *, chunk: int = 256) -> np.ndarr
     k = check_positive_int(k, "top_k")
     if v < k:
         raise ParameterError(f"CusText needs at least top_k={k} vocabulary words, got {v}")
-    group = np.full(v, -1, dtype=np.int64)
+    v32 = vec.astype(np.float32)
     sq = np.einsum("ij,ij->i", vec, vec)
+    half32 = (0.5 * sq).astype(np.float32)
+    group = np.full(v, -1, dtype=np.int64)
     n_groups = 0
     free = np.arange(v)
     while free.size:
@@ -389,21 +395,29 @@ def custext_groups(vectors: np.ndarray, k: int, *, chunk: int = 256) -> np.ndarr
             break
         seeds = free[:chunk]
         m = min(free.size, 4 * k)
-        local, _ = nearest_k(vec[seeds], vec[free], m, vec_sq=sq[free])
-        cand = free[local]
+        scores = v32[seeds] @ v32[free].T  # the nearest maximise e.q - |e|^2 / 2
+        scores -= half32[free][None, :]
+        if m < free.size:
+            top = np.argpartition(scores, free.size - m, axis=1)[:, free.size - m :]
+        else:
+            top = np.broadcast_to(np.arange(free.size), (seeds.size, free.size))
+        cand = free[top]
+        diff = vec[cand] - vec[seeds][:, None, :]
+        d2 = np.einsum("ijk,ijk->ij", diff, diff)
+        cand = np.take_along_axis(cand, np.lexsort((cand, d2), axis=1), axis=1)
         for i, s in enumerate(seeds.tolist()):
             if group[s] >= 0:
                 continue
-            # cand[i] holds the m nearest rows among `free`; its still unassigned members, in
-            # distance order, start with the k nearest unassigned rows whenever there are k of them
+            # cand[i]: the m nearest of `free` in order; its still unassigned members begin with the
+            # k nearest unassigned rows whenever there are k of them
             avail = cand[i][group[cand[i]] < 0]
             if avail.size < k:
                 still = free[group[free] < 0]
                 if still.size < k:
                     group[still] = n_groups - 1
                     continue
-                r, _ = nearest_k(vec[[s]], vec[still], k, vec_sq=sq[still])
-                avail = still[r[0]]
+                dd = ((vec[still] - vec[s]) ** 2).sum(axis=1)
+                avail = still[np.lexsort((still, dd))[:k]]
             members = avail[:k]
             if s not in members:  # only with duplicated vectors: the seed belongs to its own group
                 members = np.concatenate([[s], members[members != s][: k - 1]])
@@ -411,6 +425,42 @@ def custext_groups(vectors: np.ndarray, k: int, *, chunk: int = 256) -> np.ndarr
             n_groups += 1
         free = free[group[free] < 0]
     return group
+
+
+def cached_custext_groups(vectors: np.ndarray, k: int, *, min_cached: int = 100_000) -> np.ndarray:
+    """:func:`custext_groups`, cached on disk for vocabularies of ``min_cached`` words or more.
+
+    The mapping depends only on the public vectors and ``k``; it is stored under
+    ``cache_dir("custext")`` keyed by a content hash of the float32 vectors.
+    """
+    vec = np.asarray(vectors)
+    if vec.shape[0] < min_cached:
+        return custext_groups(vec, k)
+    import hashlib
+
+    from .._cache import cache_dir
+    from ..io import atomic_writer
+
+    h = hashlib.blake2b(digest_size=12)
+    arr = np.ascontiguousarray(vec, dtype=np.float32)
+    h.update(str(arr.shape).encode())
+    h.update(memoryview(arr).cast("B"))
+    path = cache_dir("custext") / f"groups-{h.hexdigest()}-k{int(k)}.npy"
+    if path.exists():
+        try:
+            groups = np.load(path)
+            if groups.shape == (vec.shape[0],) and groups.dtype == np.int64:
+                return groups
+        except (OSError, ValueError):
+            pass
+    groups = custext_groups(vec, k)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_writer(path, "wb") as fh:
+            np.save(fh, groups)
+    except OSError:  # a read-only cache only costs time
+        pass
+    return groups
 
 
 class CusText(WordLevelMechanism):
@@ -462,7 +512,7 @@ class CusText(WordLevelMechanism):
     def _prepare(self, emb: Embeddings) -> None:
         self._v64 = np.ascontiguousarray(emb.vectors, dtype=np.float64)
         k = check_positive_int(self.top_k, "top_k", minimum=2)
-        self.groups_ = custext_groups(self._v64, k)
+        self.groups_ = cached_custext_groups(self._v64, k)
         order = np.argsort(self.groups_, kind="stable")
         counts = np.bincount(self.groups_)
         self._members = order
