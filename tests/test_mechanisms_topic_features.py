@@ -19,7 +19,8 @@ def ng20(shared_data):
     path = shared_data / "20newsgroups" / "20newsgroups.jsonl.gz"
     if not path.exists():
         pytest.skip("20newsgroups not available")
-    rows = [json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8")]
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
     rows = [r for r in rows if r["topic"] in TOPICS]
     train = [r for r in rows if r["split"] == "train"]
     test = [r for r in rows if r["split"] == "test"]

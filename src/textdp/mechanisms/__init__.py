@@ -10,20 +10,33 @@
 
 from __future__ import annotations
 
-from .earth_movers import EarthMoversPrivacy, PrivateDocument, noisy_vectors, privatize_ids
-from .exponential import TEM, CusText, CusTextPlus, RandomReplacement, SanText, SanTextPlus
+from .earth_movers import (
+    EarthMoversPrivacy,
+    PrivateDocument,
+    noisy_vectors,
+    privatize_ids,
+)
+from .exponential import (
+    TEM,
+    CusText,
+    CusTextPlus,
+    RandomReplacement,
+    SanText,
+    SanTextPlus,
+)
 from .laplace import laplace_noise, sample_direction, sample_radius
-from .perturbation import CMP, MBRDecoder, Mahalanobis, Vickrey
+from .perturbation import CMP, Mahalanobis, MBRDecoder, Vickrey
 from .registry import MECHANISM_CLASSES, MECHANISM_NAMES, get, mechanism_class
 from .word_level import PrivateText, WordLevelGuarantee, WordLevelMechanism
 
 MECHANISMS = MECHANISM_CLASSES
 
 __all__ = [
+    "CMP",
     "MECHANISMS",
     "MECHANISM_CLASSES",
     "MECHANISM_NAMES",
-    "CMP",
+    "TEM",
     "CusText",
     "CusTextPlus",
     "EarthMoversPrivacy",
@@ -34,7 +47,6 @@ __all__ = [
     "RandomReplacement",
     "SanText",
     "SanTextPlus",
-    "TEM",
     "Vickrey",
     "WordLevelGuarantee",
     "WordLevelMechanism",

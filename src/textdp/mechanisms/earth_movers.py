@@ -31,9 +31,16 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int
-from ..guarantees import EarthMoversGuarantee
-from ..embeddings import DECODERS, Decoder, Embeddings, ExactDecoder, load_embeddings, make_decoder
+from ..embeddings import (
+    DECODERS,
+    Decoder,
+    Embeddings,
+    ExactDecoder,
+    load_embeddings,
+    make_decoder,
+)
 from ..errors import DocumentError, ParameterTypeError
+from ..guarantees import EarthMoversGuarantee
 from ..text import BAG_MODES, make_bag, normalise
 from .laplace import laplace_noise
 

@@ -24,10 +24,15 @@ from .._validation import check_epsilon, check_positive_int, check_probability
 from ..embeddings import Embeddings
 from ..errors import ParameterError, ParameterTypeError
 from ..text import resolve_stop_words
-from .kernels import augment, gumbel_argmax, nearest_k, pairwise_distances, sample_by_distance
+from .kernels import (
+    augment,
+    gumbel_argmax,
+    pairwise_distances,
+    sample_by_distance,
+)
 from .word_level import METRIC_COMPOSITION, NOT_COVERED, SeedLike, WordLevelMechanism
 
-__all__ = ["TEM", "SanText", "SanTextPlus", "CusText", "CusTextPlus", "RandomReplacement", "custext_groups"]
+__all__ = ["TEM", "CusText", "CusTextPlus", "RandomReplacement", "SanText", "SanTextPlus", "custext_groups"]
 
 TEM_REFERENCE = (
     "Carvalho, Vasiloudis, Feyisetan & Wang, 'TEM: High Utility Metric Differential Privacy on Text', "
@@ -193,13 +198,14 @@ class TEM(_VocabularyExponential):
         p /= p.sum()
         out = p[:-1].copy()
         if n_out:
-            out[~inside] = p[-1] / n_out
+            out[~inside] = float(p[-1]) / n_out
         return out
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
         """``epsilon min(||e_x - e_x2||, gamma)``."""
         self._ensure_fitted()
-        return float(self.epsilon_ * min(np.linalg.norm(self._v64[x] - self._v64[x2]), self.gamma_))
+        dist = float(np.linalg.norm(self._v64[x] - self._v64[x2]))
+        return float(self.epsilon_ * min(dist, float(self.gamma_)))
 
     def _public_params(self) -> dict[str, Any]:
         out = super()._public_params()
@@ -294,7 +300,7 @@ class SanTextPlus(_VocabularyExponential):
         self.p_ = check_probability(self.p, "p", open_high=False)
         w = check_probability(self.sensitive_fraction, "sensitive_fraction", open_high=False)
         v = emb.vocab_size
-        self.n_sensitive_ = max(1, int(round(w * v)))
+        self.n_sensitive_ = max(1, round(w * v))
         self.first_sensitive_ = v - self.n_sensitive_
 
     def core(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -444,7 +450,7 @@ def cached_custext_groups(vectors: np.ndarray, k: int, *, min_cached: int = 100_
     h = hashlib.blake2b(digest_size=12)
     arr = np.ascontiguousarray(vec, dtype=np.float32)
     h.update(str(arr.shape).encode())
-    h.update(memoryview(arr).cast("B"))
+    h.update(arr.tobytes())
     path = cache_dir("custext") / f"groups-{h.hexdigest()}-k{int(k)}.npy"
     if path.exists():
         try:

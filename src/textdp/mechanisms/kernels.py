@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["augment", "gumbel_argmax", "logsumexp_rows", "pairwise_distances", "sample_by_distance", "nearest_k"]
+__all__ = ["augment", "gumbel_argmax", "logsumexp_rows", "nearest_k", "pairwise_distances", "sample_by_distance"]
 
 def gumbel_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Index drawn from each row of ``log_weights`` with probability ``softmax(row)``.
@@ -153,8 +153,8 @@ def sample_by_distance(
         qa[:, dim] = np.einsum("ij,ij->i", q, q)
         qa[:, dim + 1] = 1.0
         masses = np.empty((q.shape[0], starts.size), dtype=np.float64)
-        for b, vs in enumerate(starts):
-            g = log_weights(qa, int(vs), min(int(vs) + block, n_vocab), buf)
+        for b, vs0 in enumerate(starts.tolist()):
+            g = log_weights(qa, vs0, min(vs0 + block, n_vocab), buf)
             m = g.max(axis=1)
             g -= m[:, None]
             np.exp(g, out=g)
@@ -162,9 +162,9 @@ def sample_by_distance(
         chosen = gumbel_argmax(masses, rng)
         for b in np.unique(chosen):
             sel = np.flatnonzero(chosen == b)
-            vs = int(starts[b])
-            lw = log_weights(qa[sel], vs, min(vs + block, n_vocab), np.empty((sel.size, block)))
-            out[qs + sel] = vs + gumbel_argmax(lw, rng)
+            vs1 = int(starts[b])
+            lw = log_weights(qa[sel], vs1, min(vs1 + block, n_vocab), np.empty((sel.size, block)))
+            out[qs + sel] = vs1 + gumbel_argmax(lw, rng)
     return out
 
 

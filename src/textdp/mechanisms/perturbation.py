@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from .kernels import nearest_k
 from .laplace import laplace_noise, sample_direction, sample_radius
 from .word_level import METRIC_COMPOSITION, NOT_COVERED, SeedLike, WordLevelMechanism
 
-__all__ = ["CMP", "Mahalanobis", "Vickrey", "MBRDecoder", "POSTPROCESSORS"]
+__all__ = ["CMP", "POSTPROCESSORS", "MBRDecoder", "Mahalanobis", "Vickrey"]
 
 POSTPROCESSORS = ("mbr",)
 
@@ -164,7 +164,7 @@ class CMP(WordLevelMechanism):
 
     name = "cmp"
     reference = CMP_REFERENCE
-    _EXTRA = ("decoder", "postprocess", "candidates")
+    _EXTRA: ClassVar[tuple[str, ...]] = ("decoder", "postprocess", "candidates")
 
     def __init__(
         self,
@@ -277,7 +277,7 @@ class Mahalanobis(CMP):
     name = "mahalanobis"
     reference = MAHALANOBIS_REFERENCE
     metric = "regularized-mahalanobis"
-    _EXTRA = ("lambd", "decoder")
+    _EXTRA: ClassVar[tuple[str, ...]] = ("lambd", "decoder")
 
     def __init__(
         self,
@@ -391,7 +391,7 @@ class Vickrey(CMP):
 
     name = "vickrey"
     reference = VICKREY_REFERENCE
-    _EXTRA = ("t", "lambd")
+    _EXTRA: ClassVar[tuple[str, ...]] = ("t", "lambd")
 
     def __init__(
         self,

@@ -21,10 +21,17 @@ from typing import Any
 
 from ..errors import ParameterError
 from .earth_movers import EarthMoversPrivacy
-from .exponential import TEM, CusText, CusTextPlus, RandomReplacement, SanText, SanTextPlus
+from .exponential import (
+    TEM,
+    CusText,
+    CusTextPlus,
+    RandomReplacement,
+    SanText,
+    SanTextPlus,
+)
 from .perturbation import CMP, Mahalanobis, Vickrey
 
-__all__ = ["MECHANISM_NAMES", "MECHANISM_CLASSES", "get", "mechanism_class"]
+__all__ = ["MECHANISM_CLASSES", "MECHANISM_NAMES", "get", "mechanism_class"]
 
 #: registered name -> class (syntf is resolved lazily by :func:`mechanism_class`)
 MECHANISM_CLASSES: dict[str, type] = {

@@ -33,7 +33,7 @@ from ..embeddings import Embeddings, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..text import normalise
 
-__all__ = ["WordLevelGuarantee", "PrivateText", "WordLevelMechanism", "SeedLike"]
+__all__ = ["PrivateText", "SeedLike", "WordLevelGuarantee", "WordLevelMechanism"]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 

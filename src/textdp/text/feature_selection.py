@@ -40,7 +40,7 @@ from .._validation import check_choice, check_positive_int
 from ..errors import ParameterError, ParameterTypeError, require
 from . import normalise
 
-__all__ = ["TopicFeatureSelector", "SELECTION_METHODS"]
+__all__ = ["SELECTION_METHODS", "TopicFeatureSelector"]
 
 SELECTION_METHODS = ("chi2", "logistic")
 
