@@ -23,14 +23,14 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..embeddings import Embeddings
 from ..errors import ParameterError, ParameterTypeError
-from ..text import resolve_stop_words
+from ..text import normalise, resolve_stop_words
 from .kernels import (
     augment,
     gumbel_argmax,
     pairwise_distances,
     sample_by_distance,
 )
-from .word_level import METRIC_COMPOSITION, NOT_COVERED, SeedLike, WordLevelMechanism
+from .word_level import SeedLike, WordLevelMechanism, composition, not_covered
 
 __all__ = ["TEM", "CusText", "CusTextPlus", "RandomReplacement", "SanText", "SanTextPlus", "custext_groups"]
 
@@ -57,13 +57,17 @@ class _VocabularyExponential(WordLevelMechanism):
     _block = 2048
 
     def _prepare(self, emb: Embeddings) -> None:
-        self._aug = augment(emb.vectors)
-        self._v64 = self._aug[:, : emb.dim] * -0.5  # exact: a power-of-two scaling
+        self._aug = augment(emb.vectors)  # the only float64 copy (V x (d+2))
+        self._dim = emb.dim
         self._sq = self._aug[:, emb.dim + 1]
+
+    def _vec(self, rows: Any) -> np.ndarray:
+        """Float64 vectors of ``rows`` (exactly ``-0.5`` times the augmented matrix's first columns)."""
+        return self._aug[rows, : self._dim] * -0.5
 
     def _sample(self, ids: np.ndarray, rng: np.random.Generator, cap: float = np.inf) -> np.ndarray:
         return sample_by_distance(
-            self._v64[ids], self._v64, 0.5 * self.epsilon_, rng, cap=cap, block=self._block, augmented=self._aug
+            self._vec(ids), None, 0.5 * self.epsilon_, rng, cap=cap, block=self._block, augmented=self._aug
         )
 
     def _public_params(self) -> dict[str, Any]:
@@ -72,7 +76,7 @@ class _VocabularyExponential(WordLevelMechanism):
     def log_ratio_bound(self, x: int, x2: int) -> float:
         """``epsilon ||e_x - e_x2||_2`` (metric mechanisms)."""
         self._ensure_fitted()
-        return float(self.epsilon_ * np.linalg.norm(self._v64[x] - self._v64[x2]))
+        return float(self.epsilon_ * np.linalg.norm(self._vec(x) - self._vec(x2)))
 
     def probabilities(self, x: int) -> np.ndarray:
         """Exact output distribution ``P(. | x)`` over the vocabulary (for tests; ``O(V)``)."""
@@ -106,7 +110,7 @@ class SanText(_VocabularyExponential):
 
     def probabilities(self, x: int) -> np.ndarray:
         self._ensure_fitted()
-        d = pairwise_distances(self._v64[[x]], self._v64, self._sq)[0]
+        d = pairwise_distances(self._vec([x]), self._vec(slice(None)), self._sq)[0]
         lw = -0.5 * self.epsilon_ * d
         p = np.exp(lw - lw.max())
         return p / p.sum()
@@ -119,8 +123,8 @@ class SanText(_VocabularyExponential):
             f"replaced by a word of the public vocabulary ({emb.name}, {emb.vocab_size} words) drawn with probability "
             f"proportional to exp(-{e:g}*||e_x - e_y||_2/2), so for any words x, x', y the probability differs by a "
             f"factor <= exp({e:g}*||e_x - e_x'||_2). "
-            + METRIC_COMPOSITION.replace("loss(w_i, w'_i)", f"{e:g}*||e_(w_i) - e_(w'_i)||_2")
-            + " " + NOT_COVERED
+            + composition(f"{e:g}*||e_(w_i) - e_(w'_i)||_2")
+            + " " + not_covered()
         )
 
 
@@ -187,7 +191,7 @@ class TEM(_VocabularyExponential):
     def probabilities(self, x: int) -> np.ndarray:
         """``P(. | x)`` computed the paper's way: Gumbel race over ``L_x`` and the bottom element."""
         self._ensure_fitted()
-        d = pairwise_distances(self._v64[[x]], self._v64, self._sq)[0]
+        d = pairwise_distances(self._vec([x]), self._vec(slice(None)), self._sq)[0]
         inside = d <= self.gamma_
         scores = np.where(inside, -d, -np.inf)
         n_out = int((~inside).sum())
@@ -204,7 +208,7 @@ class TEM(_VocabularyExponential):
     def log_ratio_bound(self, x: int, x2: int) -> float:
         """``epsilon min(||e_x - e_x2||, gamma)``."""
         self._ensure_fitted()
-        dist = float(np.linalg.norm(self._v64[x] - self._v64[x2]))
+        dist = float(np.linalg.norm(self._vec(x) - self._vec(x2)))
         return float(self.epsilon_ * min(dist, float(self.gamma_)))
 
     def _public_params(self) -> dict[str, Any]:
@@ -221,8 +225,8 @@ class TEM(_VocabularyExponential):
             f"beta={float(self.beta):g} and |V|={emb.vocab_size}, {emb.name}): for any words x, x', y the output "
             f"probability differs by a factor <= exp({e:g}*min(||e_x - e_x'||_2, {g:.4g})), so also by at most "
             f"exp({e * g:.4g}) for any two words. "
-            + METRIC_COMPOSITION.replace("loss(w_i, w'_i)", f"{e:g}*min(||e_(w_i) - e_(w'_i)||_2, {g:.4g})")
-            + " " + NOT_COVERED
+            + composition(f"{e:g}*min(||e_(w_i) - e_(w'_i)||_2, {g:.4g})")
+            + " " + not_covered()
         )
 
 
@@ -313,7 +317,7 @@ class SanTextPlus(_VocabularyExponential):
         if sel.size:
             fs = self.first_sensitive_
             pick = sample_by_distance(
-                self._v64[ids[sel]], self._v64[fs:], 0.5 * self.epsilon_, rng, block=self._block,
+                self._vec(ids[sel]), None, 0.5 * self.epsilon_, rng, block=self._block,
                 augmented=self._aug[fs:],
             )
             out[sel] = fs + pick
@@ -322,7 +326,7 @@ class SanTextPlus(_VocabularyExponential):
     def probabilities(self, x: int) -> np.ndarray:
         self._ensure_fitted()
         fs = self.first_sensitive_
-        d = pairwise_distances(self._v64[[x]], self._v64[fs:], self._sq[fs:])[0]
+        d = pairwise_distances(self._vec([x]), self._vec(slice(fs, None)), self._sq[fs:])[0]
         lw = -0.5 * self.epsilon_ * d
         q = np.exp(lw - lw.max())
         q /= q.sum()
@@ -337,7 +341,7 @@ class SanTextPlus(_VocabularyExponential):
     def log_ratio_bound(self, x: int, x2: int) -> float:
         """Bound over protected outputs ``y`` in ``V_S``: ``epsilon d(x, x') (+ ln(1/p)`` if ``x`` sensitive, ``x'`` not)."""
         self._ensure_fitted()
-        b = float(self.epsilon_ * np.linalg.norm(self._v64[x] - self._v64[x2]))
+        b = float(self.epsilon_ * np.linalg.norm(self._vec(x) - self._vec(x2)))
         xs, x2s = x >= self.first_sensitive_, x2 >= self.first_sensitive_
         if xs != x2s:
             b += math.log(1.0 / self.p_)
@@ -360,8 +364,9 @@ class SanTextPlus(_VocabularyExponential):
             f"factor <= exp({e:g}*||e_x - e_x'||_2 + ln(1/{p:g})) (the ln(1/p) term only between a sensitive and a "
             "non-sensitive input). Non-sensitive words are released unchanged with probability "
             f"{1 - p:g}: such an output reveals its input, and non-sensitive words have no protection. "
-            + METRIC_COMPOSITION.replace("loss(w_i, w'_i)", "loss(w_i, w'_i) per position")
-            + " " + NOT_COVERED
+            + "Over a document: the per-position bounds add up (basic composition over the T positions of two "
+            "documents of the same length). "
+            + not_covered()
         )
 
 
@@ -580,7 +585,8 @@ class CusText(WordLevelMechanism):
             f"et al. 2023; top_k={int(self.top_k)}, sets built from {emb.name} only): for x, x' in one set and any output "
             f"y, the probability differs by a factor <= exp({e:g}). Words of different sets have disjoint outputs and "
             f"are not protected from each other.{extra} Over a document: two documents of the same length that differ "
-            f"in k positions, each pair within one set, differ by a factor <= exp(k*{e:g}). " + NOT_COVERED
+            f"in k positions, each pair within one set, differ by a factor <= exp(k*{e:g}). "
+            + not_covered(stop_words_released=self._skip_stop_words)
         )
 
 
@@ -611,9 +617,7 @@ class CusTextPlus(CusText):
         self._ensure_fitted()
         if not isinstance(text, str):
             raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-        from ..text import normalise
-
-        rows, _ = self.embeddings_.ids(normalise(text, None))
+        rows, _ = self.embeddings_.ids(normalise(text, None))  # stop words kept: they pass through
         return rows
 
     def core(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -720,5 +724,5 @@ class RandomReplacement(WordLevelMechanism):
             f"probability rate={self.rate_:.6g} by a uniform word of {emb.name} ({emb.vocab_size} words), so for any two "
             f"words and any output the probability differs by a factor <= exp({e:.6g}) = 1 + (1-rate)|V|/rate. Over a "
             f"document: two documents of the same length that differ in k positions differ by a factor <= "
-            f"exp(k*{e:.6g}). " + NOT_COVERED
+            f"exp(k*{e:.6g}). " + not_covered()
         )

@@ -84,7 +84,7 @@ def augment(vectors: np.ndarray) -> np.ndarray:
 
 def sample_by_distance(
     queries: np.ndarray,
-    vectors: np.ndarray,
+    vectors: np.ndarray | None,
     rate: float,
     rng: np.random.Generator,
     *,
@@ -102,8 +102,8 @@ def sample_by_distance(
     ----------
     queries : numpy.ndarray
         ``(B, d)`` query vectors (the input words' embeddings).
-    vectors : numpy.ndarray
-        ``(V, d)`` candidate output vectors.
+    vectors : numpy.ndarray or None
+        ``(V, d)`` candidate output vectors (may be ``None`` when ``augmented`` is given).
     rate : float
         Log-weight per unit of distance (>= 0).
     rng : numpy.random.Generator
@@ -128,7 +128,12 @@ def sample_by_distance(
     [0, 2]
     """
     q_all = np.asarray(queries, dtype=np.float64)
-    aug = augment(vectors) if augmented is None else augmented
+    if augmented is None:
+        if vectors is None:
+            raise ValueError("sample_by_distance needs vectors or augmented")
+        aug = augment(vectors)
+    else:
+        aug = augmented
     n_vocab, dim = aug.shape[0], aug.shape[1] - 2
     starts = np.arange(0, n_vocab, block)
     out = np.empty(q_all.shape[0], dtype=np.int64)

@@ -27,7 +27,7 @@ from ..embeddings import DECODERS, Decoder, Embeddings, make_decoder
 from ..errors import ParameterError, ParameterTypeError
 from .kernels import nearest_k
 from .laplace import laplace_noise, sample_direction, sample_radius
-from .word_level import METRIC_COMPOSITION, NOT_COVERED, SeedLike, WordLevelMechanism
+from .word_level import SeedLike, WordLevelMechanism, composition, not_covered
 
 __all__ = ["CMP", "POSTPROCESSORS", "MBRDecoder", "Mahalanobis", "Vickrey"]
 
@@ -233,8 +233,8 @@ class CMP(WordLevelMechanism):
             f"epsilon*d_2-privacy per word with epsilon={e:g} ({self.name}; Feyisetan et al. 2020, Algorithm 1): "
             f"for any two words w, w' of the public vocabulary ({emb.name}, {emb.vocab_size} words, n={emb.dim}) "
             f"and any output word, the output probability differs by a factor <= exp({e:g}*||e_w - e_w'||_2)."
-            f"{post} " + METRIC_COMPOSITION.replace("loss(w_i, w'_i)", f"{e:g}*||e_(w_i) - e_(w'_i)||_2")
-            + " " + NOT_COVERED
+            f"{post} " + composition(f"{e:g}*||e_(w_i) - e_(w'_i)||_2")
+            + " " + not_covered()
         )
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
@@ -323,8 +323,8 @@ class Mahalanobis(CMP):
             "d_RM(w, w') = ||Sigma_lambda^(-1/2)(e_w - e_w')||_2 with Sigma_lambda = lambda*Sigma + (1-lambda)*I and "
             "Sigma the covariance of the public embeddings scaled to trace n; hence <= "
             f"exp({e / np.sqrt(lam_min):.4g}*||e_w - e_w'||_2). "
-            + METRIC_COMPOSITION.replace("loss(w_i, w'_i)", f"{e:g}*d_RM(w_i, w'_i)")
-            + " " + NOT_COVERED
+            + composition(f"{e:g}*d_RM(w_i, w'_i)")
+            + " " + not_covered()
         )
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
@@ -449,10 +449,12 @@ class Vickrey(CMP):
         emb = self.embeddings_
         if self.lambd is None:
             metric = "||e_w - e_w'||_2"
+            doc_metric = "||e_(w_i) - e_(w'_i)||_2"
             kind = "epsilon*d_2-privacy"
             noise = "CMP's n-dimensional Laplace noise"
         else:
             metric = "d_RM(w, w')"
+            doc_metric = "d_RM(w_i, w'_i)"
             kind = "epsilon*d_RM-privacy"
             noise = f"regularised-Mahalanobis noise (lambda={float(self.lambd):g}, d_RM as for 'mahalanobis')"
         return (
@@ -460,8 +462,8 @@ class Vickrey(CMP):
             f"{noise}, and the choice between its two nearest words ({emb.name}, {emb.vocab_size} words, n={emb.dim}) "
             f"is post-processing of the noisy vector, so for any two words w, w' and any output the probability differs "
             f"by a factor <= exp({e:g}*{metric}). "
-            + METRIC_COMPOSITION.replace("loss(w_i, w'_i)", f"{e:g}*{metric.replace('w, w', 'w_i, w_i')}")
-            + " " + NOT_COVERED
+            + composition(f"{e:g}*{doc_metric}")
+            + " " + not_covered()
         )
 
     def log_ratio_bound(self, x: int, x2: int) -> float:

@@ -37,16 +37,29 @@ __all__ = ["PrivateText", "SeedLike", "WordLevelGuarantee", "WordLevelMechanism"
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
-#: composition sentences shared by the guarantee statements
-METRIC_COMPOSITION = (
-    "Over a document: for two documents of the same length T, the probability of any output differs by a "
-    "factor <= exp(sum_i loss(w_i, w'_i)) (position-matched basic composition)."
-)
-NOT_COVERED = (
-    "Not covered: the number of released words T (it equals the number of in-vocabulary, non-stop-word "
-    "input tokens), which tokens were removed as stop words, one-letter or out-of-vocabulary tokens, and "
-    "anything an attacker learns from several releases of the same text (each release spends the budget again)."
-)
+def composition(per_word: str) -> str:
+    """The document-level sentence for a per-word loss expression in ``w_i, w'_i``.
+
+    >>> composition("eps*d(w_i, w'_i)")[:40]
+    'Over a document: for two documents of th'
+    """
+    return (
+        "Over a document: for two documents of the same length T, the probability of any output differs by a "
+        f"factor <= exp(sum_i {per_word}) (position-matched basic composition)."
+    )
+
+
+def not_covered(stop_words_released: bool = False) -> str:
+    """The 'Not covered' sentence of every word-level statement."""
+    removed = "one-letter or out-of-vocabulary tokens" if stop_words_released else (
+        "stop words, one-letter or out-of-vocabulary tokens"
+    )
+    kind = "in-vocabulary input tokens" if stop_words_released else "in-vocabulary, non-stop-word input tokens"
+    return (
+        f"Not covered: the number of released words T (it equals the number of {kind}), which tokens were removed "
+        f"as {removed}, and anything learnt from several releases of the same text (each release spends the "
+        "budget again)."
+    )
 
 
 @dataclass(frozen=True)
