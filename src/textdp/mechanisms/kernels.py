@@ -25,9 +25,14 @@ the chosen block only and draws a row inside it by Gumbel-max. Then
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
-__all__ = ["augment", "gumbel_argmax", "logsumexp_rows", "nearest_k", "pairwise_distances", "sample_by_distance"]
+__all__ = ["augment", "augment32", "gumbel_argmax", "logsumexp_rows", "nearest_k", "pairwise_distances", "sample_by_distance"]
 
 def gumbel_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Index drawn from each row of ``log_weights`` with probability ``softmax(row)``.
@@ -92,6 +97,7 @@ def sample_by_distance(
     block: int = 2048,
     query_block: int = 256,
     augmented: np.ndarray | None = None,
+    threads: int | None = None,
 ) -> np.ndarray:
     """One row of ``vectors`` per query, drawn with ``P(w)`` proportional to ``exp(-rate * min(d(q, w), cap))``.
 
@@ -114,6 +120,8 @@ def sample_by_distance(
         Vocabulary rows per block and queries per pass (memory ``query_block x block`` floats).
     augmented : numpy.ndarray, optional
         :func:`augment` ``(vectors)``, precomputed.
+    threads : int, optional
+        Worker threads splitting the vocabulary blocks (one BLAS thread each); default one per core.
 
     Returns
     -------
@@ -137,40 +145,57 @@ def sample_by_distance(
     n_vocab, dim = aug.shape[0], aug.shape[1] - 2
     starts = np.arange(0, n_vocab, block)
     out = np.empty(q_all.shape[0], dtype=np.int64)
-    rate = float(rate)
-    cap2 = float(cap) ** 2 if np.isfinite(cap) else np.inf
-    buf = np.empty((min(query_block, max(q_all.shape[0], 1)), min(block, n_vocab)), dtype=np.float64)
+    n_threads = max(1, min(int(threads if threads is not None else (os.cpu_count() or 1)), starts.size))
+    chunks = [c for c in np.array_split(np.arange(starts.size), n_threads) if c.size]
+    kernel = _LogWeights(aug, float(rate), float(cap))
+    with _blas_threads(1), ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        for qs in range(0, q_all.shape[0], query_block):
+            q = q_all[qs : qs + query_block]
+            qa = np.empty((q.shape[0], dim + 2), dtype=np.float64)
+            qa[:, :dim] = q
+            qa[:, dim] = np.einsum("ij,ij->i", q, q)
+            qa[:, dim + 1] = 1.0
+            masses = np.empty((q.shape[0], starts.size), dtype=np.float64)
+            list(pool.map(kernel.masses, [qa] * len(chunks), [masses] * len(chunks), [starts] * len(chunks),
+                          [block] * len(chunks), chunks))
+            chosen = gumbel_argmax(masses, rng)
+            for b in np.unique(chosen):
+                sel = np.flatnonzero(chosen == b)
+                vs = int(starts[b])
+                lw = kernel(qa[sel], vs, min(vs + block, n_vocab), np.empty((sel.size, block)))
+                out[qs + sel] = vs + gumbel_argmax(lw, rng)
+    return out
 
-    def log_weights(qa: np.ndarray, vs: int, ve: int, into: np.ndarray) -> np.ndarray:
+
+class _LogWeights:
+    """``-rate * min(d, cap)`` for a block of vocabulary rows, computed in place in a buffer."""
+
+    def __init__(self, aug: np.ndarray, rate: float, cap: float) -> None:
+        self.aug = aug
+        self.rate = rate
+        self.cap2 = cap**2 if np.isfinite(cap) else np.inf
+
+    def __call__(self, qa: np.ndarray, vs: int, ve: int, into: np.ndarray) -> np.ndarray:
         g = into[: qa.shape[0], : ve - vs]
-        np.matmul(qa, aug[vs:ve].T, out=g)  # squared distances
+        np.matmul(qa, self.aug[vs:ve].T, out=g)  # squared distances
         np.maximum(g, 0.0, out=g)
-        if cap2 < np.inf:
-            np.minimum(g, cap2, out=g)
+        if self.cap2 < np.inf:
+            np.minimum(g, self.cap2, out=g)
         np.sqrt(g, out=g)
-        g *= -rate
+        g *= -self.rate
         return g
 
-    for qs in range(0, q_all.shape[0], query_block):
-        q = q_all[qs : qs + query_block]
-        qa = np.empty((q.shape[0], dim + 2), dtype=np.float64)
-        qa[:, :dim] = q
-        qa[:, dim] = np.einsum("ij,ij->i", q, q)
-        qa[:, dim + 1] = 1.0
-        masses = np.empty((q.shape[0], starts.size), dtype=np.float64)
-        for b, vs0 in enumerate(starts.tolist()):
-            g = log_weights(qa, vs0, min(vs0 + block, n_vocab), buf)
+    def masses(self, qa: np.ndarray, masses: np.ndarray, starts: np.ndarray, block: int, which: np.ndarray) -> None:
+        """Log-mass of each block in ``which`` (columns of ``masses``), for every query."""
+        n_vocab = self.aug.shape[0]
+        buf = np.empty((qa.shape[0], min(block, n_vocab)), dtype=np.float64)
+        for b in which.tolist():
+            vs = int(starts[b])
+            g = self(qa, vs, min(vs + block, n_vocab), buf)
             m = g.max(axis=1)
             g -= m[:, None]
             np.exp(g, out=g)
             masses[:, b] = np.log(g.sum(axis=1)) + m
-        chosen = gumbel_argmax(masses, rng)
-        for b in np.unique(chosen):
-            sel = np.flatnonzero(chosen == b)
-            vs1 = int(starts[b])
-            lw = log_weights(qa[sel], vs1, min(vs1 + block, n_vocab), np.empty((sel.size, block)))
-            out[qs + sel] = vs1 + gumbel_argmax(lw, rng)
-    return out
 
 
 def nearest_k(
@@ -179,16 +204,20 @@ def nearest_k(
     k: int,
     *,
     slack: int = 6,
-    block: int = 8192,
-    query_block: int = 512,
+    block: int = 4096,
+    query_block: int = 1024,
     vec_sq: np.ndarray | None = None,
+    threads: int | None = None,
+    augmented32: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest vocabulary rows of each query and their float64 distances (nearest first).
 
-    Candidates are found with float32 scores ``e.q - ||e||^2 / 2`` (one GEMM per block;
-    a block is only searched for the queries whose block maximum beats their current
-    ``k + slack``-th best score), then the ``k + slack`` candidates are re-ranked in
-    float64. Ties go to the lowest row.
+    Candidates are found with float32 scores ``e.q - ||e||^2 / 2`` (one GEMM per block, the
+    vocabulary split between ``threads`` worker threads with one BLAS thread each, as in
+    :class:`textdp.embeddings.ExactDecoder`); a block is only searched for the queries whose
+    block maximum beats their current ``k + slack``-th best score. The ``k + slack``
+    candidates are then re-ranked in float64. Ties go to the lowest row. ``augmented32``
+    (:func:`augment32` of ``vectors``) saves rebuilding the score matrix on every call.
 
     >>> vec = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0], [5.0, 5.0]])
     >>> rows, dist = nearest_k(np.array([[0.9, 0.1]]), vec, 2)
@@ -197,41 +226,103 @@ def nearest_k(
     """
     q64 = np.asarray(queries, dtype=np.float64)
     vec = np.asarray(vectors)
-    n_vocab = vec.shape[0]
+    n_vocab, dim = vec.shape
     k = int(min(k, n_vocab))
     kk = int(min(k + slack, n_vocab))
-    v64sq = np.einsum("ij,ij->i", vec.astype(np.float64), vec.astype(np.float64)) if vec_sq is None else vec_sq
-    half = (0.5 * v64sq).astype(np.float32)
-    v32 = vec if vec.dtype == np.float32 else vec.astype(np.float32)
+    aug = augment32(vec, vec_sq) if augmented32 is None else augmented32
+    n_threads = max(1, int(threads if threads is not None else (os.cpu_count() or 1)))
+    n_blocks = -(-n_vocab // block)
+    per = -(-n_blocks // min(n_threads, n_blocks))
+    ranges = [(i * per * block, min(n_vocab, (i + 1) * per * block)) for i in range(n_threads) if i * per * block < n_vocab]
+    if q64.shape[0] * n_vocab < 4_000_000:
+        ranges = [(0, n_vocab)]
     rows_out = np.empty((q64.shape[0], k), dtype=np.int64)
     dist_out = np.empty((q64.shape[0], k), dtype=np.float64)
-    for qs in range(0, q64.shape[0], query_block):
-        q = q64[qs : qs + query_block]
-        q32 = q.astype(np.float32)
-        nq = q.shape[0]
-        top_val = np.full((nq, kk), -np.inf, dtype=np.float32)
-        top_idx = np.zeros((nq, kk), dtype=np.int64)
-        kth = np.full(nq, -np.inf, dtype=np.float32)
-        for vs in range(0, n_vocab, block):
-            ve = min(vs + block, n_vocab)
-            scores = q32 @ v32[vs:ve].T
-            scores -= half[vs:ve]
-            need = np.flatnonzero(scores.max(axis=1) > kth)
-            if need.size == 0:
-                continue
-            sub = scores[need]
-            take = min(kk, ve - vs)
-            part = np.argpartition(sub, sub.shape[1] - take, axis=1)[:, sub.shape[1] - take :]
-            cand_val = np.concatenate([top_val[need], np.take_along_axis(sub, part, axis=1)], axis=1)
-            cand_idx = np.concatenate([top_idx[need], part + vs], axis=1)
-            keep = np.argpartition(cand_val, cand_val.shape[1] - kk, axis=1)[:, cand_val.shape[1] - kk :]
-            top_val[need] = np.take_along_axis(cand_val, keep, axis=1)
-            top_idx[need] = np.take_along_axis(cand_idx, keep, axis=1)
-            kth[need] = top_val[need].min(axis=1)
-        cand = np.where(np.isfinite(top_val), top_idx, top_idx[:, :1])
-        diff = vec[cand].astype(np.float64) - q[:, None, :]
-        d2 = np.einsum("ijk,ijk->ij", diff, diff)
-        order = np.lexsort((cand, d2), axis=1)[:, :k]
-        rows_out[qs : qs + nq] = np.take_along_axis(cand, order, axis=1)
-        dist_out[qs : qs + nq] = np.sqrt(np.take_along_axis(d2, order, axis=1))
+    with _blas_threads(1 if len(ranges) > 1 else None), ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+        for qs in range(0, q64.shape[0], query_block):
+            q = q64[qs : qs + query_block]
+            qa = np.ones((q.shape[0], dim + 1), dtype=np.float32)
+            qa[:, :dim] = q
+            parts = list(pool.map(_top_range, [qa] * len(ranges), [aug] * len(ranges), [kk] * len(ranges),
+                                  [block] * len(ranges), [r[0] for r in ranges], [r[1] for r in ranges]))
+            top_val = np.concatenate([p[0] for p in parts], axis=1)
+            top_idx = np.concatenate([p[1] for p in parts], axis=1)
+            if len(parts) > 1:
+                keep = np.argpartition(top_val, top_val.shape[1] - kk, axis=1)[:, top_val.shape[1] - kk :]
+                top_val = np.take_along_axis(top_val, keep, axis=1)
+                top_idx = np.take_along_axis(top_idx, keep, axis=1)
+            cand = np.where(np.isfinite(top_val), top_idx, top_idx[:, :1])
+            diff = vec[cand].astype(np.float64) - q[:, None, :]
+            d2 = np.einsum("ijk,ijk->ij", diff, diff)
+            order = np.lexsort((cand, d2), axis=1)[:, :k]
+            rows_out[qs : qs + q.shape[0]] = np.take_along_axis(cand, order, axis=1)
+            dist_out[qs : qs + q.shape[0]] = np.sqrt(np.take_along_axis(d2, order, axis=1))
     return rows_out, dist_out
+
+
+def augment32(vectors: np.ndarray, vec_sq: np.ndarray | None = None) -> np.ndarray:
+    """``[E, -||E||^2 / 2]`` in float32: ``[q, 1] @ augment32(E).T`` ranks words by distance to ``q``."""
+    vec = np.asarray(vectors)
+    if vec_sq is None:
+        v64 = vec.astype(np.float64)
+        vec_sq = np.einsum("ij,ij->i", v64, v64)
+    aug = np.empty((vec.shape[0], vec.shape[1] + 1), dtype=np.float32)
+    aug[:, : vec.shape[1]] = vec
+    aug[:, vec.shape[1]] = -0.5 * vec_sq
+    return aug
+
+
+def _top_range(
+    qa: np.ndarray, aug: np.ndarray, kk: int, block: int, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``kk`` float32 scores (unordered) and their rows among vocabulary rows ``[lo, hi)``."""
+    nq = qa.shape[0]
+    kk = min(kk, hi - lo)
+    top_val = np.full((nq, kk), -np.inf, dtype=np.float32)
+    top_idx = np.full((nq, kk), lo, dtype=np.int64)
+    kth = np.full(nq, -np.inf, dtype=np.float32)
+    buf = np.empty((nq, min(block, hi - lo)), dtype=np.float32)
+    for vs in range(lo, hi, block):
+        ve = min(vs + block, hi)
+        scores = buf[:, : ve - vs]
+        np.matmul(qa, aug[vs:ve].T, out=scores)
+        need = np.flatnonzero(scores.max(axis=1) > kth)  # rows this block can improve
+        if need.size == 0:
+            continue
+        sub = scores[need]
+        hit = sub > kth[need, None]
+        cnt = np.count_nonzero(hit, axis=1)
+        width = int(cnt.max())
+        if width > 4 * kk:  # many hits (first blocks): partial sort of the whole rows
+            take = min(kk, ve - vs)
+            cols = np.argpartition(sub, sub.shape[1] - take, axis=1)[:, sub.shape[1] - take :]
+            vals = np.take_along_axis(sub, cols, axis=1)
+        else:  # few hits: gather them into a padded (rows, width) candidate list
+            r, c = np.nonzero(hit)
+            pos = np.arange(r.size) - np.concatenate([[0], np.cumsum(cnt)[:-1]])[r]
+            cols = np.zeros((need.size, width), dtype=np.int64)
+            vals = np.full((need.size, width), -np.inf, dtype=np.float32)
+            cols[r, pos] = c
+            vals[r, pos] = sub[r, c]
+        cand_val = np.concatenate([top_val[need], vals], axis=1)
+        cand_idx = np.concatenate([top_idx[need], cols + vs], axis=1)
+        keep = np.argpartition(cand_val, cand_val.shape[1] - kk, axis=1)[:, cand_val.shape[1] - kk :]
+        top_val[need] = np.take_along_axis(cand_val, keep, axis=1)
+        top_idx[need] = np.take_along_axis(cand_idx, keep, axis=1)
+        kth[need] = top_val[need].min(axis=1)
+    return top_val, top_idx
+
+
+@contextlib.contextmanager
+def _blas_threads(limit: int | None) -> Iterator[None]:
+    """Limit BLAS threads while worker threads split the vocabulary (if threadpoolctl is available)."""
+    if limit is None:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        yield
+        return
+    with threadpool_limits(limits=limit, user_api="blas"):
+        yield

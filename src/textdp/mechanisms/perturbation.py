@@ -25,7 +25,7 @@ import numpy as np
 from .._validation import check_choice, check_positive_int
 from ..embeddings import DECODERS, Decoder, Embeddings, make_decoder
 from ..errors import ParameterError, ParameterTypeError
-from .kernels import nearest_k
+from .kernels import augment32, nearest_k
 from .laplace import laplace_noise, sample_direction, sample_radius
 from .word_level import SeedLike, WordLevelMechanism, composition, not_covered
 
@@ -94,6 +94,7 @@ class MBRDecoder:
         self._vectors = np.asarray(vectors)
         self._v64 = self._vectors.astype(np.float64)
         self._sq = np.einsum("ij,ij->i", self._v64, self._v64)
+        self._aug32 = augment32(self._vectors, self._sq)
         self.epsilon = float(epsilon)
         self.candidates = int(min(check_positive_int(candidates, "candidates"), self._vectors.shape[0]))
 
@@ -105,7 +106,7 @@ class MBRDecoder:
             z = z[None, :]
         out = np.empty(z.shape[0], dtype=np.int64)
         for s in range(0, z.shape[0], 256):
-            rows, dist = nearest_k(z[s : s + 256], self._vectors, self.candidates, vec_sq=self._sq)
+            rows, dist = nearest_k(z[s : s + 256], self._vectors, self.candidates, augmented32=self._aug32)
             logw = -self.epsilon * dist
             w = np.exp(logw - logw.max(axis=1, keepdims=True))
             w /= w.sum(axis=1, keepdims=True)
@@ -417,6 +418,7 @@ class Vickrey(CMP):
         self._sq = np.einsum("ij,ij->i", self._v64, self._v64)
         if self.lambd is not None:
             self.sqrt_cov_, self.inv_sqrt_cov_ = regularized_sqrt(self._v64, self.lambd)
+        self._aug32 = augment32(emb.vectors, self._sq)
 
     def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """CMP's noise, or the Mahalanobis noise when ``lambd`` is set."""
@@ -428,7 +430,7 @@ class Vickrey(CMP):
 
     def release(self, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Two nearest words of each noisy vector, then the threshold rule (noisy vector only)."""
-        rows, dist = nearest_k(noisy, self.embeddings_.vectors, 2, vec_sq=self._sq)
+        rows, dist = nearest_k(noisy, self.embeddings_.vectors, 2, augmented32=self._aug32)
         t = float(self.t)
         d1, d2 = dist[:, 0], dist[:, 1]
         den = t * d1 + (1.0 - t) * d2
