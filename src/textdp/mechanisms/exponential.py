@@ -26,6 +26,7 @@ from ..errors import ParameterError, ParameterTypeError
 from ..text import normalise, resolve_stop_words
 from .kernels import (
     augment,
+    blas_threads,
     gumbel_argmax,
     pairwise_distances,
     sample_by_distance,
@@ -406,7 +407,8 @@ def custext_groups(vectors: np.ndarray, k: int, *, chunk: int = 64) -> np.ndarra
             break
         seeds = free[:chunk]
         m = min(free.size, 4 * k)
-        scores = v32[seeds] @ v32[free].T  # the nearest maximise e.q - |e|^2 / 2
+        with blas_threads(1):  # one BLAS thread: much faster than two on a shared machine (BENCHMARKS.md)
+            scores = v32[seeds] @ v32[free].T  # the nearest maximise e.q - |e|^2 / 2
         scores -= half32[free][None, :]
         if m < free.size:
             top = np.argpartition(scores, free.size - m, axis=1)[:, free.size - m :]

@@ -148,7 +148,7 @@ def sample_by_distance(
     n_threads = max(1, min(int(threads if threads is not None else (os.cpu_count() or 1)), starts.size))
     chunks = [c for c in np.array_split(np.arange(starts.size), n_threads) if c.size]
     kernel = _LogWeights(aug, float(rate), float(cap))
-    with _blas_threads(1), ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+    with blas_threads(1), ThreadPoolExecutor(max_workers=len(chunks)) as pool:
         for qs in range(0, q_all.shape[0], query_block):
             q = q_all[qs : qs + query_block]
             qa = np.empty((q.shape[0], dim + 2), dtype=np.float64)
@@ -238,7 +238,7 @@ def nearest_k(
         ranges = [(0, n_vocab)]
     rows_out = np.empty((q64.shape[0], k), dtype=np.int64)
     dist_out = np.empty((q64.shape[0], k), dtype=np.float64)
-    with _blas_threads(1 if len(ranges) > 1 else None), ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+    with blas_threads(1 if len(ranges) > 1 else None), ThreadPoolExecutor(max_workers=len(ranges)) as pool:
         for qs in range(0, q64.shape[0], query_block):
             q = q64[qs : qs + query_block]
             qa = np.ones((q.shape[0], dim + 1), dtype=np.float32)
@@ -314,7 +314,7 @@ def _top_range(
 
 
 @contextlib.contextmanager
-def _blas_threads(limit: int | None) -> Iterator[None]:
+def blas_threads(limit: int | None) -> Iterator[None]:
     """Limit BLAS threads while worker threads split the vocabulary (if threadpoolctl is available)."""
     if limit is None:
         yield
