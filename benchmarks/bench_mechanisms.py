@@ -150,6 +150,7 @@ def main() -> None:
     ap.add_argument("--identity", action="store_true", help="fraction released unchanged at several epsilons")
     ap.add_argument("--identity-eps", type=float, nargs="*", default=[1, 3, 5, 10, 20, 50])
     ap.add_argument("--peer", help="python interpreter with mldp-text installed")
+    ap.add_argument("--mbr-eps", type=float, nargs="*", default=[], help="compare CMP with and without MBR here")
     args = ap.parse_args()
 
     print(f"cores: {os.cpu_count()}  load average before: {os.getloadavg()}")
@@ -206,6 +207,25 @@ def main() -> None:
                 out = get(name, epsilon=e, embeddings=emb, seed=3, **params).fit().privatize_ids(ids)
                 cells.append(f"{np.mean(out == ids):.2f}")
             print(f"| {label(name, params)} | " + " | ".join(cells) + " |", flush=True)
+
+    if args.mbr_eps:
+        from textdp.mechanisms.kernels import nearest_k
+
+        src = make_rng(5).integers(1000, 6000, 300)
+        top, _ = nearest_k(vec64[src], emb.vectors, 101)
+        print("\nMBR post-processing: replaced fraction, and share of replacements among the input's 100 nearest")
+        print("| epsilon | replaced (nn) | replaced (mbr) | in top-100 (nn) | in top-100 (mbr) |")
+        print("|---|---|---|---|---|")
+        for e in args.mbr_eps:
+            outs = [
+                get("cmp", epsilon=e, embeddings=emb, seed=21, **kw).fit().privatize_ids(src)
+                for kw in ({}, {"postprocess": "mbr"})
+            ]
+            cells = [f"{np.mean(o != src):.2f}" for o in outs]
+            for o in outs:
+                ch = o != src
+                cells.append(f"{np.mean([w in t for w, t in zip(o[ch], top[ch])]):.2f}")
+            print(f"| {e:g} | " + " | ".join(cells) + " |", flush=True)
 
     if args.peer:
         print("\nmldp-text (same vocabulary, its own interpreter):")
