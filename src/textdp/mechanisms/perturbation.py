@@ -74,8 +74,9 @@ class MBRDecoder:
     medoid is the nearest neighbour itself. It depends only on ``z``, ``epsilon`` and
     the public embeddings (``sources`` is accepted for the decoder protocol and
     ignored), so it is post-processing: the guarantee of the noise is unchanged.
-    Measured effect (GloVe 50d, BENCHMARKS.md): the replacements' median neighbour
-    rank falls by about half at epsilon 5-8.
+    Measured effect (GloVe 50d, 400k words, BENCHMARKS.md): the share of replaced words
+    that are among the input's 100 nearest neighbours rises from 0.10 to 0.18 at
+    epsilon 5 and from 0.36 to 0.44 at epsilon 8; the share replaced is unchanged.
 
     Examples
     --------
