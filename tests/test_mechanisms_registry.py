@@ -1,0 +1,164 @@
+"""The mechanism registry and the common estimator API of the word-level mechanisms."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from textdp import mechanisms
+from textdp.embeddings import Embeddings
+from textdp.errors import DocumentError, ParameterError, ParameterTypeError
+from textdp.guarantees import GUARANTEE_KEYS, Guarantee
+from textdp.mechanisms import MECHANISM_NAMES, PrivateText, get
+
+TEXT = "The old fisherman repaired his nets on the harbour wall while gulls circled above the boats."
+WORD_LEVEL = [n for n in MECHANISM_NAMES if n not in ("earth-movers", "syntf")]
+PARAMS = {"random": {"rate": 0.2}, "custext": {"top_k": 20}, "custext+": {"top_k": 20}}
+
+
+@pytest.fixture(scope="module")
+def vocab(glove):
+    return glove.restrict(top_k=20000)
+
+
+def make(name, vocab, **kw):
+    params = dict(PARAMS.get(name, {}))
+    params.update(kw)
+    eps = params.pop("epsilon", None if name == "random" else 8.0)
+    return get(name, epsilon=eps, embeddings=vocab, **params)
+
+
+def test_names():
+    assert MECHANISM_NAMES[:2] == ("earth-movers", "cmp")
+    for name in ("mahalanobis", "vickrey", "tem", "santext", "santext+", "custext", "custext+", "random"):
+        assert name in MECHANISM_NAMES
+    assert len(set(MECHANISM_NAMES)) == len(MECHANISM_NAMES)
+    assert isinstance(MECHANISM_NAMES, tuple)
+
+
+def test_unknown_name_is_one_line():
+    with pytest.raises(ParameterError) as err:
+        get("laplace", epsilon=1.0)
+    msg = str(err.value)
+    assert "\n" not in msg and "cmp" in msg and "santext+" in msg and "'laplace'" in msg
+
+
+def test_unknown_parameter():
+    with pytest.raises(ParameterError, match="no parameter 'lamda'"):
+        get("mahalanobis", epsilon=1.0, lamda=0.5)
+
+
+def test_earth_movers_is_registered(vocab):
+    m = get("earth-movers", epsilon=1e6, embeddings=vocab, seed=3, size=3)
+    assert isinstance(m, mechanisms.EarthMoversPrivacy)
+    assert len(m.privatize("harbour wall gulls boats").words) == 3
+
+
+@pytest.mark.parametrize("name", WORD_LEVEL)
+def test_every_mechanism_end_to_end(name, vocab):
+    m = make(name, vocab, seed=5)
+    docs = m.privatize([TEXT, "river and boats unicornzzz"])
+    assert all(isinstance(d, PrivateText) for d in docs)
+    # one released word per protected input word (custext+ also passes stop words through)
+    assert len(docs[1].words) == (3 if name == "custext+" else 2)  # 'unicornzzz' is OOV: dropped
+    assert "unicornzzz" not in docs[1].text
+    assert all(w in vocab.index for d in docs for w in d.words)
+    rec = docs[0].to_record()
+    for key in GUARANTEE_KEYS:
+        assert key in rec
+    assert rec["mechanism"] == name and rec["unit"] == "word" and rec["delta"] == 0.0
+    assert rec["seeded"] is True
+    assert "Not covered" in rec["guarantee"]
+    # no input statistic, no input word in the record or in the returned object
+    for forbidden in ("n_tokens", "dropped_oov", "input_words", "n_in_vocabulary"):
+        assert forbidden not in rec
+    assert {f.name for f in dataclasses.fields(PrivateText)} == {"id", "words", "guarantee", "seeded"}
+    g = m.guarantee
+    assert isinstance(g, Guarantee)
+    d = g.to_dict()
+    assert d["guarantee"] == g.statement and d["epsilon"] == g.epsilon
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.epsilon = 1.0  # type: ignore[misc]
+    # transform: texts -> texts (scikit-learn style)
+    assert m.transform(["boats river"])[0].count(" ") == 1
+
+
+@pytest.mark.parametrize("name", WORD_LEVEL)
+def test_seed_reproduces_and_default_is_fresh(name, vocab):
+    ids = np.arange(100, 400)
+    a = make(name, vocab, seed=11).fit().privatize_ids(ids)
+    b = make(name, vocab, seed=11).fit().privatize_ids(ids)
+    np.testing.assert_array_equal(a, b)
+    fresh = make(name, vocab, epsilon=0.5 if name != "random" else None).fit()
+    assert fresh.seeded_ is False
+    assert fresh.privatize(TEXT).to_record()["seeded"] is False
+    if name not in ("custext", "custext+"):
+        assert not np.array_equal(fresh.privatize_ids(ids), fresh.privatize_ids(ids))
+
+
+@pytest.mark.parametrize("name", ["cmp", "mahalanobis", "tem", "santext", "custext"])
+def test_huge_epsilon_is_identity(name, vocab):
+    m = make(name, vocab, epsilon=1e7, seed=1).fit()
+    ids = np.arange(50, 250)
+    np.testing.assert_array_equal(m.privatize_ids(ids), ids)
+
+
+def test_vickrey_t0_is_cmp(vocab):
+    ids = np.arange(1000, 1300)
+    a = get("vickrey", epsilon=6.0, embeddings=vocab, t=0.0, seed=4).fit().privatize_ids(ids)
+    b = get("cmp", epsilon=6.0, embeddings=vocab, seed=4).fit().privatize_ids(ids)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_sklearn_clone_and_params(vocab):
+    from sklearn.base import clone
+
+    # (an Embeddings object cannot be deep-copied, so clone the path-based configuration)
+    m = get("tem", epsilon=3.0, embeddings=None, vocab_size=20000, beta=0.01, seed=2)
+    c = clone(m)
+    assert c.get_params()["beta"] == 0.01 and c.get_params()["epsilon"] == 3.0
+    c.set_params(beta=0.1)
+    assert c.fit().gamma_ > 0
+    with pytest.raises(ParameterTypeError):
+        c.set_params(bogus=1)
+
+
+def test_errors(vocab):
+    with pytest.raises(ParameterError, match="epsilon"):
+        get("santext", epsilon=0.0, embeddings=vocab).fit()
+    with pytest.raises(ParameterError, match="exactly one of epsilon or rate"):
+        get("random", epsilon=1.0, rate=0.5, embeddings=vocab).fit()
+    with pytest.raises(ParameterError, match="lambd"):
+        get("mahalanobis", epsilon=1.0, lambd=1.5, embeddings=vocab).fit()
+    with pytest.raises(ParameterError, match="beta"):
+        get("tem", epsilon=1.0, beta=1.0, embeddings=vocab).fit()
+    with pytest.raises(ParameterError, match="postprocess"):
+        get("cmp", epsilon=1.0, postprocess="magic", embeddings=vocab).fit()
+    with pytest.raises(DocumentError, match="document 0"):
+        get("cmp", epsilon=1.0, embeddings=vocab).privatize("the of and")
+    with pytest.raises(ParameterError, match="vocabulary rows"):
+        get("cmp", epsilon=1.0, embeddings=vocab).privatize_ids([vocab.vocab_size])
+
+
+def test_statements_name_the_metric_and_composition(vocab):
+    for name, needle in [
+        ("cmp", "epsilon*d_2-privacy"),
+        ("mahalanobis", "d_RM"),
+        ("vickrey", "post-processing"),
+        ("tem", "min(||e_x - e_x'||_2"),
+        ("santext", "metric local DP"),
+        ("santext+", "no protection"),
+        ("custext", "not protected from each other"),
+        ("random", "randomised response"),
+    ]:
+        s = make(name, vocab).guarantee.statement
+        assert needle in s, (name, s)
+        assert "Over a document" in s and "Not covered" in s
+
+
+def test_toy_embeddings_api():
+    emb = Embeddings(["cat", "dog", "car"], np.array([[0.0, 0.0], [0.0, 1.0], [9.0, 9.0]]), name="toy")
+    out = get("cmp", epsilon=1e6, embeddings=emb, stop_words=None, seed=0).privatize(["dog car", "car"])
+    assert [d.text for d in out] == ["dog car", "car"]
