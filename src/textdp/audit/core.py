@@ -244,7 +244,7 @@ def clopper_pearson(k: np.ndarray | int, n: int, alpha: float) -> tuple[np.ndarr
 
     >>> lo, hi = clopper_pearson(np.array([0, 5, 10]), 10, 0.025)
     >>> lo.round(3).tolist(), hi.round(3).tolist()
-    [[0.0, 0.187, 0.692], [0.308, 0.813, 1.0]]
+    ([0.0, 0.187, 0.692], [0.308, 0.813, 1.0])
     """
     k_arr = np.asarray(k, dtype=np.float64)
     lo = np.where(k_arr > 0, _beta.ppf(alpha, np.maximum(k_arr, 1.0), n - k_arr + 1.0), 0.0)
