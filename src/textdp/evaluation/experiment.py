@@ -132,7 +132,7 @@ def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> Expe
     corpus = dict(d.get("corpus", {}))
     if "name" not in corpus:
         raise ParameterError("config [corpus] needs name = a corpus name or a JSON-lines path")
-    bad = set(corpus) - _CORPUS_KEYS
+    bad = set(corpus) - set(_CORPUS_KEYS)
     if bad:
         raise ParameterError(f"unknown key(s) in [corpus]: {', '.join(sorted(bad))}")
     for key in corpus:
