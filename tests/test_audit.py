@@ -297,3 +297,22 @@ def test_cli_list():
     assert res.exit_code == 0 and set(json.loads(res.stdout)) == set(audit_case_names())
     res = runner.invoke(app, ["audit", "--list"])
     assert res.exit_code == 0 and "earth-movers" in res.stdout
+
+
+def test_no_event_beats_delta():
+    # with delta close to 1 no event is likely enough: the bound is 0, the audit passes, nothing crashes
+    r = run_audit(AuditCase("rr", "bit 0 vs bit 1", 0, 1, randomized_response(1.0).sample, claimed_epsilon=0.1,
+                            claimed_delta=0.999), samples=1_000, seed=0)
+    assert r.passed and r.lower_bound == 0.0 and r.estimated_epsilon == 0.0 and r.event.startswith("none")
+    g = gaussian_case(1.0, 0.1, 0.999)
+    assert run_audit(g, samples=1_000, seed=0).lower_bound == 0.0
+
+
+def test_outputs_seen_only_in_the_evaluation_half_never_join_the_event():
+    # a continuous output treated as discrete: every value is new, so no event can be formed
+    def sample(x: float, n: int, rng: np.random.Generator) -> np.ndarray:
+        return x + rng.random(n)
+
+    r = run_audit(AuditCase("cont", "0 vs 0.5", 0.0, 0.5, sample, claimed_epsilon=0.1), samples=1_000, seed=0)
+    assert r.lower_bound == 0.0  # the selected outputs never recur: no evidence
+    assert r.events == 2 * 1_000  # only the 2 x 500 selection outputs rank, in both directions

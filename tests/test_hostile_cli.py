@@ -105,7 +105,6 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         (tmp_path / name).write_text(text, encoding="utf-8")
     (tmp_path / "folder").mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache-not-used"))
     yield tmp_path
 
 

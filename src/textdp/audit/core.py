@@ -291,7 +291,7 @@ def _histogram_edges(values: np.ndarray, bins: int) -> np.ndarray:
     return np.unique(np.concatenate([edges, np.nextafter(edges[repeated], np.inf)]))
 
 
-def _atom_ids(case: AuditCase, arrays: list[np.ndarray], n_sel: int) -> tuple[list[np.ndarray], int]:
+def _atom_ids(case: AuditCase, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
     """Map the four samples (a_sel, b_sel, a_eval, b_eval) to integer atom ids."""
     if case.events == "histogram":
         edges = _histogram_edges(np.concatenate(arrays[:2]), case.bins)
@@ -322,10 +322,15 @@ def _candidate_orders(case: AuditCase, num: np.ndarray, den: np.ndarray, n_atoms
     if case.events == "histogram":
         up = np.arange(n_atoms - 1, -1, -1)
         return [up, up[::-1].copy()]
-    return [np.argsort(-((num + _SHRINK) / (den + _SHRINK)), kind="stable")]
+    # only outputs seen in the selection half: which outputs exist in the evaluation half must
+    # not shape the event
+    seen = np.flatnonzero(num + den > 0)
+    return [seen[np.argsort(-((num[seen] + _SHRINK) / (den[seen] + _SHRINK)), kind="stable")]]
 
 
 def _describe_event(case: AuditCase, atoms: np.ndarray, n_atoms: int, first: str) -> str:
+    if atoms.size == 0:
+        return "none: no event is likelier than delta under either input on the selection half"
     if case.events == "histogram":
         side = "upper" if atoms[0] == n_atoms - 1 else "lower"
         return f"{side} tail of the statistic ({atoms.size} of {n_atoms} bins), more likely under input {first}"
@@ -371,18 +376,21 @@ def run_audit(
     out_b = _draw(case, case.input_b, n, gen)
     n_sel = n // 2
     n_eval = n - n_sel
-    ids, n_atoms = _atom_ids(case, [out_a[:n_sel], out_b[:n_sel], out_a[n_sel:], out_b[n_sel:]], n_sel)
+    ids, n_atoms = _atom_ids(case, [out_a[:n_sel], out_b[:n_sel], out_a[n_sel:], out_b[n_sel:]])
     counts = [np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids]
     sel_a, sel_b, ev_a, ev_b = counts
 
     best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
+    n_events = 0
     for direction, (num, den) in enumerate(((sel_a, sel_b), (sel_b, sel_a))):
         for order in _candidate_orders(case, num, den, n_atoms):
+            n_events += order.size
+            if order.size == 0:
+                continue
             bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel, delta, alpha)
             k = int(np.argmax(bounds))
             if bounds[k] > best[0]:
                 best = (float(bounds[k]), direction, order[: k + 1])
-    n_events = 2 * n_atoms * (2 if case.events == "histogram" else 1)
     _, direction, chosen = best
     num_eval, den_eval = (ev_a, ev_b) if direction == 0 else (ev_b, ev_a)
     ka, kb = float(num_eval[chosen].sum()), float(den_eval[chosen].sum())
