@@ -13,11 +13,12 @@ The auditor estimates that quantity from samples, in the style of Google's DP st
 1. draw ``n`` outputs from ``M(a)`` and ``n`` from ``M(b)`` (vectorised, in chunks);
 2. map every output to an *atom*: the output itself for discrete outputs (decoded words, bags of
    ids) or a bin of a one-dimensional real statistic (for example the projection onto ``a - b``);
-3. **select** an event on the first half of each sample: the atoms are ranked by their estimated
-   likelihood ratio and every prefix of that ranking (in both directions, ``a`` over ``b`` and
-   ``b`` over ``a``) is a candidate -- the Neyman–Pearson shape of the best event, of which tail
-   events of a monotone statistic are a special case; the candidate with the largest
-   Clopper–Pearson bound on the selection half wins;
+3. **select** an event on the first half of each sample. Candidates are the prefixes of an
+   ordering of the atoms, in both directions (``a`` over ``b`` and ``b`` over ``a``): for a
+   histogram, its upper and lower tails (threshold events, optimal when the likelihood ratio is
+   monotone in the statistic); for discrete outputs, the atoms ranked by a lower confidence limit
+   of their likelihood ratio on the first quarter of the samples (the Neyman–Pearson shape). The
+   candidate with the largest Clopper–Pearson bound on the rest of the selection half wins;
 4. **evaluate** that one event on the second, independent half: with one-sided Clopper–Pearson
    bounds ``P_a^lo`` and ``P_b^hi`` at level ``(1 - confidence) / 2`` each,
 
@@ -292,9 +293,12 @@ def _histogram_edges(values: np.ndarray, bins: int) -> np.ndarray:
 
 
 def _atom_ids(case: AuditCase, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
-    """Map the four samples (a_sel, b_sel, a_eval, b_eval) to integer atom ids."""
+    """Map the samples (a_rank, b_rank, a_sel, b_sel, a_eval, b_eval) to integer atom ids.
+
+    Histogram edges come from the selection samples only (the first four).
+    """
     if case.events == "histogram":
-        edges = _histogram_edges(np.concatenate(arrays[:2]), case.bins)
+        edges = _histogram_edges(np.concatenate(arrays[:4]), case.bins)
         return [np.searchsorted(edges, x, side="right") for x in arrays], edges.size + 1
     pooled = np.concatenate(arrays, axis=0)
     if pooled.ndim == 1:
@@ -307,25 +311,28 @@ def _atom_ids(case: AuditCase, arrays: list[np.ndarray]) -> tuple[list[np.ndarra
     return ids, int(inverse.max()) + 1 if inverse.size else 1
 
 
-#: Pseudo-count added to both counts of an atom before ranking atoms by likelihood ratio, so that
-#: rare atoms (3 vs 0 draws) do not outrank well-estimated ones.
-_SHRINK = 2.0
+#: z of the lower confidence limit of an atom's log likelihood ratio used to rank discrete atoms:
+#: rare atoms (3 draws against 0) rank below well-estimated ones instead of above them.
+_RANK_Z = 2.0
 
 
 def _candidate_orders(case: AuditCase, num: np.ndarray, den: np.ndarray, n_atoms: int) -> list[np.ndarray]:
     """Orders of atoms whose prefixes are the candidate events.
 
     ``histogram``: the upper and the lower tails of the statistic (threshold events, optimal
-    when the likelihood ratio is monotone in the statistic). ``discrete``: atoms ranked by their
-    shrunk likelihood ratio on the selection half (the Neyman–Pearson shape).
+    when the likelihood ratio is monotone in the statistic). ``discrete``: the atoms seen in the
+    ranking part (``num``, ``den`` are its counts), by a lower confidence limit of their log
+    likelihood ratio ``ln((k_a + ½)/(k_b + ½)) - z·sqrt(1/(k_a + ½) + 1/(k_b + ½))``: the
+    Neyman–Pearson shape, robust to the many rare outputs of a large vocabulary.
     """
     if case.events == "histogram":
         up = np.arange(n_atoms - 1, -1, -1)
         return [up, up[::-1].copy()]
-    # only outputs seen in the selection half: which outputs exist in the evaluation half must
-    # not shape the event
+    # only outputs seen while ranking: which outputs exist in the evaluation half must not shape the event
     seen = np.flatnonzero(num + den > 0)
-    return [seen[np.argsort(-((num[seen] + _SHRINK) / (den[seen] + _SHRINK)), kind="stable")]]
+    x, y = num[seen] + 0.5, den[seen] + 0.5
+    score = np.log(x / y) - _RANK_Z * np.sqrt(1.0 / x + 1.0 / y)
+    return [seen[np.argsort(-score, kind="stable")]]
 
 
 def _describe_event(case: AuditCase, atoms: np.ndarray, n_atoms: int, first: str) -> str:
@@ -334,8 +341,8 @@ def _describe_event(case: AuditCase, atoms: np.ndarray, n_atoms: int, first: str
     if case.events == "histogram":
         side = "upper" if atoms[0] == n_atoms - 1 else "lower"
         return f"{side} tail of the statistic ({atoms.size} of {n_atoms} bins), more likely under input {first}"
-    return (f"{atoms.size} of {n_atoms} distinct outputs, the most likely under input {first} "
-            "(ranked on the selection half)")
+    return (f"{atoms.size} of {n_atoms} distinct outputs, the likeliest under input {first} "
+            "(ranked on a quarter of the samples)")
 
 
 def run_audit(
@@ -376,18 +383,22 @@ def run_audit(
     out_b = _draw(case, case.input_b, n, gen)
     n_sel = n // 2
     n_eval = n - n_sel
-    ids, n_atoms = _atom_ids(case, [out_a[:n_sel], out_b[:n_sel], out_a[n_sel:], out_b[n_sel:]])
-    counts = [np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids]
-    sel_a, sel_b, ev_a, ev_b = counts
+    # discrete atoms are ranked on the first half of the selection samples and the prefix is
+    # chosen on the second; the tails of a histogram need no ranking
+    n_rank = n_sel // 2 if case.events == "discrete" else 0
+    parts = [out_a[:n_rank], out_b[:n_rank], out_a[n_rank:n_sel], out_b[n_rank:n_sel], out_a[n_sel:], out_b[n_sel:]]
+    ids, n_atoms = _atom_ids(case, parts)
+    rank_a, rank_b, sel_a, sel_b, ev_a, ev_b = (np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids)
 
     best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
     n_events = 0
-    for direction, (num, den) in enumerate(((sel_a, sel_b), (sel_b, sel_a))):
-        for order in _candidate_orders(case, num, den, n_atoms):
+    for direction, (num, den, rnum, rden) in enumerate(((sel_a, sel_b, rank_a, rank_b),
+                                                        (sel_b, sel_a, rank_b, rank_a))):
+        for order in _candidate_orders(case, rnum, rden, n_atoms):
             n_events += order.size
             if order.size == 0:
                 continue
-            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel, delta, alpha)
+            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel - n_rank, delta, alpha)
             k = int(np.argmax(bounds))
             if bounds[k] > best[0]:
                 best = (float(bounds[k]), direction, order[: k + 1])
