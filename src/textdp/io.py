@@ -27,10 +27,11 @@ from .errors import DocumentError
 
 def _decode(data: bytes, source: str) -> str:
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a leading byte-order mark is not part of the text
     except UnicodeDecodeError as exc:
+        at = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
         raise DocumentError(
-            f"{source}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            f"{source}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {at}); "
             "convert it to UTF-8 first"
         ) from None
 
@@ -72,17 +73,20 @@ def iter_jsonl_text(
 ) -> Iterator[SourcedDocument]:
     """A :class:`SourcedDocument` for every non-empty line of JSONL content (``text`` starts on ``first_line``).
 
+    Lines end at a line feed only (CRLF too): JSON strings may hold a raw U+2028 or U+0085.
+
     >>> lines = ['{"text": "a"}', '{"id": 7, "text": "b"}']
     >>> [tuple(d) for d in iter_jsonl_text(chr(10).join(lines), "f.jsonl")]
     [(None, 'a', 'f.jsonl:1'), ('7', 'b', 'f.jsonl:2')]
     """
-    for lineno, line in enumerate(text.splitlines(), start=first_line):
+    for lineno, line in enumerate(text.split("\n"), start=first_line):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DocumentError(f"{source}:{lineno}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, huge integers, deep nesting
+            why = getattr(exc, "msg", None) or "nested too deeply, or a number too long"
+            raise DocumentError(f"{source}:{lineno}: not valid JSON ({why})") from None
         if not isinstance(obj, dict):
             raise DocumentError(f"{source}:{lineno}: each JSONL line must be an object")
         if text_field not in obj:

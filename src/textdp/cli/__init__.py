@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "guarantee",
     "topics",
     "evaluate",
+    "audit",
 )
 
 app = typer.Typer(

@@ -63,9 +63,11 @@ UTILITY_MODELS: dict[str, str] = {
     "knn-topic": "5-NN topic over the known texts in the embedding space (same representation)",
 }
 
-_CORPUS_KEYS = {
-    "name", "data_dir", "author_field", "text_field", "topic_field", "filter_field", "strip_quotes",
-    "known_words", "unknown_words", "cut", "max_authors", "n_topics", "authors_per_topic", "max_topic_train",
+#: The keys of [corpus] and their TOML types.
+_CORPUS_KEYS: dict[str, type] = {
+    "name": str, "data_dir": str, "author_field": str, "text_field": str, "topic_field": str,
+    "filter_field": str, "strip_quotes": bool, "known_words": int, "unknown_words": int, "cut": str,
+    "max_authors": int, "n_topics": int, "authors_per_topic": int, "max_topic_train": int,
 }
 
 
@@ -124,12 +126,17 @@ def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> Expe
     unknown = set(d) - {"corpus", "mechanism", "attackers", "utility", "run"}
     if unknown:
         raise ParameterError(f"unknown config section(s): {', '.join(sorted(unknown))}")
+    for section in ("corpus", "mechanism", "attackers", "utility", "run"):
+        if not isinstance(d.get(section, {}), dict):
+            raise ParameterTypeError(f"config [{section}] must be a table, got {type(d[section]).__name__}")
     corpus = dict(d.get("corpus", {}))
     if "name" not in corpus:
         raise ParameterError("config [corpus] needs name = a corpus name or a JSON-lines path")
-    bad = set(corpus) - _CORPUS_KEYS
+    bad = set(corpus) - set(_CORPUS_KEYS)
     if bad:
         raise ParameterError(f"unknown key(s) in [corpus]: {', '.join(sorted(bad))}")
+    for key in corpus:
+        _get(corpus, key, _CORPUS_KEYS[key], None, "corpus")
     if base_dir is not None:
         for key in ("data_dir",):
             if key in corpus and not Path(str(corpus[key])).is_absolute():
@@ -138,6 +145,7 @@ def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> Expe
         if name.endswith((".jsonl", ".jsonl.gz", ".json")) and not Path(name).is_absolute():
             corpus["name"] = str((base_dir / name).resolve())
     mech = d.get("mechanism", {})
+    _get(mech, "embeddings", str, None, "mechanism")
     bad = set(mech) - {"epsilons", "embeddings", "vocab_size", "domain_vocab", "domain_min_count", "bag", "size",
                        "decoder"}
     if bad:
@@ -204,8 +212,12 @@ def load_config(path: str | Path) -> ExperimentConfig:
         raise ParameterError(f"config file not found: {p}")
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise ParameterError(f"{p}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"{p}: not valid UTF-8 (byte offset {exc.start}); save the config as UTF-8") from None
+    except OSError as exc:
+        raise ParameterError(f"{p}: cannot read ({exc.strerror or exc})") from None
     cfg = config_from_dict(data, base_dir=p.resolve().parent)
     cfg.config_path = str(p)
     if cfg.output is not None and not Path(cfg.output).is_absolute():

@@ -110,7 +110,14 @@ def resolve_stop_words(stop_words: str | Iterable[str] | None) -> frozenset[str]
     if isinstance(stop_words, str):
         check_choice(stop_words, "stop-word list", ("english",))
         return ENGLISH_STOP_WORDS
-    return frozenset(str(w).lower() for w in stop_words)
+    if isinstance(stop_words, (bytes, bytearray)) or not isinstance(stop_words, Iterable):
+        raise ParameterTypeError(
+            f"stop_words must be 'english', None or an iterable of str, got {type(stop_words).__name__}"
+        )
+    words = tuple(stop_words)
+    if not all(isinstance(w, str) for w in words):
+        raise ParameterTypeError("stop_words must hold only str")
+    return frozenset(w.lower() for w in words)
 
 
 def normalise(text: str, stop_words: str | Iterable[str] | None = "english") -> list[str]:
@@ -175,7 +182,10 @@ def make_bag(
     """
     size = check_positive_int(size, "size")
     check_choice(mode, "bag mode", BAG_MODES)
-    ids = np.asarray(ids, dtype=np.int64)
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+        raise ParameterTypeError(f"{doc_id}: ids must be a 1-D integer array, got {ids.dtype} of shape {ids.shape}")
+    ids = ids.astype(np.int64, copy=False)
     if ids.size == 0:
         raise DocumentError(f"{doc_id}: no in-vocabulary word left after normalisation")
     if mode == "truncate":
@@ -185,6 +195,6 @@ def make_bag(
                 "lower --size, or use --bag sample"
             )
         return ids[:size].copy()
-    if rng is None:
-        raise ParameterTypeError("bag mode 'sample' needs a numpy Generator (rng)")
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterTypeError(f"bag mode 'sample' needs a numpy Generator (rng), got {type(rng).__name__}")
     return ids[rng.integers(0, ids.size, size=size)]

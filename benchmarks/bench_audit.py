@@ -1,0 +1,138 @@
+"""The large audit run of BENCHMARKS.md: every registered mechanism at 10^6 samples per input.
+
+For each case it prints one markdown row: mechanism, ε, δ, the claimed loss of the pair, the
+plug-in estimate, the 95% Clopper–Pearson lower bound, samples per input, candidate events, the
+verdict and the wall time. With ``--broken`` it also audits the deliberately broken variants of
+``tests/test_audit.py`` at the same sample size (the same test must flag them).
+
+    python benchmarks/bench_audit.py --samples 1000000 --seed 1
+    python benchmarks/bench_audit.py --samples 1000000 --seed 1 --broken
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from textdp.audit import AuditCase, audit, audit_case_names, run_audit
+from textdp.audit.cases import (
+    TOPIC_SENSITIVITY,
+    matrix_case,
+    word_noise_case,
+    word_pair_case,
+)
+from textdp.topics.mechanisms import (
+    TopicDPGaussian,
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+)
+
+#: (mechanism, epsilon, delta) rows; None = the case's default.
+ROWS: list[tuple[str, float | None, float | None]] = [
+    ("earth-movers", 10.0, None),
+    ("earth-movers", 5.0, None),
+    ("earth-movers-noise", 10.0, None),
+    ("earth-movers-noise", 5.0, None),
+    ("laplace", 1.0, None),
+    ("laplace", 3.0, None),
+    ("topicdp", 1.0, 1e-4),
+    ("topicdp", 3.0, 1e-5),
+    ("topicdp-thesis", 1.0, 1e-4),
+    ("mvg", 1.0, 1e-4),
+    ("mvg-directional", 1.0, 1e-4),
+]
+
+
+def _fmt(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.3f}"
+
+
+def row(label: str, eps: float | None, delta: float, r: object) -> str:
+    e = "-" if eps is None else f"{eps:g}"
+    return (f"| {label} | {e} | {delta:g} | {_fmt(r.claimed_epsilon)} | {_fmt(r.estimated_epsilon)} | "  # type: ignore[attr-defined]
+            f"**{_fmt(r.lower_bound)}** | {r.samples:,} | {r.events:,} | "  # type: ignore[attr-defined]
+            f"{'pass' if r.passed else 'VIOLATION'} | {r.seconds:.1f} |")  # type: ignore[attr-defined]
+
+
+def broken_cases() -> list[tuple[str, float, AuditCase]]:
+    from textdp.embeddings import ExactDecoder, load_embeddings
+    from textdp.mechanisms.laplace import laplace_noise
+
+    class ScaledLaplace:
+        def __init__(self, scale: float) -> None:
+            self.scale = scale
+
+        def randomize(self, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+            return matrix + rng.laplace(0.0, self.scale, size=np.shape(matrix))
+
+    from textdp.audit.cases import l1_matrix_case
+
+    out: list[tuple[str, float, AuditCase]] = [
+        ("laplace, scale / 2", 1.0, l1_matrix_case("laplace", ScaledLaplace(1.0), claimed_epsilon=1.0)),
+        ("laplace, scale / 4", 1.0, l1_matrix_case("laplace", ScaledLaplace(0.5), claimed_epsilon=1.0)),
+        ("topicdp, sensitivity / 2", 3.0, matrix_case(
+            "topicdp", TopicDPGaussian(epsilon=3.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY / 2, gamma=0.1),
+            sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=3.0, claimed_delta=1e-4)),
+    ]
+    for label, sigma in (("gaussian, classic sigma at (8, 0.2)", classic_gaussian_sigma(8.0, 0.2, 1.0)),
+                         ("gaussian, analytic sigma at (8, 0.2)", analytic_gaussian_sigma(8.0, 0.2, 1.0))):
+        out.append((label, 8.0, AuditCase(
+            "gaussian", "0 vs 1", np.array([0.0]), np.array([1.0]),
+            lambda x, n, rng, s=sigma: x + rng.normal(0.0, s, (n, 1)),
+            claimed_epsilon=8.0, claimed_delta=0.2, events="histogram")))
+    emb = load_embeddings(vocab_size=5000)
+    vec = emb.vectors
+    dec = ExactDecoder(vec)
+
+    def decoded(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        z = vec[ids.reshape(-1)].astype(np.float64) + laplace_noise(ids.size, 50, 10.0, rng) / 50
+        return np.sort(dec.decode(z).reshape(ids.shape), axis=-1)
+
+    def noisy(scale: float, coordinate: bool = False):  # type: ignore[no-untyped-def]
+        def f(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+            base = vec[ids.reshape(-1)].astype(np.float64)
+            noise = rng.laplace(0.0, 0.1, base.shape) if coordinate else laplace_noise(ids.size, 50, 10.0 / scale, rng)
+            return (base + noise).reshape(ids.shape + (vec.shape[1],))
+        return f
+
+    out += [
+        ("earth-movers, radius Gamma(1, 1/eps)", 10.0, word_pair_case("earth-movers", decoded, emb, 10.0)),
+        ("earth-movers-noise, scale / 2", 10.0, word_noise_case("earth-movers-noise", noisy(0.5), emb, 10.0)),
+        ("earth-movers-noise, scale / 4", 10.0, word_noise_case("earth-movers-noise", noisy(0.25), emb, 10.0)),
+        ("earth-movers-noise, coordinate-wise Laplace", 10.0,
+         word_noise_case("earth-movers-noise", noisy(1.0, coordinate=True), emb, 10.0)),
+    ]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=float, default=1e6)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--broken", action="store_true", help="audit the broken variants instead")
+    ap.add_argument("--only", nargs="*", default=None, help="only these mechanisms")
+    args = ap.parse_args()
+    n = int(args.samples)
+    print("| mechanism | epsilon | delta | claimed loss | estimate | lower bound | samples/input | events | "
+          "verdict | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    if args.broken:
+        for label, eps, case in broken_cases():
+            t0 = time.perf_counter()
+            r = run_audit(case, samples=n, seed=args.seed)
+            assert abs(r.seconds - (time.perf_counter() - t0)) < 5
+            print(row(label, eps, case.claimed_delta, r), flush=True)
+        return
+    names = set(audit_case_names())
+    for mech, eps, delta in ROWS:
+        if mech not in names or (args.only and mech not in args.only):
+            continue
+        r = audit(mech, epsilon=eps, delta=delta, samples=n, seed=args.seed)
+        print(row(mech, eps, r.claimed_delta, r), flush=True)
+
+
+if __name__ == "__main__":
+    main()

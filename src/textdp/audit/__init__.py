@@ -1,0 +1,56 @@
+"""Empirical privacy auditing: does a mechanism exceed the ε it claims?
+
+The auditor samples a mechanism on two neighbouring inputs many times and turns the frequencies of
+output events into a Clopper–Pearson *lower* confidence bound on the privacy loss (see
+:mod:`textdp.audit.core`). A lower bound above the claimed ε is evidence of a bug; a lower bound
+below it is a pass (not a proof).
+
+* :func:`audit` -- audit a registered mechanism by name (``textdp audit NAME`` on the command
+  line) or a hand-built :class:`AuditCase`;
+* :func:`register_audit_case` -- add a mechanism (a factory ``(epsilon, delta) -> AuditCase``);
+* :mod:`textdp.audit.cases` -- the built-in cases and helpers (:func:`word_pair_case`,
+  :func:`sample_releases`).
+
+This package sits above the mechanisms (like :mod:`textdp.evaluation`); lower layers never import it.
+
+>>> r = audit("laplace", epsilon=2.0, samples=10_000, seed=0)
+>>> r.passed, r.claimed_epsilon
+(True, 2.0)
+"""
+
+from __future__ import annotations
+
+from .cases import register_builtin_cases, sample_releases, word_pair_case
+from .core import (
+    AuditCase,
+    AuditResult,
+    clopper_pearson,
+    projection_statistic,
+    run_audit,
+)
+from .registry import (
+    AuditFactory,
+    audit,
+    audit_case,
+    audit_case_names,
+    describe_audit_cases,
+    register_audit_case,
+)
+
+register_builtin_cases()
+
+__all__ = [
+    "AuditCase",
+    "AuditFactory",
+    "AuditResult",
+    "audit",
+    "audit_case",
+    "audit_case_names",
+    "clopper_pearson",
+    "describe_audit_cases",
+    "projection_statistic",
+    "register_audit_case",
+    "run_audit",
+    "sample_releases",
+    "word_pair_case",
+]

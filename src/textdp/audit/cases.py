@@ -1,0 +1,449 @@
+"""The built-in audit cases: Earth Mover's privacy and the TopicDP matrix mechanisms.
+
+Every case uses public or toy inputs only (GloVe words, small hand-written matrices), never a
+corpus. Each is registered under the mechanism's CLI name by :func:`register_builtin_cases`.
+
+* ``earth-movers`` -- two GloVe words ``w_a``, ``w_b`` (bags of N = 1 word) at Euclidean
+  distance ``d``; the claim of Theorem 5.1 is ``ε·N·E_d = ε·d``. The pair is picked from a fixed
+  public list so that ``ε·d`` is close to :data:`TARGET_LOSS` (a claim the auditor can resolve
+  with ~10^5 samples); outputs are decoded against the :data:`EARTH_MOVERS_VOCABULARY` most
+  frequent words (a public vocabulary restriction, which is post-processing), events are the
+  decoded words.
+* ``earth-movers-noise`` -- the same pair, auditing Algorithm 1's noisy vectors
+  (``noisy_vectors``) before decoding with the tails of their likelihood-ratio statistic: a much
+  sharper check of the noise sampler (decoding is post-processing, so the claim is the same).
+* ``topicdp`` / ``topicdp-thesis`` -- 2×2 topic matrices at Frobenius distance Δ (the stated L2
+  sensitivity, one entry moved by Δ); events are bins of the projection onto ``a - b``, the
+  likelihood-ratio direction of the Gaussian; the claim is (ε, δ) (thesis: (ε, m·n·δ)).
+* ``laplace`` -- 1×2 matrices ``[[1, 0]]`` and ``[[0, 1]]``: each row moves by 2 in L1, the
+  global sensitivity 2m; events are bins of the Laplace log-likelihood-ratio statistic
+  ``Σ |x - b| - |x - a|``, whose extreme atom reaches the full ratio ``e^ε``.
+* ``mvg`` / ``mvg-directional`` -- as ``topicdp`` with the MVG claim (ε, δ).
+
+The TopicDP classes are called through their public ``randomize`` (or the older ``randomise``)
+one release at a time (:func:`sample_releases`), unless a class offers ``randomize_batch``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_epsilon, check_positive_int, check_probability
+from ..errors import ParameterError
+from .core import AuditCase
+from .registry import register_audit_case
+
+__all__ = [
+    "EARTH_MOVERS_VOCABULARY",
+    "TARGET_LOSS",
+    "WORD_PAIRS",
+    "choose_word_pair",
+    "earth_movers_case",
+    "earth_movers_noise_case",
+    "l1_likelihood_statistic",
+    "l1_matrix_case",
+    "laplace_case",
+    "matrix_case",
+    "matrix_pair",
+    "metric_likelihood_statistic",
+    "mvg_case",
+    "randomizer",
+    "register_builtin_cases",
+    "sample_releases",
+    "topicdp_case",
+    "word_noise_case",
+    "word_pair_case",
+]
+
+#: Public word pairs the word-level cases choose from (all within GloVe's 5,000 most frequent
+#: words), from very close (``monday``/``tuesday``, d = 0.35) to far (``london``/``paris``, 4.03).
+WORD_PAIRS: tuple[tuple[str, str], ...] = (
+    ("monday", "tuesday"), ("january", "february"), ("two", "three"), ("north", "south"),
+    ("he", "she"), ("city", "town"), ("king", "queen"), ("london", "paris"),
+)
+#: The claimed loss ε·d the word-level cases aim for when they pick a pair.
+TARGET_LOSS = 3.0
+#: Vocabulary the ``earth-movers`` case decodes to (GloVe's most frequent words).
+EARTH_MOVERS_VOCABULARY = 5_000
+
+TOPIC_DEFAULT_EPSILON = 1.0
+TOPIC_DEFAULT_DELTA = 1e-4
+#: L2 sensitivity used by the matrix cases (any value works: the pair is placed at distance Δ).
+TOPIC_SENSITIVITY = 0.1
+_TOY_MATRIX = np.array([[0.4, 0.3], [0.2, 0.1]])
+
+
+# -- word-level metric DP -------------------------------------------------------------------------
+def choose_word_pair(embeddings: Any, epsilon: float, size: int = 1,
+                     pair: tuple[str, str] | None = None, mechanism: str = "audit") -> tuple[tuple[str, str], float]:
+    """The audit pair and its Euclidean distance ``d``.
+
+    Default: the pair of :data:`WORD_PAIRS` (present in the vocabulary) whose claim ``ε·N·d`` is
+    closest to :data:`TARGET_LOSS` on a log scale.
+    """
+    eps = check_epsilon(epsilon)
+    n_words = check_positive_int(size, "size")
+    index = embeddings.index
+    vec = embeddings.vectors
+    candidates = [pair] if pair is not None else [p for p in WORD_PAIRS if p[0] in index and p[1] in index]
+    if not candidates:
+        raise ParameterError(f"{mechanism}: none of the audit word pairs is in the vocabulary {embeddings.name}")
+
+    def dist(p: tuple[str, str]) -> float:
+        for w in p:
+            if w not in index:
+                raise ParameterError(f"{mechanism}: audit word {w!r} is not in the vocabulary {embeddings.name}")
+        return float(np.linalg.norm(vec[index[p[0]]].astype(np.float64) - vec[index[p[1]]].astype(np.float64)))
+
+    chosen = min(candidates, key=lambda p: abs(math.log(max(eps * n_words * dist(p), 1e-300) / TARGET_LOSS)))
+    d = dist(chosen)
+    if d == 0.0:
+        raise ParameterError(f"{mechanism}: the audit words {chosen} have identical vectors")
+    return chosen, d
+
+
+def _pair_text(chosen: tuple[str, str], d: float, n_words: int, eps: float, name: str, what: str) -> str:
+    return (f"bags of N={n_words} x {chosen[0]!r} vs {chosen[1]!r}, E_d = d = {d:.4f} ({name}); "
+            f"claim epsilon*N*E_d = {eps:g}*{n_words}*{d:.4f}; events: {what}")
+
+
+def word_pair_case(
+    mechanism: str,
+    privatize: Callable[[np.ndarray, np.random.Generator], np.ndarray],
+    embeddings: Any,
+    epsilon: float,
+    pair: tuple[str, str] | None = None,
+    *,
+    size: int = 1,
+    claimed_epsilon: float | None = None,
+    chunk: int = 16_384,
+) -> AuditCase:
+    """An audit case for a word-level metric-DP mechanism: two bags of ``size`` equal words.
+
+    Adding a word-level mechanism to the auditor takes a few lines::
+
+        def factory(epsilon=None, delta=None):
+            emb = load_embeddings(vocab_size=5000)
+            mech = ...  # the mechanism at epsilon
+            return word_pair_case("cmp", lambda ids, rng: mech_batch(ids, rng), emb, epsilon or 10.0)
+        register_audit_case("cmp", factory, description="...")
+
+    Parameters
+    ----------
+    mechanism : str
+        Registered name.
+    privatize : callable
+        ``privatize(ids, rng) -> ids``: the mechanism on a ``(B, N)`` batch of vocabulary rows;
+        the outputs (decoded rows) are the events.
+    embeddings : Embeddings
+        The public vocabulary (the pair must be in it).
+    epsilon : float
+        The mechanism's ε per unit of distance.
+    pair : (str, str), optional
+        The two words (default: :func:`choose_word_pair`).
+    size : int
+        Bag size N (both bags repeat their word N times, so ``E_d = d``).
+    claimed_epsilon : float, optional
+        The claim for this pair; default ``ε·N·E_d = ε·N·d`` (Theorem 5.1 of Fernandes et al.).
+    """
+    eps = check_epsilon(epsilon)
+    n_words = check_positive_int(size, "size")
+    chosen, d = choose_word_pair(embeddings, eps, n_words, pair, mechanism)
+    index = embeddings.index
+    bag_a = np.full(n_words, index[chosen[0]], dtype=np.int64)
+    bag_b = np.full(n_words, index[chosen[1]], dtype=np.int64)
+
+    def sample(bag: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(privatize(np.broadcast_to(bag, (n, bag.size)).copy(), rng))
+
+    return AuditCase(
+        mechanism=mechanism,
+        pair=_pair_text(chosen, d, n_words, eps, embeddings.name, "decoded words"),
+        input_a=bag_a,
+        input_b=bag_b,
+        sample=sample,
+        claimed_epsilon=eps * n_words * d if claimed_epsilon is None else float(claimed_epsilon),
+        events="discrete",
+        chunk=chunk,
+    )
+
+
+def metric_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``Σ_i ||z_i - b_i|| - ||z_i - a_i||`` over the N positions of a batch ``(B, N, d)``.
+
+    Up to the factor ε this is the log-likelihood ratio of n-dimensional Laplace noise (density
+    ``∝ exp(-ε ||z - x||)``), so its tails are the most distinguishing events.
+
+    >>> f = metric_likelihood_statistic(np.array([[0.0, 0.0]]), np.array([[3.0, 0.0]]))
+    >>> f(np.array([[[-1.0, 0.0]], [[1.5, 2.0]]])).tolist()
+    [3.0, 0.0]
+    """
+    a64 = np.asarray(a, dtype=np.float64)
+    b64 = np.asarray(b, dtype=np.float64)
+
+    def statistic(z: np.ndarray) -> np.ndarray:
+        z64 = np.asarray(z, dtype=np.float64)
+        return np.asarray((np.linalg.norm(z64 - b64, axis=-1) - np.linalg.norm(z64 - a64, axis=-1)).sum(axis=-1))
+
+    return statistic
+
+
+def word_noise_case(
+    mechanism: str,
+    noisy: Callable[[np.ndarray, np.random.Generator], np.ndarray],
+    embeddings: Any,
+    epsilon: float,
+    pair: tuple[str, str] | None = None,
+    *,
+    size: int = 1,
+    claimed_epsilon: float | None = None,
+    chunk: int = 65_536,
+) -> AuditCase:
+    """Like :func:`word_pair_case`, but auditing the noisy vectors before decoding.
+
+    ``noisy(ids, rng)`` maps a ``(B, N)`` batch of rows to ``(B, N, d)`` noisy vectors (Algorithm
+    1 of Fernandes et al.). The metric-DP guarantee holds for these vectors already (decoding is
+    post-processing), and their likelihood-ratio statistic (:func:`metric_likelihood_statistic`)
+    resolves a far larger share of the claimed loss than decoded words, so sampler bugs (a wrong
+    radius law, coordinate-wise noise) show up at affordable sample sizes.
+    """
+    eps = check_epsilon(epsilon)
+    n_words = check_positive_int(size, "size")
+    chosen, d = choose_word_pair(embeddings, eps, n_words, pair, mechanism)
+    index = embeddings.index
+    bag_a = np.full(n_words, index[chosen[0]], dtype=np.int64)
+    bag_b = np.full(n_words, index[chosen[1]], dtype=np.int64)
+    vec = embeddings.vectors
+
+    def sample(bag: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(noisy(np.broadcast_to(bag, (n, bag.size)).copy(), rng))
+
+    return AuditCase(
+        mechanism=mechanism,
+        pair=_pair_text(chosen, d, n_words, eps, embeddings.name,
+                        "tails of the likelihood-ratio statistic of the noisy vectors"),
+        input_a=bag_a,
+        input_b=bag_b,
+        sample=sample,
+        claimed_epsilon=eps * n_words * d if claimed_epsilon is None else float(claimed_epsilon),
+        events="histogram",
+        statistic=metric_likelihood_statistic(vec[bag_a], vec[bag_b]),
+        chunk=chunk,
+    )
+
+
+def earth_movers_case(epsilon: float | None = None, delta: float | None = None, *,
+                      vocab_size: int = EARTH_MOVERS_VOCABULARY,
+                      pair: tuple[str, str] | None = None, size: int = 1) -> AuditCase:
+    """Earth Mover's privacy end to end (``privatize_ids``: Algorithms 1–2) on GloVe 6B 50d.
+
+    Events are the decoded bags. Default ε = 10, for which the pair is ``monday``/``tuesday``
+    (claim ε·d ≈ 3.5).
+    """
+    from ..embeddings import ExactDecoder, load_embeddings
+    from ..mechanisms import privatize_ids
+
+    if delta not in (None, 0, 0.0):
+        raise ParameterError("earth-movers is pure metric DP (delta = 0); --delta does not apply")
+    eps = check_epsilon(10.0 if epsilon is None else epsilon)
+    emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
+    vectors = emb.vectors
+    decoder = ExactDecoder(vectors)
+
+    def privatize(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return privatize_ids(ids, vectors, eps, rng, decoder)
+
+    return word_pair_case("earth-movers", privatize, emb, eps, pair, size=size)
+
+
+def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = None, *,
+                            vocab_size: int = EARTH_MOVERS_VOCABULARY,
+                            pair: tuple[str, str] | None = None, size: int = 1) -> AuditCase:
+    """Earth Mover's privacy, Algorithm 1 only (``noisy_vectors``): the noise sampler itself."""
+    from ..embeddings import load_embeddings
+    from ..mechanisms import noisy_vectors
+
+    if delta not in (None, 0, 0.0):
+        raise ParameterError("earth-movers-noise is pure metric DP (delta = 0); --delta does not apply")
+    eps = check_epsilon(10.0 if epsilon is None else epsilon)
+    emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
+    vectors = emb.vectors
+
+    def noisy(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return noisy_vectors(ids, vectors, eps, rng)
+
+    return word_noise_case("earth-movers-noise", noisy, emb, eps, pair, size=size)
+
+
+# -- TopicDP matrix mechanisms ---------------------------------------------------------------------
+def randomizer(mechanism: Any) -> Callable[..., np.ndarray]:
+    """The mechanism's ``randomize`` method, or its older spelling ``randomise``."""
+    fn = getattr(mechanism, "randomize", None) or getattr(mechanism, "randomise", None)
+    if fn is None:
+        raise ParameterError(f"{type(mechanism).__name__} has no randomize method")
+    return fn  # type: ignore[no-any-return]
+
+
+def sample_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` independent releases of ``matrix``: shape ``(n,) + matrix.shape``.
+
+    Uses ``mechanism.randomize_batch(matrices, rng=...)`` on an ``(n, m, k)`` stack when the
+    class has one, else ``n`` calls of ``randomize`` sharing ``rng``.
+    """
+    batch = getattr(mechanism, "randomize_batch", None)
+    if callable(batch):
+        return np.asarray(batch(np.broadcast_to(matrix, (n,) + matrix.shape), rng=rng), dtype=np.float64)
+    fn = randomizer(mechanism)
+    out = np.empty((n,) + matrix.shape, dtype=np.float64)
+    for i in range(n):
+        out[i] = fn(matrix, rng=rng)
+    return out
+
+
+def matrix_pair(sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two 2×2 sub-stochastic toy matrices at Frobenius distance ``sensitivity`` (entry (0, 0) moved).
+
+    >>> a, b = matrix_pair(0.1)
+    >>> round(float(np.linalg.norm(a - b)), 12)
+    0.1
+    """
+    a = _TOY_MATRIX.copy()
+    b = a.copy()
+    b[0, 0] = a[0, 0] - sensitivity
+    return a, b
+
+
+def matrix_case(name: str, mechanism: Any, *, sensitivity: float, claimed_epsilon: float,
+                claimed_delta: float = 0.0) -> AuditCase:
+    """An audit case for a matrix mechanism with an L2 (Frobenius) sensitivity claim.
+
+    The pair is :func:`matrix_pair` at distance ``sensitivity``; events are the tails of the
+    projection onto ``a - b`` (the likelihood-ratio direction of Gaussian noise). ``mechanism``
+    is any object with ``randomize(matrix, rng=...)`` (or ``randomise``); see :func:`sample_releases`.
+    """
+    a, b = matrix_pair(sensitivity)
+
+    def sample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return sample_releases(mechanism, x, n, rng)
+
+    return AuditCase(
+        mechanism=name,
+        pair=f"2x2 toy topic matrices one entry apart, Frobenius distance {sensitivity:g} = the stated L2 sensitivity",
+        input_a=a,
+        input_b=b,
+        sample=sample,
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
+        events="histogram",
+        chunk=8_192,
+    )
+
+
+def l1_matrix_case(name: str, mechanism: Any, *, claimed_epsilon: float) -> AuditCase:
+    """An audit case for a 1-row matrix mechanism with the L1 sensitivity 2 of a probability row.
+
+    The pair ``[[1, 0]]`` / ``[[0, 1]]`` moves the row by 2 in L1; events are the tails of
+    :func:`l1_likelihood_statistic`, whose extreme atom carries the full ratio of Laplace noise.
+    """
+    a = np.array([[1.0, 0.0]])
+    b = np.array([[0.0, 1.0]])
+
+    def sample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return sample_releases(mechanism, x, n, rng)
+
+    return AuditCase(
+        mechanism=name,
+        pair="1x2 topic matrices [[1, 0]] vs [[0, 1]]: L1 distance 2 = the global sensitivity 2m (m = 1)",
+        input_a=a,
+        input_b=b,
+        sample=sample,
+        claimed_epsilon=claimed_epsilon,
+        events="histogram",
+        statistic=l1_likelihood_statistic(a, b),
+        chunk=8_192,
+    )
+
+
+def _topic_params(epsilon: float | None, delta: float | None) -> tuple[float, float]:
+    eps = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon)
+    dlt = check_probability(TOPIC_DEFAULT_DELTA if delta is None else delta, "delta")
+    return eps, dlt
+
+
+def topicdp_case(epsilon: float | None = None, delta: float | None = None, *,
+                 calibration: str = "analytic") -> AuditCase:
+    """TopicDP's Gaussian mechanism (analytic or thesis calibration) at its stated sensitivity."""
+    from ..topics.mechanisms import TopicDPGaussian
+
+    eps, dlt = _topic_params(epsilon, delta)
+    mech = TopicDPGaussian(epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, gamma=0.1,
+                           calibration=calibration)
+    claimed_delta = dlt if calibration == "analytic" else min(1.0, 4 * dlt)
+    if claimed_delta >= 1.0:
+        raise ParameterError("topicdp-thesis composes to (epsilon, m*n*delta) = (epsilon, 4*delta): "
+                             "choose delta < 0.25")
+    name = "topicdp" if calibration == "analytic" else "topicdp-thesis"
+    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=claimed_delta)
+
+
+def laplace_case(epsilon: float | None = None, delta: float | None = None) -> AuditCase:
+    """The Laplace baseline (global L1 sensitivity 2m) on the extreme pair ``[[1, 0]]`` / ``[[0, 1]]``."""
+    from ..topics.mechanisms import LaplaceBaseline
+
+    if delta not in (None, 0, 0.0):
+        raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
+    eps = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon)
+    mech = LaplaceBaseline(epsilon=eps, m=1)
+    return l1_matrix_case("laplace", mech, claimed_epsilon=eps)
+
+
+def l1_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``Σ |x - b| - |x - a|`` (rounded to 1e-9): the Laplace log-likelihood ratio up to its scale.
+
+    >>> f = l1_likelihood_statistic(np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]))
+    >>> f(np.array([[[1.3, -0.2]], [[0.5, 0.5]]])).tolist()
+    [2.0, 0.0]
+    """
+    a64 = np.asarray(a, dtype=np.float64).reshape(-1)
+    b64 = np.asarray(b, dtype=np.float64).reshape(-1)
+
+    def statistic(x: np.ndarray) -> np.ndarray:
+        flat = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+        return np.round((np.abs(flat - b64) - np.abs(flat - a64)).sum(axis=1), 9)
+
+    return statistic
+
+
+def mvg_case(epsilon: float | None = None, delta: float | None = None, *,
+             covariance: str = "isotropic") -> AuditCase:
+    """The MVG mechanism (Chanyaswad et al. 2018) at its stated L2 sensitivity."""
+    from ..topics.mechanisms import MVGMechanism
+
+    eps, dlt = _topic_params(epsilon, delta)
+    mech = MVGMechanism(epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, covariance=covariance)
+    name = "mvg" if covariance == "isotropic" else "mvg-directional"
+    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt)
+
+
+def register_builtin_cases() -> None:
+    """Register the cases of this module (idempotent)."""
+    entries: dict[str, tuple[Callable[..., AuditCase], str]] = {
+        "earth-movers": (earth_movers_case, ("Earth Mover's privacy, two GloVe words at distance d "
+                         "(claim epsilon*d; default epsilon 10)")),
+        "earth-movers-noise": (earth_movers_noise_case, ("Earth Mover's privacy, Algorithm 1's noisy vectors "
+                               "(likelihood-ratio tails; claim epsilon*d; default epsilon 10)")),
+        "topicdp": (topicdp_case, ("TopicDP Gaussian, analytic calibration (claim (epsilon, delta); "
+                    "default 1, 1e-4)")),
+        "topicdp-thesis": (lambda epsilon=None, delta=None: topicdp_case(epsilon, delta, calibration="thesis"),
+                           "TopicDP Gaussian, thesis calibration (claim (epsilon, m*n*delta))"),
+        "laplace": (laplace_case, "Laplace baseline, L1 sensitivity 2m (claim epsilon; default 1)"),
+        "mvg": (mvg_case, "matrix-variate Gaussian, isotropic (claim (epsilon, delta))"),
+        "mvg-directional": (lambda epsilon=None, delta=None: mvg_case(epsilon, delta, covariance="directional"),
+                            "matrix-variate Gaussian, directional (claim (epsilon, delta))"),
+    }
+    for name, (factory, text) in entries.items():
+        register_audit_case(name, factory, description=text, replace=True)

@@ -1,0 +1,121 @@
+"""The registry of audit cases, keyed by mechanism name, and :func:`audit`.
+
+A mechanism joins the auditor with one call::
+
+    register_audit_case("my-mechanism", factory, description="...")
+
+where ``factory(epsilon=None, delta=None) -> AuditCase`` builds the case at the requested
+privacy parameters (``None``: the case's defaults). See :mod:`textdp.audit.cases` for the
+built-in cases and :func:`textdp.audit.cases.word_pair_case` for word-level metric-DP mechanisms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError, ParameterTypeError
+from .core import AuditCase, AuditResult, run_audit
+
+__all__ = ["AuditFactory", "audit", "audit_case", "audit_case_names", "describe_audit_cases",
+           "register_audit_case"]
+
+AuditFactory = Callable[..., AuditCase]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    factory: AuditFactory
+    description: str
+
+
+_CASES: dict[str, _Entry] = {}
+
+
+def register_audit_case(name: str, factory: AuditFactory, *, description: str = "",
+                        replace: bool = False) -> None:
+    """Register ``factory(epsilon=None, delta=None) -> AuditCase`` under ``name``.
+
+    >>> register_audit_case("earth-movers", lambda **kw: None)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: an audit case named 'earth-movers' is already registered (pass replace=True)
+    """
+    if not isinstance(name, str) or not name:
+        raise ParameterTypeError("an audit case needs a non-empty string name")
+    if not callable(factory):
+        raise ParameterTypeError(f"the factory of audit case {name!r} must be callable")
+    if name in _CASES and not replace:
+        raise ParameterError(f"an audit case named {name!r} is already registered (pass replace=True)")
+    _CASES[name] = _Entry(factory, description)
+
+
+def audit_case_names() -> tuple[str, ...]:
+    """The registered mechanism names, sorted.
+
+    >>> {"earth-movers", "topicdp", "laplace", "mvg"} <= set(audit_case_names())
+    True
+    """
+    return tuple(sorted(_CASES))
+
+
+def describe_audit_cases() -> dict[str, str]:
+    """``{name: one-line description}`` of every registered case."""
+    return {k: _CASES[k].description for k in audit_case_names()}
+
+
+def audit_case(name: str, *, epsilon: float | None = None, delta: float | None = None) -> AuditCase:
+    """Build the registered case ``name`` at ``epsilon`` / ``delta`` (``None``: its defaults)."""
+    entry = _CASES.get(name) if isinstance(name, str) else None
+    if entry is None:
+        raise ParameterError(f"no audit case for mechanism {name!r}; choose one of: {', '.join(audit_case_names())}")
+    case = entry.factory(epsilon=epsilon, delta=delta)
+    if not isinstance(case, AuditCase):
+        raise ParameterTypeError(f"the audit factory of {name!r} returned {type(case).__name__}, not an AuditCase")
+    return case
+
+
+def audit(
+    mechanism: str | AuditCase,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    samples: int = 100_000,
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    confidence: float = 0.95,
+) -> AuditResult:
+    """Audit a registered mechanism (by name) or an :class:`AuditCase`.
+
+    Parameters
+    ----------
+    mechanism : str or AuditCase
+        A name from :func:`audit_case_names`, or a case built by hand (for example a
+        deliberately broken variant).
+    epsilon, delta : float, optional
+        Privacy parameters of the mechanism under audit (``None``: the case's defaults; ignored
+        for an :class:`AuditCase`, which carries its own claim).
+    samples : int
+        Outputs drawn from each of the two inputs (half select the event, half bound it).
+    seed : int, Generator or None
+        Seed for reproducible audits; ``None`` draws fresh OS entropy.
+    confidence : float
+        Confidence level of the Clopper–Pearson lower bound.
+
+    Returns
+    -------
+    AuditResult
+        ``passed`` is ``lower_bound <= claimed_epsilon``.
+
+    Examples
+    --------
+    >>> r = audit("laplace", epsilon=1.0, samples=20_000, seed=3)
+    >>> r.passed, r.claimed_epsilon, sorted(r.to_dict())[:4]
+    (True, 1.0, ['claimed_delta', 'claimed_epsilon', 'estimated_epsilon', 'events'])
+    """
+    if isinstance(mechanism, AuditCase):
+        case = mechanism
+    else:
+        case = audit_case(mechanism, epsilon=epsilon, delta=delta)
+    return run_audit(case, samples=samples, seed=seed, confidence=confidence)

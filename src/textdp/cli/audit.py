@@ -1,0 +1,143 @@
+"""``textdp audit MECHANISM``: check empirically that a mechanism does not exceed its claimed ε.
+
+Exit status: 0 when the audit passed (its lower bound on the privacy loss is at most the claimed
+ε), 1 when it flagged a violation, 2 on bad input (one-line ``error: ...``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import ParameterError, TextDPError
+from ._common import err_console
+
+#: The ε range the auditor accepts (claims beyond ~ln(samples) cannot be resolved anyway).
+EPSILON_RANGE = (1e-3, 100.0)
+
+AUDIT_HELP = (
+    "Audit a mechanism: sample it many times on two neighbouring inputs chosen where its privacy "
+    "loss should be largest, and compute a Clopper-Pearson lower confidence bound on that loss from "
+    "the frequencies of output events (decoded words, or tails of a one-dimensional statistic). "
+    "Half of the samples choose the event, the other half bound it. The audit PASSES when the lower "
+    "bound is at most the claimed epsilon (for metric DP: epsilon times the distance of the pair), "
+    "and flags a VIOLATION otherwise. A pass is evidence, not a proof.\n\n"
+    "Exit status: 0 = passed, 1 = violation flagged, 2 = bad input.\n\n"
+    "Examples: `textdp audit --list`; `textdp audit laplace -e 1 --seed 1`; "
+    "`textdp audit topicdp -e 2 --delta 1e-5 --samples 1000000 --json`."
+)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """One-line ``error: ...`` (escaped: names come from the user) and exit status 2."""
+    try:
+        yield
+    except TextDPError as exc:
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except (OverflowError, FloatingPointError) as exc:
+        err_console.print(f"[bold red]error:[/] numeric overflow ({escape(str(exc))}); use a smaller "
+                          "epsilon or delta", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        err_console.print("[bold red]interrupted[/]; the audit wrote nothing")
+        raise typer.Exit(130) from None
+
+
+def _check_range(epsilon: float | None) -> None:
+    if epsilon is None:
+        return
+    lo, hi = EPSILON_RANGE
+    if not (math.isfinite(epsilon) and lo <= epsilon <= hi):
+        raise ParameterError(f"--epsilon must lie in [{lo:g}, {hi:g}] for an audit, got {epsilon!r}")
+
+
+def _samples(value: float) -> int:
+    from ..audit.core import MAX_SAMPLES, MIN_SAMPLES
+
+    if not math.isfinite(value) or value != int(value) or not (MIN_SAMPLES <= value <= MAX_SAMPLES):
+        raise ParameterError(f"--samples must be a whole number in [{MIN_SAMPLES}, {MAX_SAMPLES:.0e}], got {value!r}")
+    return int(value)
+
+
+def _fmt(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.4f}"
+
+
+def _table(r: Any) -> Table:
+    verdict = "[green]PASSED[/]" if r.passed else "[bold red]VIOLATION[/]"
+    claim = f"{r.claimed_epsilon:.4f}" + (f" (delta {r.claimed_delta:g})" if r.claimed_delta else "")
+    table = Table(title=f"privacy audit: {escape(r.mechanism)}", show_header=False)
+    table.add_column("quantity")
+    table.add_column("value")
+    table.add_row("pair", escape(r.pair))
+    table.add_row("claimed epsilon", claim)
+    table.add_row("estimated epsilon (plug-in)", _fmt(r.estimated_epsilon))
+    table.add_row(f"lower bound ({r.confidence:.0%} Clopper-Pearson)", _fmt(r.lower_bound))
+    table.add_row("samples per input", f"{r.samples:,}")
+    table.add_row("candidate events", f"{r.events:,}")
+    table.add_row("selected event", escape(r.event))
+    table.add_row("seeded", str(r.seeded).lower())
+    table.add_row("time", f"{r.seconds:.1f} s")
+    table.add_row("verdict", verdict)
+    return table
+
+
+def audit(
+    mechanism: Annotated[str | None, typer.Argument(help="Mechanism to audit (see --list).",
+                                                       show_default=False)] = None,
+    epsilon: Annotated[float | None, typer.Option("--epsilon", "-e", help="Privacy parameter of the "
+                                                     "mechanism (default: the case's own; see --list).",
+                                                     show_default=False)] = None,
+    delta: Annotated[float | None, typer.Option(help="delta of an (epsilon, delta) mechanism "
+                                                   "(default: the case's own).", show_default=False)] = None,
+    samples: Annotated[float, typer.Option("--samples", "-s", help="Outputs drawn from each input "
+                                           "(e.g. 1e6).")] = 100_000,
+    seed: Annotated[int | None, typer.Option(help="Seed for a reproducible audit (default: fresh OS "
+                                                "entropy).", show_default=False)] = None,
+    confidence: Annotated[float, typer.Option(help="Confidence level of the lower bound.")] = 0.95,
+    as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
+    list_cases: Annotated[bool, typer.Option("--list", help="List the mechanisms that can be audited.")] = False,
+) -> None:
+    """Audit a mechanism's claimed epsilon empirically (exit 0 = passed, 1 = violation, 2 = bad input)."""
+    with _errors():
+        from ..audit import audit as run
+        from ..audit import describe_audit_cases
+
+        if list_cases:
+            cases = describe_audit_cases()
+            if as_json:
+                typer.echo(json.dumps(cases, indent=2))
+                return
+            table = Table(title="mechanisms textdp audit can check")
+            table.add_column("mechanism")
+            table.add_column("audit case")
+            for name, text in cases.items():
+                table.add_row(escape(name), escape(text))
+            Console(highlight=False).print(table)
+            return
+        if mechanism is None:
+            raise ParameterError("name a mechanism to audit (textdp audit --list shows them)")
+        _check_range(epsilon)
+        result = run(mechanism, epsilon=epsilon, delta=delta, samples=_samples(samples), seed=seed,
+                     confidence=confidence)
+        if as_json:
+            typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False, ensure_ascii=False))
+        else:
+            Console(highlight=False, soft_wrap=True).print(_table(result))
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``audit`` command to ``app``."""
+    app.command("audit", help=AUDIT_HELP)(audit)
