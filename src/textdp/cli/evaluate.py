@@ -7,7 +7,20 @@ from pathlib import Path
 
 import typer
 
-from ._common import cli_errors, err_console, progress_bar
+from ..errors import OutputExistsError, ParameterError
+from ..io import same_file
+from ._common import FORCE_HELP, cli_errors, print_info, progress_bar
+
+
+def _check_report_folder(out: Path, config: Path, force: bool) -> None:
+    """The report folder must be a new or empty folder (or ``--force``), and never the config file."""
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"the report folder {out} is a file; give a folder")
+    if same_file(out, config):
+        raise ParameterError(f"the report folder {out} is the config file; give a folder")
+    if not force and out.is_dir() and any(out.iterdir()):
+        raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
+                                "replace the report files in it")
 
 
 def register(app: typer.Typer) -> None:
@@ -19,6 +32,8 @@ def register(app: typer.Typer) -> None:
         output: Path | None = typer.Option(None, "--output", "-o", help="Report folder (default: [run] output, else report-<corpus>)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
         no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
+        force: bool = typer.Option(False, "--force", help=FORCE_HELP + " The report folder must otherwise be new "
+                                   "or empty."),
     ) -> None:
         """Attack and classify privatised snippets over an epsilon grid; write a report folder.
 
@@ -31,6 +46,7 @@ def register(app: typer.Typer) -> None:
 
             cfg = load_config(config)
             out = output or (Path(cfg.output) if cfg.output else Path(f"report-{Path(str(cfg.corpus['name'])).name.split('.')[0]}"))
+            _check_report_folder(out, config, force)  # before minutes of work, not after
             with progress_bar(disable=quiet) as bar:
 
                 def stage(name: str, total: int):  # type: ignore[no-untyped-def]
@@ -40,5 +56,5 @@ def register(app: typer.Typer) -> None:
                 res = run_experiment(cfg, progress=stage)
             files = write_report(res, out, plots=not no_plots)
             summary = {"report": str(out), "files": [f.name for f in files], "seconds": round(res.timings["total"], 1)}
-            err_console.print(f"wrote {out}/report.md ({res.timings['total']:.0f} s)", highlight=False)
+            print_info(f"wrote {out}/report.md ({res.timings['total']:.0f} s)")
             typer.echo(json.dumps(summary))

@@ -22,8 +22,8 @@ RESULT_KEYS = ("epsilon", "model", "kind", "correct", "total", "accuracy", "chan
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (see :func:`textdp.io.atomic_writer`)."""
-    with atomic_writer(path) as fh:
+    """Write ``text`` to ``path`` atomically (see :func:`textdp.io.atomic_writer`), with the umask's file mode."""
+    with atomic_writer(path, private=False) as fh:
         fh.write(text)
 
 

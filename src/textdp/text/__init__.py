@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int
+from .._validation import check_choice, check_size
 from ..errors import DocumentError, ParameterTypeError
 
 __all__ = [
@@ -173,7 +173,7 @@ def make_bag(
     >>> make_bag(np.array([5, 6, 7]), 2).tolist()
     [5, 6]
     """
-    size = check_positive_int(size, "size")
+    size = check_size(size)
     check_choice(mode, "bag mode", BAG_MODES)
     ids = np.asarray(ids, dtype=np.int64)
     if ids.size == 0:
