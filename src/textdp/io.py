@@ -105,7 +105,19 @@ def iter_jsonl_text(
         if not isinstance(value, str):
             raise DocumentError(f"{source}:{lineno}: field {text_field!r} is not a string")
         doc_id = obj.get(id_field)
-        yield SourcedDocument(str(doc_id) if doc_id is not None else None, value, f"{source}:{lineno}")
+        rid = str(doc_id) if doc_id is not None else None
+        if rid is not None and not _encodable(rid):
+            raise DocumentError(f"{source}:{lineno}: field {id_field!r} is not valid Unicode (it holds a lone "
+                                "surrogate such as \\udc80); record ids are copied to the output, so fix them")
+        yield SourcedDocument(rid, value, f"{source}:{lineno}")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def sequence_ids(docs: list[SourcedDocument], first: int = 0) -> list[str]:

@@ -138,7 +138,7 @@ def cli_errors() -> Iterator[None]:
                     "the input holds text that is not valid Unicode")
         raise typer.Exit(2) from None
     except MemoryError:
-        print_error("out of memory; use a smaller --size or fewer documents per run (--engine local)")
+        print_error("out of memory; ask for less work per run (a smaller --size, fewer documents, fewer draws)")
         raise typer.Exit(2) from None
     except OSError as exc:
         name = f"{exc.filename}: " if getattr(exc, "filename", None) else ""

@@ -154,9 +154,13 @@ class _Source:
         self.kind = kind
         self.path = path
         if kind == "parquet-rows":
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
-            self.n = int(pq.ParquetFile(path).metadata.num_rows)
+            try:
+                self.n = int(pq.ParquetFile(path).metadata.num_rows)
+            except (pa.ArrowException, OSError) as exc:
+                raise DocumentError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
         else:
             self.offsets, self.lines, self.size = _scan_jsonl(path)
             self.n = len(self.offsets)
@@ -245,6 +249,15 @@ def _read_segment(seg: Segment, text_field: str, id_field: str) -> list[SourcedD
         docs = list(iter_jsonl_text(_decode(raw, seg.path), seg.path, text_field, id_field,
                                     first_line=seg.first_line))
         return docs
+    import pyarrow as pa
+
+    try:
+        return _read_parquet_rows(seg, text_field, id_field)
+    except (pa.ArrowException, OSError) as exc:
+        raise DocumentError(f"{seg.path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+
+
+def _read_parquet_rows(seg: Segment, text_field: str, id_field: str) -> list[SourcedDocument]:
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(seg.path)
