@@ -1,9 +1,10 @@
 """Helpers shared by the CLI commands: errors, signals, progress bars, help rendering, epsilon help.
 
-Everything printed here is plain text: file names, ids, field names and words come
-from the user and are never interpreted as rich markup (``[/x]`` would crash the
-renderer, ``[tag]`` would vanish). Styles are applied with :class:`rich.text.Text`
-spans instead, and the help renderer escapes every help string.
+File names, ids, field names and words come from the user and must never be read as
+rich markup (``[/x]`` would crash the renderer, ``[tag]`` would vanish): print them
+with :func:`print_error`, :func:`print_warning` and :func:`print_info`, which style
+with :class:`rich.text.Text` spans and print the message verbatim. Progress
+descriptions are not markup either, and the help renderer escapes every help string.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ FORCE_HELP = "Replace existing output files (also an input file named as an outp
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
-err_console = Console(stderr=True, markup=False, highlight=False, emoji=False)
+#: The stderr console. It still renders markup in plain strings (callers that style with markup
+#: must ``rich.markup.escape`` what they interpolate); everything printed through the helpers below
+#: is a :class:`rich.text.Text`, which is never parsed as markup.
+err_console = Console(stderr=True)
 
 
 def _line(label: str, style: str, message: object) -> Text:
@@ -57,17 +61,17 @@ def _line(label: str, style: str, message: object) -> Text:
 
 def print_error(message: object) -> None:
     """``error: message`` on stderr (one line; ``message`` is printed verbatim)."""
-    err_console.print(_line("error:", "bold red", message), soft_wrap=True)
+    err_console.print(_line("error:", "bold red", message), soft_wrap=True, highlight=False)
 
 
 def print_warning(message: object) -> None:
     """``warning: message`` on stderr (``message`` is printed verbatim)."""
-    err_console.print(_line("warning:", "bold yellow", message), soft_wrap=True)
+    err_console.print(_line("warning:", "bold yellow", message), soft_wrap=True, highlight=False)
 
 
 def print_info(message: object) -> None:
     """``message`` on stderr, verbatim."""
-    err_console.print(Text(str(message)), soft_wrap=True)
+    err_console.print(Text(str(message)), soft_wrap=True, highlight=False)
 
 
 class Interrupted(BaseException):
@@ -125,7 +129,7 @@ def cli_errors() -> Iterator[None]:
         with _signals():
             yield
     except InterruptedRun as exc:
-        err_console.print(_line("interrupted:", "bold red", exc), soft_wrap=True)
+        err_console.print(_line("interrupted:", "bold red", exc), soft_wrap=True, highlight=False)
         raise typer.Exit(exc.status) from None
     except TextDPError as exc:
         print_error(exc)
@@ -146,7 +150,8 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else EXIT_SIGINT
-        err_console.print(_line("interrupted:", "bold red", "no output was written"), soft_wrap=True)
+        err_console.print(_line("interrupted:", "bold red", "no output was written"), soft_wrap=True,
+                          highlight=False)
         raise typer.Exit(status) from None
 
 
