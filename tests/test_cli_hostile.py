@@ -152,10 +152,9 @@ def test_private_report_on_the_output_or_an_existing_file_is_refused(tmp_path, t
 
 def test_atomic_writer_never_replaces_a_file_that_appears_meanwhile(tmp_path):
     target = tmp_path / "x.jsonl"
-    with pytest.raises(OutputExistsError, match="exists"):
-        with atomic_writer(target, overwrite=False) as fh:
-            fh.write("release\n")
-            target.write_text("someone else's file\n")  # created while we were writing
+    with pytest.raises(OutputExistsError, match="exists"), atomic_writer(target, overwrite=False) as fh:
+        fh.write("release\n")
+        target.write_text("someone else's file\n")  # created while we were writing
     assert target.read_text() == "someone else's file\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.jsonl"]  # no temporary file left
 
@@ -304,9 +303,8 @@ def test_missing_extra_hint_keeps_the_extra_name(capsys):
 
     from textdp.cli._common import cli_errors
 
-    with pytest.raises(typer.Exit):
-        with cli_errors():
-            raise MissingDependencyError("this feature needs faiss; install it with: pip install 'textdp[faiss]'")
+    with pytest.raises(typer.Exit), cli_errors():
+        raise MissingDependencyError("this feature needs faiss; install it with: pip install 'textdp[faiss]'")
     assert "pip install 'textdp[faiss]'" in capsys.readouterr().err
 
 

@@ -7,7 +7,6 @@ import numbers
 
 from .errors import ParameterError, ParameterTypeError
 
-
 #: The supported range of epsilon, for every mechanism (see ``check_epsilon``).
 EPSILON_MIN = 1e-6
 EPSILON_MAX = 1e6

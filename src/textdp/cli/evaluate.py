@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -28,12 +29,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command("evaluate")
     def evaluate(
-        config: Path = typer.Argument(..., help="TOML config: [corpus], [mechanism], [attackers], [utility], [run]."),
-        output: Path | None = typer.Option(None, "--output", "-o", help="Report folder (default: [run] output, else report-<corpus>)."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
-        no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
-        force: bool = typer.Option(False, "--force", help=FORCE_HELP + " The report folder must otherwise be new "
-                                   "or empty."),
+        config: Annotated[Path, typer.Argument(help="TOML config: [corpus], [mechanism], [attackers], [utility], "
+                                               "[run].")],
+        output: Annotated[Path | None, typer.Option("--output", "-o", help="Report folder (default: [run] output, "
+                                                    "else report-<corpus>).")] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+        no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
+        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
+                                            "or empty.")] = False,
     ) -> None:
         """Attack and classify privatised snippets over an epsilon grid; write a report folder.
 

@@ -6,7 +6,7 @@ import json
 import math
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -40,7 +40,7 @@ class InputFormat(str, Enum):
     jsonl = "jsonl"
 
 
-def _load(embeddings: Optional[Path], words: Optional[Path], vocab_size: Optional[int]) -> Any:
+def _load(embeddings: Path | None, words: Path | None, vocab_size: int | None) -> Any:
     from ..embeddings import load_embeddings
 
     return load_embeddings(embeddings, words_path=words, vocab_size=vocab_size)
@@ -77,7 +77,7 @@ def guarantee(
     doc_b: Annotated[Path, typer.Argument(help="Second document, likewise.", show_default=False)],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
     size: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--size", "-n", help="Bag size N of the release. Default: the shorter document's "
                      "in-vocabulary length."),
     ] = None,
@@ -87,14 +87,14 @@ def guarantee(
                                          "distributions).")] = BagMode.truncate,
     metric: Annotated[Metric, typer.Option(help="Ground metric between word vectors. The theorem uses euclidean; "
                                            "manhattan gives a larger, still valid loss.")] = Metric.euclidean,
-    embeddings: Annotated[Optional[Path], typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
-    words: Annotated[Optional[Path], typer.Option(help="Words file for a .npy matrix.")] = None,
-    vocab_size: Annotated[Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
+    words: Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")] = None,
+    vocab_size: Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
     text_field: Annotated[str, typer.Option(help="Text field of JSONL input (as for obfuscate).")] = "text",
     input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text (as for "
                                                       "obfuscate).")] = InputFormat.auto,
-    seed: Annotated[Optional[int], typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")] = None,
+    seed: Annotated[int | None, typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
 ) -> None:
     """How distinguishable two documents stay after Earth Mover's privacy.
@@ -167,14 +167,14 @@ def calibrate(
         float, typer.Option("--target-unchanged", "-t", help="Fraction of words the release should keep unchanged "
                             "(0-1). 0.5 = about half of the words survive.")
     ] = 0.5,
-    embeddings: Annotated[Optional[Path], typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
-    words: Annotated[Optional[Path], typer.Option(help="Words file for a .npy matrix.")] = None,
-    vocab_size: Annotated[Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
+    words: Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")] = None,
+    vocab_size: Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
     n_words: Annotated[int, typer.Option("--n-words", help="Number of calibration words.")] = 300,
     rank_min: Annotated[int, typer.Option(help="Lowest frequency rank of the calibration words.")] = 1000,
     rank_max: Annotated[int, typer.Option(help="Highest frequency rank of the calibration words.")] = 6000,
     calibration_words: Annotated[
-        Optional[Path], typer.Option(help="Use these words (one per line) instead of a random sample.")
+        Path | None, typer.Option(help="Use these words (one per line) instead of a random sample.")
     ] = None,
     repeats: Annotated[int, typer.Option(help="Noise draws per word.")] = 3,
     epsilons: Annotated[
@@ -183,7 +183,7 @@ def calibrate(
     ] = "4,7,10,20,40",
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
     confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
-    seed: Annotated[Optional[int], typer.Option(help="Seed (word sample and noise). Default: fresh entropy.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (word sample and noise). Default: fresh entropy.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of tables.")] = False,
 ) -> None:
     """Find the epsilon that keeps a target fraction of words unchanged, and show what epsilons do.

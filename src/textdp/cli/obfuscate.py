@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import IO, Annotated, Any, Optional
+from typing import IO, Annotated, Any
 
 import typer
 
@@ -85,7 +85,7 @@ class EngineName(str, Enum):
 LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
 
 
-def _partitioned(engine: EngineName, files: list[Path], scheduler: Optional[str], partitions: Optional[int]) -> bool:
+def _partitioned(engine: EngineName, files: list[Path], scheduler: str | None, partitions: int | None) -> bool:
     if engine is EngineName.single:
         if scheduler or partitions:
             raise ParameterError("--scheduler and --partitions need --engine local or dask")
@@ -129,13 +129,13 @@ def _domain_words(path: Path) -> set[str]:
 
 def obfuscate(
     files: Annotated[
-        Optional[list[Path]],
+        list[Path] | None,
         typer.Argument(help="Text files (one document each) or JSONL files (one document per line). "
                        "None or '-' reads standard input.", show_default=False),
     ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
     size: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--size", "-n", help="Bag size N (required): every document becomes exactly N words (the "
                      "guarantee compares bags of equal size). N is public: it is written in every record."),
     ] = None,
@@ -147,25 +147,25 @@ def obfuscate(
                                          "drawn with replacement (works for short documents; guarantee "
                                          "epsilon*N*W_inf between documents).")] = BagMode.truncate,
     embeddings: Annotated[
-        Optional[Path], typer.Option(help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with "
+        Path | None, typer.Option(help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with "
                                      "--words). Default: GloVe 6B 50d.")
     ] = None,
-    words: Annotated[Optional[Path], typer.Option(help="Words file (one per line) for a .npy matrix.")] = None,
+    words: Annotated[Path | None, typer.Option(help="Words file (one per line) for a .npy matrix.")] = None,
     vocab_size: Annotated[
-        Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")
+        int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")
     ] = None,
     domain_vocab: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option(help="Restrict the vocabulary to words of this PUBLIC text/JSONL corpus (avoids "
                      "out-of-domain outputs). Do not derive it from the private documents themselves."),
     ] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
     seed: Annotated[
-        Optional[int], typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
+        int | None, typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
                                     "can undo the noise). Default: fresh OS entropy (use that for real releases).")
     ] = None,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Output file (written atomically), or the output "
+        Path | None, typer.Option("--output", "-o", help="Output file (written atomically), or the output "
                                      "folder of a partitioned run. Default: stdout.")
     ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl records or the private words as text.")] = OutputFormat.jsonl,
@@ -174,7 +174,7 @@ def obfuscate(
                                           "are sequence numbers 0, 1, 2, ...).")] = "id",
     input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
     private_report: Annotated[
-        Optional[Path], typer.Option(help="Write a PRIVATE report here (JSONL, one line per record id): where each "
+        Path | None, typer.Option(help="Write a PRIVATE report here (JSONL, one line per record id): where each "
                                      "document came from, its token and unknown-word counts, the unchanged "
                                      "fraction and mean neighbour rank. It describes the input: never publish it.")
     ] = None,
@@ -195,17 +195,17 @@ def obfuscate(
                                  "or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")
     ] = EngineName.auto,
     scheduler: Annotated[
-        Optional[str], typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
+        str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
     ] = None,
     partitions: Annotated[
-        Optional[int], typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
+        int | None, typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
                                     "run's identity: the same seed and partitions give the same output.")
     ] = None,
     workers: Annotated[
-        Optional[int], typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")
+        int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")
     ] = None,
     work_dir: Annotated[
-        Optional[Path], typer.Option(help="Private work directory of a partitioned run (resume key, spilled "
+        Path | None, typer.Option(help="Private work directory of a partitioned run (resume key, spilled "
                                      "inputs, vocabulary; workers must be able to read it). Default: under the "
                                      "textdp cache, found again by the same command. Never inside the output.")
     ] = None,
@@ -307,8 +307,8 @@ def obfuscate(
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, engine: EngineName,
-                     scheduler: Optional[str], workers: Optional[int], **kw: Any) -> None:
+def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine: EngineName,
+                     scheduler: str | None, workers: int | None, **kw: Any) -> None:
     from ..engines import get_backend
     from ..engines.corpus import MANIFEST, obfuscate_corpus
 

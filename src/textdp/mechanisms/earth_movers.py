@@ -50,12 +50,12 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from .._rng import make_rng
-from .._validation import check_choice, check_epsilon, check_positive_int, check_size
+from .._validation import check_choice, check_epsilon, check_size
 from ..embeddings import (
     DECODERS,
     Decoder,
@@ -200,7 +200,7 @@ class DocumentDiagnostics:
         return sum(overlap.values()) / max(int(self.input_rows.size), 1)
 
 
-PrivateReport = Union[list[DocumentDiagnostics], Callable[[DocumentDiagnostics], None]]
+PrivateReport = list[DocumentDiagnostics] | Callable[[DocumentDiagnostics], None]
 
 
 class EarthMoversPrivacy:

@@ -30,13 +30,13 @@ from .._validation import check_choice, check_size
 from ..errors import DocumentError, ParameterTypeError
 
 __all__ = [
-    "ENGLISH_STOP_WORDS",
     "BAG_MODES",
+    "ENGLISH_STOP_WORDS",
     "Bag",
-    "tokenize",
+    "make_bag",
     "normalise",
     "resolve_stop_words",
-    "make_bag",
+    "tokenize",
 ]
 
 #: The 318 English stop words of scikit-learn (Glasgow Information Retrieval
