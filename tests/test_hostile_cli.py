@@ -150,14 +150,8 @@ def test_cli_top_level_random_arguments(sandbox):
 
 
 # -- known bugs in files owned by other work (phase 2 of issue 10) -------------------------------------
-MARKUP = pytest.mark.xfail(strict=True, reason="phase 2: cli._common.cli_errors prints user text as rich markup "
-                           "(MarkupError traceback on '[/x]')")
-
-
-@pytest.mark.parametrize("argv", [["obfuscate", "[/x].txt", "-e", "10"],
-                                  pytest.param(["guarantee", "[/x]", "b", "-e", "1"], marks=MARKUP),
-                                  pytest.param(["topics", "[/x].jsonl"], marks=MARKUP),
-                                  pytest.param(["evaluate", "[/x].toml"], marks=MARKUP)])
+@pytest.mark.parametrize("argv", [["obfuscate", "[/x].txt", "-e", "10"], ["guarantee", "[/x]", "b", "-e", "1"],
+                                  ["topics", "[/x].jsonl"], ["evaluate", "[/x].toml"]])
 def test_markup_in_file_names(sandbox, argv):
     check_clean_exit(argv)
 
@@ -167,8 +161,6 @@ def test_markup_in_audit_names_is_escaped(sandbox):
     assert res.exit_code == 2 and "[/x]" in res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="phase 2: a lone-surrogate id (JSON escape \\udc80) passes io.iter_jsonl_text "
-                   "and obfuscate -o dies with a UnicodeEncodeError traceback")
 def test_lone_surrogate_id(sandbox):
     Path("s.jsonl").write_text('{"id": "\\udc80", "text": "the cat sat on the mat with a dog"}\n', encoding="utf-8")
     check_clean_exit(["obfuscate", "s.jsonl", "-e", "10", "-n", "2", "--seed", "1", "-o", "out.jsonl"])

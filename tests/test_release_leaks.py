@@ -173,7 +173,7 @@ def test_single_file_records_hold_no_input_statistics(tmp_path):
     assert res.exit_code == 0, res.output
     rec = json.loads(out.read_text())
     assert not {"n_tokens", "dropped_oov"} & set(rec), rec
-    res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "5", "-o", str(out),
+    res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "5", "-o", str(out), "--force",
                               "--private-report", str(report)])
     assert res.exit_code == 0, res.output
     rec = json.loads(out.read_text())

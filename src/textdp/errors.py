@@ -28,6 +28,10 @@ class EmbeddingsError(TextDPError, ValueError):
     """An embeddings file is missing, unreadable or inconsistent."""
 
 
+class OutputExistsError(TextDPError, FileExistsError):
+    """An output would replace an existing file (or an input) and ``--force`` / ``overwrite`` was not given."""
+
+
 class MissingDependencyError(TextDPError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 

@@ -7,22 +7,36 @@ in the input (0, 1, 2, ...): never a file name or path, which would describe the
 private input. Where each document came from (``path:line``) is available
 separately (:func:`read_sourced_documents`) for the data owner's private report.
 Writers never leave a partial file behind: they write to a temporary file in the
-target directory and ``os.replace`` it into place only when everything succeeded.
+target directory and move it into place only when everything succeeded; they
+never replace an existing file unless asked to (``overwrite=True``), and
+:func:`check_output_paths` refuses outputs that are inputs or existing files
+before any work is done (the CLI's ``--force`` lifts the second refusal).
+
+File modes: release files (``private=False``) get the usual mode the umask
+gives new files (``0o644`` under umask 022), or keep the mode of the file they
+replace. Files that describe the private input (``private=True``, the default:
+private reports, a partitioned run's work directory, caches) are created
+owner-only (``0o600``), also when they replace a file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import os
+import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from .errors import DocumentError
+import numpy as np
+
+from .errors import DocumentError, OutputExistsError, ParameterError
 
 
 def _decode(data: bytes, source: str) -> str:
@@ -95,7 +109,19 @@ def iter_jsonl_text(
         if not isinstance(value, str):
             raise DocumentError(f"{source}:{lineno}: field {text_field!r} is not a string")
         doc_id = obj.get(id_field)
-        yield SourcedDocument(str(doc_id) if doc_id is not None else None, value, f"{source}:{lineno}")
+        rid = str(doc_id) if doc_id is not None else None
+        if rid is not None and not _encodable(rid):
+            raise DocumentError(f"{source}:{lineno}: field {id_field!r} is not valid Unicode (it holds a lone "
+                                "surrogate such as \\udc80); record ids are copied to the output, so fix them")
+        yield SourcedDocument(rid, value, f"{source}:{lineno}")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def sequence_ids(docs: list[SourcedDocument], first: int = 0) -> list[str]:
@@ -105,6 +131,46 @@ def sequence_ids(docs: list[SourcedDocument], first: int = 0) -> list[str]:
     ['5', 'q']
     """
     return [d.id if d.id is not None else str(first + k) for k, d in enumerate(docs)]
+
+
+def find_duplicate_ids(ids: Callable[[], Iterable[str]]) -> tuple[int, str | None]:
+    """How many records repeat an earlier record's id, and the first id that repeats (in input order).
+
+    ``ids()`` returns the record ids in input order; it is called a second time
+    only when duplicates are likely, so the ids need not fit in memory (8 bytes
+    per id: a 64-bit hash; the second pass makes the answer exact).
+
+    >>> find_duplicate_ids(lambda: ["a", "b", "a", "c", "b", "a"])
+    (3, 'a')
+    >>> find_duplicate_ids(lambda: ["0", "1"])
+    (0, None)
+    """
+    hashes = array("Q")
+    for i in ids():
+        hashes.append(int.from_bytes(hashlib.blake2b(i.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                     "little"))
+    if not hashes:
+        return 0, None
+    h = np.frombuffer(hashes, dtype=np.uint64)
+    values, counts = np.unique(h, return_counts=True)
+    suspects = {int(v) for v in values[counts > 1]}
+    if not suspects:
+        return 0, None
+    seen: set[str] = set()
+    count, first = 0, None
+    for i, k in zip(ids(), hashes):
+        if k in suspects:
+            if i in seen:
+                count += 1
+                first = i if first is None else first
+            seen.add(i)
+    return count, first
+
+
+def duplicate_ids_message(count: int, first: str) -> str:
+    """``"N records repeat an earlier record's id (first: 'x')"``: what the duplicate-id warning and error say."""
+    what = "record repeats" if count == 1 else "records repeat"
+    return f"{count} {what} an earlier record's id (first: {first!r}); such records cannot be told apart"
 
 
 def read_documents(
@@ -142,9 +208,38 @@ def read_sourced_documents(
     return docs
 
 
+def _umask() -> int:
+    """The process umask (read without changing it where the platform allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # pragma: no cover - non-Linux fallback
+    os.umask(mask)  # pragma: no cover
+    return mask  # pragma: no cover
+
+
+def _file_mode(target: Path, private: bool) -> int:
+    if private:
+        return 0o600
+    try:
+        return stat.S_IMODE(target.stat().st_mode)  # keep the mode of the file being replaced
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temporary file beside ``path``; rename it to ``path`` on success only.
+def atomic_writer(
+    path: str | os.PathLike[str], mode: str = "w", *, overwrite: bool = True, private: bool = True
+) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; move it to ``path`` on success only.
+
+    ``overwrite=False`` never replaces an existing ``path`` (not even one created
+    while writing): it raises :class:`~textdp.errors.OutputExistsError` and leaves
+    both files as they were. ``private`` sets the file mode (see the module notes).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -152,6 +247,11 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[
     ...     _ = fh.write("ok")
     >>> (d / "x.txt").read_text()
     'ok'
+    >>> with atomic_writer(d / "x.txt", overwrite=False) as fh:  # doctest: +ELLIPSIS
+    ...     _ = fh.write("new")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.OutputExistsError: .../x.txt exists; ...
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -164,19 +264,98 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[
         with fh:
             yield fh
             fh.flush()
+            os.fchmod(fh.fileno(), _file_mode(target, private))
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            _move_no_replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
 
 
-def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write ``obj`` as indented JSON, atomically."""
-    with atomic_writer(path) as fh:
+def _move_no_replace(tmp: str, target: Path) -> None:
+    try:
+        os.link(tmp, target)  # atomic: fails if ``target`` exists
+    except FileExistsError:
+        raise OutputExistsError(f"{target} exists; choose another path, or pass --force to replace it") from None
+    except OSError:  # pragma: no cover - file systems without hard links
+        if target.exists() or target.is_symlink():
+            raise OutputExistsError(f"{target} exists; choose another path, or pass --force to replace it") from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
+
+
+def write_json(path: str | os.PathLike[str], obj: Any, *, overwrite: bool = True, private: bool = True) -> None:
+    """Write ``obj`` as indented JSON, atomically (``overwrite``, ``private``: as for :func:`atomic_writer`)."""
+    with atomic_writer(path, overwrite=overwrite, private=private) as fh:
         json.dump(obj, fh, indent=2, ensure_ascii=False, allow_nan=False)
         fh.write("\n")
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """True when ``a`` and ``b`` name the same file: same resolved path, or same device and inode.
+
+    Catches symbolic links, hard links, ``..`` and relative paths.
+
+    >>> same_file("x/../y.txt", "y.txt")
+    True
+    """
+    pa, pb = Path(a), Path(b)
+    if pa.resolve() == pb.resolve():
+        return True
+    try:
+        return os.path.samefile(pa, pb)
+    except OSError:
+        return False
+
+
+def check_output_paths(
+    outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
+    *,
+    inputs: Sequence[str | os.PathLike[str] | None] = (),
+    force: bool = False,
+    existing: bool = True,
+) -> None:
+    """Refuse output files that would replace an input or an existing file, before any work.
+
+    ``outputs`` are ``(option name, path)`` pairs (``None`` paths are skipped),
+    ``inputs`` every file the command reads (``-`` is standard input). Two
+    outputs on the same file and an output that is a directory are always
+    refused; an output that is an input, or (``existing=True``) that exists, is
+    refused unless ``force``.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "in.txt").write_text("private")
+    7
+    >>> check_output_paths([("--output", d / "in.txt")], inputs=[d / "in.txt"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    textdp.errors.OutputExistsError: --output .../in.txt is the input file .../in.txt; ...
+    """
+    named = [(label, Path(p)) for label, p in outputs if p is not None and str(p) != "-"]
+    for k, (label, p) in enumerate(named):
+        if p.is_dir():
+            raise ParameterError(f"{label} {p} is a directory; give a file name")
+        for other_label, q in named[:k]:
+            if same_file(p, q):
+                raise ParameterError(f"{label} {p} and {other_label} {q} are the same file; give two paths")
+    if force:
+        return
+    sources = [Path(p) for p in inputs if p is not None and str(p) != "-"]
+    for label, p in named:
+        for q in sources:
+            if same_file(p, q):
+                raise OutputExistsError(
+                    f"{label} {p} is the input file {q}; it would be overwritten: choose another path "
+                    "(or pass --force)"
+                )
+        if existing and (p.exists() or p.is_symlink()):
+            raise OutputExistsError(f"{label} {p} exists; choose another path, or pass --force to replace it")
 
 
 def settings_path(output: str | os.PathLike[str]) -> Path:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +40,7 @@ from .mechanisms import DocumentDiagnostics, EarthMoversPrivacy, PrivateDocument
 __all__ = [
     "JobResult",
     "check_private_report_path",
+    "iter_privatize_documents",
     "privatize_documents",
     "release_settings",
     "write_private_report",
@@ -101,20 +102,56 @@ def privatize_documents(
     >>> job.report[0]["source"], job.report[0]["dropped_oov"]
     ('/home/a/notes.txt', 1)
     """
+    documents: list[PrivateDocument] = []
+    records: list[dict[str, Any]] = []
+    report: list[dict[str, Any]] | None = [] if private_report else None
+    for part in iter_privatize_documents(
+        mech, docs, first=first, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
+        private_report=private_report, progress=progress,
+    ):
+        documents.extend(part.documents)
+        records.extend(part.records)
+        if report is not None and part.report is not None:
+            report.extend(part.report)
+    return JobResult(documents, records, report)
+
+
+def iter_privatize_documents(
+    mech: EarthMoversPrivacy,
+    docs: Sequence[SourcedDocument],
+    *,
+    first: int = 0,
+    size: int | None = None,
+    seed: int | np.random.Generator | None = None,
+    seeded: bool | None = None,
+    size_from_data: bool = False,
+    private_report: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[JobResult]:
+    """:func:`privatize_documents`, one chunk of documents at a time (same arguments).
+
+    Every document is validated before the first chunk is noised; write each
+    chunk's records as it comes (:func:`write_records`) and the memory stays
+    bounded whatever the number of documents and N
+    (:meth:`EarthMoversPrivacy.iter_privatize_batch`).
+    """
     docs = list(docs)
     ids = sequence_ids(docs, first)
     diags: list[DocumentDiagnostics] | None = [] if private_report else None
-    private = mech.privatize_batch(
+    pos = 0
+    for part in mech.iter_privatize_batch(
         [d.text for d in docs], ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
         private_report=diags, progress=progress,
-    )
-    report = None
-    if diags is not None:
-        report = [
-            {"id": diag.id, "source": doc.source, **report_fields(diag, mech.embeddings_)}
-            for diag, doc in zip(diags, docs)
-        ]
-    return JobResult(private, [d.to_record() for d in private], report)
+    ):
+        report = None
+        if diags is not None:
+            report = [
+                {"id": diag.id, "source": doc.source, **report_fields(diag, mech.embeddings_)}
+                for diag, doc in zip(diags, docs[pos : pos + len(part)])
+            ]
+            diags.clear()
+        pos += len(part)
+        yield JobResult(part, [d.to_record() for d in part], report)
 
 
 def write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str = "jsonl") -> None:
@@ -128,9 +165,11 @@ def write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str = "js
             fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
 
 
-def write_private_report(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> None:
-    """Write the PRIVATE report as JSONL (one object per record id), atomically."""
-    with atomic_writer(path) as fh:
+def write_private_report(
+    path: str | os.PathLike[str], rows: Iterable[dict[str, Any]], *, overwrite: bool = True
+) -> None:
+    """Write the PRIVATE report as JSONL (one object per record id), atomically and owner-only (mode 0600)."""
+    with atomic_writer(path, overwrite=overwrite, private=True) as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
 

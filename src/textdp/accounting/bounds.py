@@ -155,15 +155,17 @@ def multiplier(loss: float) -> float | None:
 
 
 def format_multiplier(loss: float) -> str:
-    """The multiplier as text: plain below a million, otherwise ``10^x``.
+    """The multiplier as text: plain below a million, otherwise ``10^x`` (``x`` to 4 digits beyond 10^6).
 
-    >>> format_multiplier(2.0), format_multiplier(283.3)
-    ('7.389', '10^123.0')
+    >>> format_multiplier(2.0), format_multiplier(283.3), format_multiplier(1e12)
+    ('7.389', '10^123.0', '10^4.343e+11')
     """
     lg = log10_multiplier(loss)
     if lg < 6:
         return f"{math.exp(loss):.4g}"
-    return f"10^{lg:.1f}"
+    if lg < 1e6:
+        return f"10^{lg:.1f}"
+    return f"10^{lg:.4g}"
 
 
 # -- utility ---------------------------------------------------------------------

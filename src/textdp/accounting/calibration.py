@@ -301,6 +301,10 @@ def _load(embeddings: Any, vocab_size: int | None) -> Any:
     return load_embeddings(embeddings, vocab_size=vocab_size)
 
 
+#: Most noise draws (words x repeats) one survival curve may decode (memory and time grow with it).
+MAX_DRAWS = 1_000_000
+
+
 def survival_curve(
     embeddings: Any = None,
     *,
@@ -343,6 +347,11 @@ def survival_curve(
             rows = np.array([emb.index[w] for w in arr.tolist()], dtype=np.int64)
         if rows.size == 0:
             raise ParameterError("no calibration words given")
+    if rows.size * repeats > MAX_DRAWS:
+        raise ParameterError(
+            f"{rows.size} words x {repeats} repeats = {rows.size * repeats} noise draws; at most {MAX_DRAWS} "
+            "(each draw is decoded exactly, at a few thousand per second); use fewer words or repeats"
+        )
     entropy = int(gen.integers(0, 2**63 - 1))
     curve = SurvivalCurve(
         words=rows,

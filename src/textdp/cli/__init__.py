@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib
 
 import typer
+from typer.core import TyperCommand
 
-from ._common import EPSILON_HELP_TEXT
+from ._common import EPSILON_HELP_TEXT, Command, Group
 
 COMMAND_MODULES: tuple[str, ...] = (
     "obfuscate",
@@ -27,10 +28,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode="rich",  # with every help string escaped (Command, Group): plain text, nothing eaten
+    cls=Group,
 )
-
-
 
 def _version(value: bool) -> None:
     if value:
@@ -49,6 +49,9 @@ def _root(
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}").register(app)
+for _info in app.registered_commands:  # plain-text help and no <bool> for flags, in every command
+    if _info.cls in (None, TyperCommand):
+        _info.cls = Command
 
 
 def main() -> None:

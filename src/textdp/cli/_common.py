@@ -1,20 +1,42 @@
-"""Helpers shared by the CLI commands: error handling, progress bars, epsilon help."""
+"""Helpers shared by the CLI commands: errors, signals, progress bars, help rendering, epsilon help.
+
+File names, ids, field names and words come from the user and must never be read as
+rich markup (``[/x]`` would crash the renderer, ``[tag]`` would vanish): print them
+with :func:`print_error`, :func:`print_warning` and :func:`print_info`, which style
+with :class:`rich.text.Text` spans and print the message verbatim. Progress
+descriptions are not markup either, and the help renderer escapes every help string.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import types
 from collections.abc import Iterator
+from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
 
-from ..errors import TextDPError
+from .._validation import EPSILON_MAX, EPSILON_MIN
+from ..errors import ParameterError, TextDPError
 
 EPSILON_OPTION_HELP = (
-    "Privacy parameter (> 0). Smaller = more noise = more privacy. Noise per word has mean length "
-    "dimension/epsilon (5 for GloVe 50d at epsilon 10, where ~74% of words survive; ~3% survive at 4)."
+    f"Privacy parameter, in [{EPSILON_MIN:g}, {EPSILON_MAX:g}]. Smaller = more noise = more privacy. Noise per "
+    "word has mean length dimension/epsilon (5 for GloVe 50d at epsilon 10, where ~74% of words survive; ~3% "
+    "survive at 4)."
 )
 
 EPSILON_HELP_TEXT = (
@@ -23,36 +45,137 @@ EPSILON_HELP_TEXT = (
     "Small epsilon = big noise = words change a lot = strong privacy; large epsilon = little noise = "
     "the text survives = weak privacy. The guarantee: for two documents of N words at Earth Mover's "
     "distance E_d, any output is at most exp(epsilon·N·E_d) times more likely from one than from the other "
-    "(e.g. epsilon=10, N=20 and documents 0.01 apart: factor exp(2) = 7.4)."
+    "(e.g. epsilon=10, N=20 and documents 0.01 apart: factor exp(2) = 7.4). Supported range: "
+    f"{EPSILON_MIN:g} to {EPSILON_MAX:g} (on GloVe 50d, epsilon matters between about 0.01 and 100)."
 )
 
+FORCE_HELP = "Replace existing output files (also an input file named as an output). Default: refuse."
+
+#: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+#: The stderr console. It still renders markup in plain strings (callers that style with markup
+#: must ``rich.markup.escape`` what they interpolate); everything printed through the helpers below
+#: is a :class:`rich.text.Text`, which is never parsed as markup.
 err_console = Console(stderr=True)
+
+
+def _line(label: str, style: str, message: object) -> Text:
+    """``label message`` with the label styled and the message verbatim (never markup)."""
+    return Text.assemble((label, style), " ", str(message))
+
+
+def print_error(message: object) -> None:
+    """``error: message`` on stderr (one line; ``message`` is printed verbatim)."""
+    err_console.print(_line("error:", "bold red", message), soft_wrap=True, highlight=False)
+
+
+def print_warning(message: object) -> None:
+    """``warning: message`` on stderr (``message`` is printed verbatim)."""
+    err_console.print(_line("warning:", "bold yellow", message), soft_wrap=True, highlight=False)
+
+
+def print_info(message: object) -> None:
+    """``message`` on stderr, verbatim."""
+    err_console.print(Text(str(message)), soft_wrap=True, highlight=False)
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived; ``status`` is the exit code (130 / 143).
+
+    A :class:`BaseException` like :class:`KeyboardInterrupt`, so that ``except
+    Exception`` clauses do not swallow it and atomic writers discard their files.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.status = 128 + signum
+
+
+class InterruptedRun(TextDPError):
+    """An interrupted command that left something behind (the message says what)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _raise_interrupted(signum: int, frame: types.FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into :class:`Interrupted` while the command runs (main thread only)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in previous:
+        signal.signal(s, _raise_interrupted)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
 def cli_errors() -> Iterator[None]:
-    """Turn expected failures into a one-line ``error: ...`` on stderr and exit code 2."""
+    """Turn expected failures into a one-line ``error: ...`` on stderr and exit code 2.
+
+    SIGINT and SIGTERM end the command with ``interrupted ...`` and exit code 130 or
+    143: atomic writers have removed their temporary files, so nothing partial is
+    left unless the command raised :class:`InterruptedRun` to say what remains.
+    """
     try:
-        yield
+        with _signals():
+            yield
+    except InterruptedRun as exc:
+        err_console.print(_line("interrupted:", "bold red", exc), soft_wrap=True, highlight=False)
+        raise typer.Exit(exc.status) from None
     except TextDPError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        print_error(exc)
         raise typer.Exit(2) from None
     except UnicodeDecodeError as exc:
-        err_console.print(f"[bold red]error:[/] input is not valid UTF-8 ({exc.reason})", highlight=False)
+        print_error(f"input is not valid UTF-8 ({exc.reason})")
+        raise typer.Exit(2) from None
+    except UnicodeEncodeError as exc:
+        print_error(f"cannot write {exc.object[exc.start:exc.end]!r} as {exc.encoding} ({exc.reason}); "
+                    "the input holds text that is not valid Unicode")
+        raise typer.Exit(2) from None
+    except MemoryError:
+        print_error("out of memory; ask for less work per run (a smaller --size, fewer documents, fewer draws)")
         raise typer.Exit(2) from None
     except OSError as exc:
         name = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        err_console.print(f"[bold red]error:[/] {name}{exc.strerror or exc}", highlight=False, soft_wrap=True)
+        print_error(f"{name}{exc.strerror or exc}")
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        err_console.print("[bold red]interrupted[/]; no partial output was written")
-        raise typer.Exit(130) from None
+    except (KeyboardInterrupt, Interrupted) as exc:
+        status = exc.status if isinstance(exc, Interrupted) else EXIT_SIGINT
+        err_console.print(_line("interrupted:", "bold red", "no output was written"), soft_wrap=True,
+                          highlight=False)
+        raise typer.Exit(status) from None
+
+
+def parse_stop_words(stop_words: str) -> str | None:
+    """``'english'`` or ``None`` from the ``--stop-words`` option (case-insensitive), else a one-line error."""
+    s = stop_words.strip().lower()
+    if s == "none":
+        return None
+    if s != "english":
+        raise ParameterError(f"unknown stop-word list {stop_words!r}; choose 'english' or 'none'")
+    return s
 
 
 def progress_bar(disable: bool = False) -> Progress:
     """A rich progress bar on stderr (hidden when stderr is not a terminal unless forced)."""
     return Progress(
-        TextColumn("[progress.description]{task.description}"),
+        TextColumn("{task.description}", markup=False, style="progress.description"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -61,3 +184,52 @@ def progress_bar(disable: bool = False) -> Progress:
         disable=disable or not sys.stderr.isatty(),
         transient=False,
     )
+
+
+# -- help rendering ---------------------------------------------------------------------------
+def _reflow(text: str) -> str:
+    """Join the lines of each paragraph (docstrings are wrapped at 120 columns; the terminal decides)."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _plain_help(text: str | None) -> str | None:
+    return None if text is None else escape(_reflow(text))
+
+
+def _quiet_flags(params: list[Any]) -> list[Any]:
+    for p in params:  # a flag takes no value: do not show a type such as <bool>
+        if (getattr(p, "is_flag", False) or getattr(p, "count", False)) and p.metavar is None:
+            p.metavar = ""
+    return params
+
+
+class Command(TyperCommand):
+    """A command whose help is plain text (escaped for rich) and whose flags show no ``<bool>``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _plain_help(self.help)
+        self.short_help = _plain_help(self.short_help)
+        for p in self.params:
+            if getattr(p, "help", None):
+                p.help = _plain_help(p.help)  # type: ignore[attr-defined]
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _quiet_flags(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """The root group, rendered like :class:`Command`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _plain_help(self.help)
+        for p in self.params:
+            if getattr(p, "help", None):
+                p.help = _plain_help(p.help)  # type: ignore[attr-defined]
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _quiet_flags(super().get_params(ctx))

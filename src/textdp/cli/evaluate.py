@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from ._common import cli_errors, err_console, progress_bar
+from ..errors import OutputExistsError, ParameterError
+from ..io import same_file
+from ._common import FORCE_HELP, cli_errors, print_info, progress_bar
+
+
+def _check_report_folder(out: Path, config: Path, force: bool) -> None:
+    """The report folder must be a new or empty folder (or ``--force``), and never the config file."""
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"the report folder {out} is a file; give a folder")
+    if same_file(out, config):
+        raise ParameterError(f"the report folder {out} is the config file; give a folder")
+    if not force and out.is_dir() and any(out.iterdir()):
+        raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
+                                "replace the report files in it")
 
 
 def register(app: typer.Typer) -> None:
@@ -15,10 +29,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command("evaluate")
     def evaluate(
-        config: Path = typer.Argument(..., help="TOML config: [corpus], [mechanism], [attackers], [utility], [run]."),
-        output: Path | None = typer.Option(None, "--output", "-o", help="Report folder (default: [run] output, else report-<corpus>)."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
-        no_plots: bool = typer.Option(False, "--no-plots", help="Skip the PNG plots."),
+        config: Annotated[Path, typer.Argument(help="TOML config: [corpus], [mechanism], [attackers], [utility], "
+                                               "[run].")],
+        output: Annotated[Path | None, typer.Option("--output", "-o", help="Report folder (default: [run] output, "
+                                                    "else report-<corpus>).")] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+        no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
+        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
+                                            "or empty.")] = False,
     ) -> None:
         """Attack and classify privatised snippets over an epsilon grid; write a report folder.
 
@@ -31,6 +49,7 @@ def register(app: typer.Typer) -> None:
 
             cfg = load_config(config)
             out = output or (Path(cfg.output) if cfg.output else Path(f"report-{Path(str(cfg.corpus['name'])).name.split('.')[0]}"))
+            _check_report_folder(out, config, force)  # before minutes of work, not after
             with progress_bar(disable=quiet) as bar:
 
                 def stage(name: str, total: int):  # type: ignore[no-untyped-def]
@@ -40,5 +59,5 @@ def register(app: typer.Typer) -> None:
                 res = run_experiment(cfg, progress=stage)
             files = write_report(res, out, plots=not no_plots)
             summary = {"report": str(out), "files": [f.name for f in files], "seconds": round(res.timings["total"], 1)}
-            err_console.print(f"wrote {out}/report.md ({res.timings['total']:.0f} s)", highlight=False)
+            print_info(f"wrote {out}/report.md ({res.timings['total']:.0f} s)")
             typer.echo(json.dumps(summary))

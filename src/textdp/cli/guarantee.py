@@ -6,18 +6,20 @@ import json
 import math
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import ParameterError
+from .._validation import check_epsilon, check_size
+from ..errors import DocumentError, ParameterError
 from ._common import (
     EPSILON_HELP_TEXT,
     EPSILON_OPTION_HELP,
     cli_errors,
-    err_console,
+    parse_stop_words,
+    print_warning,
     progress_bar,
 )
 
@@ -32,26 +34,37 @@ class Metric(str, Enum):
     manhattan = "manhattan"
 
 
-def _load(embeddings: Optional[Path], words: Optional[Path], vocab_size: Optional[int]) -> Any:
+class InputFormat(str, Enum):
+    auto = "auto"
+    text = "text"
+    jsonl = "jsonl"
+
+
+def _load(embeddings: Path | None, words: Path | None, vocab_size: int | None) -> Any:
     from ..embeddings import load_embeddings
 
     return load_embeddings(embeddings, words_path=words, vocab_size=vocab_size)
 
 
 def _read(path: Path) -> str:
+    """A plain-text file (calibration words)."""
     from ..io import read_documents
 
     docs = read_documents([path], input_format="text")
     return docs[0][1]
 
 
-def _stops(stop_words: str) -> str | None:
-    s = stop_words.lower()
-    if s == "none":
-        return None
-    if s != "english":
-        raise ParameterError(f"unknown stop-word list {stop_words!r}; choose 'english' or 'none'")
-    return s
+def _read_document(path: Path, *, text_field: str, input_format: str) -> str:
+    """The one document of ``path``, read exactly as ``textdp obfuscate`` reads its inputs."""
+    from ..io import read_documents
+
+    docs = read_documents([path], text_field=text_field, input_format=input_format)
+    if len(docs) != 1:
+        raise DocumentError(
+            f"{path}: holds {len(docs)} documents; guarantee compares two single documents (give a text file, "
+            "or a JSONL file with one line)"
+        )
+    return docs[0][1]
 
 
 def _dump(obj: dict[str, Any]) -> str:
@@ -59,11 +72,12 @@ def _dump(obj: dict[str, Any]) -> str:
 
 
 def guarantee(
-    doc_a: Annotated[Path, typer.Argument(help="First document (plain UTF-8 text).", show_default=False)],
-    doc_b: Annotated[Path, typer.Argument(help="Second document (plain UTF-8 text).", show_default=False)],
+    doc_a: Annotated[Path, typer.Argument(help="First document: a text file, or a JSONL file holding one "
+                                          "document ('-': standard input).", show_default=False)],
+    doc_b: Annotated[Path, typer.Argument(help="Second document, likewise.", show_default=False)],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
     size: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--size", "-n", help="Bag size N of the release. Default: the shorter document's "
                      "in-vocabulary length."),
     ] = None,
@@ -73,17 +87,20 @@ def guarantee(
                                          "distributions).")] = BagMode.truncate,
     metric: Annotated[Metric, typer.Option(help="Ground metric between word vectors. The theorem uses euclidean; "
                                            "manhattan gives a larger, still valid loss.")] = Metric.euclidean,
-    embeddings: Annotated[Optional[Path], typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
-    words: Annotated[Optional[Path], typer.Option(help="Words file for a .npy matrix.")] = None,
-    vocab_size: Annotated[Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
+    words: Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")] = None,
+    vocab_size: Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
-    seed: Annotated[Optional[int], typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")] = None,
+    text_field: Annotated[str, typer.Option(help="Text field of JSONL input (as for obfuscate).")] = "text",
+    input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text (as for "
+                                                      "obfuscate).")] = InputFormat.auto,
+    seed: Annotated[int | None, typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
 ) -> None:
     """How distinguishable two documents stay after Earth Mover's privacy.
 
-    Both documents are prepared exactly as `textdp obfuscate` would (lower-case, stop words and unknown
-    words removed). With --bag truncate (bags of the first N words) any output is at most
+    Both documents are read and prepared exactly as `textdp obfuscate` would (the same reader and
+    --text-field/--input-format options; lower-case, stop words and unknown words removed). With --bag truncate (bags of the first N words) any output is at most
     exp(epsilon·N·E_d) times more likely from one document than from the other (Theorem 5.1); E_d is
     the Earth Mover's distance between the bags (mean distance of the best word-to-word matching). With
     --bag sample the bound is exp(epsilon·N·W_inf), W_inf being the infinity-Wasserstein (bottleneck)
@@ -95,17 +112,24 @@ def guarantee(
 
     with cli_errors():
         if seed is not None:
-            err_console.print("[bold yellow]warning:[/] --seed is no longer used: the bounds are deterministic",
-                              highlight=False)
+            print_warning("--seed is no longer used: the bounds are deterministic")
+        check_epsilon(epsilon)
+        if size is not None:
+            check_size(size)
+        stops = parse_stop_words(stop_words)
+        if str(doc_a) == "-" and str(doc_b) == "-":
+            raise ParameterError("only one of the two documents can be standard input ('-')")
+        text_a = _read_document(doc_a, text_field=text_field, input_format=input_format.value)
+        text_b = _read_document(doc_b, text_field=text_field, input_format=input_format.value)
         emb = _load(embeddings, words, vocab_size)
         g = document_guarantee(
-            _read(doc_a),
-            _read(doc_b),
+            text_a,
+            text_b,
             epsilon=epsilon,
             size=size,
             embeddings=emb,
             bag=bag.value,
-            stop_words=_stops(stop_words),
+            stop_words=stops,
             metric=metric.value,
             names=(doc_a.name, doc_b.name),
         )
@@ -114,7 +138,7 @@ def guarantee(
             out["documents"] = [str(doc_a), str(doc_b)]
             typer.echo(_dump(out))
             return
-        console = Console(highlight=False, soft_wrap=True)
+        console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
         for name, tokens, oov, inv in (
             (doc_a.name, g.n_tokens_a, g.dropped_oov_a, g.words_a),
             (doc_b.name, g.n_tokens_b, g.dropped_oov_b, g.words_b),
@@ -143,14 +167,14 @@ def calibrate(
         float, typer.Option("--target-unchanged", "-t", help="Fraction of words the release should keep unchanged "
                             "(0-1). 0.5 = about half of the words survive.")
     ] = 0.5,
-    embeddings: Annotated[Optional[Path], typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
-    words: Annotated[Optional[Path], typer.Option(help="Words file for a .npy matrix.")] = None,
-    vocab_size: Annotated[Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
+    words: Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")] = None,
+    vocab_size: Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
     n_words: Annotated[int, typer.Option("--n-words", help="Number of calibration words.")] = 300,
     rank_min: Annotated[int, typer.Option(help="Lowest frequency rank of the calibration words.")] = 1000,
     rank_max: Annotated[int, typer.Option(help="Highest frequency rank of the calibration words.")] = 6000,
     calibration_words: Annotated[
-        Optional[Path], typer.Option(help="Use these words (one per line) instead of a random sample.")
+        Path | None, typer.Option(help="Use these words (one per line) instead of a random sample.")
     ] = None,
     repeats: Annotated[int, typer.Option(help="Noise draws per word.")] = 3,
     epsilons: Annotated[
@@ -159,7 +183,7 @@ def calibrate(
     ] = "4,7,10,20,40",
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
     confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
-    seed: Annotated[Optional[int], typer.Option(help="Seed (word sample and noise). Default: fresh entropy.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (word sample and noise). Default: fresh entropy.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of tables.")] = False,
 ) -> None:
     """Find the epsilon that keeps a target fraction of words unchanged, and show what epsilons do.
@@ -189,7 +213,7 @@ def calibrate(
             n_words=n_words,
             ranks=(rank_min, rank_max),
             repeats=repeats,
-            stop_words=_stops(stop_words),
+            stop_words=parse_stop_words(stop_words),
         )
         eps_list = sorted(set(table_eps) | {cal.epsilon}) if table_eps else []
         rows = []
@@ -203,9 +227,9 @@ def calibrate(
             out["diagnostics"] = [r.to_dict() for r in rows]
             typer.echo(_dump(out))
             return
-        console = Console(highlight=False)
+        console = Console(highlight=False, markup=False, emoji=False)
         if not console.is_terminal:
-            console = Console(highlight=False, width=110)
+            console = Console(highlight=False, markup=False, emoji=False, width=110)
         pct = f"{confidence:.0%}"
         console.print(
             f"epsilon = {cal.epsilon:.3g} keeps {cal.target_unchanged:.0%} of words unchanged "

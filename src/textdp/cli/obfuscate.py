@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import IO, Annotated, Any
 
 import typer
 
-from .._validation import check_epsilon, check_positive_int
+from .._validation import check_epsilon, check_positive_int, check_size
 from ..embeddings import load_embeddings, vocabulary_fingerprint
-from ..errors import ParameterError, PrivacyWarning
+from ..errors import DocumentError, ParameterError, PrivacyWarning
 from ..io import (
     atomic_writer,
+    check_output_paths,
+    duplicate_ids_message,
+    find_duplicate_ids,
     read_documents,
     read_sourced_documents,
+    sequence_ids,
     settings_path,
     write_json,
 )
@@ -24,13 +32,22 @@ from ..mechanisms import EarthMoversPrivacy
 from ..mechanisms.earth_movers import SIZE_FROM_DATA_WARNING
 from ..pipeline import (
     check_private_report_path,
-    privatize_documents,
+    iter_privatize_documents,
     release_settings,
     write_private_report,
     write_records,
 )
 from ..text import normalise
-from ._common import EPSILON_OPTION_HELP, cli_errors, err_console, progress_bar
+from ._common import (
+    EPSILON_OPTION_HELP,
+    FORCE_HELP,
+    Interrupted,
+    InterruptedRun,
+    cli_errors,
+    parse_stop_words,
+    print_warning,
+    progress_bar,
+)
 
 
 class OutputFormat(str, Enum):
@@ -68,7 +85,7 @@ class EngineName(str, Enum):
 LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
 
 
-def _partitioned(engine: EngineName, files: list[Path], scheduler: Optional[str], partitions: Optional[int]) -> bool:
+def _partitioned(engine: EngineName, files: list[Path], scheduler: str | None, partitions: int | None) -> bool:
     if engine is EngineName.single:
         if scheduler or partitions:
             raise ParameterError("--scheduler and --partitions need --engine local or dask")
@@ -79,6 +96,25 @@ def _partitioned(engine: EngineName, files: list[Path], scheduler: Optional[str]
     if any(f.name.lower().endswith((".parquet", ".pq")) for f in real):
         return True
     return sum(f.stat().st_size for f in real if f.is_file()) >= LARGE_INPUT_BYTES
+
+
+STRICT_IDS_HELP = ("Refuse input whose record ids repeat (default: warn on stderr, naming the first repeated id "
+                   "and the count).")
+
+
+def _warn_duplicates(count: int, first: str) -> None:
+    print_warning(f"{duplicate_ids_message(count, first)}; give every document a unique id "
+                  "(--strict-ids refuses such input)")
+
+
+@contextlib.contextmanager
+def _stdout_when_done() -> Iterator[IO[str]]:
+    """A file that goes to standard output only once everything is written (nothing partial on errors)."""
+    with tempfile.SpooledTemporaryFile(max_size=32 << 20, mode="w+", encoding="utf-8", newline="\n") as tmp:
+        yield tmp  # type: ignore[misc]
+        tmp.seek(0)
+        shutil.copyfileobj(tmp, sys.stdout)  # type: ignore[misc]
+        sys.stdout.flush()
 
 
 def _domain_words(path: Path) -> set[str]:
@@ -93,13 +129,13 @@ def _domain_words(path: Path) -> set[str]:
 
 def obfuscate(
     files: Annotated[
-        Optional[list[Path]],
+        list[Path] | None,
         typer.Argument(help="Text files (one document each) or JSONL files (one document per line). "
                        "None or '-' reads standard input.", show_default=False),
     ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
     size: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--size", "-n", help="Bag size N (required): every document becomes exactly N words (the "
                      "guarantee compares bags of equal size). N is public: it is written in every record."),
     ] = None,
@@ -111,25 +147,25 @@ def obfuscate(
                                          "drawn with replacement (works for short documents; guarantee "
                                          "epsilon*N*W_inf between documents).")] = BagMode.truncate,
     embeddings: Annotated[
-        Optional[Path], typer.Option(help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with "
+        Path | None, typer.Option(help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with "
                                      "--words). Default: GloVe 6B 50d.")
     ] = None,
-    words: Annotated[Optional[Path], typer.Option(help="Words file (one per line) for a .npy matrix.")] = None,
+    words: Annotated[Path | None, typer.Option(help="Words file (one per line) for a .npy matrix.")] = None,
     vocab_size: Annotated[
-        Optional[int], typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")
+        int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")
     ] = None,
     domain_vocab: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option(help="Restrict the vocabulary to words of this PUBLIC text/JSONL corpus (avoids "
                      "out-of-domain outputs). Do not derive it from the private documents themselves."),
     ] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
     seed: Annotated[
-        Optional[int], typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
+        int | None, typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
                                     "can undo the noise). Default: fresh OS entropy (use that for real releases).")
     ] = None,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Output file (written atomically), or the output "
+        Path | None, typer.Option("--output", "-o", help="Output file (written atomically), or the output "
                                      "folder of a partitioned run. Default: stdout.")
     ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl records or the private words as text.")] = OutputFormat.jsonl,
@@ -138,7 +174,7 @@ def obfuscate(
                                           "are sequence numbers 0, 1, 2, ...).")] = "id",
     input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
     private_report: Annotated[
-        Optional[Path], typer.Option(help="Write a PRIVATE report here (JSONL, one line per record id): where each "
+        Path | None, typer.Option(help="Write a PRIVATE report here (JSONL, one line per record id): where each "
                                      "document came from, its token and unknown-word counts, the unchanged "
                                      "fraction and mean neighbour rank. It describes the input: never publish it.")
     ] = None,
@@ -159,20 +195,22 @@ def obfuscate(
                                  "or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")
     ] = EngineName.auto,
     scheduler: Annotated[
-        Optional[str], typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
+        str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
     ] = None,
     partitions: Annotated[
-        Optional[int], typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
+        int | None, typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
                                     "run's identity: the same seed and partitions give the same output.")
     ] = None,
     workers: Annotated[
-        Optional[int], typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")
+        int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")
     ] = None,
     work_dir: Annotated[
-        Optional[Path], typer.Option(help="Private work directory of a partitioned run (resume key, spilled "
+        Path | None, typer.Option(help="Private work directory of a partitioned run (resume key, spilled "
                                      "inputs, vocabulary; workers must be able to read it). Default: under the "
                                      "textdp cache, found again by the same command. Never inside the output.")
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    strict_ids: Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)] = False,
 ) -> None:
     """Obfuscate documents with Earth Mover's privacy (noisy word embeddings, nearest-word decoding).
 
@@ -196,62 +234,83 @@ def obfuscate(
             raise ParameterError("--size and --size-from-data exclude each other; give one")
         check_epsilon(epsilon)
         if size is not None:
-            check_positive_int(size, "size")
-        stops = None if stop_words.lower() == "none" else stop_words.lower()
-        partitioned = _partitioned(engine, list(files or []), scheduler, partitions)
-        if private_report is not None:
-            check_private_report_path(private_report, output=output, inputs=list(files or []),
-                                      partitioned=partitioned)
+            check_size(size)
+        stops = parse_stop_words(stop_words)
+        inputs = list(files or [])
+        partitioned = _partitioned(engine, inputs, scheduler, partitions)
+        read_too = [*inputs, embeddings, words, domain_vocab]
+        if partitioned:
+            if private_report is not None:
+                check_private_report_path(private_report, output=output, inputs=inputs, partitioned=True)
+                check_output_paths([("--private-report", private_report)], inputs=read_too, force=force,
+                                   existing=False)  # an existing one: refused by the run, unless it is complete
+        else:
+            check_output_paths(
+                [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
+                 ("--private-report", private_report)],
+                inputs=read_too, force=force,
+            )
         domain = _domain_words(domain_vocab) if domain_vocab is not None else None
         emb = load_embeddings(embeddings, words_path=words, vocab_size=vocab_size, domain_words=domain)
         extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
                  "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
             _run_partitioned(
-                list(files or []), output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
+                inputs, output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
                 bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
                 engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, text_field=text_field,
                 id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
-                private_report=private_report, extra=extra,
+                private_report=private_report, extra=extra, force=force, strict_ids=strict_ids,
             )
             return
         mech = EarthMoversPrivacy(
             epsilon=epsilon, size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
             stop_words=stops, rng=seed, decoder=decoder.value, known_source=known_source,
         ).fit()
-        docs = read_sourced_documents(list(files or []), text_field=text_field, id_field=id_field,
+        docs = read_sourced_documents(inputs, text_field=text_field, id_field=id_field,
                                       input_format=input_format.value)
         if not docs:
             raise ParameterError("no documents in the input")
-        with progress_bar(disable=len(docs) < 2) as bar, warnings.catch_warnings(record=True) as caught:
+        ids = sequence_ids(docs)
+        n_dup, first_dup = find_duplicate_ids(lambda: ids)
+        if n_dup and first_dup is not None:
+            if strict_ids:
+                raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
+            _warn_duplicates(n_dup, first_dup)
+        report_rows: list[dict[str, Any]] = []
+        first: Any = None
+        n_records = 0
+        sink = _stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
+        with sink as fh, progress_bar(disable=len(docs) < 2) as bar, \
+                warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PrivacyWarning)
             task = bar.add_task("obfuscating", total=len(docs))
-            job = privatize_documents(mech, docs, private_report=private_report is not None,
-                                      progress=lambda k: bar.advance(task, k))
+            for job in iter_privatize_documents(mech, docs, private_report=private_report is not None,
+                                                progress=lambda k: bar.advance(task, k)):
+                write_records(fh, job.records, fmt.value)  # as they come: memory stays bounded
+                first = first if first is not None else job.documents[0]
+                n_records += len(job.records)
+                report_rows.extend(job.report or [])
+            settings = release_settings(
+                first.guarantee.to_dict(), engine="single", documents=n_records, decoder=first.decoder,
+                known_source=known_source, stop_words=stops, fmt=fmt.value, extra=extra,
+            )
+            # the small files first; the release itself is moved into place last
+            if private_report is not None:
+                write_private_report(private_report, report_rows, overwrite=force)
+            if output is not None:
+                write_json(settings_path(output), settings, overwrite=force, private=False)
         for w in caught:
             if issubclass(w.category, PrivacyWarning):
-                err_console.print(f"[bold yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+                print_warning(w.message)
             else:  # pragma: no cover - other warnings keep their usual route
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        first = job.documents[0]
-        settings = release_settings(
-            first.guarantee.to_dict(), engine="single", documents=len(job.records), decoder=first.decoder,
-            known_source=known_source, stop_words=stops, fmt=fmt.value, extra=extra,
-        )
-        if output is None:
-            write_records(sys.stdout, job.records, fmt.value)
-        else:
-            with atomic_writer(output) as fh:
-                write_records(fh, job.records, fmt.value)
-            write_json(settings_path(output), settings)
-        if private_report is not None and job.report is not None:
-            write_private_report(private_report, job.report)
 
 
-def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, engine: EngineName,
-                     scheduler: Optional[str], workers: Optional[int], **kw: Any) -> None:
+def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine: EngineName,
+                     scheduler: str | None, workers: int | None, **kw: Any) -> None:
     from ..engines import get_backend
-    from ..engines.corpus import obfuscate_corpus
+    from ..engines.corpus import MANIFEST, obfuscate_corpus
 
     if output is None:
         raise ParameterError("partitioned runs need --output DIRECTORY (part files + manifest.json)")
@@ -261,11 +320,12 @@ def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, eng
         raise ParameterError("--input-format text cannot read Parquet")
     if kw["partitions"] is not None:
         check_positive_int(kw["partitions"], "partitions")
+    if workers is not None:
+        check_positive_int(workers, "workers")
     name = "local" if engine is EngineName.local else "dask"
 
     def warn_size(n: int) -> None:
-        err_console.print(f"[bold yellow]warning:[/] {SIZE_FROM_DATA_WARNING.format(n=n)}", highlight=False,
-                          soft_wrap=True)
+        print_warning(SIZE_FROM_DATA_WARNING.format(n=n))
 
     backend = get_backend(name, scheduler=scheduler, workers=workers)
     try:
@@ -279,9 +339,27 @@ def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, eng
                 fmt=kw["fmt"], work_dir=kw["work_dir"], private_report=kw["private_report"],
                 extra_settings=kw["extra"], on_size_from_data=warn_size,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
+                force=kw["force"], strict_ids=kw["strict_ids"], on_duplicate_ids=_warn_duplicates,
             )
+    except (KeyboardInterrupt, Interrupted) as exc:
+        status = exc.status if isinstance(exc, Interrupted) else 130
+        raise InterruptedRun(_interrupted_message(output, MANIFEST), status) from None
     finally:
         backend.close()
+
+
+def _interrupted_message(output: Path, manifest_name: str) -> str:
+    """What an interrupted partitioned run leaves behind, truthfully."""
+    import json
+
+    done = sorted(p.name for p in output.glob("part-*") if p.is_file()) if output.is_dir() else []
+    total: Any = "?"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        total = len(json.loads((output / manifest_name).read_text(encoding="utf-8"))["parts"])
+    if not (output / manifest_name).exists():
+        return f"the run had not started writing {output}; nothing was released"
+    return (f"{len(done)} of {total} part files are finished in {output} (each complete; the run is not); "
+            "run the same command again to finish the rest, or delete the folder to start over")
 
 
 def register(app: typer.Typer) -> None:

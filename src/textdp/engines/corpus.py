@@ -38,7 +38,7 @@ import os
 import secrets
 import shutil
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -48,12 +48,14 @@ import numpy as np
 from .._cache import cache_dir
 from .._rng import spawn
 from ..embeddings import Embeddings, vocabulary_fingerprint
-from ..errors import DocumentError, ParameterError
+from ..errors import DocumentError, OutputExistsError, ParameterError
 from ..guarantees import EarthMoversGuarantee
 from ..io import (
     SourcedDocument,
     _decode,
     atomic_writer,
+    duplicate_ids_message,
+    find_duplicate_ids,
     is_jsonl,
     iter_jsonl_text,
     read_sourced_documents,
@@ -61,7 +63,7 @@ from ..io import (
 )
 from ..mechanisms import EarthMoversPrivacy
 from ..pipeline import (
-    privatize_documents,
+    iter_privatize_documents,
     release_settings,
     write_private_report,
     write_records,
@@ -152,9 +154,13 @@ class _Source:
         self.kind = kind
         self.path = path
         if kind == "parquet-rows":
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
-            self.n = int(pq.ParquetFile(path).metadata.num_rows)
+            try:
+                self.n = int(pq.ParquetFile(path).metadata.num_rows)
+            except (pa.ArrowException, OSError) as exc:
+                raise DocumentError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
         else:
             self.offsets, self.lines, self.size = _scan_jsonl(path)
             self.n = len(self.offsets)
@@ -243,6 +249,15 @@ def _read_segment(seg: Segment, text_field: str, id_field: str) -> list[SourcedD
         docs = list(iter_jsonl_text(_decode(raw, seg.path), seg.path, text_field, id_field,
                                     first_line=seg.first_line))
         return docs
+    import pyarrow as pa
+
+    try:
+        return _read_parquet_rows(seg, text_field, id_field)
+    except (pa.ArrowException, OSError) as exc:
+        raise DocumentError(f"{seg.path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+
+
+def _read_parquet_rows(seg: Segment, text_field: str, id_field: str) -> list[SourcedDocument]:
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(seg.path)
@@ -351,18 +366,34 @@ def min_length(job: tuple[Partition, JobSettings]) -> int:
 
 
 def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> int:
-    """Privatize one partition; write its private-report piece (if asked) and then its part file, atomically."""
+    """Privatize one partition; write its private-report piece (if asked) and then its part file, atomically.
+
+    Records are written as they are made (bounded memory, whatever N); the part
+    file appears only once it is complete, after its private-report piece.
+    """
     part, s, gen = job
     docs = read_partition(part, s.text_field, s.id_field)
-    result = privatize_documents(
-        _mechanism(s), docs, first=part.first, size=s.size, seed=gen, seeded=s.seeded,
-        size_from_data=s.size_from_data, private_report=s.report_dir is not None,
-    )
-    if s.report_dir is not None and result.report is not None:
-        write_private_report(Path(s.report_dir) / part_name(part.index, "jsonl"), result.report)
-    with atomic_writer(Path(s.out_dir) / part_name(part.index, s.fmt)) as fh:
-        write_records(fh, result.records, s.fmt)
-    return len(result.records)
+    report: list[dict[str, Any]] | None = [] if s.report_dir is not None else None
+    n = 0
+    with atomic_writer(Path(s.out_dir) / part_name(part.index, s.fmt), private=False) as fh:
+        for result in iter_privatize_documents(
+            _mechanism(s), docs, first=part.first, size=s.size, seed=gen, seeded=s.seeded,
+            size_from_data=s.size_from_data, private_report=report is not None,
+        ):
+            write_records(fh, result.records, s.fmt)
+            n += len(result.records)
+            if report is not None and result.report is not None:
+                report.extend(result.report)
+        if s.report_dir is not None and report is not None:
+            write_private_report(Path(s.report_dir) / part_name(part.index, "jsonl"), report)
+    return n
+
+
+def partition_ids(plan: Sequence[Partition], text_field: str = "text", id_field: str = "id") -> Iterator[str]:
+    """The record ids of every document of ``plan``, in input order (reads one partition at a time)."""
+    for part in plan:
+        for d in read_partition(part, text_field, id_field):
+            yield str(d.id)
 
 
 # -- the driver ------------------------------------------------------------------------------------
@@ -404,6 +435,9 @@ def obfuscate_corpus(
     extra_settings: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_size_from_data: Callable[[int], None] | None = None,
+    force: bool = False,
+    strict_ids: bool = False,
+    on_duplicate_ids: Callable[[int, str], None] | None = None,
 ) -> dict[str, Any]:
     """Run Earth Mover's privacy over ``paths`` into ``out_dir`` (partitioned, resumable).
 
@@ -415,6 +449,12 @@ def obfuscate_corpus(
     PRIVATE report (JSONL, one object per record id) when the run completes.
     ``progress(done_docs, total_docs)`` is called as partitions finish. Returns the
     public summary written to ``<out_dir>/settings.json``.
+
+    An existing ``out_dir`` must be empty or the output of this same run (which is
+    then resumed); ``force=True`` writes into any folder and replaces an existing
+    ``private_report``. Record ids that repeat are reported before any part is
+    written, through ``on_duplicate_ids(count, first_id)``, or refused with
+    ``strict_ids=True``.
     """
     out_dir = Path(out_dir)
     paths = [Path(p) for p in paths]
@@ -477,6 +517,11 @@ def obfuscate_corpus(
             )
     elif out_dir.exists() and any(out_dir.glob("part-*")):
         raise ParameterError(f"{out_dir} holds part files but no manifest; use a new output directory")
+    elif out_dir.exists() and not force and any(out_dir.iterdir()):
+        raise OutputExistsError(
+            f"{out_dir} exists and is not empty (nor the output of this run); choose a new output directory, "
+            "or pass --force to write into it"
+        )
     if state is None:
         state = {"key": key, "run": secrets.token_hex(16), "resolved_size": None, "complete": False}
     elif state.get("complete") and manifest is not None and (out_dir / SETTINGS).exists() and all(
@@ -485,11 +530,21 @@ def obfuscate_corpus(
         if progress is not None:
             progress(manifest["documents"], manifest["documents"])
         return dict(json.loads((out_dir / SETTINGS).read_text(encoding="utf-8")))  # nothing left to do
+    if private_report is not None and not force and (Path(private_report).exists() or Path(private_report).is_symlink()):
+        raise OutputExistsError(f"--private-report {private_report} exists; choose another path, or pass --force "
+                                "to replace it")
     work.mkdir(parents=True, exist_ok=True, mode=0o700)
     write_json(key_path, state)
 
     plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
                            input_format=input_format, spill_dir=work / "input")
+    if strict_ids or on_duplicate_ids is not None:
+        n_dup, first_dup = find_duplicate_ids(lambda: partition_ids(plan, text_field, id_field))
+        if n_dup and first_dup is not None:
+            if strict_ids:
+                raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
+            if on_duplicate_ids is not None:
+                on_duplicate_ids(n_dup, first_dup)
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in out_dir.glob(".part-*.tmp"):  # left by a killed run (never published)
         stale.unlink(missing_ok=True)
@@ -518,7 +573,7 @@ def obfuscate_corpus(
     total = sum(p.n_docs for p in plan)
     if manifest is None:
         manifest = {"run": state["run"], "settings": public, "size": size, "documents": total, "parts": parts}
-        write_json(manifest_path, manifest)
+        write_json(manifest_path, manifest, private=False)
 
     gens = spawn(seed, len(plan))  # partition i always draws from stream i
     todo = [(plan[i], settings, gens[i]) for i in todo_idx]
@@ -541,7 +596,7 @@ def obfuscate_corpus(
                 f"the private report pieces {', '.join(missing[:3])} are missing from {report_dir}; "
                 "rerun into a new output directory to get a complete private report"
             )
-        with atomic_writer(private_report) as fh:
+        with atomic_writer(private_report, overwrite=force, private=True) as fh:
             for q in pieces:
                 fh.write(q.read_text(encoding="utf-8"))
     guarantee = EarthMoversGuarantee(
@@ -553,7 +608,7 @@ def obfuscate_corpus(
         known_source=known_source, stop_words=stop_words, fmt=fmt,
         extra={"partitions": len(plan), "parts": parts, "vocabulary_fingerprint": fp, **(extra_settings or {})},
     )
-    write_json(out_dir / SETTINGS, summary)
+    write_json(out_dir / SETTINGS, summary, private=False)
     # the run is complete: keep only the resume key (paths, sizes, times), drop every private copy
     state["complete"] = True
     write_json(key_path, state)

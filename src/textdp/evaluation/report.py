@@ -15,15 +15,15 @@ from typing import Any
 from ..io import atomic_writer
 from .experiment import ATTACKERS, UTILITY_MODELS, ExperimentResult
 
-__all__ = ["frontier", "render_markdown", "write_report", "atomic_write_text", "RESULT_KEYS"]
+__all__ = ["RESULT_KEYS", "atomic_write_text", "frontier", "render_markdown", "write_report"]
 
 #: Keys of every row of results.json.
 RESULT_KEYS = ("epsilon", "model", "kind", "correct", "total", "accuracy", "chance", "ci_low", "ci_high", "unchanged", "text")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (see :func:`textdp.io.atomic_writer`)."""
-    with atomic_writer(path) as fh:
+    """Write ``text`` to ``path`` atomically (see :func:`textdp.io.atomic_writer`), with the umask's file mode."""
+    with atomic_writer(path, private=False) as fh:
         fh.write(text)
 
 
@@ -87,9 +87,11 @@ def render_markdown(res: ExperimentResult) -> str:
     lines = [
         f"# Privacy-utility report: {c.get('corpus')}",
         "",
-        "Earth Mover's privacy (Fernandes, Dras & McIver, POST 2019) applied to the unknown snippets of "
-        f"{res.n_authors} authors; attackers attribute the snippets to the authors' known texts, utility models "
-        "recover the snippet's topic (Section 6, Table 1, Appendix B).",
+        (
+            "Earth Mover's privacy (Fernandes, Dras & McIver, POST 2019) applied to the unknown snippets of "
+            f"{res.n_authors} authors; attackers attribute the snippets to the authors' known texts, utility models "
+            "recover the snippet's topic (Section 6, Table 1, Appendix B)."
+        ),
         "",
         "## Set-up",
         "",
@@ -176,8 +178,8 @@ def render_markdown(res: ExperimentResult) -> str:
     lines += ["", "## Run time", "", "| stage | seconds |", "|---|---|"]
     for k, v in res.timings.items():
         lines.append(f"| {k} | {v:.1f} |")
-    lines += ["", "Plots: the PNG files of this folder (attack accuracy, utility and the privacy-utility frontier "
-              "against epsilon). Rows: `results.json`. Settings: `settings.json`.", ""]
+    lines += ["", ("Plots: the PNG files of this folder (attack accuracy, utility and the privacy-utility frontier "
+                   "against epsilon). Rows: `results.json`. Settings: `settings.json`."), ""]
     return "\n".join(lines)
 
 

@@ -48,14 +48,14 @@ from __future__ import annotations
 import os
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from .._rng import make_rng
-from .._validation import check_choice, check_epsilon, check_positive_int
+from .._validation import check_choice, check_epsilon, check_size
 from ..embeddings import (
     DECODERS,
     Decoder,
@@ -70,6 +70,10 @@ from ..text import BAG_MODES, make_bag, normalise
 from .laplace import laplace_noise
 
 MECHANISM_NAME = "earth-movers-privacy"
+
+#: Words noised and decoded at once: bounds the working memory (about 2 KB per word for
+#: 50-d vectors: the float64 noise, the noisy vectors and the decoder's scores) whatever N is.
+WORDS_PER_BLOCK = 32_768
 
 SIZE_FROM_DATA_WARNING = (
     "the bag size N is taken from the data (the shortest document's in-vocabulary length, N={n}); N is "
@@ -118,11 +122,15 @@ def privatize_ids(
         decoder = ExactDecoder(vectors)
     if ids.ndim >= 1 and ids.shape[-1] > 1:
         ids = rng.permuted(ids, axis=-1)
-    z = noisy_vectors(ids, vectors, epsilon, rng).reshape(-1, np.shape(vectors)[1])
-    if known_source:  # exact decoders return the same rows; only the running time differs
-        out = decoder.decode(z, sources=ids.reshape(-1))
-    else:
-        out = decoder.decode(z)
+    flat = ids.reshape(-1)
+    out = np.empty(flat.size, dtype=np.int64)
+    for a in range(0, flat.size, WORDS_PER_BLOCK):  # bounded memory; one block for up to 32,768 words
+        block = flat[a : a + WORDS_PER_BLOCK]
+        z = noisy_vectors(block, vectors, epsilon, rng)
+        if known_source:  # exact decoders return the same rows; only the running time differs
+            out[a : a + block.size] = decoder.decode(z, sources=block)
+        else:
+            out[a : a + block.size] = decoder.decode(z)
     return np.sort(out.reshape(ids.shape), axis=-1)
 
 
@@ -192,7 +200,7 @@ class DocumentDiagnostics:
         return sum(overlap.values()) / max(int(self.input_rows.size), 1)
 
 
-PrivateReport = Union[list[DocumentDiagnostics], Callable[[DocumentDiagnostics], None]]
+PrivateReport = list[DocumentDiagnostics] | Callable[[DocumentDiagnostics], None]
 
 
 class EarthMoversPrivacy:
@@ -314,7 +322,7 @@ class EarthMoversPrivacy:
         """Validate the parameters and load the embeddings (``X`` and ``y`` are ignored)."""
         self.epsilon_ = check_epsilon(self.epsilon)
         if self.size is not None:
-            check_positive_int(self.size, "size")
+            check_size(self.size)
         check_choice(self.bag, "bag mode", BAG_MODES)
         if isinstance(self.embeddings, Embeddings):
             emb = self.embeddings
@@ -351,7 +359,7 @@ class EarthMoversPrivacy:
         emb = self.embeddings_
         return EarthMoversGuarantee(
             epsilon=self.epsilon_,
-            size=check_positive_int(size, "size"),
+            size=check_size(size),
             dim=emb.dim,
             vocab_size=emb.vocab_size,
             embeddings=emb.name,
@@ -404,7 +412,7 @@ class EarthMoversPrivacy:
         if size is None:
             size = self.size
         if size is not None:
-            return check_positive_int(size, "size"), False
+            return check_size(size), False
         if not self.size_from_data:
             raise ParameterError(
                 "the bag size N must be public: pass size=N (CLI: --size N), or size_from_data=True "
@@ -449,10 +457,44 @@ class EarthMoversPrivacy:
             Receives one :class:`DocumentDiagnostics` per document (appended to a
             list, or passed to a callable). PRIVATE: describes the input.
         progress : callable, optional
-            Called with the number of documents finished after each chunk of ``chunk``.
+            Called with the number of documents finished after each chunk.
+        chunk : int
+            At most this many documents are noised at once (fewer when N is
+            large: see :meth:`iter_privatize_batch`).
 
         Every document is validated before any noise is drawn, so a bad document
         fails the whole batch early.
+        """
+        return [
+            doc
+            for part in self.iter_privatize_batch(
+                texts, ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
+                private_report=private_report, progress=progress, chunk=chunk,
+            )
+            for doc in part
+        ]
+
+    def iter_privatize_batch(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        *,
+        size: int | None = None,
+        seed: int | np.random.Generator | None = None,
+        seeded: bool | None = None,
+        size_from_data: bool | None = None,
+        private_report: PrivateReport | None = None,
+        progress: Callable[[int], None] | None = None,
+        chunk: int = 128,
+    ) -> Iterator[list[PrivateDocument]]:
+        """:meth:`privatize_batch`, yielded a chunk of documents at a time (same arguments).
+
+        Every document is validated (normalised, looked up, checked against N)
+        before the first chunk is noised. A chunk holds at most ``chunk``
+        documents and at most ``WORDS_PER_BLOCK`` words (one document when N is
+        larger; its words are then noised and decoded block by block), so the
+        working memory does not grow with N or with the number of documents:
+        only what the caller keeps of the yielded documents does.
         """
         self._ensure_fitted()
         texts = list(texts)
@@ -460,41 +502,47 @@ class EarthMoversPrivacy:
             raise ParameterTypeError(f"got {len(ids)} ids for {len(texts)} texts")
         doc_ids = [str(x) for x in ids] if ids is not None else [str(i) for i in range(len(texts))]
         if not texts:
-            return []
+            return
         rows, n_tokens, dropped = self.prepare(texts, doc_ids)
         n, from_data = self.resolve_size(rows, size)
         from_data = from_data or bool(size_from_data)
+        if self.bag == "truncate":  # a document shorter than N fails before any noise is drawn
+            short = next((i for i, r in enumerate(rows) if r.size < n), None)
+            if short is not None:
+                make_bag(rows[short], n, self.bag, doc_id=f"document {doc_ids[short]}")
         gen = self.rng_ if seed is None else make_rng(seed)
         if seeded is None:
             seeded = seed is not None or self.rng is not None
-        bags = np.stack([make_bag(r, n, self.bag, gen, doc_id=f"document {d}") for r, d in zip(rows, doc_ids)])
-        private = np.empty_like(bags)
-        for start in range(0, len(texts), chunk):
-            private[start : start + chunk] = privatize_ids(
-                bags[start : start + chunk], self.embeddings_.vectors, self.epsilon_, gen, self.decoder_,
-                known_source=bool(self.known_source),
-            )
-            if progress is not None:
-                progress(min(chunk, len(texts) - start))
         guarantee = self.guarantee(n, seeded=seeded, size_from_data=from_data)
         words = self.embeddings_.words
         decoder_name = str(getattr(self.decoder_, "name", self.decoder))
+        emit = None
         if private_report is not None:
             emit = private_report.append if isinstance(private_report, list) else private_report
-            for i in range(len(texts)):
-                emit(DocumentDiagnostics(
-                    id=doc_ids[i], n_tokens=n_tokens[i], dropped_oov=dropped[i], n_in_vocabulary=int(rows[i].size),
-                    input_rows=np.sort(bags[i]), output_rows=private[i].copy(),
-                ))
-        return [
-            PrivateDocument(
-                id=doc_ids[i],
-                words=tuple(words[j] for j in private[i]),
-                guarantee=guarantee,
-                decoder=decoder_name,
+        per_chunk = max(1, min(int(chunk), WORDS_PER_BLOCK // n))
+        for start in range(0, len(texts), per_chunk):
+            idx = range(start, min(start + per_chunk, len(texts)))
+            bags = np.stack([make_bag(rows[i], n, self.bag, gen, doc_id=f"document {doc_ids[i]}") for i in idx])
+            private = privatize_ids(
+                bags, self.embeddings_.vectors, self.epsilon_, gen, self.decoder_,
+                known_source=bool(self.known_source),
             )
-            for i in range(len(texts))
-        ]
+            if emit is not None:
+                for k, i in enumerate(idx):
+                    emit(DocumentDiagnostics(
+                        id=doc_ids[i], n_tokens=n_tokens[i], dropped_oov=dropped[i],
+                        n_in_vocabulary=int(rows[i].size), input_rows=np.sort(bags[k]),
+                        output_rows=private[k].copy(),
+                    ))
+            if progress is not None:
+                progress(len(idx))
+            yield [
+                PrivateDocument(
+                    id=doc_ids[i], words=tuple(words[j] for j in private[k]), guarantee=guarantee,
+                    decoder=decoder_name,
+                )
+                for k, i in enumerate(idx)
+            ]
 
     def privatize(self, texts: str | Iterable[str], **kwargs: Any) -> PrivateDocument | list[PrivateDocument]:
         """Privatise one text (returns a :class:`PrivateDocument`) or an iterable of texts (a list).

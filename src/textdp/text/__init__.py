@@ -26,17 +26,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int
+from .._validation import check_choice, check_size
 from ..errors import DocumentError, ParameterTypeError
 
 __all__ = [
-    "ENGLISH_STOP_WORDS",
     "BAG_MODES",
+    "ENGLISH_STOP_WORDS",
     "Bag",
-    "tokenize",
+    "make_bag",
     "normalise",
     "resolve_stop_words",
-    "make_bag",
+    "tokenize",
 ]
 
 #: The 318 English stop words of scikit-learn (Glasgow Information Retrieval
@@ -180,7 +180,7 @@ def make_bag(
     >>> make_bag(np.array([5, 6, 7]), 2).tolist()
     [5, 6]
     """
-    size = check_positive_int(size, "size")
+    size = check_size(size)
     check_choice(mode, "bag mode", BAG_MODES)
     ids = np.asarray(ids)
     if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
