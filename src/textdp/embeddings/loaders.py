@@ -31,6 +31,7 @@ import re
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -100,7 +101,8 @@ def _load_npy(path: Path) -> np.ndarray:
     """Memory-map a ``.npy`` matrix; any malformed file is a one-line :class:`EmbeddingsError`."""
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError) as exc:
+    # numpy parses the header with ast.literal_eval: a damaged header can raise SyntaxError or tokenize's TokenError
+    except (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError, SyntaxError, TokenError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise EmbeddingsError(f"cannot read embedding matrix {path}: {msg}") from None
     if not isinstance(arr, np.ndarray):  # an .npz archive
