@@ -34,10 +34,11 @@ What is sampled here
   each fit's top ``m`` topics ordered by prevalence, each row its top ``n``
   probabilities in decreasing order, compared position by position -- exactly
   the function the mechanism adds noise to, so the sampled value is the L2
-  sensitivity the Gaussian mechanism needs. (Versions before 0.2 sampled a
-  distance after Hungarian topic alignment, a different function: on a synthetic
-  60-user corpus the released matrices' own distance exceeded it in 27 % of
-  pairs; caches of that version are not reused.)
+  sensitivity the Gaussian mechanism needs. (Earlier versions sampled a
+  distance after Hungarian topic alignment, a different function: issue 9 found
+  the released matrices' own distance above it in 27 % of neighbouring pairs of a
+  synthetic 60-user corpus. Caches of that version are not reused:
+  :data:`CACHE_VERSION`.)
 
 Per-database size
 -----------------
@@ -292,7 +293,7 @@ class SensitivitySampler:
         Where to cache raw sample distances; ``None`` disables caching.
     chunk_size : int or None
         Pairs per job (default: 1 in process; about four jobs per worker,
-        at most 25 pairs each, for a backend with ``n_workers()``).
+        at most 10 pairs each, for a backend with ``n_workers()``).
     n_jobs : int or None
         Deprecated: use ``backend``.
 
@@ -368,7 +369,7 @@ class SensitivitySampler:
         workers = getattr(self.backend, "n_workers", None)
         if not callable(workers):
             return 1
-        return max(1, min(25, math.ceil(todo / (4 * max(1, int(workers()))))))
+        return max(1, min(10, math.ceil(todo / (4 * max(1, int(workers()))))))
 
     # sampling ------------------------------------------------------------------
     def draw(self, n_samples: int, *, seed: int | np.random.SeedSequence | np.random.Generator | None = None,
