@@ -132,7 +132,7 @@ def _check_paths(corpus: Path, output: Path | None, private_report: Path | None)
 def topics(
     corpus: Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the release JSON here "
-                                                   "(and <output>.settings.json); default: stdout.")] = None,
+                                                   "(and OUTPUT.settings.json); default: stdout.")] = None,
     private_report: Annotated[Path | None, typer.Option(
         help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise "
              "scale, timings, paths). Never publish it; it must differ from --output.")] = None,

@@ -40,7 +40,7 @@ class DaskBackend:
         else:
             n = workers or os.cpu_count() or 1
             self._own_cluster = distributed.LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None
+                n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=":0"
             )
             self.client = distributed.Client(self._own_cluster)
             self._own_client = True
