@@ -14,6 +14,7 @@ import argparse
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 
 from textdp._rng import make_rng
 from textdp.samplers import DEFAULT_GRID, discrete_gaussian, discrete_laplace
@@ -44,10 +45,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for k in args.sizes:
         n = k * k
-        dg = _best(lambda n=n: discrete_gaussian(sigma2, n, gen), args.repeats)
-        ng = _best(lambda n=n: gen.normal(0.0, args.sigma, n), args.repeats)
-        dl = _best(lambda n=n: discrete_laplace(scale, n, gen), args.repeats)
-        nl = _best(lambda n=n: gen.laplace(0.0, args.scale, n), args.repeats)
+        dg = _best(partial(discrete_gaussian, sigma2, n, gen), args.repeats)
+        ng = _best(partial(gen.normal, 0.0, args.sigma, n), args.repeats)
+        dl = _best(partial(discrete_laplace, scale, n, gen), args.repeats)
+        nl = _best(partial(gen.laplace, 0.0, args.scale, n), args.repeats)
         print(f"| {k}x{k} | {dg * 1e3:.1f} ms | {ng * 1e3:.3f} ms | {dg / ng:.0f}x | {dl * 1e3:.1f} ms | "
               f"{nl * 1e3:.3f} ms | {dl / nl:.0f}x |")
 
