@@ -8,14 +8,20 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from textdp._rng import make_rng
 from textdp.errors import ParameterError, ParameterTypeError
+from textdp.guarantees import GUARANTEE_KEYS, Guarantee
 from textdp.topics import (
+    MECHANISMS,
     LaplaceBaseline,
     MVGMechanism,
     TopicDPGaussian,
+    TopicGuarantee,
     TopicMatrix,
+    TopicRelease,
     align_topics,
     analytic_gaussian_sigma,
+    build_mechanism,
     classic_gaussian_sigma,
     extract_topic_matrix,
     gaussian_delta,
@@ -94,9 +100,13 @@ def test_thesis_calibration_split_budget() -> None:
     s = thesis_gaussian_sigma(3.0, 1e-4, 0.2, 10, 10)
     assert s == pytest.approx(0.2 * math.sqrt(2 * math.log(1.25e4)) * 100 / 3)
     mech = TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.2, gamma=0.1, calibration="thesis")
-    eff, text = mech.guarantee((10, 10))
-    assert eff == pytest.approx(1e-2)  # composition of 100 (eps/100, delta) mechanisms
-    assert "m*n*delta" in text
+    # the thesis's sigma, computed for the sensitivity of the grid-rounded matrix
+    assert mech.sigma((10, 10)) == pytest.approx(thesis_gaussian_sigma(3.0, 1e-4, 0.2 + 2**-20 * 10, 10, 10),
+                                                 rel=1e-9)
+    g = mech.guarantee((10, 10))
+    assert g.mechanism == "topicdp-thesis" and g.delta == 1e-4
+    assert mech.proven_delta((10, 10)) < 1e-100  # CKS20's zCDP bound for this (huge) noise
+    assert "composes to (3, 0.01)" in g.statement  # the thesis's own argument, reported
 
 
 @pytest.mark.parametrize("calibration", ["analytic", "thesis"])
@@ -105,31 +115,50 @@ def test_gaussian_noise_statistics(calibration: str) -> None:
     shape = (20, 25)
     sigma = mech.sigma(shape)
     base = np.full(shape, 0.1)
-    rng = np.random.default_rng(5)
-    noise = np.stack([mech.randomise(base, rng=rng) - base for _ in range(40)]).ravel()  # 20,000 draws
+    snapped = np.rint(base / mech.grid) * mech.grid
+    gen = make_rng(5)
+    noise = np.stack([mech.randomize(base, seed=gen) - snapped for _ in range(40)]).ravel()  # 20,000 draws
     n = noise.size
     assert abs(noise.mean()) < 5 * sigma / math.sqrt(n)
     assert noise.std(ddof=1) == pytest.approx(sigma, rel=5 * math.sqrt(2 / n))
     assert stats.kstest(noise / sigma, "norm").pvalue > 1e-4
+    assert stats.kstest(noise / (1.1 * sigma), "norm").pvalue < 1e-6  # a wrong sigma fails the same test
+
+
+def test_discrete_calibration_meets_delta_via_zcdp() -> None:
+    from textdp.samplers import zcdp_delta
+
+    for eps in (0.5, 3.0, 10.0):
+        mech = TopicDPGaussian(epsilon=eps, delta=1e-4, sensitivity=0.33, gamma=0.1)
+        shape = (10, 10)
+        d_grid = (0.33 + 2**-20 * 10) / mech.grid  # sensitivity of the rounded matrix, grid units
+        rho = d_grid**2 / (2 * float(mech.grid_variance(shape)))
+        assert zcdp_delta(rho, eps) <= 1e-4
+        # the noise is somewhat above the continuous analytic Gaussian's (which is not assumed to hold)
+        assert 1.0 < mech.sigma(shape) / analytic_gaussian_sigma(eps, 1e-4, 0.33) < 1.15
 
 
 def test_laplace_baseline_statistics_and_sensitivity() -> None:
     mech = LaplaceBaseline(epsilon=4.0, m=10)
     assert mech.sensitivity == 20.0 and mech.scale == 5.0
+    grid_scale = float(mech.grid_scale((10, 10))) * mech.grid
+    assert grid_scale == pytest.approx((20 + 2**-20 * 100) / 4.0, rel=1e-9) and grid_scale >= 5.0
     base = np.zeros((10, 10))
-    rng = np.random.default_rng(6)
-    noise = np.stack([mech.randomise(base, rng=rng) for _ in range(200)]).ravel()
+    gen = make_rng(6)
+    noise = np.stack([mech.randomize(base, seed=gen) for _ in range(200)]).ravel()
     assert abs(noise.mean()) < 5 * math.sqrt(2) * 5.0 / math.sqrt(noise.size)
     assert noise.var() == pytest.approx(2 * 25.0, rel=0.05)
+    assert stats.kstest(noise / grid_scale, "laplace").pvalue > 1e-4
+    assert stats.kstest(noise / (1.1 * grid_scale), "laplace").pvalue < 1e-6
     with pytest.raises(ParameterError):
-        mech.randomise(np.zeros((3, 10)), rng=1)
+        mech.randomize(np.zeros((3, 10)), seed=1)
 
 
 def test_laplace_l1_bound_holds_for_probability_rows() -> None:
-    rng = np.random.default_rng(7)
+    gen = make_rng(7)
     for _ in range(200):
-        a = rng.dirichlet(np.ones(30), size=4)
-        b = rng.dirichlet(np.ones(30), size=4)
+        a = gen.dirichlet(np.ones(30), size=4)
+        b = gen.dirichlet(np.ones(30), size=4)
         ta = np.sort(a, axis=1)[:, ::-1][:, :5]
         tb = np.sort(b, axis=1)[:, ::-1][:, :5]
         assert np.abs(ta - tb).sum() <= 2 * 4
@@ -166,34 +195,109 @@ def test_mvg_covariance_meets_sufficient_condition(covariance: str) -> None:
     # Sigma = I_m, Psi = diag(var): ||sigma(Sigma^-1)||_2 ||sigma(Psi^-1)||_2 == budget
     lhs = math.sqrt(shape[0]) * float(np.linalg.norm(1 / var))
     assert lhs == pytest.approx(mech.budget(shape), rel=1e-9)
-    assert mech.budget(shape) == mvg_precision_budget(3.0, 1e-4, 0.2, math.sqrt(10), 10, 10)
+    assert mech.budget(shape) == mvg_precision_budget(3.0, 1e-4, 0.2 + 2**-20 * 10, math.sqrt(10), 10, 10)
     if covariance == "directional":
         assert np.all(np.diff(var) > 0)  # more precision on top-ranked keyword positions
-    rng = np.random.default_rng(8)
-    z = np.stack([mech.randomise(np.zeros(shape), rng=rng) for _ in range(400)])
-    assert z.var(axis=(0, 1)) == pytest.approx(var, rel=0.1)
+    big = (4000, 10)  # one tall release: 4,000 draws per column
+    z = mech.randomize(np.zeros(big), seed=make_rng(8))
+    assert z.var(axis=0) == pytest.approx(mech.column_variances(big), rel=0.1)
+    assert np.all(z / mech.grid == np.rint(z / mech.grid))
+    assert stats.kstest(z[:, 0] / math.sqrt(mech.column_variances(big)[0]), "norm").pvalue > 1e-4
+    # the discretised MVG is proven with CKS20 (checked), not with the continuous MVG theorem
+    assert mech.proven_delta(shape) <= 1e-4 and "CKS20" in mech.guarantee(shape).statement
 
 
 # --- post-processing, release record ------------------------------------------------------
 
 
 def test_postprocess_bounds() -> None:
-    rng = np.random.default_rng(9)
-    out = postprocess(rng.normal(0.2, 1.0, size=(30, 8)))
+    out = postprocess(make_rng(9).normal(0.2, 1.0, size=(30, 8)))
     assert out.min() >= 0 and out.max() <= 1
     assert np.all(out.sum(axis=1) <= 1 + 1e-12)
 
 
-def test_release_record_is_frozen_and_complete() -> None:
+PRIVATE_KEYS = {"sensitivity", "sensitivity_kind", "sigma", "noise_sigma", "corpus_users", "per_db_users",
+                "n_users", "n_docs", "seconds", "fit_seconds", "cache_hit", "samples", "corpus", "path"}
+
+
+def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
     tm = TopicMatrix(np.array([[0.4, 0.2], [0.3, 0.1]]), (("a", "b"), ("c", "d")), (0, 1))
-    rel = release_topics(tm, TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.1, gamma=0.1), rng=3)
+    sens = 0.123456789
+    mech = TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=sens, gamma=0.1)
+    rel = release_topics(tm, mech, seed=3)
     d = rel.to_dict()
-    for key in ("keywords", "matrix", "mechanism", "epsilon", "delta", "gamma", "sensitivity", "guarantee"):
+    for key in (*GUARANTEE_KEYS, "gamma", "grid", "keywords", "matrix", "raw_matrix", "keyword_note", "seeded"):
         assert key in d
-    assert "random differential privacy" in rel.guarantee
-    assert "NOT covered" in rel.keyword_note
+    assert not PRIVATE_KEYS & set(d)
+    assert {f for f in TopicRelease.__dataclass_fields__} == {"guarantee", "keywords", "raw_matrix", "matrix",
+                                                              "seeded", "keyword_note"}
+    text = repr(d) + repr(rel)
+    for secret in (sens, mech.sigma((2, 2))):  # neither the sensitivity nor sigma (which reveals it)
+        assert f"{secret:.6g}" not in text and repr(secret) not in text
+    assert "random differential privacy" in rel.guarantee.statement and "NOT covered" in rel.keyword_note
+    assert rel.seeded is True and release_topics(tm, mech).seeded is False
     with pytest.raises(AttributeError):
-        rel.epsilon = 5  # type: ignore[misc]
+        rel.guarantee.epsilon = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_every_mechanism_has_a_frozen_guarantee_object_and_releases_on_the_grid(name: str) -> None:
+    mech = build_mechanism(name, epsilon=2.0, delta=1e-4, gamma=0.1, sensitivity=0.2, m=3, grid=2.0**-16)
+    g = mech.guarantee((3, 4))
+    assert isinstance(g, TopicGuarantee) and isinstance(g, Guarantee)
+    assert g.mechanism == name and g.unit == "user" and g.epsilon == 2.0
+    assert set(GUARANTEE_KEYS) <= set(g.to_dict()) and g.to_dict()["guarantee"] == g.statement
+    assert "Not covered" in g.statement or "not covered" in g.statement.lower()
+    with pytest.raises(AttributeError):
+        g.delta = 0.5  # type: ignore[misc]
+    true = make_rng(1).dirichlet(np.ones(40), size=3)[:, :4]
+    tm = TopicMatrix(true, tuple(("w",) * 4 for _ in range(3)), (0, 1, 2))
+    rel = release_topics(tm, mech, seed=2)
+    raw = np.array(rel.raw_matrix)
+    k = raw / rel.grid
+    assert np.all(k == np.rint(k))  # every released value is an exact multiple of the public grid
+    assert rel.grid == 2.0**-16 and rel.to_dict()["grid"] == 2.0**-16
+
+
+def test_release_names_come_from_the_guarantee_not_isinstance() -> None:
+    class Custom:
+        """A third-party mechanism following the protocol (no isinstance dispatch on it)."""
+
+        name = "custom"
+        epsilon = 1.0
+        grid = 2.0**-10
+
+        def randomize(self, matrix: np.ndarray, seed: object = None) -> np.ndarray:
+            return np.rint(np.asarray(matrix) / self.grid) * self.grid
+
+        def guarantee(self, shape: tuple[int, int]) -> TopicGuarantee:
+            return TopicGuarantee(mechanism="custom", epsilon=1.0, delta=0.0, gamma=None, shape=shape,
+                                  grid=self.grid, noise="none", statement="a test statement; nothing covered")
+
+    tm = TopicMatrix(np.array([[0.5, 0.25]]), (("a", "b"),), (0,))
+    rel = release_topics(tm, Custom())
+    assert rel.mechanism == "custom" and rel.to_dict()["guarantee"] == "a test statement; nothing covered"
+
+
+def test_randomise_is_a_deprecated_alias() -> None:
+    mech = LaplaceBaseline(epsilon=1.0, m=1)
+    with pytest.warns(DeprecationWarning, match="randomize"):
+        a = mech.randomise(np.zeros((1, 2)), rng=4)
+    assert np.array_equal(a, mech.randomize(np.zeros((1, 2)), seed=4))
+    tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
+    with pytest.warns(DeprecationWarning, match="seed"):
+        rel = release_topics(tm, mech, rng=4)
+    assert rel.raw_matrix == release_topics(tm, mech, seed=4).raw_matrix
+
+
+def test_mechanism_factory() -> None:
+    assert build_mechanism("laplace", epsilon=2, delta=1e-4, m=3).sensitivity == 6.0
+    with pytest.raises(ParameterError, match="needs a sensitivity"):
+        build_mechanism("topicdp", epsilon=2, delta=1e-4, m=3)
+    with pytest.raises(ParameterError, match="choose one of"):
+        build_mechanism("gauss", epsilon=2, delta=1e-4, m=3, sensitivity=0.1)
+    plain = build_mechanism("topicdp", epsilon=2, delta=1e-4, m=3, sensitivity=0.1)  # supplied: plain DP
+    assert plain.guarantee((3, 3)).gamma is None and "vouches" in plain.guarantee((3, 3)).statement
 
 
 def test_parameter_checks() -> None:
@@ -208,18 +312,20 @@ def test_parameter_checks() -> None:
     with pytest.raises(ParameterError):
         TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1, calibration="x")
     with pytest.raises(ParameterError):
+        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1, grid=0.001)
+    with pytest.raises(ParameterError):
         MVGMechanism(epsilon=1, delta=1e-4, sensitivity=0.1, covariance="diagonal")
     with pytest.raises(ParameterError):
         LaplaceBaseline(epsilon=1, m=0)
     with pytest.raises(ParameterError):
-        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1).randomise(np.zeros(3))
+        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1).randomize(np.zeros(3))
 
 
 def test_noise_uses_generator_not_global_state() -> None:
     mech = TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1)
-    a = mech.randomise(np.zeros((2, 2)), rng=11)
-    b = mech.randomise(np.zeros((2, 2)), rng=11)
-    c = mech.randomise(np.zeros((2, 2)))
+    a = mech.randomize(np.zeros((2, 2)), seed=11)
+    b = mech.randomize(np.zeros((2, 2)), seed=11)
+    c = mech.randomize(np.zeros((2, 2)))
     assert np.array_equal(a, b) and not np.array_equal(a, c)
 
 
@@ -227,7 +333,7 @@ def test_noise_uses_generator_not_global_state() -> None:
 
 
 def test_kendall_identical_and_reversed() -> None:
-    rng = np.random.default_rng(10)
+    rng = make_rng(10)
     for n in (2, 5, 10, 37):
         x = rng.permutation(n).astype(float)
         assert kendall_tau_distance(x, x) == 0.0
@@ -254,7 +360,7 @@ def test_distance_metrics() -> None:
 
 
 def test_extract_and_align() -> None:
-    rng = np.random.default_rng(12)
+    rng = make_rng(12)
     tw = rng.dirichlet(np.full(50, 0.1), size=6)
     prev = rng.dirichlet(np.ones(6))
     vocab = [f"w{i}" for i in range(50)]

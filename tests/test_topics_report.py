@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
+from textdp._rng import make_rng
 from textdp.topics import SklearnLDA, UserCorpus
 from textdp.topics.report import ReportConfig, run_report
 
@@ -16,7 +15,7 @@ THEMES = ["market price energy power contract trading gas deal",
 
 
 def _synthetic(n_users: int, docs: int) -> tuple[list[str], list[str]]:
-    gen = np.random.default_rng(0)
+    gen = make_rng(0)
     texts, users = [], []
     for u in range(n_users):
         for _ in range(docs):
@@ -31,7 +30,7 @@ def test_report_small(tmp_path: Path) -> None:
     corpus = UserCorpus.from_texts(texts, users, min_df=1, max_df=1.0)
     cfg = ReportConfig(epsilons=(1.0, 5.0), gammas=(0.3, 0.02), sizes=(2, 3), size_epsilons=(3.0,),
                        gamma=0.3, repeats=2, max_samples=30, bar_topics=(1, 2))
-    res = run_report(corpus, SklearnLDA(n_topics=3, max_iter=3), tmp_path, name="synthetic", config=cfg, rng=0)
+    res = run_report(corpus, SklearnLDA(n_topics=3, max_iter=3), tmp_path, name="synthetic", config=cfg, seed=0)
     assert res["skipped_gammas"] == {"0.02": 9498}
     for f in ("results.json", "report.md", "fig_vs_epsilon.png", "fig_vs_gamma.png", "fig_vs_size_eps3.png",
               "fig_keywords.png"):
@@ -41,3 +40,4 @@ def test_report_small(tmp_path: Path) -> None:
     assert set(row) >= {"epsilon", "topicdp", "topicdp-thesis", "mvg", "laplace"}
     assert set(row["topicdp"]) >= {"l1", "row_euclidean", "rmse", "kendall_tau", "post_l1", "post_kendall_tau"}
     assert "gamma=0.02 needs 9498 samples" in (tmp_path / "report.md").read_text()
+    assert "never publish" in data["not_a_release"]  # an experiment on the corpus, not a release

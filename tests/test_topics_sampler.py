@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textdp.topics import SensitivitySampler, SklearnLDA, UserCorpus, extract_topic_matrix, sampler_parameters
+from textdp._rng import make_rng, spawn
+from textdp.topics import (
+    SensitivitySampler,
+    SklearnLDA,
+    UserCorpus,
+    draw_neighbours,
+    extract_topic_matrix,
+    sampler_parameters,
+    topic_matrix_distance,
+)
 
 THEMES = [
     "market price energy power contract trading gas deal",
@@ -19,7 +28,7 @@ THEMES = [
 
 
 def _synthetic(n_users: int = 8, docs: int = 6, seed: int = 0) -> tuple[list[str], list[str]]:
-    gen = np.random.default_rng(seed)
+    gen = make_rng(seed)
     texts, users = [], []
     for u in range(n_users):
         fav = u % len(THEMES)
@@ -65,28 +74,88 @@ def test_sampler_order_statistic_cache_and_extension(corpus: UserCorpus, model: 
                                                      tmp_path: Path) -> None:
     sizes = [(2, 2), (3, 4)]
     s = SensitivitySampler(corpus=corpus, model=model, sizes=sizes, cache_dir=tmp_path)
-    res = s.sample(0.3, rng=1)
+    res = s.sample(0.3, seed=1)
     p = sampler_parameters(0.3)
     r = res[(3, 4)]
     assert r.n_samples == p.n_samples == len(r.samples)
     assert r.value == sorted(r.samples)[p.order_statistic - 1]
     assert r.value > 0 and not r.cache_hit
-    assert res[(2, 2)].value <= np.sqrt(2 * 2 * 2)  # each truncated row pair differs by at most sqrt(2)
+    assert res[(2, 2)].value <= np.sqrt(2 * 2)  # two sub-probability rows differ by at most sqrt(2) in L2
     assert "probability >= 0.7" in r.statement and "not privatised" in r.statement
     # cache hit: same values whatever the seed
-    again = SensitivitySampler(corpus=corpus, model=model, sizes=sizes, cache_dir=tmp_path).sample(0.3, rng=99)
+    again = SensitivitySampler(corpus=corpus, model=model, sizes=sizes, cache_dir=tmp_path).sample(0.3, seed=99)
     assert again[(3, 4)].cache_hit and again[(3, 4)].samples == r.samples
     # smaller gamma extends the cached i.i.d. samples instead of recomputing them
     more = SensitivitySampler(corpus=corpus, model=model, sizes=sizes, cache_dir=tmp_path).draw(30)[0]
     assert np.array_equal(more[: p.n_samples, 1], np.array(r.samples))
 
 
-def test_sampler_is_reproducible_and_parallel_equals_serial(corpus: UserCorpus, model: SklearnLDA) -> None:
-    a = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)]).draw(6, rng=5)[0]
-    b = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], n_jobs=2).draw(6, rng=5)[0]
-    assert np.allclose(a, b, rtol=0, atol=1e-9)
-    c = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], neighbours="replace").draw(6, rng=5)[0]
+def test_sampler_is_reproducible_and_deprecated_names_warn(corpus: UserCorpus, model: SklearnLDA) -> None:
+    a = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)]).draw(6, seed=5)[0]
+    b = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], chunk_size=4).draw(6, seed=5)[0]
+    assert np.array_equal(a, b)  # the same whatever the chunking
+    with pytest.warns(DeprecationWarning, match="backend"):
+        old = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], n_jobs=2)
+    with pytest.warns(DeprecationWarning, match="seed"):
+        assert np.array_equal(old.draw(6, rng=5)[0], a)
+    c = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], neighbours="replace").draw(6, seed=5)[0]
     assert c.shape == (6, 1)
+
+
+def test_local_and_dask_engines_give_the_same_samples(corpus: UserCorpus, model: SklearnLDA) -> None:
+    distributed = pytest.importorskip("distributed")
+    from textdp.engines.dask import DaskBackend
+
+    local = SensitivitySampler(corpus=corpus, model=model, sizes=[(2, 2), (3, 3)]).draw(8, seed=5)[0]
+    # a 2-worker LocalCluster of processes (HTTP server on a free port: other clusters may hold 8787)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        backend = DaskBackend(client=client)
+        sampler = SensitivitySampler(corpus=corpus, model=model, sizes=[(2, 2), (3, 3)], backend=backend)
+        assert sampler._chunk(8) == 1  # 8 pairs / (4 jobs x 2 workers)
+        dask = sampler.draw(8, seed=5)[0]
+    # LDA fits are deterministic up to BLAS summation order (threads differ between processes)
+    assert np.allclose(local, dask, rtol=0, atol=1e-9)
+
+
+def test_sampled_distance_is_that_of_the_released_function(corpus: UserCorpus, model: SklearnLDA) -> None:
+    sizes = [(2, 2), (3, 4)]
+    n = 10
+    samples = SensitivitySampler(corpus=corpus, model=model, sizes=sizes).draw(n, seed=3)[0]
+    gens = spawn(3, n)  # sample i is drawn with the i-th generator spawned from the seed
+    aligned_differs = 0
+    for i in range(n):
+        users_a, users_b = draw_neighbours(corpus.n_users, corpus.n_users, "add-remove", gens[i])
+        fit_a = model.fit(corpus.rows_for(users_a))
+        fit_b = model.fit(corpus.rows_for(users_b))
+        for s, (m, k) in enumerate(sizes):
+            released_a = extract_topic_matrix(*fit_a, corpus.vocabulary, m, k).matrix
+            released_b = extract_topic_matrix(*fit_b, corpus.vocabulary, m, k).matrix
+            direct = float(np.linalg.norm(released_a - released_b))
+            assert samples[i, s] == pytest.approx(direct, rel=1e-9, abs=1e-12)
+            aligned = max(topic_matrix_distance(fit_a[0], fit_a[1], fit_b[0], [(m, k)])[0],
+                          topic_matrix_distance(fit_b[0], fit_b[1], fit_a[0], [(m, k)])[0])
+            aligned_differs += abs(aligned - direct) > 1e-6
+    assert aligned_differs > 0  # the old (aligned) distance is a different function
+
+
+def test_cache_holds_only_samples_and_no_generator_output(corpus: UserCorpus, model: SklearnLDA,
+                                                          tmp_path: Path) -> None:
+    s = SensitivitySampler(corpus=corpus, model=model, sizes=[(2, 2)], cache_dir=tmp_path)
+    s.draw(4, seed=5)
+    s.draw(6, seed=make_rng(5))
+    (path,) = tmp_path.glob("sens-*.json")
+    data = json.loads(path.read_text())
+    assert set(data) == {"version", "sizes", "samples"} and len(data["samples"]) == 6
+    text = path.read_text()
+    # what versions before 0.2 stored: the first output of the (release-noise) generator
+    for leaked in (make_rng(5).integers(0, 2**63 - 1), *make_rng(5).integers(0, 2**32, size=8, dtype=np.uint64)):
+        assert str(int(leaked)) not in text
+    # the sampler never touches a generator it is not given (its stream is separate from the noise)
+    gen = make_rng(8)
+    state = gen.bit_generator.state
+    SensitivitySampler(corpus=corpus, model=model, sizes=[(2, 2)]).draw(2, seed=7)
+    assert gen.bit_generator.state == state
 
 
 def _write_jsonl(path: Path) -> Path:
@@ -111,16 +180,86 @@ def test_cli_topics(tmp_path: Path, mechanism: str, shared_cache: Path) -> None:
     result = CliRunner().invoke(app, [
         "topics", str(src), "--user-field", "author", "--topics", "3", "--keywords", "4",
         "--model-topics", "3", "--epsilon", "3", "--delta", "1e-4", "--gamma", "0.3", "--mechanism", mechanism,
-        "--max-iter", "3", "--jobs", "1", "--cache-dir", str(shared_cache), "--seed", "4",
-        "-o", str(out), "--quiet"])
+        "--max-iter", "3", "--cache-dir", str(shared_cache), "--seed", "4",
+        "-o", str(out), "--private-report", str(tmp_path / "private.json"), "--quiet"])
     assert result.exit_code == 0, result.output
     rec = json.loads(out.read_text())
-    for key in ("keywords", "matrix", "mechanism", "epsilon", "delta", "gamma", "sensitivity", "guarantee"):
+    for key in ("keywords", "matrix", "raw_matrix", "mechanism", "epsilon", "delta", "gamma", "unit", "guarantee",
+                "grid", "seeded", "keyword_note"):
         assert key in rec
+    assert rec["unit"] == "user" and rec["seeded"] is True and rec["mechanism"] == mechanism
     assert len(rec["matrix"]) == 3 and len(rec["matrix"][0]) == 4 and len(rec["keywords"][0]) == 4
+    raw = np.array(rec["raw_matrix"]) / rec["grid"]
+    assert np.all(raw == np.rint(raw))  # on the public grid, as read back from the JSON
     settings = json.loads((tmp_path / "out" / "release.json.settings.json").read_text())
     assert settings["mechanism"] == mechanism and settings["seed"] == 4
     assert not list((tmp_path / "out").glob("*.tmp"))
+    _assert_nothing_private(tmp_path, out, json.loads((tmp_path / "private.json").read_text()))
+
+
+PRIVATE_KEYS = {"sensitivity_sampling", "corpus_users", "per_db_users", "n_users", "n_docs", "seconds",
+                "fit_seconds", "sampling_seconds", "cache_hit", "cache_dir", "corpus", "noise_sigma", "samples"}
+
+
+def _assert_nothing_private(tmp_path: Path, out: Path, private: dict) -> None:
+    rec = json.loads(out.read_text())
+    settings = json.loads(out.with_name(out.name + ".settings.json").read_text())
+    assert not PRIVATE_KEYS & set(rec)
+    assert not {"corpus", "seconds", "n_users", "n_docs"} & set(settings)
+    assert not {"n_docs", "n_users"} & set(settings["corpus_settings"])
+    public = out.read_text() + json.dumps(settings)
+    assert str(tmp_path) not in public  # no paths
+    # the private report has what was removed, and none of it appears in the release
+    assert private["n_users"] == 8 and private["n_docs"] == 48 and "seconds" in private
+    if private["sensitivity_source"] == "sampled":
+        value = private["sensitivity_sampling"]["value"]
+        assert private["sensitivity"] == value
+        assert repr(value) not in public and f"{value:.6g}" not in public
+        sigma = private.get("noise_sigma")
+        if sigma is not None:
+            assert repr(sigma) not in public and f"{sigma:.6g}" not in public
+
+
+def test_cli_private_report_must_not_be_the_release(tmp_path: Path) -> None:
+    from textdp.cli import app
+
+    src = _write_jsonl(tmp_path / "c.jsonl")
+    out = tmp_path / "release.json"
+    runner = CliRunner()
+    base = ["topics", str(src), "--mechanism", "laplace", "--topics", "2", "--model-topics", "3", "-q"]
+    r = runner.invoke(app, [*base, "-o", str(out), "--private-report", str(out)])
+    assert r.exit_code == 2 and "private report" in r.output and not out.exists()
+    r = runner.invoke(app, [*base, "-o", str(out), "--private-report", str(tmp_path / "release.json.settings.json")])
+    assert r.exit_code == 2 and not out.exists()
+    r = runner.invoke(app, [*base, "-o", str(out), "--private-report", str(src)])
+    assert r.exit_code == 2 and "input corpus" in r.output
+
+
+def test_cli_release_noise_does_not_depend_on_the_sampler_cache(tmp_path: Path) -> None:
+    from textdp.cli import app
+
+    src = _write_jsonl(tmp_path / "c.jsonl")
+    args = ["topics", str(src), "--topics", "2", "--keywords", "3", "--model-topics", "3", "--gamma", "0.4",
+            "--max-iter", "2", "--cache-dir", str(tmp_path / "cache"), "--seed", "9", "-q"]
+    runner = CliRunner()
+    cold = runner.invoke(app, [*args, "-o", str(tmp_path / "a.json")])
+    warm = runner.invoke(app, [*args, "-o", str(tmp_path / "b.json")])  # samples come from the cache now
+    assert cold.exit_code == 0 and warm.exit_code == 0, cold.output + warm.output
+    a = json.loads((tmp_path / "a.json").read_text())
+    b = json.loads((tmp_path / "b.json").read_text())
+    assert a["raw_matrix"] == b["raw_matrix"]  # the noise stream never shifts with the sampler's work
+
+
+def test_cli_deprecated_options_warn_and_still_work(tmp_path: Path) -> None:
+    from textdp.cli import app
+
+    src = _write_jsonl(tmp_path / "c.jsonl")
+    r = CliRunner().invoke(app, ["topics", str(src), "--mechanism", "laplace", "--topics", "2", "-n", "3",
+                                 "--model-topics", "3", "--jobs", "1", "--backend", "sklearn", "-q",
+                                 "-o", str(tmp_path / "r.json")])
+    assert r.exit_code == 0, r.output
+    assert "--jobs is deprecated" in r.output and "--keywords" in r.output and "--topic-model" in r.output
+    assert len(json.loads((tmp_path / "r.json").read_text())["keywords"][0]) == 3
 
 
 def test_cli_topics_errors(tmp_path: Path) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from .. import __version__
 from ..io import settings_path, write_json
+from ..topics.names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
 from ._common import cli_errors, err_console, progress_bar
 
 TOPICS_HELP = (
@@ -23,31 +24,43 @@ TOPICS_HELP = (
     "fitting the model on random pairs of databases that differ in one user, so the guarantee is "
     "'random DP' -- it holds for a random user with probability at least 1 - gamma, not for every "
     "user. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower. The keyword identities "
-    "come from the non-private model and are not protected; only the probabilities are."
+    "come from the non-private model and are not protected; only the probabilities are.\n\n"
+    "The release (-o) holds only the guarantee, public parameters, keywords and the noisy matrix (exact "
+    "multiples of the public grid 2^-GRID_BITS). Everything that describes the private corpus (user and "
+    "document counts, the sampled sensitivity and the noise scale, timings, paths) goes to the private "
+    "report (--private-report), which must never be published."
 )
 
 
-class Mechanism(str, Enum):
-    topicdp = "topicdp"
-    topicdp_thesis = "topicdp-thesis"
-    laplace = "laplace"
-    mvg = "mvg"
-    mvg_directional = "mvg-directional"
-
-
-class Backend(str, Enum):
-    sklearn = "sklearn"
-    tomotopy = "tomotopy"
-
-
-class Neighbours(str, Enum):
-    add_remove = "add-remove"
-    replace = "replace"
+class EngineName(str, Enum):
+    local = "local"
+    dask = "dask"
 
 
 EPS_HELP = "Privacy dial epsilon > 0: a user's presence changes output odds by at most exp(epsilon)."
 DELTA_HELP = "Probability delta in (0,1) that the epsilon bound fails (keep it below 1/number of users)."
 GAMMA_HELP = "Share gamma in (0, 0.5) of random neighbouring pairs the sampled sensitivity may miss."
+MECHANISM_HELP = ("topicdp: discrete Gaussian, zCDP calibration (default); topicdp-thesis: the thesis's budget "
+                  "split (reproduction); laplace / mvg / mvg-directional: the thesis's baselines.")
+ENGINE_HELP = ("Where the sensitivity pairs are fitted: local (this process) or dask (a local cluster of --workers "
+               "processes, or the cluster at --scheduler). The same --seed gives the same result on any engine.")
+STRIP_HELP = ("Drop quoted-reply ('>', '|') and '... writes:' lines: they are other users' words "
+              "(recommended for e-mail / Usenet such as 20newsgroups).")
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    """Typer callback accepting only ``choices`` (the library's tuple of names)."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"{value!r} is not one of: {', '.join(choices)}")
+        return value
+
+    return check
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    return " One of: " + ", ".join(names) + "."
 
 
 def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_user_docs: int,
@@ -60,35 +73,86 @@ def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_use
                                  strip_quoted=strip_quotes)
 
 
-STRIP_HELP = ("Drop quoted-reply ('>') and '... writes:' lines: they are other users' words "
-              "(recommended for e-mail / Usenet such as 20newsgroups).")
+def _warn(message: str) -> None:
+    err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
-def _sample(sampler: Any, gamma: float, rng: Any, quiet: bool) -> Any:
+def _engine_options(engine: EngineName, workers: int | None, scheduler: str | None,
+                    jobs: int | None) -> tuple[EngineName, int | None]:
+    """Check the engine options early, honouring the deprecated ``--jobs``."""
+    from .._validation import check_positive_int
+    from ..errors import ParameterError
+
+    if jobs is not None:
+        _warn("--jobs is deprecated and will be removed in the next release; use --engine dask --workers N")
+        if check_positive_int(jobs, "--jobs") > 1 and engine is EngineName.local and not scheduler:
+            engine, workers = EngineName.dask, workers or jobs
+    if workers is not None:
+        check_positive_int(workers, "--workers")
+    if engine is EngineName.local and scheduler:
+        raise ParameterError("--scheduler needs --engine dask")
+    return engine, workers
+
+
+def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> Any:
+    """The execution engine for the sampler (``None`` = in this process)."""
+    if engine is EngineName.local:
+        return None
+    from ..engines import get_backend
+
+    return get_backend("dask", scheduler=scheduler, workers=workers)
+
+
+def _sample(sampler: Any, gamma: float, seed: Any, quiet: bool) -> Any:
     from ..topics import sampler_parameters
 
     total = sampler_parameters(gamma).n_samples
     with progress_bar(disable=quiet) as bar:
         task = bar.add_task("sampling sensitivity", total=total)
-        return sampler.sample(gamma, rng=rng, progress=lambda d, t: bar.update(task, completed=d, total=t))
+        return sampler.sample(gamma, seed=seed, progress=lambda d, t: bar.update(task, completed=d, total=t))
+
+
+def _check_paths(corpus: Path, output: Path | None, private_report: Path | None) -> None:
+    from ..errors import ParameterError
+
+    src = corpus.resolve()
+    targets = {"--output": output, "--private-report": private_report}
+    for flag, path in targets.items():
+        if path is not None and path.resolve() == src:
+            raise ParameterError(f"{flag} {path} is the input corpus; choose another file")
+    if private_report is not None:
+        pr = private_report.resolve()
+        if output is None:
+            return
+        if pr in (output.resolve(), settings_path(output).resolve()):
+            raise ParameterError(f"--private-report {private_report} would overwrite the release; the private "
+                                 "report must be a separate file that is never published")
 
 
 def topics(
     corpus: Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the release JSON here "
-                                                   "(and <output>.settings.json); default: stdout.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the release JSON here "
+                                                   "(and OUTPUT.settings.json); default: stdout.")] = None,
+    private_report: Annotated[Path | None, typer.Option(
+        help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise "
+             "scale, timings, paths). Never publish it; it must differ from --output.")] = None,
     user_field: Annotated[str, typer.Option(help="JSON field naming the user (the unit of privacy).")] = "author",
     text_field: Annotated[str, typer.Option(help="JSON field with the document text.")] = "text",
     n_topics: Annotated[int, typer.Option("--topics", "-m", help="Topics m to release (top by prevalence).")] = 10,
-    n_keywords: Annotated[int, typer.Option("--keywords", "-n", help="Keywords n per topic.")] = 10,
+    n_keywords: Annotated[int, typer.Option("--keywords", help="Keywords n per topic.")] = 10,
+    n_keywords_short: Annotated[int | None, typer.Option("-n", hidden=True,
+                                                            help="Deprecated: use --keywords.")] = None,
     model_topics: Annotated[int, typer.Option(help="Topics K fitted (0 = max(--topics, 10)).")] = 0,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPS_HELP)] = 3.0,
     delta: Annotated[float, typer.Option(help=DELTA_HELP)] = 1e-4,
     gamma: Annotated[float, typer.Option(help=GAMMA_HELP)] = 0.1,
-    mechanism: Annotated[Mechanism, typer.Option(help="topicdp: Gaussian, analytic calibration (default); "
-                                                 "topicdp-thesis: the thesis's budget split (reproduction); "
-                                                 "laplace / mvg: the thesis's baselines.")] = Mechanism.topicdp,
-    backend: Annotated[Backend, typer.Option(help="Topic model: sklearn LDA or tomotopy LDA.")] = Backend.sklearn,
+    mechanism: Annotated[str, typer.Option(help=MECHANISM_HELP + _choices(MECHANISMS),
+                                           callback=_one_of(MECHANISMS))] = "topicdp",
+    topic_model: Annotated[str, typer.Option(help="Topic model: sklearn LDA or tomotopy LDA." + _choices(TOPIC_MODELS),
+                                             callback=_one_of(TOPIC_MODELS))] = "sklearn",
+    backend_deprecated: Annotated[str | None, typer.Option(
+        "--backend", hidden=True, help="Deprecated: use --topic-model.", callback=_one_of(TOPIC_MODELS))
+    ] = None,
     max_iter: Annotated[int, typer.Option(help="LDA passes (tomotopy: x20 Gibbs iterations).")] = 10,
     model_seed: Annotated[int, typer.Option(help="Fixed seed of the LDA initialisation (defines the function).")] = 0,
     max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound: first N documents of each user "
@@ -97,68 +161,117 @@ def topics(
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
     strip_quotes: Annotated[bool, typer.Option(help=STRIP_HELP)] = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
-    neighbours: Annotated[Neighbours, typer.Option(help="add-remove one user (default) or replace one "
-                                                   "(thesis).")] = Neighbours.add_remove,
-    sensitivity: Annotated[Optional[float], typer.Option(help="Use this L2 sensitivity instead of sampling "
-                                                         "(you vouch for it).")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes for sampling.")] = 2,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache of sampled distances "
+    neighbours: Annotated[str, typer.Option(help="add-remove one user (default) or replace one (thesis)."
+                                            + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))] = "add-remove",
+    sensitivity: Annotated[float | None, typer.Option(help="Use this L2 sensitivity instead of sampling "
+                                                         "(you vouch for it; the guarantee is then plain DP).")
+                           ] = None,
+    grid_bits: Annotated[int, typer.Option(help="Released values are exact multiples of 2^-GRID_BITS "
+                                           "(floating-point-safe noise).")] = 20,
+    engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
+    workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster "
+                                                   "(default: one per core).")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler "
+                                                     "(e.g. tcp://host:8786).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", hidden=True,
+                                                help="Deprecated: use --engine dask --workers N.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances "
                                                       "(default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")] = None,
     no_cache: Annotated[bool, typer.Option(help="Do not read or write the cache.")] = False,
-    seed: Annotated[Optional[int], typer.Option(help="Seed for sampling and noise (default: OS entropy; "
+    seed: Annotated[int | None, typer.Option(help="Seed for sampling and noise (default: OS entropy; "
                                                 "a published seed lets anyone undo the noise).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Release a noisy topic-keyword matrix with user-level (random) differential privacy."""
     with cli_errors():
-        from .._rng import make_rng
-        from .._validation import check_epsilon, check_positive_int, check_probability
-        from ..topics import (SensitivitySampler, default_cache_dir, extract_topic_matrix,
-                              make_topic_model, release_topics)
-        from ..topics.report import build_mechanism
+        from .._rng import spawn
+        from .._validation import (
+            check_choice,
+            check_epsilon,
+            check_positive_int,
+            check_probability,
+        )
+        from ..topics import (
+            SensitivitySampler,
+            default_cache_dir,
+            extract_topic_matrix,
+            make_topic_model,
+            release_topics,
+        )
+        from ..topics.mechanisms import build_mechanism, needs_sensitivity
 
         check_epsilon(epsilon)
         check_probability(delta, "delta")
         check_probability(gamma, "gamma")
+        check_choice(mechanism, "mechanism", MECHANISMS)
+        if n_keywords_short is not None:
+            _warn("-n for keywords is deprecated (-n is the bag size elsewhere); use --keywords")
+            n_keywords = n_keywords_short
+        if backend_deprecated is not None:
+            _warn("--backend is deprecated (a backend is an execution engine); use --topic-model")
+            topic_model = backend_deprecated
+        engine, workers = _engine_options(engine, workers, scheduler, jobs)
         m = check_positive_int(n_topics, "--topics")
         n = check_positive_int(n_keywords, "--keywords")
+        grid = 2.0 ** -check_positive_int(grid_bits, "--grid-bits", minimum=0)
+        _check_paths(corpus, output, private_report)
         K = model_topics or max(m, 10)
-        gen = make_rng(seed)
-        data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes)
-        model = make_topic_model(backend.value, n_topics=K, max_iter=max_iter, seed=model_seed)
+        sampler_seed, release_seed = spawn(seed, 2)  # separate streams: sampling never shifts the noise
         t0 = time.perf_counter()
+        data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes)
+        model = make_topic_model(topic_model, n_topics=K, max_iter=max_iter, seed=model_seed)
+        t_fit = time.perf_counter()
         tw, prev = model.fit(data.X)
+        fit_seconds = time.perf_counter() - t_fit
         tm = extract_topic_matrix(tw, prev, data.vocabulary, m, n)
-        sens_record: dict[str, Any] | None = None
-        if mechanism is Mechanism.laplace:
-            sens_value = 2.0 * m
-        elif sensitivity is not None:
-            sens_value = float(sensitivity)
-        else:
-            sizes = sorted({(k, k) for k in range(2, min(K, 10) + 1)} | {(m, n)})
-            sampler = SensitivitySampler(
-                corpus=data, model=model, sizes=sizes, n_jobs=check_positive_int(jobs, "--jobs"),
-                n_users=per_db_users or None, neighbours=neighbours.value,
-                cache_dir=None if no_cache else (cache_dir or default_cache_dir()))
-            sampled = _sample(sampler, gamma, gen, quiet)[(m, n)]
-            sens_value = sampled.value
-            sens_record = sampled.to_dict()
-        mech = build_mechanism(mechanism.value, epsilon=epsilon, delta=delta, gamma=gamma,
-                               sensitivity=sens_value, m=m)
-        rel = release_topics(tm, mech, rng=gen)
-        record: dict[str, Any] = {**rel.to_dict(), "topics": m, "keywords_per_topic": n,
-                                  "sensitivity_sampling": sens_record}
-        if sens_record is None and sensitivity is not None and mechanism is not Mechanism.laplace:
-            record["guarantee"] += " The sensitivity was supplied by the user, not sampled."
+        private: dict[str, Any] = {"sensitivity_source": "global L1 bound 2m (public)"}
+        sens_value: float | None = None
+        sampled_gamma: float | None = None
+        if needs_sensitivity(mechanism):
+            if sensitivity is not None:
+                sens_value = float(sensitivity)
+                private["sensitivity_source"] = "supplied by the user"
+            else:
+                backend = _backend(engine, workers, scheduler)
+                try:
+                    sizes = sorted({(k, k) for k in range(2, min(K, 10) + 1)} | {(m, n)})
+                    cache = None if no_cache else (cache_dir or default_cache_dir())
+                    sampler = SensitivitySampler(
+                        corpus=data, model=model, sizes=sizes, backend=backend,
+                        n_users=per_db_users or None, neighbours=neighbours, cache_dir=cache)
+                    sampled = _sample(sampler, gamma, sampler_seed, quiet)[(m, n)]
+                finally:
+                    if backend is not None:
+                        backend.close()
+                sens_value, sampled_gamma = sampled.value, sampled.gamma
+                private.update(sensitivity_source="sampled", sensitivity_sampling=sampled.to_dict(),
+                               cache_dir=None if cache is None else str(cache))
+        mech = build_mechanism(mechanism, epsilon=epsilon, delta=delta, gamma=sampled_gamma,
+                               sensitivity=sens_value, m=m, grid=grid)
+        rel = release_topics(tm, mech, seed=release_seed)
+        record: dict[str, Any] = {**rel.to_dict(), "seeded": seed is not None}
         settings = {
-            "textdp_version": __version__, "command": "topics", "corpus": str(corpus),
-            "user_field": user_field, "text_field": text_field, "corpus_settings": data.settings,
-            "model": model.settings(), "mechanism": mechanism.value, "epsilon": epsilon, "delta": delta,
-            "gamma": gamma, "topics": m, "keywords": n, "per_db_users": per_db_users or data.n_users,
-            "neighbours": neighbours.value, "seed": seed,
+            "textdp_version": __version__, "command": "topics", "user_field": user_field, "text_field": text_field,
+            "corpus_settings": data.settings, "model": model.settings(), "mechanism": mechanism,
+            "epsilon": epsilon, "delta": delta, "gamma": gamma if needs_sensitivity(mechanism) else None,
+            "topics": m, "keywords": n, "grid": grid, "neighbours": neighbours,
+            "per_db_users": per_db_users or "all users of the corpus (count in the private report)",
+            "sensitivity": "supplied (value in the private report)" if sensitivity is not None else None,
+            "engine": engine.value, "seed": seed, "seeded": seed is not None,
             "seed_note": None if seed is not None else "fresh OS entropy (not recorded)",
-            "seconds": round(time.perf_counter() - t0, 2),
         }
+        if private_report is not None:
+            sigma: dict[str, Any] = {}
+            if hasattr(mech, "sigma"):
+                sigma["noise_sigma"] = mech.sigma((m, n))
+            if hasattr(mech, "column_variances"):
+                sigma["noise_column_variances"] = [float(v) for v in mech.column_variances((m, n))]
+            write_json(private_report, {
+                "warning": "PRIVATE: describes the private corpus; never publish this file",
+                "command": "topics", "corpus": str(corpus), "release": None if output is None else str(output),
+                "n_users": data.n_users, "n_docs": data.n_docs,
+                "per_db_users": per_db_users or data.n_users, "sensitivity": sens_value, **private, **sigma,
+                "fit_seconds": round(fit_seconds, 3), "seconds": round(time.perf_counter() - t0, 3)})
         if output is None:
             import json
 
@@ -166,15 +279,14 @@ def topics(
         else:
             write_json(output, record)
             write_json(settings_path(output), settings)
-            err_console.print(f"wrote {output} ({rel.mechanism}, sensitivity {rel.sensitivity:.4g})",
-                              highlight=False)
+            err_console.print(f"wrote {output} ({rel.mechanism}, epsilon {rel.epsilon:g})", highlight=False)
 
 
 def topics_report(
     corpus: Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Report folder (figures, results.json, "
                                          "report.md).")] = Path("reports/topics"),
-    name: Annotated[Optional[str], typer.Option(help="Corpus name in titles (default: file stem).")] = None,
+    name: Annotated[str | None, typer.Option(help="Corpus name in titles (default: file stem).")] = None,
     user_field: Annotated[str, typer.Option(help="JSON field naming the user.")] = "author",
     text_field: Annotated[str, typer.Option(help="JSON field with the document text.")] = "text",
     delta: Annotated[float, typer.Option(help=DELTA_HELP)] = 1e-4,
@@ -183,42 +295,54 @@ def topics_report(
     repeats: Annotated[int, typer.Option(help="Noise draws averaged per point.")] = 20,
     max_samples: Annotated[int, typer.Option(help="Largest sensitivity sample to draw; gammas needing more "
                                              "are reported as skipped (gamma=0.02 needs 9498).")] = 700,
-    backend: Annotated[Backend, typer.Option(help="Topic model backend.")] = Backend.sklearn,
+    topic_model: Annotated[str, typer.Option(help="Topic model." + _choices(TOPIC_MODELS),
+                                             callback=_one_of(TOPIC_MODELS))] = "sklearn",
     max_iter: Annotated[int, typer.Option(help="LDA passes.")] = 10,
     max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound per user (0 = none).")] = 30,
     min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
     strip_quotes: Annotated[bool, typer.Option(help=STRIP_HELP)] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes.")] = 2,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Cache of sampled distances.")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Seed (default: OS entropy).")] = None,
+    engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
+    workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster.")] = None,
+    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", hidden=True,
+                                                help="Deprecated: use --engine dask --workers N.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (default: OS entropy).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Sweep epsilon in [1, 10], gamma in [0.02, 0.22] and m = n in [2, 10] for TopicDP, MVG and
-    Laplace, and draw the thesis's figures with a report.md."""
+    Laplace, and draw the thesis's figures with a report.md. An experiment, not a release: the
+    report holds the true matrix and private statistics of the corpus; never publish it."""
     with cli_errors():
         from .._validation import check_positive_int
         from ..topics import default_cache_dir, make_topic_model
         from ..topics.report import ReportConfig, run_report
 
         data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes)
-        model = make_topic_model(backend.value, n_topics=10, max_iter=max_iter, seed=0)
+        model = make_topic_model(topic_model, n_topics=10, max_iter=max_iter, seed=0)
         cfg = ReportConfig(delta=delta, gamma=gamma, epsilon=epsilon,
                            repeats=check_positive_int(repeats, "--repeats"),
                            max_samples=check_positive_int(max_samples, "--max-samples"))
         label = name or corpus.name.split(".")[0]
-        with progress_bar(disable=quiet) as bar:
-            task = bar.add_task("sampling sensitivity", total=None)
-            res = run_report(data, model, output, name=label, config=cfg,
-                             n_jobs=check_positive_int(jobs, "--jobs"),
-                             cache_dir=cache_dir or default_cache_dir(), rng=seed,
-                             progress=lambda d, t: bar.update(task, completed=d, total=t),
-                             log=lambda s: err_console.print(s, highlight=False))
+        engine, workers = _engine_options(engine, workers, scheduler, jobs)
+        backend = _backend(engine, workers, scheduler)
+        try:
+            with progress_bar(disable=quiet) as bar:
+                task = bar.add_task("sampling sensitivity", total=None)
+                res = run_report(data, model, output, name=label, config=cfg, backend=backend,
+                                 cache_dir=cache_dir or default_cache_dir(), seed=seed,
+                                 progress=lambda d, t: bar.update(task, completed=d, total=t),
+                                 log=lambda s: err_console.print(s, highlight=False))
+        finally:
+            if backend is not None:
+                backend.close()
         write_json(output / "report.settings.json", {
             "textdp_version": __version__, "command": "topics-report", "corpus": str(corpus),
             "user_field": user_field, "corpus_settings": data.settings, "model": model.settings(),
             "delta": delta, "gamma": gamma, "epsilon": epsilon, "repeats": repeats,
-            "max_samples": max_samples, "seed": seed, "sampling_seconds": res["sampling_seconds"]})
+            "max_samples": max_samples, "seed": seed, "engine": engine.value,
+            "sampling_seconds": res["sampling_seconds"]})
         err_console.print(f"wrote {output / 'report.md'}", highlight=False)
 
 

@@ -1,5 +1,9 @@
 """Execution engines: run pure batch functions over partitions of a corpus.
 
+The ``Backend`` protocol and :class:`LocalBackend` live in the leaf module
+:mod:`textdp.backend` (so lower layers can take a backend without importing the
+engines); this package re-exports them and adds the Dask backend.
+
 The core of textdp is pure batch functions (``privatize_ids`` and the per-partition
 job :func:`textdp.engines.corpus.run_partition`). An engine only decides *where*
 they run. The interface is one method::
@@ -18,27 +22,10 @@ the scheduling. See ``ARCHITECTURE.md`` ("Corpus scale") and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
-
+from ..backend import Backend, LocalBackend
 from ..errors import ParameterError
-from .local import LocalBackend
 
 ENGINES = ("local", "dask")
-
-
-class Backend(Protocol):
-    """Where partition jobs run."""
-
-    name: str
-
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], on_result: Callable[[int, Any], None]) -> None:
-        """Run ``fn`` on every item; call ``on_result(index, result)`` in the driver as each finishes."""
-        ...
-
-    def close(self) -> None:
-        """Release workers and connections."""
-        ...
 
 
 def get_backend(name: str = "dask", *, scheduler: str | None = None, workers: int | None = None) -> Backend:

@@ -8,7 +8,9 @@ an author field, in a fully deterministic way (no randomness at all):
 
 1. rows are read in file order; rows without an author or text are skipped;
    with ``strip_quotes`` quoted lines (``>`` ...) and attribution lines
-   ("... writes:") are removed first (Usenet replies quote other posters);
+   ("... writes:") are removed first (Usenet replies quote other posters) by
+   :func:`textdp.text.strip_quoted` (the one quote-stripper; rows are read by
+   :func:`textdp.io.iter_jsonl_records`, the one JSONL reader);
 2. if a ``topic_field`` is given, an author's topic is their most frequent
    topic (ties: alphabetical) and only their rows in that topic are kept;
 3. an author's rows are concatenated in file order and normalised
@@ -32,21 +34,18 @@ C50 (0.56); ``cut = "raw"`` cuts 2,000 / 1,000 raw words and normalises after.
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
-import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._validation import check_choice, check_positive_int
 from ..errors import DocumentError, ParameterError
-from ..text import normalise
+from ..io import iter_jsonl_records as read_jsonl
+from ..text import normalise, strip_quoted
 
-__all__ = ["EvaluationSet", "PRESETS", "resolve_data_dir", "read_jsonl", "strip_quoted", "build_evaluation_set"]
+__all__ = ["PRESETS", "EvaluationSet", "build_evaluation_set", "read_jsonl", "resolve_data_dir", "strip_quoted"]
 
 #: Corpus defaults for the three development corpora (paths are under the data dir).
 PRESETS: dict[str, dict[str, Any]] = {
@@ -62,7 +61,6 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 _HELD_OUT = ("ebg", "pan19_fanfiction")
-_ATTRIBUTION = re.compile(r"(writes|wrote|says|said)\s*:\s*$", re.IGNORECASE)
 
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -76,31 +74,6 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
         if cand.is_dir():
             return cand
     raise ParameterError("no corpus directory: set data_dir in the config or the TEXTDP_DATA_DIR environment variable")
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Rows of a (optionally gzipped) JSON-lines file, in file order."""
-    p = Path(path)
-    if not p.is_file():
-        raise ParameterError(f"corpus file not found: {p}")
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DocumentError(f"{p}:{n}: not valid JSON ({exc.msg})") from None
-
-
-def strip_quoted(text: str) -> str:
-    """Remove quoted lines and attribution lines of a Usenet/e-mail reply.
-
-    >>> strip_quoted("In article <1@x>, bob@y writes:\\n> old text\\nnew text")
-    'new text'
-    """
-    keep = [ln for ln in text.splitlines() if not ln.lstrip().startswith((">", "|")) and not _ATTRIBUTION.search(ln)]
-    return "\n".join(keep)
 
 
 @dataclass
@@ -206,7 +179,7 @@ def build_evaluation_set(
         if topic_field is not None:
             counts = Counter(t for _, t in rows)
             top = max(counts.values())
-            topic = min(t for t, c in counts.items() if c == top)
+            topic = min(str(t) for t, c in counts.items() if c == top)
             rows = [r for r in rows if r[1] == topic]
         raw = " ".join(t for t, _ in rows).split()
         if cut == "normalised":

@@ -2,9 +2,10 @@
 
 Reproduces and corrects J. Sharma, *TopicDP - Ensuring Differential Privacy for
 Topic Mining* (MSc thesis, IIT, 2021): fit any topic model, sample the
-user-level L2 sensitivity of its top-``m`` x top-``n`` keyword matrix
-(Rubinstein & Aldà 2017), and release the matrix with Gaussian noise
-((ε, δ, γ)-random DP), next to the Laplace and MVG baselines.
+user-level L2 sensitivity of its released top-``m`` x top-``n`` keyword matrix
+(Rubinstein & Aldà 2017), and release the matrix with exact discrete Gaussian
+noise on a public grid ((ε, δ, γ)-random DP), next to the Laplace and MVG
+baselines.
 
 Typical use::
 
@@ -13,61 +14,145 @@ Typical use::
     model = SklearnLDA(n_topics=10)
     tw, prev = model.fit(corpus.X)
     topics = extract_topic_matrix(tw, prev, corpus.vocabulary, 10, 10)
+    sampler_seed, noise_seed = textdp._rng.spawn(None, 2)
     sens = SensitivitySampler(corpus=corpus, model=model, sizes=[(10, 10)],
-                              n_jobs=2).sample(0.1)[(10, 10)]
-    rel = release_topics(topics, TopicDPGaussian(epsilon=3, delta=1e-4,
-                         sensitivity=sens, gamma=0.1))
+                              backend=textdp.engines.get_backend("dask", workers=2)
+                              ).sample(0.1, seed=sampler_seed)[(10, 10)]
+    rel = release_topics(topics, TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=sens),
+                         seed=noise_seed)
+    rel.to_dict()   # guarantee, public parameters, keywords, noisy matrix -- nothing else
+
+Names are imported lazily (PEP 562), so ``textdp.topics.names`` (the option
+names the CLI needs) loads without numpy-heavy modules.
 """
 
-from .mechanisms import (
-    KEYWORD_NOTE,
-    LaplaceBaseline,
-    MVGMechanism,
-    TopicDPGaussian,
-    TopicRelease,
-    analytic_gaussian_sigma,
-    classic_gaussian_sigma,
-    gaussian_delta,
-    mvg_precision_budget,
-    postprocess,
-    release_topics,
-    thesis_gaussian_sigma,
-)
-from .metrics import (
-    all_metrics,
-    kendall_tau_distance,
-    keyword_rank_distance,
-    l1_distance,
-    rmse,
-    row_euclidean_distance,
-)
-from .models import (
-    SklearnLDA,
-    TomotopyLDA,
-    TopicMatrix,
-    TopicModel,
-    UserCorpus,
-    align_topics,
-    extract_topic_matrix,
-    make_topic_model,
-    topic_matrix_distance,
-)
-from .sensitivity import (
-    SampledSensitivity,
-    SamplerParameters,
-    SensitivitySampler,
-    default_cache_dir,
-    sampler_parameters,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from .mechanisms import (
+        DEFAULT_GRID,
+        KEYWORD_NOTE,
+        LaplaceBaseline,
+        MVGMechanism,
+        TopicDPGaussian,
+        TopicGuarantee,
+        TopicMechanism,
+        TopicRelease,
+        analytic_gaussian_sigma,
+        build_mechanism,
+        classic_gaussian_sigma,
+        gaussian_delta,
+        mvg_precision_budget,
+        needs_sensitivity,
+        postprocess,
+        release_topics,
+        thesis_gaussian_sigma,
+    )
+    from .metrics import (
+        all_metrics,
+        kendall_tau_distance,
+        keyword_rank_distance,
+        l1_distance,
+        rmse,
+        row_euclidean_distance,
+    )
+    from .models import (
+        SklearnLDA,
+        TomotopyLDA,
+        TopicMatrix,
+        TopicModel,
+        UserCorpus,
+        align_topics,
+        extract_topic_matrix,
+        make_topic_model,
+        released_matrix_distance,
+        topic_matrix_distance,
+    )
+    from .names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
+    from .sensitivity import (
+        SampledSensitivity,
+        SamplerParameters,
+        SensitivitySampler,
+        default_cache_dir,
+        draw_neighbours,
+        sampler_parameters,
+    )
+
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("DEFAULT_GRID", "KEYWORD_NOTE", "LaplaceBaseline", "MVGMechanism", "TopicDPGaussian", "TopicGuarantee",
+         "TopicMechanism", "TopicRelease", "analytic_gaussian_sigma", "build_mechanism", "classic_gaussian_sigma",
+         "gaussian_delta", "mvg_precision_budget", "needs_sensitivity", "postprocess", "release_topics",
+         "thesis_gaussian_sigma"), "mechanisms"),
+    **dict.fromkeys(
+        ("all_metrics", "kendall_tau_distance", "keyword_rank_distance", "l1_distance", "rmse",
+         "row_euclidean_distance"), "metrics"),
+    **dict.fromkeys(
+        ("SklearnLDA", "TomotopyLDA", "TopicMatrix", "TopicModel", "UserCorpus", "align_topics",
+         "extract_topic_matrix", "make_topic_model", "released_matrix_distance", "topic_matrix_distance"), "models"),
+    **dict.fromkeys(("MECHANISMS", "NEIGHBOURS", "TOPIC_MODELS"), "names"),
+    **dict.fromkeys(
+        ("SampledSensitivity", "SamplerParameters", "SensitivitySampler", "default_cache_dir", "draw_neighbours",
+         "sampler_parameters"), "sensitivity"),
+}
 
 __all__ = [
-    "KEYWORD_NOTE", "LaplaceBaseline", "MVGMechanism", "TopicDPGaussian", "TopicRelease",
-    "analytic_gaussian_sigma", "classic_gaussian_sigma", "gaussian_delta", "mvg_precision_budget",
-    "postprocess", "release_topics", "thesis_gaussian_sigma",
-    "all_metrics", "kendall_tau_distance", "keyword_rank_distance", "l1_distance", "rmse",
+    "DEFAULT_GRID",
+    "KEYWORD_NOTE",
+    "MECHANISMS",
+    "NEIGHBOURS",
+    "TOPIC_MODELS",
+    "LaplaceBaseline",
+    "MVGMechanism",
+    "SampledSensitivity",
+    "SamplerParameters",
+    "SensitivitySampler",
+    "SklearnLDA",
+    "TomotopyLDA",
+    "TopicDPGaussian",
+    "TopicGuarantee",
+    "TopicMatrix",
+    "TopicMechanism",
+    "TopicModel",
+    "TopicRelease",
+    "UserCorpus",
+    "align_topics",
+    "all_metrics",
+    "analytic_gaussian_sigma",
+    "build_mechanism",
+    "classic_gaussian_sigma",
+    "default_cache_dir",
+    "draw_neighbours",
+    "extract_topic_matrix",
+    "gaussian_delta",
+    "kendall_tau_distance",
+    "keyword_rank_distance",
+    "l1_distance",
+    "make_topic_model",
+    "mvg_precision_budget",
+    "needs_sensitivity",
+    "postprocess",
+    "release_topics",
+    "released_matrix_distance",
+    "rmse",
     "row_euclidean_distance",
-    "SklearnLDA", "TomotopyLDA", "TopicMatrix", "TopicModel", "UserCorpus", "align_topics",
-    "extract_topic_matrix", "make_topic_model", "topic_matrix_distance",
-    "SampledSensitivity", "SamplerParameters", "SensitivitySampler", "default_cache_dir",
     "sampler_parameters",
+    "thesis_gaussian_sigma",
+    "topic_matrix_distance",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

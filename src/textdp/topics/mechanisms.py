@@ -1,19 +1,42 @@
-"""Mechanisms that release the topic-keyword matrix, and the release record.
+"""Mechanisms that release the topic-keyword matrix, their guarantees, and the release record.
 
-* :class:`TopicDPGaussian` -- TopicDP: Gaussian noise calibrated to the sampled
-  L2 (Frobenius) sensitivity. Default calibration is the *analytic* Gaussian
-  mechanism (Balle & Wang, ICML 2018), exact for every eps > 0 (the classic
-  ``sigma = Δ sqrt(2 ln(1.25/δ)) / ε`` is only proven for ε < 1).
-  ``calibration="thesis"`` reproduces the thesis's Algorithm 2 (budget split as
-  ``ε' = ε/(mn)`` per entry, classic sigma per entry): it is far noisier than
-  needed, because Δ already bounds the change of the *whole* matrix in L2, and
-  it composes to (ε, mn·δ), not (ε, δ); the record says so.
-* :class:`LaplaceBaseline` -- output perturbation with the global L1
-  sensitivity ``2m`` (each of the m rows is a sub-probability vector, whose L1
-  change is at most 2): pure ε-DP for the matrix values, no sampling needed.
+Every mechanism rounds the true ``m x n`` matrix to a public power-of-two grid
+``g`` (default ``2**-20``) and adds **exact integer noise times g**
+(:mod:`textdp.samplers`), so every released value is an exact multiple of ``g``
+and every multiple of ``g`` is a possible output from every input: the
+floating-point attack on ``matrix + rng.normal(...)`` (Mironov, CCS 2012), which
+reads the input off the low-order bits, has nothing to read. Rounding costs
+``g sqrt(mn)`` of L2 (``g mn`` of L1) sensitivity, which every calibration adds.
+
+* :class:`TopicDPGaussian` -- TopicDP: discrete Gaussian noise (Canonne, Kamath &
+  Steinke, NeurIPS 2020, "CKS20") calibrated to the L2 (Frobenius) sensitivity of
+  the released matrix (sampled, or supplied). ``calibration="analytic"``
+  (default): σ is the smallest giving ρ-zCDP with ``zcdp_delta(ρ, ε) <= δ``
+  (CKS20 Thm. 14 and Cor. 13), about 7-11 % above the continuous analytic
+  Gaussian of Balle & Wang (2018), whose formula is *not* assumed for the
+  discrete noise. ``calibration="thesis"`` reproduces the thesis's Algorithm 2
+  (budget split as ``ε' = ε/(mn)`` per entry, classic σ per entry), far noisier
+  than needed because Δ already bounds the change of the *whole* matrix; its
+  guarantee is also proven with CKS20 (the thesis's own composition argument
+  would give only (ε, mn·δ)).
+* :class:`LaplaceBaseline` -- discrete Laplace noise (CKS20 Alg. 2, the geometric
+  mechanism) with the global L1 sensitivity ``2m`` (each of the m rows is a
+  sub-probability vector, whose L1 change is at most 2): pure ε-DP for the
+  matrix values, no sampling needed.
 * :class:`MVGMechanism` -- matrix-variate Gaussian (Chanyaswad, Dytso, Poor &
-  Mittal, CCS 2018), with the sufficient condition of their Theorem 3 and the
+  Mittal, CCS 2018) with the sufficient condition of their Theorem 3 and the
   sampled sensitivity as ``s_2(f)`` (as the thesis does "for fair comparison").
+  Its row covariance is the identity and its column covariance diagonal, so the
+  noise is independent per entry with a per-column variance: it is discretised
+  as independent discrete Gaussians with those variances, and its guarantee is
+  proven with CKS20 (zCDP with ``ρ = Δ'² / (2 min_j σ_j²)``), checked to meet
+  (ε, δ) -- Chanyaswad et al.'s theorem is for continuous noise and is not
+  relied upon.
+
+Every mechanism returns a frozen :class:`TopicGuarantee` (``guarantee(shape)``,
+the :class:`textdp.guarantees.Guarantee` protocol, ``unit = "user"``); the
+release holds it and nothing computed from the private corpus except the noisy
+matrix (no sensitivity, no σ: σ is a function of the sampled sensitivity).
 
 What the guarantees cover
 -------------------------
@@ -33,36 +56,72 @@ is applied to the noisy matrix; it never weakens DP.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Protocol
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
+from .. import _rng
 from .._rng import make_rng
-from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+from .._validation import (
+    check_choice,
+    check_epsilon,
+    check_positive_int,
+    check_probability,
+)
 from ..errors import ParameterError, ParameterTypeError
+from ..samplers import (
+    DEFAULT_GRID,
+    check_grid,
+    discrete_gaussian,
+    discrete_laplace,
+    rounded_sensitivity,
+    snap_to_grid,
+    zcdp_delta,
+    zcdp_rho,
+)
 from .models import TopicMatrix
+from .names import MECHANISMS
 from .sensitivity import SampledSensitivity
 
 __all__ = [
-    "gaussian_delta",
-    "analytic_gaussian_sigma",
-    "classic_gaussian_sigma",
-    "thesis_gaussian_sigma",
-    "mvg_precision_budget",
-    "TopicDPGaussian",
+    "DEFAULT_GRID",
+    "KEYWORD_NOTE",
+    "MECHANISMS",
     "LaplaceBaseline",
     "MVGMechanism",
+    "TopicDPGaussian",
+    "TopicGuarantee",
+    "TopicMechanism",
     "TopicRelease",
+    "analytic_gaussian_sigma",
+    "build_mechanism",
+    "classic_gaussian_sigma",
+    "gaussian_delta",
+    "mvg_precision_budget",
+    "needs_sensitivity",
     "postprocess",
     "release_topics",
-    "KEYWORD_NOTE",
+    "thesis_gaussian_sigma",
 ]
 
+
 KEYWORD_NOTE = (
-    "Only the matrix values are randomised. The released topics (top m by prevalence) and their "
+    "Only the matrix values are randomized. The released topics (top m by prevalence) and their "
     "keyword identities (top n words per topic) are selected from the non-private topic model and "
     "are NOT covered by the privacy guarantee."
+)
+
+CKS20 = "Canonne, Kamath & Steinke, 'The Discrete Gaussian for Differential Privacy', NeurIPS 2020"
+RANDOM_DP = "Rubinstein & Alda, 'Pain-Free Random Differential Privacy with Sensitivity Sampling', ICML 2017"
+
+_SENSITIVITY_NOT_RELEASED = (
+    "The sensitivity and the noise scale derived from it are computed from the private corpus and are not "
+    "part of the release, but the spread of the noisy values reveals them approximately; that dependence is "
+    "not covered."
 )
 
 
@@ -75,6 +134,23 @@ def _check_sensitivity(value: object, name: str = "sensitivity") -> float:
     if not math.isfinite(v) or v <= 0:
         raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
     return v
+
+
+def _resolve_gamma(sensitivity: object, gamma: float | None) -> float | None:
+    if gamma is not None:
+        return check_probability(gamma, "gamma")
+    if isinstance(sensitivity, SampledSensitivity):
+        return sensitivity.gamma
+    return None
+
+
+def _fmt_delta(delta: float) -> str:
+    return f"{delta:.4g}" if delta >= 1e-300 else "below 1e-300"
+
+
+def _grid_text(grid: float) -> str:
+    e = math.frexp(grid)[1] - 1
+    return f"2^{e}"
 
 
 def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
@@ -196,8 +272,130 @@ def _check_matrix(matrix: object) -> np.ndarray:
     return a
 
 
-class TopicDPGaussian:
-    """TopicDP: Gaussian noise with the sampled L2 sensitivity.
+
+
+SeedLike = int | np.random.SeedSequence | np.random.Generator | None
+
+
+def _is_seeded(seed: SeedLike) -> bool:
+    """Whether noise drawn with ``seed`` can be reproduced by someone holding a seed."""
+    is_seeded = getattr(_rng, "is_seeded", None)  # textdp._rng's own answer where it has one
+    if callable(is_seeded):
+        return bool(is_seeded(seed))
+    return seed is not None
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
+                  DeprecationWarning, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class TopicGuarantee:
+    """The guarantee of one topic-matrix release (the :class:`textdp.guarantees.Guarantee` protocol).
+
+    Holds only public parameters: never the sensitivity or the noise scale, which
+    depend on the private corpus when the sensitivity is sampled.
+
+    Attributes
+    ----------
+    mechanism : str
+        One of :data:`MECHANISMS`.
+    epsilon, delta : float
+        The proven privacy parameters (``delta = 0`` for the Laplace baseline).
+    gamma : float or None
+        Random-DP confidence parameter (sampled sensitivity); None for ordinary DP.
+    shape : (int, int)
+        ``(m, n)``: topics x keywords.
+    grid : float
+        The public grid: every released (pre-post-processing) value is a multiple of it.
+    noise : str
+        Public description of the noise distribution and its calibration.
+    statement : str
+        The guarantee in words, including what it does not cover.
+    unit : str
+        ``"user"``: neighbours add or remove one user's documents.
+
+    >>> from textdp.guarantees import Guarantee
+    >>> g = LaplaceBaseline(epsilon=2.0, m=3).guarantee((3, 4))
+    >>> isinstance(g, Guarantee), g.unit, g.delta, sorted(g.to_dict())[:4]
+    (True, 'user', 0.0, ['definition', 'delta', 'epsilon', 'gamma'])
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    gamma: float | None
+    shape: tuple[int, int]
+    grid: float
+    noise: str
+    statement: str
+    unit: str = "user"
+    reference: str = CKS20
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: mechanism, epsilon, delta, unit, guarantee (the statement) and the public parameters."""
+        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
+                "guarantee": self.statement, "gamma": self.gamma,
+                "definition": "random differential privacy" if self.gamma is not None else "differential privacy",
+                "topics": self.shape[0], "keywords_per_topic": self.shape[1], "grid": self.grid,
+                "grid_text": _grid_text(self.grid), "noise": self.noise, "reference": self.reference}
+
+
+def _dp_clause(epsilon: float, delta: float, gamma: float | None) -> str:
+    if gamma is None:
+        return (f"({epsilon:g}, {delta:.4g})-differential privacy for user-level neighbours (one user's documents "
+                "added or removed), provided the supplied L2 sensitivity bounds how much one user can change the "
+                "released matrix (the user vouches for it)")
+    return (f"({epsilon:g}, {delta:.4g}, {gamma:g})-random differential privacy (Rubinstein & Alda 2017) for "
+            f"user-level neighbours (one user's documents added or removed): with probability >= {1 - gamma:g} over "
+            f"a random neighbouring pair of databases drawn from the corpus's users, the noisy matrix values are "
+            f"({epsilon:g}, {delta:.4g})-DP")
+
+
+def _not_covered(gamma: float | None) -> str:
+    scale = (_SENSITIVITY_NOT_RELEASED if gamma is not None else
+             "The supplied sensitivity and the noise scale derived from it are not part of the release.")
+    return ("Not covered: which topics and keywords are released (chosen by the non-private model, see "
+            f"keyword_note). {scale}")
+
+
+class _GridMechanism:
+    """Shared ``randomize``: round to the grid, add exact integer noise, scale back."""
+
+    name: str
+    epsilon: float
+    grid: float
+
+    def _integer_noise(self, shape: tuple[int, int], gen: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def _check_shape(self, shape: tuple[int, int]) -> None:
+        """Refuse shapes the mechanism cannot serve (before any noise is drawn)."""
+
+    def randomize(self, matrix: np.ndarray, seed: SeedLike = None) -> np.ndarray:
+        """The noisy matrix (before post-processing): ``(rint(matrix/g) + Z) * g``, exact multiples of ``g``.
+
+        ``seed``: an int or SeedSequence for experiments, a Generator, or None
+        for fresh OS entropy (:func:`textdp._rng.make_rng`).
+        """
+        a = _check_matrix(matrix)
+        shape = (int(a.shape[0]), int(a.shape[1]))
+        self._check_shape(shape)
+        k = snap_to_grid(a, self.grid)
+        z = self._integer_noise(shape, make_rng(seed))
+        if z.dtype == object or np.any(np.abs(z) >= 2**52 - np.abs(k)):
+            raise ParameterError(f"the noise exceeds the range of the grid {self.grid:g}; use a coarser grid")
+        return (k + z).astype(np.float64) * self.grid
+
+    def randomise(self, matrix: np.ndarray, rng: SeedLike = None) -> np.ndarray:
+        """Deprecated alias of :meth:`randomize` (``rng`` is now ``seed``)."""
+        _deprecated(f"{type(self).__name__}.randomise(matrix, rng=...)", "randomize(matrix, seed=...)")
+        return self.randomize(matrix, seed=rng)
+
+
+class TopicDPGaussian(_GridMechanism):
+    """TopicDP: exact discrete Gaussian noise for the L2 sensitivity of the released matrix.
 
     Parameters
     ----------
@@ -206,79 +404,110 @@ class TopicDPGaussian:
     delta : float
         Failure probability δ in (0, 1).
     sensitivity : float or SampledSensitivity
-        Sampled L2 (Frobenius) sensitivity ``Δ_s`` of the released matrix.
-    gamma : float
-        Confidence parameter the sensitivity was sampled for (recorded; the
-        guarantee is (ε, δ, γ)-random DP).
+        L2 (Frobenius) sensitivity ``Δ`` of the released (real-valued) matrix:
+        sampled (:class:`~textdp.topics.sensitivity.SampledSensitivity`, random DP)
+        or a bound supplied by the user.
+    gamma : float or None
+        Confidence parameter the sensitivity was sampled for (taken from a
+        ``SampledSensitivity`` when omitted); None for a supplied global bound.
     calibration : {"analytic", "thesis"}
-        ``"analytic"``: Balle & Wang (2018) σ, exact for any ε. ``"thesis"``:
-        Sharma (2021) Alg. 2 reproduction, σ = Δ sqrt(2 ln(1.25/δ)) mn/ε; it
-        composes to (ε, mn·δ) and needs ε/(mn) < 1 for the classic bound.
+        ``"analytic"``: σ (in grid units) ``= Δ_g / sqrt(2ρ)`` with
+        ``Δ_g = Δ/g + sqrt(mn)`` (the rounded query's sensitivity) and ρ the
+        largest with ``zcdp_delta(ρ, ε) <= δ`` (CKS20 Thm. 14, Cor. 13).
+        ``"thesis"``: Sharma (2021) Alg. 2 reproduction, σ = Δ' sqrt(2 ln(1.25/δ)) mn/ε;
+        its guarantee is the CKS20 bound for that σ (zCDP with
+        ``ρ = (ε/mn)² / (4 ln(1.25/δ))``), stated as δ when it is below δ.
+    grid : float
+        Public power-of-two grid (default ``2**-20``).
 
     References
     ----------
-    B. Balle, Y.-X. Wang. Improving the Gaussian mechanism for differential
-    privacy: analytical calibration and optimal denoising. ICML 2018.
+    C. Canonne, G. Kamath, T. Steinke. The discrete Gaussian for differential
+    privacy. NeurIPS 2020 (Algorithms 1-3; Thm. 14; Cor. 13).
     B. Rubinstein, F. Aldà. Pain-free random differential privacy with
     sensitivity sampling. ICML 2017.
 
     Examples
     --------
     >>> mech = TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.1, gamma=0.1)
-    >>> mech.randomise(np.zeros((2, 2)), rng=0).shape
-    (2, 2)
+    >>> raw = mech.randomize(np.zeros((2, 2)), seed=0)
+    >>> raw.shape, bool(np.all(raw / mech.grid == np.rint(raw / mech.grid)))
+    ((2, 2), True)
     """
 
-    name = "topicdp"
-
     def __init__(self, *, epsilon: float, delta: float, sensitivity: float | SampledSensitivity,
-                 gamma: float, calibration: str = "analytic") -> None:
+                 gamma: float | None = None, calibration: str = "analytic", grid: float = DEFAULT_GRID) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_probability(delta, "delta")
         self.sensitivity = _check_sensitivity(sensitivity)
-        self.gamma = check_probability(gamma, "gamma")
+        self.gamma = _resolve_gamma(sensitivity, gamma)
         self.calibration = check_choice(calibration, "calibration", ("analytic", "thesis"))
+        self.grid = check_grid(grid)
+        self.name = "topicdp" if self.calibration == "analytic" else "topicdp-thesis"
 
-    def sigma(self, shape: tuple[int, int]) -> float:
-        """Noise standard deviation per entry for an ``m x n`` matrix."""
-        if self.calibration == "analytic":
-            return analytic_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
-        return thesis_gaussian_sigma(self.epsilon, self.delta, self.sensitivity, *shape)
+    def grid_sensitivity(self, shape: tuple[int, int]) -> float:
+        """L2 sensitivity of the grid-rounded matrix in grid units: ``Δ/g + sqrt(mn)``."""
+        m, n = shape
+        return rounded_sensitivity(self.sensitivity, self.grid, m * n) / self.grid
 
-    def randomise(self, matrix: np.ndarray, rng: int | np.random.Generator | None = None) -> np.ndarray:
-        """Return ``matrix + N(0, σ²)`` entrywise (no post-processing)."""
-        a = _check_matrix(matrix)
-        return a + make_rng(rng).normal(0.0, self.sigma(a.shape), size=a.shape)
-
-    def guarantee(self, shape: tuple[int, int]) -> tuple[float, str]:
-        """``(effective δ, sentence)`` for an ``m x n`` release."""
+    def rho(self, shape: tuple[int, int]) -> float:
+        """The zCDP parameter the noise is calibrated to (public: a function of ε, δ, m, n)."""
         m, n = shape
         if self.calibration == "analytic":
-            return self.delta, (
-                f"({self.epsilon:g}, {self.delta:g}, {self.gamma:g})-random differential privacy "
-                f"(Rubinstein & Alda 2017) for user-level neighbours: with probability >= "
-                f"{1 - self.gamma:g} over a random neighbouring pair, the noisy matrix values are "
-                f"({self.epsilon:g}, {self.delta:g})-DP (analytic Gaussian mechanism, Balle & Wang "
-                f"2018, sigma={self.sigma(shape):.6g} for L2 sensitivity {self.sensitivity:.6g}).")
-        eff = min(1.0, m * n * self.delta)
+            return zcdp_rho(self.epsilon, self.delta)
         per = self.epsilon / (m * n)
-        valid = "" if per < 1 else (
-            f" WARNING: the per-entry budget {per:g} >= 1, where the classic Gaussian bound is not "
-            "proven, so no guarantee is established.")
-        return eff, (
-            f"thesis calibration (Sharma 2021, Alg. 2): each of the {m * n} entries gets "
-            f"({per:g}, {self.delta:g})-DP Gaussian noise; by sequential composition the matrix is "
-            f"({self.epsilon:g}, {eff:g}, {self.gamma:g})-random DP (the thesis states delta="
-            f"{self.delta:g}; composition gives m*n*delta).{valid}")
+        return per * per / (4.0 * math.log(1.25 / self.delta))
+
+    def grid_variance(self, shape: tuple[int, int]) -> Fraction:
+        """σ² of the integer noise, in grid units, as the exact rational the sampler uses."""
+        s = self.grid_sensitivity(shape) / math.sqrt(2.0 * self.rho(shape)) * (1.0 + 1e-12)
+        return Fraction(s * s)
+
+    def sigma(self, shape: tuple[int, int]) -> float:
+        """Noise standard deviation per entry in value units (private when Δ was sampled)."""
+        return math.sqrt(float(self.grid_variance(shape))) * self.grid
+
+    def proven_delta(self, shape: tuple[int, int]) -> float:
+        """δ that CKS20's zCDP conversion proves at ε for this noise (public)."""
+        return zcdp_delta(self.rho(shape), self.epsilon)
+
+    def _integer_noise(self, shape: tuple[int, int], gen: np.random.Generator) -> np.ndarray:
+        m, n = shape
+        return discrete_gaussian(self.grid_variance(shape), m * n, gen).reshape(shape)
+
+    def guarantee(self, shape: tuple[int, int]) -> TopicGuarantee:
+        """The frozen guarantee of an ``m x n`` release."""
+        m, n = shape
+        proven = self.proven_delta(shape)
+        delta = max(self.delta, proven)
+        grid = _grid_text(self.grid)
+        noise = (f"exact discrete Gaussian (CKS20 Alg. 3) on the grid g={grid}, calibrated to rho-zCDP with "
+                 f"rho={self.rho(shape):.6g} for the L2 sensitivity of the grid-rounded matrix")
+        if self.calibration == "analytic":
+            how = (f"Noise: {noise}; rho-zCDP implies ({self.epsilon:g}, {delta:.4g})-DP (CKS20 Thm. 14 and "
+                   f"Cor. 13; rounding to the grid adds g*sqrt(mn) to the sensitivity).")
+        else:
+            noise += f" (thesis calibration: sigma per Sharma 2021 Alg. 2, budget eps/(mn)={self.epsilon / (m * n):g})"
+            how = (f"Noise: {noise}. The thesis argues ({self.epsilon / (m * n):g}, {self.delta:g})-DP per entry and "
+                   f"composes to ({self.epsilon:g}, {min(1.0, m * n * self.delta):g}); the CKS20 zCDP bound for "
+                   f"this noise proves ({self.epsilon:g}, {_fmt_delta(proven)})-DP, and the stated delta is the larger of "
+                   f"that and the requested {self.delta:g}.")
+        statement = f"{_dp_clause(self.epsilon, delta, self.gamma)}. {how} {_not_covered(self.gamma)}"
+        return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=delta, gamma=self.gamma,
+                              shape=(m, n), grid=self.grid, noise=noise, statement=statement,
+                              reference=f"{CKS20}; {RANDOM_DP}" if self.gamma is not None else CKS20)
 
 
-class LaplaceBaseline:
-    """Laplace output perturbation with global L1 sensitivity ``2m``.
+class LaplaceBaseline(_GridMechanism):
+    """Exact discrete Laplace noise with the global L1 sensitivity ``2m`` (pure ε-DP).
 
     Each released row is part of a probability vector, so adding or removing a
     user changes it by at most 2 in L1 and the ``m x n`` matrix by at most
-    ``2m``: ``Lap(2m/ε)`` noise per entry is ε-DP for the values, with no
-    sampling and no γ.
+    ``2m``; rounding to the grid adds ``g mn``. Discrete Laplace noise
+    ``P[Z = z] ∝ exp(-|z| ε / Δ₁_g)`` (CKS20 Alg. 2; the geometric mechanism) with
+    ``Δ₁_g = 2m/g + mn`` grid units is ε-DP for the values, with no sampling and
+    no γ. ``scale`` is the nominal (continuous) ``2m/ε``; the sampler uses
+    :meth:`grid_scale` (rounded *up* to a multiple of 1/1024 grid units).
 
     >>> LaplaceBaseline(epsilon=2.0, m=10).scale
     10.0
@@ -286,38 +515,58 @@ class LaplaceBaseline:
 
     name = "laplace"
 
-    def __init__(self, *, epsilon: float, m: int) -> None:
+    def __init__(self, *, epsilon: float, m: int, grid: float = DEFAULT_GRID) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.m = check_positive_int(m, "m")
+        self.grid = check_grid(grid)
 
     @property
     def sensitivity(self) -> float:
+        """Global L1 sensitivity ``2m`` of the real-valued matrix (public)."""
         return 2.0 * self.m
 
     @property
     def scale(self) -> float:
+        """Nominal Laplace scale ``2m/ε`` in value units."""
         return self.sensitivity / self.epsilon
 
-    def randomise(self, matrix: np.ndarray, rng: int | np.random.Generator | None = None) -> np.ndarray:
-        """Return ``matrix + Lap(2m/ε)`` entrywise."""
-        a = _check_matrix(matrix)
-        if a.shape[0] != self.m:
-            raise ParameterError(f"matrix has {a.shape[0]} rows but the mechanism was built for m={self.m}")
-        return a + make_rng(rng).laplace(0.0, self.scale, size=a.shape)
+    def grid_scale(self, shape: tuple[int, int]) -> Fraction:
+        """The exact discrete Laplace scale in grid units: ``(2m/g + mn)/ε``, rounded up to 1/1024."""
+        m, n = shape
+        l1 = Fraction(2 * m) / Fraction(self.grid) + m * n  # exact: the grid is a power of two
+        return Fraction(math.ceil(l1 / Fraction(self.epsilon) * 1024), 1024)
 
-    def guarantee(self, shape: tuple[int, int]) -> tuple[float, str]:
-        return 0.0, (f"{self.epsilon:g}-differential privacy for the matrix values (Laplace mechanism, "
-                     f"global L1 sensitivity 2m = {self.sensitivity:g}, scale {self.scale:.6g}).")
+    def _check_shape(self, shape: tuple[int, int]) -> None:
+        if shape[0] != self.m:
+            raise ParameterError(f"matrix has {shape[0]} rows but the mechanism was built for m={self.m}")
+
+    def _integer_noise(self, shape: tuple[int, int], gen: np.random.Generator) -> np.ndarray:
+        m, n = shape
+        return discrete_laplace(self.grid_scale(shape), m * n, gen).reshape(shape)
+
+    def guarantee(self, shape: tuple[int, int]) -> TopicGuarantee:
+        """The frozen guarantee of an ``m x n`` release (everything here is public)."""
+        self._check_shape(shape)
+        m, n = shape
+        grid = _grid_text(self.grid)
+        scale = float(self.grid_scale(shape)) * self.grid
+        noise = (f"exact discrete Laplace (CKS20 Alg. 2) on the grid g={grid}, scale {scale:.6g} "
+                 f"(global L1 sensitivity 2m={2 * m} plus g*mn for the rounding, divided by epsilon)")
+        statement = (f"{self.epsilon:g}-differential privacy for user-level neighbours (one user's documents added "
+                     f"or removed; no sampling). Noise: {noise}. Not covered: which topics and keywords are "
+                     f"released (chosen by the non-private model, see keyword_note).")
+        return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=0.0, gamma=None, shape=(m, n),
+                              grid=self.grid, noise=noise, statement=statement)
 
 
-class MVGMechanism:
-    """Matrix-variate Gaussian mechanism (Chanyaswad et al., CCS 2018).
+class MVGMechanism(_GridMechanism):
+    """Matrix-variate Gaussian mechanism (Chanyaswad et al., CCS 2018), discretised.
 
-    ``Z = Σ^{1/2} N Ψ^{1/2}`` with ``N`` i.i.d. standard normal, so
-    ``vec(Z) ~ N(0, Ψ ⊗ Σ)``. Row covariance ``Σ = I_m``; column covariance
-    ``Ψ = diag(1/θ_j)`` where the precisions θ use the whole budget
+    ``Z = Σ^{1/2} N Ψ^{1/2}`` with row covariance ``Σ = I_m`` and column
+    covariance ``Ψ = diag(1/θ_j)``, where the precisions θ use the whole budget
     ``||σ(Σ^{-1})||_2 ||σ(Ψ^{-1})||_2 = sqrt(m) ||θ||_2 = P`` of
-    :func:`mvg_precision_budget`:
+    :func:`mvg_precision_budget` (computed with the sensitivity of the
+    grid-rounded matrix):
 
     * ``"isotropic"``: equal θ (i.i.d. noise of variance ``sqrt(mn)/P``);
     * ``"directional"``: θ proportional to public ``precision_weights`` over
@@ -325,6 +574,13 @@ class MVGMechanism:
       top-ranked keywords), the paper's directional-noise design with a
       data-independent direction.
 
+    With these covariances the entries are independent, entry ``(i, j)`` with
+    variance ``1/θ_j``; the release draws an exact discrete Gaussian of that
+    variance (in grid units) per entry. Chanyaswad et al.'s Theorem 3 is for
+    continuous noise, so the guarantee is proven with CKS20 instead: the noise is
+    ρ-zCDP with ``ρ = Δ_g² / (2 min_j σ_j²)`` (grid units), and
+    ``zcdp_delta(ρ, ε) <= δ`` is checked before any noise is drawn (an error
+    otherwise; the MVG condition is so conservative that it holds in practice).
     ``sup_norm`` is ``sup ||f||_F``; for rows that are sub-probability vectors
     it is ``sqrt(m)``, the default.
 
@@ -333,17 +589,18 @@ class MVGMechanism:
     78.6
     """
 
-    name = "mvg"
-
     def __init__(self, *, epsilon: float, delta: float, sensitivity: float | SampledSensitivity,
                  gamma: float | None = None, sup_norm: float | None = None,
-                 covariance: str = "isotropic", precision_weights: np.ndarray | None = None) -> None:
+                 covariance: str = "isotropic", precision_weights: np.ndarray | None = None,
+                 grid: float = DEFAULT_GRID) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_probability(delta, "delta")
         self.sensitivity = _check_sensitivity(sensitivity)
-        self.gamma = None if gamma is None else check_probability(gamma, "gamma")
+        self.gamma = _resolve_gamma(sensitivity, gamma)
         self.sup_norm = None if sup_norm is None else _check_sensitivity(sup_norm, "sup_norm")
         self.covariance = check_choice(covariance, "covariance", ("isotropic", "directional"))
+        self.grid = check_grid(grid)
+        self.name = "mvg" if self.covariance == "isotropic" else "mvg-directional"
         if precision_weights is not None:
             w = np.asarray(precision_weights, dtype=float)
             if w.ndim != 1 or np.any(~np.isfinite(w)) or np.any(w <= 0):
@@ -351,14 +608,19 @@ class MVGMechanism:
             self.precision_weights: np.ndarray | None = w
         else:
             self.precision_weights = None
+        self._checked: dict[tuple[int, int], list[Fraction]] = {}
+
+    def _rounded(self, shape: tuple[int, int]) -> float:
+        return rounded_sensitivity(self.sensitivity, self.grid, shape[0] * shape[1])
 
     def budget(self, shape: tuple[int, int]) -> float:
+        """The precision budget ``P`` of Chanyaswad et al. Thm. 3 for the rounded matrix."""
         m, n = shape
         sup = self.sup_norm if self.sup_norm is not None else math.sqrt(m)
-        return mvg_precision_budget(self.epsilon, self.delta, self.sensitivity, sup, m, n)
+        return mvg_precision_budget(self.epsilon, self.delta, self._rounded(shape), sup, m, n)
 
     def column_variances(self, shape: tuple[int, int]) -> np.ndarray:
-        """Per-column noise variance ``1/θ_j`` (row covariance is the identity)."""
+        """Per-column noise variance ``1/θ_j`` in value units (row covariance is the identity)."""
         m, n = shape
         if self.covariance == "isotropic":
             w = np.ones(n)
@@ -371,83 +633,175 @@ class MVGMechanism:
         theta = w * self.budget(shape) / (math.sqrt(m) * float(np.linalg.norm(w)))
         return 1.0 / theta
 
-    def randomise(self, matrix: np.ndarray, rng: int | np.random.Generator | None = None) -> np.ndarray:
-        """Return ``matrix + Z`` with ``Z ~ MVG(0, I_m, diag(column_variances))``."""
-        a = _check_matrix(matrix)
-        sd = np.sqrt(self.column_variances(a.shape))
-        return a + make_rng(rng).standard_normal(a.shape) * sd[None, :]
+    def grid_variances(self, shape: tuple[int, int]) -> list[Fraction]:
+        """Per-column σ_j² in grid units (exact rationals the sampler uses)."""
+        g2 = self.grid * self.grid
+        return [Fraction(float(v) / g2) for v in self.column_variances(shape)]
 
-    def guarantee(self, shape: tuple[int, int]) -> tuple[float, str]:
-        g = "" if self.gamma is None else f", {self.gamma:g}"
-        kind = "random " if self.gamma is not None else ""
-        return self.delta, (
-            f"({self.epsilon:g}, {self.delta:g}{g})-{kind}differential privacy via the MVG sufficient "
-            f"condition (Chanyaswad et al. 2018, Thm. 3) with L2 sensitivity {self.sensitivity:.6g}"
-            f"{' (sampled)' if self.gamma is not None else ''}, {self.covariance} covariance, "
-            f"precision budget {self.budget(shape):.6g}.")
+    def proven_delta(self, shape: tuple[int, int]) -> float:
+        """δ that CKS20's zCDP conversion proves at ε for the discretised noise (private: depends on Δ)."""
+        d_g = self._rounded(shape) / self.grid
+        rho = d_g * d_g / (2.0 * float(min(self.grid_variances(shape))))
+        return zcdp_delta(rho * (1.0 + 1e-12), self.epsilon)
+
+    def _check_shape(self, shape: tuple[int, int]) -> None:
+        if shape in self._checked:
+            return
+        if self.proven_delta(shape) > self.delta:
+            raise ParameterError(
+                "the MVG noise is too small for the discrete-Gaussian (CKS20) bound to prove "
+                f"({self.epsilon:g}, {self.delta:g})-DP; use the topicdp mechanism")
+        self._checked[shape] = self.grid_variances(shape)
+
+    def _integer_noise(self, shape: tuple[int, int], gen: np.random.Generator) -> np.ndarray:
+        m, n = shape
+        self._check_shape(shape)
+        var = self._checked[shape]
+        out = np.empty((m, n), dtype=np.int64)
+        for v in sorted(set(var)):  # one vectorised draw per distinct column variance
+            cols = [j for j in range(n) if var[j] == v]
+            out[:, cols] = discrete_gaussian(v, m * len(cols), gen).reshape(m, len(cols))
+        return out
+
+    def guarantee(self, shape: tuple[int, int]) -> TopicGuarantee:
+        """The frozen guarantee of an ``m x n`` release (checked before it is stated)."""
+        self._check_shape(shape)
+        m, n = shape
+        noise = (f"discretised matrix-variate Gaussian ({self.covariance} column covariance from the precision "
+                 f"budget of Chanyaswad et al. 2018, Thm. 3): independent exact discrete Gaussians (CKS20 Alg. 3) "
+                 f"on the grid g={_grid_text(self.grid)}, one variance per keyword-rank column")
+        how = (f"Noise: {noise}; its privacy is proven with CKS20 (zCDP, Thm. 14 and Cor. 13, with the smallest "
+               f"column variance), checked to give ({self.epsilon:g}, {self.delta:g})-DP; the continuous MVG "
+               "theorem is not relied upon.")
+        statement = f"{_dp_clause(self.epsilon, self.delta, self.gamma)}. {how} {_not_covered(self.gamma)}"
+        return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=self.delta, gamma=self.gamma,
+                              shape=(m, n), grid=self.grid, noise=noise, statement=statement,
+                              reference=(f"Chanyaswad, Dytso, Poor & Mittal, 'MVG Mechanism', CCS 2018; {CKS20}"
+                                         + (f"; {RANDOM_DP}" if self.gamma is not None else "")))
+
+
+class TopicMechanism(Protocol):
+    """What :func:`release_topics` needs from a mechanism."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def epsilon(self) -> float: ...
+
+    @property
+    def grid(self) -> float: ...
+
+    def randomize(self, matrix: np.ndarray, seed: SeedLike = None) -> np.ndarray: ...
+
+    def guarantee(self, shape: tuple[int, int]) -> TopicGuarantee: ...
+
+
+def needs_sensitivity(name: str) -> bool:
+    """Whether mechanism ``name`` needs an L2 sensitivity (sampled or supplied).
+
+    >>> needs_sensitivity("laplace"), needs_sensitivity("topicdp")
+    (False, True)
+    """
+    return check_choice(name, "mechanism", MECHANISMS) != "laplace"
+
+
+def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: float | None = None,
+                    sensitivity: float | SampledSensitivity | None = None,
+                    grid: float = DEFAULT_GRID) -> TopicDPGaussian | LaplaceBaseline | MVGMechanism:
+    """The mechanism called ``name`` (one of :data:`MECHANISMS`).
+
+    ``laplace`` needs only ``m`` (its sensitivity ``2m`` is global); the others
+    need ``sensitivity`` (and ``gamma`` when it was sampled).
+
+    >>> build_mechanism("laplace", epsilon=2, delta=1e-4, m=3).scale
+    3.0
+    >>> build_mechanism("mvg-directional", epsilon=2, delta=1e-4, m=3, sensitivity=0.1, gamma=0.1).name
+    'mvg-directional'
+    """
+    check_choice(name, "mechanism", MECHANISMS)
+    if name == "laplace":
+        return LaplaceBaseline(epsilon=epsilon, m=m, grid=grid)
+    if sensitivity is None:
+        raise ParameterError(f"mechanism {name!r} needs a sensitivity: sample one (SensitivitySampler) "
+                             "or supply a bound (--sensitivity)")
+    if name in ("topicdp", "topicdp-thesis"):
+        return TopicDPGaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma,
+                               calibration="analytic" if name == "topicdp" else "thesis", grid=grid)
+    return MVGMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma, grid=grid,
+                        covariance="isotropic" if name == "mvg" else "directional")
 
 
 @dataclass(frozen=True)
 class TopicRelease:
-    """Immutable record of one release: the noisy matrix and what was spent."""
+    """One release: the guarantee, the public parameters and the noisy matrix -- nothing else.
 
-    mechanism: str
-    epsilon: float
-    delta: float
-    gamma: float | None
-    sensitivity: float
-    sensitivity_kind: str
-    noise: str
-    guarantee: str
-    keyword_note: str
+    ``raw_matrix`` is the noisy matrix before post-processing: every entry is an
+    exact multiple of ``grid`` (it is the DP output); ``matrix`` is its
+    post-processing (clipped to [0, 1], rows scaled to sum <= 1). No sensitivity,
+    noise scale, user count or timing is held here.
+    """
+
+    guarantee: TopicGuarantee
     keywords: tuple[tuple[str, ...], ...]
-    matrix: tuple[tuple[float, ...], ...]
     raw_matrix: tuple[tuple[float, ...], ...]
+    matrix: tuple[tuple[float, ...], ...]
+    seeded: bool
+    keyword_note: str = KEYWORD_NOTE
+
+    @property
+    def mechanism(self) -> str:
+        return self.guarantee.mechanism
+
+    @property
+    def epsilon(self) -> float:
+        return self.guarantee.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.guarantee.delta
+
+    @property
+    def gamma(self) -> float | None:
+        return self.guarantee.gamma
+
+    @property
+    def grid(self) -> float:
+        return self.guarantee.grid
 
     def as_array(self) -> np.ndarray:
+        """The post-processed matrix as an array."""
         return np.array(self.matrix, dtype=float)
 
     def to_dict(self) -> dict[str, object]:
-        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta,
-                "gamma": self.gamma, "sensitivity": self.sensitivity,
-                "sensitivity_kind": self.sensitivity_kind, "noise": self.noise,
-                "guarantee": self.guarantee, "keyword_note": self.keyword_note,
+        """The release record: guarantee fields, ``seeded``, keyword note, keywords and the matrices."""
+        return {**self.guarantee.to_dict(), "seeded": self.seeded, "keyword_note": self.keyword_note,
                 "keywords": [list(k) for k in self.keywords],
+                "raw_matrix": [list(r) for r in self.raw_matrix],
                 "matrix": [list(r) for r in self.matrix]}
 
 
-Mechanism = TopicDPGaussian | LaplaceBaseline | MVGMechanism
+def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLike = None, *,
+                   rng: SeedLike = None) -> TopicRelease:
+    """Randomize ``topics.matrix`` with ``mechanism``, post-process, and record it.
 
-
-def release_topics(topics: TopicMatrix, mechanism: Mechanism,
-                   rng: int | np.random.Generator | None = None) -> TopicRelease:
-    """Randomise ``topics.matrix`` with ``mechanism``, post-process, and record it.
+    ``seed`` as in :func:`textdp._rng.make_rng` (``rng=`` is a deprecated alias).
 
     >>> tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
-    >>> r = release_topics(tm, LaplaceBaseline(epsilon=1.0, m=1), rng=1)
-    >>> r.mechanism, r.delta, r.gamma, len(r.matrix[0])
-    ('laplace', 0.0, None, 2)
+    >>> r = release_topics(tm, LaplaceBaseline(epsilon=1.0, m=1), seed=1)
+    >>> r.mechanism, r.delta, r.gamma, len(r.matrix[0]), r.seeded
+    ('laplace', 0.0, None, 2, True)
     """
+    if rng is not None:
+        _deprecated("release_topics(..., rng=...)", "release_topics(..., seed=...)")
+        if seed is None:
+            seed = rng
     if not isinstance(topics, TopicMatrix):
         raise ParameterTypeError(f"topics must be a TopicMatrix, got {type(topics).__name__}")
-    raw = mechanism.randomise(topics.matrix, rng=rng)
-    shape = topics.shape
-    eff_delta, sentence = mechanism.guarantee(shape)
-    if isinstance(mechanism, TopicDPGaussian):
-        name = "topicdp" if mechanism.calibration == "analytic" else "topicdp-thesis"
-        noise = f"gaussian sigma={mechanism.sigma(shape):.6g} ({mechanism.calibration} calibration)"
-        kind, gamma = "L2 (Frobenius), sampled", mechanism.gamma
-    elif isinstance(mechanism, LaplaceBaseline):
-        name, noise, kind, gamma = "laplace", f"laplace scale={mechanism.scale:.6g}", "L1, global (2m)", None
-    else:
-        name = "mvg"
-        noise = (f"matrix-variate gaussian, {mechanism.covariance}, column variances "
-                 f"{np.array2string(mechanism.column_variances(shape), precision=4)}")
-        kind = "L2 (Frobenius), sampled" if mechanism.gamma is not None else "L2 (Frobenius)"
-        gamma = mechanism.gamma
+    guarantee = mechanism.guarantee(topics.shape)  # validates before any noise is drawn
+    raw = mechanism.randomize(topics.matrix, seed=seed)
     return TopicRelease(
-        mechanism=name, epsilon=mechanism.epsilon, delta=eff_delta, gamma=gamma,
-        sensitivity=float(mechanism.sensitivity), sensitivity_kind=kind, noise=noise,
-        guarantee=sentence, keyword_note=KEYWORD_NOTE, keywords=topics.keywords,
+        guarantee=guarantee, keywords=topics.keywords,
+        raw_matrix=tuple(tuple(float(x) for x in row) for row in raw),
         matrix=tuple(tuple(float(x) for x in row) for row in postprocess(raw)),
-        raw_matrix=tuple(tuple(float(x) for x in row) for row in raw))
+        seeded=_is_seeded(seed))

@@ -18,8 +18,14 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["l1_distance", "row_euclidean_distance", "rmse", "kendall_tau_distance",
-           "keyword_rank_distance", "all_metrics"]
+__all__ = [
+    "all_metrics",
+    "kendall_tau_distance",
+    "keyword_rank_distance",
+    "l1_distance",
+    "rmse",
+    "row_euclidean_distance",
+]
 
 
 def _pair(a: object, b: object) -> tuple[np.ndarray, np.ndarray]:

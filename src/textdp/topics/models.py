@@ -27,13 +27,13 @@ probability in the distance.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from scipy import sparse
@@ -41,20 +41,26 @@ from scipy.optimize import linear_sum_assignment
 
 from .._validation import check_positive_int
 from ..errors import DocumentError, ParameterError, require
+from ..io import iter_jsonl_records
+from ..text import normalise
+from ..text import strip_quoted as strip_quoted_text
+from .names import TOPIC_MODELS
 
 __all__ = [
-    "TopicModel",
     "SklearnLDA",
     "TomotopyLDA",
-    "UserCorpus",
     "TopicMatrix",
-    "extract_topic_matrix",
+    "TopicModel",
+    "UserCorpus",
     "align_topics",
-    "topic_matrix_distance",
+    "extract_topic_matrix",
     "make_topic_model",
+    "released_matrix_distance",
+    "topic_matrix_distance",
 ]
 
-TOKEN_PATTERN = r"(?u)\b[a-zA-Z][a-zA-Z]+\b"
+#: Bumped when the text preparation changes, so cached sensitivity samples of older corpora are not reused.
+CORPUS_VERSION = 2
 
 
 @runtime_checkable
@@ -115,7 +121,7 @@ class SklearnLDA:
 
     def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Fit on ``X`` and return ``(topic_word, prevalence)``."""
-        decomposition = require("sklearn.decomposition", "topics")
+        decomposition: Any = require("sklearn.decomposition", "topics")
         lda = decomposition.LatentDirichletAllocation(
             n_components=self.n_topics,
             max_iter=self.max_iter,
@@ -133,7 +139,7 @@ class SklearnLDA:
         return _normalise_rows(comp), comp.sum(axis=1) / comp.sum()
 
     def settings(self) -> dict[str, object]:
-        return {"backend": "sklearn", "n_topics": self.n_topics, "max_iter": self.max_iter,
+        return {"library": "sklearn", "n_topics": self.n_topics, "max_iter": self.max_iter,
                 "random_state": self.random_state, "doc_topic_prior": self.doc_topic_prior,
                 "topic_word_prior": self.topic_word_prior}
 
@@ -157,7 +163,7 @@ class TomotopyLDA:
 
     def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Fit on ``X`` (word ids become the tokens) and return ``(topic_word, prevalence)``."""
-        tp = require("tomotopy", "topics-fast")
+        tp: Any = require("tomotopy", "topics-fast")
         X = sparse.csr_matrix(X)
         V = X.shape[1]
         mdl = tp.LDAModel(k=self.n_topics, seed=self.seed, min_cf=0, rm_top=0)
@@ -177,33 +183,22 @@ class TomotopyLDA:
         return _normalise_rows(tw), counts / max(counts.sum(), 1.0)
 
     def settings(self) -> dict[str, object]:
-        return {"backend": "tomotopy", "n_topics": self.n_topics, "iterations": self.iterations,
+        return {"library": "tomotopy", "n_topics": self.n_topics, "iterations": self.iterations,
                 "seed": self.seed}
 
 
-def make_topic_model(backend: str = "sklearn", *, n_topics: int = 10, max_iter: int = 10,
+def make_topic_model(name: str = "sklearn", *, n_topics: int = 10, max_iter: int = 10,
                      seed: int = 0) -> TopicModel:
-    """Build a model by backend name (``"sklearn"`` or ``"tomotopy"``).
+    """Build a model by library name (one of :data:`~textdp.topics.names.TOPIC_MODELS`).
 
     >>> make_topic_model("sklearn", n_topics=5).settings()["n_topics"]
     5
     """
-    if backend == "sklearn":
+    if name == "sklearn":
         return SklearnLDA(n_topics=n_topics, max_iter=max_iter, random_state=seed)
-    if backend == "tomotopy":
+    if name == "tomotopy":
         return TomotopyLDA(n_topics=n_topics, iterations=max(max_iter, 1) * 20, seed=seed)
-    raise ParameterError(f"unknown topic-model backend {backend!r}; choose one of: sklearn, tomotopy")
-
-
-def _strip_quoted(text: str) -> str:
-    """Drop quoted-reply and attribution lines.
-
-    >>> _strip_quoted("In article <x> bob writes:\\n> old\\nnew")
-    'new'
-    """
-    keep = [ln for ln in text.splitlines()
-            if not ln.lstrip().startswith((">", "|>")) and not ln.rstrip().endswith(("writes:", "wrote:"))]
-    return "\n".join(keep)
+    raise ParameterError(f"unknown topic model {name!r}; choose one of: {', '.join(TOPIC_MODELS)}")
 
 
 @dataclass(frozen=True)
@@ -228,6 +223,12 @@ class UserCorpus:
         ones in corpus order) are used, by the release *and* by the sampler.
     fingerprint : str
         Hash of the texts, users and settings (cache key component).
+    settings : dict
+        The public construction parameters (not the private counts).
+
+    Documents are tokenised by :func:`textdp.text.normalise` (the one tokenizer:
+    Unicode letters, English stop words and one-letter tokens removed) and, with
+    ``strip_quoted``, cleaned by :func:`textdp.text.strip_quoted`.
     """
 
     X: sparse.csr_matrix
@@ -247,9 +248,10 @@ class UserCorpus:
 
         Users with fewer than ``min_user_docs`` documents are dropped (a
         population choice made before any release; documented in the record).
-        ``strip_quoted`` removes quoted-reply lines (starting with ``>``) and
-        "... writes:" attribution lines: in e-mail and Usenet they are *other*
-        users' words, which removing the poster's documents would not remove.
+        ``strip_quoted`` removes quoted-reply lines (starting with ``>`` or ``|``)
+        and "... writes:" attribution lines (:func:`textdp.text.strip_quoted`):
+        in e-mail and Usenet they are *other* users' words, which removing the
+        poster's documents would not remove.
 
         >>> c = UserCorpus.from_texts(["apple banana", "banana cherry", "apple cherry"],
         ...                           ["u1", "u1", "u2"], min_df=1, max_df=1.0)
@@ -277,26 +279,23 @@ class UserCorpus:
         if len(order) < 2:
             raise DocumentError("the corpus needs at least two users with documents")
         keep = [i for rows in order.values() for i in rows]
-        kept_texts = [_strip_quoted(str(texts[i])) if strip_quoted else str(texts[i]) for i in keep]
-        fe = require("sklearn.feature_extraction.text", "topics")
-        cv = fe.CountVectorizer(stop_words="english", max_features=max_features, min_df=min_df,
-                                max_df=max_df, token_pattern=TOKEN_PATTERN)
+        kept_texts = [strip_quoted_text(str(texts[i])) if strip_quoted else str(texts[i]) for i in keep]
+        fe: Any = require("sklearn.feature_extraction.text", "topics")
+        cv = fe.CountVectorizer(analyzer=normalise, max_features=max_features, min_df=min_df, max_df=max_df)
         try:
             X = sparse.csr_matrix(cv.fit_transform(kept_texts), dtype=np.float64)
         except ValueError as exc:  # empty vocabulary after pruning
             raise DocumentError(f"cannot build a vocabulary: {exc}") from exc
         pos = {i: r for r, i in enumerate(keep)}
         user_rows = tuple(np.array([pos[i] for i in rows], dtype=np.int64) for rows in order.values())
-        settings = {"max_docs_per_user": max_docs_per_user, "max_features": max_features,
+        settings: dict[str, object] = {"max_docs_per_user": max_docs_per_user, "max_features": max_features,
                     "min_df": min_df, "max_df": max_df, "min_user_docs": min_user_docs,
-                    "strip_quoted": strip_quoted, "n_docs": len(keep), "n_users": len(order)}
+                    "strip_quoted": strip_quoted}
         h = hashlib.sha256()
         for i in keep:
             h.update(str(users[i]).encode("utf-8", "replace") + b"\0")
             h.update(str(texts[i]).encode("utf-8", "replace") + b"\1")
-        # strip_quoted=False hashes like corpora built before the option existed (keeps caches valid)
-        hashed = {k: v for k, v in settings.items() if not (k == "strip_quoted" and v is False)}
-        h.update(json.dumps(hashed, sort_keys=True).encode())
+        h.update(json.dumps({**settings, "version": CORPUS_VERSION}, sort_keys=True).encode())
         return cls(X=X, vocabulary=tuple(cv.get_feature_names_out().tolist()),
                    users=tuple(order), user_rows=user_rows,
                    max_docs_per_user=max_docs_per_user, fingerprint=h.hexdigest()[:24],
@@ -306,31 +305,26 @@ class UserCorpus:
     def from_jsonl(cls, path: str | Path, *, user_field: str = "author", text_field: str = "text",
                    **kwargs: object) -> UserCorpus:
         """Load a (optionally gzipped) JSON-lines corpus; rows without a user are skipped."""
-        p = Path(path)
-        if not p.is_file():
-            raise DocumentError(f"corpus file not found: {p}")
-        opener = gzip.open if p.suffix == ".gz" else open
         texts: list[str] = []
         users: list[object] = []
-        try:
-            with opener(p, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-                for n, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    row = json.loads(line)
-                    if user_field not in row:
-                        raise DocumentError(f"{p}:{n}: no field {user_field!r} (use --user-field)")
-                    if row[user_field] is None:
-                        continue
-                    texts.append(str(row.get(text_field) or ""))
-                    users.append(row[user_field])
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DocumentError(f"cannot read {p}: {exc}") from exc
+        for n, row in enumerate(iter_jsonl_records(path), 1):
+            if user_field not in row:
+                raise DocumentError(f"{path}: record {n} has no field {user_field!r} (choose it with --user-field)")
+            if row[user_field] is None:
+                continue
+            texts.append(str(row.get(text_field) or ""))
+            users.append(row[user_field])
         return cls.from_texts(texts, users, **kwargs)  # type: ignore[arg-type]
 
     @property
     def n_users(self) -> int:
+        """Number of users (private: never put it in a release)."""
         return len(self.users)
+
+    @property
+    def n_docs(self) -> int:
+        """Number of documents kept (private: never put it in a release)."""
+        return int(self.X.shape[0])
 
     def rows_for(self, user_indices: Iterable[int]) -> sparse.csr_matrix:
         """Document-term matrix of the multiset of users ``user_indices``."""
@@ -438,3 +432,38 @@ def topic_matrix_distance(tw_a: np.ndarray, prev_a: np.ndarray, tw_b: np.ndarray
             total += float(np.sum((va[union] - vb[union]) ** 2))
         out[s] = np.sqrt(total)
     return out
+
+
+def _released_values(topic_word: np.ndarray, prevalence: np.ndarray, m: int, n: int) -> np.ndarray:
+    """The ``m x n`` values :func:`extract_topic_matrix` releases (without the keyword names)."""
+    topics = _top_topics(prevalence, m)
+    rows = topic_word[topics]
+    order = np.argsort(-rows, axis=1, kind="stable")[:, :n]
+    return np.take_along_axis(rows, order, axis=1)
+
+
+def released_matrix_distance(tw_a: np.ndarray, prev_a: np.ndarray, tw_b: np.ndarray, prev_b: np.ndarray,
+                             sizes: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Frobenius distance between the matrices that would be *released* from two fits, per size.
+
+    For each ``(m, n)``: ``||extract_topic_matrix(A).matrix - extract_topic_matrix(B).matrix||_F``,
+    position by position (row ``i`` = each fit's ``i``-th most prevalent topic,
+    column ``j`` = its ``j``-th largest probability). This is the L2 distance of
+    the function the mechanisms add noise to, so it is what the sensitivity
+    sampler measures (keyword identities are not part of the protected values).
+
+    >>> tw = np.array([[0.6, 0.4, 0.0], [0.0, 0.2, 0.8]])
+    >>> float(released_matrix_distance(tw, np.array([0.6, 0.4]), tw[::-1], np.array([0.4, 0.6]), [(2, 2)])[0])
+    0.0
+    >>> round(float(released_matrix_distance(tw, np.array([0.6, 0.4]), tw, np.array([0.4, 0.6]), [(1, 2)])[0]), 4)
+    0.2828
+    """
+    mm = max(m for m, _ in sizes)
+    nn = max(n for _, n in sizes)
+    for m, n in sizes:
+        check_positive_int(m, "m (topics)")
+        check_positive_int(n, "n (keywords)")
+    a = _released_values(tw_a, prev_a, mm, nn)
+    b = _released_values(tw_b, prev_b, mm, nn)
+    d = (a - b) ** 2
+    return np.array([math.sqrt(float(d[:m, :n].sum())) for m, n in sizes])

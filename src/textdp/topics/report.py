@@ -17,18 +17,22 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .._rng import make_rng
+from .._rng import spawn
+from ..backend import Backend
 from ..errors import ParameterError, require
-from .mechanisms import LaplaceBaseline, MVGMechanism, TopicDPGaussian, postprocess
+from ..io import atomic_writer, write_json
+from .mechanisms import TopicMechanism, build_mechanism, postprocess
 from .metrics import all_metrics
 from .models import TopicModel, UserCorpus, extract_topic_matrix
 from .sensitivity import SensitivitySampler, sampler_parameters
 
-__all__ = ["ReportConfig", "run_report", "MECHANISMS", "build_mechanism"]
+__all__ = ["MECHANISMS", "ReportConfig", "build_mechanism", "run_report"]
 
+#: Mechanisms compared by default (``build_mechanism`` accepts every name of ``mechanisms.MECHANISMS``).
 MECHANISMS = ("topicdp", "topicdp-thesis", "mvg", "laplace")
 LABELS = {"topicdp": "TopicDP (analytic Gaussian)", "topicdp-thesis": "TopicDP (thesis calibration)",
           "mvg": "MVG (isotropic)", "laplace": "Laplace (L1 sens. 2m)"}
@@ -51,35 +55,13 @@ class ReportConfig:
     max_samples: int = 700
     mechanisms: tuple[str, ...] = MECHANISMS
     bar_topics: tuple[int, ...] = (2, 4, 5, 9)
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build_mechanism(name: str, *, epsilon: float, delta: float, gamma: float, sensitivity: float,
-                    m: int) -> TopicDPGaussian | LaplaceBaseline | MVGMechanism:
-    """Mechanism by report name.
-
-    >>> build_mechanism("laplace", epsilon=2, delta=1e-4, gamma=0.1, sensitivity=0.1, m=3).scale
-    3.0
-    """
-    if name == "topicdp":
-        return TopicDPGaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma)
-    if name == "topicdp-thesis":
-        return TopicDPGaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma,
-                               calibration="thesis")
-    if name == "mvg":
-        return MVGMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma)
-    if name == "mvg-directional":
-        return MVGMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma,
-                            covariance="directional")
-    if name == "laplace":
-        return LaplaceBaseline(epsilon=epsilon, m=m)
-    raise ParameterError(f"unknown mechanism {name!r}; choose one of: {', '.join(MECHANISMS)}, mvg-directional")
-
-
-def _evaluate(true: np.ndarray, mech: object, repeats: int, gen: np.random.Generator) -> dict[str, float]:
+def _evaluate(true: np.ndarray, mech: TopicMechanism, repeats: int, gen: np.random.Generator) -> dict[str, float]:
     acc: dict[str, list[float]] = {}
     for _ in range(repeats):
-        raw = mech.randomise(true, rng=gen)  # type: ignore[attr-defined]
+        raw = mech.randomize(true, seed=gen)
         out = all_metrics(true, raw)
         out.update({f"post_{k}": v for k, v in all_metrics(true, postprocess(raw)).items()})
         for k, v in out.items():
@@ -88,13 +70,19 @@ def _evaluate(true: np.ndarray, mech: object, repeats: int, gen: np.random.Gener
 
 
 def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, name: str = "corpus",
-               config: ReportConfig | None = None, n_jobs: int = 1, cache_dir: str | Path | None = None,
-               rng: int | np.random.Generator | None = None,
+               config: ReportConfig | None = None, backend: Backend | None = None,
+               cache_dir: str | Path | None = None, seed: int | None = None,
                progress: Callable[[int, int], None] | None = None,
-               log: Callable[[str], None] | None = None) -> dict[str, object]:
-    """Run the sweeps, write ``results.json``, the figures and ``report.md`` to ``out_dir``."""
+               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the sweeps, write ``results.json``, the figures and ``report.md`` to ``out_dir``.
+
+    This is an *experiment* on a corpus, not a release: ``results.json`` holds the
+    non-private true matrix, the sampled sensitivities, user counts and timings.
+    Never publish it for a private corpus. ``seed`` seeds the sensitivity sampler
+    and the noise draws (separate streams, ``textdp._rng.spawn``).
+    """
     cfg = config or ReportConfig()
-    gen = make_rng(rng)
+    sampler_gen, gen = spawn(seed, 2)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say = log or (lambda s: None)
@@ -105,7 +93,7 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
     true = {k: extract_topic_matrix(tw, prev, corpus.vocabulary, k, k) for k in cfg.sizes}
 
     sampler = SensitivitySampler(corpus=corpus, model=model, sizes=[(k, k) for k in cfg.sizes],
-                                 n_jobs=n_jobs, cache_dir=cache_dir)
+                                 backend=backend, cache_dir=cache_dir)
     needed = {g: sampler_parameters(g) for g in sorted({*cfg.gammas, cfg.gamma})}
     feasible = {g: p for g, p in needed.items() if p.n_samples <= cfg.max_samples}
     skipped = {g: p.n_samples for g, p in needed.items() if p.n_samples > cfg.max_samples}
@@ -114,7 +102,7 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
     pool = max(p.n_samples for p in feasible.values())
     say(f"sampling sensitivity: {pool} neighbouring pairs (gammas {sorted(feasible)}; skipped {skipped})")
     t1 = time.perf_counter()
-    samples, hit, _ = sampler.draw(pool, rng=gen, progress=progress)
+    samples, hit, _ = sampler.draw(pool, seed=sampler_gen, progress=progress)
     sample_seconds = time.perf_counter() - t1
     sens: dict[float, dict[int, float]] = {}
     for g, p in feasible.items():
@@ -138,9 +126,10 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
     for mname in cfg.mechanisms:
         mech = build_mechanism(mname, epsilon=cfg.epsilon, delta=cfg.delta, gamma=cfg.gamma,
                                sensitivity=sens[cfg.gamma][K], m=K)
-        bars[mname] = postprocess(mech.randomise(true[K].matrix, rng=gen)).tolist()
-    results: dict[str, object] = {
-        "corpus": name, "corpus_settings": corpus.settings, "model": model.settings(),
+        bars[mname] = postprocess(mech.randomize(true[K].matrix, seed=gen)).tolist()
+    results: dict[str, Any] = {
+        "not_a_release": "experiment on the corpus: holds the true matrix and private statistics; never publish",
+        "corpus": name, "corpus_settings": corpus.settings, "n_docs": corpus.n_docs, "model": model.settings(),
         "n_users": corpus.n_users, "per_db_users": sampler.n_users, "neighbours": sampler.neighbours,
         "delta": cfg.delta, "gamma": cfg.gamma, "epsilon": cfg.epsilon, "repeats": cfg.repeats,
         "fit_seconds": fit_seconds, "sampling_seconds": sample_seconds, "sampling_cache_hit": hit,
@@ -151,23 +140,22 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
         "keywords": [list(k) for k in true[K].keywords], "true_matrix": true[K].matrix.tolist(),
         "bars": bars, "mechanisms": list(cfg.mechanisms),
     }
-    with (out / "results.json").open("w") as fh:
-        json.dump(results, fh, indent=1)
+    write_json(out / "results.json", results)
     figs = _figures(results, out, cfg)
     _markdown(results, out, figs, cfg)
     return results
 
 
-def _figures(res: dict[str, object], out: Path, cfg: ReportConfig) -> list[str]:
-    matplotlib = require("matplotlib", "plot")
-    matplotlib.use("Agg")  # type: ignore[attr-defined]
-    plt = require("matplotlib.pyplot", "plot")
-    mechs = res["mechanisms"]  # type: ignore[assignment]
+def _figures(res: dict[str, Any], out: Path, cfg: ReportConfig) -> list[str]:
+    matplotlib: Any = require("matplotlib", "plot")
+    matplotlib.use("Agg")
+    plt: Any = require("matplotlib.pyplot", "plot")
+    mechs = res["mechanisms"]
     name = res["corpus"]
     files: list[str] = []
 
-    def grid(rows: list[dict[str, object]], xkey: str, title: str, fname: str, xlabel: str) -> None:
-        fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))  # type: ignore[attr-defined]
+    def grid(rows: list[dict[str, Any]], xkey: str, title: str, fname: str, xlabel: str) -> None:
+        fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
         xs = [r[xkey] for r in rows]
         for ax, metric in zip(axes, METRIC_LABELS):
             for mname in mechs:
@@ -181,86 +169,86 @@ def _figures(res: dict[str, object], out: Path, cfg: ReportConfig) -> list[str]:
         fig.suptitle(f"{name}: {title}")
         fig.tight_layout()
         fig.savefig(out / fname, dpi=110)
-        plt.close(fig)  # type: ignore[attr-defined]
+        plt.close(fig)
         files.append(fname)
 
-    grid(res["vs_epsilon"], "epsilon",  # type: ignore[arg-type]
+    grid(res["vs_epsilon"], "epsilon",
          f"error vs epsilon (gamma={cfg.gamma}, delta={cfg.delta:g}, {max(cfg.sizes)}x{max(cfg.sizes)})", "fig_vs_epsilon.png", "epsilon")
-    grid(res["vs_gamma"], "gamma",  # type: ignore[arg-type]
+    grid(res["vs_gamma"], "gamma",
          f"error vs gamma (epsilon={cfg.epsilon:g}, delta={cfg.delta:g}, {max(cfg.sizes)}x{max(cfg.sizes)})", "fig_vs_gamma.png", "gamma")
-    for e, rows in res["vs_size"].items():  # type: ignore[union-attr]
+    for e, rows in res["vs_size"].items():
         grid(rows, "size", f"error vs matrix size m=n (epsilon={e}, gamma={cfg.gamma})",
              f"fig_vs_size_eps{float(e):g}.png", "m = n")
     # keyword bar charts
     kws = res["keywords"]
     true = np.asarray(res["true_matrix"])
     topics = [t for t in cfg.bar_topics if 1 <= t <= true.shape[0]]
-    fig, axes = plt.subplots(1, len(topics), figsize=(5 * len(topics), 4.2))  # type: ignore[attr-defined]
+    fig, axes = plt.subplots(1, len(topics), figsize=(5 * len(topics), 4.2))
     axes = np.atleast_1d(axes)
     width = 0.8 / (1 + len(mechs))
     for ax, t in zip(axes, topics):
         x = np.arange(true.shape[1])
         ax.bar(x, true[t - 1], width, label="non-private")
         for j, mname in enumerate(mechs):
-            ax.bar(x + (j + 1) * width, np.asarray(res["bars"][mname])[t - 1], width,  # type: ignore[index]
+            ax.bar(x + (j + 1) * width, np.asarray(res["bars"][mname])[t - 1], width,
                    label=LABELS.get(mname, mname))
         ax.set_xticks(x + 0.4 - width / 2)
-        ax.set_xticklabels(kws[t - 1], rotation=60, fontsize=8)  # type: ignore[index]
+        ax.set_xticklabels(kws[t - 1], rotation=60, fontsize=8)
         ax.set_title(f"topic {t}")
-        top = 3.0 * float(max(true[t - 1].max(), np.max(np.asarray(res["bars"][mechs[0]])[t - 1])))  # type: ignore[index]
+        top = 3.0 * float(max(true[t - 1].max(), np.max(np.asarray(res["bars"][mechs[0]])[t - 1])))
         ax.set_ylim(0, min(1.0, max(top, 1e-3)))
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{name}: keyword probabilities before and after noise (epsilon={cfg.epsilon:g}, gamma={cfg.gamma}; "
                  "released = clipped and renormalised; bars taller than the axis are cut)")
     fig.tight_layout()
     fig.savefig(out / "fig_keywords.png", dpi=110)
-    plt.close(fig)  # type: ignore[attr-defined]
+    plt.close(fig)
     files.append("fig_keywords.png")
     return files
 
 
-def _table(rows: Sequence[dict[str, object]], key: str, mechs: Sequence[str], metric: str) -> str:
+def _table(rows: Sequence[dict[str, Any]], key: str, mechs: Sequence[str], metric: str) -> str:
     head = f"| {key} | " + " | ".join(mechs) + " |\n|---|" + "---|" * len(mechs) + "\n"
     body = ""
     for r in rows:
-        body += f"| {r[key]:g} | " + " | ".join(f"{r[m][metric]:.4g}" for m in mechs) + " |\n"  # type: ignore[index]
+        body += f"| {r[key]:g} | " + " | ".join(f"{r[m][metric]:.4g}" for m in mechs) + " |\n"
     return head + body
 
 
-def _markdown(res: dict[str, object], out: Path, figs: list[str], cfg: ReportConfig) -> None:
-    mechs = res["mechanisms"]  # type: ignore[assignment]
-    sens = res["sensitivity"]  # type: ignore[assignment]
+def _markdown(res: dict[str, Any], out: Path, figs: list[str], cfg: ReportConfig) -> None:
+    mechs = res["mechanisms"]
+    sens = res["sensitivity"]
     K = max(cfg.sizes)
     lines = [f"# TopicDP report: {res['corpus']}", "",
              f"Corpus settings: `{json.dumps(res['corpus_settings'])}`; model `{json.dumps(res['model'])}`.",
-             f"Users: {res['n_users']}; sampled databases have {res['per_db_users']} users "
-             f"(uniform with replacement, {res['neighbours']} neighbours). delta = {cfg.delta:g}; "
-             f"{cfg.repeats} noise draws per point; metrics compare the raw noisy matrix with the true "
-             "one (as the thesis); `post_*` tables use the clipped/renormalised release.", "",
+             (f"Users: {res['n_users']}; sampled databases have {res['per_db_users']} users "
+              f"(uniform with replacement, {res['neighbours']} neighbours). delta = {cfg.delta:g}; "
+              f"{cfg.repeats} noise draws per point; metrics compare the raw noisy matrix with the true "
+              "one (as the thesis); `post_*` tables use the clipped/renormalised release."), "",
              "## Sampled L2 sensitivity (order statistic = sample maximum)", "",
              "| gamma | samples | " + " | ".join(f"{k}x{k}" for k in cfg.sizes) + " |",
              "|---|---|" + "---|" * len(cfg.sizes)]
-    for g, d in sorted(sens.items(), key=lambda x: float(x[0])):  # type: ignore[union-attr]
+    for g, d in sorted(sens.items(), key=lambda x: float(x[0])):
         lines.append(f"| {float(g):g} | {sampler_parameters(float(g)).n_samples} | "
                      + " | ".join(f"{d[str(k)]:.4g}" for k in cfg.sizes) + " |")
     if res["skipped_gammas"]:
         lines += ["", "Not computed (sample size above `max_samples`): "
-                  + ", ".join(f"gamma={g} needs {n} samples" for g, n in res["skipped_gammas"].items()) + "."]  # type: ignore[union-attr]
-    lines += ["", f"Sampling took {res['sampling_seconds']:.0f} s (cache hit: {res['sampling_cache_hit']}); "
-              f"one fit on the real corpus {res['fit_seconds']:.1f} s.", ""]
+                  + ", ".join(f"gamma={g} needs {n} samples" for g, n in res["skipped_gammas"].items()) + "."]
+    lines += ["", (f"Sampling took {res['sampling_seconds']:.0f} s (cache hit: {res['sampling_cache_hit']}); "
+                   f"one fit on the real corpus {res['fit_seconds']:.1f} s."), ""]
     for metric in ("l1", "rmse", "kendall_tau", "row_euclidean", "post_l1", "post_rmse", "post_kendall_tau"):
         label = METRIC_LABELS.get(metric) or METRIC_LABELS[metric[5:]] + " of the released (clipped) matrix"
-        lines += [f"## {label} vs epsilon "
-                  f"(gamma={cfg.gamma}, {K}x{K})", "", _table(res["vs_epsilon"], "epsilon", mechs, metric)]  # type: ignore[arg-type]
+        lines += [f"## {label} vs epsilon (gamma={cfg.gamma}, {K}x{K})", "",
+                  _table(res["vs_epsilon"], "epsilon", mechs, metric)]
     lines += [f"## L1 / RMSE vs gamma (epsilon={cfg.epsilon:g})", "",
-              _table(res["vs_gamma"], "gamma", mechs, "l1"), _table(res["vs_gamma"], "gamma", mechs, "rmse")]  # type: ignore[arg-type]
-    for e, rows in res["vs_size"].items():  # type: ignore[union-attr]
+              _table(res["vs_gamma"], "gamma", mechs, "l1"), _table(res["vs_gamma"], "gamma", mechs, "rmse")]
+    for e, rows in res["vs_size"].items():
         lines += [f"## L1 / Kendall vs size (epsilon={e})", "", _table(rows, "size", mechs, "l1"),
                   _table(rows, "size", mechs, "kendall_tau")]
     # ranking summary
     wins = {m: 0 for m in mechs}
     total = 0
-    for r in res["vs_epsilon"]:  # type: ignore[union-attr]
+    for r in res["vs_epsilon"]:
         for metric in METRIC_LABELS:
             best = min(mechs, key=lambda m: r[m][metric])
             wins[best] += 1
@@ -268,4 +256,5 @@ def _markdown(res: dict[str, object], out: Path, figs: list[str], cfg: ReportCon
     lines += ["## Ranking", "", "Best mechanism per (epsilon, metric) on the epsilon sweep: "
               + ", ".join(f"{m}: {wins[m]}/{total}" for m in mechs) + ".", ""]
     lines += ["## Figures", ""] + [f"![{f}]({f})" for f in figs]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    with atomic_writer(out / "report.md") as fh:
+        fh.write("\n".join(lines) + "\n")

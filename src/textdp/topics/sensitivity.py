@@ -29,11 +29,16 @@ What is sampled here
   ``D' = S`` with ``S`` the ``N - 1`` shared users, i.e. one user's whole
   document set is added or removed. ``"replace"`` (the thesis's Algorithm 1):
   ``D = S + {u}``, ``D' = S + {v}``.
-* The distance is the Frobenius norm of the difference of the two released
-  matrices after Hungarian topic alignment
-  (:func:`~textdp.topics.models.topic_matrix_distance`), taken in both
-  directions (each fit's own top topics) and maximised; that is the L2
-  sensitivity the Gaussian mechanism needs.
+* The distance is the Frobenius norm of the difference of the two **released**
+  ``m x n`` matrices (:func:`~textdp.topics.models.released_matrix_distance`):
+  each fit's top ``m`` topics ordered by prevalence, each row its top ``n``
+  probabilities in decreasing order, compared position by position -- exactly
+  the function the mechanism adds noise to, so the sampled value is the L2
+  sensitivity the Gaussian mechanism needs. (Earlier versions sampled a
+  distance after Hungarian topic alignment, a different function: issue 9 found
+  the released matrices' own distance above it in 27 % of neighbouring pairs of a
+  synthetic 60-user corpus. Caches of that version are not reused:
+  :data:`CACHE_VERSION`.)
 
 Per-database size
 -----------------
@@ -52,18 +57,24 @@ corpus (``P`` is its empirical user distribution) and is itself released
 without noise; the fits use a fixed seed, so ``Δ_s`` is the sensitivity of that
 deterministic function.
 
-Affordability
--------------
+Affordability and determinism
+-----------------------------
 Fits are cold, from a fixed data-independent initialisation: warm-starting a
 neighbour from the other fit would change the function being measured (it
 would hide local-optimum jumps that the real release is exposed to), so it is
 not done. Instead: the corpus is vectorised once and databases are row-slices
-of one sparse matrix; samples run in parallel processes (``n_jobs``); each
-sample is seeded by its index (``SeedSequence(entropy, spawn_key=(i,))``), so
-results do not depend on scheduling; and the raw per-sample distances (all
-requested matrix sizes from the same fits) are cached per (corpus, model,
-neighbours, N, sizes). Samples are i.i.d., so a cache built for a large
-``gamma`` (few samples) is extended, not recomputed, for a smaller one.
+of one sparse matrix; the pairs are a pure job function mapped over sample
+indices by a :class:`textdp.backend.Backend` (in process by default; a Dask
+cluster through :func:`textdp.engines.get_backend`); sample ``i`` draws its users
+from its own generator ``textdp._rng.spawn(seed, n)[i]``, which depends only on
+the seed and ``i``, so a seed gives the same samples under any backend or
+scheduling. The sampler's randomness is its own stream: give it a seed (or a
+generator spawned for it), never the release-noise generator. The raw
+per-sample distances (all requested matrix sizes from the same fits) are cached
+per (corpus, model, neighbours, N, sizes); the cache file holds the samples and
+nothing else (no seed, no generator output). Samples are i.i.d., so a cache
+built for a large ``gamma`` (few samples) is extended with fresh samples, not
+recomputed, for a smaller one.
 """
 
 from __future__ import annotations
@@ -71,32 +82,38 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
+import numbers
 import time
+import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.special import lambertw
 
-from ..io import atomic_writer
 from .._cache import cache_dir
-from .._rng import make_rng
+from .._rng import spawn
 from .._validation import check_choice, check_positive_int, check_probability
-from ..errors import ParameterError
-from .models import TopicModel, UserCorpus, topic_matrix_distance
+from ..backend import Backend, LocalBackend
+from ..errors import ParameterError, ParameterTypeError
+from ..io import atomic_writer
+from .models import TopicModel, UserCorpus, released_matrix_distance
+from .names import NEIGHBOURS
 
 __all__ = [
-    "SamplerParameters",
-    "sampler_parameters",
+    "CACHE_VERSION",
     "SampledSensitivity",
+    "SamplerParameters",
     "SensitivitySampler",
     "default_cache_dir",
+    "draw_neighbours",
+    "sampler_parameters",
 ]
 
-NEIGHBOURS = ("add-remove", "replace")
+#: Version of the cached samples (2: distance of the released matrices, no stored entropy).
+CACHE_VERSION = 2
+
 
 
 @dataclass(frozen=True)
@@ -134,11 +151,13 @@ def sampler_parameters(gamma: float) -> SamplerParameters:
 
 @dataclass(frozen=True)
 class SampledSensitivity:
-    """The sampled L2 (Frobenius) sensitivity ``Δ_s`` for one matrix size.
+    """The sampled L2 (Frobenius) sensitivity ``Δ_s`` for one matrix size (a *private* record).
 
     ``value`` is the ``order_statistic``-th smallest of the first ``n_samples``
     sampled distances. It yields (eps, delta, gamma)-random DP, see the module
-    docstring; ``statement`` says so in words.
+    docstring; ``statement`` says so in words. Everything here is computed from
+    the private corpus (the value, the samples, the user counts, the timing):
+    it belongs in a private report, never beside a release.
     """
 
     value: float
@@ -162,7 +181,7 @@ class SampledSensitivity:
                else f"at most {self.max_docs_per_user} documents each")
         kind = "one user added or removed" if self.neighbours == "add-remove" else "one user replaced"
         return (
-            f"L2 (Frobenius) sensitivity {self.value:.6g} of the {self.size[0]}x{self.size[1]} "
+            f"L2 (Frobenius) sensitivity {self.value:.6g} of the released {self.size[0]}x{self.size[1]} "
             f"topic-keyword matrix, sampled (Rubinstein & Alda 2017): order statistic "
             f"{self.order_statistic} of {self.n_samples} neighbouring pairs ({kind}) of databases of "
             f"{self.per_db_users} users drawn uniformly with replacement from the corpus's "
@@ -177,7 +196,7 @@ class SampledSensitivity:
                 "per_db_users": self.per_db_users, "neighbours": self.neighbours,
                 "corpus_users": self.corpus_users, "max_docs_per_user": self.max_docs_per_user,
                 "model": self.model, "seconds": self.seconds, "cache_hit": self.cache_hit,
-                "statement": self.statement}
+                "distance": "Frobenius distance of the released matrices", "statement": self.statement}
 
 
 def default_cache_dir() -> Path:
@@ -185,35 +204,70 @@ def default_cache_dir() -> Path:
     return cache_dir("topics")
 
 
-# --- worker side -----------------------------------------------------------------
-_STATE: dict[str, object] = {}
+# --- the job (pure, runs wherever the backend puts it) ---------------------------------
 
 
-def _init_worker(corpus: UserCorpus, model: TopicModel, sizes: list[tuple[int, int]],
-                 n_users: int, neighbours: str, entropy: int) -> None:
-    _STATE.update(corpus=corpus, model=model, sizes=sizes, n_users=n_users,
-                  neighbours=neighbours, entropy=entropy)
+@dataclass(frozen=True)
+class _Context:
+    """Everything a sample needs except its own generator (shipped to workers with each chunk)."""
+
+    corpus: UserCorpus
+    model: TopicModel
+    sizes: tuple[tuple[int, int], ...]
+    n_users: int
+    neighbours: str
 
 
-def _one_sample(i: int) -> tuple[int, list[float]]:
-    corpus: UserCorpus = _STATE["corpus"]  # type: ignore[assignment]
-    model: TopicModel = _STATE["model"]  # type: ignore[assignment]
-    sizes: list[tuple[int, int]] = _STATE["sizes"]  # type: ignore[assignment]
-    n_users = int(_STATE["n_users"])  # type: ignore[arg-type]
-    gen = np.random.Generator(np.random.PCG64(
-        np.random.SeedSequence(int(_STATE["entropy"]), spawn_key=(i,))))  # type: ignore[arg-type]
-    draw = gen.integers(0, corpus.n_users, size=n_users + 1)
-    shared, u, v = draw[: n_users - 1], draw[n_users - 1], draw[n_users]
-    tw_a, prev_a = model.fit(corpus.rows_for([*shared, u]))
-    if _STATE["neighbours"] == "add-remove":
-        if n_users - 1 == 0:
-            raise ParameterError("add-remove sampling needs databases of at least 2 users")
-        tw_b, prev_b = model.fit(corpus.rows_for(shared))
-    else:
-        tw_b, prev_b = model.fit(corpus.rows_for([*shared, v]))
-    d_ab = topic_matrix_distance(tw_a, prev_a, tw_b, sizes)
-    d_ba = topic_matrix_distance(tw_b, prev_b, tw_a, sizes)
-    return i, np.maximum(d_ab, d_ba).tolist()
+@dataclass(frozen=True)
+class _Chunk:
+    context: _Context
+    indices: tuple[int, ...]
+    generators: tuple[np.random.Generator, ...]
+
+
+def draw_neighbours(n_corpus_users: int, n_users: int, neighbours: str,
+                    gen: np.random.Generator) -> tuple[list[int], list[int]]:
+    """User multisets ``(D, D')`` of one neighbouring pair (indices into the corpus's users).
+
+    ``n_users`` users are drawn i.i.d. uniformly with replacement; ``D`` is the
+    ``n_users - 1`` shared users plus ``u``; ``D'`` is the shared users alone
+    (``"add-remove"``) or plus another draw ``v`` (``"replace"``).
+
+    >>> from textdp._rng import make_rng
+    >>> a, b = draw_neighbours(10, 4, "add-remove", make_rng(0))
+    >>> len(a), len(b), a[:3] == b
+    (4, 3, True)
+    """
+    if neighbours == "add-remove" and n_users < 2:
+        raise ParameterError("add-remove sampling needs databases of at least 2 users")
+    draw = gen.integers(0, n_corpus_users, size=n_users + 1)
+    shared = [int(x) for x in draw[: n_users - 1]]
+    u, v = int(draw[n_users - 1]), int(draw[n_users])
+    return [*shared, u], (shared if neighbours == "add-remove" else [*shared, v])
+
+
+def _sample_one(ctx: _Context, gen: np.random.Generator) -> list[float]:
+    a, b = draw_neighbours(ctx.corpus.n_users, ctx.n_users, ctx.neighbours, gen)
+    tw_a, prev_a = ctx.model.fit(ctx.corpus.rows_for(a))
+    tw_b, prev_b = ctx.model.fit(ctx.corpus.rows_for(b))
+    return [float(x) for x in released_matrix_distance(tw_a, prev_a, tw_b, prev_b, ctx.sizes)]
+
+
+def _sample_chunk(chunk: _Chunk) -> list[list[float]]:
+    """The job: distances of the neighbouring pairs ``chunk.indices`` (pure; one generator per index)."""
+    return [_sample_one(chunk.context, g) for g in chunk.generators]
+
+
+def _streams(seed: int | np.random.SeedSequence | np.random.Generator | None, n: int) -> list[np.random.Generator]:
+    """``n`` generators, the i-th depending only on ``seed`` and ``i`` (``textdp._rng.spawn``)."""
+    if isinstance(seed, np.random.Generator):
+        # a 256-bit seed drawn from the given generator (kept in memory only, never stored)
+        seed = np.random.SeedSequence([int(x) for x in seed.integers(0, 2**32, size=8, dtype=np.uint64)])
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return spawn(seed, n)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ParameterTypeError(f"seed must be None, an int, a SeedSequence or a Generator, got {type(seed).__name__}")
+    return spawn(int(seed), n)
 
 
 # --- sampler -----------------------------------------------------------------------
@@ -230,20 +284,41 @@ class SensitivitySampler:
     n_users : int or None
         Users per sampled database ``N`` (default: the corpus's user count).
     neighbours : {"add-remove", "replace"}
-    n_jobs : int
-        Worker processes.
+    backend : Backend or None
+        Where the pairs are fitted (:class:`textdp.backend.Backend`); default
+        in this process. ``textdp.engines.get_backend("dask", workers=k)`` or a
+        ``--scheduler`` address runs them on a Dask cluster; the result is the
+        same for a seed.
     cache_dir : path or None
         Where to cache raw sample distances; ``None`` disables caching.
+    chunk_size : int or None
+        Pairs per job (default: 1 in process; about four jobs per worker,
+        at most 10 pairs each, for a backend with ``n_workers()``).
+    n_jobs : int or None
+        Deprecated: use ``backend``.
+
+    Examples
+    --------
+    >>> from textdp.topics import SklearnLDA, UserCorpus
+    >>> c = UserCorpus.from_texts(["gas price power", "game team win", "gas power deal", "team coach win"],
+    ...                           ["a", "b", "c", "d"], min_df=1, max_df=1.0)
+    >>> s = SensitivitySampler(corpus=c, model=SklearnLDA(n_topics=2, max_iter=2), sizes=[(2, 2)])
+    >>> s.draw(3, seed=1)[0].shape
+    (3, 1)
     """
 
     def __init__(self, *, corpus: UserCorpus, model: TopicModel,
                  sizes: Sequence[tuple[int, int]] = ((10, 10),), n_users: int | None = None,
-                 neighbours: str = "add-remove", n_jobs: int = 1,
-                 cache_dir: str | Path | None = None) -> None:
+                 neighbours: str = "add-remove", backend: Backend | None = None,
+                 cache_dir: str | Path | None = None, chunk_size: int | None = None,
+                 n_jobs: int | None = None) -> None:
         if not isinstance(corpus, UserCorpus):
             raise ParameterError(f"corpus must be a UserCorpus, got {type(corpus).__name__}")
         if not isinstance(model, TopicModel):
             raise ParameterError("model must implement TopicModel (fit(X) and settings())")
+        if n_jobs is not None:
+            warnings.warn("SensitivitySampler(n_jobs=...) is deprecated and ignored; pass "
+                          "backend=textdp.engines.get_backend('dask', workers=n)", DeprecationWarning, stacklevel=2)
         self.corpus = corpus
         self.model = model
         self.sizes = [(check_positive_int(m, "m"), check_positive_int(n, "n")) for m, n in sizes]
@@ -251,88 +326,108 @@ class SensitivitySampler:
             raise ParameterError("sizes must name at least one (m, n)")
         self.n_users = corpus.n_users if n_users is None else check_positive_int(n_users, "n_users", 2)
         self.neighbours = check_choice(neighbours, "neighbours", NEIGHBOURS)
-        self.n_jobs = check_positive_int(n_jobs, "n_jobs")
+        if backend is not None and not isinstance(backend, Backend):
+            raise ParameterTypeError(f"backend must implement textdp.backend.Backend, got {type(backend).__name__}")
+        self.backend: Backend = backend if backend is not None else LocalBackend()
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        self.chunk_size = None if chunk_size is None else check_positive_int(chunk_size, "chunk_size")
 
     # cache ---------------------------------------------------------------------
     def cache_key(self) -> str:
         """Hash of everything the samples depend on (not of the seed: samples are i.i.d.)."""
         blob = json.dumps({"corpus": self.corpus.fingerprint, "model": self.model.settings(),
                            "neighbours": self.neighbours, "n_users": self.n_users,
-                           "sizes": self.sizes, "version": 1}, sort_keys=True, default=str)
+                           "sizes": self.sizes, "version": CACHE_VERSION}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
     def _cache_path(self) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / f"sens-{self.cache_key()}.json"
 
-    def _load(self) -> tuple[int | None, list[list[float]]]:
+    def _load(self) -> list[list[float]]:
         path = self._cache_path()
         if path is None or not path.is_file():
-            return None, []
+            return []
         try:
             data = json.loads(path.read_text())
-            return int(data["entropy"]), [list(map(float, r)) for r in data["samples"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None, []
+            if data.get("version") != CACHE_VERSION:
+                return []
+            samples = [list(map(float, r)) for r in data["samples"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return []
+        return samples if all(len(r) == len(self.sizes) for r in samples) else []
 
-    def _save(self, entropy: int, samples: list[list[float]]) -> None:
+    def _save(self, samples: list[list[float]]) -> None:
         path = self._cache_path()
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"entropy": entropy, "sizes": self.sizes, "model": self.model.settings(),
-                   "corpus": self.corpus.fingerprint, "neighbours": self.neighbours,
-                   "n_users": self.n_users, "samples": samples}
         with atomic_writer(path) as fh:
-            json.dump(payload, fh)
+            json.dump({"version": CACHE_VERSION, "sizes": self.sizes, "samples": samples}, fh)
+
+    def _chunk(self, todo: int) -> int:
+        if self.chunk_size is not None:
+            return self.chunk_size
+        workers = getattr(self.backend, "n_workers", None)
+        if not callable(workers):
+            return 1
+        return max(1, min(10, math.ceil(todo / (4 * max(1, int(workers()))))))
 
     # sampling ------------------------------------------------------------------
-    def draw(self, n_samples: int, *, rng: int | np.random.Generator | None = None,
-             progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, bool, float]:
-        """Return ``(samples, cache_hit, seconds)``; ``samples`` is ``n_samples x len(sizes)``."""
+    def draw(self, n_samples: int, *, seed: int | np.random.SeedSequence | np.random.Generator | None = None,
+             progress: Callable[[int, int], None] | None = None,
+             rng: int | np.random.Generator | None = None) -> tuple[np.ndarray, bool, float]:
+        """Return ``(samples, cache_hit, seconds)``; ``samples`` is ``n_samples x len(sizes)``.
+
+        Sample ``i`` uses the generator ``textdp._rng.spawn(seed, n)[i]``; cached
+        samples are reused and only the missing ones are drawn. ``rng=`` is a
+        deprecated alias of ``seed=``.
+        """
+        if rng is not None:
+            warnings.warn("draw(rng=...) is deprecated; use seed=...", DeprecationWarning, stacklevel=2)
+            seed = rng if seed is None else seed
         check_positive_int(n_samples, "n_samples")
-        entropy, samples = self._load()
-        if entropy is None:
-            entropy = int(make_rng(rng).integers(0, 2**63 - 1))
-            samples = []
+        samples = self._load()
         have = len(samples)
         t0 = time.perf_counter()
         if have < n_samples:
-            todo = list(range(have, n_samples))
+            gens = _streams(seed, n_samples)
+            ctx = _Context(corpus=self.corpus, model=self.model, sizes=tuple(self.sizes),
+                           n_users=self.n_users, neighbours=self.neighbours)
+            size = self._chunk(n_samples - have)
+            starts = list(range(have, n_samples, size))
+            chunks = [_Chunk(ctx, tuple(range(a, min(a + size, n_samples))),
+                             tuple(gens[a:min(a + size, n_samples)])) for a in starts]
             results: dict[int, list[float]] = {}
-            args = (self.corpus, self.model, self.sizes, self.n_users, self.neighbours, entropy)
+            saved = have
             if progress is not None:
                 progress(have, n_samples)
 
-            def done(j: int, d: list[float]) -> None:
-                results[j] = d
+            def done(j: int, rows: list[list[float]]) -> None:
+                nonlocal saved
+                for i, r in zip(chunks[j].indices, rows):
+                    results[i] = r
                 if progress is not None:
                     progress(have + len(results), n_samples)
-                if len(results) % 25 == 0:  # checkpoint the contiguous prefix
-                    k = have
-                    while k in results:
-                        k += 1
-                    self._save(entropy, samples + [results[i] for i in range(have, k)])
+                k = saved
+                while k in results:
+                    k += 1
+                if k - saved >= 25:  # checkpoint the contiguous prefix
+                    self._save(samples + [results[i] for i in range(have, k)])
+                    saved = k
 
-            if self.n_jobs == 1:
-                _init_worker(*args)
-                for i in todo:
-                    done(*_one_sample(i))
-            else:
-                with ProcessPoolExecutor(max_workers=self.n_jobs, initializer=_init_worker,
-                                         initargs=args) as pool:
-                    futures = [pool.submit(_one_sample, i) for i in todo]
-                    for fut in as_completed(futures):
-                        done(*fut.result())
-            samples = samples + [results[i] for i in todo]
-            self._save(entropy, samples)
+            self.backend.map(_sample_chunk, chunks, done)
+            samples = samples + [results[i] for i in range(have, n_samples)]
+            self._save(samples)
         return np.asarray(samples[:n_samples], dtype=float), have >= n_samples, time.perf_counter() - t0
 
-    def sample(self, gamma: float, *, rng: int | np.random.Generator | None = None,
-               progress: Callable[[int, int], None] | None = None) -> dict[tuple[int, int], SampledSensitivity]:
+    def sample(self, gamma: float, *, seed: int | np.random.SeedSequence | np.random.Generator | None = None,
+               progress: Callable[[int, int], None] | None = None,
+               rng: int | np.random.Generator | None = None) -> dict[tuple[int, int], SampledSensitivity]:
         """Sampled sensitivity for ``gamma``, one :class:`SampledSensitivity` per size."""
+        if rng is not None:
+            warnings.warn("sample(rng=...) is deprecated; use seed=...", DeprecationWarning, stacklevel=2)
+            seed = rng if seed is None else seed
         params = sampler_parameters(gamma)
-        samples, hit, seconds = self.draw(params.n_samples, rng=rng, progress=progress)
+        samples, hit, seconds = self.draw(params.n_samples, seed=seed, progress=progress)
         out: dict[tuple[int, int], SampledSensitivity] = {}
         for s, size in enumerate(self.sizes):
             col = np.sort(samples[:, s])
