@@ -136,8 +136,8 @@ class ScaledLaplace:
     def __init__(self, epsilon: float, m: int, factor: float) -> None:
         self.scale = 2.0 * m / epsilon * factor
 
-    def randomize(self, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return matrix + rng.laplace(0.0, self.scale, size=np.shape(matrix))
+    def randomize(self, matrix: np.ndarray, seed: np.random.Generator) -> np.ndarray:
+        return matrix + seed.laplace(0.0, self.scale, size=np.shape(matrix))
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
@@ -190,9 +190,9 @@ class PrecisionAsVariance:
     def __init__(self, mech: MVGMechanism) -> None:
         self.mech = mech
 
-    def randomize(self, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def randomize(self, matrix: np.ndarray, seed: np.random.Generator) -> np.ndarray:
         sd = 1.0 / np.sqrt(self.mech.column_variances(matrix.shape))
-        return matrix + rng.standard_normal(matrix.shape) * sd[None, :]
+        return matrix + seed.standard_normal(matrix.shape) * sd[None, :]
 
 
 def test_mvg_passes_and_precision_bug_is_flagged():

@@ -315,7 +315,7 @@ def _help(*args: str) -> str:
 
 
 def test_help_text_is_shown_as_written():
-    assert "<output>.settings.json" in _help("topics")
+    assert "OUTPUT.settings.json" in _help("topics") and "<bool>" not in _help("topics")
     assert "(default: [run] output, else report-<corpus>)" in _help("evaluate")
     text = _help("obfuscate")
     assert "epsilon*N*W_inf" in text and "<bool>" not in text and "--force" in text and "--strict-ids" in text

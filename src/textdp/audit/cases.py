@@ -20,7 +20,7 @@ corpus. Each is registered under the mechanism's CLI name by :func:`register_bui
   ``Σ |x - b| - |x - a|``, whose extreme atom reaches the full ratio ``e^ε``.
 * ``mvg`` / ``mvg-directional`` -- as ``topicdp`` with the MVG claim (ε, δ).
 
-The TopicDP classes are called through their public ``randomize`` (or the older ``randomise``)
+The TopicDP classes are called through their public ``randomize``
 one release at a time (:func:`sample_releases`), unless a class offers ``randomize_batch``.
 """
 
@@ -281,8 +281,8 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
 
 # -- TopicDP matrix mechanisms ---------------------------------------------------------------------
 def randomizer(mechanism: Any) -> Callable[..., np.ndarray]:
-    """The mechanism's ``randomize`` method, or its older spelling ``randomise``."""
-    fn = getattr(mechanism, "randomize", None) or getattr(mechanism, "randomise", None)
+    """The mechanism's ``randomize(matrix, seed)`` method."""
+    fn = getattr(mechanism, "randomize", None)
     if fn is None:
         raise ParameterError(f"{type(mechanism).__name__} has no randomize method")
     return fn  # type: ignore[no-any-return]
@@ -291,16 +291,16 @@ def randomizer(mechanism: Any) -> Callable[..., np.ndarray]:
 def sample_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` independent releases of ``matrix``: shape ``(n,) + matrix.shape``.
 
-    Uses ``mechanism.randomize_batch(matrices, rng=...)`` on an ``(n, m, k)`` stack when the
+    Uses ``mechanism.randomize_batch(matrices, seed=...)`` on an ``(n, m, k)`` stack when the
     class has one, else ``n`` calls of ``randomize`` sharing ``rng``.
     """
     batch = getattr(mechanism, "randomize_batch", None)
     if callable(batch):
-        return np.asarray(batch(np.broadcast_to(matrix, (n,) + matrix.shape), rng=rng), dtype=np.float64)
+        return np.asarray(batch(np.broadcast_to(matrix, (n,) + matrix.shape), seed=rng), dtype=np.float64)
     fn = randomizer(mechanism)
     out = np.empty((n,) + matrix.shape, dtype=np.float64)
     for i in range(n):
-        out[i] = fn(matrix, rng=rng)
+        out[i] = fn(matrix, seed=rng)
     return out
 
 
@@ -323,7 +323,7 @@ def matrix_case(name: str, mechanism: Any, *, sensitivity: float, claimed_epsilo
 
     The pair is :func:`matrix_pair` at distance ``sensitivity``; events are the tails of the
     projection onto ``a - b`` (the likelihood-ratio direction of Gaussian noise). ``mechanism``
-    is any object with ``randomize(matrix, rng=...)`` (or ``randomise``); see :func:`sample_releases`.
+    is any object with ``randomize(matrix, seed=...)``; see :func:`sample_releases`.
     """
     a, b = matrix_pair(sensitivity)
 
