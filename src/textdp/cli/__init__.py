@@ -17,6 +17,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "guarantee",
     "topics",
     "evaluate",
+    "train_rewriter",
+    "rewrite",
 )
 
 app = typer.Typer(

@@ -8,7 +8,15 @@ from collections.abc import Iterator
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from ..errors import TextDPError
 
@@ -35,7 +43,7 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except TextDPError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except UnicodeDecodeError as exc:
         err_console.print(f"[bold red]error:[/] input is not valid UTF-8 ({exc.reason})", highlight=False)

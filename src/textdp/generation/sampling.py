@@ -48,7 +48,8 @@ def _inverse_cdf(weights: Any, u: Any) -> Any:
 
 
 def two_set_step(
-    logp: Any, rng: np.random.Generator, *, epsilon_set: float, epsilon_word: float, k: int = 5
+    logp: Any, rng: np.random.Generator, *, epsilon_set: float, epsilon_word: float, k: int = 5,
+    allowed: Any | None = None,
 ) -> Any:
     """One step of the two-set exponential mechanism for every row of ``logp``.
 
@@ -70,11 +71,15 @@ def two_set_step(
         The two counted budgets (``epsilon_word`` may be 0: uniform inside the set).
     k : int
         Lexical-set draws.
+    allowed : torch.Tensor, optional
+        ``(V,)`` or ``(B, V)`` bool: the output alphabet (default: the tokens with finite
+        ``logp``). Allowed tokens with ``p = 0`` can still be drawn from ``S``.
 
     Returns
     -------
     torch.Tensor
-        ``(B,)`` int64 token ids.
+        ``(B,)`` int64 token ids. If ``S`` holds no allowed token (an alphabet of at most
+        ``k`` tokens) the lexical set is used.
 
     Examples
     --------
@@ -90,10 +95,10 @@ def two_set_step(
     e_word = float(epsilon_word)
     if not (e_word >= 0 and math.isfinite(e_word)):
         raise ParameterError(f"epsilon_word must be a finite number >= 0, got {epsilon_word!r}")
-    B, _V = logp.shape
+    B = logp.shape[0]
     u = _uniforms(rng, B, k + 2)
     p = torch.exp(logp.double())  # stable: logp <= 0
-    allowed = torch.isfinite(logp)
+    allowed = torch.isfinite(logp) if allowed is None else torch.as_tensor(allowed, dtype=torch.bool).expand(B, -1)
     # 1. lexical multiset: k draws from p (inverse CDF)
     L = _inverse_cdf(p, u[:, :k].contiguous())
     pL = p.gather(1, L)
@@ -117,7 +122,9 @@ def two_set_step(
         w_s = torch.exp(b * (p[rows] - 1.0))
         w_s = torch.where(allowed[rows], w_s, torch.zeros((), dtype=w_s.dtype))
         w_s.scatter_(1, L[rows], 0.0)
-        out[rows] = _inverse_cdf(w_s, u[rows, k + 1 :].contiguous()).squeeze(1)
+        drawn = _inverse_cdf(w_s, u[rows, k + 1 :].contiguous()).squeeze(1)
+        nonempty = w_s.sum(1) > 0
+        out[rows[nonempty]] = drawn[nonempty]
     return out
 
 
