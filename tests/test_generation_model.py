@@ -122,3 +122,26 @@ def test_missing_torch_names_the_extra(monkeypatch, tiny_model):
         sampling.torch_module()
     with pytest.raises(MissingDependencyError, match=r"textdp\[generation\]"):
         Rewriter(tiny_model)
+
+
+def test_reconstruction_run_can_share_the_er_ae_warmup(tmp_path, segments, glove):
+    er_settings = TrainingSettings(seed=3, warmup_fraction=0.5, **TINY)
+    ae_settings = TrainingSettings(seed=3, objective="reconstruction", **TINY)
+    src = tmp_path / "er"
+
+    def stop(step: int) -> None:
+        if step == 6:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_rewriter(segments, src, glove, er_settings, data_description="toy", checkpoint_every=3, on_step=stop)
+    shared = train_rewriter(segments, tmp_path / "ae-shared", glove, ae_settings, data_description="toy",
+                            init_from=src)
+    alone = train_rewriter(segments, tmp_path / "ae-alone", glove, ae_settings, data_description="toy")
+    a, b = _params(tmp_path / "ae-shared"), _params(tmp_path / "ae-alone")
+    assert shared.steps == alone.steps and all(torch.equal(a[k], b[k]) for k in a)
+    card = json.loads((tmp_path / "ae-shared" / "card.json").read_text())
+    assert card["training"]["shared_steps"]["steps"] == 6
+    with pytest.raises(ParameterError, match="other settings"):
+        train_rewriter(segments, tmp_path / "x", glove, TrainingSettings(seed=4, objective="reconstruction", **TINY),
+                       data_description="toy", init_from=src)

@@ -63,6 +63,10 @@ def train_rewriter_command(
                                        "with AVX-512 BF16; slightly different numbers).")] = False,
     threads: Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")] = None,
     checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 100,
+    init_from: Annotated[Optional[Path], typer.Option(help="Start from the checkpoint of another run in progress "
+                                                      "whose steps so far were all reconstruction-only (same seed, "
+                                                      "data and settings except --objective/--warmup-fraction): the "
+                                                      "AE-DP model can share the ER-AE run's warm-up.")] = None,
     text_field: Annotated[str, typer.Option(help="Text field of JSONL input.")] = "text",
     input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -117,7 +121,7 @@ def train_rewriter_command(
                                       highlight=False)
 
             res = train_rewriter(segments, output, emb, settings, data_description=desc, declared_public=public,
-                                 checkpoint_every=checkpoint_every, progress=progress)
+                                 checkpoint_every=checkpoint_every, progress=progress, init_from=init_from)
         if res.already_trained:
             err_console.print(f"{output} already holds this trained model; nothing to do", highlight=False)
         elif res.resumed_from_step:

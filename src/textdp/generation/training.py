@@ -165,6 +165,7 @@ def train_rewriter(
     checkpoint_every: int = 100,
     progress: Callable[[int, int, float], None] | None = None,
     on_step: Callable[[int], None] | None = None,
+    init_from: str | Path | None = None,
 ) -> TrainingResult:
     """Train a rewriter on token ``segments`` and write ``model_dir`` (see the module docstring).
 
@@ -191,6 +192,12 @@ def train_rewriter(
         ``progress(step, total_steps, loss)`` after every step.
     on_step : callable, optional
         ``on_step(step)`` after every step (tests use it to interrupt a run).
+    init_from : path, optional
+        Another model directory whose training is in progress: start from its checkpoint
+        if every step it took was a reconstruction-only step and its settings and data
+        equal these except ``objective`` and ``warmup_fraction``. The first steps of an
+        ``er-ae`` run and a ``reconstruction`` run with the same seed and data are then
+        identical by construction, so the AE-DP model can share them.
     """
     torch = torch_module()
     s = settings or TrainingSettings()
@@ -227,11 +234,17 @@ def train_rewriter(
     warmup = round(s.warmup_fraction * total) if s.objective == "er-ae" else total
 
     state: dict[str, Any] | None = None
+    shared_from: dict[str, Any] | None = None
     if ckpt_path.exists():
         state = torch.load(ckpt_path, weights_only=True)
         if state.get("run_key") != run_key:
             raise ParameterError(f"{ckpt_path} belongs to a run with other settings or data; choose a new --output")
         entropy = int(state["entropy"])
+        shared_from = state.get("shared_from")
+    elif init_from is not None:
+        state = _shared_start(Path(init_from), run_key, total)
+        entropy = int(state["entropy"])
+        shared_from = {"model_dir": str(init_from), "steps": int(state["step"])}
     else:
         entropy = int(s.seed) if s.seed is not None else int(make_rng(None).integers(2**63))
     init_rng = make_rng(np.random.SeedSequence(entropy, spawn_key=(1 << 30,)))
@@ -253,6 +266,7 @@ def train_rewriter(
         _save_checkpoint(ckpt_path, {
             "model": net.state_dict(), "optimizer": opt.state_dict(), "step": step, "epoch": epoch, "batch": batch,
             "elapsed": elapsed + time.perf_counter() - t0, "entropy": str(entropy), "run_key": run_key,
+            "shared_from": shared_from,
         })
 
     t0 = time.perf_counter()
@@ -295,6 +309,9 @@ def train_rewriter(
                          "initial state ELU(Dense(z))", "embeddings": f"{embeddings.name} (frozen)"},
         "training": {**s.to_dict(), "steps": step, "warmup_steps": warmup, "seconds": round(seconds, 1),
                      "resumed_from_step": resumed_from if resumed_from else None,
+                     "shared_steps": None if shared_from is None else {
+                         "steps": shared_from["steps"], "note": "these first steps (reconstruction only) were taken "
+                         "from another run with the same seed, data and settings, identical by construction"},
                      "seed_note": None if s.seed is not None else "fresh OS entropy (not recorded)"},
         "data": {"description": data_description, "segments": len(data), "declared_public": bool(declared_public)},
         "vocabulary": {"size": vocab.size, "words": len(vocab.words), "file": "vocab.txt",
@@ -307,6 +324,30 @@ def train_rewriter(
     write_json(card_path, card)
     ckpt_path.unlink(missing_ok=True)
     return TrainingResult(str(out), step, resumed_from, seconds, loss_value)
+
+
+def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, Any]:
+    """The checkpoint of ``src`` if it may start this run (see ``init_from``)."""
+    torch = torch_module()
+    path = src / "checkpoint.pt"
+    if not path.exists():
+        raise ParameterError(f"--init-from {src}: no checkpoint (the run finished or never started)")
+    state = torch.load(path, weights_only=True)
+    theirs, ours = dict(state["run_key"]), run_key
+    loose = ("objective", "warmup_fraction")
+    same = (theirs["data"] == ours["data"] and theirs["vocabulary"] == ours["vocabulary"]
+            and {k: v for k, v in theirs["settings"].items() if k not in loose}
+            == {k: v for k, v in ours["settings"].items() if k not in loose})
+    if not same:
+        raise ParameterError(f"--init-from {src}: that run has other settings or data")
+    s = theirs["settings"]
+    their_warmup = round(s["warmup_fraction"] * total) if s["objective"] == "er-ae" else total
+    our_warmup = round(ours["settings"]["warmup_fraction"] * total) if ours["settings"]["objective"] == "er-ae" else total
+    if int(state["step"]) > min(their_warmup, our_warmup):
+        raise ParameterError(f"--init-from {src}: its checkpoint (step {state['step']}) is past the shared "
+                             "reconstruction-only steps")
+    state["run_key"] = run_key
+    return dict(state)
 
 
 def _public_key(run_key: dict[str, Any]) -> str:
