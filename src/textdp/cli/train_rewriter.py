@@ -63,7 +63,7 @@ def train_rewriter_command(
                                        "with AVX-512 BF16; slightly different numbers).")] = False,
     threads: Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")] = None,
     checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 100,
-    init_from: Annotated[Optional[Path], typer.Option(help="Start from the checkpoint of another run in progress "
+    init_from: Annotated[Path | None, typer.Option(help="Start from the checkpoint of another run in progress "
                                                       "whose steps so far were all reconstruction-only (same seed, "
                                                       "data and settings except --objective/--warmup-fraction): the "
                                                       "AE-DP model can share the ER-AE run's warm-up.")] = None,
