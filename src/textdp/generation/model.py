@@ -103,7 +103,7 @@ def _network_class() -> type:
                     f"word vectors have shape {word_vectors.shape}, expected {(c.vocab_size - 4, c.embedding_dim)}"
                 )
             self.config = c
-            self.register_buffer("word_emb", torch.from_numpy(np.ascontiguousarray(word_vectors, dtype=np.float32)))
+            self.register_buffer("word_emb", torch.from_numpy(np.array(word_vectors, dtype=np.float32, copy=True)))
             self.special_emb = nn.Parameter(torch.zeros(4, c.embedding_dim))
             self.encoder = nn.GRU(c.embedding_dim, c.encoder_hidden, batch_first=True, bidirectional=True)
             self.to_z = nn.Linear(2 * c.encoder_hidden, c.latent)
@@ -241,10 +241,10 @@ def generate(
         h = net.initial_state(z)
         prev = torch.full((B,), START, dtype=torch.int64)
         rows = torch.arange(B)
-        banned = ~allowed
+        banned = torch.nonzero(~allowed).squeeze(1)
         for t in range(max_length):
             logits, h = net.step(z, prev, h, table)
-            logits[:, banned] = -math.inf
+            logits.index_fill_(1, banned, -math.inf)
             ids = choose(torch.log_softmax(logits, -1))
             out[rows.numpy(), t] = ids.numpy()
             if teacher_forcing:

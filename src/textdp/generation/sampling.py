@@ -40,11 +40,21 @@ def _uniforms(rng: np.random.Generator, rows: int, cols: int) -> Any:
 
 
 def _inverse_cdf(weights: Any, u: Any) -> Any:
-    """Row-wise draw from unnormalised non-negative ``weights`` (float64) with uniforms ``u`` ``(B, m)``."""
+    """Row-wise draw from unnormalised non-negative ``weights`` with uniforms ``u`` ``(B, m)``.
+
+    A draw never lands on a zero weight: when rounding at the top end of the cumulative sum
+    would do so (probability of the order of the float epsilon), the last index with a
+    positive weight is taken instead.
+    """
     torch = torch_module()
     cdf = torch.cumsum(weights, dim=1)
-    idx = torch.searchsorted(cdf, u * cdf[:, -1:], right=True)
-    return idx.clamp_(max=weights.shape[1] - 1)
+    idx = torch.searchsorted(cdf, u.to(cdf.dtype) * cdf[:, -1:], right=True).clamp_(max=weights.shape[1] - 1)
+    bad = weights.gather(1, idx) <= 0
+    if bool(bad.any()):
+        positions = torch.arange(weights.shape[1]).expand_as(weights)
+        last = torch.where(weights > 0, positions, torch.zeros_like(positions)).amax(1, keepdim=True)
+        idx = torch.where(bad, last.expand_as(idx), idx)
+    return idx
 
 
 def two_set_step(
@@ -97,21 +107,22 @@ def two_set_step(
         raise ParameterError(f"epsilon_word must be a finite number >= 0, got {epsilon_word!r}")
     B = logp.shape[0]
     u = _uniforms(rng, B, k + 2)
-    p = torch.exp(logp.double())  # stable: logp <= 0
     allowed = torch.isfinite(logp) if allowed is None else torch.as_tensor(allowed, dtype=torch.bool).expand(B, -1)
-    # 1. lexical multiset: k draws from p (inverse CDF)
-    L = _inverse_cdf(p, u[:, :k].contiguous())
-    pL = p.gather(1, L)
-    # 2.-3. utilities: duplicate-counted mass of L against the mass of S
+    # 1. lexical multiset: k draws from p (inverse CDF). Its numerical precision does not matter for
+    #    privacy: the per-step bound holds however L is formed. float32 is enough here.
+    p32 = torch.exp(logp.float())  # stable: logp <= 0
+    L = _inverse_cdf(p32, u[:, :k].contiguous())
+    pL = p32.gather(1, L).double()
+    # 2.-3. utilities: duplicate-counted mass of L against the mass of S (any value in [0, 1] is safe)
     Ls, _ = torch.sort(L, dim=1)
     first = torch.ones_like(Ls, dtype=torch.bool)
     first[:, 1:] = Ls[:, 1:] != Ls[:, :-1]
-    mass_distinct = (p.gather(1, Ls) * first).sum(1)
+    mass_distinct = (p32.gather(1, Ls).double() * first).sum(1)
     mass_multi = pL.sum(1)
-    mass_s = (p.sum(1) - mass_distinct).clamp_(min=0.0)
+    mass_s = (p32.sum(1, dtype=torch.float64) - mass_distinct).clamp_(min=0.0)
     u_l = mass_multi / (mass_multi + mass_s)
     choose_l = u[:, k] < torch.sigmoid(e_set * (u_l - 0.5))
-    # 4. the word inside the chosen set; log-space weights exp(b (p - 1)), p <= 1
+    # 4. the word inside the chosen set; log-space weights exp(b (p - 1)), p <= 1, in float64
     b = e_word / 2.0
     out = torch.empty(B, dtype=torch.int64)
     w_l = torch.exp(b * (pL - 1.0))
@@ -119,7 +130,7 @@ def two_set_step(
     out[:] = L.gather(1, j[:, None]).squeeze(1)
     rows = torch.nonzero(~choose_l).squeeze(1)
     if rows.numel():
-        w_s = torch.exp(b * (p[rows] - 1.0))
+        w_s = torch.exp(b * (torch.exp(logp[rows].double()) - 1.0))
         w_s = torch.where(allowed[rows], w_s, torch.zeros((), dtype=w_s.dtype))
         w_s.scatter_(1, L[rows], 0.0)
         drawn = _inverse_cdf(w_s, u[rows, k + 1 :].contiguous()).squeeze(1)
