@@ -158,6 +158,10 @@ def _clean(corpus: str, text: str) -> str:
     return strip_quoted(text) if PRESETS[corpus].get("strip_quotes") else text
 
 
+#: The rewriter's training sentences: train splits of the three development corpora (60,000 sentences).
+TRAINING_SOURCES: dict[str, int] = {"reuter_50_50": 30_000, "pan11_enron": 10_000, "20newsgroups": 20_000}
+
+
 def write_training_corpus(
     path: str | Path,
     sources: dict[str, int],
@@ -334,7 +338,7 @@ def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = No
             raise ParameterError(f"config [models] needs {key} = a model directory from textdp train-rewriter")
 
     def path(v: Any) -> str:
-        p = Path(str(v))
+        p = Path(str(v)).expanduser()
         return str((base_dir / p).resolve()) if base_dir is not None and not p.is_absolute() else str(p)
 
     eps = sw.get("epsilons")
