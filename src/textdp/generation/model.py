@@ -50,6 +50,10 @@ from .vocab import END, PAD, START, UNK
 __all__ = ["CLIP_HIGH", "CLIP_LOW", "ModelConfig", "build_network", "generate", "losses"]
 
 CLIP_LOW, CLIP_HIGH = 1e-5, 0.85
+#: ``dense``: a dense layer over the vocabulary (the authors'); ``embedding``: a dense layer to the
+#: embedding dimension, then the dot product with the frozen token embeddings plus a bias per token
+#: (a factorised output, about 5x fewer operations at 50-d embeddings).
+OUTPUT_LAYERS = ("dense", "embedding")
 
 
 @dataclass(frozen=True)
@@ -66,14 +70,17 @@ class ModelConfig:
     latent: int = 128
     decoder_hidden: int = 256
     max_length: int = 32
+    output_layer: str = "dense"
 
     def __post_init__(self) -> None:
+        if self.output_layer not in OUTPUT_LAYERS:
+            raise ParameterError(f"unknown output layer {self.output_layer!r}; choose one of: {', '.join(OUTPUT_LAYERS)}")
         for name in ("vocab_size", "embedding_dim", "encoder_hidden", "latent", "decoder_hidden", "max_length"):
             check_positive_int(getattr(self, name), name)
         if self.vocab_size < 6:
             raise ParameterError("vocab_size must be at least 6 (4 special tokens and 2 words)")
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain-data form (``config.json``)."""
         return asdict(self)
 
@@ -109,7 +116,11 @@ def _network_class() -> type:
             self.to_z = nn.Linear(2 * c.encoder_hidden, c.latent)
             self.init_state = nn.Linear(c.latent, c.decoder_hidden)
             self.decoder = nn.GRU(c.embedding_dim + c.latent, c.decoder_hidden, batch_first=True)
-            self.out = nn.Linear(c.decoder_hidden, c.vocab_size)
+            if c.output_layer == "dense":
+                self.out = nn.Linear(c.decoder_hidden, c.vocab_size)
+            else:
+                self.out_proj = nn.Linear(c.decoder_hidden, c.embedding_dim)
+                self.out_bias = nn.Parameter(torch.zeros(c.vocab_size))
             # reward embeddings: unit word vectors, one-hot special tokens (cosine 1 with itself, 0 otherwise)
             unit = word_vectors / np.maximum(np.linalg.norm(word_vectors, axis=1, keepdims=True), 1e-12)
             reward = np.zeros((c.vocab_size, c.embedding_dim + 4), dtype=np.float32)
@@ -133,12 +144,17 @@ def _network_class() -> type:
             x = F.embedding(dec_in, self.table())
             zz = z[:, None, :].expand(-1, dec_in.shape[1], -1)
             h, _ = self.decoder(torch.cat([x, zz], -1), self.initial_state(z))
-            return self.out(h)
+            return self.project(h, self.table())
+
+        def project(self, h: Any, table: Any) -> Any:
+            if self.config.output_layer == "dense":
+                return self.out(h)
+            return self.out_proj(h) @ table.T + self.out_bias
 
         def step(self, z: Any, prev: Any, h: Any, table: Any) -> tuple[Any, Any]:
             x = F.embedding(prev, table)[:, None, :]
             o, h = self.decoder(torch.cat([x, z[:, None, :]], -1), h)
-            return self.out(o[:, 0]), h
+            return self.project(o[:, 0], table), h
 
     return RewriterNetwork
 
@@ -164,7 +180,7 @@ def _orthogonal(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
 def _initial_value(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     if name == "special_emb":
         return (0.5 * rng.standard_normal(shape)).astype(np.float32)
-    if "bias" in name:
+    if "bias" in name:  # includes out_bias
         return np.zeros(shape, dtype=np.float32)
     if "weight_hh" in name:  # GRU recurrent kernels: one orthogonal block per gate
         h = shape[1]

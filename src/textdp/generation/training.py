@@ -44,7 +44,7 @@ from .._rng import make_rng, spawn
 from .._validation import check_choice, check_positive_int
 from ..errors import ParameterError, TextDPError
 from ..io import atomic_writer, write_json
-from .model import ModelConfig, build_network, losses
+from .model import OUTPUT_LAYERS, ModelConfig, build_network, losses
 from .sampling import torch_module
 from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
 
@@ -74,6 +74,7 @@ class TrainingSettings:
     encoder_hidden: int = 128
     latent: int = 128
     decoder_hidden: int = 256
+    output_layer: str = "dense"
     epochs: int = 4
     batch_size: int = 128
     learning_rate: float = 1e-3
@@ -88,6 +89,7 @@ class TrainingSettings:
     def __post_init__(self) -> None:
         check_choice(self.objective, "objective", OBJECTIVES)
         check_choice(self.vocab_source, "vocabulary source", ("corpus", "glove"))
+        check_choice(self.output_layer, "output layer", OUTPUT_LAYERS)
         for name in ("vocab_size", "max_length", "encoder_hidden", "latent", "decoder_hidden", "epochs",
                      "batch_size", "reward_k"):
             check_positive_int(getattr(self, name), name)
@@ -227,7 +229,8 @@ def train_rewriter(
         raise ParameterError(f"{out} is not empty and holds no checkpoint of this run; choose a new --output")
 
     config = ModelConfig(vocab_size=vocab.size, embedding_dim=embeddings.dim, encoder_hidden=s.encoder_hidden,
-                         latent=s.latent, decoder_hidden=s.decoder_hidden, max_length=s.max_length)
+                         latent=s.latent, decoder_hidden=s.decoder_hidden, max_length=s.max_length,
+                         output_layer=s.output_layer)
     word_vectors = np.asarray(embeddings.vectors[[embeddings.index[w] for w in vocab.words]], dtype=np.float32)
     steps_per_epoch = math.ceil(len(data) / s.batch_size)
     total = steps_per_epoch * s.epochs
