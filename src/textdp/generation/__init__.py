@@ -34,7 +34,7 @@ from .accounting import (
     two_set_epsilon_for_budget,
 )
 from .audit import empirical_epsilon, two_set_audit_case
-from .rewriter import RewriteSettings, Rewriter, load_rewriter, rewrite_documents
+from .rewriter import Rewriter, RewriteSettings, load_rewriter, rewrite_documents
 from .sampling import em_distribution, em_step, two_set_distribution, two_set_step
 from .training import TrainingSettings, train_rewriter
 from .vocab import Vocabulary, detokenize, segment_text
