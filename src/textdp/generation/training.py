@@ -216,7 +216,7 @@ def train_rewriter(
     vocab = build_vocabulary(segs_tok, embeddings.words, s.vocab_size, source=s.vocab_source)
     data = [vocab.encode(x) for x in segs_tok]
     fingerprint = _data_fingerprint(data)
-    run_key = {"settings": s.to_dict(), "data": fingerprint, "vocabulary": len(vocab.tokens)}
+    run_key = {"settings": _settings_key(s), "data": fingerprint, "vocabulary": len(vocab.tokens)}
 
     card_path, ckpt_path = out / "card.json", out / "checkpoint.pt"
     if card_path.exists():
@@ -327,6 +327,15 @@ def train_rewriter(
     write_json(card_path, card)
     ckpt_path.unlink(missing_ok=True)
     return TrainingResult(str(out), step, resumed_from, seconds, loss_value)
+
+
+#: Settings added after checkpoints were first written: left out of the run key at these values,
+#: so that an older checkpoint of the same run still resumes.
+_LATER_DEFAULTS: dict[str, Any] = {"output_layer": "dense"}
+
+
+def _settings_key(s: TrainingSettings) -> dict[str, Any]:
+    return {k: v for k, v in s.to_dict().items() if not (k in _LATER_DEFAULTS and _LATER_DEFAULTS[k] == v)}
 
 
 def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, Any]:
