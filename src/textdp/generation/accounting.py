@@ -346,7 +346,8 @@ class RewriteGuarantee:
     vocab_size : int
         Output alphabet size.
     model_data : str
-        One of :data:`MODEL_DATA_CASES` (``"none"`` for mechanisms that use no model).
+        One of :data:`MODEL_DATA_CASES`, or ``"none"`` for ``syntf``/``random`` over a public
+        (GloVe-derived) vocabulary.
     covered : bool
         Whether the model/vocabulary case lets the bound cover the rewriting step.
     length_covered : bool
@@ -390,8 +391,9 @@ class RewriteGuarantee:
             "(m sentences: m times this); the number of sentences per document is not covered."
         )
         if self.model_data == "none":
-            model = (" The output vocabulary must be public (built from public data) for the bound to cover the "
-                     "release; otherwise which words it contains is not covered.")
+            model = " The output vocabulary is public (GloVe's word list, independent of any private data)."
+        elif self.mechanism in ("syntf", "random"):
+            model = f" Vocabulary (this mechanism uses no model, only the model's vocabulary): {MODEL_DATA_CASES[self.model_data][1]}."
         else:
             model = f" Model: {MODEL_DATA_CASES[self.model_data][1]}."
         return head + model
@@ -431,12 +433,10 @@ def rewrite_guarantee(
     eps = check_epsilon(epsilon)
     v = check_positive_int(vocab_size, "vocab_size", minimum=2)
     n = check_positive_int(max_length, "max_length")
-    if mechanism in ("syntf", "random"):
-        model_data = "none"
-        covered = True
-    else:
-        check_choice(model_data, "model data case", tuple(MODEL_DATA_CASES))
-        covered = MODEL_DATA_CASES[model_data][0]
+    check_choice(model_data, "model data case", (*MODEL_DATA_CASES, "none"))
+    if model_data == "none" and mechanism not in ("syntf", "random"):
+        raise ParameterError(f"{mechanism} uses a model: say which data it saw (one of {', '.join(MODEL_DATA_CASES)})")
+    covered = True if model_data == "none" else MODEL_DATA_CASES[model_data][0]
     if mechanism == "er-ae":
         b = two_set_bound(eps, v, n, word_fraction=word_fraction, k=k)
         detail = (

@@ -149,10 +149,13 @@ class Rewriter:
 
     def guarantee(self, settings: RewriteSettings) -> RewriteGuarantee:
         """The per-sentence guarantee of ``settings`` with this model."""
-        size = self.vocab.output_size if settings.mechanism in ("er-ae", "ae-dp") else len(self.vocab.words)
+        uses_model = settings.mechanism in ("er-ae", "ae-dp")
+        size = self.vocab.output_size if uses_model else len(self.vocab.words)
+        public_vocab = not self.card.get("vocabulary", {}).get("depends_on_training_data", True)
+        case = "none" if (not uses_model and public_vocab) else self.resolve_model_data(settings.model_data)
         return rewrite_guarantee(
             settings.mechanism, settings.epsilon, vocab_size=size, max_length=self.max_length,
-            model_data=self.resolve_model_data(settings.model_data), word_fraction=settings.word_fraction, k=settings.k,
+            model_data=case, word_fraction=settings.word_fraction, k=settings.k,
         )
 
     def segments(self, text: str) -> list[list[str]]:
