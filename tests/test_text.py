@@ -28,3 +28,15 @@ def test_truncate_and_sample(rng):
         make_bag(ids, 0)
     with pytest.raises(ParameterError, match="bag mode"):
         make_bag(ids, 2, "pad")
+
+
+def test_tokenize_punctuation_and_sentences():
+    from textdp.text import split_sentences
+
+    assert tokenize("Hi, Bob: 1,000 e-mails (U.S.)!", punctuation=True) == [
+        "hi", ",", "bob", ":", "1,000", "e", "-", "mails", "(", "u.s.", ")", "!"]
+    assert tokenize("a_b", punctuation=True) == ["a", "b"]
+    text = 'He said "no." Then Dr. Who left.\nHard wrapped\nline ends here?  Yes 2 times.\n\nNext para'
+    assert split_sentences(text) == [
+        'He said "no."', "Then Dr. Who left.", "Hard wrapped line ends here?", "Yes 2 times.", "Next para"]
+    assert split_sentences("  \n\n ") == []

@@ -19,6 +19,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "topics",
     "evaluate",
     "audit",
+    "train_rewriter",
+    "rewrite",
 )
 
 app = typer.Typer(

@@ -110,4 +110,10 @@ def get(name: str, epsilon: float | None = None, embeddings: Any = None, **param
     if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
         valid = ", ".join(p for p in sig.parameters if p not in ("self",))
         raise ParameterError(f"mechanism {name!r} has no parameter {unknown[0]!r}; valid: {valid}")
+    required = [p.name for p in sig.parameters.values() if p.default is inspect.Parameter.empty
+                and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    missing = [p for p in required if p not in kwargs]
+    if missing:
+        raise ParameterError(f"mechanism {name!r} needs {', '.join(f'{p}=' for p in missing)}; pass "
+                             f"{'it' if len(missing) == 1 else 'them'} to textdp.mechanisms.get")
     return cls(**kwargs)

@@ -7,6 +7,10 @@ of exactly N in-vocabulary words before any noise is added:
 ``normalise``
     lower-case, keep runs of letters (punctuation and digits removed), drop stop
     words and one-letter tokens; the normalisation of the paper's Appendix B.
+``split_sentences``
+    a rule-based sentence splitter for sentence-level rewriting
+    (:mod:`textdp.generation`); ``tokenize(text, punctuation=True)`` keeps
+    punctuation marks and numbers as tokens for the same use.
 ``make_bag``
     ``truncate`` keeps the first N words (the paper's experiments; a document
     with fewer than N words is an error, because padding would invent words) and
@@ -36,6 +40,7 @@ __all__ = [
     "make_bag",
     "normalise",
     "resolve_stop_words",
+    "split_sentences",
     "strip_quoted",
     "tokenize",
 ]
@@ -103,19 +108,72 @@ def strip_quoted(text: str) -> str:
         raise ParameterTypeError(f"text must be a str, got {type(text).__name__}")
     keep = [ln for ln in text.splitlines() if not ln.lstrip().startswith((">", "|")) and not _ATTRIBUTION.search(ln)]
     return "\n".join(keep)
+# with punctuation: dotted abbreviations (u.s.), numbers (1,000 / 3.5), letter runs, single punctuation marks
+_TOKEN_PUNCT = re.compile(r"(?:[^\W\d_]\.){2,}|\d+(?:[.,]\d+)*|[^\W\d_]+|[^\w\s]")
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, *, punctuation: bool = False) -> list[str]:
     """Lower-case ``text`` and split it into runs of letters.
 
-    Punctuation, digits and underscores separate tokens and are dropped.
+    By default punctuation, digits and underscores separate tokens and are
+    dropped. With ``punctuation=True`` (sentence rewriting), numbers, dotted
+    abbreviations (``u.s.``) and every punctuation mark are kept as tokens of
+    their own, as in GloVe's vocabulary; underscores still only separate tokens.
 
     >>> tokenize("The President greets the press in Chicago, 2019!")
     ['the', 'president', 'greets', 'the', 'press', 'in', 'chicago']
+    >>> tokenize("It's 3.5% up in the U.S., isn't it?", punctuation=True)
+    ['it', "'", 's', '3.5', '%', 'up', 'in', 'the', 'u.s.', ',', 'isn', "'", 't', 'it', '?']
     """
     if not isinstance(text, str):
         raise ParameterTypeError(f"text must be a str, got {type(text).__name__}")
+    if punctuation:
+        return [t for t in _TOKEN_PUNCT.findall(text.lower()) if t != "_"]
     return _TOKEN.findall(text.lower())
+
+
+#: Abbreviations after which a full stop does not end a sentence (lower case, without the stop).
+_ABBREVIATIONS = frozenset(
+    ["mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "inc", "corp", "co", "ltd", "plc", "bros", "vs", "etc", "e.g", "i.e", "u.s", "u.k", "u.n", "a.m", "p.m", "no", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "gen", "gov", "sen", "rep", "rev", "ft", "mt"]
+)
+_SENTENCE_END = re.compile(r"([.!?]+[\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences (rule-based, for English prose).
+
+    Blank lines end paragraphs; single line breaks inside a paragraph are
+    spaces (hard-wrapped e-mail and Usenet text). Inside a paragraph a sentence
+    ends at ``.``, ``!`` or ``?`` (plus closing quotes or brackets) followed by
+    white space and an upper-case letter, a digit or an opening quote, unless
+    the stop ends a known abbreviation (``Mr.``, ``U.S.``, ``Corp.``, ...) or a
+    single letter (an initial). Empty sentences are dropped.
+
+    >>> split_sentences("The U.S. Postal Service said so. Mr. Smith agreed!\\nIt rained.\\n\\nNew part")
+    ['The U.S. Postal Service said so.', 'Mr. Smith agreed!', 'It rained.', 'New part']
+    """
+    if not isinstance(text, str):
+        raise ParameterTypeError(f"text must be a str, got {type(text).__name__}")
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        para = " ".join(para.split())
+        if not para:
+            continue
+        start = 0
+        for m in _SENTENCE_END.finditer(para):
+            end = m.end(1)
+            words = para[start:m.start(1)].split()
+            last = words[-1].lower() if words else ""
+            if m.group(1).startswith(".") and (last.rstrip(".") in _ABBREVIATIONS or len(last.rstrip(".")) == 1):
+                continue
+            sentence = para[start:end].strip()
+            if sentence:
+                out.append(sentence)
+            start = m.end()
+        rest = para[start:].strip()
+        if rest:
+            out.append(rest)
+    return out
 
 
 def resolve_stop_words(stop_words: str | Iterable[str] | None) -> frozenset[str]:

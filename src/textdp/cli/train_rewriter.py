@@ -1,0 +1,145 @@
+"""``textdp train-rewriter``: train the ER-AE (or AE-DP's auto-encoder) rewriting model, resumably."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import ParameterError
+from ._common import cli_errors, print_info, progress_bar
+
+
+class Objective(str, Enum):
+    er_ae = "er-ae"
+    reconstruction = "reconstruction"
+
+
+class VocabSource(str, Enum):
+    corpus = "corpus"
+    glove = "glove"
+
+
+class OutputLayer(str, Enum):
+    dense = "dense"
+    embedding = "embedding"
+
+
+class InputFormat(str, Enum):
+    auto = "auto"
+    text = "text"
+    jsonl = "jsonl"
+
+
+def train_rewriter_command(
+    corpus: Annotated[list[Path], typer.Argument(help="Training text: text files (one document each) or JSONL / "
+                                                 "JSONL.gz files (one document per line).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Model directory to write (or to resume).")] = ...,  # type: ignore[assignment]
+    max_sentences: Annotated[int | None, typer.Option(help="Train on at most N sentence segments (a uniform "
+                                                         "sample, drawn with the training seed).")] = None,
+    epochs: Annotated[int, typer.Option(help="Passes over the training segments.")] = 4,
+    seed: Annotated[int | None, typer.Option(help="Seed (initialisation, batch order, word dropout, reward "
+                                                "words). Default: fresh OS entropy.")] = None,
+    objective: Annotated[Objective, typer.Option(help="er-ae: reconstruction, then 10*L_embed + L_rec after the "
+                                                 "warm-up (the ER-AE model). reconstruction: L_rec only (AE-DP's "
+                                                 "model).")] = Objective.er_ae,
+    public: Annotated[bool, typer.Option("--public", help="Declare the training corpus PUBLIC. Rewrites then "
+                                         "default to --model-data public. Without it the model card says the model "
+                                         "is private (it was trained without privacy).")] = False,
+    description: Annotated[str | None, typer.Option(help="What the training data is, for the model card "
+                                                       "(default: the input file names).")] = None,
+    vocab_size: Annotated[int, typer.Option(help="Vocabulary words K (plus 4 special tokens).")] = 10_000,
+    vocab_source: Annotated[VocabSource, typer.Option(help="corpus: the K most frequent training words with a "
+                                                      "GloVe vector. glove: GloVe's K first words (public, "
+                                                      "independent of the training data).")] = VocabSource.corpus,
+    max_length: Annotated[int, typer.Option(help="L_max: tokens per sentence segment (longer sentences are cut) "
+                                            "and steps per generated sentence.")] = 32,
+    batch_size: Annotated[int, typer.Option(help="Segments per training step.")] = 128,
+    warmup_fraction: Annotated[float, typer.Option(help="er-ae: share of the steps trained on L_rec only.")] = 0.25,
+    decoder_hidden: Annotated[int, typer.Option(help="Generator GRU units.")] = 256,
+    encoder_hidden: Annotated[int, typer.Option(help="Encoder GRU units per direction.")] = 128,
+    latent: Annotated[int, typer.Option(help="Size of the latent z.")] = 128,
+    output_layer: Annotated[OutputLayer, typer.Option(help="dense: a dense layer over the vocabulary (the authors'). "
+                                                      "embedding: project to the 50-d embedding space and score every "
+                                                      "token by its frozen embedding (about 5x fewer operations; a "
+                                                      "CPU-sized choice).")] = OutputLayer.dense,
+    bf16: Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast for the matrix products (faster on CPUs "
+                                       "with AVX-512 BF16; slightly different numbers).")] = False,
+    threads: Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")] = None,
+    checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 100,
+    init_from: Annotated[Path | None, typer.Option(help="Start from the checkpoint of another run in progress "
+                                                      "whose steps so far were all reconstruction-only (same seed, "
+                                                      "data and settings except --objective/--warmup-fraction): the "
+                                                      "AE-DP model can share the ER-AE run's warm-up.")] = None,
+    text_field: Annotated[str, typer.Option(help="Text field of JSONL input.")] = "text",
+    input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Train the sentence-rewriting model used by `textdp rewrite` (extra [generation]).
+
+    The model is an auto-encoder (bidirectional GRU encoder, GRU generator fed [emb(prev); z], frozen GloVe
+    6B 50d embeddings) trained as in the ER-AE authors' code. Checkpoints are written atomically; rerunning the
+    same command after an interruption continues where it stopped. The model card (card.json) records the data
+    description, the settings and the vocabulary, never the text. A model trained on private data is private.
+    """
+    with cli_errors():
+        from .._rng import make_rng
+        from ..embeddings import load_embeddings
+        from ..generation.sampling import torch_module
+        from ..generation.training import TrainingSettings, train_rewriter
+        from ..generation.vocab import segment_text
+        from ..io import read_documents
+
+        torch = torch_module()
+        if threads is not None:
+            if threads < 1:
+                raise ParameterError("--threads must be >= 1")
+            torch.set_num_threads(threads)
+        settings = TrainingSettings(
+            objective=objective.value, vocab_size=vocab_size, vocab_source=vocab_source.value, max_length=max_length,
+            encoder_hidden=encoder_hidden, latent=latent, decoder_hidden=decoder_hidden,
+            output_layer=output_layer.value, epochs=epochs,
+            batch_size=batch_size, warmup_fraction=warmup_fraction, bf16=bf16, seed=seed,
+        )
+        docs = read_documents(list(corpus), text_field=text_field, input_format=input_format.value)
+        segments = [s for _, text in docs for s in segment_text(text, max_length)]
+        if not segments:
+            raise ParameterError("no sentences in the training corpus")
+        if max_sentences is not None:
+            if max_sentences < 1:
+                raise ParameterError("--max-sentences must be >= 1")
+            if len(segments) > max_sentences:
+                pick = make_rng(seed).choice(len(segments), size=max_sentences, replace=False)
+                segments = [segments[i] for i in sorted(pick.tolist())]
+        emb = load_embeddings()
+        desc = description or ", ".join(p.name for p in corpus)
+        with progress_bar(disable=quiet) as bar:
+            task = bar.add_task("training", total=None)
+
+            log_lines = not quiet and not sys.stderr.isatty()
+            t_start = time.perf_counter()
+
+            def progress(step: int, total: int, loss: float) -> None:
+                bar.update(task, completed=step, total=total, description=f"training (loss {loss:.1f})")
+                if log_lines and (step % 50 == 0 or step == total):  # no terminal: a line every 50 steps
+                    print_info(f"step {step}/{total} loss {loss:.2f} ({time.perf_counter() - t_start:.0f} s)")
+
+            res = train_rewriter(segments, output, emb, settings, data_description=desc, declared_public=public,
+                                 checkpoint_every=checkpoint_every, progress=progress, init_from=init_from)
+        if res.already_trained:
+            print_info(f"{output} already holds this trained model; nothing to do")
+        elif res.resumed_from_step:
+            print_info(f"resumed at step {res.resumed_from_step}; finished at step {res.steps}")
+        typer.echo(json.dumps({"model_dir": str(output), "steps": res.steps, "resumed_from_step": res.resumed_from_step,
+                               "seconds": round(res.seconds, 1), "already_trained": res.already_trained,
+                               "segments": len(segments)}))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``train-rewriter`` command to ``app``."""
+    app.command("train-rewriter")(train_rewriter_command)

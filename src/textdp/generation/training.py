@@ -1,0 +1,386 @@
+"""Training the rewriter (ER-AE, or the reconstruction-only auto-encoder of AE-DP), resumably.
+
+:func:`train_rewriter` builds the vocabulary, trains with Adam (learning rate 1e-3,
+gradient-norm clip 5, batch 128, word dropout 0.5 on the decoder input: the authors'
+settings) and writes a model directory::
+
+    MODEL_DIR/vocab.txt        the vocabulary (special tokens first)
+    MODEL_DIR/config.json      network sizes (ModelConfig)
+    MODEL_DIR/model.pt         the weights (a torch state dict; load with weights_only=True)
+    MODEL_DIR/card.json        the model card: data description, settings, vocabulary source,
+                               whether the training data was declared public; never the text
+    MODEL_DIR/checkpoint.pt    while training: weights, optimiser state and position (atomic)
+
+A checkpoint is written every ``checkpoint_every`` steps and at every epoch end, always
+atomically; calling :func:`train_rewriter` again with the same settings and data
+continues from it (the batch order and all random draws derive from the seed, the epoch
+and the batch index, so an interrupted and resumed run gives the same model as an
+uninterrupted one). Different settings or data are refused rather than mixed.
+
+The ER-AE objective trains on ``L_rec`` alone for the first ``warmup_fraction`` of the
+steps (the authors: 15,000 of ~70,000 steps), then on ``10 · L_embed + L_rec``. The
+``reconstruction`` objective (AE-DP's model) trains on ``L_rec`` throughout.
+
+**A model trained on private data is private.** Training uses no privacy mechanism: the
+weights and the vocabulary can reveal the training text. The card says so; share the
+model only if its training data is public.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from .._rng import make_rng, spawn
+from .._validation import check_choice, check_positive_int
+from ..errors import ParameterError, TextDPError
+from ..io import atomic_writer, write_json
+from .model import OUTPUT_LAYERS, ModelConfig, build_network, losses
+from .sampling import torch_module
+from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
+
+__all__ = ["OBJECTIVES", "PRIVATE_MODEL_NOTE", "TrainingResult", "TrainingSettings", "train_rewriter"]
+
+OBJECTIVES = ("er-ae", "reconstruction")
+
+PRIVATE_MODEL_NOTE = (
+    "This model was trained WITHOUT differential privacy. If its training data is private, the model (weights and "
+    "vocabulary) is private too and must not be published; rewrites of sentences that were in its training data are "
+    "not covered by the rewriting guarantee (use textdp rewrite --model-data same/unknown, the default)."
+)
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """Everything that determines a training run (recorded in the card; a resume must match).
+
+    >>> TrainingSettings().objective, TrainingSettings().vocab_size
+    ('er-ae', 10000)
+    """
+
+    objective: str = "er-ae"
+    vocab_size: int = 10_000
+    vocab_source: str = "corpus"
+    max_length: int = 32
+    encoder_hidden: int = 128
+    latent: int = 128
+    decoder_hidden: int = 256
+    output_layer: str = "dense"
+    epochs: int = 4
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    clip_norm: float = 5.0
+    word_dropout: float = 0.5
+    warmup_fraction: float = 0.25
+    embed_weight: float = 10.0
+    reward_k: int = 5
+    bf16: bool = False
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        check_choice(self.objective, "objective", OBJECTIVES)
+        check_choice(self.vocab_source, "vocabulary source", ("corpus", "glove"))
+        check_choice(self.output_layer, "output layer", OUTPUT_LAYERS)
+        for name in ("vocab_size", "max_length", "encoder_hidden", "latent", "decoder_hidden", "epochs",
+                     "batch_size", "reward_k"):
+            check_positive_int(getattr(self, name), name)
+        for name, lo, hi in (("word_dropout", 0.0, 1.0), ("warmup_fraction", 0.0, 1.0)):
+            v = getattr(self, name)
+            if not (lo <= v < hi):
+                raise ParameterError(f"{name} must lie in [{lo}, {hi}), got {v!r}")
+        if not (self.learning_rate > 0 and self.clip_norm > 0 and self.embed_weight >= 0):
+            raise ParameterError("learning_rate and clip_norm must be > 0 and embed_weight >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """What :func:`train_rewriter` did."""
+
+    model_dir: str
+    steps: int
+    resumed_from_step: int
+    seconds: float
+    final_loss: float | None
+    already_trained: bool = False
+
+
+def _data_fingerprint(segments: Sequence[np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for s in segments:
+        h.update(np.asarray(s, dtype=np.int64).tobytes())
+        h.update(b"|")
+    return h.hexdigest()
+
+
+def _batches(n: int, batch_size: int, order: np.ndarray) -> list[np.ndarray]:
+    return [order[i : i + batch_size] for i in range(0, n, batch_size)]
+
+
+def _tensors(segs: list[np.ndarray], rng: np.random.Generator, s: TrainingSettings, vocab_size: int) -> dict[str, Any]:
+    torch = torch_module()
+    B = len(segs)
+    T = max(len(x) for x in segs)
+    enc = np.full((B, T), PAD, dtype=np.int64)
+    for i, x in enumerate(segs):
+        enc[i, : len(x)] = x
+    lengths = np.array([len(x) for x in segs], dtype=np.int64)
+    dec_in = np.concatenate([np.full((B, 1), START, dtype=np.int64), enc], 1)
+    dec_out = np.concatenate([enc, np.full((B, 1), PAD, dtype=np.int64)], 1)
+    dec_out[np.arange(B), lengths] = END
+    mask = (np.arange(T + 1)[None, :] <= lengths[:, None]).astype(np.float32)
+    drop = (rng.random(dec_in.shape) < s.word_dropout) & (dec_in >= 4)
+    dec_in[drop] = UNK
+    random_ids = rng.integers(0, vocab_size, size=(B, T + 1, s.reward_k))
+    return {
+        "enc": torch.from_numpy(enc), "len": torch.from_numpy(lengths), "dec_in": torch.from_numpy(dec_in),
+        "dec_out": torch.from_numpy(dec_out), "mask": torch.from_numpy(mask), "random": torch.from_numpy(random_ids),
+    }
+
+
+def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    torch = torch_module()
+    with atomic_writer(path, "wb") as fh:
+        torch.save(state, fh)
+
+
+def train_rewriter(
+    segments: Sequence[Sequence[str]],
+    model_dir: str | Path,
+    embeddings: Any,
+    settings: TrainingSettings | None = None,
+    *,
+    data_description: str,
+    declared_public: bool = False,
+    checkpoint_every: int = 100,
+    progress: Callable[[int, int, float], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
+    init_from: str | Path | None = None,
+) -> TrainingResult:
+    """Train a rewriter on token ``segments`` and write ``model_dir`` (see the module docstring).
+
+    Parameters
+    ----------
+    segments : sequence of list of str
+        Training sentences as tokens (:func:`textdp.generation.vocab.segment_text`), each
+        at most ``settings.max_length`` tokens.
+    model_dir : path
+        Output directory; if it holds a checkpoint of the same run, training continues.
+    embeddings : textdp.embeddings.Embeddings
+        The frozen token embeddings (GloVe 6B 50d by default in the CLI).
+    settings : TrainingSettings
+        The run's settings (seed ``None``: fresh OS entropy, stored in the checkpoint so
+        that a resume continues the same run).
+    data_description : str
+        What the data is (recorded in the card; never the text itself).
+    declared_public : bool
+        The user declares the training data public (recorded in the card; rewrites then
+        default to ``--model-data public``).
+    checkpoint_every : int
+        Steps between checkpoints.
+    progress : callable, optional
+        ``progress(step, total_steps, loss)`` after every step.
+    on_step : callable, optional
+        ``on_step(step)`` after every step (tests use it to interrupt a run).
+    init_from : path, optional
+        Another model directory whose training is in progress: start from its checkpoint
+        if every step it took was a reconstruction-only step and its settings and data
+        equal these except ``objective`` and ``warmup_fraction``. The first steps of an
+        ``er-ae`` run and a ``reconstruction`` run with the same seed and data are then
+        identical by construction, so the AE-DP model can share them.
+    """
+    torch = torch_module()
+    s = settings or TrainingSettings()
+    checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
+    out = Path(model_dir)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"{out} exists and is not a directory")
+    segs_tok = [list(x) for x in segments if len(x) > 0]
+    if not segs_tok:
+        raise TextDPError("no training sentences")
+    too_long = sum(len(x) > s.max_length for x in segs_tok)
+    if too_long:
+        raise ParameterError(f"{too_long} training segments are longer than max_length={s.max_length}")
+    vocab = build_vocabulary(segs_tok, embeddings.words, s.vocab_size, source=s.vocab_source)
+    data = [vocab.encode(x) for x in segs_tok]
+    fingerprint = _data_fingerprint(data)
+    run_key = {"settings": _settings_key(s), "data": fingerprint, "vocabulary": len(vocab.tokens)}
+
+    card_path, ckpt_path = out / "card.json", out / "checkpoint.pt"
+    if card_path.exists():
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+        if card.get("complete") and card.get("run_key") == _public_key(run_key):
+            return TrainingResult(str(out), int(card["training"]["steps"]), int(card["training"]["steps"]), 0.0,
+                                  None, already_trained=True)
+        raise ParameterError(f"{out} already holds a trained model with other settings or data; choose a new --output")
+    if out.exists() and any(out.iterdir()) and not ckpt_path.exists():
+        raise ParameterError(f"{out} is not empty and holds no checkpoint of this run; choose a new --output")
+
+    config = ModelConfig(vocab_size=vocab.size, embedding_dim=embeddings.dim, encoder_hidden=s.encoder_hidden,
+                         latent=s.latent, decoder_hidden=s.decoder_hidden, max_length=s.max_length,
+                         output_layer=s.output_layer)
+    word_vectors = np.asarray(embeddings.vectors[[embeddings.index[w] for w in vocab.words]], dtype=np.float32)
+    steps_per_epoch = math.ceil(len(data) / s.batch_size)
+    total = steps_per_epoch * s.epochs
+    warmup = round(s.warmup_fraction * total) if s.objective == "er-ae" else total
+
+    state: dict[str, Any] | None = None
+    shared_from: dict[str, Any] | None = None
+    if ckpt_path.exists():
+        state = torch.load(ckpt_path, weights_only=True)
+        if state.get("run_key") != run_key:
+            raise ParameterError(f"{ckpt_path} belongs to a run with other settings or data; choose a new --output")
+        entropy = int(state["entropy"])
+        shared_from = state.get("shared_from")
+    elif init_from is not None:
+        state = _shared_start(Path(init_from), run_key, total)
+        entropy = int(state["entropy"])
+        shared_from = {"model_dir": str(init_from), "steps": int(state["step"])}
+    else:
+        entropy = int(s.seed) if s.seed is not None else int(make_rng(None).integers(2**63))
+    init_rng = make_rng(np.random.SeedSequence(entropy, spawn_key=(1 << 30,)))
+    net = build_network(config, word_vectors, init_rng)
+    trainable = [p for p in net.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(trainable, lr=s.learning_rate)
+    step, start_epoch, start_batch, elapsed = 0, 0, 0, 0.0
+    if state is not None:
+        net.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        step, start_epoch, start_batch = int(state["step"]), int(state["epoch"]), int(state["batch"])
+        elapsed = float(state["elapsed"])
+    resumed_from = step
+    out.mkdir(parents=True, exist_ok=True)
+    vocab.save(out / "vocab.txt")
+    write_json(out / "config.json", config.to_dict())
+
+    def checkpoint(epoch: int, batch: int) -> None:
+        _save_checkpoint(ckpt_path, {
+            "model": net.state_dict(), "optimizer": opt.state_dict(), "step": step, "epoch": epoch, "batch": batch,
+            "elapsed": elapsed + time.perf_counter() - t0, "entropy": str(entropy), "run_key": run_key,
+            "shared_from": shared_from,
+        })
+
+    t0 = time.perf_counter()
+    loss_value: float | None = None
+    net.train()
+    for epoch in range(start_epoch, s.epochs):
+        epoch_seq = np.random.SeedSequence(entropy).spawn(s.epochs)[epoch]
+        order_rng, *batch_rngs = spawn(epoch_seq, steps_per_epoch + 1)
+        batches = _batches(len(data), s.batch_size, order_rng.permutation(len(data)))
+        for bi in range(start_batch if epoch == start_epoch else 0, len(batches)):
+            tb = _tensors([data[i] for i in batches[bi]], batch_rngs[bi], s, vocab.size)
+            use_embed = step >= warmup
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
+                l_rec, l_embed = losses(net, tb["enc"], tb["len"], tb["dec_in"], tb["dec_out"], tb["mask"],
+                                        tb["random"] if use_embed else None, k=s.reward_k)
+                loss = l_rec if l_embed is None else s.embed_weight * l_embed + l_rec
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(trainable, s.clip_norm)
+            opt.step()
+            step += 1
+            loss_value = float(loss.detach())
+            if not math.isfinite(loss_value):
+                raise TextDPError(f"training diverged at step {step} (loss {loss_value}); lower the learning rate")
+            if progress is not None:
+                progress(step, total, loss_value)
+            if step % checkpoint_every == 0 or bi == len(batches) - 1:
+                nxt = (epoch, bi + 1) if bi + 1 < len(batches) else (epoch + 1, 0)
+                checkpoint(*nxt)
+            if on_step is not None:
+                on_step(step)
+    seconds = elapsed + time.perf_counter() - t0
+    with atomic_writer(out / "model.pt", "wb") as fh:
+        torch.save(net.state_dict(), fh)
+    card = {
+        "textdp_version": __version__,
+        "complete": True,
+        "model": "er-ae" if s.objective == "er-ae" else "ae (reconstruction only; the AE-DP baseline's model)",
+        "architecture": {**config.to_dict(), "encoder": "bidirectional GRU", "generator": "GRU, input [emb(prev); z], "
+                         "initial state ELU(Dense(z))", "embeddings": f"{embeddings.name} (frozen)"},
+        "training": {**s.to_dict(), "steps": step, "warmup_steps": warmup, "seconds": round(seconds, 1),
+                     "resumed_from_step": resumed_from if resumed_from else None,
+                     "shared_steps": None if shared_from is None else {
+                         "steps": shared_from["steps"], "note": "these first steps (reconstruction only) were taken "
+                         "from another run with the same seed, data and settings, identical by construction"},
+                     "seed_note": None if s.seed is not None else "fresh OS entropy (not recorded)"},
+        "data": {"description": data_description, "segments": len(data), "declared_public": bool(declared_public)},
+        "vocabulary": {"size": vocab.size, "words": len(vocab.words), "file": "vocab.txt",
+                       "source": ("the most frequent training words that have a GloVe vector" if s.vocab_source ==
+                                  "corpus" else "the first words of GloVe 6B (public; independent of the training data)"),
+                       "depends_on_training_data": s.vocab_source == "corpus"},
+        "privacy": PRIVATE_MODEL_NOTE,
+        "run_key": _public_key(run_key),
+    }
+    write_json(card_path, card)
+    ckpt_path.unlink(missing_ok=True)
+    return TrainingResult(str(out), step, resumed_from, seconds, loss_value)
+
+
+#: Settings added after checkpoints were first written: left out of the run key at these values,
+#: so that an older checkpoint of the same run still resumes.
+_LATER_DEFAULTS: dict[str, Any] = {"output_layer": "dense"}
+
+
+def _settings_key(s: TrainingSettings) -> dict[str, Any]:
+    return {k: v for k, v in s.to_dict().items() if not (k in _LATER_DEFAULTS and _LATER_DEFAULTS[k] == v)}
+
+
+def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, Any]:
+    """The checkpoint of ``src`` if it may start this run (see ``init_from``)."""
+    torch = torch_module()
+    path = src / "checkpoint.pt"
+    if not path.exists():
+        raise ParameterError(f"--init-from {src}: no checkpoint (the run finished or never started)")
+    state = torch.load(path, weights_only=True)
+    theirs, ours = dict(state["run_key"]), run_key
+    loose = ("objective", "warmup_fraction")
+    same = (theirs["data"] == ours["data"] and theirs["vocabulary"] == ours["vocabulary"]
+            and {k: v for k, v in theirs["settings"].items() if k not in loose}
+            == {k: v for k, v in ours["settings"].items() if k not in loose})
+    if not same:
+        raise ParameterError(f"--init-from {src}: that run has other settings or data")
+    s = theirs["settings"]
+    their_warmup = round(s["warmup_fraction"] * total) if s["objective"] == "er-ae" else total
+    our_warmup = round(ours["settings"]["warmup_fraction"] * total) if ours["settings"]["objective"] == "er-ae" else total
+    if int(state["step"]) > min(their_warmup, our_warmup):
+        raise ParameterError(f"--init-from {src}: its checkpoint (step {state['step']}) is past the shared "
+                             "reconstruction-only steps")
+    state["run_key"] = run_key
+    return dict(state)
+
+
+def _public_key(run_key: dict[str, Any]) -> str:
+    """A digest identifying the run (settings + data) without storing anything readable about the data."""
+    return hashlib.sha256(json.dumps(run_key, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def load_card(model_dir: str | Path) -> dict[str, Any]:
+    """The model card of ``model_dir`` (error if the model is incomplete)."""
+    p = Path(model_dir) / "card.json"
+    try:
+        card = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ParameterError(f"{model_dir}: no card.json; train a model with textdp train-rewriter first") from None
+    except json.JSONDecodeError:
+        raise ParameterError(f"{p}: not valid JSON") from None
+    if not card.get("complete"):
+        raise ParameterError(f"{model_dir}: training did not finish; rerun textdp train-rewriter to resume it")
+    return dict(card)
+
+
+def vocabulary_of(model_dir: str | Path) -> Vocabulary:
+    """The vocabulary of a model directory."""
+    return Vocabulary.load(Path(model_dir) / "vocab.txt")
