@@ -66,3 +66,25 @@ def test_one_jsonl_reader_same_errors_for_both_callers(tmp_path: Path) -> None:
     rows = list(iter_jsonl_records(gz))
     assert [r["author"] for r in rows] == ["a", None]
     assert rows[0]["text"] == "x\u2028y\x85z"  # raw line separators inside a JSON string are not line breaks
+
+
+def test_one_earth_movers_distance_for_attacks_and_accounting(glove) -> None:
+    """The attack's EMD matrix, the diagnostics' matching and accounting.emd are one computation.
+
+    The attack used to need POT for bags of different sizes and matched equal bags by hand;
+    now every caller goes through :mod:`textdp.accounting.emd`.
+    """
+    import numpy as np
+
+    from textdp.accounting.emd import earth_movers_distance, optimal_matching
+    from textdp.attacks.neighbours import emd_distance_matrix
+
+    bags = [["king", "queen", "castle"], ["dog", "cat"], ["king", "dog", "paris", "london"]]
+    got = emd_distance_matrix(bags, bags, glove)
+    vec = np.asarray(glove.vectors, dtype=np.float64)
+    rows = [vec[[glove.index[w] for w in b]] for b in bags]
+    want = np.array([[earth_movers_distance(x, y, method="linprog") for y in rows] for x in rows])
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert np.all(np.diag(got) == 0.0)
+    r, c, cost = optimal_matching(rows[0], rows[0])
+    assert (c[r] == r).all() and not cost.any()  # a kept word pairs with itself at exactly zero

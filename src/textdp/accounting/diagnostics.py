@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ..embeddings import Embeddings
 from ..errors import ParameterError
 from ..mechanisms import DocumentDiagnostics
+from .emd import optimal_matching
 
 __all__ = ["neighbour_ranks", "rank_summary", "report_fields"]
 
@@ -130,13 +130,8 @@ def report_fields(diag: DocumentDiagnostics, embeddings: Embeddings) -> dict[str
     if max(int(inp.max()), int(out.max())) >= embeddings.vocab_size:
         raise ParameterError(f"document {diag.id}: rows outside the embeddings {embeddings.name}")
     vec = embeddings.vectors
-    a = np.asarray(vec[inp], dtype=np.float64)
-    b = np.asarray(vec[out], dtype=np.float64)
-    sq_a = np.einsum("ij,ij->i", a, a)
-    sq_b = np.einsum("ij,ij->i", b, b)
-    dist = np.sqrt(np.maximum(sq_a[:, None] + sq_b[None, :] - 2.0 * (a @ b.T), 0.0))
-    dist[inp[:, None] == out[None, :]] = 0.0  # the same word: exactly zero, so kept words pair with themselves
-    rows, cols = linear_sum_assignment(dist)
+    # the one matching of textdp (Lemma A1); cdist gives exactly 0 for a kept word, so it pairs with itself
+    rows, cols, _ = optimal_matching(np.asarray(vec[inp], dtype=np.float64), np.asarray(vec[out], dtype=np.float64))
     ranks = neighbour_ranks(inp[rows], out[cols], vec)
     return {
         "n_tokens": int(diag.n_tokens),

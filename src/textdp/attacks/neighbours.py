@@ -18,10 +18,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._validation import check_choice, check_positive_int
-from ..errors import DocumentError, ParameterError, require
+from ..accounting.emd import earth_movers_distance
+from ..errors import DocumentError, ParameterError
 from ._common import as_token_lists, check_labels
 
-__all__ = ["document_vectors", "emd_distance_matrix", "NearestNeighbourAttacker"]
+__all__ = ["NearestNeighbourAttacker", "document_vectors", "emd_distance_matrix"]
 
 DISTANCES = ("mean", "emd")
 
@@ -50,33 +51,22 @@ def document_vectors(texts: Sequence[object], embeddings: object) -> np.ndarray:
 def emd_distance_matrix(a_texts: Sequence[object], b_texts: Sequence[object], embeddings: object) -> np.ndarray:
     """Earth Mover's distance between every pair of bags (uniform mass per word).
 
-    Equal-size bags are matched exactly by :func:`scipy.optimize.linear_sum_assignment`
-    (the EMD between two uniform bags of N points is the cheapest perfect
-    matching divided by N); bags of different sizes use ``POT`` (extra ``ot``).
+    The one EMD of textdp, :func:`textdp.accounting.emd.earth_movers_distance`: equal-size
+    bags by the assignment problem (Lemma A1), other sizes by POT if installed, else
+    scipy's exact transport LP.
 
     >>> from types import SimpleNamespace
     >>> emb = SimpleNamespace(index={"a": 0, "b": 1}, vectors=np.array([[0., 0.], [3., 4.]], dtype=np.float32))
     >>> emd_distance_matrix([["a", "a"]], [["a", "b"], ["b", "b"]], emb).round(3).tolist()
     [[2.5, 5.0]]
     """
-    from scipy.optimize import linear_sum_assignment
-    from scipy.spatial.distance import cdist
-
     vecs = np.asarray(embeddings.vectors, dtype=np.float64)  # type: ignore[attr-defined]
     A = [vecs[_rows(t, embeddings, f"text {i}")] for i, t in enumerate(as_token_lists(a_texts))]
     B = [vecs[_rows(t, embeddings, f"text {i}")] for i, t in enumerate(as_token_lists(b_texts))]
     out = np.empty((len(A), len(B)))
     for i, x in enumerate(A):
         for j, y in enumerate(B):
-            cost = cdist(x, y)
-            if x.shape[0] == y.shape[0]:
-                r, c = linear_sum_assignment(cost)
-                out[i, j] = cost[r, c].sum() / x.shape[0]
-            else:
-                ot = require("ot", "ot")
-                wa = np.full(x.shape[0], 1.0 / x.shape[0])
-                wb = np.full(y.shape[0], 1.0 / y.shape[0])
-                out[i, j] = float(ot.emd2(wa, wb, cost))  # type: ignore[attr-defined]
+            out[i, j] = earth_movers_distance(x, y)
     return out
 
 
