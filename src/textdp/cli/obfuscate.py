@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .._validation import check_epsilon, check_positive_int
-from ..embeddings import load_embeddings, vocabulary_fingerprint
+from ..embeddings import load_embeddings, output_vocabulary, vocabulary_fingerprint
 from ..errors import ParameterError, PrivacyWarning
 from ..io import (
     atomic_writer,
@@ -20,11 +20,16 @@ from ..io import (
     settings_path,
     write_json,
 )
-from ..mechanisms import EarthMoversPrivacy
+from ..mechanisms import MECHANISM_NAMES
 from ..mechanisms.earth_movers import SIZE_FROM_DATA_WARNING
 from ..pipeline import (
+    build_mechanism,
     check_private_report_path,
+    check_size,
+    parse_params,
     privatize_documents,
+    release_decoder,
+    release_guarantee,
     release_settings,
     write_private_report,
     write_records,
@@ -56,6 +61,18 @@ class DecoderName(str, Enum):
     approximate = "approximate"
     hnsw = "hnsw"
     ivf = "ivf"
+
+
+MechanismName = Enum("MechanismName", {n: n for n in MECHANISM_NAMES}, type=str)  # type: ignore[misc]
+
+
+class OutputVocab(str, Enum):
+    full = "full"
+    words = "words"
+
+
+class PostProcess(str, Enum):
+    mbr = "mbr"
 
 
 class EngineName(str, Enum):
@@ -98,6 +115,19 @@ def obfuscate(
                        "None or '-' reads standard input.", show_default=False),
     ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
+    mechanism: Annotated[
+        MechanismName, typer.Option(help="Mechanism (README table): earth-movers releases a bag of --size words; "
+                                    "the others replace each word in place and release text.")
+    ] = "earth-movers",  # type: ignore[assignment]
+    postprocess: Annotated[
+        Optional[PostProcess], typer.Option(help="mbr: decode to the posterior medoid among the noisy vector's "
+                                            "nearest words (semantic neighbours; earth-movers and cmp). "
+                                            "Post-processing: the guarantee is unchanged.")
+    ] = None,
+    param: Annotated[
+        Optional[list[str]], typer.Option(help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for "
+                                          "vickrey, lambd=0.2, beta=0.001, p=0.3, top_k=20, rate=0.3).")
+    ] = None,
     size: Annotated[
         Optional[int],
         typer.Option("--size", "-n", help="Bag size N (required): every document becomes exactly N words (the "
@@ -124,6 +154,10 @@ def obfuscate(
                      "out-of-domain outputs). Do not derive it from the private documents themselves."),
     ] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
+    output_vocab: Annotated[
+        OutputVocab, typer.Option(help="full: any vocabulary row may be released; words: only letter words that are "
+                                  "not stop words (no punctuation tokens, numbers or stop words in the output).")
+    ] = OutputVocab.full,
     seed: Annotated[
         Optional[int], typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
                                     "can undo the noise). Default: fresh OS entropy (use that for real releases).")
@@ -174,7 +208,11 @@ def obfuscate(
                                      "textdp cache, found again by the same command. Never inside the output.")
     ] = None,
 ) -> None:
-    """Obfuscate documents with Earth Mover's privacy (noisy word embeddings, nearest-word decoding).
+    """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
+
+    --mechanism picks any registered mechanism (see the README table); text mechanisms
+    (cmp, mahalanobis, vickrey, tem, santext(+), custext(+), random) replace each word
+    in place and write {"id", "text", ...} records without --size.
 
     Each document is lower-cased, stripped of punctuation and stop words, reduced to a bag of N
     in-vocabulary words (unknown words are dropped, never copied), and every word is replaced by the
@@ -189,14 +227,9 @@ def obfuscate(
         if report:
             raise ParameterError("--report was removed: its fields describe the private input; "
                                  "use --private-report PATH (never publish that file)")
-        if size is None and not size_from_data:
-            raise ParameterError("--size N is required (N is public: it is written in every record); "
-                                 "--size-from-data uses the shortest document's length instead, and reveals it")
-        if size is not None and size_from_data:
-            raise ParameterError("--size and --size-from-data exclude each other; give one")
+        check_size(MechanismName(mechanism).value, size, size_from_data)
         check_epsilon(epsilon)
-        if size is not None:
-            check_positive_int(size, "size")
+        mech_name, post, params = MechanismName(mechanism).value, postprocess and postprocess.value, parse_params(param)
         stops = None if stop_words.lower() == "none" else stop_words.lower()
         partitioned = _partitioned(engine, list(files or []), scheduler, partitions)
         if private_report is not None:
@@ -204,6 +237,7 @@ def obfuscate(
                                       partitioned=partitioned)
         domain = _domain_words(domain_vocab) if domain_vocab is not None else None
         emb = load_embeddings(embeddings, words_path=words, vocab_size=vocab_size, domain_words=domain)
+        emb = output_vocabulary(emb, output_vocab.value, stops)
         extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
                  "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
@@ -212,13 +246,14 @@ def obfuscate(
                 bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
                 engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, text_field=text_field,
                 id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
-                private_report=private_report, extra=extra,
+                private_report=private_report, extra=extra, mechanism=mech_name, postprocess=post, params=params,
             )
             return
-        mech = EarthMoversPrivacy(
-            epsilon=epsilon, size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
-            stop_words=stops, rng=seed, decoder=decoder.value, known_source=known_source,
-        ).fit()
+        mech = build_mechanism(
+            mech_name, epsilon=epsilon, size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
+            stop_words=stops, seed=seed, decoder=decoder.value, known_source=known_source, postprocess=post,
+            params=params,
+        )
         docs = read_sourced_documents(list(files or []), text_field=text_field, id_field=id_field,
                                       input_format=input_format.value)
         if not docs:
@@ -235,7 +270,7 @@ def obfuscate(
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         first = job.documents[0]
         settings = release_settings(
-            first.guarantee.to_dict(), engine="single", documents=len(job.records), decoder=first.decoder,
+            release_guarantee(first), engine="single", documents=len(job.records), decoder=release_decoder(first),
             known_source=known_source, stop_words=stops, fmt=fmt.value, extra=extra,
         )
         if output is None:
@@ -277,7 +312,8 @@ def _run_partitioned(files: list[Path], output: Optional[Path], emb: Any, *, eng
                 known_source=kw["known_source"], seed=kw["seed"], backend=backend, partitions=kw["partitions"],
                 text_field=kw["text_field"], id_field=kw["id_field"], input_format=kw["input_format"],
                 fmt=kw["fmt"], work_dir=kw["work_dir"], private_report=kw["private_report"],
-                extra_settings=kw["extra"], on_size_from_data=warn_size,
+                extra_settings=kw["extra"], on_size_from_data=warn_size, mechanism=kw["mechanism"],
+                postprocess=kw["postprocess"], params=kw["params"],
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
     finally:

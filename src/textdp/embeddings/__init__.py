@@ -25,7 +25,7 @@ SHA-256 checksums recorded at conversion and an altered entry is refused (see
 from __future__ import annotations
 
 from .ann import DECODERS, ApproximateDecoder, Decoder, FaissExactDecoder, make_decoder, vocabulary_fingerprint
-from .core import Embeddings
+from .core import OUTPUT_VOCABULARIES, Embeddings, output_vocabulary
 from .decode import ExactDecoder, nearest_words
 from .loaders import cache_dir, load_default_embeddings, load_embeddings
 
@@ -36,10 +36,12 @@ __all__ = [
     "Embeddings",
     "ExactDecoder",
     "FaissExactDecoder",
+    "OUTPUT_VOCABULARIES",
     "cache_dir",
     "load_default_embeddings",
     "load_embeddings",
     "make_decoder",
     "nearest_words",
+    "output_vocabulary",
     "vocabulary_fingerprint",
 ]
