@@ -77,6 +77,10 @@ def test_no_topic_labels_never_claims_the_target(enron_run, tmp_path: Path) -> N
     write_report(res, tmp_path, plots=False)
     settings = json.loads((tmp_path / "settings.json").read_text())
     assert all(f["status"] == "not judged" for f in settings["frontier"].values())
+    from textdp.evaluation.report import load_result
+
+    again = load_result(tmp_path)  # a report folder renders again without the run
+    assert render_markdown(again) == (tmp_path / "report.md").read_text()
 
 
 @needs_data

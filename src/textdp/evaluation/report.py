@@ -15,8 +15,8 @@ from typing import Any
 from ..io import atomic_writer
 from .experiment import ATTACKERS, UTILITY_MODELS, ExperimentResult
 
-__all__ = ["MAIN_TEXTS", "RESULT_KEYS", "atomic_write_text", "frontier", "frontiers", "mechanism_labels",
-           "render_markdown", "write_report"]
+__all__ = ["MAIN_TEXTS", "RESULT_KEYS", "atomic_write_text", "frontier", "frontiers", "load_result",
+           "mechanism_labels", "render_markdown", "write_report"]
 
 #: Keys of every row of results.json.
 RESULT_KEYS = ("mechanism", "epsilon", "model", "kind", "correct", "total", "accuracy", "chance", "ci_low", "ci_high",
@@ -390,6 +390,27 @@ def render_markdown(res: ExperimentResult) -> str:
     lines += ["", ("Plots: the PNG files of this folder (attack accuracy, utility and the privacy-utility frontier "
                    "against epsilon). Rows: `results.json`. Settings: `settings.json`."), ""]
     return "\n".join(lines)
+
+
+def load_result(out_dir: str | os.PathLike[str]) -> ExperimentResult:
+    """Read a report folder back (``results.json`` + ``settings.json``) to render it again.
+
+    The rendering of :func:`render_markdown` and the plots depend only on these two
+    files, so a report can be redrawn without repeating the run.
+    """
+    from .experiment import ExperimentConfig, MechanismSpec
+
+    folder = Path(out_dir)
+    rows = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    settings = json.loads((folder / "settings.json").read_text(encoding="utf-8"))
+    conf = dict(settings["config"])
+    conf["mechanisms"] = [MechanismSpec(**m) for m in conf.get("mechanisms", [])]
+    return ExperimentResult(
+        rows=rows, config=ExperimentConfig(**conf), construction=settings["construction"],
+        bag_size=settings["bag_size"], timings=settings["timings_s"], n_authors=settings["n_authors"],
+        n_topics=settings["n_topics"], mechanisms=settings.get("mechanisms", {}),
+        load=settings.get("load_average", {}),
+    )
 
 
 def write_report(res: ExperimentResult, out_dir: str | os.PathLike[str], *, plots: bool = True) -> list[Path]:
