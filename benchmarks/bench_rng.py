@@ -149,7 +149,12 @@ def earth_movers(n_docs: int, size: int, repeats: int) -> None:
 
 
 def topicdp(repeats: int, m: int, n: int) -> None:
-    from textdp.topics import TopicDPGaussian, UserCorpus, extract_topic_matrix, make_topic_model
+    from textdp.topics import (
+        TopicDPGaussian,
+        UserCorpus,
+        extract_topic_matrix,
+        make_topic_model,
+    )
 
     rows = read_jsonl(data_dir() / "pan11_enron" / "pan11_enron.jsonl.gz")
     rows = [r for r in rows if r.get("author")]

@@ -36,3 +36,17 @@ def glove():
 def rng() -> np.random.Generator:
     # tests are reproducible; the library default (OS entropy) is tested separately
     return np.random.default_rng(20261122)
+
+
+#: the tiny 20 Newsgroups evaluation set shared by the evaluation tests (built once per session)
+NG20_TINY = {"n_topics": 2, "authors_per_topic": 3, "known_words": 300, "unknown_words": 150, "max_topic_train": 300}
+
+
+@pytest.fixture(scope="session")
+def ng20_tiny_set():
+    d = data_dir()
+    if not (d / "20newsgroups").is_dir():
+        pytest.skip(f"20newsgroups not found under {d}")
+    from textdp.evaluation import build_evaluation_set
+
+    return build_evaluation_set("20newsgroups", data_dir=d, **NG20_TINY)

@@ -85,10 +85,10 @@ def reference_koppel(known, unknown, *, variant="pan", n=4, n_features=20000, tr
     return wins.argmax(axis=1), wins
 
 
-import pytest  # noqa: E402
+import pytest
 
-from textdp.attacks import KoppelAttacker, token_grams  # noqa: E402
-from textdp.errors import ParameterError  # noqa: E402
+from textdp.attacks import KoppelAttacker, token_grams
+from textdp.errors import ParameterError
 
 
 def _random_tokens(rs: np.random.Generator, n: int, alphabet: str = "abcdef") -> list[str]:

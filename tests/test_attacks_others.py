@@ -8,7 +8,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from textdp.attacks import CharNgramAttacker, NearestNeighbourAttacker, SentenceEmbeddingAttacker, emd_distance_matrix
+from textdp.attacks import (
+    CharNgramAttacker,
+    NearestNeighbourAttacker,
+    SentenceEmbeddingAttacker,
+    emd_distance_matrix,
+)
 from textdp.errors import DocumentError, ParameterError
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from textdp.embeddings import ApproximateDecoder, ExactDecoder, FaissExactDecoder, make_decoder
+from textdp.embeddings import (
+    ApproximateDecoder,
+    ExactDecoder,
+    FaissExactDecoder,
+    make_decoder,
+)
 from textdp.errors import ParameterError
 
 

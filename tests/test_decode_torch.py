@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from textdp.embeddings import ExactDecoder, make_decoder  # noqa: E402
+from textdp.embeddings import ExactDecoder, make_decoder
 
 
 def test_torch_decoder_identical_to_exact():

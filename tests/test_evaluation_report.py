@@ -175,7 +175,7 @@ def test_evaluate_cli_errors(tmp_path: Path) -> None:
 
 @pytest.mark.data
 @pytest.mark.skipif(not (DATA_DIR / "20newsgroups").is_dir(), reason="corpora not available")
-def test_evaluate_on_20newsgroups_tiny(tmp_path: Path) -> None:
+def test_evaluate_on_20newsgroups_tiny(tmp_path: Path, ng20_tiny_set) -> None:
     from textdp.evaluation import config_from_dict, run_experiment
 
     cfg = config_from_dict({
@@ -186,7 +186,7 @@ def test_evaluate_on_20newsgroups_tiny(tmp_path: Path) -> None:
         "utility": {"models": ["tfidf-topic"]},
         "run": {"bootstrap": 50},
     })
-    res = run_experiment(cfg)
+    res = run_experiment(cfg, eval_set=ng20_tiny_set)  # the same corpus keys (conftest.NG20_TINY)
     assert res.n_authors == 6 and res.n_topics == 2
     assert {r["model"] for r in res.rows} == {"koppel-pan", "nn-author", "tfidf-topic"}
 

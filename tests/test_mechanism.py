@@ -7,7 +7,12 @@ import pytest
 
 from textdp import EarthMoversPrivacy
 from textdp.embeddings import Embeddings
-from textdp.errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
+from textdp.errors import (
+    DocumentError,
+    ParameterError,
+    ParameterTypeError,
+    PrivacyWarning,
+)
 from textdp.mechanisms import privatize_ids
 from textdp.text import normalise
 

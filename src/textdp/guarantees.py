@@ -121,7 +121,7 @@ class EarthMoversGuarantee:
     bag: str
     size_from_data: bool = False
     seeded: bool = False
-    mechanism: str = "earth-movers-privacy"
+    mechanism: str = "earth-movers"
     metric: str = "euclidean"
     delta: float = 0.0
     unit: str = "document"

@@ -19,13 +19,29 @@ What goes where:
   describes the private input: never publish it.
 * **Settings** (:func:`release_settings`): public parameters only (no input
   paths, no seed; ``seeded`` says whether a seed was used).
+
+Every registered mechanism (:data:`textdp.mechanisms.MECHANISM_NAMES`) runs
+through the same job; :func:`build_mechanism` configures one from the options the
+CLI offers. Two kinds of release (:func:`release_kind`):
+
+* **bag** mechanisms (``earth-movers``): every document becomes exactly N words
+  (``size``, public), released sorted by vocabulary row. Record:
+  ``{"id", "words": [...], "mechanism", "epsilon", "delta", "unit": "document",
+  "size", "bag", "dim", "vocab_size", "embeddings", "decoder", "seeded", "guarantee"}``.
+* **text** mechanisms (``cmp``, ``mahalanobis``, ``vickrey``, ``tem``, ``santext``,
+  ``santext+``, ``custext``, ``custext+``, ``random``): each protected word is
+  replaced in place, so the output keeps the word order and has one word per
+  protected input word. Record: ``{"id", "text", "mechanism", "epsilon", "delta",
+  "unit": "word", "guarantee", "seeded", "params": {...}}`` (``params``: the public
+  parameters the guarantee depends on: embeddings, vocabulary size, decoder, ...).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,21 +49,229 @@ from typing import IO, Any
 import numpy as np
 
 from .accounting.diagnostics import report_fields
+from .embeddings import Embeddings
 from .errors import ParameterError
 from .io import SourcedDocument, atomic_writer, sequence_ids, settings_path
-from .mechanisms import DocumentDiagnostics, EarthMoversPrivacy, PrivateDocument
+from .mechanisms import (
+    DocumentDiagnostics,
+    EarthMoversPrivacy,
+    PrivateDocument,
+    mechanism_class,
+)
 
 __all__ = [
+    "DEFAULT_MECHANISM",
     "JobResult",
+    "build_mechanism",
     "check_private_report_path",
+    "check_size_options",
     "iter_privatize_documents",
+    "mechanism_decoder",
+    "mechanism_guarantee",
+    "parse_params",
     "privatize_documents",
+    "release_decoder",
+    "release_guarantee",
+    "release_kind",
     "release_settings",
     "write_private_report",
     "write_records",
 ]
 
+DEFAULT_MECHANISM = "earth-movers"
+
 OUTPUT_FORMATS = ("jsonl", "text")
+
+
+def release_kind(mechanism: str | object) -> str:
+    """``"bag"`` or ``"text"``: what a release of this mechanism (name, class or object) holds.
+
+    >>> release_kind("earth-movers"), release_kind("cmp")
+    ('bag', 'text')
+    """
+    if isinstance(mechanism, str):
+        cls = mechanism_class(mechanism)
+    else:
+        cls = mechanism if isinstance(mechanism, type) else type(mechanism)
+    kind = getattr(cls, "output", None)
+    if kind in ("bag", "text"):
+        return str(kind)
+    params = inspect.signature(cls).parameters
+    return "bag" if "size" in params else "text"
+
+
+def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -> None:
+    """Bag mechanisms need a public bag size N (``size``) or ``size_from_data``; text mechanisms take neither.
+
+    >>> check_size_options("cmp", 20, False)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --size applies to bag mechanisms (earth-movers); cmp releases text (one word per protected input word): drop --size
+    """
+    from ._validation import check_positive_int
+
+    if release_kind(mechanism) == "text":
+        if size is not None or size_from_data:
+            flag = "--size" if size is not None else "--size-from-data"
+            raise ParameterError(
+                f"{flag} applies to bag mechanisms (earth-movers); {mechanism} releases text (one word per "
+                f"protected input word): drop {flag}"
+            )
+        return
+    if size is None and not size_from_data:
+        raise ParameterError("--size N is required (N is public: it is written in every record); "
+                             "--size-from-data uses the shortest document's length instead, and reveals it")
+    if size is not None and size_from_data:
+        raise ParameterError("--size and --size-from-data exclude each other; give one")
+    if size is not None:
+        check_positive_int(size, "size")
+
+
+def parse_params(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, Any]:
+    """Mechanism parameters from ``KEY=VALUE`` strings (CLI ``--param``): JSON values, else strings.
+
+    >>> parse_params(["t=0.75", "top_k=20", "lambd=null", "p=0.3"])
+    {'t': 0.75, 'top_k': 20, 'lambd': None, 'p': 0.3}
+    >>> parse_params(["t"])
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --param t: write KEY=VALUE (e.g. --param t=0.75)
+    """
+    if items is None:
+        return {}
+    if isinstance(items, Mapping):
+        return dict(items)
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = str(item).partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ParameterError(f"--param {item}: write KEY=VALUE (e.g. --param t=0.75)")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def build_mechanism(
+    name: str = DEFAULT_MECHANISM,
+    *,
+    epsilon: float,
+    embeddings: Embeddings | str | os.PathLike[str] | None = None,
+    stop_words: str | Iterable[str] | None = "english",
+    seed: int | np.random.Generator | None = None,
+    size: int | None = None,
+    size_from_data: bool = False,
+    bag: str = "truncate",
+    decoder: str = "exact",
+    known_source: bool = False,
+    postprocess: str | None = None,
+    params: Mapping[str, Any] | Sequence[str] | None = None,
+) -> Any:
+    """A fitted mechanism from the registry, configured from the options ``textdp obfuscate`` offers.
+
+    Options that do not apply to the mechanism are refused with a one-line
+    :class:`~textdp.errors.ParameterError` (never ignored): ``size``/``bag``/
+    ``known_source`` are for bag mechanisms, ``decoder`` for the mechanisms that decode
+    a noisy vector (``earth-movers``, ``cmp``, ``mahalanobis``), ``postprocess`` for
+    ``earth-movers`` and ``cmp``. ``params`` are the mechanism's own parameters
+    (``t``, ``lambd``, ``beta``, ``p``, ``top_k``, ``rate``, ``candidates``, ...).
+
+    Examples
+    --------
+    >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
+    >>> mech = build_mechanism("vickrey", epsilon=1.0, embeddings=emb, stop_words=None, params=["t=0.25"])
+    >>> type(mech).__name__, mech.t, release_kind(mech)
+    ('Vickrey', 0.25, 'text')
+    >>> build_mechanism("tem", epsilon=1.0, embeddings=emb, decoder="hnsw")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --decoder applies to earth-movers, cmp, mahalanobis (tem has no decoder)
+    """
+    cls = mechanism_class(name)
+    sig = inspect.signature(cls).parameters
+    kwargs: dict[str, Any] = parse_params(params)
+    clash = sorted(set(kwargs) & {"epsilon", "embeddings", "seed", "rng", "stop_words"})
+    if clash:
+        raise ParameterError(f"--param {clash[0]}: give it with its own option, not as a mechanism parameter")
+    if release_kind(cls) == "text":
+        if bag != "truncate":
+            raise ParameterError(f"--bag applies to bag mechanisms; {name} releases text")
+        if size is not None or size_from_data:
+            check_size_options(name, size, size_from_data)
+        if known_source:
+            raise ParameterError(f"--known-source applies to earth-movers only, not {name}")
+    else:
+        for key, value in (("size", size), ("size_from_data", size_from_data), ("bag", bag),
+                           ("known_source", known_source)):
+            if key in sig:
+                kwargs[key] = value
+    if (decoder != "exact" or "decoder" in kwargs) and "decoder" not in sig:
+        raise ParameterError(f"--decoder applies to earth-movers, cmp, mahalanobis ({name} has no decoder)")
+    if "decoder" in sig:
+        kwargs.setdefault("decoder", decoder)
+    if postprocess is not None:
+        if "postprocess" not in sig:
+            raise ParameterError(f"--postprocess applies to earth-movers and cmp, not {name}")
+        kwargs["postprocess"] = postprocess
+    kwargs["stop_words"] = stop_words
+    if "seed" in sig:
+        kwargs["seed"] = seed
+    elif "rng" in sig:
+        kwargs["rng"] = seed
+    kwargs["epsilon"] = epsilon
+    kwargs["embeddings"] = embeddings
+    unknown = [k for k in kwargs if k not in sig]
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.values()):
+        own = [p for p in sig if p not in ("self", "epsilon", "embeddings", "seed", "rng", "stop_words", "vocab_size",
+                                           "size", "size_from_data", "bag", "known_source", "decoder", "postprocess")]
+        raise ParameterError(
+            f"mechanism {name!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(own) or 'none'}"
+        )
+    return cls(**kwargs).fit()
+
+
+def release_guarantee(doc: Any) -> dict[str, Any]:
+    """The public guarantee of a released document as a dict, with ``seeded`` (for settings files)."""
+    g = doc.guarantee.to_dict()
+    g["seeded"] = bool(getattr(doc, "seeded", g.get("seeded", False)))
+    return dict(g)
+
+
+def mechanism_guarantee(mech: Any, *, size: int | None = None, seeded: bool, size_from_data: bool = False
+                        ) -> dict[str, Any]:
+    """The guarantee of a fitted mechanism's release as a dict with ``seeded`` (bag mechanisms need ``size``)."""
+    g = mech.guarantee(size, seeded=seeded, size_from_data=size_from_data) if callable(mech.guarantee) else mech.guarantee
+    out = dict(g.to_dict())
+    out["seeded"] = bool(seeded)
+    return out
+
+
+def mechanism_decoder(mech: Any) -> str:
+    """The decoder a fitted mechanism uses (``"none"`` for mechanisms that decode nothing)."""
+    dec = getattr(mech, "decoder_", None)
+    return str(getattr(dec, "name", "none")) if dec is not None else "none"
+
+
+def release_decoder(doc: Any) -> str:
+    """The decoder named by a released document (``"none"`` for mechanisms that decode nothing)."""
+    dec = getattr(doc, "decoder", None)
+    if dec is None:
+        dec = dict(getattr(doc.guarantee, "params", ()) or ()).get("decoder")
+    return str(dec) if dec is not None else "none"
+
+
+def _batch_kwargs(mech: Any, **kw: Any) -> dict[str, Any]:
+    """The keyword arguments ``mech.privatize_batch`` accepts; a given (non-default) one it lacks is refused."""
+    params = inspect.signature(mech.privatize_batch).parameters
+    out: dict[str, Any] = {}
+    for key, value in kw.items():
+        if key in params:
+            out[key] = value
+        elif value not in (None, False):
+            raise ParameterError(f"{type(mech).__name__} does not take {key!r}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -64,7 +288,7 @@ class JobResult:
 
 
 def privatize_documents(
-    mech: EarthMoversPrivacy,
+    mech: EarthMoversPrivacy | Any,
     docs: Sequence[SourcedDocument],
     *,
     first: int = 0,
@@ -79,14 +303,15 @@ def privatize_documents(
 
     Parameters
     ----------
-    mech : EarthMoversPrivacy
-        A (fitted or not) estimator; it is not modified.
+    mech : a registered mechanism object
+        A (fitted or not) mechanism (:func:`build_mechanism`); it is not modified.
     docs : sequence of SourcedDocument
         The input documents (own id or ``None``, text, origin).
     first : int
         Sequence number of ``docs[0]`` in the whole input (ids of documents without one).
     size, seed, seeded, size_from_data
-        As for :meth:`EarthMoversPrivacy.privatize_batch`.
+        As for :meth:`EarthMoversPrivacy.privatize_batch` (``size``/``size_from_data``:
+        bag mechanisms only).
     private_report : bool
         Also return the private report (see the module notes).
 
@@ -117,7 +342,7 @@ def privatize_documents(
 
 
 def iter_privatize_documents(
-    mech: EarthMoversPrivacy,
+    mech: EarthMoversPrivacy | Any,
     docs: Sequence[SourcedDocument],
     *,
     first: int = 0,
@@ -138,16 +363,23 @@ def iter_privatize_documents(
     docs = list(docs)
     ids = sequence_ids(docs, first)
     diags: list[DocumentDiagnostics] | None = [] if private_report else None
+    if not docs:
+        return
+    if release_kind(mech) == "text" and (size is not None or size_from_data):
+        raise ParameterError(f"{type(mech).__name__} releases text: it takes no bag size")
+    kwargs = _batch_kwargs(mech, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
+                           private_report=diags, progress=progress)
+    texts = [d.text for d in docs]
+    # bag mechanisms stream chunks (memory bounded whatever N); text mechanisms release in one batch
+    parts = mech.iter_privatize_batch(texts, ids, **kwargs) if hasattr(mech, "iter_privatize_batch") else iter(
+        [mech.privatize_batch(texts, ids, **kwargs)])
     pos = 0
-    for part in mech.iter_privatize_batch(
-        [d.text for d in docs], ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
-        private_report=diags, progress=progress,
-    ):
+    for part in parts:
         report = None
         if diags is not None:
             report = [
                 {"id": diag.id, "source": doc.source, **report_fields(diag, mech.embeddings_)}
-                for diag, doc in zip(diags, docs[pos : pos + len(part)])
+                for diag, doc in zip(diags, docs[pos : pos + len(part)], strict=True)
             ]
             diags.clear()
         pos += len(part)
@@ -155,12 +387,12 @@ def iter_privatize_documents(
 
 
 def write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str = "jsonl") -> None:
-    """Write release records as JSONL, or only their words (``fmt="text"``, one bag per line)."""
+    """Write release records as JSONL, or only their words (``fmt="text"``, one bag or text per line)."""
     if fmt not in OUTPUT_FORMATS:
         raise ParameterError(f"unknown output format {fmt!r}; choose one of: {', '.join(OUTPUT_FORMATS)}")
     for rec in records:
         if fmt == "text":
-            fh.write(" ".join(rec["words"]) + "\n")
+            fh.write((rec["text"] if "text" in rec else " ".join(rec["words"])) + "\n")
         else:
             fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
 

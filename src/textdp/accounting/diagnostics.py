@@ -105,7 +105,8 @@ def report_fields(diag: DocumentDiagnostics, embeddings: Embeddings) -> dict[str
     """The private-report fields of one document (``textdp obfuscate --private-report``).
 
     Returns ``{"n_tokens", "dropped_oov", "n_in_vocabulary", "unchanged_fraction",
-    "mean_neighbour_rank"}``. The mechanism releases a *bag*, so which output word
+    "mean_neighbour_rank"}``. A text mechanism (``diag.aligned``) pairs the words by
+    position. A bag mechanism releases a *bag*, so which output word
     came from which input word is not known; each input word is paired with an
     output word by the Earth Mover's optimal matching (Lemma A1: the one-to-one
     matching with the least total Euclidean distance) and the neighbour rank of
@@ -130,8 +131,12 @@ def report_fields(diag: DocumentDiagnostics, embeddings: Embeddings) -> dict[str
     if max(int(inp.max()), int(out.max())) >= embeddings.vocab_size:
         raise ParameterError(f"document {diag.id}: rows outside the embeddings {embeddings.name}")
     vec = embeddings.vectors
-    # the one matching of textdp (Lemma A1); cdist gives exactly 0 for a kept word, so it pairs with itself
-    rows, cols, _ = optimal_matching(np.asarray(vec[inp], dtype=np.float64), np.asarray(vec[out], dtype=np.float64))
+    if getattr(diag, "aligned", False):  # a text mechanism: output i replaced input i
+        rows = cols = np.arange(inp.size)
+    else:
+        # the one matching of textdp (Lemma A1); cdist gives exactly 0 for a kept word, so it pairs with itself
+        rows, cols, _ = optimal_matching(np.asarray(vec[inp], dtype=np.float64),
+                                         np.asarray(vec[out], dtype=np.float64))
     ranks = neighbour_ranks(inp[rows], out[cols], vec)
     return {
         "n_tokens": int(diag.n_tokens),

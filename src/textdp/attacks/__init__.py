@@ -19,14 +19,14 @@ from .sentence import SentenceEmbeddingAttacker, minilm_embed
 
 __all__ = [
     "VARIANTS",
+    "CharNgramAttacker",
     "KoppelAttacker",
     "KoppelResult",
     "KoppelVariant",
-    "token_grams",
     "NearestNeighbourAttacker",
+    "SentenceEmbeddingAttacker",
     "document_vectors",
     "emd_distance_matrix",
-    "CharNgramAttacker",
-    "SentenceEmbeddingAttacker",
     "minilm_embed",
+    "token_grams",
 ]

@@ -44,7 +44,7 @@ from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import DocumentError, ParameterError
 from ._common import as_token_lists, check_labels, check_nonempty
 
-__all__ = ["KoppelVariant", "VARIANTS", "KoppelResult", "KoppelAttacker", "token_grams"]
+__all__ = ["VARIANTS", "KoppelAttacker", "KoppelResult", "KoppelVariant", "token_grams"]
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class KoppelResult:
 class _Stream:
     """Gram ids of one known text, with word offsets into the gram stream."""
 
-    __slots__ = ("ids", "word_off", "n_words", "tokens")
+    __slots__ = ("ids", "n_words", "tokens", "word_off")
 
     def __init__(self, ids: np.ndarray, word_off: np.ndarray, tokens: list[str]) -> None:
         self.ids = ids

@@ -23,7 +23,7 @@ from ..errors import MissingDependencyError, require
 from ._common import as_token_lists, check_labels
 from .char_ngrams import chunk_tokens
 
-__all__ = ["minilm_embed", "SentenceEmbeddingAttacker"]
+__all__ = ["SentenceEmbeddingAttacker", "minilm_embed"]
 
 
 @lru_cache(maxsize=1)

@@ -15,7 +15,7 @@ from typing import IO, Annotated, Any
 import typer
 
 from .._validation import check_epsilon, check_positive_int, check_size
-from ..embeddings import load_embeddings, vocabulary_fingerprint
+from ..embeddings import load_embeddings, output_vocabulary, vocabulary_fingerprint
 from ..errors import DocumentError, ParameterError, PrivacyWarning
 from ..io import (
     atomic_writer,
@@ -28,11 +28,16 @@ from ..io import (
     settings_path,
     write_json,
 )
-from ..mechanisms import EarthMoversPrivacy
+from ..mechanisms import MECHANISM_NAMES
 from ..mechanisms.earth_movers import SIZE_FROM_DATA_WARNING
 from ..pipeline import (
+    build_mechanism,
     check_private_report_path,
+    check_size_options,
     iter_privatize_documents,
+    parse_params,
+    release_decoder,
+    release_guarantee,
     release_settings,
     write_private_report,
     write_records,
@@ -73,6 +78,18 @@ class DecoderName(str, Enum):
     approximate = "approximate"
     hnsw = "hnsw"
     ivf = "ivf"
+
+
+MechanismName = Enum("MechanismName", {n: n for n in MECHANISM_NAMES}, type=str)  # type: ignore[misc]
+
+
+class OutputVocab(str, Enum):
+    full = "full"
+    words = "words"
+
+
+class PostProcess(str, Enum):
+    mbr = "mbr"
 
 
 class EngineName(str, Enum):
@@ -134,6 +151,19 @@ def obfuscate(
                        "None or '-' reads standard input.", show_default=False),
     ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
+    mechanism: Annotated[
+        MechanismName, typer.Option(help="Mechanism (README table): earth-movers releases a bag of --size words; "
+                                    "the others replace each word in place and release text.")
+    ] = "earth-movers",  # type: ignore[assignment]
+    postprocess: Annotated[
+        PostProcess | None, typer.Option(help="mbr: decode to the posterior medoid among the noisy vector's "
+                                            "nearest words (semantic neighbours; earth-movers and cmp). "
+                                            "Post-processing: the guarantee is unchanged.")
+    ] = None,
+    param: Annotated[
+        list[str] | None, typer.Option(help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for "
+                                          "vickrey, lambd=0.2, beta=0.001, p=0.3, top_k=20, rate=0.3).")
+    ] = None,
     size: Annotated[
         int | None,
         typer.Option("--size", "-n", help="Bag size N (required): every document becomes exactly N words (the "
@@ -160,6 +190,10 @@ def obfuscate(
                      "out-of-domain outputs). Do not derive it from the private documents themselves."),
     ] = None,
     stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
+    output_vocab: Annotated[
+        OutputVocab, typer.Option(help="full: any vocabulary row may be released; words: only letter words that are "
+                                  "not stop words (no punctuation tokens, numbers or stop words in the output).")
+    ] = OutputVocab.full,
     seed: Annotated[
         int | None, typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
                                     "can undo the noise). Default: fresh OS entropy (use that for real releases).")
@@ -212,7 +246,11 @@ def obfuscate(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     strict_ids: Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)] = False,
 ) -> None:
-    """Obfuscate documents with Earth Mover's privacy (noisy word embeddings, nearest-word decoding).
+    """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
+
+    --mechanism picks any registered mechanism (see the README table); text mechanisms
+    (cmp, mahalanobis, vickrey, tem, santext(+), custext(+), random) replace each word
+    in place and write {"id", "text", ...} records without --size.
 
     Each document is lower-cased, stripped of punctuation and stop words, reduced to a bag of N
     in-vocabulary words (unknown words are dropped, never copied), and every word is replaced by the
@@ -227,14 +265,11 @@ def obfuscate(
         if report:
             raise ParameterError("--report was removed: its fields describe the private input; "
                                  "use --private-report PATH (never publish that file)")
-        if size is None and not size_from_data:
-            raise ParameterError("--size N is required (N is public: it is written in every record); "
-                                 "--size-from-data uses the shortest document's length instead, and reveals it")
-        if size is not None and size_from_data:
-            raise ParameterError("--size and --size-from-data exclude each other; give one")
+        check_size_options(MechanismName(mechanism).value, size, size_from_data)
         check_epsilon(epsilon)
         if size is not None:
             check_size(size)
+        mech_name, post, params = MechanismName(mechanism).value, postprocess and postprocess.value, parse_params(param)
         stops = parse_stop_words(stop_words)
         inputs = list(files or [])
         partitioned = _partitioned(engine, inputs, scheduler, partitions)
@@ -252,6 +287,7 @@ def obfuscate(
             )
         domain = _domain_words(domain_vocab) if domain_vocab is not None else None
         emb = load_embeddings(embeddings, words_path=words, vocab_size=vocab_size, domain_words=domain)
+        emb = output_vocabulary(emb, output_vocab.value, stops)
         extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
                  "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
@@ -261,12 +297,14 @@ def obfuscate(
                 engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, text_field=text_field,
                 id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
                 private_report=private_report, extra=extra, force=force, strict_ids=strict_ids,
+                mechanism=mech_name, postprocess=post, params=params,
             )
             return
-        mech = EarthMoversPrivacy(
-            epsilon=epsilon, size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
-            stop_words=stops, rng=seed, decoder=decoder.value, known_source=known_source,
-        ).fit()
+        mech = build_mechanism(
+            mech_name, epsilon=epsilon, size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
+            stop_words=stops, seed=seed, decoder=decoder.value, known_source=known_source, postprocess=post,
+            params=params,
+        )
         docs = read_sourced_documents(inputs, text_field=text_field, id_field=id_field,
                                       input_format=input_format.value)
         if not docs:
@@ -292,7 +330,7 @@ def obfuscate(
                 n_records += len(job.records)
                 report_rows.extend(job.report or [])
             settings = release_settings(
-                first.guarantee.to_dict(), engine="single", documents=n_records, decoder=first.decoder,
+                release_guarantee(first), engine="single", documents=n_records, decoder=release_decoder(first),
                 known_source=known_source, stop_words=stops, fmt=fmt.value, extra=extra,
             )
             # the small files first; the release itself is moved into place last
@@ -337,7 +375,8 @@ def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine
                 known_source=kw["known_source"], seed=kw["seed"], backend=backend, partitions=kw["partitions"],
                 text_field=kw["text_field"], id_field=kw["id_field"], input_format=kw["input_format"],
                 fmt=kw["fmt"], work_dir=kw["work_dir"], private_report=kw["private_report"],
-                extra_settings=kw["extra"], on_size_from_data=warn_size,
+                extra_settings=kw["extra"], on_size_from_data=warn_size, mechanism=kw["mechanism"],
+                postprocess=kw["postprocess"], params=kw["params"],
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 force=kw["force"], strict_ids=kw["strict_ids"], on_duplicate_ids=_warn_duplicates,
             )

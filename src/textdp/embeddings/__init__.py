@@ -24,13 +24,21 @@ SHA-256 checksums recorded at conversion and an altered entry is refused (see
 
 from __future__ import annotations
 
-from .ann import DECODERS, ApproximateDecoder, Decoder, FaissExactDecoder, make_decoder, vocabulary_fingerprint
-from .core import Embeddings
+from .ann import (
+    DECODERS,
+    ApproximateDecoder,
+    Decoder,
+    FaissExactDecoder,
+    make_decoder,
+    vocabulary_fingerprint,
+)
+from .core import OUTPUT_VOCABULARIES, Embeddings, output_vocabulary
 from .decode import ExactDecoder, nearest_words
 from .loaders import cache_dir, load_default_embeddings, load_embeddings
 
 __all__ = [
     "DECODERS",
+    "OUTPUT_VOCABULARIES",
     "ApproximateDecoder",
     "Decoder",
     "Embeddings",
@@ -41,5 +49,6 @@ __all__ = [
     "load_embeddings",
     "make_decoder",
     "nearest_words",
+    "output_vocabulary",
     "vocabulary_fingerprint",
 ]

@@ -34,7 +34,13 @@ import numpy as np
 from .._cache import cache_dir
 from ..errors import ParameterError, require
 from ..io import atomic_writer
-from .decode import _F32_EPS, ExactDecoder, _argmin_lowest, _check_queries, _check_sources
+from .decode import (
+    _F32_EPS,
+    ExactDecoder,
+    _argmin_lowest,
+    _check_queries,
+    _check_sources,
+)
 
 DECODERS = ("exact", "faiss-exact", "torch", "approximate", "hnsw", "ivf")
 

@@ -118,7 +118,9 @@ class Embeddings:
         """Words for an integer array of rows (same shape, dtype object)."""
         return np.asarray(self.words, dtype=object)[np.asarray(ids)]
 
-    def restrict(self, top_k: int | None = None, words: Iterable[str] | None = None) -> Embeddings:
+    def restrict(
+        self, top_k: int | None = None, words: Iterable[str] | None = None, *, label: str | None = None
+    ) -> Embeddings:
         """A smaller vocabulary: the ``top_k`` first rows and/or only ``words``.
 
         Restricting to words seen in a domain corpus is the paper's remedy for
@@ -141,7 +143,7 @@ class Embeddings:
             wanted = {str(w) for w in words}
             mask = np.fromiter((self.words[i] in wanted for i in keep), dtype=bool, count=keep.size)
             keep = keep[mask]
-            name += f"[domain {len(wanted)} words]"
+            name += f"[{label}]" if label else f"[domain {len(wanted)} words]"
         if keep.size == 0:
             raise ParameterError("vocabulary restriction left no words")
         if keep.size == self.vocab_size:
@@ -202,3 +204,36 @@ def check_finite(words: Sequence[str], vectors: np.ndarray, name: str) -> None:
                 f"embeddings {name}: the vector of {shown} (row {row}) holds NaN or infinity; "
                 "remove that word from the embeddings and load again"
             )
+
+
+#: Output vocabularies: ``"full"`` (every row) or ``"words"`` (only tokens the normaliser can produce).
+OUTPUT_VOCABULARIES = ("full", "words")
+
+
+def output_vocabulary(
+    emb: Embeddings, kind: str = "full", stop_words: str | Iterable[str] | None = "english"
+) -> Embeddings:
+    """The vocabulary a mechanism may release: all of ``emb`` or only its *words*.
+
+    ``kind="words"`` keeps the rows ``w`` with ``normalise(w, stop_words) == [w]``:
+    lower-case letter runs of two letters or more that are not stop words. GloVe's
+    punctuation tokens (``''``, ``_``), numbers and stop words (``but``) are then never
+    output. Input words are normalised the same way, so every protected input word is
+    still in the vocabulary; only the candidate outputs shrink. The choice depends on
+    the public vocabulary alone (post-processing: the guarantee is unchanged, stated
+    over the smaller vocabulary). On GloVe 6B 50d, 326,568 of the 400,000 rows remain.
+
+    >>> emb = Embeddings(["the", "cat", "''", "_", "dog", "2019"], np.eye(6), name="toy")
+    >>> output_vocabulary(emb, "words").words, output_vocabulary(emb, "words").name
+    (('cat', 'dog'), 'toy[words]')
+    >>> output_vocabulary(emb, "full") is emb
+    True
+    """
+    from ..text import normalise
+
+    if kind not in OUTPUT_VOCABULARIES:
+        raise ParameterError(f"unknown output vocabulary {kind!r}; choose one of: {', '.join(OUTPUT_VOCABULARIES)}")
+    if kind == "full":
+        return emb
+    keep = [w for w in emb.words if normalise(w, stop_words) == [w]]
+    return emb.restrict(words=keep, label="words")

@@ -49,7 +49,6 @@ from .._cache import cache_dir
 from .._rng import spawn
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError
-from ..guarantees import EarthMoversGuarantee
 from ..io import (
     SourcedDocument,
     _decode,
@@ -61,9 +60,15 @@ from ..io import (
     read_sourced_documents,
     write_json,
 )
-from ..mechanisms import EarthMoversPrivacy
 from ..pipeline import (
+    DEFAULT_MECHANISM,
+    build_mechanism,
+    check_size_options,
     iter_privatize_documents,
+    mechanism_decoder,
+    mechanism_guarantee,
+    parse_params,
+    release_kind,
     release_settings,
     write_private_report,
     write_records,
@@ -127,6 +132,9 @@ class JobSettings:
     seeded: bool
     size_from_data: bool
     threads: int | None = None
+    mechanism: str = "earth-movers"
+    postprocess: str | None = None
+    params: str = "{}"  # JSON of the mechanism's own parameters (hashable)
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -325,17 +333,20 @@ class _MechKey:
     decoder: str
     known_source: bool
     threads: int | None
+    mechanism: str = "earth-movers"
+    postprocess: str | None = None
+    params: str = "{}"
 
 
 @functools.lru_cache(maxsize=4)
-def _fitted(k: _MechKey) -> EarthMoversPrivacy:
-    """The fitted estimator of this process for ``k`` (read-only afterwards: size and generator are per call)."""
+def _fitted(k: _MechKey) -> Any:
+    """The fitted mechanism of this process for ``k`` (read-only afterwards: size and generator are per call)."""
     emb = _load_vocabulary(k.vocab_dir, k.vocab_name)
-    mech = EarthMoversPrivacy(
-        epsilon=k.epsilon, embeddings=emb, bag=k.bag, stop_words=k.stop_words, decoder=k.decoder,
-        known_source=k.known_source,
-    ).fit()
-    if k.threads and hasattr(mech.decoder_, "threads"):
+    mech = build_mechanism(
+        k.mechanism, epsilon=k.epsilon, embeddings=emb, bag=k.bag, stop_words=k.stop_words, decoder=k.decoder,
+        known_source=k.known_source, postprocess=k.postprocess, params=json.loads(k.params),
+    )
+    if k.threads and hasattr(getattr(mech, "decoder_", None), "threads"):
         mech.decoder_.threads = k.threads
     if k.threads and k.decoder != "exact":
         try:
@@ -347,9 +358,9 @@ def _fitted(k: _MechKey) -> EarthMoversPrivacy:
     return mech
 
 
-def _mechanism(s: JobSettings) -> EarthMoversPrivacy:
+def _mechanism(s: JobSettings) -> Any:
     return _fitted(_MechKey(s.vocab_dir, s.vocab_name, s.epsilon, s.bag, s.stop_words, s.decoder, s.known_source,
-                            s.threads))
+                            s.threads, s.mechanism, s.postprocess, s.params))
 
 
 def part_name(index: int, fmt: str) -> str:
@@ -373,12 +384,13 @@ def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> in
     """
     part, s, gen = job
     docs = read_partition(part, s.text_field, s.id_field)
+    bag = release_kind(s.mechanism) == "bag"
     report: list[dict[str, Any]] | None = [] if s.report_dir is not None else None
     n = 0
     with atomic_writer(Path(s.out_dir) / part_name(part.index, s.fmt), private=False) as fh:
         for result in iter_privatize_documents(
-            _mechanism(s), docs, first=part.first, size=s.size, seed=gen, seeded=s.seeded,
-            size_from_data=s.size_from_data, private_report=report is not None,
+            _mechanism(s), docs, first=part.first, size=s.size if bag else None, seed=gen, seeded=s.seeded,
+            size_from_data=s.size_from_data and bag, private_report=report is not None,
         ):
             write_records(fh, result.records, s.fmt)
             n += len(result.records)
@@ -438,12 +450,17 @@ def obfuscate_corpus(
     force: bool = False,
     strict_ids: bool = False,
     on_duplicate_ids: Callable[[int, str], None] | None = None,
+    mechanism: str = DEFAULT_MECHANISM,
+    postprocess: str | None = None,
+    params: dict[str, Any] | Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Run Earth Mover's privacy over ``paths`` into ``out_dir`` (partitioned, resumable).
+    """Run a registered mechanism over ``paths`` into ``out_dir`` (partitioned, resumable).
 
-    ``size`` (public) is required unless ``size_from_data=True`` (then the shortest
+    ``mechanism`` is a registered name (default ``earth-movers``); ``postprocess``
+    and ``params`` are passed to :func:`textdp.pipeline.build_mechanism`. For bag
+    mechanisms ``size`` (public) is required unless ``size_from_data=True`` (then the shortest
     document's in-vocabulary length is used and published; ``on_size_from_data(N)``
-    is called). ``work_dir``: the private work directory (default: under the textdp
+    is called); text mechanisms take neither. ``work_dir``: the private work directory (default: under the textdp
     cache, see the module notes); it must not be inside ``out_dir``, and workers on
     a cluster must be able to read it. ``private_report``: where to write the
     PRIVATE report (JSONL, one object per record id) when the run completes.
@@ -458,13 +475,22 @@ def obfuscate_corpus(
     """
     out_dir = Path(out_dir)
     paths = [Path(p) for p in paths]
-    if size is None and not size_from_data:
+    is_bag = release_kind(mechanism) == "bag"
+    if is_bag and size is None and not size_from_data:
         raise ParameterError(
             "the bag size N must be public: pass --size N (size=N), or --size-from-data to use the shortest "
             "document's length, which that reveals"
         )
+    if not is_bag:
+        check_size_options(mechanism, size, size_from_data)
     if size is not None:
         size_from_data = False
+    mech_params = parse_params(params)
+    # the driver builds the mechanism once: options are checked before any work, and it states the guarantee
+    driver_mech = build_mechanism(
+        mechanism, epsilon=epsilon, embeddings=embeddings, bag=bag, stop_words=stop_words, decoder=decoder,
+        known_source=known_source, postprocess=postprocess, params=mech_params, seed=seed,
+    )
     if out_dir.exists() and not out_dir.is_dir():
         raise ParameterError(f"{out_dir}: partitioned output needs a directory, and this is a file")
     if private_report is not None and _inside(Path(private_report), out_dir):
@@ -474,6 +500,7 @@ def obfuscate_corpus(
         )
     fp = vocabulary_fingerprint(embeddings.vectors)
     public = {
+        "mechanism": mechanism, "postprocess": postprocess, "params": mech_params,
         "epsilon": float(epsilon), "size": size, "size_from_data": bool(size_from_data), "bag": bag,
         "stop_words": stop_words, "decoder": decoder, "known_source": bool(known_source),
         "embeddings": embeddings.name, "vocabulary_fingerprint": fp, "format": fmt, "partitions": partitions,
@@ -558,8 +585,9 @@ def obfuscate_corpus(
         stop_words=stop_words, decoder=decoder, known_source=bool(known_source), text_field=text_field,
         id_field=id_field, fmt=fmt, out_dir=str(out_dir), report_dir=None if report_dir is None else str(report_dir),
         seeded=seed is not None, size_from_data=bool(size_from_data), threads=threads,
+        mechanism=mechanism, postprocess=postprocess, params=json.dumps(mech_params, sort_keys=True),
     )
-    if size is None:
+    if size is None and is_bag:
         if state["resolved_size"] is None:  # the shortest document of the whole input (published as N)
             lengths: list[int] = [0] * len(plan)
             backend.map(min_length, [(p, settings) for p in plan], lambda i, r: lengths.__setitem__(i, r))
@@ -568,7 +596,7 @@ def obfuscate_corpus(
         size = int(state["resolved_size"])
         if on_size_from_data is not None:
             on_size_from_data(size)
-    settings = JobSettings(**{**asdict(settings), "size": int(size)})
+    settings = JobSettings(**{**asdict(settings), "size": int(size or 0)})
     parts = [part_name(p.index, fmt) for p in plan]
     total = sum(p.n_docs for p in plan)
     if manifest is None:
@@ -599,12 +627,12 @@ def obfuscate_corpus(
         with atomic_writer(private_report, overwrite=force, private=True) as fh:
             for q in pieces:
                 fh.write(q.read_text(encoding="utf-8"))
-    guarantee = EarthMoversGuarantee(
-        epsilon=float(epsilon), size=int(size), dim=embeddings.dim, vocab_size=embeddings.vocab_size,
-        embeddings=embeddings.name, bag=bag, size_from_data=bool(size_from_data), seeded=seed is not None,
+    guarantee = mechanism_guarantee(
+        driver_mech, size=int(size) if is_bag and size is not None else None, seeded=seed is not None,
+        size_from_data=bool(size_from_data) and is_bag,
     )
     summary = release_settings(
-        guarantee.to_dict(), engine=backend.name, documents=total, decoder=DECODER_NAMES.get(decoder, decoder),
+        guarantee, engine=backend.name, documents=total, decoder=mechanism_decoder(driver_mech),
         known_source=known_source, stop_words=stop_words, fmt=fmt,
         extra={"partitions": len(plan), "parts": parts, "vocabulary_fingerprint": fp, **(extra_settings or {})},
     )

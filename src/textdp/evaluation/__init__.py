@@ -12,7 +12,13 @@ Reproduces Section 6 / Table 1 / Appendix B of Fernandes, Dras & McIver
 
 from __future__ import annotations
 
-from .datasets import PRESETS, EvaluationSet, build_evaluation_set, resolve_data_dir, strip_quoted
+from .datasets import (
+    PRESETS,
+    EvaluationSet,
+    build_evaluation_set,
+    resolve_data_dir,
+    strip_quoted,
+)
 from .experiment import (
     ATTACKERS,
     UTILITY_MODELS,
@@ -27,23 +33,23 @@ from .stats import bootstrap_ci, chance_accuracy
 from .utility import FastTextTopicClassifier, TfidfTopicClassifier
 
 __all__ = [
-    "PRESETS",
-    "EvaluationSet",
-    "build_evaluation_set",
-    "resolve_data_dir",
-    "strip_quoted",
     "ATTACKERS",
+    "PRESETS",
     "UTILITY_MODELS",
+    "EvaluationSet",
     "ExperimentConfig",
     "ExperimentResult",
-    "config_from_dict",
-    "load_config",
-    "run_experiment",
-    "frontier",
-    "render_markdown",
-    "write_report",
-    "bootstrap_ci",
-    "chance_accuracy",
     "FastTextTopicClassifier",
     "TfidfTopicClassifier",
+    "bootstrap_ci",
+    "build_evaluation_set",
+    "chance_accuracy",
+    "config_from_dict",
+    "frontier",
+    "load_config",
+    "render_markdown",
+    "resolve_data_dir",
+    "run_experiment",
+    "strip_quoted",
+    "write_report",
 ]

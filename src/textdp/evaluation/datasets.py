@@ -17,8 +17,16 @@ an author field, in a fully deterministic way (no randomness at all):
    (:func:`textdp.text.normalise`); the known text is the first ``known_words``
    normalised words, the snippet the last ``unknown_words`` (the two never
    overlap: authors with fewer than ``known_words + unknown_words`` are left
-   out). The raw text split the same way (first / last words of the raw
-   whitespace tokens) is kept for the raw-text reference row;
+   out, and the report lists them). The raw text split the same way (first / last
+   words of the raw whitespace tokens) is kept for the raw-text reference row.
+   With ``split_field`` (e.g. ``"split"``) the corpus's own known/unknown split is
+   followed instead: the known text is the first ``known_words`` normalised words
+   of the author's rows whose split is in ``known_split``, the snippet the first
+   ``unknown_words`` of the rows in ``unknown_split``; the two never cross, and an
+   author short of words on either side is left out (and listed). Without it, when
+   the rows carry a ``split`` field, the construction records for how many authors
+   the cut crossed that field (``construction["crossed_split"]``), so the report
+   never hides it;
 4. with topics, the ``n_topics`` topics with most eligible authors (ties:
    alphabetical) are kept, and in each the ``authors_per_topic`` authors with
    most words (ties: by name); otherwise authors are sorted by name and the
@@ -126,6 +134,9 @@ def build_evaluation_set(
     n_topics: int | None = None,
     authors_per_topic: int | None = None,
     max_topic_train: int | None = 5000,
+    split_field: str | None = None,
+    known_split: tuple[str, ...] | list[str] = ("train",),
+    unknown_split: tuple[str, ...] | list[str] = ("test",),
 ) -> EvaluationSet:
     """Build the evaluation set of ``corpus`` (a preset name or a JSON-lines path).
 
@@ -152,9 +163,20 @@ def build_evaluation_set(
     known_words = check_positive_int(known_words, "known_words")
     unknown_words = check_positive_int(unknown_words, "unknown_words")
     check_choice(cut, "cut", ("normalised", "raw"))
+    known_split = tuple(str(v) for v in known_split)
+    unknown_split = tuple(str(v) for v in unknown_split)
+    if split_field is not None:
+        if not known_split or not unknown_split:
+            raise ParameterError("split_field needs non-empty known_split and unknown_split lists")
+        if set(known_split) & set(unknown_split):
+            raise ParameterError(f"known_split and unknown_split share {sorted(set(known_split) & set(unknown_split))}")
+        if cut != "normalised":
+            raise ParameterError('split_field works with cut = "normalised" only')
 
     rows_by_author: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
+    splits_by_author: dict[str, list[str | None]] = defaultdict(list)
     all_rows: list[tuple[str, str, str | None]] = []
+    detected_split: str | None = None
     for row in read_jsonl(path):
         author, text = row.get(author_field), row.get(text_field)
         if author is None or not isinstance(text, str) or not text.strip():
@@ -166,32 +188,67 @@ def build_evaluation_set(
         topic = None if topic_field is None else row.get(topic_field)
         if topic_field is not None and topic is None:
             continue
+        key = split_field or ("split" if "split" in row else None)
+        if key is not None and split_field is None:
+            detected_split = key
+        sval = None if key is None or row.get(key) is None else str(row.get(key))
+        if split_field is not None and sval not in known_split + unknown_split:
+            continue  # neither side of the split (e.g. a validation set)
         rows_by_author[str(author)].append((text, None if topic is None else str(topic)))
+        splits_by_author[str(author)].append(sval)
         all_rows.append((str(author), text, None if topic is None else str(topic)))
     if not rows_by_author:
         raise DocumentError(f"{path}: no rows with fields {author_field!r} and {text_field!r}")
 
     need = known_words + unknown_words
     eligible: dict[str, tuple[list[str], list[str], list[str], list[str], str | None, int]] = {}
+    excluded: list[dict[str, Any]] = []
+    crossed: dict[str, dict[str, list[str]]] = {}
     for author in sorted(rows_by_author):
         rows = rows_by_author[author]
+        svals = splits_by_author[author]
         topic = None
         if topic_field is not None:
             counts = Counter(t for _, t in rows)
             top = max(counts.values())
             topic = min(str(t) for t, c in counts.items() if c == top)
-            rows = [r for r in rows if r[1] == topic]
+            keep_idx = [i for i, r in enumerate(rows) if r[1] == topic]
+            rows, svals = [rows[i] for i in keep_idx], [svals[i] for i in keep_idx]
+        if split_field is not None:
+            k_rows = [t for (t, _), v in zip(rows, svals) if v in known_split]
+            u_rows = [t for (t, _), v in zip(rows, svals) if v in unknown_split]
+            k_words = normalise(" ".join(k_rows))
+            u_words = normalise(" ".join(u_rows))
+            if len(k_words) < known_words or len(u_words) < unknown_words:
+                excluded.append({"author": author, "known_words": len(k_words), "unknown_words": len(u_words),
+                                 "reason": f"fewer than {known_words} known ({'/'.join(known_split)}) or "
+                                           f"{unknown_words} unknown ({'/'.join(unknown_split)}) words"})
+                continue
+            k_raw_all, u_raw_all = " ".join(k_rows).split(), " ".join(u_rows).split()
+            eligible[author] = (k_words[:known_words], u_words[:unknown_words], k_raw_all[:known_words],
+                                u_raw_all[:unknown_words], topic, len(k_raw_all) + len(u_raw_all))
+            continue
         raw = " ".join(t for t, _ in rows).split()
         if cut == "normalised":
-            words = normalise(" ".join(raw))
+            per_row = [normalise(t) for t, _ in rows]
+            words = [w for r in per_row for w in r]
             if len(words) < need:
+                excluded.append({"author": author, "words": len(words),
+                                 "reason": f"fewer than {need} normalised words"})
                 continue
             known, unknown = words[:known_words], words[-unknown_words:]
+            if detected_split is not None:  # which split values fed each side (never hidden)
+                owner = [v for r, v in zip(per_row, svals) for _ in r]
+                k_src = sorted({str(v) for v in owner[:known_words]})
+                u_src = sorted({str(v) for v in owner[-unknown_words:]})
+                if set(k_src) & set(u_src) or len(k_src) > 1:  # one split fed both sides, or the known text mixes
+                    crossed[author] = {"known": k_src, "unknown": u_src}
         else:
             if len(raw) < need:
+                excluded.append({"author": author, "words": len(raw), "reason": f"fewer than {need} raw words"})
                 continue
             known, unknown = normalise(" ".join(raw[:known_words])), normalise(" ".join(raw[-unknown_words:]))
-        if len(raw) < need:
+        if len(raw) < need:  # hyphenated words give more normalised than raw words: never overlap the raw cut
             k_raw, u_raw = raw[: len(raw) // 2], raw[len(raw) // 2 :]
         else:
             k_raw, u_raw = raw[:known_words], raw[-unknown_words:]
@@ -217,7 +274,9 @@ def build_evaluation_set(
         kept_topics = []
     if len(chosen) < 2:
         raise DocumentError(
-            f"{path}: only {len(chosen)} author(s) have {need} words or more; lower known_words/unknown_words"
+            f"{path}: only {len(chosen)} author(s) have {need} words or more"
+            + (f" ({known_words} known / {unknown_words} unknown along {split_field!r})" if split_field else "")
+            + "; lower known_words/unknown_words"
         )
 
     out = EvaluationSet(
@@ -250,6 +309,13 @@ def build_evaluation_set(
         "path": str(path),
         "authors": len(chosen),
         "eligible_authors": len(eligible),
+        "corpus_authors": len(rows_by_author),
+        "excluded": excluded,
+        "split_field": split_field,
+        "known_split": list(known_split) if split_field else None,
+        "unknown_split": list(unknown_split) if split_field else None,
+        "detected_split_field": detected_split,
+        "crossed_split": {a: v for a, v in crossed.items() if a in set(chosen)},
         "known_words": known_words,
         "unknown_words": unknown_words,
         "cut": cut,

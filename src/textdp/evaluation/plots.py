@@ -1,4 +1,10 @@
-"""PNG plots of a run: attack accuracy and utility against epsilon (extra ``eval``)."""
+"""PNG plots of a run: attack accuracy and utility against epsilon, and the privacy-utility frontier (extra ``eval``).
+
+With one mechanism the per-model plots of the paper's Table 1 are drawn; with
+several, one line per mechanism: the strongest attacker (accuracy / chance, fixed
+and noise-aware attackers together) and the first utility model against epsilon,
+and one privacy-utility plot with every mechanism.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,9 @@ from typing import Any
 
 from ..errors import require
 
-__all__ = ["plot_results"]
+__all__ = ["plot_comparison", "plot_results"]
+
+_MAIN = ("bag", "text")
 
 
 def _x_positions(epsilons: list[float]) -> tuple[dict[float | None, float], list[float], list[str]]:
@@ -24,15 +32,77 @@ def _x_positions(epsilons: list[float]) -> tuple[dict[float | None, float], list
     return pos, ticks, labels
 
 
+def _labels(main: list[dict[str, Any]]) -> list[str | None]:
+    return [m for m in dict.fromkeys(r.get("mechanism") for r in main) if m is not None] or [None]
+
+
+def _curve(main: list[dict[str, Any]], label: str | None) -> list[tuple[float | None, float, float | None]]:
+    """(epsilon, strongest attacker / chance, first utility accuracy) per condition of ``label`` plus its baseline."""
+    mine = [r for r in main if r.get("mechanism") == label]
+    release = next((r.get("text", "bag") for r in mine), "bag")
+    base = [r for r in main if r.get("mechanism") is None and r["epsilon"] is None and r.get("text", "bag") == release]
+    rows = (base + [r for r in mine if r["epsilon"] is not None]) if label is not None else mine
+    umodel = next((r["model"] for r in rows if r["kind"] == "utility"), None)
+    out = []
+    for e in dict.fromkeys(r["epsilon"] for r in rows):
+        att = [r["accuracy"] / r["chance"] for r in rows if r["epsilon"] == e and r["kind"] == "attack"]
+        uti = [r["accuracy"] for r in rows if r["epsilon"] == e and r["model"] == umodel]
+        out.append((e, max(att) if att else float("nan"), uti[0] if uti else None))
+    return out
+
+
+def plot_comparison(rows: list[dict[str, Any]], path: Path, title: str) -> Path | None:
+    """One privacy-utility plot with every mechanism: topic accuracy against the strongest attacker / chance.
+
+    Each mechanism is a line through its epsilons (labelled), starting at the
+    unmodified point; returns ``None`` when the rows hold no utility model.
+    """
+    mpl = require("matplotlib", "eval")
+    mpl.use("Agg")  # type: ignore[attr-defined]
+    import matplotlib.pyplot as plt
+
+    main = [r for r in rows if r.get("text", "bag") in _MAIN]
+    if not any(r["kind"] == "utility" for r in main):
+        return None
+    fig, ax = plt.subplots(figsize=(8.5, 6), dpi=120)
+    markers = "osD^v<>phX*"
+    for i, label in enumerate(_labels(main)):
+        pts = [(x, y, e) for e, x, y in _curve(main, label) if y is not None]
+        if not pts:
+            continue
+        line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)], ms=4, lw=1.2,
+                       label=str(label or "mechanism"))[0]
+        for x, y, e in pts:
+            if e is not None:
+                ax.annotate(f"{e:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6,
+                            color=line.get_color())
+    ax.axvline(2.0, color="grey", ls="--", lw=0.8, label="strongest attacker = 2x chance")
+    base = [r for r in main if r["epsilon"] is None and r.get("mechanism") is None and r["kind"] == "utility"]
+    if base:
+        ax.axhline(base[0]["accuracy"] - 0.05, color="grey", ls=":", lw=0.8, label="unmodified topic - 5 points")
+    ax.set_xscale("symlog", linthresh=2.0)
+    ax.set_xlabel("strongest attacker accuracy / chance (fixed and noise-aware; symlog scale)")
+    ax.set_ylabel("topic accuracy")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"{title}: privacy-utility frontier (point labels = epsilon)")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def plot_results(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
     """Write ``attacks.png``, ``utility.png`` and ``privacy_utility.png``; return their paths."""
     mpl = require("matplotlib", "eval")
     mpl.use("Agg")  # type: ignore[attr-defined]
     import matplotlib.pyplot as plt
 
-    main = [r for r in rows if r.get("text", "bag") == "bag"]
+    main = [r for r in rows if r.get("text", "bag") in _MAIN]
+    labels = _labels(main)
     epsilons = [r["epsilon"] for r in main if r["epsilon"] is not None]
-    pos, ticks, labels = _x_positions(epsilons)
+    pos, ticks, tick_labels = _x_positions(epsilons)
     written: list[Path] = []
     for kind, fname, ylabel in (("attack", "attacks.png", "author attribution accuracy"),
                                 ("utility", "utility.png", "topic accuracy")):
@@ -40,59 +110,46 @@ def plot_results(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[
         if not sel:
             continue
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-        for model in dict.fromkeys(r["model"] for r in sel):
-            pts = sorted((pos[r["epsilon"]], r["accuracy"], r["ci_low"], r["ci_high"]) for r in sel if r["model"] == model)
-            xs = [p[0] for p in pts]
-            ys = [p[1] for p in pts]
-            line = ax.plot(xs, ys, marker="o", label=model)[0]
-            ax.fill_between(xs, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.07)
-        chance = sel[0]["chance"]
-        ax.axhline(chance, color="grey", ls=":", label=f"chance ({chance:.2f})")
-        if kind == "attack":
-            ax.axhline(2 * chance, color="grey", ls="--", lw=0.8, label="2x chance")
+        if len(labels) == 1:
+            for model in dict.fromkeys(r["model"] for r in sel):
+                pts = sorted((pos[r["epsilon"]], r["accuracy"], r["ci_low"], r["ci_high"]) for r in sel
+                             if r["model"] == model)
+                xs = [p[0] for p in pts]
+                ys = [p[1] for p in pts]
+                line = ax.plot(xs, ys, marker="o", label=model)[0]
+                ax.fill_between(xs, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.07)
+            chance = sel[0]["chance"]
+            ax.axhline(chance, color="grey", ls=":", label=f"chance ({chance:.2f})")
+            if kind == "attack":
+                ax.axhline(2 * chance, color="grey", ls="--", lw=0.8, label="2x chance")
+            ax.set_ylim(0, 1)
+        else:  # one line per mechanism: strongest attacker / chance, or the first utility model
+            for label in labels:
+                curve = sorted((pos[e], x if kind == "attack" else y) for e, x, y in _curve(main, label)
+                               if (y is not None or kind == "attack"))
+                ax.plot([p[0] for p in curve], [float("nan") if p[1] is None else p[1] for p in curve], marker="o", ms=3,
+                        label=str(label))
+            if kind == "attack":
+                ax.axhline(2.0, color="grey", ls="--", lw=0.8, label="2x chance")
+                ylabel = "strongest attacker accuracy / chance"
+                ax.set_yscale("symlog", linthresh=2.0)
+            else:
+                ax.set_ylim(0, 1)
         ax.set_xscale("log")
         ax.set_xticks(ticks)
-        ax.set_xticklabels(labels)
+        ax.set_xticklabels(tick_labels, fontsize=7)
         ax.minorticks_off()
         ax.set_xlabel("epsilon (log scale; 'none' = unmodified)")
         ax.set_ylabel(ylabel)
-        ax.set_ylim(0, 1)
         ax.set_title(f"{title}: {ylabel}")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         path = out_dir / fname
         fig.savefig(path)
         plt.close(fig)
         written.append(path)
-    att = [r for r in main if r["kind"] == "attack"]
-    uti = [r for r in main if r["kind"] == "utility"]
-    if att and uti:
-        fig, ax = plt.subplots(figsize=(6.5, 4.5), dpi=110)
-        conds = list(dict.fromkeys(r["epsilon"] for r in main))
-        for umodel in dict.fromkeys(r["model"] for r in uti):
-            xs, ys, labs = [], [], []
-            for e in conds:
-                a = [r["accuracy"] / r["chance"] for r in att if r["epsilon"] == e]
-                u = [r["accuracy"] for r in uti if r["epsilon"] == e and r["model"] == umodel]
-                if a and u:
-                    xs.append(max(a))
-                    ys.append(u[0])
-                    labs.append("none" if e is None else f"{e:g}")
-            ax.plot(xs, ys, marker="o", label=umodel)
-            for x, y, lab in zip(xs, ys, labs, strict=True):
-                ax.annotate(lab, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
-        ax.axvline(2.0, color="grey", ls="--", lw=0.8, label="strongest attacker = 2x chance")
-        ax.set_xlim(left=0)
-        ax.set_xlabel("strongest attacker accuracy / chance")
-        ax.set_ylabel("topic accuracy")
-        ax.set_ylim(0, 1)
-        ax.set_title(f"{title}: privacy-utility frontier (labels = epsilon)")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        path = out_dir / "privacy_utility.png"
-        fig.savefig(path)
-        plt.close(fig)
-        written.append(path)
+    frontier_png = plot_comparison(rows, out_dir / "privacy_utility.png", title)
+    if frontier_png is not None:
+        written.append(frontier_png)
     return written

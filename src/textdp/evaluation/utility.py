@@ -22,7 +22,7 @@ import numpy as np
 from ..attacks._common import as_token_lists, check_labels
 from ..errors import ParameterError, require
 
-__all__ = ["TfidfTopicClassifier", "FastTextTopicClassifier"]
+__all__ = ["FastTextTopicClassifier", "TfidfTopicClassifier"]
 
 
 class TfidfTopicClassifier:

@@ -10,7 +10,13 @@
 
 from __future__ import annotations
 
-from .earth_movers import DocumentDiagnostics, EarthMoversPrivacy, PrivateDocument, noisy_vectors, privatize_ids
+from .earth_movers import (
+    DocumentDiagnostics,
+    EarthMoversPrivacy,
+    PrivateDocument,
+    noisy_vectors,
+    privatize_ids,
+)
 from .exponential import (
     TEM,
     CusText,
@@ -29,12 +35,12 @@ MECHANISMS = MECHANISM_CLASSES
 __all__ = [
     "CMP",
     "MECHANISMS",
-    "DocumentDiagnostics",
     "MECHANISM_CLASSES",
     "MECHANISM_NAMES",
     "TEM",
     "CusText",
     "CusTextPlus",
+    "DocumentDiagnostics",
     "EarthMoversPrivacy",
     "MBRDecoder",
     "Mahalanobis",

@@ -68,8 +68,9 @@ from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyW
 from ..guarantees import EarthMoversGuarantee
 from ..text import BAG_MODES, make_bag, normalise
 from .laplace import laplace_noise
+from .mbr import POSTPROCESSORS, MBRDecoder
 
-MECHANISM_NAME = "earth-movers-privacy"
+MECHANISM_NAME = "earth-movers"
 
 #: Words noised and decoded at once: bounds the working memory (about 2 KB per word for
 #: 50-d vectors: the float64 noise, the noisy vectors and the decoder's scores) whatever N is.
@@ -184,7 +185,11 @@ class DocumentDiagnostics:
     n_in_vocabulary : int
         In-vocabulary tokens the bag was formed from.
     input_rows, output_rows : numpy.ndarray
-        The input bag and the released bag as vocabulary rows (sorted).
+        The input bag and the released bag as vocabulary rows (sorted), or, with
+        ``aligned=True`` (word-level mechanisms), the input words and their
+        replacements position by position.
+    aligned : bool
+        ``output_rows[i]`` replaced ``input_rows[i]`` (text mechanisms); ``False``: two bags.
     """
 
     id: str
@@ -193,9 +198,12 @@ class DocumentDiagnostics:
     n_in_vocabulary: int
     input_rows: np.ndarray = field(repr=False)
     output_rows: np.ndarray = field(repr=False)
+    aligned: bool = False
 
     def unchanged_fraction(self) -> float:
-        """Multiset overlap of output and input bag divided by N."""
+        """Share of words released unchanged: position-wise (aligned) or multiset overlap of the bags, over N."""
+        if self.aligned:
+            return float(np.mean(self.output_rows == self.input_rows)) if self.input_rows.size else 0.0
         overlap = Counter(self.output_rows.tolist()) & Counter(self.input_rows.tolist())
         return sum(overlap.values()) / max(int(self.input_rows.size), 1)
 
@@ -251,6 +259,13 @@ class EarthMoversPrivacy:
         Let the decoder use the input words to skip work (same output words, faster
         at epsilon >~ 35). Its running time then depends on the private words: a
         timing side channel the guarantee does not cover. For experiments only.
+    postprocess : {None, "mbr"}
+        ``"mbr"``: decode with :class:`~textdp.mechanisms.MBRDecoder` (the posterior
+        medoid among the noisy vector's ``candidates`` nearest words) instead of the
+        nearest word; a function of the noisy vector only (post-processing), so the
+        guarantee is unchanged. Records name the decoder ``"mbr"``.
+    candidates : int
+        Candidate words of the ``"mbr"`` post-processing.
 
     Examples
     --------
@@ -287,6 +302,8 @@ class EarthMoversPrivacy:
         decoder: str = "exact",
         size_from_data: bool = False,
         known_source: bool = False,
+        postprocess: str | None = None,
+        candidates: int = 64,
     ) -> None:
         self.epsilon = epsilon
         self.size = size
@@ -298,11 +315,16 @@ class EarthMoversPrivacy:
         self.decoder = decoder
         self.size_from_data = size_from_data
         self.known_source = known_source
+        self.postprocess = postprocess
+        self.candidates = candidates
+
+    #: what a release holds: a bag (the private words sorted by vocabulary row)
+    output = "bag"
 
     # -- scikit-learn protocol -------------------------------------------------
     _PARAMS = (
         "epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "rng", "decoder", "size_from_data",
-        "known_source",
+        "known_source", "postprocess", "candidates",
     )
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -336,7 +358,11 @@ class EarthMoversPrivacy:
             )
         self.embeddings_ = emb
         check_choice(self.decoder, "decoder", DECODERS)
-        self.decoder_ = make_decoder(self.decoder, emb.vectors)
+        if self.postprocess is not None:
+            check_choice(self.postprocess, "postprocess", POSTPROCESSORS)
+            self.decoder_: Decoder = MBRDecoder(emb.vectors, epsilon=self.epsilon_, candidates=self.candidates)
+        else:
+            self.decoder_ = make_decoder(self.decoder, emb.vectors)
         self.rng_ = make_rng(self.rng)
         return self
 

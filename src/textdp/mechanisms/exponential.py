@@ -22,8 +22,8 @@ import numpy as np
 
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..embeddings import Embeddings
-from ..errors import ParameterError, ParameterTypeError
-from ..text import normalise, resolve_stop_words
+from ..errors import ParameterError
+from ..text import resolve_stop_words
 from .kernels import (
     augment,
     blas_threads,
@@ -613,14 +613,6 @@ class CusTextPlus(CusText):
         super()._prepare(emb)
         stops = resolve_stop_words(self.stop_words)
         self._is_stop = np.fromiter((w in stops for w in emb.words), dtype=bool, count=emb.vocab_size)
-
-    def tokens(self, text: str, doc_id: str = "document") -> np.ndarray:
-        """All in-vocabulary rows in order, stop words included (they pass through unchanged)."""
-        self._ensure_fitted()
-        if not isinstance(text, str):
-            raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-        rows, _ = self.embeddings_.ids(normalise(text, None))  # stop words kept: they pass through
-        return rows
 
     def core(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Stop-word rows unchanged, the others through CusText."""

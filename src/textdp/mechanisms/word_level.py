@@ -21,17 +21,18 @@ exactly one word per protected input word).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from .._rng import make_rng
+from .._rng import is_seeded, make_rng
 from .._validation import check_epsilon
 from ..embeddings import Embeddings, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..text import normalise
+from .earth_movers import DocumentDiagnostics, PrivateReport
 
 __all__ = ["PrivateText", "SeedLike", "WordLevelGuarantee", "WordLevelMechanism"]
 
@@ -167,6 +168,10 @@ class WordLevelMechanism:
     metric: ClassVar[str] = "euclidean"
     _BASE: ClassVar[tuple[str, ...]] = ("epsilon", "embeddings", "vocab_size", "stop_words", "seed")
     _EXTRA: ClassVar[tuple[str, ...]] = ()
+    #: what a release holds: ``"text"`` (the words in input order) -- bag mechanisms say ``"bag"``
+    output: ClassVar[str] = "text"
+    #: True: stop words are kept in place (and released unchanged), not removed (CusText+)
+    _skip_stop_words: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -220,7 +225,7 @@ class WordLevelMechanism:
             )
         self.embeddings_ = emb
         self.rng_ = make_rng(self.seed)
-        self.seeded_ = self.seed is not None
+        self.seeded_ = is_seeded(self.seed)
         self._prepare(emb)
         self.guarantee_ = WordLevelGuarantee(
             mechanism=self.name,
@@ -285,26 +290,67 @@ class WordLevelMechanism:
 
     def tokens(self, text: str, doc_id: str = "document") -> np.ndarray:
         """The in-vocabulary rows of ``text`` that the mechanism protects, in order."""
+        return self._rows(text, doc_id)[0]
+
+    def _rows(self, text: str, doc_id: str) -> tuple[np.ndarray, int, int]:
+        """In-vocabulary rows, normalised token count and dropped (OOV) count of ``text`` (PRIVATE)."""
         self._ensure_fitted()
         if not isinstance(text, str):
             raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-        rows, _ = self.embeddings_.ids(normalise(text, self.stop_words))
-        return rows
+        toks = normalise(text, None if self._skip_stop_words else self.stop_words)
+        rows, oov = self.embeddings_.ids(toks)
+        return rows, len(toks), int(oov)
 
     def _assemble(self, rows: np.ndarray, released: np.ndarray) -> tuple[str, ...]:
         words = self.embeddings_.words
         return tuple(words[j] for j in released)
 
     def privatize_batch(
-        self, texts: Sequence[str], ids: Sequence[str] | None = None, *, chunk: int = 4096
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str] | None = None,
+        *,
+        seed: SeedLike = None,
+        seeded: bool | None = None,
+        private_report: PrivateReport | None = None,
+        progress: Callable[[int], None] | None = None,
+        chunk: int = 4096,
     ) -> list[PrivateText]:
-        """Privatize a batch of texts; every text is validated before any noise is drawn."""
+        """Privatize a batch of texts; every text is validated before any noise is drawn.
+
+        Parameters
+        ----------
+        texts, ids : sequences of str
+            The documents and their record ids (default ``"0"``, ``"1"``, ...).
+        seed : int, Generator, SeedSequence or None
+            Randomness for this call (default: this object's generator). Nothing on
+            the fitted object is modified, so one object can serve many partitions.
+        seeded : bool, optional
+            Whether the randomness came from a user seed, as recorded (default:
+            ``seed`` or the constructor's ``seed`` was given).
+        private_report : list or callable, optional
+            Receives one :class:`~textdp.mechanisms.DocumentDiagnostics` per text
+            (position-aligned input and output rows). PRIVATE: describes the input.
+        progress : callable, optional
+            Called with the number of texts finished (once per text, after the batch).
+
+        Examples
+        --------
+        >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
+        >>> from textdp.mechanisms import CMP
+        >>> report = []
+        >>> out = CMP(epsilon=1e6, embeddings=emb, stop_words=None).privatize_batch(
+        ...     ["dog unicorn car"], seed=0, private_report=report)
+        >>> out[0].text, out[0].seeded, report[0].dropped_oov, report[0].unchanged_fraction()
+        ('dog car', True, 1, 1.0)
+        """
         self._ensure_fitted()
         texts = list(texts)
         if ids is not None and len(ids) != len(texts):
             raise ParameterTypeError(f"got {len(ids)} ids for {len(texts)} texts")
         doc_ids = [str(x) for x in ids] if ids is not None else [str(i) for i in range(len(texts))]
-        rows = [self.tokens(t, d) for t, d in zip(texts, doc_ids)]
+        prepared = [self._rows(t, d) for t, d in zip(texts, doc_ids)]
+        rows = [p[0] for p in prepared]
         for r, d in zip(rows, doc_ids):
             if r.size == 0:
                 raise DocumentError(
@@ -313,18 +359,30 @@ class WordLevelMechanism:
                 )
         if not texts:
             return []
+        gen = self.rng_ if seed is None else make_rng(seed)
+        if seeded is None:
+            seeded = is_seeded(seed) if seed is not None else self.seeded_
         flat = np.concatenate(rows)
         out = np.empty_like(flat)
         for s in range(0, flat.size, chunk):
-            out[s : s + chunk] = self.privatize_ids(flat[s : s + chunk])
+            out[s : s + chunk] = self.privatize_ids(flat[s : s + chunk], rng=gen)
         bounds = np.cumsum([0] + [r.size for r in rows])
+        if progress is not None:
+            progress(len(texts))
+        if private_report is not None:
+            emit = private_report.append if isinstance(private_report, list) else private_report
+            for i, (r, n_tok, oov) in enumerate(prepared):
+                emit(DocumentDiagnostics(
+                    id=doc_ids[i], n_tokens=n_tok, dropped_oov=oov, n_in_vocabulary=int(r.size),
+                    input_rows=r.copy(), output_rows=out[bounds[i] : bounds[i + 1]].copy(), aligned=True,
+                ))
         g = self.guarantee_
         return [
             PrivateText(
                 id=doc_ids[i],
                 words=self._assemble(rows[i], out[bounds[i] : bounds[i + 1]]),
                 guarantee=g,
-                seeded=self.seeded_,
+                seeded=bool(seeded),
             )
             for i in range(len(texts))
         ]
