@@ -109,7 +109,7 @@ def main() -> None:
     for d in ([] if args.only_known_source else args.dims):
         for v in args.vocab:
             vec = vocabulary(v, d, rng)
-            src, q = queries_for(vec, args.queries, args.epsilon if d == 50 else args.epsilon_300, rng)
+            _src, q = queries_for(vec, args.queries, args.epsilon if d == 50 else args.epsilon_300, rng)
             dec = ExactDecoder(vec)
             dec.decode(q[:64])
             rates: list[float] = []
@@ -136,7 +136,7 @@ def main() -> None:
             print(f"{v:>7} {d:>4} {exact_wps:>10.0f} {faiss_wps:>12.0f} {naive_wps:>9.1f} {roof:>12.0f} "
                   f"{100 * exact_wps / roof:>5.0f}% {exact_wps / naive_wps:>7.0f}x {agree:>5.2f}", flush=True)
             dec.close()
-            del vec, dec
+            vec = dec = None  # free the vocabulary before the next size
 
     if not args.only_known_source:
         peer(args, rng)

@@ -180,7 +180,7 @@ def main() -> None:
             mech.privatize_ids(ids[:16])  # warm-up (thread pools, lazy buffers)
             wps = timed(lambda m=mech, x=ids: m.privatize_ids(x), n, args.repeats)
             m_eps = float(mech.guarantee.epsilon)
-        key = label(name, {k: v for k, v in params.items()})
+        key = label(name, dict(params.items()))
         rates[key] = wps
         rows.append((key, m_eps, wps, setup))
         print(f"{key:42s} eps={m_eps:<8.4g} {wps:12,.1f} words/s   setup {setup:6.1f} s", flush=True)

@@ -56,7 +56,7 @@ def test_bound_stable_where_series_overflows():
     assert theorem_4_2(300.0, 1, 300, 1.0) == pytest.approx(0.5, abs=0.02)
     # monotone in Delta
     vals = [theorem_4_2(1.0, 10, 300, d) for d in np.linspace(0, 100, 50)]
-    assert all(a <= b for a, b in zip(vals, vals[1:]))
+    assert all(a <= b for a, b in itertools.pairwise(vals))
 
 
 def test_validity_condition_and_its_consequences():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -54,7 +55,7 @@ def test_curve_is_monotone_and_inverse_consistent(toy):
     curve = survival_curve(toy, words=np.arange(100, 300), repeats=5, rng=3)
     grid = np.geomspace(0.1, 100, 60)
     f = [curve.unchanged_fraction(e) for e in grid]
-    assert all(a <= b for a, b in zip(f, f[1:]))
+    assert all(a <= b for a, b in itertools.pairwise(f))
     for target in [0.2, 0.5, 0.9]:
         eps = curve.epsilon_for(target)
         assert curve.unchanged_fraction(eps) == pytest.approx(target, abs=0.01)

@@ -74,7 +74,7 @@ def reference_koppel(known, unknown, *, variant="pan", n=4, n_features=20000, tr
                 continue
             ustring = join(u[:L])
             for t in range(trials):
-                rfl = set(fl[i] for i in np.argsort(keys[t], kind="stable")[:k])
+                rfl = {fl[i] for i in np.argsort(keys[t], kind="stable")[:k]}
                 fu = {g: c for g, c in _vector(ustring, n).items() if g in rfl}
                 sims = []
                 for c, kt in enumerate(known):

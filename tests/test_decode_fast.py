@@ -60,7 +60,7 @@ def test_known_source_with_duplicates_and_ties(rng):
 def test_neighbour_lists_bound_is_rigorous(vocab):
     dec = ExactDecoder(vocab, vocab_block=700)
     rows = np.array([0, 5, 123, 5999])
-    nb, dist, bound = dec.neighbour_lists(rows, 16)
+    nb, _dist, bound = dec.neighbour_lists(rows, 16)
     v64 = vocab.astype(np.float64)
     for r, n, b in zip(rows, nb, bound):
         d = np.sqrt(((v64 - v64[r]) ** 2).sum(axis=1))

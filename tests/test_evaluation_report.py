@@ -93,7 +93,7 @@ def test_frontier_reports_where_target_fails() -> None:
 def test_construction_is_deterministic(tmp_path: Path) -> None:
     path = tmp_path / "toy.jsonl.gz"
     _write_corpus(path)
-    kw = dict(topic_field="group", known_words=200, unknown_words=100, n_topics=2, authors_per_topic=2)
+    kw = {"topic_field": "group", "known_words": 200, "unknown_words": 100, "n_topics": 2, "authors_per_topic": 2}
     a = build_evaluation_set(str(path), **kw)
     b = build_evaluation_set(str(path), **kw)
     assert a.authors == b.authors and a.known == b.known and a.unknown == b.unknown

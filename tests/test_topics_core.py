@@ -229,7 +229,7 @@ def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
     for key in (*GUARANTEE_KEYS, "gamma", "grid", "keywords", "matrix", "raw_matrix", "keyword_note", "seeded"):
         assert key in d
     assert not PRIVATE_KEYS & set(d)
-    assert {f for f in TopicRelease.__dataclass_fields__} == {"guarantee", "keywords", "raw_matrix", "matrix",
+    assert set(TopicRelease.__dataclass_fields__) == {"guarantee", "keywords", "raw_matrix", "matrix",
                                                               "seeded", "keyword_note"}
     text = repr(d) + repr(rel)
     for secret in (sens, mech.sigma((2, 2))):  # neither the sensitivity nor sigma (which reveals it)

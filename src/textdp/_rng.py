@@ -45,7 +45,7 @@ SeedLike = int | np.random.SeedSequence | np.random.Generator | None
 
 def _aes(seed: np.random.SeedSequence | None) -> Any:
     """An ``AESCounter`` keyed from ``seed``, or from 128 fresh OS bits when ``seed`` is None."""
-    from randomgen import AESCounter  # type: ignore[import-untyped]  # first use: ~35 ms
+    from randomgen import AESCounter  # first use: ~35 ms
 
     if seed is None:
         return AESCounter(key=secrets.randbits(128))
@@ -150,7 +150,7 @@ def spawn(rng: SeedLike, n: int) -> list[np.random.Generator]:
     if isinstance(rng, np.random.Generator):
         seeded = is_seeded(rng)
         keys = rng.integers(0, 2**64, size=(n, 2), dtype=np.uint64, endpoint=False)
-        from randomgen import AESCounter  # type: ignore[import-untyped]
+        from randomgen import AESCounter
 
         return [TextDPGenerator(AESCounter(key=k), seeded=seeded) for k in keys]
     seq = _seed_sequence(rng)

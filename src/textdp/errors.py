@@ -7,6 +7,8 @@ how to fix it. The CLI prints that message and exits non-zero, never a traceback
 
 from __future__ import annotations
 
+import types
+
 
 class TextDPError(Exception):
     """Base class of all errors textdp raises on purpose."""
@@ -40,7 +42,7 @@ class PrivacyWarning(UserWarning):
     """A choice the user made weakens what a release hides (e.g. a bag size taken from the data)."""
 
 
-def require(module: str, extra: str) -> object:
+def require(module: str, extra: str) -> types.ModuleType:
     """Import an optional dependency or raise a :class:`MissingDependencyError`.
 
     >>> require("json", "none").__name__

@@ -61,10 +61,11 @@ _CDIST = {"euclidean": "euclidean", "manhattan": "cityblock"}
 
 def _as_points(x: object, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=np.float64)
+    shape = arr.shape
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[0] == 0:
-        raise ParameterError(f"{name} must be a non-empty (size, dim) array of vectors, got shape {np.shape(x)}")
+        raise ParameterError(f"{name} must be a non-empty (size, dim) array of vectors, got shape {shape}")
     if not np.all(np.isfinite(arr)):
         raise ParameterError(f"{name} contains NaN or infinite values")
     return arr
@@ -137,7 +138,7 @@ def _emd_linprog(dist: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
 
 def _emd_pot(dist: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     ot = require("ot", "ot")
-    return float(ot.emd2(a, b, dist))  # type: ignore[attr-defined]
+    return float(ot.emd2(a, b, dist))
 
 
 def earth_movers_distance(

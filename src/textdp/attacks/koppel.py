@@ -398,10 +398,10 @@ class KoppelAttacker:
                     break
             ksum = np.asarray(W.sum(axis=1)).reshape(Tc, C)  # type: ignore[attr-defined]
             usum = M @ U.T  # (Tc, Um)
-            minsum = minsum.reshape(Tc, C, Um)
-            maxsum = ksum[:, :, None] + usum[:, None, :] - minsum
-            return np.where(maxsum > 0, minsum / np.where(maxsum > 0, maxsum, 1.0), 0.0)
-        dot = np.asarray(W @ U.T).reshape(Tc, C, Um)  # type: ignore[operator]
+            min3 = minsum.reshape(Tc, C, Um)
+            maxsum = ksum[:, :, None] + usum[:, None, :] - min3
+            return np.where(maxsum > 0, min3 / np.where(maxsum > 0, maxsum, 1.0), 0.0)
+        dot = np.asarray(W @ U.T).reshape(Tc, C, Um)
         knorm = np.sqrt(np.asarray(W.multiply(W).sum(axis=1)).reshape(Tc, C))  # type: ignore[attr-defined]
         unorm = np.sqrt(M @ (U * U).T)  # (Tc, Um)
         denom = knorm[:, :, None] * unorm[:, None, :]

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._validation import check_choice, check_positive_int
 from ..accounting.emd import earth_movers_distance
+from ..embeddings import EmbeddingsLike
 from ..errors import DocumentError, ParameterError
 from ._common import as_token_lists, check_labels
 
@@ -27,15 +28,15 @@ __all__ = ["NearestNeighbourAttacker", "document_vectors", "emd_distance_matrix"
 DISTANCES = ("mean", "emd")
 
 
-def _rows(tokens: list[str], embeddings: object, where: str) -> np.ndarray:
-    index = embeddings.index  # type: ignore[attr-defined]
+def _rows(tokens: list[str], embeddings: EmbeddingsLike, where: str) -> np.ndarray:
+    index = embeddings.index
     rows = np.fromiter((index[w] for w in tokens if w in index), dtype=np.int64)
     if rows.size == 0:
         raise DocumentError(f"{where} has no in-vocabulary word")
     return rows
 
 
-def document_vectors(texts: Sequence[object], embeddings: object) -> np.ndarray:
+def document_vectors(texts: Sequence[object], embeddings: EmbeddingsLike) -> np.ndarray:
     """Mean word vector of each text (``(n, d)`` float64), skipping unknown words.
 
     >>> from types import SimpleNamespace
@@ -44,11 +45,11 @@ def document_vectors(texts: Sequence[object], embeddings: object) -> np.ndarray:
     [[0.5, 0.5]]
     """
     toks = as_token_lists(texts)
-    vecs = np.asarray(embeddings.vectors)  # type: ignore[attr-defined]
+    vecs = np.asarray(embeddings.vectors)
     return np.stack([vecs[_rows(t, embeddings, f"text {i}")].mean(axis=0, dtype=np.float64) for i, t in enumerate(toks)])
 
 
-def emd_distance_matrix(a_texts: Sequence[object], b_texts: Sequence[object], embeddings: object) -> np.ndarray:
+def emd_distance_matrix(a_texts: Sequence[object], b_texts: Sequence[object], embeddings: EmbeddingsLike) -> np.ndarray:
     """Earth Mover's distance between every pair of bags (uniform mass per word).
 
     The one EMD of textdp, :func:`textdp.accounting.emd.earth_movers_distance`: equal-size
@@ -60,7 +61,7 @@ def emd_distance_matrix(a_texts: Sequence[object], b_texts: Sequence[object], em
     >>> emd_distance_matrix([["a", "a"]], [["a", "b"], ["b", "b"]], emb).round(3).tolist()
     [[2.5, 5.0]]
     """
-    vecs = np.asarray(embeddings.vectors, dtype=np.float64)  # type: ignore[attr-defined]
+    vecs = np.asarray(embeddings.vectors, dtype=np.float64)
     A = [vecs[_rows(t, embeddings, f"text {i}")] for i, t in enumerate(as_token_lists(a_texts))]
     B = [vecs[_rows(t, embeddings, f"text {i}")] for i, t in enumerate(as_token_lists(b_texts))]
     out = np.empty((len(A), len(B)))
@@ -93,7 +94,7 @@ class NearestNeighbourAttacker:
     ['X', 'Y']
     """
 
-    def __init__(self, embeddings: object, k: int = 1, distance: str = "mean") -> None:
+    def __init__(self, embeddings: EmbeddingsLike, k: int = 1, distance: str = "mean") -> None:
         self.embeddings = embeddings
         self.k = check_positive_int(k, "k")
         self.distance = check_choice(distance, "distance", DISTANCES)

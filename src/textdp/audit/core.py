@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta as _beta  # type: ignore[import-untyped]
+from scipy.stats import beta as _beta
 
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability

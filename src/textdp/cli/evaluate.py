@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
             _check_report_folder(out, config, force)  # before minutes of work, not after
             with progress_bar(disable=quiet) as bar:
 
-                def stage(name: str, total: int):  # type: ignore[no-untyped-def]
+                def stage(name: str, total: int):
                     task = bar.add_task(name, total=max(total, 1))
                     return lambda n: bar.advance(task, n)
 

@@ -128,9 +128,9 @@ def _warn_duplicates(count: int, first: str) -> None:
 def _stdout_when_done() -> Iterator[IO[str]]:
     """A file that goes to standard output only once everything is written (nothing partial on errors)."""
     with tempfile.SpooledTemporaryFile(max_size=32 << 20, mode="w+", encoding="utf-8", newline="\n") as tmp:
-        yield tmp  # type: ignore[misc]
+        yield tmp
         tmp.seek(0)
-        shutil.copyfileobj(tmp, sys.stdout)  # type: ignore[misc]
+        shutil.copyfileobj(tmp, sys.stdout)
         sys.stdout.flush()
 
 

@@ -32,7 +32,7 @@ from .ann import (
     make_decoder,
     vocabulary_fingerprint,
 )
-from .core import OUTPUT_VOCABULARIES, Embeddings, output_vocabulary
+from .core import OUTPUT_VOCABULARIES, Embeddings, EmbeddingsLike, output_vocabulary
 from .decode import ExactDecoder, nearest_words
 from .loaders import cache_dir, load_default_embeddings, load_embeddings
 
@@ -42,6 +42,7 @@ __all__ = [
     "ApproximateDecoder",
     "Decoder",
     "Embeddings",
+    "EmbeddingsLike",
     "ExactDecoder",
     "FaissExactDecoder",
     "cache_dir",

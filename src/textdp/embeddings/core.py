@@ -5,11 +5,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from .._validation import check_positive_int
 from ..errors import EmbeddingsError, ParameterError
+
+
+@runtime_checkable
+class EmbeddingsLike(Protocol):
+    """What the attacks, the auditor and the utility models read from a vocabulary.
+
+    :class:`Embeddings` satisfies it; so does any object with these attributes (a
+    fitted mechanism's ``embeddings_``, a test double built from real vectors).
+
+    >>> isinstance(Embeddings(["a"], np.zeros((1, 2))), EmbeddingsLike)
+    True
+    """
+
+    @property
+    def words(self) -> Sequence[str]: ...
+
+    @property
+    def vectors(self) -> np.ndarray: ...
+
+    @property
+    def index(self) -> Mapping[str, int]: ...
 
 
 @dataclass(frozen=True, eq=False)

@@ -348,6 +348,7 @@ class ExactDecoder:
         if need.size == 0:
             return
         nb_rows, _, bound = self.neighbour_lists(need, self.neighbours)
+        assert self._nb_rows is not None and self._nb_bound is not None  # filled above
         self._nb_slot[need] = np.arange(need.size) + self._nb_rows.shape[0]
         self._nb_rows = np.concatenate([self._nb_rows, nb_rows.astype(np.int32)])
         self._nb_bound = np.concatenate([self._nb_bound, bound])
@@ -422,6 +423,7 @@ class ExactDecoder:
         if hopeful.size == 0:
             return hopeful, hopeful
         self._ensure_table(src[hopeful])
+        assert self._nb_rows is not None and self._nb_bound is not None  # filled by _ensure_table
         slot = self._nb_slot[src[hopeful]]
         bound = self._nb_bound[slot]
         cand = self._nb_rows[slot].astype(np.int64)

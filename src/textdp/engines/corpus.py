@@ -47,6 +47,7 @@ import numpy as np
 
 from .._cache import cache_dir
 from .._rng import spawn
+from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError
 from ..io import (
@@ -434,7 +435,7 @@ def obfuscate_corpus(
     stop_words: str | None,
     decoder: str,
     seed: int | None,
-    backend: Any,
+    backend: Backend,
     size_from_data: bool = False,
     known_source: bool = False,
     partitions: int | None = None,

@@ -51,6 +51,7 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int
+from ..embeddings import Embeddings, EmbeddingsLike
 from ..errors import ParameterError, ParameterTypeError, TextDPError, require
 from .datasets import EvaluationSet, build_evaluation_set
 from .stats import bootstrap_ci, chance_accuracy
@@ -441,7 +442,7 @@ def _no_progress(name: str, total: int) -> Callable[[int], None]:
     return lambda n: None
 
 
-def _make_attacker(name: str, cfg: ExperimentConfig, emb: object, rng: np.random.Generator) -> Any:
+def _make_attacker(name: str, cfg: ExperimentConfig, emb: EmbeddingsLike, rng: np.random.Generator) -> Any:
     from ..attacks import (
         CharNgramAttacker,
         KoppelAttacker,
@@ -465,7 +466,7 @@ def _make_attacker(name: str, cfg: ExperimentConfig, emb: object, rng: np.random
     raise ParameterError(f"unknown attacker {name!r}")  # pragma: no cover
 
 
-def _make_utility(name: str, cfg: ExperimentConfig, emb: object, seed: int) -> Any:
+def _make_utility(name: str, cfg: ExperimentConfig, emb: EmbeddingsLike, seed: int) -> Any:
     from ..attacks import NearestNeighbourAttacker
     from .utility import FastTextTopicClassifier, TfidfTopicClassifier
 
@@ -564,7 +565,7 @@ def run_experiment(
     *,
     progress: StageCallback | None = None,
     eval_set: EvaluationSet | None = None,
-    embeddings: object | None = None,
+    embeddings: Embeddings | None = None,
 ) -> ExperimentResult:
     """Run the experiment of ``cfg`` and return its rows (see :class:`ExperimentResult`).
 
@@ -597,9 +598,9 @@ def run_experiment(
     timings["embeddings"] = time.perf_counter() - t
 
     if cfg.domain_vocab is not None:
-        emb = emb.restrict(words=domain_vocabulary(cfg, eval_set))  # type: ignore[attr-defined]
+        emb = emb.restrict(words=domain_vocabulary(cfg, eval_set))
 
-    index = emb.index  # type: ignore[attr-defined]
+    index = emb.index
     specs = cfg.mechanisms
     # the mechanisms' input: the snippets' in-vocabulary words (first N; N = shortest unless size is set)
     words_iv = [[w for w in u if w in index] for u in eval_set.unknown]
@@ -640,18 +641,18 @@ def run_experiment(
             sel = TopicFeatureSelector(n_features=spec.topic_features, method=spec.topic_feature_method)
             selectors[key] = sel.fit_public([" ".join(t) for t in eval_set.topic_train_texts],
                                             eval_set.topic_train_labels).vocabulary_
-        return selectors[key]  # type: ignore[no-any-return]
+        return selectors[key]
 
     conditions: list[_Condition] = []
     # ---- unmodified rows, one per release form in the run
-    order = {w: i for i, w in enumerate(emb.words)}  # type: ignore[attr-defined]
+    order = {w: i for i, w in enumerate(emb.words)}
     for release in dict.fromkeys(spec.release for spec in specs):
         bag_spec = next((s for s in specs if s.release == release), None)
         if release == "bag" and bag_spec is not None and bag_spec.bag == "sample":
             from ..text import make_bag
 
             gen = make_rng(_condition_seed(cfg.seed, "mechanism", None, None))
-            none_texts = [[emb.words[j] for j in np.sort(make_bag(np.array([index[w] for w in r]), N, "sample", gen))]  # type: ignore[attr-defined]
+            none_texts = [[emb.words[j] for j in np.sort(make_bag(np.array([index[w] for w in r]), N, "sample", gen))]
                           for r in words_iv]
         else:
             none_texts = [_release_form(r[:N], release, order) for r in words_iv]
@@ -671,7 +672,7 @@ def run_experiment(
     mech_info: dict[str, dict[str, Any]] = {}
     for spec in specs:
         keep = selected(spec)
-        vocab = output_vocabulary(emb, spec.output_vocab, "english")  # type: ignore[arg-type]
+        vocab = output_vocabulary(emb, spec.output_vocab, "english")
         v_index = vocab.index
         inputs = [[w for w in r if w in v_index and (keep is None or w in keep)] for r in words_iv]
         if min(len(r) for r in inputs) == 0:

@@ -572,7 +572,7 @@ def plot_privacy_utility(result: dict[str, Any], path: str | Path, title: str) -
     from ..errors import require
 
     mpl = require("matplotlib", "eval")
-    mpl.use("Agg")  # type: ignore[attr-defined]
+    mpl.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = [r for r in result["rows"] if r["table"] in ("equal-bound", "earth-movers", "reference")]

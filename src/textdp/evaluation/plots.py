@@ -58,7 +58,7 @@ def plot_comparison(rows: list[dict[str, Any]], path: Path, title: str) -> Path 
     unmodified point; returns ``None`` when the rows hold no utility model.
     """
     mpl = require("matplotlib", "eval")
-    mpl.use("Agg")  # type: ignore[attr-defined]
+    mpl.use("Agg")
     import matplotlib.pyplot as plt
 
     main = [r for r in rows if r.get("text", "bag") in _MAIN]
@@ -96,7 +96,7 @@ def plot_comparison(rows: list[dict[str, Any]], path: Path, title: str) -> Path 
 def plot_results(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
     """Write ``attacks.png``, ``utility.png`` and ``privacy_utility.png``; return their paths."""
     mpl = require("matplotlib", "eval")
-    mpl.use("Agg")  # type: ignore[attr-defined]
+    mpl.use("Agg")
     import matplotlib.pyplot as plt
 
     main = [r for r in rows if r.get("text", "bag") in _MAIN]

@@ -89,7 +89,7 @@ class FastTextTopicClassifier:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 for t, lab in zip(toks, y, strict=True):
                     fh.write(f"__label__{str(lab).replace(' ', '_')} {' '.join(t)}\n")
-            self._model = fasttext.train_supervised(  # type: ignore[attr-defined]
+            self._model = fasttext.train_supervised(
                 input=path, epoch=self.epoch, lr=self.lr, dim=self.dim, wordNgrams=self.word_ngrams,
                 seed=self.seed, thread=self.thread, verbose=0,
             )

@@ -88,7 +88,7 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
     >>> round(lo, 3), round(hi, 3)
     (0.398, 0.602)
     """
-    from scipy.stats import beta  # type: ignore[import-untyped]
+    from scipy.stats import beta
 
     if not (0 <= successes <= trials) or trials < 1:
         raise ParameterError("need 0 <= successes <= trials and trials >= 1")

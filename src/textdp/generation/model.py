@@ -99,7 +99,7 @@ def _network_class() -> type:
     nn = torch.nn
     F = torch.nn.functional
 
-    class RewriterNetwork(nn.Module):  # type: ignore[name-defined,misc]
+    class RewriterNetwork(nn.Module):  # type: ignore[name-defined]
         """Bidirectional-GRU encoder -> z -> GRU generator fed [emb(prev); z] (see the module docstring)."""
 
         def __init__(self, config: ModelConfig, word_vectors: np.ndarray) -> None:

@@ -84,7 +84,7 @@ class Vocabulary:
         return len(self.tokens) - 3
 
     def __contains__(self, word: object) -> bool:
-        return word in self._index and self._index[word] >= 4  # type: ignore[index]
+        return word in self._index and self._index[word] >= 4
 
     def encode(self, tokens: Sequence[str]) -> np.ndarray:
         """Ids of ``tokens``; out-of-vocabulary tokens become ``<unk>``."""

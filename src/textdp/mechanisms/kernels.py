@@ -320,7 +320,7 @@ def blas_threads(limit: int | None) -> Iterator[None]:
         yield
         return
     try:
-        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+        from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - threadpoolctl is a dependency
         yield
         return

@@ -116,7 +116,7 @@ class WordLevelGuarantee:
             "guarantee": self.statement,
             "metric": self.metric,
             "reference": self.reference,
-            "params": {k: v for k, v in self.params},
+            "params": dict(self.params),
         }
 
 
@@ -151,7 +151,7 @@ class PrivateText:
             "unit": g.unit,
             "guarantee": g.statement,
             "seeded": self.seeded,
-            "params": {k: v for k, v in g.params},
+            "params": dict(g.params),
         }
 
 

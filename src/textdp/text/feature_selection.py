@@ -114,15 +114,15 @@ class TopicFeatureSelector:
 
         if self.method == "chi2":
             fs = require("sklearn.feature_selection", "eval")
-            vec = fe.CountVectorizer(analyzer=analyzer, min_df=min_df, binary=True)  # type: ignore[attr-defined]
+            vec = fe.CountVectorizer(analyzer=analyzer, min_df=min_df, binary=True)
             x = vec.fit_transform(texts)
-            score, _ = fs.chi2(x, labels)  # type: ignore[attr-defined]
+            score, _ = fs.chi2(x, labels)
             score = np.nan_to_num(np.asarray(score, dtype=np.float64), nan=0.0)
         else:
             lm = require("sklearn.linear_model", "eval")
-            vec = fe.TfidfVectorizer(analyzer=analyzer, min_df=min_df, sublinear_tf=True)  # type: ignore[attr-defined]
+            vec = fe.TfidfVectorizer(analyzer=analyzer, min_df=min_df, sublinear_tf=True)
             x = vec.fit_transform(texts)
-            clf = lm.LogisticRegression(C=10.0, max_iter=1000)  # type: ignore[attr-defined]
+            clf = lm.LogisticRegression(C=10.0, max_iter=1000)
             clf.fit(x, labels)
             score = np.abs(clf.coef_).max(axis=0)
         words = np.asarray(vec.get_feature_names_out())

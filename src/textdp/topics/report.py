@@ -246,7 +246,7 @@ def _markdown(res: dict[str, Any], out: Path, figs: list[str], cfg: ReportConfig
         lines += [f"## L1 / Kendall vs size (epsilon={e})", "", _table(rows, "size", mechs, "l1"),
                   _table(rows, "size", mechs, "kendall_tau")]
     # ranking summary
-    wins = {m: 0 for m in mechs}
+    wins = dict.fromkeys(mechs, 0)
     total = 0
     for r in res["vs_epsilon"]:
         for metric in METRIC_LABELS:
