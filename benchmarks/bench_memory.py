@@ -46,7 +46,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     words = [f"w{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}" for i in range(2000)]
     emb = Embeddings(words, rng.standard_normal((2000, 50)).astype(np.float32), name="random-2000x50")
-    mech = EarthMoversPrivacy(epsilon=10, embeddings=emb, stop_words=None, bag="sample", rng=1).fit()
+    mech = EarthMoversPrivacy(epsilon=10, embeddings=emb, stop_words=None, bag="sample", seed=1).fit()
     doc = SourcedDocument(None, " ".join(words[:5]), "x")
     peak(mech, doc, 1000)  # warm-up (decoder buffers, imports)
     block = em.WORDS_PER_BLOCK

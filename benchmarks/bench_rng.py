@@ -46,7 +46,7 @@ from randomgen import AESCounter, ChaCha  # type: ignore[import-untyped]
 from textdp._rng import make_rng
 from textdp.embeddings import load_embeddings
 from textdp.mechanisms import EarthMoversPrivacy, noisy_vectors
-from textdp.text import normalise
+from textdp.text import normalize
 
 MAKERS: dict[str, Callable[[], np.random.Generator]] = {
     "PCG64": lambda: np.random.Generator(np.random.PCG64(np.random.SeedSequence())),
@@ -122,14 +122,14 @@ def earth_movers(n_docs: int, size: int, repeats: int) -> None:
     rows = read_jsonl(data_dir() / "reuter_50_50" / "reuter_50_50.jsonl.gz")
     texts = []
     for r in rows:
-        if len(emb.ids(normalise(r["text"], "english"))[0]) >= size:
+        if len(emb.ids(normalize(r["text"], "english"))[0]) >= size:
             texts.append(r["text"])
         if len(texts) == n_docs:
             break
     kinds = ["PCG64", "AESCounter"]
 
     def release(kind: str) -> None:
-        mech = _emp(epsilon=10.0, size=size, embeddings=emb, rng=MAKERS[kind](), decoder="exact")
+        mech = _emp(epsilon=10.0, size=size, embeddings=emb, seed=MAKERS[kind](), decoder="exact")
         mech.fit()
         mech.privatize_batch(texts)
 

@@ -52,23 +52,23 @@ def test_duplicate_vector_never_kept():
 
 
 def test_curve_is_monotone_and_inverse_consistent(toy):
-    curve = survival_curve(toy, words=np.arange(100, 300), repeats=5, rng=3)
+    curve = survival_curve(toy, words=np.arange(100, 300), repeats=5, seed=3)
     grid = np.geomspace(0.1, 100, 60)
     f = [curve.unchanged_fraction(e) for e in grid]
     assert all(a <= b for a, b in itertools.pairwise(f))
     for target in [0.2, 0.5, 0.9]:
         eps = curve.epsilon_for(target)
         assert curve.unchanged_fraction(eps) == pytest.approx(target, abs=0.01)
-        lo, hi = curve.epsilon_interval(target, rng=0)
+        lo, hi = curve.epsilon_interval(target, seed=0)
         assert lo <= eps <= hi
 
 
 def test_calibrated_epsilon_reproduces_target_with_mechanism(glove, rng):
     emb = glove.restrict(top_k=50000)
     target = 0.5
-    cal, curve = calibrate_epsilon(target, emb, n_words=150, repeats=4, rng=rng)
+    cal, curve = calibrate_epsilon(target, emb, n_words=150, repeats=4, seed=rng)
     assert cal.epsilon_low <= cal.epsilon <= cal.epsilon_high
-    lo, hi = curve.interval(cal.epsilon, rng=rng)
+    lo, hi = curve.interval(cal.epsilon, seed=rng)
     # run the mechanism itself (Algorithms 1 + 2), fresh noise, on bags of the same words; the
     # unchanged fraction is the multiset overlap of output and input bag (as in the reference)
     bags = np.tile(curve.words, (4, 1))
@@ -80,24 +80,24 @@ def test_calibrated_epsilon_reproduces_target_with_mechanism(glove, rng):
 
 @pytest.mark.parametrize("eps", [7, 10])
 def test_reference_kept_fraction_quick(glove, eps):
-    curve = survival_curve(glove, n_words=150, repeats=1, rng=eps)
-    lo, hi = curve.interval(eps, rng=0)
+    curve = survival_curve(glove, n_words=150, repeats=1, seed=eps)
+    lo, hi = curve.interval(eps, seed=0)
     assert lo - 0.03 <= REFERENCE_KEPT[eps] <= hi + 0.03
 
 
 @pytest.mark.slow
 def test_reference_kept_fractions_full(glove):
-    curve = survival_curve(glove, n_words=300, repeats=5, rng=11)
+    curve = survival_curve(glove, n_words=300, repeats=5, seed=11)
     for eps, ref in REFERENCE_KEPT.items():
-        lo, hi = curve.interval(eps, rng=0)
+        lo, hi = curve.interval(eps, seed=0)
         assert lo - 0.02 <= ref <= hi + 0.02, (eps, ref, lo, hi)
     rows = diagnose(curve, [10.0], glove)
     assert rows[0].threshold_agreement == 1.0
 
 
 def test_diagnose_table(toy):
-    curve = survival_curve(toy, words=np.arange(50), repeats=4, rng=1)
-    rows = diagnose(curve, [1.0, 3.0, 30.0], toy, rng=0)
+    curve = survival_curve(toy, words=np.arange(50), repeats=4, seed=1)
+    rows = diagnose(curve, [1.0, 3.0, 30.0], toy, seed=0)
     assert [r.epsilon for r in rows] == [1.0, 3.0, 30.0]
     for r in rows:
         assert r.threshold_agreement == 1.0
@@ -122,7 +122,7 @@ def test_neighbour_ranks_exact(toy, rng):
 
 
 def test_calibration_words_default_rule(glove):
-    rows = calibration_words(glove, 300, rng=0)
+    rows = calibration_words(glove, 300, seed=0)
     words = [glove.words[r] for r in rows]
     assert len(set(words)) == 300 and rows.min() >= 999 and rows.max() <= 5999
     assert all(w.isalpha() and len(w) > 1 for w in words)
@@ -131,7 +131,7 @@ def test_calibration_words_default_rule(glove):
 
 
 def test_unreachable_targets(toy):
-    curve = survival_curve(toy, words=np.arange(20), repeats=2, rng=0)
+    curve = survival_curve(toy, words=np.arange(20), repeats=2, seed=0)
     with pytest.raises(ParameterError):
         curve.epsilon_for(1.0)
     with pytest.raises(ParameterError):
@@ -144,7 +144,7 @@ def test_wilson():
 
 
 def test_report_fields(toy):
-    mech = EarthMoversPrivacy(epsilon=3.0, size=30, embeddings=toy, stop_words=None, rng=0)
+    mech = EarthMoversPrivacy(epsilon=3.0, size=30, embeddings=toy, stop_words=None, seed=0)
     text = " ".join(toy.words[i] for i in range(5, 35))
     diags: list = []
     doc = mech.privatize(text, private_report=diags)
@@ -154,6 +154,6 @@ def test_report_fields(toy):
     assert rep["unchanged_fraction"] == diags[0].unchanged_fraction() == kept / 30
     assert rep["mean_neighbour_rank"] >= 0 and rep["n_tokens"] == 30 and rep["dropped_oov"] == 0
     high: list = []
-    EarthMoversPrivacy(epsilon=1e6, size=30, embeddings=toy, stop_words=None, rng=0).privatize(text, private_report=high)
+    EarthMoversPrivacy(epsilon=1e6, size=30, embeddings=toy, stop_words=None, seed=0).privatize(text, private_report=high)
     rep = report_fields(high[0], toy)
     assert (rep["unchanged_fraction"], rep["mean_neighbour_rank"]) == (1.0, 0.0)

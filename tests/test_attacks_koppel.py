@@ -101,7 +101,7 @@ def test_matches_slow_reference(variant: str) -> None:
     known = [_random_tokens(rs, int(rs.integers(30, 50))) for _ in range(5)]
     unknown = [_random_tokens(rs, n) for n in (25, 60, 3, 25, 40)]
     _, ref_wins = reference_koppel(known, unknown, variant=variant, n_features=90, trials=30, rng=11)
-    att = KoppelAttacker(variant, n_features=90, trials=30, rng=11).fit(known, list("ABCDE"))
+    att = KoppelAttacker(variant, n_features=90, trials=30, seed=11).fit(known, list("ABCDE"))
     res = att.attribute(unknown, chunk=7, block=2)
     np.testing.assert_array_equal(res.wins, ref_wins)
     assert res.wins.sum(axis=1).tolist() == [30] * 5
@@ -125,7 +125,7 @@ def test_finds_planted_authors(variant: str) -> None:
     known = _planted_corpus(rs, 8, 400)
     unknown = _planted_corpus(rs, 8, 120)
     labels = [f"author{i}" for i in range(8)]
-    res = KoppelAttacker(variant, trials=50, rng=1).fit(known, labels).attribute(unknown)
+    res = KoppelAttacker(variant, trials=50, seed=1).fit(known, labels).attribute(unknown)
     assert res.labels.tolist() == labels
     assert (res.scores > 0.5).all()
 
@@ -134,15 +134,15 @@ def test_seeded_and_reproducible() -> None:
     rs = np.random.default_rng(2)
     known = _planted_corpus(rs, 4, 200)
     unknown = [_random_tokens(rs, 50, "abcdefghij") for _ in range(3)]
-    a = KoppelAttacker(trials=20, rng=3).fit(known, list("ABCD")).attribute(unknown).wins
-    b = KoppelAttacker(trials=20, rng=3).fit(known, list("ABCD")).attribute(unknown).wins
-    c = KoppelAttacker(trials=20, rng=0).fit(known, list("ABCD")).attribute(unknown, rng=3).wins
+    a = KoppelAttacker(trials=20, seed=3).fit(known, list("ABCD")).attribute(unknown).wins
+    b = KoppelAttacker(trials=20, seed=3).fit(known, list("ABCD")).attribute(unknown).wins
+    c = KoppelAttacker(trials=20, seed=0).fit(known, list("ABCD")).attribute(unknown, seed=3).wins
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
 
 
 def test_feature_list_and_strings() -> None:
-    att = KoppelAttacker(n_features=3, trials=5, rng=0).fit(["aaaa bbbbb", "aaaa cc"], ["x", "y"])
+    att = KoppelAttacker(n_features=3, trials=5, seed=0).fit(["aaaa bbbbb", "aaaa cc"], ["x", "y"])
     assert att.features_ == ("aaaa", "bbbb", "cc")
     assert token_grams("abcde", 3) == ["abc", "bcd", "cde"]
     assert att.predict(["aaaa"]).tolist()[0] in ("x", "y")
@@ -155,3 +155,15 @@ def test_errors() -> None:
         KoppelAttacker().attribute(["a b"])
     with pytest.raises(ParameterError, match="distinct"):
         KoppelAttacker().fit(["a b", "c d"], ["x", "x"])
+
+
+def test_rng_is_a_deprecated_name_of_seed():
+    import warnings
+
+    known = ["aaaa bbbbb cccc dddd", "aaaa cc ee ff gg"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = KoppelAttacker(n_features=3, trials=5, rng=0).fit(known, ["x", "y"]).attribute(["aaaa cc"]).wins
+    assert [w.category for w in caught] == [DeprecationWarning] and "use seed=" in str(caught[0].message)
+    new = KoppelAttacker(n_features=3, trials=5, seed=0).fit(known, ["x", "y"]).attribute(["aaaa cc"]).wins
+    assert np.array_equal(old, new)

@@ -31,10 +31,10 @@ from textdp.io import atomic_writer
 from textdp.mechanisms import EarthMoversPrivacy
 from textdp.mechanisms.earth_movers import WORDS_PER_BLOCK, privatize_ids
 from textdp.mechanisms.laplace import laplace_noise
-from textdp.text import make_bag, normalise
+from textdp.text import make_bag, normalize
 
 runner = CliRunner()
-WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]  # letters only (normalise)
+WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]  # letters only (normalize)
 RANGE = f"[{EPSILON_MIN:g}, {EPSILON_MAX:g}]"
 
 
@@ -211,10 +211,10 @@ def test_api_epsilon_outside_the_range_names_the_range_not_nan_queries():
 
 def test_the_ends_of_the_range_work_on_glove(glove):
     text = "The president greets the press in Chicago"
-    low = EarthMoversPrivacy(epsilon=EPSILON_MIN, size=40, bag="sample", embeddings=glove, rng=1).privatize(text)
+    low = EarthMoversPrivacy(epsilon=EPSILON_MIN, size=40, bag="sample", embeddings=glove, seed=1).privatize(text)
     assert len(set(low.words)) > 20  # the old float32 overflow decoded every word to row 0: "the the the ..."
-    high = EarthMoversPrivacy(epsilon=EPSILON_MAX, size=4, embeddings=glove, rng=1).privatize(text)
-    assert sorted(high.words) == sorted(normalise(text))
+    high = EarthMoversPrivacy(epsilon=EPSILON_MAX, size=4, embeddings=glove, seed=1).privatize(text)
+    assert sorted(high.words) == sorted(normalize(text))
 
 
 def test_multiplier_text_stays_short():
@@ -427,7 +427,7 @@ def test_guarantee_reads_jsonl_like_obfuscate(tmp_path, glove):
         assert res.exit_code == 0, res.output
         g = json.loads(res.stdout)
         # JSON keys and other fields are not words of the document
-        assert g["n_tokens_a"] == g["n_tokens_b"] == len(normalise(text)) and g["distance"] == 0.0
+        assert g["n_tokens_a"] == g["n_tokens_b"] == len(normalize(text)) and g["distance"] == 0.0
     (tmp_path / "two.jsonl").write_text('{"text": "boats"}\n{"text": "gulls"}\n')
     _one_error(runner.invoke(app, ["guarantee", str(tmp_path / "two.jsonl"), str(tmp_path / "a.txt"), "-e", "1"]),
                "holds 2 documents")

@@ -115,8 +115,8 @@ def test_mechanism_records_decoder(glove):
     from textdp.mechanisms import EarthMoversPrivacy
 
     text = "the stock market fell sharply as investors sold shares of technology companies"
-    a = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, vocab_size=30000, rng=1).privatize(text)
-    b = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, vocab_size=30000, rng=1,
+    a = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, vocab_size=30000, seed=1).privatize(text)
+    b = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, vocab_size=30000, seed=1,
                            decoder="faiss-exact").privatize(text)
     assert a.words == b.words  # exact decoders: identical releases
     assert a.to_record()["decoder"] == "exact" and b.to_record()["decoder"] == "faiss-exact"

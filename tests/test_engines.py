@@ -18,7 +18,7 @@ from textdp.engines import LocalBackend, get_backend
 from textdp.engines.corpus import obfuscate_corpus, plan_partitions, read_partition
 from textdp.errors import ParameterError
 
-WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]  # letters only (normalise)
+WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]  # letters only (normalize)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from textdp.evaluation import (
     write_report,
 )
 from textdp.evaluation.report import frontiers, render_markdown
-from textdp.text import normalise
+from textdp.text import normalize
 
 DATA = Path(os.environ.get("TEXTDP_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
 needs_data = pytest.mark.skipif(not (DATA / "pan11_enron").is_dir(), reason="shared corpora not available")
@@ -122,8 +122,8 @@ def test_split_field_is_never_crossed_and_crossing_is_reported() -> None:
     c = es.construction
     assert c["split_field"] == "split" and c["crossed_split"] == {}
     for author, known, unknown in list(zip(es.authors, es.known, es.unknown))[:3]:
-        train = normalise(" ".join(_author_docs(author, ("train",))))
-        test = normalise(" ".join(_author_docs(author, ("test",))))
+        train = normalize(" ".join(_author_docs(author, ("train",))))
+        test = normalize(" ".join(_author_docs(author, ("test",))))
         assert known == train[:1000] and unknown == test[:500]
     excluded = {x["author"] for x in c["excluded"]}
     assert excluded and not excluded & set(es.authors)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from textdp.errors import TextDPError
 from textdp.evaluation import config_from_dict, load_config
 from textdp.io import iter_jsonl_text, read_documents
-from textdp.text import make_bag, normalise, resolve_stop_words, tokenize
+from textdp.text import make_bag, normalize, resolve_stop_words, tokenize
 
 QUICK = settings(max_examples=150, deadline=None, database=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow])
@@ -58,18 +58,18 @@ def test_tokenize_invariants(text):
 @QUICK
 @given(ANY_TEXT, st.sampled_from(["english", None, ("cat", "Dog")]))
 def test_normalise_invariants(text, stops):
-    words = normalise(text, stops)
+    words = normalize(text, stops)
     stop_set = resolve_stop_words(stops)
     assert all(len(w) > 1 and w not in stop_set for w in words)
     it = iter(tokenize(text))
     assert all(any(w == t for t in it) for w in words)  # a subsequence of the tokens
-    assert normalise(" ".join(words), stops) == words
+    assert normalize(" ".join(words), stops) == words
 
 
 @QUICK
 @given(st.one_of(st.none(), st.integers(), st.floats(), st.binary(), st.lists(st.text()), st.dictionaries(st.text(), st.text())))
 def test_non_text_is_a_one_line_error(value):
-    for fn in (tokenize, normalise):
+    for fn in (tokenize, normalize):
         with pytest.raises(TextDPError) as info:
             fn(value)
         one_line(info.value)
@@ -80,7 +80,7 @@ def test_non_text_is_a_one_line_error(value):
                  st.frozensets(st.text())))
 def test_stop_words_parameter(stops):
     try:
-        out = normalise("The cat sat on THE mat", stops)
+        out = normalize("The cat sat on THE mat", stops)
     except TextDPError as exc:
         one_line(exc)
     else:
@@ -89,7 +89,7 @@ def test_stop_words_parameter(stops):
 
 def test_huge_input_is_linear():
     text = "Lorem ipsum, dolor 42 sit_amet! " * 200_000  # 6.4 MB
-    assert len(normalise(text)) == 5 * 200_000
+    assert len(normalize(text)) == 5 * 200_000
     assert tokenize("\u0300" * 2_000_000) == []
 
 

@@ -14,7 +14,7 @@ from textdp.errors import (
     PrivacyWarning,
 )
 from textdp.mechanisms import privatize_ids
-from textdp.text import normalise
+from textdp.text import normalize
 
 TEXT = (
     "The old fisherman repaired his nets on the harbour wall while gulls circled above the boats. "
@@ -23,17 +23,17 @@ TEXT = (
 
 
 def test_huge_epsilon_is_identity(glove):
-    n = len(normalise(TEXT))
-    mech = EarthMoversPrivacy(epsilon=1e6, size=n, embeddings=glove, rng=1)
+    n = len(normalize(TEXT))
+    mech = EarthMoversPrivacy(epsilon=1e6, size=n, embeddings=glove, seed=1)
     diags: list = []
     doc = mech.privatize(TEXT, private_report=diags)
-    assert sorted(doc.words) == sorted(normalise(TEXT))
+    assert sorted(doc.words) == sorted(normalize(TEXT))
     assert diags[0].unchanged_fraction() == 1.0
     assert doc.guarantee.size == n
 
 
 def test_tiny_epsilon_destroys_words(glove):
-    mech = EarthMoversPrivacy(epsilon=0.1, size=18, embeddings=glove, rng=2)
+    mech = EarthMoversPrivacy(epsilon=0.1, size=18, embeddings=glove, seed=2)
     diags: list = []
     mech.privatize([TEXT] * 5, private_report=diags)
     kept = np.mean([d.unchanged_fraction() for d in diags])
@@ -41,8 +41,8 @@ def test_tiny_epsilon_destroys_words(glove):
 
 
 def test_seed_reproduces_and_default_is_random(glove):
-    a = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, rng=123).privatize(TEXT)
-    b = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, rng=123).privatize(TEXT)
+    a = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, seed=123).privatize(TEXT)
+    b = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, seed=123).privatize(TEXT)
     assert a.words == b.words and a.guarantee.seeded
     outs = {EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove).privatize(TEXT) for _ in range(4)}
     assert not any(d.guarantee.seeded for d in outs)
@@ -54,7 +54,7 @@ def test_oov_never_released(glove):
     name = "zorbulax"
     assert name not in glove
     text = f"{name} met {name} and {name.capitalize()} at the harbour; {name} smiled"
-    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, bag="sample", size=200, rng=3)
+    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, bag="sample", size=200, seed=3)
     diags: list = []
     for doc in mech.privatize([text] * 10, private_report=diags):
         assert name not in doc.words
@@ -62,12 +62,12 @@ def test_oov_never_released(glove):
     assert all(d.dropped_oov == 4 for d in diags)
     # and at any epsilon, nothing outside the vocabulary can come out
     for eps in (1.0, 10.0, 50.0):
-        doc = EarthMoversPrivacy(epsilon=eps, size=3, embeddings=glove, rng=4).privatize(text)
+        doc = EarthMoversPrivacy(epsilon=eps, size=3, embeddings=glove, seed=4).privatize(text)
         assert all(w in glove for w in doc.words)
 
 
 def test_record_fields(glove):
-    rec = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, rng=5).privatize(TEXT).to_record()
+    rec = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, seed=5).privatize(TEXT).to_record()
     for key in ("id", "words", "epsilon", "delta", "unit", "size", "dim", "vocab_size", "mechanism", "guarantee",
                 "seeded", "decoder"):
         assert key in rec
@@ -86,8 +86,8 @@ def test_output_is_a_bag_not_a_sequence():
 
 def test_size_none_uses_shortest_only_when_asked(glove):
     with pytest.raises(ParameterError, match="size must be public|bag size N must be public"):
-        EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=0).privatize([TEXT, "harbour boats gulls"])
-    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, rng=0, size_from_data=True)
+        EarthMoversPrivacy(epsilon=1e6, embeddings=glove, seed=0).privatize([TEXT, "harbour boats gulls"])
+    mech = EarthMoversPrivacy(epsilon=1e6, embeddings=glove, seed=0, size_from_data=True)
     with pytest.warns(PrivacyWarning, match="reveals that length"):
         docs = mech.privatize([TEXT, "harbour boats gulls"])
     assert [len(d.words) for d in docs] == [3, 3]
@@ -107,7 +107,7 @@ def test_bad_inputs(glove):
         EarthMoversPrivacy(epsilon=1, bag="pad", embeddings=glove).fit()
     with pytest.raises(ParameterTypeError):
         EarthMoversPrivacy(epsilon=1, embeddings=42).fit()  # type: ignore[arg-type]
-    mech = EarthMoversPrivacy(epsilon=1, size=1, embeddings=glove, rng=0)
+    mech = EarthMoversPrivacy(epsilon=1, size=1, embeddings=glove, seed=0)
     with pytest.raises(DocumentError, match="empty"):
         mech.privatize("   ,,, the and of 123 ")
     with pytest.raises(DocumentError, match="none of its"):
@@ -120,7 +120,7 @@ def test_sklearn_pipeline(glove):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.pipeline import make_pipeline
 
-    pipe = make_pipeline(EarthMoversPrivacy(epsilon=1e6, size=3, embeddings=glove, rng=0), CountVectorizer())
+    pipe = make_pipeline(EarthMoversPrivacy(epsilon=1e6, size=3, embeddings=glove, seed=0), CountVectorizer())
     x = pipe.fit_transform([TEXT, "gulls boats harbour market"])
     assert x.shape[0] == 2 and x.sum() == 6
 
@@ -144,3 +144,15 @@ def test_output_probability_ratio_respects_the_guarantee(epsilon):
     assert np.all(pb - 4 * se_b <= bound * (pa + 4 * se_a))
     # the mechanism is not trivially uniform: the bound is nearly tight for the source words
     assert pa[a] / pb[a] > 1.2
+
+
+def test_rng_is_a_deprecated_name_of_seed(glove):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, rng=123)
+    assert [w.category for w in caught] == [DeprecationWarning]
+    new = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, seed=123)
+    assert old.privatize(TEXT).words == new.privatize(TEXT).words
+    assert new.get_params()["seed"] == 123 and "rng" not in new.get_params()

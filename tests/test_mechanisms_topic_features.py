@@ -8,7 +8,7 @@ import json
 import pytest
 
 from textdp.errors import ParameterError
-from textdp.text import ENGLISH_STOP_WORDS, normalise
+from textdp.text import ENGLISH_STOP_WORDS, normalize
 from textdp.text.feature_selection import TopicFeatureSelector
 
 TOPICS = ("rec.sport.hockey", "sci.space", "sci.crypt", "soc.religion.christian")
@@ -48,12 +48,12 @@ def test_selected_words_are_topical_and_keep_topic_accuracy(ng20, method):
         pred = clf.predict(vec.transform(transform([r["text"] for r in test])))
         return (pred == [r["topic"] for r in test]).mean()
 
-    full = accuracy(lambda ts: [" ".join(normalise(t)) for t in ts])
+    full = accuracy(lambda ts: [" ".join(normalize(t)) for t in ts])
     reduced = accuracy(sel.transform)
     assert reduced > 0.85 and reduced > full - 0.08
     # and most of each text is gone: the mechanism only sees the topical words
     kept = sum(len(s.split()) for s in sel.transform(r["text"] for r in test[:200]))
-    total = sum(len(normalise(r["text"])) for r in test[:200])
+    total = sum(len(normalize(r["text"])) for r in test[:200])
     assert kept < 0.5 * total
 
 

@@ -22,7 +22,7 @@ from textdp.errors import ParameterError
 from textdp.io import SourcedDocument
 from textdp.mechanisms import MECHANISM_NAMES
 from textdp.pipeline import build_mechanism, privatize_documents, release_kind
-from textdp.text import ENGLISH_STOP_WORDS, normalise
+from textdp.text import ENGLISH_STOP_WORDS, normalize
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "letter.txt"
@@ -51,7 +51,7 @@ def _check_release(name: str, out: Path) -> dict:
         assert rec["unit"] == "document" and len(rec["words"]) == 20 and "text" not in rec
     else:
         assert rec["unit"] == "word" and "words" not in rec and rec["text"]
-        n_protected = len(normalise(EXAMPLE.read_text(), None if name == "custext+" else "english"))
+        n_protected = len(normalize(EXAMPLE.read_text(), None if name == "custext+" else "english"))
         assert 0 < len(rec["text"].split()) <= n_protected
     settings = json.loads(out.with_name(out.name + ".settings.json").read_text())
     assert settings["mechanism"] == name and settings["seeded"] is True and settings["guarantee"] == rec["guarantee"]
@@ -87,7 +87,7 @@ def test_text_mechanism_private_report_and_text_format(tmp_path: Path) -> None:
     (row,) = [json.loads(line) for line in report.read_text().splitlines()]
     assert row["id"] == rec["id"] and row["source"] == str(EXAMPLE)
     assert row["n_in_vocabulary"] == len(rec["text"].split())  # one released word per protected word
-    assert row["n_tokens"] == len(normalise(EXAMPLE.read_text())) and 0 <= row["unchanged_fraction"] <= 1
+    assert row["n_tokens"] == len(normalize(EXAMPLE.read_text())) and 0 <= row["unchanged_fraction"] <= 1
     res = runner.invoke(app, ["obfuscate", str(EXAMPLE), "-e", "8", "--mechanism", "cmp", "--seed", "5",
                               "--format", "text"])
     assert res.exit_code == 0 and res.stdout.strip() == rec["text"]
@@ -177,7 +177,7 @@ def test_partitioned_local_run_with_a_text_mechanism(tmp_path: Path, glove) -> N
             for line in p.read_text().splitlines()]
     assert [r["id"] for r in recs] == [f"d{i}" for i in range(23)]
     assert all(r["mechanism"] == "mahalanobis" and r["unit"] == "word" and "text" in r for r in recs)
-    assert all(len(r["text"].split()) == len(normalise(t)) for r, t in zip(recs, texts))
+    assert all(len(r["text"].split()) == len(normalize(t)) for r, t in zip(recs, texts))
     assert summary["mechanism"] == "mahalanobis" and summary["params"]["lambd"] == 0.5
     assert summary["seeded"] is True and summary["partitions"] == 3 and summary["guarantee"] == recs[0]["guarantee"]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())

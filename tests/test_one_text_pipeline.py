@@ -13,7 +13,7 @@ from textdp.errors import DocumentError
 from textdp.evaluation import datasets
 from textdp.evaluation.datasets import build_evaluation_set
 from textdp.io import iter_jsonl_records
-from textdp.text import normalise, strip_quoted
+from textdp.text import normalize, strip_quoted
 from textdp.topics import UserCorpus
 
 POST = ("Alice said:\n"
@@ -26,7 +26,7 @@ POST = ("Alice said:\n"
 def test_topics_tokenize_unicode_like_textdp_text() -> None:
     # the old topics tokenizer was ASCII-only: "Über café naïve" gave 0 tokens
     c = UserCorpus.from_texts(["Über café naïve", "Über café naïve again"], ["a", "b"], min_df=1, max_df=1.0)
-    assert set(normalise("Über café naïve")) == {"über", "café", "naïve"} <= set(c.vocabulary)
+    assert set(normalize("Über café naïve")) == {"über", "café", "naïve"} <= set(c.vocabulary)
 
 
 def test_one_quote_stripper_for_topics_and_evaluation(tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_one_quote_stripper_for_topics_and_evaluation(tmp_path: Path) -> None:
     # TopicDP corpora strip the same lines ('|' quotes and 'said:' / 'WRITES :' attributions included)
     c = UserCorpus.from_texts([POST, "gardening tomatoes words"], ["u1", "u2"], min_df=1, max_df=1.0,
                               strip_quoted=True)
-    assert set(c.vocabulary) == set(normalise(strip_quoted(POST))) | {"gardening", "tomatoes", "words"}
+    assert set(c.vocabulary) == set(normalize(strip_quoted(POST))) | {"gardening", "tomatoes", "words"}
     assert not {"zebra", "yak", "alice", "article", "bob"} & set(c.vocabulary)
     # and so do the evaluation sets, on the same post
     path = tmp_path / "posts.jsonl"

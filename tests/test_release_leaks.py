@@ -25,10 +25,10 @@ from textdp.engines import LocalBackend
 from textdp.engines.corpus import obfuscate_corpus
 from textdp.errors import ParameterError, PrivacyWarning
 from textdp.mechanisms import privatize_ids
-from textdp.text import normalise
+from textdp.text import normalize
 
 runner = CliRunner()
-WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]  # letters only (normalise)
+WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]  # letters only (normalize)
 CANARY = "zqxcanaryvwzk"  # out of vocabulary: it may never appear in a release
 SEED = 987654321
 
@@ -185,7 +185,7 @@ def test_single_file_records_hold_no_input_statistics(tmp_path):
     assert settings["seeded"] is False and "inputs" not in settings
     (row,) = [json.loads(line) for line in report.read_text().splitlines()]
     assert row["id"] == "0" and row["source"] == str(doc) and row["dropped_oov"] == 1
-    assert row["n_tokens"] == len(normalise(doc.read_text()))
+    assert row["n_tokens"] == len(normalize(doc.read_text()))
     # the removed --report (diagnostics inside the records) is refused with the replacement named
     res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "5", "--report"])
     assert res.exit_code == 2 and "--private-report" in res.stderr
@@ -209,7 +209,7 @@ def test_size_must_be_public(tmp_path, glove):
 
 def test_returned_documents_hold_no_input(glove):
     text = "fisherman harbour gulls nets boats bakery apples market baskets children"
-    mech = EarthMoversPrivacy(epsilon=1.0, size=10, embeddings=glove, rng=3)
+    mech = EarthMoversPrivacy(epsilon=1.0, size=10, embeddings=glove, seed=3)
     doc = mech.privatize(text)
     secret = set(text.split()) - set(doc.words)
     assert len(secret) >= 8  # epsilon 1: nearly every word changes
@@ -235,7 +235,7 @@ class SpyDecoder:
 
 
 def test_default_decoding_never_sees_the_input_words(glove, toy_emb, tmp_path):
-    mech = EarthMoversPrivacy(epsilon=40, size=5, embeddings=glove, rng=0).fit()
+    mech = EarthMoversPrivacy(epsilon=40, size=5, embeddings=glove, seed=0).fit()
     spy = SpyDecoder(glove.vectors)
     mech.decoder_ = spy
     mech.privatize_batch(["harbour boats gulls market bread", "quantum lattice spinor manifold tensor"])
@@ -245,11 +245,11 @@ def test_default_decoding_never_sees_the_input_words(glove, toy_emb, tmp_path):
     assert spy.calls and spy2.calls and all(c is None for c in spy.calls + spy2.calls)
     assert spy.inner.stats["known_source"] == 0 and spy.inner._nb_have is None  # no cache keyed by input words
     # the shortcut is an explicit opt-in, with the same words
-    fast = EarthMoversPrivacy(epsilon=40, size=5, embeddings=glove, rng=0, known_source=True).fit()
+    fast = EarthMoversPrivacy(epsilon=40, size=5, embeddings=glove, seed=0, known_source=True).fit()
     spy3 = SpyDecoder(glove.vectors)
     fast.decoder_ = spy3
     a = fast.privatize("harbour boats gulls market bread")
-    b = EarthMoversPrivacy(epsilon=40, size=5, embeddings=glove, rng=0).privatize("harbour boats gulls market bread")
+    b = EarthMoversPrivacy(epsilon=40, size=5, embeddings=glove, seed=0).privatize("harbour boats gulls market bread")
     assert a.words == b.words and all(c is not None for c in spy3.calls)
     # the engine's cached estimator decodes without sources too, and is never modified (size and
     # generator are arguments of each job)

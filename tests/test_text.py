@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 
 from textdp.errors import DocumentError, ParameterError
-from textdp.text import ENGLISH_STOP_WORDS, make_bag, normalise, tokenize
+from textdp.text import ENGLISH_STOP_WORDS, make_bag, normalize, tokenize
 
 
 def test_tokenize_and_normalise():
     assert tokenize("Hello, World! It's 2019_x") == ["hello", "world", "it", "s", "x"]
-    assert normalise("The cat sat on the mat.") == ["cat", "sat", "mat"]
-    assert normalise("The cat", stop_words=None) == ["the", "cat"]
-    assert normalise("Über café naïve") == ["über", "café", "naïve"]
+    assert normalize("The cat sat on the mat.") == ["cat", "sat", "mat"]
+    assert normalize("The cat", stop_words=None) == ["the", "cat"]
+    assert normalize("Über café naïve") == ["über", "café", "naïve"]
     assert "the" in ENGLISH_STOP_WORDS and len(ENGLISH_STOP_WORDS) == 318
 
 
@@ -40,3 +40,15 @@ def test_tokenize_punctuation_and_sentences():
     assert split_sentences(text) == [
         'He said "no."', "Then Dr. Who left.", "Hard wrapped line ends here?", "Yes 2 times.", "Next para"]
     assert split_sentences("  \n\n ") == []
+
+
+def test_normalise_is_a_deprecated_alias_of_normalize():
+    import warnings
+
+    from textdp.text import normalise, normalize
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert normalise("Über café naïve Chicago's") == normalize("Über café naïve Chicago's")
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert "normalize()" in str(caught[0].message)

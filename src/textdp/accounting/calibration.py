@@ -38,12 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_parameter
 from .._rng import make_rng
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError
 from ..mechanisms import laplace_noise, noisy_vectors
-from ..text import normalise
+from ..text import normalize
 from .diagnostics import neighbour_ranks, rank_summary
 
 __all__ = [
@@ -63,23 +64,24 @@ __all__ = [
 DEFAULT_RANKS = (1000, 6000)
 
 
+@renamed_parameter("rng", "seed")
 def calibration_words(
     embeddings: Any,
     n_words: int = 300,
     ranks: tuple[int, int] = DEFAULT_RANKS,
     stop_words: str | Iterable[str] | None = "english",
-    rng: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = None,
 ) -> np.ndarray:
     """Rows of ``n_words`` distinct words drawn at random from frequency ranks ``ranks``.
 
     Only words the mechanism could see are eligible: the word is a single token
-    that survives :func:`textdp.text.normalise` (letters only, not a stop word,
+    that survives :func:`textdp.text.normalize` (letters only, not a stop word,
     at least two letters). Rank ``r`` is row ``r - 1`` (GloVe and word2vec files
     list words by decreasing frequency).
 
     >>> from textdp.embeddings import Embeddings
     >>> emb = Embeddings(["the", "cat", "dog", "2019", "car"], np.eye(5), name="toy")
-    >>> sorted(calibration_words(emb, 3, ranks=(1, 5), rng=0).tolist())
+    >>> sorted(calibration_words(emb, 3, ranks=(1, 5), seed=0).tolist())
     [1, 2, 4]
     """
     n_words = check_positive_int(n_words, "number of calibration words")
@@ -88,13 +90,13 @@ def calibration_words(
         raise ParameterError(f"rank range must satisfy 1 <= low <= high, got {lo}-{hi}")
     hi = min(hi, embeddings.vocab_size)
     words = embeddings.words
-    eligible = np.array([r for r in range(lo - 1, hi) if normalise(words[r], stop_words) == [words[r]]], dtype=np.int64)
+    eligible = np.array([r for r in range(lo - 1, hi) if normalize(words[r], stop_words) == [words[r]]], dtype=np.int64)
     if eligible.size < n_words:
         raise ParameterError(
             f"only {eligible.size} eligible words in frequency ranks {lo}-{hi} of {embeddings.name}; "
             f"ask for fewer than {n_words} words or widen the rank range"
         )
-    gen = make_rng(rng)
+    gen = make_rng(seed)
     return np.sort(gen.choice(eligible, size=n_words, replace=False))
 
 
@@ -227,12 +229,13 @@ class SurvivalCurve:
         w = self.thresholds.shape[0]
         return rng.multinomial(w, np.full(w, 1.0 / w), size=n_boot).astype(np.float64)
 
+    @renamed_parameter("rng", "seed")
     def interval(
-        self, epsilon: float, confidence: float = 0.95, n_boot: int = 2000, rng: int | np.random.Generator | None = None
+        self, epsilon: float, confidence: float = 0.95, n_boot: int = 2000, seed: int | np.random.Generator | None = None
     ) -> tuple[float, float]:
         """Cluster-bootstrap (over words) percentile interval of the unchanged fraction at ``epsilon``."""
         conf = check_probability(confidence, "confidence")
-        counts = self._boot_counts(check_positive_int(n_boot, "n_boot"), make_rng(rng))
+        counts = self._boot_counts(check_positive_int(n_boot, "n_boot"), make_rng(seed))
         est = counts @ self.per_word(epsilon) / self.thresholds.shape[0]
         lo, hi = np.quantile(est, [(1 - conf) / 2, (1 + conf) / 2])
         return float(lo), float(hi)
@@ -264,17 +267,18 @@ class SurvivalCurve:
         """The epsilon whose estimated unchanged fraction equals ``target_unchanged``."""
         return self._inverse(check_probability(target_unchanged, "target unchanged fraction"))
 
+    @renamed_parameter("rng", "seed")
     def epsilon_interval(
         self,
         target_unchanged: float,
         confidence: float = 0.95,
         n_boot: int = 1000,
-        rng: int | np.random.Generator | None = None,
+        seed: int | np.random.Generator | None = None,
     ) -> tuple[float, float]:
         """Cluster-bootstrap percentile interval of :meth:`epsilon_for`."""
         target = check_probability(target_unchanged, "target unchanged fraction")
         conf = check_probability(confidence, "confidence")
-        counts = self._boot_counts(check_positive_int(n_boot, "n_boot"), make_rng(rng))
+        counts = self._boot_counts(check_positive_int(n_boot, "n_boot"), make_rng(seed))
         est = []
         for c in counts:
             try:
@@ -305,6 +309,7 @@ def _load(embeddings: Any, vocab_size: int | None) -> Any:
 MAX_DRAWS = 1_000_000
 
 
+@renamed_parameter("rng", "seed")
 def survival_curve(
     embeddings: Any = None,
     *,
@@ -314,7 +319,7 @@ def survival_curve(
     repeats: int = 5,
     vocab_size: int | None = None,
     stop_words: str | Iterable[str] | None = "english",
-    rng: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = None,
 ) -> SurvivalCurve:
     """Compute survival thresholds for a word sample (see the module notes).
 
@@ -326,11 +331,11 @@ def survival_curve(
         Calibration words; default :func:`calibration_words` (``n_words`` from ``ranks``).
     repeats : int
         Noise draws per word (R).
-    rng : seed or Generator, optional
+    seed : int or Generator, optional
         Source of the word sample and the base noise.
     """
     emb = _load(embeddings, vocab_size)
-    gen = make_rng(rng)
+    gen = make_rng(seed)
     repeats = check_positive_int(repeats, "repeats")
     if words is None:
         rows = calibration_words(emb, n_words, ranks, stop_words, gen)
@@ -387,13 +392,14 @@ class Calibration:
         return asdict(self)
 
 
+@renamed_parameter("rng", "seed")
 def calibrate_epsilon(
     target_unchanged: float,
     embeddings: Any = None,
     *,
     curve: SurvivalCurve | None = None,
     confidence: float = 0.95,
-    rng: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = None,
     **curve_kwargs: Any,
 ) -> tuple[Calibration, SurvivalCurve]:
     """The epsilon at which the mechanism keeps ``target_unchanged`` of the words.
@@ -407,16 +413,16 @@ def calibrate_epsilon(
     >>> from textdp._rng import make_rng
     >>> g = make_rng(0)
     >>> emb = Embeddings([f"w{i}" for i in range(200)], g.normal(size=(200, 5)), name="toy")
-    >>> cal, curve = calibrate_epsilon(0.5, emb, words=np.arange(50), repeats=20, rng=1)
+    >>> cal, curve = calibrate_epsilon(0.5, emb, words=np.arange(50), repeats=20, seed=1)
     >>> abs(curve.unchanged_fraction(cal.epsilon) - 0.5) < 0.01
     True
     """
     target = check_probability(target_unchanged, "target unchanged fraction")
-    gen = make_rng(rng)
+    gen = make_rng(seed)
     if curve is None:
-        curve = survival_curve(embeddings, rng=gen, **curve_kwargs)
+        curve = survival_curve(embeddings, seed=gen, **curve_kwargs)
     eps = curve.epsilon_for(target)
-    lo, hi = curve.epsilon_interval(target, confidence, rng=gen)
+    lo, hi = curve.epsilon_interval(target, confidence, seed=gen)
     cal = Calibration(
         target_unchanged=target,
         epsilon=eps,
@@ -453,6 +459,7 @@ class DiagnosticRow:
         return asdict(self)
 
 
+@renamed_parameter("rng", "seed")
 def diagnose(
     curve: SurvivalCurve,
     epsilons: Iterable[float],
@@ -460,7 +467,7 @@ def diagnose(
     *,
     decoder: Any = None,
     confidence: float = 0.95,
-    rng: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = None,
     progress: Any = None,
 ) -> list[DiagnosticRow]:
     """Run the mechanism on the curve's draws at each epsilon and summarise.
@@ -477,7 +484,7 @@ def diagnose(
     dec = decoder if decoder is not None else ExactDecoder(emb.vectors)
     rows = curve.draw_rows()
     thr = curve.thresholds.reshape(-1)
-    gen = make_rng(rng)
+    gen = make_rng(seed)
     out = []
     for eps in epsilons:
         eps = check_epsilon(eps)

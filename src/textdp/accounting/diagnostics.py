@@ -119,7 +119,7 @@ def report_fields(diag: DocumentDiagnostics, embeddings: Embeddings) -> dict[str
     >>> from textdp.mechanisms import EarthMoversPrivacy
     >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
     >>> diags = []
-    >>> _ = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, rng=0).privatize(
+    >>> _ = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, seed=0).privatize(
     ...     "dog car unicorn", private_report=diags)
     >>> report_fields(diags[0], emb)
     {'n_tokens': 3, 'dropped_oov': 1, 'n_in_vocabulary': 2, 'unchanged_fraction': 1.0, 'mean_neighbour_rank': 0.0}

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._deprecation import renamed_parameter
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import DocumentError, ParameterError
@@ -149,8 +150,8 @@ class KoppelAttacker:
         Random trials per unknown text (100).
     feature_fraction : float, optional
         Override the variant's share of features per trial.
-    rng : int, numpy.random.Generator or None
-        Seed or generator for the feature subsets and windows.
+    seed : int, numpy.random.Generator or None
+        Seed or generator for the feature subsets and windows (``rng=``: deprecated name).
 
     References
     ----------
@@ -165,11 +166,12 @@ class KoppelAttacker:
     Examples
     --------
     >>> known = ["alpha beta gamma " * 20, "delta epsilon zeta " * 20]
-    >>> att = KoppelAttacker(trials=10, rng=0).fit(known, ["A", "B"])
+    >>> att = KoppelAttacker(trials=10, seed=0).fit(known, ["A", "B"])
     >>> att.predict(["gamma alpha beta " * 5, "zeta delta epsilon " * 5]).tolist()
     ['A', 'B']
     """
 
+    @renamed_parameter("rng", "seed")
     def __init__(
         self,
         variant: str = "pan",
@@ -178,7 +180,7 @@ class KoppelAttacker:
         n_features: int = 20_000,
         trials: int = 100,
         feature_fraction: float | None = None,
-        rng: int | np.random.Generator | None = None,
+        seed: int | np.random.Generator | None = None,
     ) -> None:
         check_choice(variant, "Koppel variant", tuple(VARIANTS))
         self.variant = VARIANTS[variant]
@@ -187,7 +189,7 @@ class KoppelAttacker:
         self.trials = check_positive_int(trials, "trials")
         frac = self.variant.feature_fraction if feature_fraction is None else feature_fraction
         self.feature_fraction = check_probability(frac, "feature_fraction", open_high=False)
-        self._rng = make_rng(rng)
+        self._rng = make_rng(seed)
         self.features_: tuple[str, ...] | None = None
 
     # ------------------------------------------------------------------ fit
@@ -262,11 +264,12 @@ class KoppelAttacker:
         return np.bincount(ids[ids >= 0], minlength=len(self.features_)).astype(np.float64)
 
     # -------------------------------------------------------------- predict
+    @renamed_parameter("rng", "seed")
     def attribute(
         self,
         unknown: Sequence[object],
         *,
-        rng: int | np.random.Generator | None = None,
+        seed: int | np.random.Generator | None = None,
         chunk: int = 10,
         block: int = 256,
     ) -> KoppelResult:
@@ -277,7 +280,7 @@ class KoppelAttacker:
         unknown : sequence of str or of token sequences
             Texts to attribute; each is cut to its first
             ``L = min(len(text), shortest known text)`` words, as in koppel11.
-        rng : int, numpy.random.Generator or None
+        seed : int, numpy.random.Generator or None
             Use this seed/generator for the trials instead of the attacker's own
             stream (to score several conditions independently of their order).
         chunk : int
@@ -299,7 +302,7 @@ class KoppelAttacker:
         for u, toks in enumerate(toks_list):
             if not toks:
                 raise DocumentError(f"unknown[{u}] has no tokens")
-        gen = self._rng if rng is None else make_rng(rng)
+        gen = self._rng if seed is None else make_rng(seed)
         F = len(self.features_)
         C = len(self._streams)
         T = self.trials
@@ -336,9 +339,10 @@ class KoppelAttacker:
             candidates=self.candidates_,
         )
 
-    def predict(self, unknown: Sequence[object], *, rng: int | np.random.Generator | None = None) -> np.ndarray:
+    @renamed_parameter("rng", "seed")
+    def predict(self, unknown: Sequence[object], *, seed: int | np.random.Generator | None = None) -> np.ndarray:
         """Predicted candidate label per unknown text (see :meth:`attribute`)."""
-        return self.attribute(unknown, rng=rng).labels
+        return self.attribute(unknown, seed=seed).labels
 
     def _window_counts(self, mask: np.ndarray, starts: np.ndarray, L: int) -> object:
         """Sparse ``(trials*candidates, F)`` counts of the kept features in each window."""

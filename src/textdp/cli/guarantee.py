@@ -208,7 +208,7 @@ def calibrate(
             target_unchanged,
             emb,
             confidence=confidence,
-            rng=seed,
+            seed=seed,
             words=word_list,
             n_words=n_words,
             ranks=(rank_min, rank_max),
@@ -220,7 +220,7 @@ def calibrate(
         if eps_list:
             with progress_bar(disable=as_json) as bar:
                 task = bar.add_task("decoding", total=len(eps_list))
-                rows = diagnose(curve, eps_list, emb, confidence=confidence, rng=seed,
+                rows = diagnose(curve, eps_list, emb, confidence=confidence, seed=seed,
                                 progress=lambda: bar.advance(task))
         if as_json:
             out = cal.to_dict()

@@ -42,7 +42,7 @@ from ..pipeline import (
     write_private_report,
     write_records,
 )
-from ..text import normalise
+from ..text import normalize
 from ._common import (
     EPSILON_OPTION_HELP,
     FORCE_HELP,
@@ -138,7 +138,7 @@ def _domain_words(path: Path) -> set[str]:
     docs = read_documents([path], input_format="auto")
     words: set[str] = set()
     for _, text in docs:
-        words.update(normalise(text, stop_words=None))
+        words.update(normalize(text, stop_words=None))
     if not words:
         raise ParameterError(f"--domain-vocab {path}: no words found")
     return words

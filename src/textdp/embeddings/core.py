@@ -237,7 +237,7 @@ def output_vocabulary(
 ) -> Embeddings:
     """The vocabulary a mechanism may release: all of ``emb`` or only its *words*.
 
-    ``kind="words"`` keeps the rows ``w`` with ``normalise(w, stop_words) == [w]``:
+    ``kind="words"`` keeps the rows ``w`` with ``normalize(w, stop_words) == [w]``:
     lower-case letter runs of two letters or more that are not stop words. GloVe's
     punctuation tokens (``''``, ``_``), numbers and stop words (``but``) are then never
     output. Input words are normalised the same way, so every protected input word is
@@ -251,11 +251,11 @@ def output_vocabulary(
     >>> output_vocabulary(emb, "full") is emb
     True
     """
-    from ..text import normalise
+    from ..text import normalize
 
     if kind not in OUTPUT_VOCABULARIES:
         raise ParameterError(f"unknown output vocabulary {kind!r}; choose one of: {', '.join(OUTPUT_VOCABULARIES)}")
     if kind == "full":
         return emb
-    keep = [w for w in emb.words if normalise(w, stop_words) == [w]]
+    keep = [w for w in emb.words if normalize(w, stop_words) == [w]]
     return emb.restrict(words=keep, label="words")

@@ -2,7 +2,7 @@
 
 Fernandes, Dras & McIver (POST 2019, Appendix B.1) give each author a
 *known* text (the first 2,000 words) and an *unknown snippet* (the last 1,000
-words), normalise them, and apply the mechanism to the snippets only.
+words), normalize them, and apply the mechanism to the snippets only.
 :func:`build_evaluation_set` builds such a set from any JSON-lines corpus with
 an author field, in a fully deterministic way (no randomness at all):
 
@@ -14,7 +14,7 @@ an author field, in a fully deterministic way (no randomness at all):
 2. if a ``topic_field`` is given, an author's topic is their most frequent
    topic (ties: alphabetical) and only their rows in that topic are kept;
 3. an author's rows are concatenated in file order and normalised
-   (:func:`textdp.text.normalise`); the known text is the first ``known_words``
+   (:func:`textdp.text.normalize`); the known text is the first ``known_words``
    normalised words, the snippet the last ``unknown_words`` (the two never
    overlap: authors with fewer than ``known_words + unknown_words`` are left
    out, and the report lists them). The raw text split the same way (first / last
@@ -51,7 +51,7 @@ from typing import Any
 from .._validation import check_choice, check_positive_int
 from ..errors import DocumentError, ParameterError
 from ..io import iter_jsonl_records as read_jsonl
-from ..text import normalise, strip_quoted
+from ..text import normalize, strip_quoted
 
 __all__ = ["PRESETS", "EvaluationSet", "build_evaluation_set", "read_jsonl", "resolve_data_dir", "strip_quoted"]
 
@@ -217,8 +217,8 @@ def build_evaluation_set(
         if split_field is not None:
             k_rows = [t for (t, _), v in zip(rows, svals) if v in known_split]
             u_rows = [t for (t, _), v in zip(rows, svals) if v in unknown_split]
-            k_words = normalise(" ".join(k_rows))
-            u_words = normalise(" ".join(u_rows))
+            k_words = normalize(" ".join(k_rows))
+            u_words = normalize(" ".join(u_rows))
             if len(k_words) < known_words or len(u_words) < unknown_words:
                 excluded.append({"author": author, "known_words": len(k_words), "unknown_words": len(u_words),
                                  "reason": f"fewer than {known_words} known ({'/'.join(known_split)}) or "
@@ -230,7 +230,7 @@ def build_evaluation_set(
             continue
         raw = " ".join(t for t, _ in rows).split()
         if cut == "normalised":
-            per_row = [normalise(t) for t, _ in rows]
+            per_row = [normalize(t) for t, _ in rows]
             words = [w for r in per_row for w in r]
             if len(words) < need:
                 excluded.append({"author": author, "words": len(words),
@@ -247,7 +247,7 @@ def build_evaluation_set(
             if len(raw) < need:
                 excluded.append({"author": author, "words": len(raw), "reason": f"fewer than {need} raw words"})
                 continue
-            known, unknown = normalise(" ".join(raw[:known_words])), normalise(" ".join(raw[-unknown_words:]))
+            known, unknown = normalize(" ".join(raw[:known_words])), normalize(" ".join(raw[-unknown_words:]))
         if len(raw) < need:  # hyphenated words give more normalised than raw words: never overlap the raw cut
             k_raw, u_raw = raw[: len(raw) // 2], raw[len(raw) // 2 :]
         else:
@@ -294,7 +294,7 @@ def build_evaluation_set(
         for author, text, topic in all_rows:
             if author in chosen_set or topic not in kept_topics:
                 continue
-            words = normalise(text)
+            words = normalize(text)
             if len(words) >= 5:
                 texts.append(words)
                 labels.append(str(topic))

@@ -452,9 +452,9 @@ def _make_attacker(name: str, cfg: ExperimentConfig, emb: EmbeddingsLike, rng: n
 
     name = name.removeprefix(NOISE_AWARE_PREFIX)
     if name == "koppel-pan":
-        return KoppelAttacker("pan", trials=cfg.koppel_trials, n_features=cfg.koppel_features, rng=rng)
+        return KoppelAttacker("pan", trials=cfg.koppel_trials, n_features=cfg.koppel_features, seed=rng)
     if name == "koppel-2011":
-        return KoppelAttacker("koppel2011", trials=cfg.koppel_trials, n_features=cfg.koppel_features, rng=rng)
+        return KoppelAttacker("koppel2011", trials=cfg.koppel_trials, n_features=cfg.koppel_features, seed=rng)
     if name == "nn-author":
         return NearestNeighbourAttacker(emb, k=1, distance=cfg.nn_distance)
     if name == "char-ngram":
@@ -485,7 +485,7 @@ def _predict(model: Any, texts: list[list[str]], rng: np.random.Generator) -> np
     from ..attacks import KoppelAttacker
 
     if isinstance(model, KoppelAttacker):
-        return model.predict(texts, rng=rng)
+        return model.predict(texts, seed=rng)
     return model.predict(texts)
 
 
@@ -802,7 +802,7 @@ def run_experiment(
                 else:
                     gen = make_rng(_condition_seed(cfg.seed, "attacker-fit-raw", name, None))
                     model = _make_attacker(name, cfg, emb, gen).fit(k_texts, eval_set.authors)
-                pred = model.predict(u_texts, rng=make_rng(_condition_seed(cfg.seed, f"reference:{name}", text_kind,
+                pred = model.predict(u_texts, seed=make_rng(_condition_seed(cfg.seed, f"reference:{name}", text_kind,
                                                                           None)))
                 add_row(None, None, name, "attack", pred, authors, att_chance, 1.0, text_kind)
                 tick(1)

@@ -520,7 +520,7 @@ def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, origina
     rows = []
     for e, g in zip(cfg.earth_movers_epsilons, rngs, strict=False):
         t0 = time.perf_counter()
-        mech = EarthMoversPrivacy(epsilon=e, size=cfg.earth_movers_size, bag="sample", rng=g).fit()
+        mech = EarthMoversPrivacy(epsilon=e, size=cfg.earth_movers_size, bag="sample", seed=g).fit()
         outs = mech.transform(docs.test_texts)
         pred = attacker.predict(outs)
         emb = embedder.embed(outs)

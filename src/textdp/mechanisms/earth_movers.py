@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .._deprecation import renamed_parameter
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_size
 from ..embeddings import (
@@ -66,7 +67,7 @@ from ..embeddings import (
 )
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import EarthMoversGuarantee
-from ..text import BAG_MODES, make_bag, normalise
+from ..text import BAG_MODES, make_bag, normalize
 from .laplace import laplace_noise
 from .mbr import POSTPROCESSORS, MBRDecoder
 
@@ -247,8 +248,8 @@ class EarthMoversPrivacy:
         ``truncate`` keeps the first N words; ``sample`` draws N with replacement.
     stop_words : "english", iterable or None
         Words removed before forming the bag.
-    rng : int, numpy.random.Generator or None
-        Seed or generator for experiments; ``None`` (use this for releases) uses
+    seed : int, numpy.random.Generator or None
+        Seed or generator for experiments (``rng=`` is its deprecated name); ``None`` (use this for releases) uses
         fresh OS entropy. Records say whether a release was seeded.
     decoder : str
         Nearest-word decoder: ``"exact"`` (default), ``"faiss-exact"`` or ``"torch"``
@@ -270,7 +271,7 @@ class EarthMoversPrivacy:
     Examples
     --------
     >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
-    >>> mech = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, rng=0)
+    >>> mech = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, seed=0)
     >>> doc = mech.privatize("dog cat unicorn")
     >>> doc.words, doc.guarantee.size
     (('cat', 'dog'), 2)
@@ -289,6 +290,7 @@ class EarthMoversPrivacy:
     ['dog car']
     """
 
+    @renamed_parameter("rng", "seed")
     def __init__(
         self,
         *,
@@ -298,7 +300,7 @@ class EarthMoversPrivacy:
         vocab_size: int | None = None,
         bag: str = "truncate",
         stop_words: str | Iterable[str] | None = "english",
-        rng: int | np.random.Generator | None = None,
+        seed: int | np.random.Generator | None = None,
         decoder: str = "exact",
         size_from_data: bool = False,
         known_source: bool = False,
@@ -311,7 +313,7 @@ class EarthMoversPrivacy:
         self.vocab_size = vocab_size
         self.bag = bag
         self.stop_words = stop_words
-        self.rng = rng
+        self.seed = seed
         self.decoder = decoder
         self.size_from_data = size_from_data
         self.known_source = known_source
@@ -323,7 +325,7 @@ class EarthMoversPrivacy:
 
     # -- scikit-learn protocol -------------------------------------------------
     _PARAMS = (
-        "epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "rng", "decoder", "size_from_data",
+        "epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "seed", "decoder", "size_from_data",
         "known_source", "postprocess", "candidates",
     )
 
@@ -363,7 +365,7 @@ class EarthMoversPrivacy:
             self.decoder_: Decoder = MBRDecoder(emb.vectors, epsilon=self.epsilon_, candidates=self.candidates)
         else:
             self.decoder_ = make_decoder(self.decoder, emb.vectors)
-        self.rng_ = make_rng(self.rng)
+        self.rng_ = make_rng(self.seed)
         return self
 
     def transform(self, X: Iterable[str]) -> list[str]:
@@ -380,7 +382,7 @@ class EarthMoversPrivacy:
 
     # -- the verbs ---------------------------------------------------------------
     def guarantee(self, size: int, *, seeded: bool | None = None, size_from_data: bool = False) -> EarthMoversGuarantee:
-        """The guarantee of a release with bag size ``size`` (``seeded``: default, whether ``rng`` was given)."""
+        """The guarantee of a release with bag size ``size`` (``seeded``: default, whether ``seed`` was given)."""
         self._ensure_fitted()
         emb = self.embeddings_
         return EarthMoversGuarantee(
@@ -391,7 +393,7 @@ class EarthMoversPrivacy:
             embeddings=emb.name,
             bag=self.bag,
             size_from_data=bool(size_from_data),
-            seeded=(self.rng is not None) if seeded is None else bool(seeded),
+            seeded=(self.seed is not None) if seeded is None else bool(seeded),
         )
 
     def prepare(
@@ -407,7 +409,7 @@ class EarthMoversPrivacy:
             doc_id = ids[i] if ids is not None else str(i)
             if not isinstance(text, str):
                 raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-            tokens = normalise(text, self.stop_words)
+            tokens = normalize(text, self.stop_words)
             if not tokens:
                 raise DocumentError(f"document {doc_id}: empty after normalisation (no words left)")
             r, oov = self.embeddings_.ids(tokens)
@@ -475,7 +477,7 @@ class EarthMoversPrivacy:
             partitions at once.
         seeded : bool, optional
             Whether the randomness came from a user seed, as recorded in the
-            guarantee (default: ``seed`` or the constructor's ``rng`` was given).
+            guarantee (default: ``seed`` here or in the constructor was given).
         size_from_data : bool, optional
             Record that ``size`` was computed from the data by the caller (the
             guarantee then says so).
@@ -538,7 +540,7 @@ class EarthMoversPrivacy:
                 make_bag(rows[short], n, self.bag, doc_id=f"document {doc_ids[short]}")
         gen = self.rng_ if seed is None else make_rng(seed)
         if seeded is None:
-            seeded = seed is not None or self.rng is not None
+            seeded = seed is not None or self.seed is not None
         guarantee = self.guarantee(n, seeded=seeded, size_from_data=from_data)
         words = self.embeddings_.words
         decoder_name = str(getattr(self.decoder_, "name", self.decoder))

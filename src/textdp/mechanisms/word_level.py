@@ -4,7 +4,7 @@ Every word-level mechanism replaces each in-vocabulary word of a text, in place,
 by a randomised vocabulary word; the output is text (a token sequence in input
 order), not a bag. The pipeline is the one of the whole library:
 
-1. ``textdp.text.normalise(text, stop_words)`` -> tokens (lower-case letter runs,
+1. ``textdp.text.normalize(text, stop_words)`` -> tokens (lower-case letter runs,
    stop words and one-letter tokens removed);
 2. ``Embeddings.ids(tokens)`` -> in-vocabulary rows; out-of-vocabulary tokens are
    dropped, never copied to the output;
@@ -31,7 +31,7 @@ from .._rng import is_seeded, make_rng
 from .._validation import check_epsilon
 from ..embeddings import Embeddings, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError
-from ..text import normalise
+from ..text import normalize
 from .earth_movers import DocumentDiagnostics, PrivateReport
 
 __all__ = ["PrivateText", "SeedLike", "WordLevelGuarantee", "WordLevelMechanism"]
@@ -297,7 +297,7 @@ class WordLevelMechanism:
         self._ensure_fitted()
         if not isinstance(text, str):
             raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-        toks = normalise(text, None if self._skip_stop_words else self.stop_words)
+        toks = normalize(text, None if self._skip_stop_words else self.stop_words)
         rows, oov = self.embeddings_.ids(toks)
         return rows, len(toks), int(oov)
 

@@ -4,7 +4,7 @@ The Earth Mover's privacy guarantee (Fernandes, Dras & McIver, 2019, Thm. 5.1)
 holds between *bags of the same size N*, so every document is turned into a bag
 of exactly N in-vocabulary words before any noise is added:
 
-``normalise``
+``normalize``
     lower-case, keep runs of letters (punctuation and digits removed), drop stop
     words and one-letter tokens; the normalisation of the paper's Appendix B.
 ``split_sentences``
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._deprecation import deprecated_alias
 from .._validation import check_choice, check_size
 from ..errors import DocumentError, ParameterTypeError
 
@@ -39,6 +40,7 @@ __all__ = [
     "Bag",
     "make_bag",
     "normalise",
+    "normalize",
     "resolve_stop_words",
     "split_sentences",
     "strip_quoted",
@@ -200,17 +202,21 @@ def resolve_stop_words(stop_words: str | Iterable[str] | None) -> frozenset[str]
     return frozenset(w.lower() for w in words)
 
 
-def normalise(text: str, stop_words: str | Iterable[str] | None = "english") -> list[str]:
+def normalize(text: str, stop_words: str | Iterable[str] | None = "english") -> list[str]:
     """Tokenise ``text``, remove stop words and one-letter tokens (Appendix B).
 
     One-letter tokens are mostly debris of punctuation removal (``chicago's`` ->
     ``chicago``, ``s``) and carry no topic, so they are dropped too.
 
-    >>> normalise("The President greets the press in Chicago's suburbs")
+    >>> normalize("The President greets the press in Chicago's suburbs")
     ['president', 'greets', 'press', 'chicago', 'suburbs']
     """
     stops = resolve_stop_words(stop_words)
     return [t for t in tokenize(text) if len(t) > 1 and t not in stops]
+
+
+#: Deprecated British spelling (one spelling family: ``tokenize``, ``normalize``, ``privatize``).
+normalise = deprecated_alias(normalize, "normalise")
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ import numpy as np
 
 from .._validation import check_choice, check_positive_int
 from ..errors import ParameterError, ParameterTypeError, require
-from . import normalise
+from . import normalize
 
 __all__ = ["SELECTION_METHODS", "TopicFeatureSelector"]
 
@@ -110,7 +110,7 @@ class TopicFeatureSelector:
         stops = self.stop_words
 
         def analyzer(doc: str) -> list[str]:
-            return normalise(doc, stops)
+            return normalize(doc, stops)
 
         if self.method == "chi2":
             fs = require("sklearn.feature_selection", "eval")
@@ -151,7 +151,7 @@ class TopicFeatureSelector:
     def transform(self, X: Iterable[str]) -> list[str]:
         """Texts reduced to their selected words (normalised tokens joined by spaces)."""
         self._check_fitted()
-        return [" ".join(self.filter_tokens(normalise(t, self.stop_words))) for t in X]
+        return [" ".join(self.filter_tokens(normalize(t, self.stop_words))) for t in X]
 
     def fit_transform(self, X: Iterable[str], y: object = None) -> list[str]:
         """``transform`` (``fit`` learns nothing)."""

@@ -42,7 +42,7 @@ from scipy.optimize import linear_sum_assignment
 from .._validation import check_positive_int
 from ..errors import DocumentError, ParameterError, require
 from ..io import iter_jsonl_records
-from ..text import normalise
+from ..text import normalize
 from ..text import strip_quoted as strip_quoted_text
 from .names import TOPIC_MODELS
 
@@ -226,7 +226,7 @@ class UserCorpus:
     settings : dict
         The public construction parameters (not the private counts).
 
-    Documents are tokenised by :func:`textdp.text.normalise` (the one tokenizer:
+    Documents are tokenised by :func:`textdp.text.normalize` (the one tokenizer:
     Unicode letters, English stop words and one-letter tokens removed) and, with
     ``strip_quoted``, cleaned by :func:`textdp.text.strip_quoted`.
     """
@@ -281,7 +281,7 @@ class UserCorpus:
         keep = [i for rows in order.values() for i in rows]
         kept_texts = [strip_quoted_text(str(texts[i])) if strip_quoted else str(texts[i]) for i in keep]
         fe: Any = require("sklearn.feature_extraction.text", "topics")
-        cv = fe.CountVectorizer(analyzer=normalise, max_features=max_features, min_df=min_df, max_df=max_df)
+        cv = fe.CountVectorizer(analyzer=normalize, max_features=max_features, min_df=min_df, max_df=max_df)
         try:
             X = sparse.csr_matrix(cv.fit_transform(kept_texts), dtype=np.float64)
         except ValueError as exc:  # empty vocabulary after pruning
