@@ -14,7 +14,7 @@ import textdp
 ROOT = Path(textdp.__file__).resolve().parent
 
 #: Leaf modules: they import no other textdp module but each other (and only downwards).
-LEAVES = {"errors", "_validation", "_rng", "_cache", "_deprecation", "guarantees", "io", "samplers", "backend"}
+LEAVES = {"errors", "_validation", "_rng", "_cache", "_deprecation", "guarantees", "io", "samplers", "backend", "progress"}
 #: The library below the engines and the command line.
 LOWER = {"text", "embeddings", "mechanisms", "accounting", "topics", "attacks", "generation"}
 #: Never imported by a lower layer, not even inside a function.
@@ -148,3 +148,17 @@ def test_no_import_cycles():
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_one_progress_signature():
+    """Every ``progress`` parameter is a ``ProgressCallback`` (or a ``StageProgress`` for multi-stage runs)."""
+    bad = []
+    for m, p in MODULES.items():
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for a in node.args.args + node.args.kwonlyargs:
+                    if a.arg == "progress" and a.annotation is not None:
+                        ann = ast.unparse(a.annotation)
+                        if ann not in ("ProgressCallback | None", "StageProgress | None"):
+                            bad.append((m, node.name, ann))
+    assert not bad, bad

@@ -41,7 +41,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -58,6 +58,7 @@ from .mechanisms import (
     PrivateDocument,
     mechanism_class,
 )
+from .progress import ProgressCallback
 
 __all__ = [
     "DEFAULT_MECHANISM",
@@ -297,7 +298,7 @@ def privatize_documents(
     seeded: bool | None = None,
     size_from_data: bool = False,
     private_report: bool = False,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> JobResult:
     """Privatize ``docs`` with ``mech``: release records and, on request, the private report.
 
@@ -351,7 +352,7 @@ def iter_privatize_documents(
     seeded: bool | None = None,
     size_from_data: bool = False,
     private_report: bool = False,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Iterator[JobResult]:
     """:func:`privatize_documents`, one chunk of documents at a time (same arguments).
 

@@ -44,6 +44,7 @@ from .._validation import check_epsilon, check_positive_int, check_probability
 from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError
 from ..mechanisms import laplace_noise, noisy_vectors
+from ..progress import ProgressCallback
 from ..text import normalize
 from .diagnostics import neighbour_ranks, rank_summary
 
@@ -468,7 +469,7 @@ def diagnose(
     decoder: Any = None,
     confidence: float = 0.95,
     seed: int | np.random.Generator | None = None,
-    progress: Any = None,
+    progress: ProgressCallback | None = None,
 ) -> list[DiagnosticRow]:
     """Run the mechanism on the curve's draws at each epsilon and summarise.
 
@@ -486,6 +487,7 @@ def diagnose(
     thr = curve.thresholds.reshape(-1)
     gen = make_rng(seed)
     out = []
+    epsilons = list(epsilons)
     for eps in epsilons:
         eps = check_epsilon(eps)
         noise_rng = make_rng(np.random.SeedSequence(curve.noise_entropy))
@@ -512,5 +514,5 @@ def diagnose(
             )
         )
         if progress is not None:
-            progress()
+            progress(len(out), len(epsilons))
     return out

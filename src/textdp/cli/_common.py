@@ -23,6 +23,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -32,6 +33,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
 from ..errors import ParameterError, TextDPError
+from ..progress import ProgressCallback, StageProgress
 
 EPSILON_OPTION_HELP = (
     f"Privacy parameter, in [{EPSILON_MIN:g}, {EPSILON_MAX:g}]. Smaller = more noise = more privacy. Noise per "
@@ -187,6 +189,20 @@ def progress_bar(disable: bool = False) -> Progress:
 
 
 # -- help rendering ---------------------------------------------------------------------------
+def bar_progress(bar: Progress, task: TaskID) -> ProgressCallback:
+    """The :data:`textdp.progress.ProgressCallback` that moves ``task`` of ``bar``."""
+    return lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def bar_stages(bar: Progress) -> StageProgress:
+    """The :data:`textdp.progress.StageProgress` that adds one task of ``bar`` per stage."""
+
+    def stage(name: str, total: int) -> ProgressCallback:
+        return bar_progress(bar, bar.add_task(name, total=max(total, 1)))
+
+    return stage
+
+
 def _reflow(text: str) -> str:
     """Join the lines of each paragraph (docstrings are wrapped at 120 columns; the terminal decides)."""
     import inspect

@@ -10,7 +10,7 @@ import typer
 
 from ..errors import OutputExistsError, ParameterError
 from ..io import same_file
-from ._common import FORCE_HELP, cli_errors, print_info, progress_bar
+from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_bar
 
 
 def _check_report_folder(out: Path, config: Path, force: bool) -> None:
@@ -51,12 +51,7 @@ def register(app: typer.Typer) -> None:
             out = output or (Path(cfg.output) if cfg.output else Path(f"report-{Path(str(cfg.corpus['name'])).name.split('.')[0]}"))
             _check_report_folder(out, config, force)  # before minutes of work, not after
             with progress_bar(disable=quiet) as bar:
-
-                def stage(name: str, total: int):
-                    task = bar.add_task(name, total=max(total, 1))
-                    return lambda n: bar.advance(task, n)
-
-                res = run_experiment(cfg, progress=stage)
+                res = run_experiment(cfg, progress=bar_stages(bar))
             files = write_report(res, out, plots=not no_plots)
             summary = {"report": str(out), "files": [f.name for f in files], "seconds": round(res.timings["total"], 1)}
             print_info(f"wrote {out}/report.md ({res.timings['total']:.0f} s)")

@@ -17,6 +17,7 @@ from ..errors import DocumentError, ParameterError
 from ._common import (
     EPSILON_HELP_TEXT,
     EPSILON_OPTION_HELP,
+    bar_progress,
     cli_errors,
     parse_stop_words,
     print_warning,
@@ -221,7 +222,7 @@ def calibrate(
             with progress_bar(disable=as_json) as bar:
                 task = bar.add_task("decoding", total=len(eps_list))
                 rows = diagnose(curve, eps_list, emb, confidence=confidence, seed=seed,
-                                progress=lambda: bar.advance(task))
+                                progress=bar_progress(bar, task))
         if as_json:
             out = cal.to_dict()
             out["diagnostics"] = [r.to_dict() for r in rows]

@@ -48,6 +48,7 @@ from ._common import (
     FORCE_HELP,
     Interrupted,
     InterruptedRun,
+    bar_progress,
     cli_errors,
     parse_stop_words,
     print_warning,
@@ -324,7 +325,7 @@ def obfuscate(
             warnings.simplefilter("always", PrivacyWarning)
             task = bar.add_task("obfuscating", total=len(docs))
             for job in iter_privatize_documents(mech, docs, private_report=private_report is not None,
-                                                progress=lambda k: bar.advance(task, k)):
+                                                progress=bar_progress(bar, task)):
                 write_records(fh, job.records, fmt.value)  # as they come: memory stays bounded
                 first = first if first is not None else job.documents[0]
                 n_records += len(job.records)

@@ -11,7 +11,7 @@ import typer
 
 from .. import __version__
 from ..errors import ParameterError
-from ._common import FORCE_HELP, cli_errors, print_info, progress_bar
+from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_bar
 
 
 class Mechanism(str, Enum):
@@ -227,12 +227,7 @@ def evaluate_generation_command(
             return
         out = output or Path(cfg.output or f"report-generation-{cfg.corpus}")
         with progress_bar(disable=quiet) as bar:
-
-            def stage(name: str, total: int) -> Any:
-                task = bar.add_task(name, total=total)
-                return lambda n: bar.advance(task, n)
-
-            result = run_generation_sweep(cfg, progress=stage)
+            result = run_generation_sweep(cfg, progress=bar_stages(bar))
         write_generation_report(result, out, plots=not no_plots)
         if not quiet:
             typer.echo(render_generation_markdown(result))

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ParameterError
-from ._common import cli_errors, print_info, progress_bar
+from ._common import bar_progress, cli_errors, print_info, progress_bar
 
 
 class Objective(str, Enum):
@@ -124,13 +124,17 @@ def train_rewriter_command(
             log_lines = not quiet and not sys.stderr.isatty()
             t_start = time.perf_counter()
 
-            def progress(step: int, total: int, loss: float) -> None:
-                bar.update(task, completed=step, total=total, description=f"training (loss {loss:.1f})")
+            progress = bar_progress(bar, task)
+
+            def on_loss(step: int, loss: float) -> None:
+                bar.update(task, description=f"training (loss {loss:.1f})")
+                total = int(bar.tasks[0].total or 0)
                 if log_lines and (step % 50 == 0 or step == total):  # no terminal: a line every 50 steps
                     print_info(f"step {step}/{total} loss {loss:.2f} ({time.perf_counter() - t_start:.0f} s)")
 
             res = train_rewriter(segments, output, emb, settings, data_description=desc, declared_public=public,
-                                 checkpoint_every=checkpoint_every, progress=progress, init_from=init_from)
+                                 checkpoint_every=checkpoint_every, progress=progress, on_loss=on_loss,
+                                 init_from=init_from)
         if res.already_trained:
             print_info(f"{output} already holds this trained model; nothing to do")
         elif res.resumed_from_step:

@@ -74,6 +74,7 @@ from ..pipeline import (
     write_private_report,
     write_records,
 )
+from ..progress import ProgressCallback
 
 DOCS_PER_PART = 500  # documents per partition when ``partitions`` is not given
 MANIFEST = "manifest.json"
@@ -446,7 +447,7 @@ def obfuscate_corpus(
     work_dir: Path | None = None,
     private_report: Path | None = None,
     extra_settings: dict[str, Any] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: ProgressCallback | None = None,
     on_size_from_data: Callable[[int], None] | None = None,
     force: bool = False,
     strict_ids: bool = False,

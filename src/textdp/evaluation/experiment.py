@@ -42,7 +42,6 @@ import inspect
 import os
 import time
 import tomllib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,8 @@ from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int
 from ..embeddings import Embeddings, EmbeddingsLike
 from ..errors import ParameterError, ParameterTypeError, TextDPError, require
+from ..progress import Counter as ProgressCounter
+from ..progress import ProgressCallback, StageProgress, offset
 from .datasets import EvaluationSet, build_evaluation_set
 from .stats import bootstrap_ci, chance_accuracy
 
@@ -435,11 +436,12 @@ class ExperimentResult:
     load: dict[str, float] = field(default_factory=dict)
 
 
-StageCallback = Callable[[str, int], Callable[[int], None]]
+#: Deprecated name of :data:`textdp.progress.StageProgress`.
+StageCallback = StageProgress
 
 
-def _no_progress(name: str, total: int) -> Callable[[int], None]:
-    return lambda n: None
+def _no_progress(name: str, total: int) -> ProgressCallback | None:
+    return None
 
 
 def _make_attacker(name: str, cfg: ExperimentConfig, emb: EmbeddingsLike, rng: np.random.Generator) -> Any:
@@ -563,14 +565,14 @@ def _release_form(words: list[str], release: str, order: dict[str, int]) -> list
 def run_experiment(
     cfg: ExperimentConfig,
     *,
-    progress: StageCallback | None = None,
+    progress: StageProgress | None = None,
     eval_set: EvaluationSet | None = None,
     embeddings: Embeddings | None = None,
 ) -> ExperimentResult:
     """Run the experiment of ``cfg`` and return its rows (see :class:`ExperimentResult`).
 
-    ``progress(stage, total)`` is called at the start of each stage and returns
-    a function called with the number of steps done.
+    ``progress(stage, total)`` (:data:`textdp.progress.StageProgress`) opens each
+    stage and returns the ``progress(done, total)`` callback of that stage.
     """
     from ..embeddings import load_embeddings, output_vocabulary
     from ..pipeline import build_mechanism
@@ -584,7 +586,7 @@ def run_experiment(
     if "fasttext-topic" in cfg.utility:
         require("fasttext", "fasttext")
 
-    tick = stage("load corpus", 1)
+    tick = ProgressCounter(stage("load corpus", 1), 1)
     if eval_set is None:
         kwargs = {k: v for k, v in cfg.corpus.items() if k != "name"}
         eval_set = build_evaluation_set(str(cfg.corpus["name"]), **kwargs)
@@ -592,7 +594,7 @@ def run_experiment(
     timings["corpus"] = time.perf_counter() - t0
 
     t = time.perf_counter()
-    tick = stage("load embeddings", 1)
+    tick = ProgressCounter(stage("load embeddings", 1), 1)
     emb = embeddings if embeddings is not None else load_embeddings(cfg.embeddings, vocab_size=cfg.vocab_size)
     tick(1)
     timings["embeddings"] = time.perf_counter() - t
@@ -668,7 +670,7 @@ def run_experiment(
     # ---- privatise the snippets (and the known texts of the noise-aware attackers) at every epsilon
     t = time.perf_counter()
     total_steps = sum(len(s.epsilons) for s in specs) * len(eval_set.unknown)
-    tick = stage("privatise", total_steps)
+    tick = ProgressCounter(stage("privatise", total_steps), total_steps)
     mech_info: dict[str, dict[str, Any]] = {}
     for spec in specs:
         keep = selected(spec)
@@ -702,7 +704,7 @@ def run_experiment(
             s = time.perf_counter()
             diags: list[Any] = []  # private diagnostics (the experiment knows its inputs anyway)
             docs = mech.privatize_batch(snippet_in, seed=make_rng(_condition_seed(cfg.seed, "mechanism", spec.label, eps)),
-                                        seeded=True, private_report=diags, progress=tick)
+                                        seeded=True, private_report=diags, progress=offset(tick))
             released = [list(d.words) for d in docs]
             n_words += sum(len(r) for r in released)
             na_texts: list[list[str]] | None = None
@@ -728,7 +730,7 @@ def run_experiment(
 
     # ---- fit the fixed attackers and utility models (once)
     t = time.perf_counter()
-    tick = stage("fit models", len(fixed) + len(utility))
+    tick = ProgressCounter(stage("fit models", len(fixed) + len(utility)), len(fixed) + len(utility))
     attackers: dict[str, Any] = {}
     for name in fixed:
         gen = make_rng(_condition_seed(cfg.seed, "attacker-fit", name, None))
@@ -761,7 +763,7 @@ def run_experiment(
     # ---- score every condition
     t = time.perf_counter()
     n_models = len(attackers) + len(noise_aware) + len(utilities)
-    tick = stage("attack and classify", len(conditions) * n_models)
+    tick = ProgressCounter(stage("attack and classify", len(conditions) * n_models), len(conditions) * n_models)
     att_chance = chance_accuracy(eval_set.authors)
     top_chance = None if topics is None else chance_accuracy(eval_set.topics or [])
     stage_time: dict[str, float] = {}
@@ -792,7 +794,7 @@ def run_experiment(
     # ---- reference rows: Koppel on the raw and the normalised snippet, in word order
     if cfg.reference_rows:
         kop = [a for a in fixed if a.startswith("koppel")]
-        tick = stage("reference rows", 2 * len(kop))
+        tick = ProgressCounter(stage("reference rows", 2 * len(kop)), 2 * len(kop))
         for text_kind, k_texts, u_texts in (
             ("raw", eval_set.known_raw, eval_set.unknown_raw), ("normalised", known, [u[:N] for u in eval_set.unknown])
         ):

@@ -31,7 +31,7 @@ import re
 import time
 import tomllib
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ from .._rng import make_rng, spawn
 from .._validation import check_positive_int
 from ..errors import ParameterError, ParameterTypeError
 from ..io import atomic_writer, write_json
+from ..progress import Counter as ProgressCounter
+from ..progress import StageProgress
 from ..text import split_sentences, tokenize
 from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
 
@@ -418,7 +420,7 @@ def sweep_conditions(cfg: GenerationConfig, vocab_output_size: int, vocab_words:
 
 
 def run_generation_sweep(
-    cfg: GenerationConfig, *, progress: Callable[[str, int], Callable[[int], None]] | None = None
+    cfg: GenerationConfig, *, progress: StageProgress | None = None
 ) -> dict[str, Any]:
     """Rewrite the test documents under every condition and measure them (see the module docstring).
 
@@ -476,7 +478,7 @@ def run_generation_sweep(
     rows.append({"table": "reference", "mechanism": "original", "epsilon": None, "variant": "-", "bound": 0.0,
                  **measure(original_docs, seg_texts, boot_rngs[-1]), "seconds": 0.0})
     doc_list = list(zip(docs.test_ids, docs.test_texts, strict=True))
-    done_task = progress("conditions", len(conds)) if progress else None
+    done_task = ProgressCounter(progress("conditions", len(conds)) if progress else None, len(conds))
     for ci, cond in enumerate(conds):
         t1 = time.perf_counter()
         rw = er if cond.mechanism == "er-ae" else ae
@@ -499,8 +501,7 @@ def run_generation_sweep(
                      "variant": cond.variant, "er_ae_epsilon": cond.er_ae_epsilon, "bound": g["epsilon"],
                      "per_token": g["per_token"], **m, "seconds": round(time.perf_counter() - t1, 1),
                      "rewrite_seconds": round(rewrite_seconds, 1), "sentences": n_sent})
-        if done_task:
-            done_task(1)
+        done_task(1)
     em_rows = _earth_movers_rows(cfg, docs, original_docs, attacker, embedder, orig_doc_emb, labels, chance,
                                  spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
     rows.extend(em_rows)

@@ -44,6 +44,7 @@ from .._rng import make_rng, spawn
 from .._validation import check_choice, check_positive_int
 from ..errors import ParameterError, TextDPError
 from ..io import atomic_writer, write_json
+from ..progress import ProgressCallback
 from .model import OUTPUT_LAYERS, ModelConfig, build_network, losses
 from .sampling import torch_module
 from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
@@ -165,8 +166,9 @@ def train_rewriter(
     data_description: str,
     declared_public: bool = False,
     checkpoint_every: int = 100,
-    progress: Callable[[int, int, float], None] | None = None,
+    progress: ProgressCallback | None = None,
     on_step: Callable[[int], None] | None = None,
+    on_loss: Callable[[int, float], None] | None = None,
     init_from: str | Path | None = None,
 ) -> TrainingResult:
     """Train a rewriter on token ``segments`` and write ``model_dir`` (see the module docstring).
@@ -191,9 +193,11 @@ def train_rewriter(
     checkpoint_every : int
         Steps between checkpoints.
     progress : callable, optional
-        ``progress(step, total_steps, loss)`` after every step.
+        ``progress(step, total_steps)`` after every step (:mod:`textdp.progress`).
     on_step : callable, optional
         ``on_step(step)`` after every step (tests use it to interrupt a run).
+    on_loss : callable, optional
+        ``on_loss(step, loss)`` after every step (the training loss, for a log or a bar).
     init_from : path, optional
         Another model directory whose training is in progress: start from its checkpoint
         if every step it took was a reconstruction-only step and its settings and data
@@ -295,7 +299,9 @@ def train_rewriter(
             if not math.isfinite(loss_value):
                 raise TextDPError(f"training diverged at step {step} (loss {loss_value}); lower the learning rate")
             if progress is not None:
-                progress(step, total, loss_value)
+                progress(step, total)
+            if on_loss is not None:
+                on_loss(step, loss_value)
             if step % checkpoint_every == 0 or bi == len(batches) - 1:
                 nxt = (epoch, bi + 1) if bi + 1 < len(batches) else (epoch + 1, 0)
                 checkpoint(*nxt)

@@ -67,6 +67,7 @@ from ..embeddings import (
 )
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import EarthMoversGuarantee
+from ..progress import ProgressCallback
 from ..text import BAG_MODES, make_bag, normalize
 from .laplace import laplace_noise
 from .mbr import POSTPROCESSORS, MBRDecoder
@@ -460,7 +461,7 @@ class EarthMoversPrivacy:
         seeded: bool | None = None,
         size_from_data: bool | None = None,
         private_report: PrivateReport | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: ProgressCallback | None = None,
         chunk: int = 128,
     ) -> list[PrivateDocument]:
         """Privatise a batch of texts; see the class docstring for the steps.
@@ -485,7 +486,7 @@ class EarthMoversPrivacy:
             Receives one :class:`DocumentDiagnostics` per document (appended to a
             list, or passed to a callable). PRIVATE: describes the input.
         progress : callable, optional
-            Called with the number of documents finished after each chunk.
+            ``progress(done, total)`` (:mod:`textdp.progress`): documents finished, after each chunk.
         chunk : int
             At most this many documents are noised at once (fewer when N is
             large: see :meth:`iter_privatize_batch`).
@@ -512,7 +513,7 @@ class EarthMoversPrivacy:
         seeded: bool | None = None,
         size_from_data: bool | None = None,
         private_report: PrivateReport | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: ProgressCallback | None = None,
         chunk: int = 128,
     ) -> Iterator[list[PrivateDocument]]:
         """:meth:`privatize_batch`, yielded a chunk of documents at a time (same arguments).
@@ -563,7 +564,7 @@ class EarthMoversPrivacy:
                         output_rows=private[k].copy(),
                     ))
             if progress is not None:
-                progress(len(idx))
+                progress(idx.stop, len(texts))
             yield [
                 PrivateDocument(
                     id=doc_ids[i], words=tuple(words[j] for j in private[k]), guarantee=guarantee,

@@ -21,7 +21,7 @@ exactly one word per protected input word).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -31,6 +31,7 @@ from .._rng import is_seeded, make_rng
 from .._validation import check_epsilon
 from ..embeddings import Embeddings, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError
+from ..progress import ProgressCallback
 from ..text import normalize
 from .earth_movers import DocumentDiagnostics, PrivateReport
 
@@ -313,7 +314,7 @@ class WordLevelMechanism:
         seed: SeedLike = None,
         seeded: bool | None = None,
         private_report: PrivateReport | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: ProgressCallback | None = None,
         chunk: int = 4096,
     ) -> list[PrivateText]:
         """Privatize a batch of texts; every text is validated before any noise is drawn.
@@ -332,7 +333,7 @@ class WordLevelMechanism:
             Receives one :class:`~textdp.mechanisms.DocumentDiagnostics` per text
             (position-aligned input and output rows). PRIVATE: describes the input.
         progress : callable, optional
-            Called with the number of texts finished (once per text, after the batch).
+            ``progress(done, total)`` (:mod:`textdp.progress`), once, after the batch.
 
         Examples
         --------
@@ -368,7 +369,7 @@ class WordLevelMechanism:
             out[s : s + chunk] = self.privatize_ids(flat[s : s + chunk], rng=gen)
         bounds = np.cumsum([0] + [r.size for r in rows])
         if progress is not None:
-            progress(len(texts))
+            progress(len(texts), len(texts))
         if private_report is not None:
             emit = private_report.append if isinstance(private_report, list) else private_report
             for i, (r, n_tok, oov) in enumerate(prepared):

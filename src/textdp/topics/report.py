@@ -25,6 +25,7 @@ from .._rng import spawn
 from ..backend import Backend
 from ..errors import ParameterError, require
 from ..io import atomic_writer, write_json
+from ..progress import ProgressCallback
 from .mechanisms import TopicMechanism, build_mechanism, postprocess
 from .metrics import all_metrics
 from .models import TopicModel, UserCorpus, extract_topic_matrix
@@ -72,7 +73,7 @@ def _evaluate(true: np.ndarray, mech: TopicMechanism, repeats: int, gen: np.rand
 def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, name: str = "corpus",
                config: ReportConfig | None = None, backend: Backend | None = None,
                cache_dir: str | Path | None = None, seed: int | None = None,
-               progress: Callable[[int, int], None] | None = None,
+               progress: ProgressCallback | None = None,
                log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the sweeps, write ``results.json``, the figures and ``report.md`` to ``out_dir``.
 

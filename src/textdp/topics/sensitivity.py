@@ -85,7 +85,7 @@ import math
 import numbers
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +98,7 @@ from .._validation import check_choice, check_positive_int, check_probability
 from ..backend import Backend, LocalBackend
 from ..errors import ParameterError, ParameterTypeError
 from ..io import atomic_writer
+from ..progress import ProgressCallback
 from .models import TopicModel, UserCorpus, released_matrix_distance
 from .names import NEIGHBOURS
 
@@ -373,7 +374,7 @@ class SensitivitySampler:
 
     # sampling ------------------------------------------------------------------
     def draw(self, n_samples: int, *, seed: int | np.random.SeedSequence | np.random.Generator | None = None,
-             progress: Callable[[int, int], None] | None = None,
+             progress: ProgressCallback | None = None,
              rng: int | np.random.Generator | None = None) -> tuple[np.ndarray, bool, float]:
         """Return ``(samples, cache_hit, seconds)``; ``samples`` is ``n_samples x len(sizes)``.
 
@@ -420,7 +421,7 @@ class SensitivitySampler:
         return np.asarray(samples[:n_samples], dtype=float), have >= n_samples, time.perf_counter() - t0
 
     def sample(self, gamma: float, *, seed: int | np.random.SeedSequence | np.random.Generator | None = None,
-               progress: Callable[[int, int], None] | None = None,
+               progress: ProgressCallback | None = None,
                rng: int | np.random.Generator | None = None) -> dict[tuple[int, int], SampledSensitivity]:
         """Sampled sensitivity for ``gamma``, one :class:`SampledSensitivity` per size."""
         if rng is not None:
