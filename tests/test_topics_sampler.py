@@ -50,7 +50,7 @@ def corpus() -> UserCorpus:
 
 @pytest.fixture(scope="module")
 def model() -> SklearnLDA:
-    return SklearnLDA(n_topics=3, max_iter=5, random_state=0)
+    return SklearnLDA(n_topics=3, max_iter=5, seed=0)
 
 
 def test_corpus_contribution_bound(corpus: UserCorpus) -> None:

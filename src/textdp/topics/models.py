@@ -30,8 +30,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -98,9 +99,10 @@ class SklearnLDA:
         Number of topics ``K`` fitted (the release keeps the top ``m <= K``).
     max_iter : int
         Batch EM passes.
-    random_state : int
+    seed : int
         Seed of the data-independent initialisation of ``components_``; part of
-        the definition of the released function, not a source of privacy noise.
+        the definition of the released function, not a source of privacy noise
+        (scikit-learn's ``random_state``; ``random_state=`` here is a deprecated name).
     doc_topic_prior, topic_word_prior : float or None
         Dirichlet priors (scikit-learn's default ``1/K`` when None).
 
@@ -110,14 +112,19 @@ class SklearnLDA:
 
     n_topics: int = 10
     max_iter: int = 10
-    random_state: int = 0
+    seed: int = 0
     doc_topic_prior: float | None = None
     topic_word_prior: float | None = None
+    random_state: InitVar[int | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, random_state: int | None) -> None:
+        if random_state is not None:
+            warnings.warn("SklearnLDA(random_state=...) is deprecated and will be removed in textdp 0.3; use seed=...",
+                          DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "seed", random_state)
         check_positive_int(self.n_topics, "n_topics", minimum=2)
         check_positive_int(self.max_iter, "max_iter")
-        check_positive_int(self.random_state, "random_state", minimum=0)
+        check_positive_int(self.seed, "seed", minimum=0)
 
     def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Fit on ``X`` and return ``(topic_word, prevalence)``."""
@@ -126,7 +133,7 @@ class SklearnLDA:
             n_components=self.n_topics,
             max_iter=self.max_iter,
             learning_method="batch",
-            random_state=self.random_state,
+            random_state=self.seed,
             doc_topic_prior=self.doc_topic_prior,
             topic_word_prior=self.topic_word_prior,
             n_jobs=1,
@@ -140,7 +147,7 @@ class SklearnLDA:
 
     def settings(self) -> dict[str, object]:
         return {"library": "sklearn", "n_topics": self.n_topics, "max_iter": self.max_iter,
-                "random_state": self.random_state, "doc_topic_prior": self.doc_topic_prior,
+                "seed": self.seed, "doc_topic_prior": self.doc_topic_prior,
                 "topic_word_prior": self.topic_word_prior}
 
 
@@ -195,7 +202,7 @@ def make_topic_model(name: str = "sklearn", *, n_topics: int = 10, max_iter: int
     5
     """
     if name == "sklearn":
-        return SklearnLDA(n_topics=n_topics, max_iter=max_iter, random_state=seed)
+        return SklearnLDA(n_topics=n_topics, max_iter=max_iter, seed=seed)
     if name == "tomotopy":
         return TomotopyLDA(n_topics=n_topics, iterations=max(max_iter, 1) * 20, seed=seed)
     raise ParameterError(f"unknown topic model {name!r}; choose one of: {', '.join(TOPIC_MODELS)}")
