@@ -139,7 +139,6 @@ def word_level_broken_cases() -> list[tuple[str, float, AuditCase]]:
         return noisy_vectors(ids, vectors, 2.0 * epsilon, rng)
 
     out.append(("earth-movers-2d, scale / 2", 10.0, earth_movers_noise_case(dim=2, noisy=half)))
-    out.append(("earth-movers-noise (50-d), scale / 2", 10.0, earth_movers_noise_case(noisy=half)))
     return out
 
 
