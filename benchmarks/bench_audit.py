@@ -122,7 +122,12 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
 def word_level_broken_cases() -> list[tuple[str, float, AuditCase]]:
     """The broken word-level variants of ``tests/test_audit_mechanisms.py``: epsilon multiplied inside."""
     from textdp.audit.cases import earth_movers_noise_case
-    from textdp.audit.word_level import DEFAULT_EPSILON, choose_mechanism_pair, group_pair, mechanism_case
+    from textdp.audit.word_level import (
+        DEFAULT_EPSILON,
+        choose_mechanism_pair,
+        group_pair,
+        mechanism_case,
+    )
     from textdp.embeddings import load_embeddings
     from textdp.mechanisms import get, noisy_vectors
 
