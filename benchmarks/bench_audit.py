@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -67,6 +68,13 @@ def row(label: str, eps: float | None, delta: float, r: object) -> str:
             f"{'pass' if r.passed else 'VIOLATION'} | {r.seconds:.1f} |")  # type: ignore[attr-defined]
 
 
+def _gaussian_sampler(sigma: float) -> Callable[[np.ndarray, int, np.random.Generator], np.ndarray]:
+    def sample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return x + rng.normal(0.0, sigma, (n, 1))
+
+    return sample
+
+
 def broken_cases() -> list[tuple[str, float, AuditCase]]:
     from textdp.embeddings import ExactDecoder, load_embeddings
     from textdp.mechanisms.laplace import laplace_noise
@@ -91,7 +99,7 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
                          ("gaussian, analytic sigma at (8, 0.2)", analytic_gaussian_sigma(8.0, 0.2, 1.0))):
         out.append((label, 8.0, AuditCase(
             "gaussian", "0 vs 1", np.array([0.0]), np.array([1.0]),
-            lambda x, n, rng, s=sigma: x + rng.normal(0.0, s, (n, 1)),
+            _gaussian_sampler(sigma),
             claimed_epsilon=8.0, claimed_delta=0.2, events="histogram")))
     emb = load_embeddings(vocab_size=5000)
     vec = emb.vectors
@@ -168,11 +176,11 @@ def main() -> None:
             print(row(label, eps, case.claimed_delta, r), flush=True)
         return
     names = set(audit_case_names())
-    for mech, eps, delta in ROWS:
+    for mech, row_eps, delta in ROWS:
         if mech not in names or (args.only and mech not in args.only):
             continue
-        r = audit(mech, epsilon=eps, delta=delta, samples=n, seed=args.seed)
-        print(row(mech, eps, r.claimed_delta, r), flush=True)
+        r = audit(mech, epsilon=row_eps, delta=delta, samples=n, seed=args.seed)
+        print(row(mech, row_eps, r.claimed_delta, r), flush=True)
 
 
 if __name__ == "__main__":
