@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
-from ..io import check_output_paths, settings_path, write_json
+from ..io import check_output_paths, same_file, settings_path, write_json
 from ..topics.names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
 from ._common import (
     FORCE_HELP,
@@ -145,6 +145,11 @@ def _check_paths(corpus: Path, output: Path | None, private_report: Path | None,
 
     if output is not None and (not output.name or output.is_dir()):
         raise ParameterError(f"--output {str(output)!r} is a directory; give a file name")
+    if output is not None and private_report is not None:
+        for what, path in (("release", output), ("release's settings file", settings_path(output))):
+            if same_file(private_report, path):
+                raise ParameterError(f"--private-report {private_report} is the same file as the {what} {path}; the "
+                                     "private report must be a separate file that is never published")
     check_output_paths(
         [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
          ("--private-report", private_report)],
