@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -43,6 +44,16 @@ ROWS: list[tuple[str, float | None, float | None]] = [
     ("topicdp-thesis", 1.0, 1e-4),
     ("mvg", 1.0, 1e-4),
     ("mvg-directional", 1.0, 1e-4),
+    ("earth-movers-2d", 10.0, None),
+    ("cmp", 10.0, None),
+    ("mahalanobis", 10.0, None),
+    ("vickrey", 10.0, None),
+    ("tem", 2.0, None),
+    ("santext", 2.0, None),
+    ("santext+", 2.0, None),
+    ("custext", 3.0, None),
+    ("custext+", 3.0, None),
+    ("random", 3.0, None),
 ]
 
 
@@ -55,6 +66,13 @@ def row(label: str, eps: float | None, delta: float, r: object) -> str:
     return (f"| {label} | {e} | {delta:g} | {_fmt(r.claimed_epsilon)} | {_fmt(r.estimated_epsilon)} | "  # type: ignore[attr-defined]
             f"**{_fmt(r.lower_bound)}** | {r.samples:,} | {r.events:,} | "  # type: ignore[attr-defined]
             f"{'pass' if r.passed else 'VIOLATION'} | {r.seconds:.1f} |")  # type: ignore[attr-defined]
+
+
+def _gaussian_sampler(sigma: float) -> Callable[[np.ndarray, int, np.random.Generator], np.ndarray]:
+    def sample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return x + rng.normal(0.0, sigma, (n, 1))
+
+    return sample
 
 
 def broken_cases() -> list[tuple[str, float, AuditCase]]:
@@ -81,7 +99,7 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
                          ("gaussian, analytic sigma at (8, 0.2)", analytic_gaussian_sigma(8.0, 0.2, 1.0))):
         out.append((label, 8.0, AuditCase(
             "gaussian", "0 vs 1", np.array([0.0]), np.array([1.0]),
-            lambda x, n, rng, s=sigma: x + rng.normal(0.0, s, (n, 1)),
+            _gaussian_sampler(sigma),
             claimed_epsilon=8.0, claimed_delta=0.2, events="histogram")))
     emb = load_embeddings(vocab_size=5000)
     vec = emb.vectors
@@ -105,6 +123,35 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
         ("earth-movers-noise, coordinate-wise Laplace", 10.0,
          word_noise_case("earth-movers-noise", noisy(1.0, coordinate=True), emb, 10.0)),
     ]
+    out += word_level_broken_cases()
+    return out
+
+
+def word_level_broken_cases() -> list[tuple[str, float, AuditCase]]:
+    """The broken word-level variants of ``tests/test_audit_mechanisms.py``: epsilon multiplied inside."""
+    from textdp.audit.cases import earth_movers_noise_case
+    from textdp.audit.word_level import (
+        DEFAULT_EPSILON,
+        choose_mechanism_pair,
+        group_pair,
+        mechanism_case,
+    )
+    from textdp.embeddings import load_embeddings
+    from textdp.mechanisms import get, noisy_vectors
+
+    emb = load_embeddings(vocab_size=5000)
+    out: list[tuple[str, float, AuditCase]] = []
+    for name, factor in (("random", 2.0), ("custext", 2.0), ("santext", 3.0), ("tem", 3.0)):
+        eps = DEFAULT_EPSILON[name]
+        ok = get(name, epsilon=eps, embeddings=emb, stop_words=None).fit()
+        bad = get(name, epsilon=eps * factor, embeddings=emb, stop_words=None).fit()
+        pair = group_pair(ok) if name == "custext" else choose_mechanism_pair(ok)
+        out.append((f"{name}, epsilon x {factor:g} inside", eps, mechanism_case(name, bad, pair, claimed_by=ok)))
+
+    def half(ids: np.ndarray, vectors: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+        return noisy_vectors(ids, vectors, 2.0 * epsilon, rng)
+
+    out.append(("earth-movers-2d, scale / 2", 10.0, earth_movers_noise_case(dim=2, noisy=half)))
     return out
 
 
@@ -113,7 +160,7 @@ def main() -> None:
     ap.add_argument("--samples", type=float, default=1e6)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--broken", action="store_true", help="audit the broken variants instead")
-    ap.add_argument("--only", nargs="*", default=None, help="only these mechanisms")
+    ap.add_argument("--only", nargs="*", default=None, help="only these mechanisms (with --broken: these prefixes)")
     args = ap.parse_args()
     n = int(args.samples)
     print("| mechanism | epsilon | delta | claimed loss | estimate | lower bound | samples/input | events | "
@@ -121,17 +168,19 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     if args.broken:
         for label, eps, case in broken_cases():
+            if args.only and label.split(",")[0].split(" ")[0] not in args.only:
+                continue
             t0 = time.perf_counter()
             r = run_audit(case, samples=n, seed=args.seed)
             assert abs(r.seconds - (time.perf_counter() - t0)) < 5
             print(row(label, eps, case.claimed_delta, r), flush=True)
         return
     names = set(audit_case_names())
-    for mech, eps, delta in ROWS:
+    for mech, row_eps, delta in ROWS:
         if mech not in names or (args.only and mech not in args.only):
             continue
-        r = audit(mech, epsilon=eps, delta=delta, samples=n, seed=args.seed)
-        print(row(mech, eps, r.claimed_delta, r), flush=True)
+        r = audit(mech, epsilon=row_eps, delta=delta, samples=n, seed=args.seed)
+        print(row(mech, row_eps, r.claimed_delta, r), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Random option values for obfuscate / guarantee / calibrate end in exit 0 or 2, never a traceback.
+"""Random option values for obfuscate / guarantee / calibrate / topics end in exit 0 or 2, never a traceback.
 
 Each command starts from a small valid invocation; hypothesis appends up to two of the
 command's own options with values drawn from a pool of hostile strings (numbers at the
@@ -28,6 +28,9 @@ INPUTS = {
     "one.jsonl": json.dumps({"id": "x", "text": "Gulls circle above the fishing boats in the harbour."}) + "\n",
     "two.jsonl": "".join(json.dumps({"id": "d", "text": t}) + "\n" for t in ["boats gulls harbour", "river snow"]),
     "words.txt": "harbour\nboats\ngulls\n",
+    "users.jsonl": "".join(json.dumps({"author": f"u{i % 5}", "text": t}) + "\n" for i, t in enumerate(
+        ["harbour boats gulls nets pier dawn", "farmer apples pears market river harvest",
+         "football team match season fans training", "music band concert guitar songs album"] * 10)),
 }
 VALUES = ["-1", "0", "1", "3", "0.5", "1e-300", "1e300", "1e-6", "1e6", "99999999999", "nan", "inf", "abc", "",
           "-", "[/x]", "[red]y", "a.txt", "b.txt", "one.jsonl", "two.jsonl", "words.txt", "missing.txt", "folder",
@@ -36,14 +39,18 @@ VALUES = ["-1", "0", "1", "3", "0.5", "1e-300", "1e300", "1e-6", "1e6", "9999999
 #: (they are tested separately: --size bounds, --n-words, --repeats).
 SKIP = {"--engine", "--scheduler", "--workers", "--partitions", "--decoder", "--help", "--version",
         "--n-words", "--repeats", "--rank-min", "--rank-max", "--work-dir"}
+#: Per command: --force may replace an input on purpose; --sensitivity/--no-cache keep topics from sampling.
+SKIP_FOR = {"topics": {"--force", "--sensitivity", "--no-cache", "--jobs", "-j"}}
 BASES = {
     "obfuscate": ["obfuscate", "a.txt", "-e", "10", "-n", "3", "-k", "20000"],
     "guarantee": ["guarantee", "a.txt", "b.txt", "-e", "10", "-k", "20000"],
     "calibrate": ["calibrate", "-k", "3000", "--rank-min", "100", "--rank-max", "2000", "--epsilons", "10",
                   "--n-words", "4", "--repeats", "1"],
+    "topics": ["topics", "users.jsonl", "--max-iter", "1", "--max-features", "30", "--model-topics", "2",
+               "--topics", "2", "--keywords", "2", "-q"],
 }
 #: Appended last (the last occurrence wins): keeps each run small.
-BOUNDS = {"calibrate": ["--n-words", "4", "--repeats", "1"]}
+BOUNDS = {"calibrate": ["--n-words", "4", "--repeats", "1"], "topics": ["--sensitivity", "0.5", "--no-cache"]}
 FUZZ = settings(max_examples=14, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
@@ -52,7 +59,8 @@ def _options(command: str) -> st.SearchStrategy[list[str]]:
     cmd = get_command(app).commands[command]  # type: ignore[attr-defined]
     choices = []
     for p in cmd.params:
-        names = [n for n in (*p.opts, *p.secondary_opts) if n.startswith("-") and n not in SKIP]
+        names = [n for n in (*p.opts, *p.secondary_opts)
+                 if n.startswith("-") and n not in SKIP and n not in SKIP_FOR.get(command, ())]
         if not names:
             continue
         if getattr(p, "is_flag", False):
@@ -84,7 +92,7 @@ def _files(d: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
 
 
-@pytest.mark.parametrize("command", ["obfuscate", "guarantee", "calibrate"])
+@pytest.mark.parametrize("command", ["obfuscate", "guarantee", "calibrate", "topics"])
 def test_random_option_values_end_cleanly(sandbox: Path, command: str) -> None:
     @FUZZ
     @given(_argv(command))
@@ -102,3 +110,38 @@ def test_random_option_values_end_cleanly(sandbox: Path, command: str) -> None:
         assert {k: v for k, v in after.items() if k in before} == before, "an input file was modified"
 
     run()
+
+
+# -- topics: where the release goes ---------------------------------------------------------------------
+PATHS = ["a.txt", "users.jsonl", "one.jsonl", "folder", "missing.json", "[/x]", "[red]y", "[/x]z.json", "-", "",
+         "folder/r.json", "users.jsonl.settings.json"]
+
+
+@settings(FUZZ, max_examples=16)
+@given(st.sampled_from(PATHS), st.one_of(st.none(), st.sampled_from(PATHS)))
+def test_topics_output_paths_end_cleanly_and_never_replace_a_file(output: str, private: str | None) -> None:
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        cwd = os.getcwd()
+        os.chdir(d)
+        try:
+            for name, text in INPUTS.items():
+                Path(name).write_text(text, encoding="utf-8")
+            Path("folder").mkdir()
+            Path("[").mkdir()
+            before = _files(Path("."))
+            argv = [*BASES["topics"], "-o", output, *(["--private-report", private] if private is not None else []),
+                    *BOUNDS["topics"]]
+            res = runner.invoke(app, argv)
+            shown = f"argv={argv!r} exit={res.exit_code} stderr={res.stderr[-400:]!r} exc={res.exception!r}"
+            assert res.exception is None or isinstance(res.exception, SystemExit), shown
+            assert res.exit_code in (0, 2) and "Traceback" not in res.output, shown
+            after = _files(Path("."))
+            assert {k: v for k, v in after.items() if k in before} == before, "an existing file was replaced"
+            if res.exit_code == 0 and output not in ("-", ""):
+                assert f"wrote {output} (" in res.stderr, shown  # the name as given, never read as markup
+                assert Path(output).stat().st_mode & 0o044, "the release must not be owner-only"
+        finally:
+            os.chdir(cwd)

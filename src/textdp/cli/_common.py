@@ -14,6 +14,7 @@ import signal
 import sys
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -32,7 +33,7 @@ from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
-from ..errors import ParameterError, TextDPError
+from ..errors import OutputExistsError, ParameterError, TextDPError
 from ..progress import ProgressCallback, StageProgress
 
 EPSILON_OPTION_HELP = (
@@ -164,6 +165,18 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(status) from None
 
 
+def check_report_folder(out: Path, force: bool) -> None:
+    """A report folder must be new or empty (or ``force``), and never a file such as the input.
+
+    Checked before any work: a refused run costs nothing.
+    """
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"the report folder {out} is a file; give a folder")
+    if not force and out.is_dir() and any(out.iterdir()):
+        raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
+                                "replace the report files in it")
+
+
 def parse_stop_words(stop_words: str) -> str | None:
     """``'english'`` or ``None`` from the ``--stop-words`` option (case-insensitive), else a one-line error."""
     s = stop_words.strip().lower()
@@ -222,8 +235,21 @@ def _quiet_flags(params: list[Any]) -> list[Any]:
     return params
 
 
+def _usage_pieces(command: Any, ctx: Any) -> list[str]:
+    """``[OPTIONS] CORPUS [FILES]...``: arguments in upper case, optional ones in brackets (click's style)."""
+    pieces = [command.options_metavar] if command.options_metavar else []
+    for p in command.get_params(ctx):
+        if getattr(p, "param_type_name", "") != "argument" or getattr(p, "hidden", False):
+            continue
+        name = (p.metavar or p.name or "").upper()
+        name = name if p.required else f"[{name}]"
+        pieces.append(name + ("..." if p.nargs != 1 else ""))
+    return pieces
+
+
 class Command(TyperCommand):
-    """A command whose help is plain text (escaped for rich) and whose flags show no ``<bool>``."""
+    """A command whose help is plain text (escaped for rich), whose flags show no ``<bool>`` and whose
+    usage line names its arguments the same way in every command (``CORPUS``, ``[FILES]...``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -235,6 +261,9 @@ class Command(TyperCommand):
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _quiet_flags(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return _usage_pieces(self, ctx)
 
 
 class Group(TyperGroup):

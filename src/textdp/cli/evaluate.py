@@ -8,20 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ..errors import OutputExistsError, ParameterError
-from ..io import same_file
-from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_bar
-
-
-def _check_report_folder(out: Path, config: Path, force: bool) -> None:
-    """The report folder must be a new or empty folder (or ``--force``), and never the config file."""
-    if out.exists() and not out.is_dir():
-        raise ParameterError(f"the report folder {out} is a file; give a folder")
-    if same_file(out, config):
-        raise ParameterError(f"the report folder {out} is the config file; give a folder")
-    if not force and out.is_dir() and any(out.iterdir()):
-        raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
-                                "replace the report files in it")
+from ._common import (
+    FORCE_HELP,
+    bar_stages,
+    check_report_folder,
+    cli_errors,
+    print_info,
+    progress_bar,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -49,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
             cfg = load_config(config)
             out = output or (Path(cfg.output) if cfg.output else Path(f"report-{Path(str(cfg.corpus['name'])).name.split('.')[0]}"))
-            _check_report_folder(out, config, force)  # before minutes of work, not after
+            check_report_folder(out, force)  # before minutes of work, not after
             with progress_bar(disable=quiet) as bar:
                 res = run_experiment(cfg, progress=bar_stages(bar))
             files = write_report(res, out, plots=not no_plots)

@@ -10,9 +10,18 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
-from ..io import settings_path, write_json
+from ..io import check_output_paths, same_file, settings_path, write_json
 from ..topics.names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
-from ._common import cli_errors, err_console, progress_bar
+from ._common import (
+    FORCE_HELP,
+    Interrupted,
+    InterruptedRun,
+    check_report_folder,
+    cli_errors,
+    print_info,
+    print_warning,
+    progress_bar,
+)
 
 TOPICS_HELP = (
     "Release the topic-keyword matrix of an LDA model (top --topics topics x top --keywords words) "
@@ -74,7 +83,7 @@ def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_use
 
 
 def _warn(message: str) -> None:
-    err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    print_warning(message)
 
 
 def _engine_options(engine: EngineName, workers: int | None, scheduler: str | None,
@@ -104,35 +113,67 @@ def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> 
 
 
 def _sample(sampler: Any, gamma: float, seed: Any, quiet: bool) -> Any:
+    """Run the sampler; an interrupt says truthfully what the cache keeps and that re-running resumes."""
     from ..topics import sampler_parameters
 
     total = sampler_parameters(gamma).n_samples
-    with progress_bar(disable=quiet) as bar:
-        task = bar.add_task("sampling sensitivity", total=total)
-        return sampler.sample(gamma, seed=seed, progress=lambda d, t: bar.update(task, completed=d, total=t))
+    try:
+        with progress_bar(disable=quiet) as bar:
+            task = bar.add_task("sampling sensitivity", total=total)
+            return sampler.sample(gamma, seed=seed, progress=lambda d, t: bar.update(task, completed=d, total=t))
+    except (KeyboardInterrupt, Interrupted) as exc:
+        status = exc.status if isinstance(exc, Interrupted) else 130
+        raise InterruptedRun(_interrupted_message(sampler, total), status) from None
 
 
-def _check_paths(corpus: Path, output: Path | None, private_report: Path | None) -> None:
+def _interrupted_message(sampler: Any, total: int) -> str:
+    """What an interrupted sensitivity sampler leaves behind (read back from its cache file)."""
+    if sampler.cache_path is None:
+        return ("no release was written; the sensitivity samples drawn so far are lost (--no-cache); "
+                "re-running starts the sampling again")
+    kept = sampler.cached_samples()
+    if kept == 0:
+        return (f"no release was written and no sensitivity sample was saved yet (the cache keeps them in groups "
+                f"of 25, in {sampler.cache_path}); re-running starts the sampling again")
+    return (f"no release was written; {min(kept, total)} of {total} sensitivity samples are saved in the cache "
+            f"{sampler.cache_path}; run the same command again to resume from them")
+
+
+def _check_paths(corpus: Path, output: Path | None, private_report: Path | None, force: bool) -> None:
+    """Refuse outputs that are the corpus, each other, folders or existing files (unless ``force``), early."""
     from ..errors import ParameterError
 
-    src = corpus.resolve()
-    targets = {"--output": output, "--private-report": private_report}
-    for flag, path in targets.items():
-        if path is not None and path.resolve() == src:
-            raise ParameterError(f"{flag} {path} is the input corpus; choose another file")
-    if private_report is not None:
-        pr = private_report.resolve()
-        if output is None:
-            return
-        if pr in (output.resolve(), settings_path(output).resolve()):
-            raise ParameterError(f"--private-report {private_report} would overwrite the release; the private "
-                                 "report must be a separate file that is never published")
+    if output is not None and (not output.name or output.is_dir()):
+        raise ParameterError(f"--output {str(output)!r} is a directory; give a file name")
+    if output is not None and private_report is not None:
+        for what, path in (("release", output), ("release's settings file", settings_path(output))):
+            if same_file(private_report, path):
+                raise ParameterError(f"--private-report {private_report} is the same file as the {what} {path}; the "
+                                     "private report must be a separate file that is never published")
+    check_output_paths(
+        [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
+         ("--private-report", private_report)],
+        inputs=[corpus], force=force,
+    )
+
+
+def _write_all(files: list[tuple[Path, Any, bool]], force: bool) -> None:
+    """Write ``(path, object, private)`` JSON files in order; on an interrupt remove the ones written so far."""
+    done: list[Path] = []
+    try:
+        for path, obj, private in files:
+            write_json(path, obj, overwrite=force, private=private)
+            done.append(path)
+    except (KeyboardInterrupt, Interrupted):
+        for path in done:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def topics(
     corpus: Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the release JSON here "
-                                                   "(and OUTPUT.settings.json); default: stdout.")] = None,
+                                                   "(and OUTPUT.settings.json); default or '-': stdout.")] = None,
     private_report: Annotated[Path | None, typer.Option(
         help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise "
              "scale, timings, paths). Never publish it; it must differ from --output.")] = None,
@@ -159,7 +200,7 @@ def topics(
                                                    "(0 = no bound). Part of the released function.")] = 30,
     min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
-    strip_quotes: Annotated[bool, typer.Option(help=STRIP_HELP)] = False,
+    strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
     neighbours: Annotated[str, typer.Option(help="add-remove one user (default) or replace one (thesis)."
                                             + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))] = "add-remove",
@@ -177,10 +218,11 @@ def topics(
                                                 help="Deprecated: use --engine dask --workers N.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances "
                                                       "(default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")] = None,
-    no_cache: Annotated[bool, typer.Option(help="Do not read or write the cache.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
     seed: Annotated[int | None, typer.Option(help="Seed for sampling and noise (default: OS entropy; "
                                                 "a published seed lets anyone undo the noise).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Release a noisy topic-keyword matrix with user-level (random) differential privacy."""
     with cli_errors():
@@ -214,7 +256,9 @@ def topics(
         m = check_positive_int(n_topics, "--topics")
         n = check_positive_int(n_keywords, "--keywords")
         grid = 2.0 ** -check_positive_int(grid_bits, "--grid-bits", minimum=0)
-        _check_paths(corpus, output, private_report)
+        if output is not None and str(output) == "-":
+            output = None  # "-" is standard output, as everywhere else
+        _check_paths(corpus, output, private_report, force)
         K = model_topics or max(m, 10)
         sampler_seed, release_seed = spawn(seed, 2)  # separate streams: sampling never shifts the noise
         t0 = time.perf_counter()
@@ -260,26 +304,28 @@ def topics(
             "engine": engine.value, "seed": seed, "seeded": seed is not None,
             "seed_note": None if seed is not None else "fresh OS entropy (not recorded)",
         }
+        files: list[tuple[Path, Any, bool]] = []  # (path, object, private): the release is written last
         if private_report is not None:
             sigma: dict[str, Any] = {}
             if hasattr(mech, "sigma"):
                 sigma["noise_sigma"] = mech.sigma((m, n))
             if hasattr(mech, "column_variances"):
                 sigma["noise_column_variances"] = [float(v) for v in mech.column_variances((m, n))]
-            write_json(private_report, {
+            files.append((private_report, {
                 "warning": "PRIVATE: describes the private corpus; never publish this file",
                 "command": "topics", "corpus": str(corpus), "release": None if output is None else str(output),
                 "n_users": data.n_users, "n_docs": data.n_docs,
                 "per_db_users": per_db_users or data.n_users, "sensitivity": sens_value, **private, **sigma,
-                "fit_seconds": round(fit_seconds, 3), "seconds": round(time.perf_counter() - t0, 3)})
+                "fit_seconds": round(fit_seconds, 3), "seconds": round(time.perf_counter() - t0, 3)}, True))
+        if output is not None:
+            files += [(settings_path(output), settings, False), (output, record, False)]
+        _write_all(files, force)
         if output is None:
             import json
 
             typer.echo(json.dumps(record, indent=2))
         else:
-            write_json(output, record)
-            write_json(settings_path(output), settings)
-            err_console.print(f"wrote {output} ({rel.mechanism}, epsilon {rel.epsilon:g})", highlight=False)
+            print_info(f"wrote {output} ({rel.mechanism}, epsilon {rel.epsilon:g})")
 
 
 def topics_report(
@@ -301,7 +347,7 @@ def topics_report(
     max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound per user (0 = none).")] = 30,
     min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
-    strip_quotes: Annotated[bool, typer.Option(help=STRIP_HELP)] = False,
+    strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
     engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
     workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster.")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
@@ -310,30 +356,43 @@ def topics_report(
     cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (default: OS entropy).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
+                                        "or empty.")] = False,
 ) -> None:
     """Sweep epsilon in [1, 10], gamma in [0.02, 0.22] and m = n in [2, 10] for TopicDP, MVG and
     Laplace, and draw the thesis's figures with a report.md. An experiment, not a release: the
     report holds the true matrix and private statistics of the corpus; never publish it."""
     with cli_errors():
-        from .._validation import check_positive_int
+        from .._validation import check_epsilon, check_positive_int, check_probability
         from ..topics import default_cache_dir, make_topic_model
         from ..topics.report import ReportConfig, run_report
 
+        check_epsilon(epsilon)
+        check_probability(delta, "delta")
+        check_probability(gamma, "gamma")
+        check_report_folder(output, force)  # before minutes of work, not after
+        engine, workers = _engine_options(engine, workers, scheduler, jobs)
         data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes)
         model = make_topic_model(topic_model, n_topics=10, max_iter=max_iter, seed=0)
         cfg = ReportConfig(delta=delta, gamma=gamma, epsilon=epsilon,
                            repeats=check_positive_int(repeats, "--repeats"),
                            max_samples=check_positive_int(max_samples, "--max-samples"))
         label = name or corpus.name.split(".")[0]
-        engine, workers = _engine_options(engine, workers, scheduler, jobs)
+        cache = cache_dir or default_cache_dir()
         backend = _backend(engine, workers, scheduler)
         try:
             with progress_bar(disable=quiet) as bar:
                 task = bar.add_task("sampling sensitivity", total=None)
                 res = run_report(data, model, output, name=label, config=cfg, backend=backend,
-                                 cache_dir=cache_dir or default_cache_dir(), seed=seed,
+                                 cache_dir=cache, seed=seed,
                                  progress=lambda d, t: bar.update(task, completed=d, total=t),
-                                 log=lambda s: err_console.print(s, highlight=False))
+                                 log=print_info)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            status = exc.status if isinstance(exc, Interrupted) else 130
+            left = "is incomplete" if output.is_dir() and any(output.iterdir()) else "was not written"
+            raise InterruptedRun(f"the report in {output} {left}; the sensitivity samples drawn so far are kept in "
+                                 f"the cache {cache}: run the same command again (with --force) to resume from them",
+                                 status) from None
         finally:
             if backend is not None:
                 backend.close()
@@ -343,7 +402,7 @@ def topics_report(
             "delta": delta, "gamma": gamma, "epsilon": epsilon, "repeats": repeats,
             "max_samples": max_samples, "seed": seed, "engine": engine.value,
             "sampling_seconds": res["sampling_seconds"]})
-        err_console.print(f"wrote {output / 'report.md'}", highlight=False)
+        print_info(f"wrote {output / 'report.md'}")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ per sentence ``L_max · (ε_set/2 + ln(|V| − 2 + e^{ε_word/2}))`` — dominat
   :class:`RewriteGuarantee`;
 * :func:`two_set_bound`, :func:`two_set_step`, :func:`two_set_distribution` — the
   mechanism, its exact law and its accounting;
-* :func:`two_set_audit_case`, :func:`empirical_epsilon` — the empirical audit.
+* :func:`two_set_audit_case` — the two samplers and the claim the auditor (``textdp audit er-ae``) needs.
 
 Torch is needed to train and to generate (:class:`~textdp.errors.MissingDependencyError`
 naming ``textdp[generation]`` otherwise); the accounting works without it.
@@ -33,7 +33,7 @@ from .accounting import (
     two_set_bound,
     two_set_epsilon_for_budget,
 )
-from .audit import empirical_epsilon, two_set_audit_case
+from .audit import two_set_audit_case
 from .rewriter import Rewriter, RewriteSettings, load_rewriter, rewrite_documents
 from .sampling import em_distribution, em_step, two_set_distribution, two_set_step
 from .training import TrainingSettings, train_rewriter
@@ -52,7 +52,6 @@ __all__ = [
     "em_bound",
     "em_distribution",
     "em_step",
-    "empirical_epsilon",
     "load_rewriter",
     "random_r_epsilon",
     "random_r_rate",

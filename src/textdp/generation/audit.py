@@ -3,11 +3,9 @@
 :func:`two_set_audit_case` gives an auditor what it needs: two samplers of the
 mechanism's output word for two neighbouring toy inputs (a point mass on word 0 against
 a point mass on word 1, the pair that attains the bound up to ``e^{ε_word/2} − 1``), and
-the claimed ``(ε, δ)``. :func:`empirical_epsilon` estimates a lower confidence bound on
-the privacy loss from samples: for every output word ``w`` it divides a Clopper–Pearson
-lower bound on ``P_a(w)`` by an upper bound on ``P_b(w)`` (and the reverse), with a
-Bonferroni correction over the words and directions. A correct claim stays above that
-lower bound; the ``broken`` variants are flagged:
+the claimed ``(ε, δ)``. The auditor of :mod:`textdp.audit` (case ``er-ae``) turns them
+into a Clopper–Pearson lower bound on the privacy loss; a correct claim stays above it,
+and the ``broken`` variants are flagged:
 
 ``"set-epsilon-doubled"``
     the mechanism uses ``exp(ε_set u)`` instead of ``exp(ε_set u / 2)`` for the set
@@ -25,11 +23,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .._validation import check_choice, check_epsilon, check_positive_int
-from ..errors import ParameterError
 from .accounting import two_set_bound
 from .sampling import torch_module, two_set_step
 
-__all__ = ["BROKEN_VARIANTS", "clopper_pearson", "empirical_epsilon", "two_set_audit_case"]
+__all__ = ["BROKEN_VARIANTS", "two_set_audit_case"]
 
 BROKEN_VARIANTS = ("set-epsilon-doubled", "poster-claim")
 
@@ -79,42 +76,3 @@ def two_set_audit_case(
         return sample
 
     return sampler(0), sampler(1), claimed, 0.0
-
-
-def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, float]:
-    """Exact two-sided ``1 − alpha`` binomial interval (Clopper & Pearson 1934).
-
-    >>> lo, hi = clopper_pearson(50, 100, 0.05)
-    >>> round(lo, 3), round(hi, 3)
-    (0.398, 0.602)
-    """
-    from scipy.stats import beta
-
-    if not (0 <= successes <= trials) or trials < 1:
-        raise ParameterError("need 0 <= successes <= trials and trials >= 1")
-    lo = 0.0 if successes == 0 else float(beta.ppf(alpha / 2, successes, trials - successes + 1))
-    hi = 1.0 if successes == trials else float(beta.ppf(1 - alpha / 2, successes + 1, trials - successes))
-    return lo, hi
-
-
-def empirical_epsilon(samples_a: np.ndarray, samples_b: np.ndarray, *, alpha: float = 0.05) -> float:
-    """A ``1 − alpha`` lower confidence bound on the privacy loss over single-word events.
-
-    ``max_w max(ln(lo_a(w) / hi_b(w)), ln(lo_b(w) / hi_a(w)))`` with Clopper–Pearson bounds
-    at level ``alpha / (2 · #words)`` (Bonferroni), 0 if no event is significant.
-
-    >>> empirical_epsilon(np.zeros(1000, dtype=int), np.ones(1000, dtype=int)) > 5
-    True
-    """
-    a = np.asarray(samples_a, dtype=np.int64)
-    b = np.asarray(samples_b, dtype=np.int64)
-    words = np.union1d(np.unique(a), np.unique(b))
-    level = alpha / (2 * max(words.size, 1))
-    best = 0.0
-    for w in words.tolist():
-        la, ha = clopper_pearson(int((a == w).sum()), a.size, level)
-        lb, hb = clopper_pearson(int((b == w).sum()), b.size, level)
-        for lo, hi in ((la, hb), (lb, ha)):
-            if lo > 0 and hi > 0:
-                best = max(best, math.log(lo / hi))
-    return best

@@ -344,6 +344,15 @@ class SensitivitySampler:
     def _cache_path(self) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / f"sens-{self.cache_key()}.json"
 
+    @property
+    def cache_path(self) -> Path | None:
+        """The cache file of this sampler's samples (``None`` without a cache)."""
+        return self._cache_path()
+
+    def cached_samples(self) -> int:
+        """How many samples the cache holds now (they are reused, so a re-run resumes from them)."""
+        return len(self._load())
+
     def _load(self) -> list[list[float]]:
         path = self._cache_path()
         if path is None or not path.is_file():
