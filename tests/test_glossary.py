@@ -97,3 +97,20 @@ def test_one_spelling_family():
            if re.search(r"(?:[a-z])is(e|ed|ing)$", n.rsplit(".", 1)[-1])
            and not (obj.__doc__ or "").startswith("Deprecated")]
     assert not [n for n in bad if n.rsplit(".", 1)[-1] in ("normalise", "randomise", "privatise", "tokenise")], bad
+
+
+def test_cli_choices_are_the_library_tuples_and_defined_once():
+    import ast
+
+    import textdp.cli as cli_pkg
+    from textdp.cli._choices import CHOICES
+
+    for enum, values in CHOICES:
+        assert tuple(m.value for m in enum) == tuple(values), enum.__name__
+    for path in Path(cli_pkg.__file__).parent.glob("*.py"):
+        if path.name == "_choices.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        enums = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
+                 and any(ast.unparse(b) in ("Enum", "str") for b in n.bases)]
+        assert not enums, f"{path.name} defines its own choices {enums}; add them to cli/_choices.py"

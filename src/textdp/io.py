@@ -38,6 +38,9 @@ import numpy as np
 
 from .errors import DocumentError, OutputExistsError, ParameterError
 
+#: How inputs are read: ``auto`` (JSONL by file name, else plain text), ``text`` or ``jsonl``.
+INPUT_FORMATS = ("auto", "text", "jsonl")
+
 
 def _decode(data: bytes, source: str) -> str:
     try:

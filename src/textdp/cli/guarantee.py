@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +13,7 @@ from rich.table import Table
 
 from .._validation import check_epsilon, check_size
 from ..errors import DocumentError, ParameterError
+from ._choices import BagMode, InputFormat, Metric
 from ._common import (
     EPSILON_HELP_TEXT,
     EPSILON_OPTION_HELP,
@@ -23,22 +23,6 @@ from ._common import (
     print_warning,
     progress_bar,
 )
-
-
-class BagMode(str, Enum):
-    truncate = "truncate"
-    sample = "sample"
-
-
-class Metric(str, Enum):
-    euclidean = "euclidean"
-    manhattan = "manhattan"
-
-
-class InputFormat(str, Enum):
-    auto = "auto"
-    text = "text"
-    jsonl = "jsonl"
 
 
 def _load(embeddings: Path | None, words: Path | None, vocab_size: int | None) -> Any:

@@ -8,7 +8,6 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
-from enum import Enum
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -28,7 +27,6 @@ from ..io import (
     settings_path,
     write_json,
 )
-from ..mechanisms import MECHANISM_NAMES
 from ..mechanisms.earth_movers import SIZE_FROM_DATA_WARNING
 from ..pipeline import (
     build_mechanism,
@@ -43,6 +41,10 @@ from ..pipeline import (
     write_records,
 )
 from ..text import normalize
+from ._choices import BagMode, InputFormat, OutputFormat, OutputVocab, PostProcess
+from ._choices import Decoder as DecoderName
+from ._choices import Mechanism as MechanismName
+from ._choices import ObfuscateEngine as EngineName
 from ._common import (
     EPSILON_OPTION_HELP,
     FORCE_HELP,
@@ -54,51 +56,6 @@ from ._common import (
     print_warning,
     progress_bar,
 )
-
-
-class OutputFormat(str, Enum):
-    jsonl = "jsonl"
-    text = "text"
-
-
-class BagMode(str, Enum):
-    truncate = "truncate"
-    sample = "sample"
-
-
-class InputFormat(str, Enum):
-    auto = "auto"
-    text = "text"
-    jsonl = "jsonl"
-
-
-class DecoderName(str, Enum):
-    exact = "exact"
-    faiss_exact = "faiss-exact"
-    torch = "torch"
-    approximate = "approximate"
-    hnsw = "hnsw"
-    ivf = "ivf"
-
-
-MechanismName = Enum("MechanismName", {n: n for n in MECHANISM_NAMES}, type=str)  # type: ignore[misc]
-
-
-class OutputVocab(str, Enum):
-    full = "full"
-    words = "words"
-
-
-class PostProcess(str, Enum):
-    mbr = "mbr"
-
-
-class EngineName(str, Enum):
-    auto = "auto"
-    single = "single"
-    local = "local"
-    dask = "dask"
-
 
 LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
 

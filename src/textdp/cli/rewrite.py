@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,44 +10,9 @@ import typer
 
 from .. import __version__
 from ..errors import ParameterError
+from ._choices import Engine, InputFormat, ModelData, Unit, Variant
+from ._choices import RewriteMechanism as Mechanism
 from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_bar
-
-
-class Mechanism(str, Enum):
-    er_ae = "er-ae"
-    ae_dp = "ae-dp"
-    syntf = "syntf"
-    random = "random"
-
-
-class Unit(str, Enum):
-    sentence = "sentence"
-    document = "document"
-
-
-class Variant(str, Enum):
-    autoregressive = "autoregressive"
-    teacher_forced = "teacher-forced"
-
-
-class ModelData(str, Enum):
-    auto = "auto"
-    public = "public"
-    disjoint = "disjoint"
-    same = "same"
-    unknown = "unknown"
-
-
-class InputFormat(str, Enum):
-    auto = "auto"
-    text = "text"
-    jsonl = "jsonl"
-
-
-class Engine(str, Enum):
-    local = "local"
-    dask = "dask"
-
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +11,7 @@ import typer
 from .. import __version__
 from ..io import check_output_paths, same_file, settings_path, write_json
 from ..topics.names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
+from ._choices import Engine as EngineName
 from ._common import (
     FORCE_HELP,
     Interrupted,
@@ -40,10 +40,6 @@ TOPICS_HELP = (
     "report (--private-report), which must never be published."
 )
 
-
-class EngineName(str, Enum):
-    local = "local"
-    dask = "dask"
 
 
 EPS_HELP = "Privacy dial epsilon > 0: a user's presence changes output odds by at most exp(epsilon)."

@@ -5,35 +5,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..errors import ParameterError
+from ._choices import InputFormat, Objective, OutputLayer, VocabSource
 from ._common import bar_progress, cli_errors, print_info, progress_bar
-
-
-class Objective(str, Enum):
-    er_ae = "er-ae"
-    reconstruction = "reconstruction"
-
-
-class VocabSource(str, Enum):
-    corpus = "corpus"
-    glove = "glove"
-
-
-class OutputLayer(str, Enum):
-    dense = "dense"
-    embedding = "embedding"
-
-
-class InputFormat(str, Enum):
-    auto = "auto"
-    text = "text"
-    jsonl = "jsonl"
 
 
 def train_rewriter_command(

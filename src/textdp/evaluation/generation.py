@@ -279,9 +279,6 @@ def normalize_text(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 # the sweep
 
-_MECHANISMS = ("er-ae", "ae-dp", "syntf", "random")
-
-
 @dataclass
 class GenerationConfig:
     """The resolved settings of a generation sweep (``textdp evaluate-generation CONFIG.toml``)."""

@@ -52,6 +52,8 @@ from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
 __all__ = ["OBJECTIVES", "PRIVATE_MODEL_NOTE", "TrainingResult", "TrainingSettings", "train_rewriter"]
 
 OBJECTIVES = ("er-ae", "reconstruction")
+#: Where the model vocabulary comes from: the training corpus, or GloVe's most frequent words.
+VOCAB_SOURCES = ("corpus", "glove")
 
 PRIVATE_MODEL_NOTE = (
     "This model was trained WITHOUT differential privacy. If its training data is private, the model (weights and "
@@ -89,7 +91,7 @@ class TrainingSettings:
 
     def __post_init__(self) -> None:
         check_choice(self.objective, "objective", OBJECTIVES)
-        check_choice(self.vocab_source, "vocabulary source", ("corpus", "glove"))
+        check_choice(self.vocab_source, "vocabulary source", VOCAB_SOURCES)
         check_choice(self.output_layer, "output layer", OUTPUT_LAYERS)
         for name in ("vocab_size", "max_length", "encoder_hidden", "latent", "decoder_hidden", "epochs",
                      "batch_size", "reward_k"):
