@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import __version__
+from .._validation import check_positive_int
 from ..errors import ParameterError
 from ._choices import Engine, InputFormat, ModelData, Unit, Variant
 from ._choices import RewriteMechanism as Mechanism
@@ -79,11 +80,9 @@ def rewrite_command(
 
         torch = torch_module()
         if threads is not None:
-            if threads < 1:
-                raise ParameterError("--threads must be >= 1")
+            check_positive_int(threads, "--threads")
             torch.set_num_threads(threads)
-        if partition_size < 1:
-            raise ParameterError("--partition-size must be >= 1")
+        check_positive_int(partition_size, "--partition-size")
         check_output_paths([("--output", output), ("settings", settings_path(output)),
                             ("--private-report", private_report)], inputs=list(inputs), force=force)
         settings = RewriteSettings(mechanism=mechanism.value, epsilon=epsilon, variant=variant.value,
@@ -180,8 +179,7 @@ def evaluate_generation_command(
         from ..io import check_output_paths
 
         if threads is not None:
-            if threads < 1:
-                raise ParameterError("--threads must be >= 1")
+            check_positive_int(threads, "--threads")
             torch_module().set_num_threads(threads)
         cfg = load_generation_config(config)
         if write_training_corpus is not None:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from .._validation import check_positive_int
 from ..errors import ParameterError
 from ._choices import InputFormat, Objective, OutputLayer, VocabSource
 from ._common import bar_progress, cli_errors, print_info, progress_bar
@@ -76,8 +77,7 @@ def train_rewriter_command(
 
         torch = torch_module()
         if threads is not None:
-            if threads < 1:
-                raise ParameterError("--threads must be >= 1")
+            check_positive_int(threads, "--threads")
             torch.set_num_threads(threads)
         settings = TrainingSettings(
             objective=objective.value, vocab_size=vocab_size, vocab_source=vocab_source.value, max_length=max_length,
@@ -90,8 +90,7 @@ def train_rewriter_command(
         if not segments:
             raise ParameterError("no sentences in the training corpus")
         if max_sentences is not None:
-            if max_sentences < 1:
-                raise ParameterError("--max-sentences must be >= 1")
+            check_positive_int(max_sentences, "--max-sentences")
             if len(segments) > max_sentences:
                 pick = make_rng(seed).choice(len(segments), size=max_sentences, replace=False)
                 segments = [segments[i] for i in sorted(pick.tolist())]
