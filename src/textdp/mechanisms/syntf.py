@@ -40,6 +40,17 @@ at most ``e^{ε_t}``, hence so do the mixtures over ``π(x)`` and ``π(x')``: ε
 
 Not covered: the bag size ``n`` is public; word order is not released (a bag); the
 vocabulary must be public (built without the private data).
+
+The document job
+----------------
+:class:`SynTFPrivacy` (registered as ``syntf``: ``textdp obfuscate --mechanism syntf --size N``,
+``textdp.mechanisms.get("syntf", epsilon=...)``, ``[mechanism.syntf]`` in ``textdp evaluate``)
+applies the ``weights`` variant to texts: :func:`textdp.text.normalise`, the counts of the
+in-vocabulary words (OOV tokens dropped), :func:`sample_bags` over the public vocabulary (the
+embeddings' words; all 400,000 of GloVe 6B by default, since :func:`sample_bags` costs
+``O(k + N)`` per document whatever ``|V|``). Records (:class:`SynTFDocument`) hold the id, the
+N words and the public guarantee, nothing about the input. :class:`SynTF` (token lists in,
+bags out, both variants) remains the sentence rewriter's mechanism.
 """
 
 from __future__ import annotations
