@@ -6,7 +6,9 @@ Measured in one run, on the same input words (GloVe ranks 1,000-50,000):
   applies; best of ``--repeats``), plus its one-off setup time (``fit``);
 * same-run baselines: the naive per-word loops ``argmin ||E - v||`` (CMP) and
   "distances to all words, softmax, ``rng.choice``" (SanText without the V x V matrix),
-  and the ratio of each mechanism to CMP;
+  and the ratio of each mechanism to CMP; for SynTF, the dense sampler (a softmax over all
+  V words per document, :func:`textdp.mechanisms.syntf.syntf`) against the sparse one
+  (``sample_bags``: the document's terms plus one category for the rest);
 * optionally (``--identity``) the fraction of words released unchanged at several
   epsilons (where each mechanism's output *is* its input);
 * optionally (``--peer PYTHON``) the peer library mldp-text, run in its own
@@ -50,6 +52,7 @@ CONFIGS: list[tuple[str, dict[str, Any], int]] = [
     ("custext", {"top_k": 20}, 200_000),
     ("custext+", {"top_k": 20}, 200_000),
     ("random", {"rate": 0.3, "epsilon": None}, 1_000_000),
+    ("syntf", {"size": 64}, 262_144),  # documents of 64 input words -> synthetic bags of 64 words
 ]
 
 
@@ -78,6 +81,15 @@ def naive_santext(vectors: np.ndarray, ids: np.ndarray, eps: float, rng: np.rand
         p = np.exp(lw - lw.max())
         out.append(int(rng.choice(vectors.shape[0], p=p / p.sum())))
     return np.array(out)
+
+
+def dense_syntf(v: int, bags: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
+    """SynTF with a dense (B, V) count matrix and a softmax over all V words per document."""
+    from textdp.mechanisms.syntf import syntf
+
+    w = np.zeros((bags.shape[0], v))
+    np.add.at(w, (np.repeat(np.arange(bags.shape[0]), bags.shape[1]), bags.reshape(-1)), 1.0)
+    return syntf(w, eps, bags.shape[1], rng)
 
 
 def timed(fn: Any, n: int, repeats: int) -> float:
@@ -191,6 +203,10 @@ def main() -> None:
         "naive CMP loop": timed(lambda: naive_cmp(vec64, ids_all[:nw], args.epsilon, rng), nw, 1),
         "naive SanText loop": timed(lambda: naive_santext(vec64, ids_all[:nw], args.epsilon, rng), nw, 1),
     }
+    if "syntf(size=64)" in rates:
+        dense_bags = ids_all[: 64 * 16].reshape(16, 64)
+        naive["dense SynTF (softmax over V per document)"] = timed(
+            lambda: dense_syntf(emb.vocab_size, dense_bags, args.epsilon, rng), dense_bags.size, args.repeats)
     for k, v in naive.items():
         print(f"{k:42s} {'':12s} {v:12,.2f} words/s")
     print("\n| mechanism | epsilon | words/s | setup (s) | vs CMP | vs naive loop of its family |")
@@ -198,6 +214,8 @@ def main() -> None:
     cmp_rate = rates.get("cmp")
     for key, eps, wps, setup in rows:
         fam = naive["naive SanText loop"] if key.startswith(("santext", "tem")) else naive["naive CMP loop"]
+        if key.startswith("syntf"):
+            fam = naive["dense SynTF (softmax over V per document)"]
         vs_cmp = f"{wps / cmp_rate:.2f}x" if cmp_rate else "-"
         print(f"| {key} | {eps:.4g} | {wps:,.0f} | {setup:.1f} | {vs_cmp} | {wps / fam:,.0f}x |")
 
@@ -208,7 +226,7 @@ def main() -> None:
         print("|---|" + "---|" * len(eps_grid))
         ids = ids_all[:300]
         for name, params, _ in CONFIGS:
-            if name in ("random", "earth-movers") or (args.only and name not in args.only):
+            if name in ("random", "earth-movers", "syntf") or (args.only and name not in args.only):
                 continue
             params = dict(params)
             cells = []

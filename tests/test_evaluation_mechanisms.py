@@ -174,7 +174,14 @@ def test_mechanism_configs_are_validated() -> None:
     assert "noise-aware-nn-author" in cfg.attackers and "noise-aware-char-ngram" in cfg.attackers  # standard
     cfg = config_from_dict({"corpus": {"name": "x.jsonl"}, "mechanism": {"mechanism": "tem", "epsilons": [2]}})
     assert cfg.mechanisms[0].name == "tem" and cfg.mechanisms[0].release == "text"
+    cfg = config_from_dict({"corpus": {"name": "x.jsonl"},
+                            "mechanism": {"mechanisms": ["cmp", "syntf"], "epsilons": [5],
+                                          "syntf": {"epsilons": [400, 800], "size": 20}}})
+    spec = cfg.mechanisms[1]
+    assert (spec.name, spec.release, spec.epsilons, spec.size) == ("syntf", "bag", [400.0, 800.0], 20)
     bad = [
+        ({"mechanisms": ["syntf"], "epsilons": [1], "syntf": {"bag": "sample"}}, "draws its bag"),
+        ({"mechanisms": ["syntf"], "epsilons": [1], "syntf": {"decoder": "hnsw"}}, "decoder applies"),
         ({"mechanisms": ["cmp"], "epsilons": [1], "santext": {"epsilons": [1]}}, "not listed"),
         ({"mechanisms": ["nope"], "epsilons": [1]}, "unknown mechanism"),
         ({"mechanisms": ["tem"], "epsilons": [1], "tem": {"gamma": 1}}, "no parameter 'gamma'"),
@@ -197,7 +204,8 @@ def test_every_mechanism_in_one_run_on_20newsgroups(glove20k, ng_set, tmp_path: 
     from textdp.pipeline import release_kind
 
     names = list(MECHANISM_NAMES)
-    eps = {"random": [9.0], "tem": [3.0], "santext": [3.0], "santext+": [3.0], "custext": [1.0], "custext+": [1.0]}
+    eps = {"random": [9.0], "tem": [3.0], "santext": [3.0], "santext+": [3.0], "custext": [1.0], "custext+": [1.0],
+           "syntf": [2000.0]}
     mech: dict = {"mechanisms": [*names, "cmp+mbr", "cmp+words", "earth-movers+features"], "epsilons": [5],
                   "noise_aware_known_words": 150,
                   "cmp+mbr": {"mechanism": "cmp", "postprocess": "mbr", "candidates": 16},

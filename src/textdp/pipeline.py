@@ -24,10 +24,14 @@ Every registered mechanism (:data:`textdp.mechanisms.MECHANISM_NAMES`) runs
 through the same job; :func:`build_mechanism` configures one from the options the
 CLI offers. Two kinds of release (:func:`release_kind`):
 
-* **bag** mechanisms (``earth-movers``): every document becomes exactly N words
-  (``size``, public), released sorted by vocabulary row. Record:
+* **bag** mechanisms (``earth-movers``, ``syntf``): every document becomes exactly N words
+  (``size``, public), released sorted by vocabulary row. Record (``earth-movers``):
   ``{"id", "words": [...], "mechanism", "epsilon", "delta", "unit": "document",
-  "size", "bag", "dim", "vocab_size", "embeddings", "decoder", "seeded", "guarantee"}``.
+  "size", "bag", "dim", "vocab_size", "embeddings", "decoder", "seeded", "guarantee"}``;
+  ``syntf`` (a synthetic bag drawn from the whole vocabulary,
+  :class:`~textdp.mechanisms.syntf.SynTFPrivacy`): ``{"id", "words": [...], "mechanism",
+  "epsilon", "delta", "unit": "document", "size", "vocab_size", "variant", "embeddings",
+  "size_from_data", "seeded", "guarantee", "reference"}``.
 * **text** mechanisms (``cmp``, ``mahalanobis``, ``vickrey``, ``tem``, ``santext``,
   ``santext+``, ``custext``, ``custext+``, ``random``): each protected word is
   replaced in place, so the output keeps the word order and has one word per
@@ -107,7 +111,7 @@ def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -
     >>> check_size_options("cmp", 20, False)
     Traceback (most recent call last):
     ...
-    textdp.errors.ParameterError: --size applies to bag mechanisms (earth-movers); cmp releases text (one word per protected input word): drop --size
+    textdp.errors.ParameterError: --size applies to bag mechanisms (earth-movers, syntf); cmp releases text (one word per protected input word): drop --size
     """
     from ._validation import check_positive_int
 
@@ -115,7 +119,7 @@ def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -
         if size is not None or size_from_data:
             flag = "--size" if size is not None else "--size-from-data"
             raise ParameterError(
-                f"{flag} applies to bag mechanisms (earth-movers); {mechanism} releases text (one word per "
+                f"{flag} applies to bag mechanisms (earth-movers, syntf); {mechanism} releases text (one word per "
                 f"protected input word): drop {flag}"
             )
         return
@@ -204,6 +208,10 @@ def build_mechanism(
         if known_source:
             raise ParameterError(f"--known-source applies to earth-movers only, not {name}")
     else:
+        if bag != "truncate" and "bag" not in sig:
+            raise ParameterError(f"--bag applies to earth-movers; {name} draws its bag from the whole vocabulary")
+        if known_source and "known_source" not in sig:
+            raise ParameterError(f"--known-source applies to earth-movers only, not {name}")
         for key, value in (("size", size), ("size_from_data", size_from_data), ("bag", bag),
                            ("known_source", known_source)):
             if key in sig:

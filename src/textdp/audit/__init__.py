@@ -20,7 +20,8 @@ This package sits above the mechanisms (like :mod:`textdp.evaluation`); lower la
 
 from __future__ import annotations
 
-from .cases import register_builtin_cases, sample_releases, word_pair_case
+from .builtin import register_builtin_cases
+from .cases import sample_releases, word_pair_case
 from .core import (
     AuditCase,
     AuditResult,

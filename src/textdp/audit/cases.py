@@ -1,7 +1,8 @@
 """The built-in audit cases: Earth Mover's privacy and the TopicDP matrix mechanisms.
 
 Every case uses public or toy inputs only (GloVe words, small hand-written matrices), never a
-corpus. Each is registered under the mechanism's CLI name by :func:`register_builtin_cases`.
+corpus. Each is registered under the mechanism's CLI name by
+:func:`textdp.audit.builtin.register_builtin_cases`.
 
 * ``earth-movers`` -- two GloVe words ``w_a``, ``w_b`` (bags of N = 1 word) at Euclidean
   distance ``d``; the claim of Theorem 5.1 is ``ε·N·E_d = ε·d``. The pair is picked from a fixed
@@ -22,6 +23,11 @@ corpus. Each is registered under the mechanism's CLI name by :func:`register_bui
   global sensitivity 2m; events are bins of the Laplace log-likelihood-ratio statistic
   ``Σ |x - b| - |x - a|``, whose extreme atom reaches the full ratio ``e^ε``.
 * ``mvg`` / ``mvg-directional`` -- as ``topicdp`` with the MVG claim (ε, δ).
+* ``syntf`` -- SynTF (ε-DP per document) over the public vocabulary of the ten GloVe words
+  :data:`SYNTF_AUDIT_WORDS`: document ``a`` is the one word ``monday``, document ``b`` the nine
+  others once each (the pair whose log-normalisers differ most, so the loss of the output
+  ``monday`` is ``ε/2 + ln((1 + 9 e^{ε/2}) / (e^{ε/2} + 9))``: 2.62 of the claimed 3 at ε = 3 with
+  N = 1; two one-word documents only reach ε/2). Events are the released bags; the claim is ε.
 
 The TopicDP classes are called through their public ``randomize``
 one release at a time (:func:`sample_releases`), unless a class offers ``randomize_batch``.
@@ -38,10 +44,10 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
 from .core import AuditCase
-from .registry import register_audit_case
 
 __all__ = [
     "EARTH_MOVERS_VOCABULARY",
+    "SYNTF_AUDIT_WORDS",
     "TARGET_LOSS",
     "WORD_PAIRS",
     "choose_word_pair",
@@ -55,8 +61,8 @@ __all__ = [
     "metric_likelihood_statistic",
     "mvg_case",
     "randomizer",
-    "register_builtin_cases",
     "sample_releases",
+    "syntf_case",
     "topicdp_case",
     "word_noise_case",
     "word_pair_case",
@@ -302,6 +308,52 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
     return word_noise_case(name, noisy_batch, emb, eps, pair, size=size)
 
 
+#: The public vocabulary of the ``syntf`` case (all among GloVe's 5,000 most frequent words).
+SYNTF_AUDIT_WORDS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
+                     "february", "march")
+
+
+def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size: int = 1,
+               sampler: Callable[..., np.ndarray] | None = None) -> AuditCase:
+    """SynTF end to end (:func:`textdp.mechanisms.syntf.sample_bags`) over :data:`SYNTF_AUDIT_WORDS`.
+
+    Document ``a`` = ``monday``, document ``b`` = the other nine words once each; both are given
+    to the sampler as their distinct vocabulary rows and counts, the released bags of ``size``
+    rows are the events. Default ε = 3 (claimed ε per document). ``sampler`` (same signature as
+    ``sample_bags``) replaces the mechanism, to show that a wrong law is flagged.
+    """
+    from ..embeddings import load_embeddings
+    from ..mechanisms.syntf import sample_bags
+
+    if delta not in (None, 0, 0.0):
+        raise ParameterError("syntf is pure epsilon-DP (delta = 0); --delta does not apply")
+    eps = check_epsilon(3.0 if epsilon is None else epsilon)
+    n_words = check_positive_int(size, "size")
+    emb = load_embeddings(vocab_size=EARTH_MOVERS_VOCABULARY).restrict(words=SYNTF_AUDIT_WORDS, label="syntf audit")
+    index = emb.index
+    doc_a = np.array([index["monday"]], dtype=np.int64)
+    doc_b = np.array(sorted(index[w] for w in SYNTF_AUDIT_WORDS if w != "monday"), dtype=np.int64)
+    draw = sample_bags if sampler is None else sampler
+    v = emb.vocab_size
+
+    def sample(doc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        w = np.ones(doc.size)
+        return np.asarray(draw([doc] * n, [w] * n, v, eps, n_words, rng))
+
+    return AuditCase(
+        mechanism="syntf",
+        pair=(f"documents 'monday' vs the other {doc_b.size} words of a {v}-word public vocabulary "
+              f"({', '.join(SYNTF_AUDIT_WORDS)}), bags of N={n_words}; claim epsilon={eps:g} per document; "
+              "events: released bags"),
+        input_a=doc_a,
+        input_b=doc_b,
+        sample=sample,
+        claimed_epsilon=eps,
+        events="discrete",
+        chunk=16_384,
+    )
+
+
 # -- TopicDP matrix mechanisms ---------------------------------------------------------------------
 def randomizer(mechanism: Any) -> Callable[..., np.ndarray]:
     """The mechanism's ``randomize(matrix, seed)`` method."""
@@ -450,33 +502,3 @@ def mvg_case(epsilon: float | None = None, delta: float | None = None, *,
     mech = MVGMechanism(epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, covariance=covariance)
     name = "mvg" if covariance == "isotropic" else "mvg-directional"
     return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt)
-
-
-def register_builtin_cases() -> None:
-    """Register the cases of this module (idempotent)."""
-    entries: dict[str, tuple[Callable[..., AuditCase], str]] = {
-        "earth-movers": (earth_movers_case, ("Earth Mover's privacy, two GloVe words at distance d "
-                         "(claim epsilon*d; default epsilon 10)")),
-        "earth-movers-noise": (earth_movers_noise_case, ("Earth Mover's privacy, Algorithm 1's noisy vectors "
-                               "(likelihood-ratio tails; claim epsilon*d; default epsilon 10)")),
-        "earth-movers-2d": (lambda epsilon=None, delta=None: earth_movers_noise_case(epsilon, delta, dim=2),
-                            ("Earth Mover's privacy, Algorithm 1 on GloVe's first 2 coordinates (likelihood-ratio "
-                             "tails carry ~all of epsilon*d in low dimension; default epsilon 10)")),
-        "topicdp": (topicdp_case, ("TopicDP Gaussian, analytic calibration (claim (epsilon, delta); "
-                    "default 1, 1e-4)")),
-        "topicdp-thesis": (lambda epsilon=None, delta=None: topicdp_case(epsilon, delta, calibration="thesis"),
-                           "TopicDP Gaussian, thesis calibration (claim (epsilon, m*n*delta))"),
-        "laplace": (laplace_case, "Laplace baseline, L1 sensitivity 2m (claim epsilon; default 1)"),
-        "mvg": (mvg_case, "matrix-variate Gaussian, isotropic (claim (epsilon, delta))"),
-        "mvg-directional": (lambda epsilon=None, delta=None: mvg_case(epsilon, delta, covariance="directional"),
-                            "matrix-variate Gaussian, directional (claim (epsilon, delta))"),
-    }
-    for name, (factory, text) in entries.items():
-        register_audit_case(name, factory, description=text, replace=True)
-    from .generation import er_ae_case
-    from .word_level import register_word_level_cases
-
-    register_audit_case("er-ae", er_ae_case, replace=True,
-                        description="ER-AE two-set exponential mechanism, one step on a 50-word toy alphabet "
-                                    "(claim: the two-set bound per token; default epsilon 2; needs [generation])")
-    register_word_level_cases()

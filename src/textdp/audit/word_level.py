@@ -32,6 +32,7 @@ import numpy as np
 
 from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError
+from .cases import TARGET_LOSS, WORD_PAIRS
 from .core import AuditCase
 
 __all__ = [
@@ -68,8 +69,6 @@ def choose_mechanism_pair(mech: Any, candidates: Sequence[tuple[str, str]] | Non
     The claim is ``mech.log_ratio_bound``; "closest" is on a log scale. ``candidates`` defaults
     to :data:`textdp.audit.cases.WORD_PAIRS`, ``target`` to :data:`~textdp.audit.cases.TARGET_LOSS`.
     """
-    from .cases import TARGET_LOSS, WORD_PAIRS
-
     index = mech.embeddings_.index
     goal = TARGET_LOSS if target is None else float(target)
     scored = []

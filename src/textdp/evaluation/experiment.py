@@ -286,6 +286,9 @@ def _mechanism_specs(mech: dict[str, Any], default_eps: list[float] | None, shar
             raise ParameterError(f"config [{where}]: decoder applies to earth-movers, cmp, mahalanobis, not {name}")
         if spec.release == "text" and spec.bag != "truncate":
             raise ParameterError(f"config [{where}]: bag = {spec.bag!r} applies to bag mechanisms; {name} releases text")
+        if spec.release == "bag" and spec.bag != "truncate" and "bag" not in sig:
+            raise ParameterError(f"config [{where}]: bag = {spec.bag!r} applies to earth-movers; {name} draws its bag "
+                                 "from the whole vocabulary")
         specs.append(spec)
     return specs
 

@@ -4,6 +4,8 @@
 * :mod:`textdp.mechanisms.earth_movers` - Earth Mover's privacy for documents.
 * :mod:`textdp.mechanisms.perturbation` - CMP, Mahalanobis, Vickrey (+ the MBR post-processing).
 * :mod:`textdp.mechanisms.exponential` - TEM, SanText(+), CusText(+), random replacement.
+* :mod:`textdp.mechanisms.syntf` - SynTF synthetic term-frequency bags (``SynTFPrivacy`` for
+  documents; ``SynTF`` over token lists, used by the sentence rewriter).
 * :mod:`textdp.mechanisms.registry` - ``get(name, epsilon=..., embeddings=..., **params)`` and
   ``MECHANISM_NAMES``.
 """
@@ -28,6 +30,7 @@ from .exponential import (
 from .laplace import laplace_noise, sample_direction, sample_radius
 from .perturbation import CMP, Mahalanobis, MBRDecoder, Vickrey
 from .registry import MECHANISM_CLASSES, MECHANISM_NAMES, get, mechanism_class
+from .syntf import SynTFPrivacy
 from .word_level import PrivateText, WordLevelGuarantee, WordLevelMechanism
 
 MECHANISMS = MECHANISM_CLASSES
@@ -49,6 +52,7 @@ __all__ = [
     "RandomReplacement",
     "SanText",
     "SanTextPlus",
+    "SynTFPrivacy",
     "Vickrey",
     "WordLevelGuarantee",
     "WordLevelMechanism",

@@ -2,7 +2,10 @@
 
 ``MECHANISM_NAMES`` is the tuple the CLI builds its ``--mechanism`` choices from.
 ``syntf`` is registered lazily: it is listed (and importable through :func:`get`)
-when the module :mod:`textdp.mechanisms.syntf` exists.
+when the module :mod:`textdp.mechanisms.syntf` exists, and resolves to its
+``MECHANISM`` (:class:`~textdp.mechanisms.syntf.SynTFPrivacy`, the document job's
+SynTF; ``get("syntf", epsilon=...)`` uses GloVe's 400,000 words unless given
+``embeddings=`` or ``vocab_size=``).
 
 >>> "cmp" in MECHANISM_NAMES and "earth-movers" in MECHANISM_NAMES
 True

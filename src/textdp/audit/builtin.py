@@ -1,0 +1,49 @@
+"""The built-in audit cases, registered when :mod:`textdp.audit` is imported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .cases import (
+    earth_movers_case,
+    earth_movers_noise_case,
+    laplace_case,
+    mvg_case,
+    syntf_case,
+    topicdp_case,
+)
+from .core import AuditCase
+from .generation import er_ae_case
+from .registry import register_audit_case
+from .word_level import register_word_level_cases
+
+__all__ = ["register_builtin_cases"]
+
+
+def register_builtin_cases() -> None:
+    """Register every built-in case (idempotent): matrices, Earth Mover's, SynTF, ER-AE and the word-level family."""
+    entries: dict[str, tuple[Callable[..., AuditCase], str]] = {
+        "earth-movers": (earth_movers_case, ("Earth Mover's privacy, two GloVe words at distance d "
+                         "(claim epsilon*d; default epsilon 10)")),
+        "earth-movers-noise": (earth_movers_noise_case, ("Earth Mover's privacy, Algorithm 1's noisy vectors "
+                               "(likelihood-ratio tails; claim epsilon*d; default epsilon 10)")),
+        "earth-movers-2d": (lambda epsilon=None, delta=None: earth_movers_noise_case(epsilon, delta, dim=2),
+                            ("Earth Mover's privacy, Algorithm 1 on GloVe's first 2 coordinates (likelihood-ratio "
+                             "tails carry ~all of epsilon*d in low dimension; default epsilon 10)")),
+        "topicdp": (topicdp_case, ("TopicDP Gaussian, analytic calibration (claim (epsilon, delta); "
+                    "default 1, 1e-4)")),
+        "topicdp-thesis": (lambda epsilon=None, delta=None: topicdp_case(epsilon, delta, calibration="thesis"),
+                           "TopicDP Gaussian, thesis calibration (claim (epsilon, m*n*delta))"),
+        "laplace": (laplace_case, "Laplace baseline, L1 sensitivity 2m (claim epsilon; default 1)"),
+        "syntf": (syntf_case, ("SynTF, document 'monday' vs nine other words over a ten-word public vocabulary "
+                  "(claim epsilon per document; default 3)")),
+        "mvg": (mvg_case, "matrix-variate Gaussian, isotropic (claim (epsilon, delta))"),
+        "mvg-directional": (lambda epsilon=None, delta=None: mvg_case(epsilon, delta, covariance="directional"),
+                            "matrix-variate Gaussian, directional (claim (epsilon, delta))"),
+    }
+    for name, (factory, text) in entries.items():
+        register_audit_case(name, factory, description=text, replace=True)
+    register_audit_case("er-ae", er_ae_case, replace=True,
+                        description="ER-AE two-set exponential mechanism, one step on a 50-word toy alphabet "
+                                    "(claim: the two-set bound per token; default epsilon 2; needs [generation])")
+    register_word_level_cases()
