@@ -12,7 +12,7 @@ import typer
 from .. import __version__
 from ..io import settings_path, write_json
 from ..topics.names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
-from ._common import cli_errors, err_console, progress_bar
+from ._common import cli_errors, print_info, print_warning, progress_bar
 
 TOPICS_HELP = (
     "Release the topic-keyword matrix of an LDA model (top --topics topics x top --keywords words) "
@@ -74,7 +74,7 @@ def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_use
 
 
 def _warn(message: str) -> None:
-    err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    print_warning(message)  # verbatim: a path such as [x].jsonl is not markup
 
 
 def _engine_options(engine: EngineName, workers: int | None, scheduler: str | None,
@@ -159,7 +159,7 @@ def topics(
                                                    "(0 = no bound). Part of the released function.")] = 30,
     min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
-    strip_quotes: Annotated[bool, typer.Option(help=STRIP_HELP)] = False,
+    strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
     neighbours: Annotated[str, typer.Option(help="add-remove one user (default) or replace one (thesis)."
                                             + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))] = "add-remove",
@@ -177,7 +177,7 @@ def topics(
                                                 help="Deprecated: use --engine dask --workers N.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances "
                                                       "(default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")] = None,
-    no_cache: Annotated[bool, typer.Option(help="Do not read or write the cache.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
     seed: Annotated[int | None, typer.Option(help="Seed for sampling and noise (default: OS entropy; "
                                                 "a published seed lets anyone undo the noise).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -279,7 +279,7 @@ def topics(
         else:
             write_json(output, record)
             write_json(settings_path(output), settings)
-            err_console.print(f"wrote {output} ({rel.mechanism}, epsilon {rel.epsilon:g})", highlight=False)
+            print_info(f"wrote {output} ({rel.mechanism}, epsilon {rel.epsilon:g})")
 
 
 def topics_report(
@@ -301,7 +301,7 @@ def topics_report(
     max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound per user (0 = none).")] = 30,
     min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
-    strip_quotes: Annotated[bool, typer.Option(help=STRIP_HELP)] = False,
+    strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
     engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
     workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster.")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
@@ -311,9 +311,11 @@ def topics_report(
     seed: Annotated[int | None, typer.Option(help="Seed (default: OS entropy).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Sweep epsilon in [1, 10], gamma in [0.02, 0.22] and m = n in [2, 10] for TopicDP, MVG and
-    Laplace, and draw the thesis's figures with a report.md. An experiment, not a release: the
-    report holds the true matrix and private statistics of the corpus; never publish it."""
+    """Sweep TopicDP, MVG and Laplace and draw the thesis's figures: an experiment, not a release.
+
+    Sweeps epsilon in [1, 10], gamma in [0.02, 0.22] and m = n in [2, 10], and writes the figures
+    with a report.md. The report holds the true matrix and private statistics of the corpus;
+    never publish it."""
     with cli_errors():
         from .._validation import check_positive_int
         from ..topics import default_cache_dir, make_topic_model
@@ -333,7 +335,7 @@ def topics_report(
                 res = run_report(data, model, output, name=label, config=cfg, backend=backend,
                                  cache_dir=cache_dir or default_cache_dir(), seed=seed,
                                  progress=lambda d, t: bar.update(task, completed=d, total=t),
-                                 log=lambda s: err_console.print(s, highlight=False))
+                                 log=print_info)
         finally:
             if backend is not None:
                 backend.close()
@@ -343,7 +345,7 @@ def topics_report(
             "delta": delta, "gamma": gamma, "epsilon": epsilon, "repeats": repeats,
             "max_samples": max_samples, "seed": seed, "engine": engine.value,
             "sampling_seconds": res["sampling_seconds"]})
-        err_console.print(f"wrote {output / 'report.md'}", highlight=False)
+        print_info(f"wrote {output / 'report.md'}")
 
 
 def register(app: typer.Typer) -> None:
