@@ -24,8 +24,10 @@ from ._common import err_console
 EPSILON_RANGE = (1e-3, 100.0)
 
 AUDIT_HELP = (
-    "Audit a mechanism: sample it many times on two neighbouring inputs chosen where its privacy "
-    "loss should be largest, and compute a Clopper-Pearson lower confidence bound on that loss from "
+    "Audit a mechanism: a statistical lower bound on its privacy loss, compared with the claimed "
+    "epsilon.\n\n"
+    "The auditor samples the mechanism many times on two neighbouring inputs chosen where its privacy "
+    "loss should be largest, and computes a Clopper-Pearson lower confidence bound on that loss from "
     "the frequencies of output events (decoded words, or tails of a one-dimensional statistic). "
     "Half of the samples choose the event, the other half bound it. The audit PASSES when the lower "
     "bound is at most the claimed epsilon (for metric DP: epsilon times the distance of the pair), "

@@ -106,12 +106,13 @@ def obfuscate(
     files: Annotated[
         list[Path] | None,
         typer.Argument(help="Text files (one document each) or JSONL files (one document per line). "
-                       "None or '-' reads standard input.", show_default=False),
+                       "None or '-' reads standard input.", show_default=False, metavar="FILES"),
     ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
     mechanism: Annotated[
-        MechanismName, typer.Option(help="Mechanism (README table): earth-movers releases a bag of --size words; "
-                                    "the others replace each word in place and release text.")
+        MechanismName, typer.Option(metavar="NAME", help="Mechanism (README table): earth-movers releases a bag "
+                                    "of --size words; cmp, mahalanobis, vickrey, tem, santext, santext+, custext, "
+                                    "custext+, syntf and random replace each word in place and release text.")
     ] = "earth-movers",  # type: ignore[assignment]
     postprocess: Annotated[
         PostProcess | None, typer.Option(help="mbr: decode to the posterior medoid among the noisy vector's "
@@ -119,7 +120,7 @@ def obfuscate(
                                             "Post-processing: the guarantee is unchanged.")
     ] = None,
     param: Annotated[
-        list[str] | None, typer.Option(help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for "
+        list[str] | None, typer.Option(metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for "
                                           "vickrey, lambd=0.2, beta=0.001, p=0.3, top_k=20, rate=0.3).")
     ] = None,
     size: Annotated[
@@ -172,17 +173,18 @@ def obfuscate(
     ] = None,
     report: Annotated[bool, typer.Option(hidden=True, help="Removed: use --private-report PATH.")] = False,
     decoder: Annotated[
-        DecoderName, typer.Option(help="Nearest-word decoder. exact (default), faiss-exact, torch: identical "
+        DecoderName, typer.Option(metavar="NAME", help="Nearest-word decoder. exact (default), faiss-exact, "
+                                  "torch: identical "
                                   "results. approximate/hnsw, ivf: faster, opt-in; decoding is post-processing so "
                                   "the guarantee is unchanged, but some words differ from exact decoding.")
     ] = DecoderName.exact,
     known_source: Annotated[
-        bool, typer.Option(help="Let the decoder use the input words to skip work (same words; faster at "
+        bool, typer.Option("--known-source", help="Let the decoder use the input words to skip work (same words; faster at "
                            "epsilon >= ~35). Its running time then depends on the private words, a timing side "
                            "channel the guarantee does not cover: for experiments only.")
     ] = False,
     engine: Annotated[
-        EngineName, typer.Option(help="single: one process, one output file. local/dask: partitioned, resumable "
+        EngineName, typer.Option(metavar="NAME", help="auto, single, local or dask. single: one process, one output file. local/dask: partitioned, resumable "
                                  "output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet "
                                  "or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")
     ] = EngineName.auto,

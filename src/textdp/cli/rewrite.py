@@ -27,7 +27,7 @@ def rewrite_command(
     inputs: Annotated[list[Path], typer.Argument(help="Text files (one document each) or JSONL files (one document "
                                                  "per line); '-' reads standard input.", show_default=False)],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)] = ...,  # type: ignore[assignment]
-    mechanism: Annotated[Mechanism, typer.Option(help="er-ae (two-set exponential mechanism), ae-dp (one exponential "
+    mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism), ae-dp (one exponential "
                                                  "mechanism over the vocabulary), syntf (a bag of words), random "
                                                  "(uniform random replacement).")] = Mechanism.er_ae,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing file "
@@ -36,9 +36,9 @@ def rewrite_command(
                                        "guarantee's unit is always the sentence.")] = Unit.document,
     seed: Annotated[int | None, typer.Option(help="Seed for a reproducible experiment. Default: fresh OS entropy "
                                                 "(use that for real releases).")] = None,
-    variant: Annotated[Variant, typer.Option(help="er-ae/ae-dp: autoregressive (fed its own draws) or teacher-forced "
+    variant: Annotated[Variant, typer.Option(metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own draws) or teacher-forced "
                                              "(fed the private input, the authors' code).")] = Variant.autoregressive,
-    model_data: Annotated[ModelData, typer.Option(help="Which data the model saw. public/disjoint: the guarantee "
+    model_data: Annotated[ModelData, typer.Option(metavar="KIND", help="Which data the model saw. public/disjoint: the guarantee "
                                                   "covers the rewriting step. same/unknown: it does not cover what "
                                                   "the model memorised. auto: public if the model card says so, else "
                                                   "unknown.")] = ModelData.auto,

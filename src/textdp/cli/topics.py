@@ -355,9 +355,11 @@ def topics_report(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
                                         "or empty.")] = False,
 ) -> None:
-    """Sweep epsilon in [1, 10], gamma in [0.02, 0.22] and m = n in [2, 10] for TopicDP, MVG and
-    Laplace, and draw the thesis's figures with a report.md. An experiment, not a release: the
-    report holds the true matrix and private statistics of the corpus; never publish it."""
+    """Sweep TopicDP, MVG and Laplace and draw the thesis's figures: an experiment, not a release.
+
+    Sweeps epsilon in [1, 10], gamma in [0.02, 0.22] and m = n in [2, 10], and writes the figures
+    with a report.md. The report holds the true matrix and private statistics of the corpus;
+    never publish it."""
     with cli_errors():
         from .._validation import check_epsilon, check_positive_int, check_probability
         from ..topics import default_cache_dir, make_topic_model

@@ -54,7 +54,7 @@ def train_rewriter_command(
     checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 100,
     init_from: Annotated[Path | None, typer.Option(help="Start from the checkpoint of another run in progress "
                                                       "whose steps so far were all reconstruction-only (same seed, "
-                                                      "data and settings except --objective/--warmup-fraction): the "
+                                                      "data and settings except --objective and --warmup-fraction): the "
                                                       "AE-DP model can share the ER-AE run's warm-up.")] = None,
     text_field: Annotated[str, typer.Option(help="Text field of JSONL input.")] = "text",
     input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
