@@ -50,10 +50,10 @@ def compare(rows: list[dict[str, Any]], info: dict[str, dict[str, Any]]) -> tupl
     head += ["words/s (sweep)"]
     table = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     verdicts = []
-    labels = [m for m in dict.fromkeys(r.get("mechanism") for r in main)]
-    for label in labels:
-        release = info[label]["release"] if label is not None else None
-        mine = [r for r in main if r.get("mechanism") == label]
+    keys = [(m, t if m is None else None) for m, t in dict.fromkeys((r.get("mechanism"), r["text"]) for r in main)]
+    for label, form in dict.fromkeys(keys):
+        release = info[label]["release"] if label is not None else form
+        mine = [r for r in main if r.get("mechanism") == label and (form is None or r["text"] == form)]
         base_u = None
         if umodel:
             base = [r for r in main if r.get("mechanism") is None and r["epsilon"] is None and r["model"] == umodel
