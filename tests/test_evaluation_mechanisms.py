@@ -268,3 +268,14 @@ def test_topic_features_come_from_the_public_training_texts_only(glove20k, ng_se
     index = glove20k.index
     expected_n = min(len([w for w in u if w in index and w in sel]) for u in es.unknown)
     assert res.mechanisms["f"]["bag_size"] == expected_n
+
+
+def test_noise_aware_cap_below_the_bag_size_is_a_clear_error(glove20k, ng_set) -> None:
+    """A bag mechanism's noise-aware known texts are bags of N words: a smaller cap fails before any noise."""
+    cfg = config_from_dict({"corpus": NG_CORPUS,
+                            "mechanism": {"mechanisms": ["earth-movers"], "epsilons": [5], "size": 40,
+                                          "noise_aware_known_words": 20},
+                            "attackers": {"models": ["noise-aware-nn-author"], "reference_rows": False},
+                            "run": {"bootstrap": 10}})
+    with pytest.raises(ParameterError, match="noise_aware_known_words = 20 is smaller than its bag size N = 40"):
+        run_experiment(cfg, eval_set=ng_set, embeddings=glove20k)

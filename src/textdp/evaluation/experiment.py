@@ -686,6 +686,10 @@ def run_experiment(
         n_spec = spec.size if spec.size is not None else (N if keep is None else min(len(r) for r in inputs))
         if spec.bag == "truncate" and n_spec > min(len(r) for r in inputs):
             raise ParameterError(f"[mechanism.{spec.label}] size = {n_spec} exceeds the shortest selected snippet")
+        if noise_aware and na_cap and spec.release == "bag" and spec.bag == "truncate" and na_cap < n_spec:
+            raise ParameterError(f"[mechanism.{spec.label}]: noise_aware_known_words = {na_cap} is smaller than its "
+                                 f"bag size N = {n_spec}; raise noise_aware_known_words to at least {n_spec} or lower "
+                                 "size")
         sample = spec.release == "bag" and spec.bag == "sample"
         snippet_in = [" ".join(r if sample else r[:n_spec]) for r in inputs]
         known_in: list[list[str]] = []

@@ -67,7 +67,9 @@ def plot_comparison(rows: list[dict[str, Any]], path: Path, title: str) -> Path 
     fig, ax = plt.subplots(figsize=(8.5, 6), dpi=120)
     markers = "osD^v<>phX*"
     for i, label in enumerate(_labels(main)):
-        pts = [(x, y, e) for e, x, y in _curve(main, label) if y is not None]
+        # from the unmodified point down the epsilons (largest first), whatever the grid's order
+        pts = sorted(((x, y, e) for e, x, y in _curve(main, label) if y is not None),
+                     key=lambda p: float("inf") if p[2] is None else p[2], reverse=True)
         if not pts:
             continue
         line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)], ms=4, lw=1.2,
