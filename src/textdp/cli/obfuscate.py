@@ -27,7 +27,7 @@ from ..io import (
     settings_path,
     write_json,
 )
-from ..mechanisms.earth_movers import SIZE_FROM_DATA_WARNING
+from ..mechanisms.common import SIZE_FROM_DATA_WARNING
 from ..pipeline import (
     build_mechanism,
     check_private_report_path,

@@ -46,7 +46,6 @@ Design choices, and why:
 from __future__ import annotations
 
 import os
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -62,13 +61,13 @@ from ..embeddings import (
     Decoder,
     Embeddings,
     ExactDecoder,
-    load_embeddings,
     make_decoder,
 )
-from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
+from ..errors import ParameterTypeError
 from ..guarantees import EarthMoversGuarantee
 from ..progress import ProgressCallback
-from ..text import BAG_MODES, make_bag, normalize
+from ..text import BAG_MODES, make_bag
+from .common import resolve_bag_size, resolve_embeddings, text_rows
 from .laplace import laplace_noise
 from .mbr import POSTPROCESSORS, MBRDecoder
 
@@ -78,10 +77,6 @@ MECHANISM_NAME = "earth-movers"
 #: 50-d vectors: the float64 noise, the noisy vectors and the decoder's scores) whatever N is.
 WORDS_PER_BLOCK = 32_768
 
-SIZE_FROM_DATA_WARNING = (
-    "the bag size N is taken from the data (the shortest document's in-vocabulary length, N={n}); N is "
-    "published with every record, so this reveals that length. Pass a public size instead."
-)
 
 
 def noisy_vectors(
@@ -349,16 +344,7 @@ class EarthMoversPrivacy:
         if self.size is not None:
             check_size(self.size)
         check_choice(self.bag, "bag mode", BAG_MODES)
-        if isinstance(self.embeddings, Embeddings):
-            emb = self.embeddings
-            if self.vocab_size is not None:
-                emb = emb.restrict(top_k=self.vocab_size)
-        elif self.embeddings is None or isinstance(self.embeddings, (str, os.PathLike)):
-            emb = load_embeddings(self.embeddings, vocab_size=self.vocab_size)
-        else:
-            raise ParameterTypeError(
-                f"embeddings must be an Embeddings, a path or None, got {type(self.embeddings).__name__}"
-            )
+        emb = resolve_embeddings(self.embeddings, self.vocab_size)
         self.embeddings_ = emb
         check_choice(self.decoder, "decoder", DECODERS)
         if self.postprocess is not None:
@@ -400,29 +386,13 @@ class EarthMoversPrivacy:
     def prepare(
         self, texts: Sequence[str], ids: Sequence[str] | None = None
     ) -> tuple[list[np.ndarray], list[int], list[int]]:
-        """Normalise and look up each text: in-vocabulary rows, token counts, OOV counts.
+        """Normalize and look up each text: in-vocabulary rows, token counts, OOV counts.
 
-        These describe the private input; callers must not release them.
+        These describe the private input; callers must not release them
+        (:func:`~textdp.mechanisms.common.text_rows`).
         """
         self._ensure_fitted()
-        rows, n_tokens, dropped = [], [], []
-        for i, text in enumerate(texts):
-            doc_id = ids[i] if ids is not None else str(i)
-            if not isinstance(text, str):
-                raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-            tokens = normalize(text, self.stop_words)
-            if not tokens:
-                raise DocumentError(f"document {doc_id}: empty after normalisation (no words left)")
-            r, oov = self.embeddings_.ids(tokens)
-            if r.size == 0:
-                raise DocumentError(
-                    f"document {doc_id}: none of its {len(tokens)} words is in the vocabulary "
-                    f"({self.embeddings_.name}, {self.embeddings_.vocab_size} words)"
-                )
-            rows.append(r)
-            n_tokens.append(len(tokens))
-            dropped.append(oov)
-        return rows, n_tokens, dropped
+        return text_rows(texts, ids, self.embeddings_, self.stop_words)
 
     def privatize_ids(self, bags: np.ndarray, *, seed: int | np.random.Generator | None = None) -> np.ndarray:
         """Algorithms 1 + 2 on a ``(B, N)`` array of vocabulary rows (``seed``: default this object's generator)."""
@@ -436,20 +406,9 @@ class EarthMoversPrivacy:
         """The bag size N of a batch and whether it came from the data (which warns).
 
         ``size`` (per call) wins over the constructor's ``size``; with neither,
-        ``size_from_data=True`` is required.
+        ``size_from_data=True`` is required (:func:`~textdp.mechanisms.common.resolve_bag_size`).
         """
-        if size is None:
-            size = self.size
-        if size is not None:
-            return check_size(size), False
-        if not self.size_from_data:
-            raise ParameterError(
-                "the bag size N must be public: pass size=N (CLI: --size N), or size_from_data=True "
-                "(CLI: --size-from-data) to use the shortest document's length, which that reveals"
-            )
-        n = min(int(r.size) for r in rows)
-        warnings.warn(SIZE_FROM_DATA_WARNING.format(n=n), PrivacyWarning, stacklevel=3)
-        return n, True
+        return resolve_bag_size(rows, size, self.size, self.size_from_data)
 
     def privatize_batch(
         self,

@@ -56,7 +56,6 @@ bags out, both variants) remains the sentence rewriter's mechanism.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -65,12 +64,11 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int, check_size
-from ..embeddings import Embeddings, load_embeddings
-from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
+from ..embeddings import Embeddings
+from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
-from ..text import normalize
+from .common import resolve_bag_size, resolve_embeddings, text_rows
 from .earth_movers import (
-    SIZE_FROM_DATA_WARNING,
     WORDS_PER_BLOCK,
     DocumentDiagnostics,
     PrivateReport,
@@ -568,16 +566,7 @@ class SynTFPrivacy:
         self.epsilon_ = check_epsilon(self.epsilon)
         if self.size is not None:
             check_size(self.size)
-        if isinstance(self.embeddings, Embeddings):
-            emb = self.embeddings
-            if self.vocab_size is not None:
-                emb = emb.restrict(top_k=self.vocab_size)
-        elif self.embeddings is None or isinstance(self.embeddings, (str, os.PathLike)):
-            emb = load_embeddings(self.embeddings, vocab_size=self.vocab_size)
-        else:
-            raise ParameterTypeError(
-                f"embeddings must be an Embeddings, a path or None, got {type(self.embeddings).__name__}"
-            )
+        emb = resolve_embeddings(self.embeddings, self.vocab_size)
         if emb.vocab_size < 2:
             raise ParameterError("SynTF needs a vocabulary of at least 2 words")
         self.embeddings_ = emb
@@ -608,26 +597,13 @@ class SynTFPrivacy:
     def prepare(
         self, texts: Sequence[str], ids: Sequence[str] | None = None
     ) -> tuple[list[np.ndarray], list[int], list[int]]:
-        """Normalise and look up each text: in-vocabulary rows, token counts, OOV counts (PRIVATE)."""
+        """Normalize and look up each text: in-vocabulary rows, token counts, OOV counts.
+
+        These describe the private input; callers must not release them
+        (:func:`~textdp.mechanisms.common.text_rows`).
+        """
         self._ensure_fitted()
-        rows, n_tokens, dropped = [], [], []
-        for i, text in enumerate(texts):
-            doc_id = ids[i] if ids is not None else str(i)
-            if not isinstance(text, str):
-                raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-            tokens = normalize(text, self.stop_words)
-            if not tokens:
-                raise DocumentError(f"document {doc_id}: empty after normalisation (no words left)")
-            r, oov = self.embeddings_.ids(tokens)
-            if r.size == 0:
-                raise DocumentError(
-                    f"document {doc_id}: none of its {len(tokens)} words is in the vocabulary "
-                    f"({self.embeddings_.name}, {self.embeddings_.vocab_size} words)"
-                )
-            rows.append(r)
-            n_tokens.append(len(tokens))
-            dropped.append(oov)
-        return rows, n_tokens, dropped
+        return text_rows(texts, ids, self.embeddings_, self.stop_words)
 
     def privatize_ids(self, bags: np.ndarray, *, size: int | None = None,
                       seed: int | np.random.Generator | None = None) -> np.ndarray:
@@ -657,19 +633,12 @@ class SynTFPrivacy:
         return sample_bags(terms, weights, self.embeddings_.vocab_size, self.epsilon_, n, gen)
 
     def resolve_size(self, rows: Sequence[np.ndarray], size: int | None = None) -> tuple[int, bool]:
-        """The bag size N of a batch and whether it came from the data (which warns)."""
-        if size is None:
-            size = self.size
-        if size is not None:
-            return check_size(size), False
-        if not self.size_from_data:
-            raise ParameterError(
-                "the bag size N must be public: pass size=N (CLI: --size N), or size_from_data=True "
-                "(CLI: --size-from-data) to use the shortest document's length, which that reveals"
-            )
-        n = min(int(r.size) for r in rows)
-        warnings.warn(SIZE_FROM_DATA_WARNING.format(n=n), PrivacyWarning, stacklevel=3)
-        return n, True
+        """The bag size N of a batch and whether it came from the data (which warns).
+
+        ``size`` (per call) wins over the constructor's ``size``; with neither,
+        ``size_from_data=True`` is required (:func:`~textdp.mechanisms.common.resolve_bag_size`).
+        """
+        return resolve_bag_size(rows, size, self.size, self.size_from_data)
 
     def privatize_batch(
         self,

@@ -29,10 +29,11 @@ import numpy as np
 
 from .._rng import is_seeded, make_rng
 from .._validation import check_epsilon
-from ..embeddings import Embeddings, load_embeddings
+from ..embeddings import Embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
 from ..text import normalize
+from .common import resolve_embeddings
 from .earth_movers import DocumentDiagnostics, PrivateReport
 
 __all__ = ["PrivateText", "SeedLike", "WordLevelGuarantee", "WordLevelMechanism"]
@@ -214,16 +215,7 @@ class WordLevelMechanism:
     def fit(self, X: object = None, y: object = None) -> WordLevelMechanism:
         """Validate parameters, load the embeddings and precompute (``X``, ``y`` ignored)."""
         self.epsilon_ = self._check_epsilon()
-        if isinstance(self.embeddings, Embeddings):
-            emb = self.embeddings
-            if self.vocab_size is not None:
-                emb = emb.restrict(top_k=self.vocab_size)
-        elif self.embeddings is None or isinstance(self.embeddings, (str, os.PathLike)):
-            emb = load_embeddings(self.embeddings, vocab_size=self.vocab_size)
-        else:
-            raise ParameterTypeError(
-                f"embeddings must be an Embeddings, a path or None, got {type(self.embeddings).__name__}"
-            )
+        emb = resolve_embeddings(self.embeddings, self.vocab_size)
         self.embeddings_ = emb
         self.rng_ = make_rng(self.seed)
         self.seeded_ = is_seeded(self.seed)
