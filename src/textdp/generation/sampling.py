@@ -122,15 +122,16 @@ def two_set_step(
     mass_s = (p32.sum(1, dtype=torch.float64) - mass_distinct).clamp_(min=0.0)
     u_l = mass_multi / (mass_multi + mass_s)
     choose_l = u[:, k] < torch.sigmoid(e_set * (u_l - 0.5))
-    # 4. the word inside the chosen set; log-space weights exp(b (p - 1)), p <= 1, in float64
+    # 4. the word inside the chosen set; log-space weights exp(b (p - max p)), in float64
     b = e_word / 2.0
     out = torch.empty(B, dtype=torch.int64)
-    w_l = torch.exp(b * (pL - 1.0))
+    w_l = torch.exp(b * (pL - pL.amax(1, keepdim=True)))  # row max subtracted: no underflow at large b
     j = _inverse_cdf(w_l, u[:, k + 1 :].contiguous()).squeeze(1)
     out[:] = L.gather(1, j[:, None]).squeeze(1)
     rows = torch.nonzero(~choose_l).squeeze(1)
     if rows.numel():
-        w_s = torch.exp(b * (torch.exp(logp[rows].double()) - 1.0))
+        p_rows = torch.exp(logp[rows].double()).scatter_(1, L[rows], 0.0)
+        w_s = torch.exp(b * (p_rows - p_rows.amax(1, keepdim=True)))
         w_s = torch.where(allowed[rows], w_s, torch.zeros((), dtype=w_s.dtype))
         w_s.scatter_(1, L[rows], 0.0)
         drawn = _inverse_cdf(w_s, u[rows, k + 1 :].contiguous()).squeeze(1)
@@ -152,8 +153,11 @@ def em_step(logp: Any, rng: np.random.Generator, *, epsilon: float) -> Any:
     e = check_epsilon(epsilon)
     B, _ = logp.shape
     u = _uniforms(rng, B, 1)
-    p = torch.exp(logp.double())
-    w = torch.exp((e / 2.0) * (p - 1.0))
+    p = torch.exp(logp.double())  # 0 where logp = -inf
+    # subtract the row's largest score (not the bound 1): with exp(b (p - 1)) every weight
+    # underflows to 0 once b (1 - max p) > ~745 (e.g. epsilon = 1e6, "greedy"), and the
+    # draw would fall back to index 0
+    w = torch.exp((e / 2.0) * (p - p.amax(1, keepdim=True)))
     w = torch.where(torch.isfinite(logp), w, torch.zeros((), dtype=w.dtype))
     return _inverse_cdf(w, u).squeeze(1)
 
