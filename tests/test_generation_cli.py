@@ -91,7 +91,7 @@ def test_rewrite_writes_records_with_the_guarantee(tmp_path, model_dir):
         assert g["unit"] == "sentence" and g["delta"] == 0.0 and g["model_data"] == "public" and g["covered"]
         assert "qwertyzz" not in r["text"]
     settings = json.loads((tmp_path / "out.jsonl.settings.json").read_text())
-    assert settings["seed"] == 3 and settings["epsilon"] == pytest.approx(recs[0]["guarantee"]["epsilon"])
+    assert settings["seeded"] is True and "seed" not in settings and settings["epsilon"] == pytest.approx(recs[0]["guarantee"]["epsilon"])
     private = json.loads(report.read_text())
     assert private["documents"][0]["oov_tokens"] >= 1 and "PRIVATE" in private["note"]
     # same seed and partition size -> same output; document unit joins the sentences

@@ -116,9 +116,9 @@ def rewrite_command(
             for rec in records:
                 fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
         write_json(settings_path(output), {
-            "textdp_version": __version__, "command": "rewrite", "model_dir": str(model_dir),
+            "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("run_key"),  # the card's key, not a path
             "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
-            "seed": seed, "seed_note": None if seed is not None else "fresh OS entropy (not recorded)",
+            "seeded": seed is not None,  # never the seed itself: it would let anyone undo the noise
             "engine": engine.value, "partition_size": partition_size, **guarantee.to_dict(),
         }, overwrite=force, private=False)
         if private_report is not None:

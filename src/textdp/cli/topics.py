@@ -297,8 +297,7 @@ def topics(
             "topics": m, "keywords": n, "grid": grid, "neighbours": neighbours,
             "per_db_users": per_db_users or "all users of the corpus (count in the private report)",
             "sensitivity": "supplied (value in the private report)" if sensitivity is not None else None,
-            "engine": engine.value, "seed": seed, "seeded": seed is not None,
-            "seed_note": None if seed is not None else "fresh OS entropy (not recorded)",
+            "engine": engine.value, "seeded": seed is not None,  # never the seed: it would undo the noise
         }
         files: list[tuple[Path, Any, bool]] = []  # (path, object, private): the release is written last
         if private_report is not None:
