@@ -67,7 +67,7 @@ from ..errors import ParameterTypeError
 from ..guarantees import EarthMoversGuarantee
 from ..progress import ProgressCallback
 from ..text import BAG_MODES, make_bag
-from .common import resolve_bag_size, resolve_embeddings, text_rows
+from .common import BagEstimator, resolve_embeddings
 from .laplace import laplace_noise
 from .mbr import POSTPROCESSORS, MBRDecoder
 
@@ -208,7 +208,7 @@ class DocumentDiagnostics:
 PrivateReport = list[DocumentDiagnostics] | Callable[[DocumentDiagnostics], None]
 
 
-class EarthMoversPrivacy:
+class EarthMoversPrivacy(BagEstimator):
     """Earth Mover's privacy for documents (Fernandes, Dras & McIver 2019).
 
     Each document is normalised (lower-case letters, stop words removed), its
@@ -316,6 +316,8 @@ class EarthMoversPrivacy:
         self.postprocess = postprocess
         self.candidates = candidates
 
+    CHUNK = 128
+
     #: what a release holds: a bag (the private words sorted by vocabulary row)
     output = "bag"
 
@@ -324,19 +326,6 @@ class EarthMoversPrivacy:
         "epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "seed", "decoder", "size_from_data",
         "known_source", "postprocess", "candidates",
     )
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters (scikit-learn protocol)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params: Any) -> EarthMoversPrivacy:
-        """Set constructor parameters (scikit-learn protocol); call ``fit`` again afterwards."""
-        for k, v in params.items():
-            if k not in self._PARAMS:
-                raise ParameterTypeError(f"unknown parameter {k!r}; valid: {', '.join(self._PARAMS)}")
-            setattr(self, k, v)
-        self.__dict__.pop("embeddings_", None)
-        return self
 
     def fit(self, X: object = None, y: object = None) -> EarthMoversPrivacy:
         """Validate the parameters and load the embeddings (``X`` and ``y`` are ignored)."""
@@ -355,18 +344,6 @@ class EarthMoversPrivacy:
         self.rng_ = make_rng(self.seed)
         return self
 
-    def transform(self, X: Iterable[str]) -> list[str]:
-        """Private texts (space-joined private bags) for an iterable of texts."""
-        return [" ".join(d.words) for d in self.privatize_batch(list(X))]
-
-    def fit_transform(self, X: Iterable[str], y: object = None) -> list[str]:
-        """``fit`` then ``transform``."""
-        return self.fit(X, y).transform(X)
-
-    def _ensure_fitted(self) -> None:
-        if not hasattr(self, "embeddings_"):
-            self.fit()
-
     # -- the verbs ---------------------------------------------------------------
     def guarantee(self, size: int, *, seeded: bool | None = None, size_from_data: bool = False) -> EarthMoversGuarantee:
         """The guarantee of a release with bag size ``size`` (``seeded``: default, whether ``seed`` was given)."""
@@ -383,17 +360,6 @@ class EarthMoversPrivacy:
             seeded=(self.seed is not None) if seeded is None else bool(seeded),
         )
 
-    def prepare(
-        self, texts: Sequence[str], ids: Sequence[str] | None = None
-    ) -> tuple[list[np.ndarray], list[int], list[int]]:
-        """Normalize and look up each text: in-vocabulary rows, token counts, OOV counts.
-
-        These describe the private input; callers must not release them
-        (:func:`~textdp.mechanisms.common.text_rows`).
-        """
-        self._ensure_fitted()
-        return text_rows(texts, ids, self.embeddings_, self.stop_words)
-
     def privatize_ids(self, bags: np.ndarray, *, seed: int | np.random.Generator | None = None) -> np.ndarray:
         """Algorithms 1 + 2 on a ``(B, N)`` array of vocabulary rows (``seed``: default this object's generator)."""
         self._ensure_fitted()
@@ -401,66 +367,6 @@ class EarthMoversPrivacy:
         return privatize_ids(
             bags, self.embeddings_.vectors, self.epsilon_, gen, self.decoder_, known_source=bool(self.known_source)
         )
-
-    def resolve_size(self, rows: Sequence[np.ndarray], size: int | None = None) -> tuple[int, bool]:
-        """The bag size N of a batch and whether it came from the data (which warns).
-
-        ``size`` (per call) wins over the constructor's ``size``; with neither,
-        ``size_from_data=True`` is required (:func:`~textdp.mechanisms.common.resolve_bag_size`).
-        """
-        return resolve_bag_size(rows, size, self.size, self.size_from_data)
-
-    def privatize_batch(
-        self,
-        texts: Sequence[str],
-        ids: Sequence[str] | None = None,
-        *,
-        size: int | None = None,
-        seed: int | np.random.Generator | None = None,
-        seeded: bool | None = None,
-        size_from_data: bool | None = None,
-        private_report: PrivateReport | None = None,
-        progress: ProgressCallback | None = None,
-        chunk: int = 128,
-    ) -> list[PrivateDocument]:
-        """Privatise a batch of texts; see the class docstring for the steps.
-
-        Parameters
-        ----------
-        texts, ids : sequences of str
-            The documents and their record ids (default: ``"0"``, ``"1"``, ...).
-        size : int, optional
-            Bag size N for this call (default: the constructor's ``size``).
-        seed : int or numpy.random.Generator, optional
-            Randomness for this call (default: this object's generator). Nothing
-            on the estimator is modified, so one fitted estimator can serve many
-            partitions at once.
-        seeded : bool, optional
-            Whether the randomness came from a user seed, as recorded in the
-            guarantee (default: ``seed`` here or in the constructor was given).
-        size_from_data : bool, optional
-            Record that ``size`` was computed from the data by the caller (the
-            guarantee then says so).
-        private_report : list or callable, optional
-            Receives one :class:`DocumentDiagnostics` per document (appended to a
-            list, or passed to a callable). PRIVATE: describes the input.
-        progress : callable, optional
-            ``progress(done, total)`` (:mod:`textdp.progress`): documents finished, after each chunk.
-        chunk : int
-            At most this many documents are noised at once (fewer when N is
-            large: see :meth:`iter_privatize_batch`).
-
-        Every document is validated before any noise is drawn, so a bad document
-        fails the whole batch early.
-        """
-        return [
-            doc
-            for part in self.iter_privatize_batch(
-                texts, ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
-                private_report=private_report, progress=progress, chunk=chunk,
-            )
-            for doc in part
-        ]
 
     def iter_privatize_batch(
         self,
@@ -532,11 +438,3 @@ class EarthMoversPrivacy:
                 for k, i in enumerate(idx)
             ]
 
-    def privatize(self, texts: str | Iterable[str], **kwargs: Any) -> PrivateDocument | list[PrivateDocument]:
-        """Privatise one text (returns a :class:`PrivateDocument`) or an iterable of texts (a list).
-
-        Keyword arguments go to :meth:`privatize_batch`.
-        """
-        if isinstance(texts, str):
-            return self.privatize_batch([texts], **kwargs)[0]
-        return self.privatize_batch(list(texts), **kwargs)

@@ -67,7 +67,7 @@ from .._validation import check_choice, check_epsilon, check_positive_int, check
 from ..embeddings import Embeddings
 from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
-from .common import resolve_bag_size, resolve_embeddings, text_rows
+from .common import BagEstimator, resolve_embeddings
 from .earth_movers import (
     WORDS_PER_BLOCK,
     DocumentDiagnostics,
@@ -468,7 +468,7 @@ class SynTFDocument:
         return {"id": self.id, "words": list(self.words), **self.guarantee.to_dict()}
 
 
-class SynTFPrivacy:
+class SynTFPrivacy(BagEstimator):
     """SynTF for documents: every document becomes a synthetic bag of ``size`` vocabulary words.
 
     The document job's SynTF (``textdp obfuscate --mechanism syntf --size N``, registered as
@@ -524,6 +524,10 @@ class SynTFPrivacy:
 
     #: what a release holds: a bag of ``size`` words (sorted by vocabulary row)
     output = "bag"
+    #: documents per chunk of ``privatize_batch`` (sampling is O(k + N) per document, whatever V)
+    #: the private report's input bag is the document's first N in-vocabulary words, repeated when the
+    #: document is shorter, so that it can be compared with the N released words
+    CHUNK = 1024
     _PARAMS = ("epsilon", "size", "embeddings", "vocab_size", "stop_words", "seed", "size_from_data")
 
     def __init__(
@@ -548,19 +552,6 @@ class SynTFPrivacy:
     def __repr__(self) -> str:
         return f"SynTFPrivacy(epsilon={self.epsilon!r}, size={self.size!r}, vocab_size={self.vocab_size!r})"
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters (scikit-learn protocol)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params: Any) -> SynTFPrivacy:
-        """Set constructor parameters (scikit-learn protocol); call ``fit`` again afterwards."""
-        for k, v in params.items():
-            if k not in self._PARAMS:
-                raise ParameterTypeError(f"unknown parameter {k!r}; valid: {', '.join(self._PARAMS)}")
-            setattr(self, k, v)
-        self.__dict__.pop("embeddings_", None)
-        return self
-
     def fit(self, X: object = None, y: object = None) -> SynTFPrivacy:
         """Validate the parameters and load the vocabulary (``X`` and ``y`` are ignored)."""
         self.epsilon_ = check_epsilon(self.epsilon)
@@ -573,18 +564,6 @@ class SynTFPrivacy:
         self.rng_ = make_rng(self.seed)
         return self
 
-    def _ensure_fitted(self) -> None:
-        if not hasattr(self, "embeddings_"):
-            self.fit()
-
-    def transform(self, X: Iterable[str]) -> list[str]:
-        """Private texts (space-joined synthetic bags) for an iterable of texts."""
-        return [" ".join(d.words) for d in self.privatize_batch(list(X))]
-
-    def fit_transform(self, X: Iterable[str], y: object = None) -> list[str]:
-        """``fit`` then ``transform``."""
-        return self.fit(X, y).transform(X)
-
     def guarantee(self, size: int, *, seeded: bool | None = None, size_from_data: bool = False) -> SynTFGuarantee:
         """The guarantee of a release with bag size ``size`` (``seeded``: default, whether ``seed`` was given)."""
         self._ensure_fitted()
@@ -593,17 +572,6 @@ class SynTFPrivacy:
             embeddings=self.embeddings_.name, size_from_data=bool(size_from_data),
             seeded=(self.seed is not None) if seeded is None else bool(seeded),
         )
-
-    def prepare(
-        self, texts: Sequence[str], ids: Sequence[str] | None = None
-    ) -> tuple[list[np.ndarray], list[int], list[int]]:
-        """Normalize and look up each text: in-vocabulary rows, token counts, OOV counts.
-
-        These describe the private input; callers must not release them
-        (:func:`~textdp.mechanisms.common.text_rows`).
-        """
-        self._ensure_fitted()
-        return text_rows(texts, ids, self.embeddings_, self.stop_words)
 
     def privatize_ids(self, bags: np.ndarray, *, size: int | None = None,
                       seed: int | np.random.Generator | None = None) -> np.ndarray:
@@ -631,41 +599,6 @@ class SynTFPrivacy:
         weights = np.split(counts, split)
         gen = self.rng_ if seed is None else make_rng(seed)
         return sample_bags(terms, weights, self.embeddings_.vocab_size, self.epsilon_, n, gen)
-
-    def resolve_size(self, rows: Sequence[np.ndarray], size: int | None = None) -> tuple[int, bool]:
-        """The bag size N of a batch and whether it came from the data (which warns).
-
-        ``size`` (per call) wins over the constructor's ``size``; with neither,
-        ``size_from_data=True`` is required (:func:`~textdp.mechanisms.common.resolve_bag_size`).
-        """
-        return resolve_bag_size(rows, size, self.size, self.size_from_data)
-
-    def privatize_batch(
-        self,
-        texts: Sequence[str],
-        ids: Sequence[str] | None = None,
-        *,
-        size: int | None = None,
-        seed: int | np.random.Generator | None = None,
-        seeded: bool | None = None,
-        size_from_data: bool | None = None,
-        private_report: PrivateReport | None = None,
-        progress: ProgressCallback | None = None,
-        chunk: int = 1024,
-    ) -> list[SynTFDocument]:
-        """Release one synthetic bag of N words per text (same arguments as
-        :meth:`textdp.mechanisms.EarthMoversPrivacy.privatize_batch`).
-
-        Every document is validated before any randomness is drawn. Nothing on the
-        estimator is modified (``seed``: a per-call generator), so one fitted object can
-        serve many partitions. ``private_report`` receives one
-        :class:`~textdp.mechanisms.DocumentDiagnostics` per document (PRIVATE: token and
-        OOV counts; its input bag is the document's first N in-vocabulary words, repeated
-        when the document is shorter, so that it can be compared with the N released words).
-        """
-        return [d for part in self.iter_privatize_batch(
-            texts, ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
-            private_report=private_report, progress=progress, chunk=chunk) for d in part]
 
     def iter_privatize_batch(
         self,
@@ -717,13 +650,6 @@ class SynTFPrivacy:
                 progress(idx.stop, len(texts))
             yield [SynTFDocument(id=doc_ids[i], words=tuple(words[j] for j in bags[k]), guarantee=guarantee)
                    for k, i in enumerate(idx)]
-
-    def privatize(self, texts: str | Iterable[str], **kwargs: Any) -> SynTFDocument | list[SynTFDocument]:
-        """Privatize one text (a :class:`SynTFDocument`) or an iterable of texts (a list)."""
-        if isinstance(texts, str):
-            return self.privatize_batch([texts], **kwargs)[0]
-        return self.privatize_batch(list(texts), **kwargs)
-
 
 #: the class the registry returns for ``syntf`` (:func:`textdp.mechanisms.get`)
 MECHANISM = SynTFPrivacy
