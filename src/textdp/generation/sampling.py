@@ -4,9 +4,11 @@ Every step function takes ``logp``, a ``(B, V)`` float tensor of log-probabiliti
 the output alphabet (``-inf`` for tokens that may never be emitted: pad, start, unk) and a
 :class:`numpy.random.Generator` (the only source of randomness: a few uniforms per row,
 drawn with :func:`numpy.random.Generator.random`), and returns ``(B,)`` int64 token ids.
-Sampling is by inverse CDF over weights computed in log space: a weight is
-``exp(s − s_max)`` for a score ``s`` that is bounded (``ε p / 2`` with ``p ∈ [0, 1]``), so
-no raw score is ever exponentiated, and cumulative sums are in float64.
+Both steps run on the one decoding core (:mod:`textdp.generation.decoding`): their scores
+are token probabilities ``p ∈ [0, 1]``, public bounds ``[0, 1]`` (``Δ = 1``,
+:data:`~textdp.generation.decoding.UNIT_BOUNDS`), so every exponential-mechanism draw is
+:func:`~textdp.generation.decoding.sample_log_weights` over log-weights ``ε p / 2`` (inverse
+CDF in float64, the row's largest log-weight subtracted, no raw score exponentiated).
 
 * :func:`two_set_step` — textdp's two-set exponential mechanism (see
   :mod:`textdp.generation.accounting` for the law and its bound);
@@ -25,6 +27,7 @@ import numpy as np
 
 from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError, require
+from .decoding import UNIT_BOUNDS, clipped_log_weights, sample_log_weights
 
 __all__ = ["em_distribution", "em_step", "torch_module", "two_set_distribution", "two_set_step"]
 
@@ -122,20 +125,19 @@ def two_set_step(
     mass_s = (p32.sum(1, dtype=torch.float64) - mass_distinct).clamp_(min=0.0)
     u_l = mass_multi / (mass_multi + mass_s)
     choose_l = u[:, k] < torch.sigmoid(e_set * (u_l - 0.5))
-    # 4. the word inside the chosen set; log-space weights exp(b (p - max p)), in float64
+    # 4. the word inside the chosen set: the core's exponential mechanism with scores p in [0, 1] (Δ = 1),
+    #    log-weights b p = ε_word p / 2, inside L (its k entries, duplicates kept) or inside S
     b = e_word / 2.0
     out = torch.empty(B, dtype=torch.int64)
-    w_l = torch.exp(b * (pL - pL.amax(1, keepdim=True)))  # row max subtracted: no underflow at large b
-    j = _inverse_cdf(w_l, u[:, k + 1 :].contiguous()).squeeze(1)
+    j = sample_log_weights(b * pL, uniforms=u[:, k + 1 :])
     out[:] = L.gather(1, j[:, None]).squeeze(1)
     rows = torch.nonzero(~choose_l).squeeze(1)
     if rows.numel():
-        p_rows = torch.exp(logp[rows].double()).scatter_(1, L[rows], 0.0)
-        w_s = torch.exp(b * (p_rows - p_rows.amax(1, keepdim=True)))
-        w_s = torch.where(allowed[rows], w_s, torch.zeros((), dtype=w_s.dtype))
-        w_s.scatter_(1, L[rows], 0.0)
-        drawn = _inverse_cdf(w_s, u[rows, k + 1 :].contiguous()).squeeze(1)
-        nonempty = w_s.sum(1) > 0
+        in_s = allowed[rows].clone()
+        in_s.scatter_(1, L[rows], False)
+        lw_s = torch.where(in_s, b * torch.exp(logp[rows].double()), torch.full((), -math.inf, dtype=torch.float64))
+        drawn = sample_log_weights(lw_s, uniforms=u[rows, k + 1 :])
+        nonempty = in_s.any(1)
         out[rows[nonempty]] = drawn[nonempty]
     return out
 
@@ -151,15 +153,11 @@ def em_step(logp: Any, rng: np.random.Generator, *, epsilon: float) -> Any:
     """
     torch = torch_module()
     e = check_epsilon(epsilon)
-    B, _ = logp.shape
-    u = _uniforms(rng, B, 1)
     p = torch.exp(logp.double())  # 0 where logp = -inf
-    # subtract the row's largest score (not the bound 1): with exp(b (p - 1)) every weight
-    # underflows to 0 once b (1 - max p) > ~745 (e.g. epsilon = 1e6, "greedy"), and the
-    # draw would fall back to index 0
-    w = torch.exp((e / 2.0) * (p - p.amax(1, keepdim=True)))
-    w = torch.where(torch.isfinite(logp), w, torch.zeros((), dtype=w.dtype))
-    return _inverse_cdf(w, u).squeeze(1)
+    # the core subtracts the row's largest log-weight (not the bound): with exp(b (p - 1)) every weight
+    # underflows once b (1 - max p) > ~745 (e.g. epsilon = 1e6, "greedy")
+    return sample_log_weights(clipped_log_weights(p, epsilon=e, bounds=UNIT_BOUNDS, allowed=torch.isfinite(logp)),
+                              rng)
 
 
 def _check_p(p: np.ndarray) -> np.ndarray:

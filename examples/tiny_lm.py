@@ -1,0 +1,98 @@
+"""Build tiny random Hugging Face models (causal, seq2seq, masked) in a folder, offline.
+
+For tests, benchmarks and the examples of docs/lm-rewriting.md: the weights are random (these models
+rewrite into gibberish); they exercise loading, decoding and the guarantees, never utility.
+
+    python examples/tiny_lm.py OUT_DIR [--kind causal|seq2seq|masked|all] [--hidden 32] [--layers 2]
+
+Writes OUT_DIR/<kind>/ with config.json, model.safetensors and a word-level tokenizer trained with the
+`tokenizers` library on a few public sentences written here (no corpus text).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+#: Public sentences the tokenizer is trained on (written for this file).
+SENTENCES = [
+    "the cat sat on the mat .",
+    "a dog ran in the park today .",
+    "we met at the station in the morning .",
+    "she wrote a long letter to her friend .",
+    "the weather was cold and the sky was grey .",
+    "he said that the meeting will start at noon .",
+    "they bought bread , milk and apples at the shop .",
+    "my brother plays the piano every evening .",
+    "please send the report before friday .",
+    "the train to the city was late again .",
+]
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<s>", "</s>"]
+KINDS = ("causal", "seq2seq", "masked")
+
+
+def tokenizer(extra_words: int = 0):
+    """A word-level tokenizer over the words of :data:`SENTENCES` (plus ``extra_words`` filler words)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    words = [f"w{i}" for i in range(extra_words)]
+    tok.train_from_iterator([*SENTENCES, " ".join(words)], trainers.WordLevelTrainer(special_tokens=SPECIALS))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", bos_token="<s>", eos_token="</s>")
+
+
+def build(out: Path, kind: str, *, hidden: int = 32, layers: int = 2, extra_words: int = 0, seed: int = 0) -> Path:
+    """Write a tiny random model of ``kind`` to ``out`` (safetensors) and return ``out``."""
+    import torch
+    from transformers import (
+        BartConfig,
+        BartForConditionalGeneration,
+        BertConfig,
+        BertForMaskedLM,
+        GPT2Config,
+        GPT2LMHeadModel,
+    )
+
+    torch.manual_seed(seed)  # the random weights of a test model, not a privacy noise
+    tok = tokenizer(extra_words)
+    v, ids = len(tok), tok.convert_tokens_to_ids
+    if kind == "causal":
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=v, n_positions=256, n_embd=hidden, n_layer=layers, n_head=2,
+                                           bos_token_id=ids("<s>"), eos_token_id=ids("</s>"),
+                                           pad_token_id=ids("[PAD]")))
+    elif kind == "seq2seq":
+        model = BartForConditionalGeneration(BartConfig(
+            vocab_size=v, d_model=hidden, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=2 * hidden, decoder_ffn_dim=2 * hidden,
+            max_position_embeddings=256, pad_token_id=ids("[PAD]"), bos_token_id=ids("<s>"),
+            eos_token_id=ids("</s>"), decoder_start_token_id=ids("</s>"), forced_eos_token_id=None))
+    elif kind == "masked":
+        model = BertForMaskedLM(BertConfig(vocab_size=v, hidden_size=hidden, num_hidden_layers=layers,
+                                           num_attention_heads=2, intermediate_size=2 * hidden,
+                                           max_position_embeddings=256, pad_token_id=ids("[PAD]")))
+    else:
+        raise SystemExit(f"error: kind must be one of {', '.join(KINDS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--kind", default="all", choices=[*KINDS, "all"])
+    ap.add_argument("--hidden", type=int, default=32)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--extra-words", type=int, default=0)
+    a = ap.parse_args()
+    for kind in KINDS if a.kind == "all" else (a.kind,):
+        build(a.out / kind, kind, hidden=a.hidden, layers=a.layers, extra_words=a.extra_words)
+        print(f"wrote {a.out / kind}")
+
+
+if __name__ == "__main__":
+    main()

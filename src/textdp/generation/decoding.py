@@ -1,0 +1,307 @@
+r"""The one decoding core: the exponential mechanism over a full output vocabulary, in log space.
+
+Every token-level mechanism of textdp draws its tokens here: the language-model rewriters
+(``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``: :mod:`textdp.generation.lm`) over clipped
+logits, and ER-AE's two-set step and AE-DP's step (:mod:`textdp.generation.sampling`) over
+token probabilities, which are scores already bounded in ``[0, 1]``.
+
+The mechanism
+-------------
+Given scores ``s_w(x)`` for every token ``w`` of the output vocabulary ``V`` (the logits
+a model computes from the private input ``x`` and the tokens released so far), and
+**public** bounds ``a < b`` chosen without looking at ``x`` (:class:`ClipBounds`):
+
+1. clip: ``u_w(x) = min(max(s_w(x), a), b)`` (a NaN score becomes ``a``: any value in
+   ``[a, b]`` is safe);
+2. draw ``w`` with probability ``P(w | x) ∝ exp(ε u_w(x) / (2Δ))``, ``Δ = b − a``: a
+   softmax at temperature ``T = 2Δ/ε``.
+
+**Theorem** (McSherry & Talwar 2007, Thm. 6, with utility range ``Δ``). For *any* two
+inputs ``x, x'`` and every token ``w``, ``P(w | x) <= e^ε P(w | x')``.
+
+*Proof.* ``|u_w(x) − u_w(x')| <= Δ`` for every ``w`` because both lie in ``[a, b]``. So
+the numerator ``exp(ε u_w / (2Δ))`` changes by at most ``e^{ε/2}`` and so does the
+normaliser ``Z(x) = Σ_v exp(ε u_v(x) / (2Δ))`` (term by term); the ratio of
+probabilities is at most ``e^{ε/2} · e^{ε/2} = e^ε``. ∎
+
+Since the bound holds for every pair of inputs, one step is ε-DP with *every* two inputs
+as neighbours (local DP for the whole input text). A sequence of ``n`` steps, each
+conditioned on the input and on the tokens released before it, is ``nε``-DP by adaptive
+sequential composition; the end-of-sequence token is one of the candidates, so the
+output length is released by the mechanism too and is covered when ``n`` is the public
+maximum number of steps.
+
+**Why the factor 2 stays.** A softmax over a *fixed* candidate set can use ``ε u/Δ``
+only when every utility moves in the same direction between neighbours (monotone
+utilities, McSherry & Talwar's remark; the normaliser then moves with the numerator).
+Logits are not monotone: a different input can raise one token's logit to ``b`` and lower
+all the others to ``a``. With ``u(x) = (b, a, …, a)`` and ``u(x') = (a, b, …, b)`` over
+``|V|`` tokens, ``P(w_0 | x) / P(w_0 | x') = e^{ε/2} · (e^{ε/2}(|V|−1) + 1) / (e^{ε/2} + |V| − 1)``
+which tends to ``e^ε`` as ``|V|`` grows: with ``T = Δ/ε`` the loss is nearly ``2ε`` on a
+real vocabulary. The audit case ``lm-factor-one`` shows it (:mod:`textdp.audit.lm`).
+DP-Prompt (Utpala et al. 2023, §3) and DP-MLM (Meisenbacher et al. 2024) state the same
+``ε = 2Δ/T``.
+
+No truncation
+-------------
+Top-k and top-p (nucleus) sampling keep the tokens with the largest *private* logits; a
+token outside the kept set has probability 0 from one input and a positive probability
+from another, so no finite ε holds (DP-GTR's ``top_k=50`` next to clipping, the released
+DP-Prompt scripts). :func:`refuse_truncation` refuses them with a one-line error. A
+restriction of the vocabulary that is *public* (special tokens never emitted, the same
+for every input) is allowed: ``allowed`` below.
+
+Public bounds
+-------------
+Bounds are public parameters: either given by the user (``procedure="fixed"``), or
+quantiles of the logits the same model computes on **public** text
+(:func:`quantile_bounds`, ``procedure="public-quantiles"``). Every record states them
+(:meth:`ClipBounds.to_dict`). A narrow range costs little privacy per token but
+flattens the distribution (tokens whose logits sit above ``b`` tie); a wide one keeps
+the model's preferences and raises ``T = 2Δ/ε``.
+
+Sampling and floating point
+---------------------------
+The log-weights ``ε (u_w − b) / (2Δ)`` lie in ``[−ε/2, 0]``: no score is exponentiated
+raw, and for ``ε < 1400`` no weight underflows, so every allowed token keeps a positive
+probability from every input. Two samplers, both fed only by uniforms from a
+:class:`numpy.random.Generator` (:mod:`textdp._rng`; torch's global generator is never
+used): ``inverse-cdf`` (one uniform per row, cumulative sums in float64) and ``gumbel``
+(Gumbel-max, ``argmax(log w − log(−log U))``, one uniform per token). Both realise the law
+up to float64 rounding (relative error of the order of ``|V| · 2^-53`` per probability);
+the released value is a token id, not a real number, so no low-order bit is published.
+
+References
+----------
+F. McSherry, K. Talwar. Mechanism design via differential privacy. FOCS 2007.
+S. Utpala, S. Hooker, P.-Y. Chen. Locally differentially private document generation using
+zero shot prompting. Findings of EMNLP 2023. S. Meisenbacher, M. Chevli, J. Vladika,
+F. Matthes. DP-MLM: differentially private text rewriting using masked language models.
+Findings of ACL 2024.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_choice, check_epsilon, check_probability
+from ..errors import ParameterError, require
+
+__all__ = [
+    "BOUND_PROCEDURES",
+    "SAMPLERS",
+    "UNIT_BOUNDS",
+    "ClipBounds",
+    "clipped_log_weights",
+    "exponential_law",
+    "exponential_step",
+    "per_token_epsilon",
+    "quantile_bounds",
+    "refuse_truncation",
+    "sample_log_weights",
+]
+
+#: How the public clipping bounds were chosen.
+BOUND_PROCEDURES = ("fixed", "public-quantiles", "probability")
+#: The two samplers of :func:`sample_log_weights`.
+SAMPLERS = ("inverse-cdf", "gumbel")
+
+
+def _torch() -> Any:
+    return require("torch", "generation")
+
+
+@dataclass(frozen=True)
+class ClipBounds:
+    """Public clipping bounds ``[low, high]`` of the scores, and how they were chosen.
+
+    Attributes
+    ----------
+    low, high : float
+        ``a < b``; every score is clipped into ``[a, b]`` and ``Δ = b − a``.
+    procedure : str
+        ``fixed`` (given by the user), ``public-quantiles`` (:func:`quantile_bounds` on
+        public text) or ``probability`` (scores are probabilities, ``[0, 1]``: ER-AE, AE-DP).
+    source : str
+        Public description of the procedure (e.g. the quantiles and the public text's name).
+
+    >>> b = ClipBounds(-2.0, 6.0)
+    >>> b.width, b.temperature(4.0), b.to_dict()["procedure"]
+    (8.0, 4.0, 'fixed')
+    """
+
+    low: float
+    high: float
+    procedure: str = "fixed"
+    source: str = "given by the user"
+
+    def __post_init__(self) -> None:
+        lo, hi = float(self.low), float(self.high)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ParameterError(f"clipping bounds must be finite numbers with low < high, got [{self.low}, {self.high}]")
+        check_choice(self.procedure, "bound procedure", BOUND_PROCEDURES)
+        object.__setattr__(self, "low", lo)
+        object.__setattr__(self, "high", hi)
+
+    @property
+    def width(self) -> float:
+        """``Δ = high − low``, the sensitivity of a clipped score."""
+        return self.high - self.low
+
+    def temperature(self, epsilon: float) -> float:
+        """The sampling temperature ``T = 2Δ/ε`` of an ε-DP step."""
+        return 2.0 * self.width / check_epsilon(epsilon)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Public JSON form (written in every record)."""
+        return {"low": self.low, "high": self.high, "width": self.width, "procedure": self.procedure,
+                "source": self.source}
+
+
+#: Scores that are probabilities (ER-AE, AE-DP): ``[0, 1]``, ``Δ = 1``.
+UNIT_BOUNDS = ClipBounds(0.0, 1.0, "probability", "scores are token probabilities in [0, 1]")
+
+
+def per_token_epsilon(temperature: float, bounds: ClipBounds) -> float:
+    """The ε of one step at temperature ``T``: ``2Δ/T``.
+
+    >>> per_token_epsilon(4.0, ClipBounds(-2.0, 6.0))
+    4.0
+    """
+    t = float(temperature)
+    if not (t > 0 and math.isfinite(t)):
+        raise ParameterError(f"temperature must be a finite number > 0, got {temperature!r}")
+    return 2.0 * bounds.width / t
+
+
+def quantile_bounds(public_logits: Any, *, low_quantile: float = 0.01, high_quantile: float = 0.99,
+                    source: str = "") -> ClipBounds:
+    """Bounds from quantiles of logits computed by the same model on **public** text.
+
+    ``public_logits`` is any array of logits (all positions, all tokens) of public text;
+    never pass logits of the private input (the bounds would then depend on it).
+
+    >>> quantile_bounds(np.linspace(-10, 10, 2001), low_quantile=0.05, high_quantile=0.95).to_dict()["low"]
+    -9.0
+    """
+    lo_q = check_probability(low_quantile, "low_quantile")
+    hi_q = check_probability(high_quantile, "high_quantile")
+    if lo_q >= hi_q:
+        raise ParameterError("low_quantile must be below high_quantile")
+    x = np.asarray(public_logits, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        raise ParameterError("need at least 2 finite public logits to choose bounds")
+    lo, hi = np.quantile(x, [lo_q, hi_q])
+    text = f"quantiles {lo_q:g} and {hi_q:g} of the model's logits on public text"
+    return ClipBounds(float(lo), float(hi), "public-quantiles", f"{text} ({source})" if source else text)
+
+
+def refuse_truncation(top_k: int | None = None, top_p: float | None = None) -> None:
+    """Refuse top-k / top-p: the kept set would be computed from private logits.
+
+    >>> refuse_truncation(top_k=50)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: top-k/top-p sampling is refused: the kept tokens are chosen from the private input's logits, so a token outside them has probability 0 from one input and not from another (no finite epsilon); textdp samples from the full vocabulary with clipped logits
+    """
+    if top_k is not None or top_p is not None:
+        raise ParameterError(
+            "top-k/top-p sampling is refused: the kept tokens are chosen from the private input's logits, so a token "
+            "outside them has probability 0 from one input and not from another (no finite epsilon); textdp samples "
+            "from the full vocabulary with clipped logits")
+
+
+def clipped_log_weights(scores: Any, *, epsilon: float, bounds: ClipBounds, allowed: Any | None = None) -> Any:
+    """``ε (clip(s, a, b) − b) / (2Δ)`` in float64 (``-inf`` outside ``allowed``), a ``(B, V)`` tensor.
+
+    ``allowed`` is a public ``(V,)`` or ``(B, V)`` bool mask (default: every token).
+
+    >>> import torch
+    >>> clipped_log_weights(torch.tensor([[9.0, -9.0, float("nan")]]), epsilon=2.0, bounds=ClipBounds(0.0, 1.0))
+    tensor([[ 0., -1., -1.]], dtype=torch.float64)
+    """
+    torch = _torch()
+    e = check_epsilon(epsilon)
+    s = torch.as_tensor(scores).to(torch.float64)
+    s = torch.nan_to_num(s, nan=bounds.low, posinf=bounds.high, neginf=bounds.low).clamp_(bounds.low, bounds.high)
+    logw = (s - bounds.high) * (e / (2.0 * bounds.width))
+    if allowed is not None:
+        mask = torch.as_tensor(allowed, dtype=torch.bool).expand_as(logw)
+        logw = torch.where(mask, logw, torch.full((), -math.inf, dtype=torch.float64))
+    return logw
+
+
+def sample_log_weights(log_weights: Any, rng: np.random.Generator | None = None, *, method: str = "inverse-cdf",
+                       uniforms: Any | None = None) -> Any:
+    """One draw per row with ``P(j) ∝ exp(log_weights[j])`` (``-inf``: never drawn); ``(B,)`` int64.
+
+    Randomness: ``uniforms`` if given (``(B, 1)`` for inverse-CDF, ``(B, V)`` for Gumbel),
+    else drawn from ``rng`` (:meth:`numpy.random.Generator.random`). A row with no finite
+    weight gives index 0 (callers avoid it).
+
+    >>> import torch
+    >>> from textdp._rng import make_rng
+    >>> lw = torch.tensor([[-math.inf, 0.0, -math.inf]])
+    >>> sample_log_weights(lw, make_rng(0)).tolist(), sample_log_weights(lw, make_rng(0), method="gumbel").tolist()
+    ([1], [1])
+    """
+    torch = _torch()
+    check_choice(method, "sampler", SAMPLERS)
+    lw = torch.as_tensor(log_weights).to(torch.float64)
+    B, V = lw.shape
+    if uniforms is None:
+        if rng is None:
+            raise ParameterError("sample_log_weights needs a generator or uniforms")
+        uniforms = torch.from_numpy(rng.random((B, 1 if method == "inverse-cdf" else V)))
+    u = torch.as_tensor(uniforms).to(torch.float64)
+    if method == "gumbel":
+        # argmax(log w + G) with G = -log(-log U) standard Gumbel; U = 0 gives -inf (never chosen)
+        return torch.argmax(lw - torch.log(-torch.log(u)), dim=1)
+    top = lw.amax(1, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    w = torch.exp(lw - top)  # in (0, 1], 0 exactly where log w = -inf
+    cdf = torch.cumsum(w, dim=1)
+    idx = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).clamp_(max=V - 1)
+    bad = w.gather(1, idx) <= 0  # rounding at the top end landed on a zero weight: take the last positive one
+    if bool(bad.any()):
+        positions = torch.arange(V).expand_as(w)
+        last = torch.where(w > 0, positions, torch.zeros_like(positions)).amax(1, keepdim=True)
+        idx = torch.where(bad, last.expand_as(idx), idx)
+    return idx.squeeze(1)
+
+
+def exponential_step(scores: Any, rng: np.random.Generator, *, epsilon: float, bounds: ClipBounds,
+                     allowed: Any | None = None, method: str = "inverse-cdf") -> Any:
+    """One ε-DP step for every row of ``scores`` ``(B, V)``: ``P(w) ∝ exp(ε clip(s_w) / (2Δ))``.
+
+    See the module docstring for the theorem. ``allowed`` is a **public** mask.
+
+    >>> import torch
+    >>> from textdp._rng import make_rng
+    >>> exponential_step(torch.tensor([[0.0, 50.0, 0.0]]), make_rng(0), epsilon=500.0,
+    ...                  bounds=ClipBounds(0.0, 10.0)).tolist()
+    [1]
+    """
+    return sample_log_weights(clipped_log_weights(scores, epsilon=epsilon, bounds=bounds, allowed=allowed), rng,
+                              method=method)
+
+
+def exponential_law(scores: np.ndarray, *, epsilon: float, bounds: ClipBounds,
+                    allowed: np.ndarray | None = None) -> np.ndarray:
+    """The exact law of :func:`exponential_step` for one row of scores (numpy; tests and audits).
+
+    >>> exponential_law(np.array([5.0, -5.0]), epsilon=2.0, bounds=ClipBounds(0.0, 1.0)).round(4).tolist()
+    [0.7311, 0.2689]
+    """
+    e = check_epsilon(epsilon)
+    s = np.clip(np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=bounds.low), bounds.low, bounds.high)
+    lw = e * (s - bounds.high) / (2.0 * bounds.width)
+    if allowed is not None:
+        lw = np.where(np.asarray(allowed, dtype=bool), lw, -np.inf)
+    w = np.exp(lw - lw.max())
+    return w / w.sum()

@@ -1,0 +1,331 @@
+r"""Rewriting text with pretrained language models: DP-Prompt, DP-Paraphrase, DP-MLM and DP-BART.
+
+Four rewriters, each faithful to its paper where the paper is right, on local Hugging Face
+directories (:mod:`textdp.generation.hf`). The three token-level ones draw every token with
+the one decoding core (:func:`~textdp.generation.decoding.exponential_step`: clipped logits,
+``T = 2Δ/ε``, the full vocabulary, no top-k/top-p); DP-BART adds Gaussian noise to the
+clipped encoder output and decodes it.
+
+``dp-prompt`` — Utpala, Hooker & Chen, Findings of EMNLP 2023
+    A causal LM is prompted with ``Document : {document}\nParaphrase of the document :`` (the
+    paper's template; public) and generates up to ``max_new_tokens`` tokens, each an ε-DP
+    draw over clipped logits. The paper's released scripts sample at a temperature without
+    clipping: that is no exponential mechanism (audit case ``lm-unclipped``). **Guarantee**:
+    for *any* two documents (truncated to ``max_input_tokens`` tokens, a public cut), one
+    step is ε-DP (decoding theorem); the ``n = max_new_tokens`` steps compose adaptively to
+    ``nε`` per document. The end token is drawn by the mechanism, so the output length is
+    covered. Unit: the document (a sentence changed is a document changed: same bound).
+``dp-paraphrase`` — Mattern, Weggenmann & Kerschbaum, Findings of NAACL 2022
+    A paraphrase model rewrites each sentence, sampling every token at temperature ``T`` over
+    clipped logits. The paper fine-tunes GPT-2 as a paraphraser; textdp takes a
+    sequence-to-sequence paraphraser (the issue's reading; the privacy argument is the same:
+    the private sentence only conditions the logits). **Guarantee**: ``nε`` per sentence for
+    any two sentences, ``n = max_new_tokens``; the output length is covered. A document of
+    ``m`` sentences: ``m n ε`` (basic composition); ``m`` is not covered.
+``dp-mlm`` — Meisenbacher, Chevli, Vladika & Matthes, Findings of ACL 2024
+    A masked LM replaces one token at a time: the input is the original sentence followed by
+    the sentence with that token masked (the paper's contextualisation), and the replacement
+    is an ε-DP draw over the clipped logits at the mask. As in the paper, stop words and
+    punctuation are copied by default and the length is kept. **Guarantee and adjacency**:
+    ``rε`` per sentence where ``r`` is the number of replaced tokens, for two sentences with
+    the **same skeleton**: the same number of tokens (at most ``max_tokens``) and, with
+    ``copy_stopwords``, the same stop words and punctuation at the same places; those are
+    released as they are. The record states the public bound ``max_tokens · ε``. With
+    ``copy_stopwords=False`` every token is replaced and neighbours need only the same
+    number of tokens.
+``dp-bart`` — Igamberdiev & Habernal, Findings of ACL 2023 (DP-BART-CLV)
+    The encoder output ``H`` (``n × d``, the sentence padded or cut to the public
+    ``n = max_tokens`` tokens) is clipped per coordinate to ``[c_min, c_max]`` and every
+    coordinate of every token gets its own Gaussian noise ``N(0, σ²)``, with σ from the
+    analytic Gaussian mechanism (Balle & Wang 2018) for the L2 sensitivity of the whole
+    clipped output, ``(c_max − c_min) √(d n)`` (any two sentences: every coordinate moves by
+    at most the range). The decoder then generates from the noisy ``H`` alone (its
+    attention mask is all ones: the input's length is not passed on), greedily, which is
+    post-processing. **Guarantee**: (ε, δ)-DP per sentence for any two sentences. Two
+    copied mistakes are refused here and flagged by the audit: one noise vector shared by
+    all token rows (row differences come out noise-free: ``dp-bart-shared-noise``) and a
+    σ calibrated for a range of 0.2 while clipping to ``[−0.2, 0.1]`` (``dp-bart-range``).
+    *Floating point*: the noise is numpy's float64 Gaussian, so the noisy matrix is **never
+    released** (its low-order bits could leak, Mironov 2012); only the decoded tokens are.
+
+Every rewriter states what is not covered (:class:`LMGuarantee`): what the model memorised
+from its training data (the model must be public or trained on data disjoint from the
+private text), the number of sentences per document, and for dp-mlm the skeleton.
+
+References
+----------
+Balle & Wang, Improving the Gaussian mechanism for differential privacy: analytical
+calibration and optimal denoising, ICML 2018. See also :mod:`textdp.generation.decoding`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+from ..errors import ParameterError
+from ..text import ENGLISH_STOP_WORDS, split_sentences
+from ..topics.mechanisms import analytic_gaussian_sigma
+from . import lm_decode
+from .decoding import SAMPLERS, ClipBounds, refuse_truncation
+from .hf import load_language_model
+from .lm_decode import clip_and_noise
+
+__all__ = [
+    "DP_PROMPT_TEMPLATE",
+    "LM_MECHANISMS",
+    "MECHANISM_KIND",
+    "LMGuarantee",
+    "LMSettings",
+    "clip_and_noise",
+    "dp_bart_guarantee",
+    "dp_bart_sigma",
+    "lm_guarantee",
+    "rewrite_texts",
+    "units_of",
+]
+
+#: The language-model rewriters and the model kind each needs.
+MECHANISM_KIND = {"dp-prompt": "causal", "dp-paraphrase": "seq2seq", "dp-mlm": "masked", "dp-bart": "seq2seq"}
+LM_MECHANISMS = tuple(MECHANISM_KIND)
+#: DP-Prompt's prompt (Utpala et al. 2023, §3); ``{document}`` is replaced by the private text.
+DP_PROMPT_TEMPLATE = "Document : {document}\nParaphrase of the document :"
+
+REFERENCES = {
+    "dp-prompt": "Utpala, Hooker & Chen, 'Locally Differentially Private Document Generation Using Zero Shot "
+                 "Prompting', Findings of EMNLP 2023",
+    "dp-paraphrase": "Mattern, Weggenmann & Kerschbaum, 'The Limits of Word Level Differential Privacy', "
+                     "Findings of NAACL 2022",
+    "dp-mlm": "Meisenbacher, Chevli, Vladika & Matthes, 'DP-MLM: Differentially Private Text Rewriting Using "
+              "Masked Language Models', Findings of ACL 2024",
+    "dp-bart": "Igamberdiev & Habernal, 'DP-BART for Privatized Text Rewriting under Local Differential Privacy', "
+               "Findings of ACL 2023; sigma: Balle & Wang, ICML 2018",
+}
+
+
+@dataclass(frozen=True)
+class LMSettings:
+    """Public parameters of a language-model rewrite.
+
+    Attributes
+    ----------
+    mechanism : str
+        One of :data:`LM_MECHANISMS`.
+    epsilon : float
+        ε per token (dp-prompt, dp-paraphrase, dp-mlm); ε per sentence (dp-bart).
+    bounds : ClipBounds
+        Public clipping bounds: of the logits, or for dp-bart of the encoder output
+        (``[c_min, c_max]``).
+    delta : float
+        dp-bart's δ per sentence (0 for the others).
+    max_new_tokens : int
+        Generation steps per unit (dp-prompt, dp-paraphrase).
+    max_tokens : int
+        Input tokens per sentence (dp-paraphrase, dp-mlm, dp-bart; longer ones are cut).
+    max_input_tokens : int
+        dp-prompt: document tokens in the prompt (longer documents are cut).
+    copy_stopwords : bool
+        dp-mlm: copy stop words and punctuation (the paper's default).
+    prompt : str
+        dp-prompt's template (with ``{document}``); public.
+    batch_size : int
+        Rows per forward pass.
+    sampler : str
+        ``inverse-cdf`` or ``gumbel`` (:func:`~textdp.generation.decoding.sample_log_weights`).
+    top_k, top_p : optional
+        Refused when set (:func:`~textdp.generation.decoding.refuse_truncation`).
+    """
+
+    mechanism: str
+    epsilon: float
+    bounds: ClipBounds
+    delta: float = 0.0
+    max_new_tokens: int = 32
+    max_tokens: int = 32
+    max_input_tokens: int = 256
+    copy_stopwords: bool = True
+    prompt: str = DP_PROMPT_TEMPLATE
+    batch_size: int = 16
+    sampler: str = "inverse-cdf"
+    top_k: int | None = None
+    top_p: float | None = None
+
+    def __post_init__(self) -> None:
+        check_choice(self.mechanism, "mechanism", LM_MECHANISMS)
+        refuse_truncation(self.top_k, self.top_p)
+        check_epsilon(self.epsilon)
+        if not isinstance(self.bounds, ClipBounds):
+            raise ParameterError("bounds must be a ClipBounds (public clipping bounds)")
+        if self.mechanism == "dp-bart":
+            check_probability(self.delta, "delta")
+        elif self.delta != 0:
+            raise ParameterError(f"{self.mechanism} is pure epsilon-DP: delta must be 0")
+        for name in ("max_new_tokens", "max_tokens", "max_input_tokens", "batch_size"):
+            check_positive_int(getattr(self, name), name.replace("_", "-"))
+        check_choice(self.sampler, "sampler", SAMPLERS)
+        if self.mechanism == "dp-prompt" and "{document}" not in self.prompt:
+            raise ParameterError("the dp-prompt template must contain {document}")
+
+    @property
+    def unit(self) -> str:
+        """``document`` for dp-prompt, ``sentence`` for the others."""
+        return "document" if self.mechanism == "dp-prompt" else "sentence"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Public JSON form (the bounds as a dict)."""
+        out = asdict(self)
+        out["bounds"] = self.bounds.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class LMGuarantee:
+    """What one language-model rewrite guarantees (follows :class:`textdp.guarantees.Guarantee`).
+
+    ``epsilon``/``delta`` are per ``unit``; ``per_token``, ``per_sentence`` and
+    ``per_document`` say the bound at each level (``per_token`` None for dp-bart: one
+    Gaussian release per sentence); ``adjacency`` which inputs are neighbours;
+    ``not_covered`` what the bound does not protect.
+
+    >>> g = lm_guarantee(LMSettings("dp-prompt", 2.0, ClipBounds(-5.0, 5.0), max_new_tokens=10))
+    >>> g.epsilon, g.unit, g.per_token, g.per_document
+    (20.0, 'document', 2.0, 'epsilon=20 per document (one unit)')
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    unit: str
+    per_token: float | None
+    per_sentence: float
+    per_document: str
+    steps: int
+    adjacency: str
+    bounds: dict[str, Any]
+    length_covered: bool
+    not_covered: tuple[str, ...]
+    detail: str
+    reference: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def statement(self) -> str:
+        """The guarantee in words (written to every record)."""
+        d = f"(epsilon={self.epsilon:.4g}, delta={self.delta:.3g})-DP" if self.delta else \
+            f"epsilon-DP with epsilon={self.epsilon:.4g} (pure, delta=0)"
+        tok = f"epsilon {self.per_token:.4g} per token, " if self.per_token is not None else ""
+        return (f"{self.mechanism}: {d} per {self.unit}: {tok}{self.per_sentence:.4g} per sentence, "
+                f"{self.per_document}. Neighbours: {self.adjacency}. {self.detail} Not covered: "
+                + "; ".join(self.not_covered) + ".")
+
+    def document_epsilon(self, sentences: int) -> tuple[float, float]:
+        """``(ε, δ)`` spent on a document of ``sentences`` units of this rewrite (basic composition)."""
+        m = 1 if self.unit == "document" else max(int(sentences), 0)
+        return m * self.epsilon, m * self.delta
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (keys of :data:`textdp.guarantees.GUARANTEE_KEYS` plus the parameters)."""
+        out = asdict(self)
+        out["not_covered"] = list(self.not_covered)
+        out["guarantee"] = self.statement
+        return out
+
+
+_MEMORISED = "what the model memorised from its training data (use a public model, or one trained on data disjoint "\
+             "from the private text)"
+
+
+def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
+    """The :class:`LMGuarantee` of settings ``s`` (derivations: module docstring).
+
+    ``hidden_size`` (the encoder's ``d``) is needed for dp-bart only.
+    """
+    e, m, ref = float(s.epsilon), s.mechanism, REFERENCES[s.mechanism]
+    b = s.bounds.to_dict()
+    sentences = "m times this for a document of m sentences (basic composition; m is not covered)"
+    if m == "dp-prompt":
+        n = s.max_new_tokens
+        detail = (f"Exponential mechanism over the full vocabulary with logits clipped to [{s.bounds.low:.4g}, "
+                  f"{s.bounds.high:.4g}] (Delta={s.bounds.width:.4g}), temperature 2*Delta/epsilon="
+                  f"{s.bounds.temperature(e):.4g}, {n} steps composed; the end token is drawn by the mechanism.")
+        return LMGuarantee(m, n * e, 0.0, "document", e, n * e, f"epsilon={n * e:.4g} per document (one unit)", n,
+                           f"any two documents (cut to {s.max_input_tokens} tokens); the prompt is public", b, True,
+                           (_MEMORISED,), detail, ref)
+    if m == "dp-paraphrase":
+        n = s.max_new_tokens
+        detail = (f"Exponential mechanism per decoding step over clipped logits [{s.bounds.low:.4g}, "
+                  f"{s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}, {n} steps per sentence; the end "
+                  "token is drawn by the mechanism.")
+        return LMGuarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
+                           f"any two sentences (cut to {s.max_tokens} tokens)", b, True,
+                           (_MEMORISED, "the number of sentences per document"), detail, ref)
+    if m == "dp-mlm":
+        n = s.max_tokens
+        skeleton = ("the same number of tokens and the same stop words and punctuation at the same positions (they "
+                    "are copied)" if s.copy_stopwords else "the same number of tokens (every token is replaced)")
+        detail = (f"One exponential-mechanism draw per replaced token at the mask, logits clipped to "
+                  f"[{s.bounds.low:.4g}, {s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}; r replaced "
+                  f"tokens cost r*epsilon <= {n}*epsilon.")
+        return LMGuarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
+                           f"two sentences of at most {n} tokens with {skeleton}", b, False,
+                           (_MEMORISED, "the number of sentences per document", "the sentence length (kept)",
+                            *(("the stop words and punctuation (copied)",) if s.copy_stopwords else ())), detail, ref)
+    return dp_bart_guarantee(s, hidden_size)
+
+
+def dp_bart_sigma(s: LMSettings, hidden_size: int | None) -> tuple[float, float]:
+    """``(L2 sensitivity, σ)`` of DP-BART: ``(c_max − c_min) √(d n)`` and the analytic Gaussian σ.
+
+    >>> s = LMSettings("dp-bart", 1.0, ClipBounds(-0.2, 0.1), delta=1e-5, max_tokens=4)
+    >>> sens, sigma = dp_bart_sigma(s, 16)
+    >>> round(sens, 6), sigma > sens
+    (2.4, True)
+    """
+    if hidden_size is None:
+        raise ParameterError("dp-bart needs the model's hidden size to calibrate sigma")
+    d = check_positive_int(hidden_size, "hidden size")
+    sens = s.bounds.width * math.sqrt(d * s.max_tokens)
+    return sens, analytic_gaussian_sigma(s.epsilon, s.delta, sens)
+
+
+def dp_bart_guarantee(s: LMSettings, hidden_size: int | None) -> LMGuarantee:
+    """DP-BART's (ε, δ) per sentence with the sensitivity and σ of a model of ``hidden_size``."""
+    sens, sigma = dp_bart_sigma(s, hidden_size)
+    assert hidden_size is not None
+    detail = (f"Encoder output ({s.max_tokens} tokens x {hidden_size} coordinates) clipped per coordinate to "
+              f"[{s.bounds.low:.4g}, {s.bounds.high:.4g}]; independent Gaussian noise per coordinate and per token "
+              f"with sigma={sigma:.6g} (analytic Gaussian, L2 sensitivity {s.bounds.width:.4g}*sqrt({hidden_size}*"
+              f"{s.max_tokens})={sens:.6g}); the noisy encoder output is never released, only greedily decoded "
+              "tokens (post-processing).")
+    return LMGuarantee("dp-bart", float(s.epsilon), float(s.delta), "sentence", None, float(s.epsilon),
+                       "m times (epsilon, delta) for a document of m sentences (basic composition; m is not covered)",
+                       1, f"any two sentences (padded or cut to {s.max_tokens} tokens)", s.bounds.to_dict(), True,
+                       (_MEMORISED, "the number of sentences per document"), detail, REFERENCES["dp-bart"],
+                       {"sigma": sigma, "l2_sensitivity": sens, "hidden_size": hidden_size})
+
+
+def rewrite_texts(model_dir: str, texts: Sequence[str], settings: LMSettings,
+                  rng: np.random.Generator) -> list[str]:
+    """Rewrite every unit of ``texts`` (documents for dp-prompt, sentences otherwise): a pure batch function."""
+    if not texts:
+        return []
+    lm = load_language_model(model_dir, MECHANISM_KIND[settings.mechanism])
+    if settings.mechanism == "dp-prompt":
+        return lm_decode.dp_prompt(lm, texts, settings, rng)
+    if settings.mechanism == "dp-paraphrase":
+        return lm_decode.dp_paraphrase(lm, texts, settings, rng)
+    if settings.mechanism == "dp-mlm":
+        return lm_decode.dp_mlm(lm, texts, settings, rng, stop_words=ENGLISH_STOP_WORDS)
+    return lm_decode.dp_bart(lm, texts, settings, rng)
+
+
+def units_of(text: str, settings: LMSettings) -> list[str]:
+    """The privacy units of a document: itself (dp-prompt) or its sentences."""
+    if settings.mechanism == "dp-prompt":
+        return [text] if text.strip() else []
+    return split_sentences(text)

@@ -1,0 +1,270 @@
+"""The decoding loops of the language-model rewriters (:mod:`textdp.generation.lm`), batched.
+
+Every token-level draw is :func:`~textdp.generation.decoding.exponential_step` over the
+public output mask of the model (real tokens and the end token; special tokens never
+emitted), with the settings' ε and public bounds. No ``generate()`` of ``transformers`` is
+used: its default logits processors (repetition penalties over the private prompt,
+n-gram bans, forced tokens) would put input-dependent ``-inf`` entries in the logits, a
+truncation computed from private data. The loops here do nothing but the forward passes.
+
+Randomness is the numpy generator passed in (uniforms, and DP-BART's Gaussian noise);
+torch's global generator is never used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ParameterError, require
+from .decoding import ClipBounds, exponential_step
+from .hf import LanguageModel
+
+if TYPE_CHECKING:
+    from .lm import LMSettings
+
+__all__ = ["clip_and_noise", "dp_bart", "dp_mlm", "dp_paraphrase", "dp_prompt"]
+
+
+def _torch() -> Any:
+    return require("torch", "generation")
+
+
+def _eos(lm: LanguageModel) -> int:
+    eos = lm.tokenizer.eos_token_id
+    if eos is None:
+        eos = getattr(lm.model.config, "eos_token_id", None)
+    if isinstance(eos, list):
+        eos = eos[0] if eos else None
+    if eos is None:
+        raise ParameterError("the model has no end-of-sequence token: generation could not stop")
+    return int(eos)
+
+
+def _decode(lm: LanguageModel, rows: Iterable[Sequence[int]]) -> list[str]:
+    return [lm.tokenizer.decode(list(r), skip_special_tokens=True, clean_up_tokenization_spaces=True).strip()
+            for r in rows]
+
+
+def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Any, Any]:
+    torch = _torch()
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            sl = slice(width - len(r), width) if left else slice(0, len(r))
+            ids[i, sl] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, sl] = 1
+    return ids, mask
+
+
+def _sample_steps(step: Any, first: Any, s: LMSettings, rng: np.random.Generator, allowed: Any,
+                  eos: int) -> list[list[int]]:
+    """Draw up to ``s.max_new_tokens`` tokens per row: ``step(prev_ids) -> logits`` after ``first`` logits."""
+    torch = _torch()
+    logits = first
+    B = logits.shape[0]
+    out: list[list[int]] = [[] for _ in range(B)]
+    done = torch.zeros(B, dtype=torch.bool)
+    for t in range(s.max_new_tokens):
+        ids = exponential_step(logits, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed, method=s.sampler)
+        for i in torch.nonzero(~done).squeeze(1).tolist():
+            if int(ids[i]) == eos:
+                done[i] = True
+            else:
+                out[i].append(int(ids[i]))
+        if bool(done.all()) or t == s.max_new_tokens - 1:
+            break
+        logits = step(ids)
+    return out
+
+
+def _batches(n: int, size: int) -> Iterable[range]:
+    for start in range(0, n, size):
+        yield range(start, min(n, start + size))
+
+
+def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
+    """DP-Prompt: the causal LM continues the public prompt around each (cut) document."""
+    torch = _torch()
+    tok, model = lm.tokenizer, lm.model
+    eos = _eos(lm)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else eos
+    head, _, tail = s.prompt.partition("{document}")
+    head_ids = tok(head, add_special_tokens=False)["input_ids"] if head else []
+    tail_ids = tok(tail, add_special_tokens=False)["input_ids"] if tail else []
+    allowed = lm.output_mask(keep=(eos,))
+    out: list[str] = []
+    for rows in _batches(len(documents), s.batch_size):
+        prompts = [head_ids + tok(documents[i], add_special_tokens=False)["input_ids"][: s.max_input_tokens]
+                   + tail_ids for i in rows]
+        ids, mask = _pad(prompts, pad, left=True)
+        pos = (mask.cumsum(1) - 1).clamp_(min=0)
+        state: dict[str, Any] = {"mask": mask, "pos": pos[:, -1:]}
+        with torch.inference_mode():
+            res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+            state["past"] = res.past_key_values
+
+            def step(prev: Any, state: dict[str, Any] = state) -> Any:
+                state["mask"] = torch.cat([state["mask"], torch.ones_like(state["mask"][:, :1])], 1)
+                state["pos"] = state["pos"] + 1
+                r = model(input_ids=prev[:, None], attention_mask=state["mask"], position_ids=state["pos"],
+                          past_key_values=state["past"], use_cache=True)
+                state["past"] = r.past_key_values
+                return r.logits[:, -1, :]
+
+            out += _decode(lm, _sample_steps(step, res.logits[:, -1, :], s, rng, allowed, eos))
+    return out
+
+
+def _encode(lm: LanguageModel, texts: Sequence[str], s: LMSettings, *, fixed: bool) -> tuple[Any, Any]:
+    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else _eos(lm)
+    rows = [lm.tokenizer(t, add_special_tokens=True, truncation=True, max_length=s.max_tokens)["input_ids"]
+            for t in texts]
+    if fixed:  # dp-bart: every sentence has the public shape max_tokens
+        rows = [r + [pad] * (s.max_tokens - len(r)) for r in rows]
+    ids, mask = _pad(rows, pad, left=False)
+    return ids, (mask if not fixed else (ids != pad).long())
+
+
+def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Any, s: LMSettings, rng: np.random.Generator | None,
+                  allowed: Any) -> list[list[int]]:
+    """Decode from encoder states: ε-DP draws (``rng`` given) or greedy over ``allowed`` (``rng`` None, DP-BART)."""
+    torch = _torch()
+    model = lm.model
+    eos = _eos(lm)
+    start = model.config.decoder_start_token_id
+    if start is None:
+        start = lm.tokenizer.bos_token_id if lm.tokenizer.bos_token_id is not None else eos
+    B = enc_out.last_hidden_state.shape[0]
+    state: dict[str, Any] = {}
+
+    def step(prev: Any) -> Any:
+        r = model(encoder_outputs=enc_out, attention_mask=enc_mask, decoder_input_ids=prev[:, None],
+                  past_key_values=state.get("past"), use_cache=True)
+        state["past"] = r.past_key_values
+        return r.logits[:, -1, :]
+
+    with torch.inference_mode():
+        first = step(torch.full((B,), int(start), dtype=torch.long))
+        if rng is not None:
+            return _sample_steps(step, first, s, rng, allowed, eos)
+        out: list[list[int]] = [[] for _ in range(B)]
+        done = torch.zeros(B, dtype=torch.bool)
+        logits = first
+        for t in range(s.max_new_tokens):  # greedy: post-processing of the noisy encoder output
+            ids = torch.where(allowed, logits.double(), torch.full((), -np.inf, dtype=torch.float64)).argmax(1)
+            for i in torch.nonzero(~done).squeeze(1).tolist():
+                if int(ids[i]) == eos:
+                    done[i] = True
+                else:
+                    out[i].append(int(ids[i]))
+            if bool(done.all()) or t == s.max_new_tokens - 1:
+                break
+            logits = step(ids)
+        return out
+
+
+def dp_paraphrase(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
+    """DP-Paraphrase: the seq2seq paraphraser decodes every sentence with ε-DP draws."""
+    torch = _torch()
+    allowed = lm.output_mask(keep=(_eos(lm),))
+    out: list[str] = []
+    for rows in _batches(len(sentences), s.batch_size):
+        ids, mask = _encode(lm, [sentences[i] for i in rows], s, fixed=False)
+        with torch.inference_mode():
+            enc = lm.model.get_encoder()(input_ids=ids, attention_mask=mask)
+        out += _decode(lm, _decoder_loop(lm, enc, mask, s, rng, allowed))
+    return out
+
+
+def clip_and_noise(hidden: Any, bounds: ClipBounds, sigma: float, rng: np.random.Generator) -> Any:
+    """DP-BART's core: clip every coordinate to ``bounds``, add independent ``N(0, σ²)`` to each.
+
+    ``hidden`` is ``(B, n, d)``; the noise has the same shape (one draw per coordinate *and*
+    per token), from ``rng``. The result is for decoding only, never for release.
+
+    >>> import torch
+    >>> from textdp._rng import make_rng
+    >>> out = clip_and_noise(torch.zeros(1, 3, 2), ClipBounds(-0.1, 0.1), 1.0, make_rng(0))
+    >>> tuple(out.shape), bool((out[0, 0] != out[0, 1]).all())
+    ((1, 3, 2), True)
+    """
+    torch = _torch()
+    h = torch.as_tensor(hidden).to(torch.float64)
+    h = torch.nan_to_num(h, nan=bounds.low).clamp_(bounds.low, bounds.high)
+    noise = torch.from_numpy(rng.standard_normal(tuple(h.shape)))
+    return h + float(sigma) * noise
+
+
+def dp_bart(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
+    """DP-BART: clipped encoder output + Gaussian noise per coordinate and token, then greedy decoding."""
+    torch = _torch()
+    from .lm import dp_bart_sigma
+
+    d = int(lm.model.config.d_model if hasattr(lm.model.config, "d_model") else lm.model.config.hidden_size)
+    _, sigma = dp_bart_sigma(s, d)
+    allowed = lm.output_mask(keep=(_eos(lm),))
+    out: list[str] = []
+    for rows in _batches(len(sentences), s.batch_size):
+        ids, mask = _encode(lm, [sentences[i] for i in rows], s, fixed=True)
+        with torch.inference_mode():
+            enc = lm.model.get_encoder()(input_ids=ids, attention_mask=mask)
+        hidden = enc.last_hidden_state
+        enc.last_hidden_state = clip_and_noise(hidden, s.bounds, sigma, rng).to(hidden.dtype)
+        # the decoder sees the noisy states only: an all-ones mask, not the input's length
+        out += _decode(lm, _decoder_loop(lm, enc, torch.ones_like(mask), s, None, allowed))
+    return out
+
+
+def _skeleton(lm: LanguageModel, ids: Sequence[int], stop_words: frozenset[str] | None) -> list[int]:
+    """Positions dp-mlm replaces: every non-special token, less stop words and punctuation when copied."""
+    special = lm.special_ids
+    tokens = lm.tokenizer.convert_ids_to_tokens(list(ids))
+    keep = []
+    for i, (t, tid) in enumerate(zip(tokens, ids, strict=True)):
+        if tid in special:
+            continue
+        word = t.lstrip("Ġ▁").removeprefix("##").lower()
+        if stop_words is not None and (word in stop_words or not any(c.isalnum() for c in word)):
+            continue
+        keep.append(i)
+    return keep
+
+
+def dp_mlm(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator, *,
+           stop_words: frozenset[str]) -> list[str]:
+    """DP-MLM: each replaced token is an ε-DP draw at its mask, the original sentence given as context."""
+    torch = _torch()
+    tok = lm.tokenizer
+    if tok.mask_token_id is None:
+        raise ParameterError("the masked language model's tokenizer has no mask token")
+    encoded = [tok(t, add_special_tokens=False, truncation=True, max_length=s.max_tokens)["input_ids"]
+               for t in sentences]
+    jobs = [(j, i) for j, ids in enumerate(encoded)
+            for i in _skeleton(lm, ids, stop_words if s.copy_stopwords else None)]
+    cls = [tok.cls_token_id] if tok.cls_token_id is not None else []
+    sep = [tok.sep_token_id] if tok.sep_token_id is not None else []
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    allowed = lm.output_mask()
+    result = [list(ids) for ids in encoded]
+    for rows in _batches(len(jobs), s.batch_size):
+        inputs, where = [], []
+        for r in rows:
+            j, i = jobs[r]
+            masked = list(encoded[j])
+            masked[i] = tok.mask_token_id
+            inputs.append(cls + list(encoded[j]) + sep + masked + sep)
+            where.append(len(cls) + len(encoded[j]) + len(sep) + i)
+        ids, mask = _pad(inputs, pad, left=False)
+        with torch.inference_mode():
+            logits = lm.model(input_ids=ids, attention_mask=mask).logits
+        at = logits[torch.arange(len(rows)), torch.tensor(where)]
+        drawn = exponential_step(at, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed, method=s.sampler)
+        for r, w in zip(rows, drawn.tolist(), strict=True):
+            j, i = jobs[r]
+            result[j][i] = int(w)
+    return _decode(lm, result)
