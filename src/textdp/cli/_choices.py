@@ -15,6 +15,7 @@ from ..embeddings import DECODERS, OUTPUT_VOCABULARIES
 from ..engines import ENGINES
 from ..generation.accounting import MECHANISM_NAMES as REWRITE_MECHANISMS
 from ..generation.accounting import MODEL_DATA_CASES
+from ..generation.lm import LM_MECHANISMS
 from ..generation.model import OUTPUT_LAYERS
 from ..generation.rewriter import UNITS, VARIANTS
 from ..generation.training import OBJECTIVES, VOCAB_SOURCES
@@ -108,6 +109,10 @@ class RewriteMechanism(str, Enum):
     ae_dp = "ae-dp"
     syntf = "syntf"
     random = "random"
+    dp_prompt = "dp-prompt"
+    dp_paraphrase = "dp-paraphrase"
+    dp_mlm = "dp-mlm"
+    dp_bart = "dp-bart"
 
 
 class Unit(str, Enum):
@@ -157,7 +162,7 @@ CHOICES: tuple[tuple[type[Enum], tuple[str, ...]], ...] = (
     (PostProcess, POSTPROCESSORS),
     (Engine, ENGINES),
     (ObfuscateEngine, ("auto", "single", *ENGINES)),
-    (RewriteMechanism, REWRITE_MECHANISMS),
+    (RewriteMechanism, (*REWRITE_MECHANISMS, *LM_MECHANISMS)),
     (Unit, UNITS),
     (Variant, VARIANTS),
     (ModelData, ("auto", *MODEL_DATA_CASES)),

@@ -14,6 +14,7 @@ from ..errors import ParameterError
 from ._choices import Engine, InputFormat, ModelData, Unit, Variant
 from ._choices import RewriteMechanism as Mechanism
 from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_bar
+from .rewrite_lm import LM_HELP, LMOptions, run_lm_rewrite
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
@@ -59,6 +60,16 @@ def rewrite_command(
     input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    clip: Annotated[str | None, LM_HELP["clip"]] = None,
+    clip_public: Annotated[Path | None, LM_HELP["clip_public"]] = None,
+    delta: Annotated[float, LM_HELP["delta"]] = 1e-5,
+    max_new_tokens: Annotated[int, LM_HELP["max_new_tokens"]] = 32,
+    max_tokens: Annotated[int, LM_HELP["max_tokens"]] = 32,
+    copy_stopwords: Annotated[bool, LM_HELP["copy_stopwords"]] = True,
+    top_k: Annotated[int | None, LM_HELP["top_k"]] = None,
+    top_p: Annotated[float | None, LM_HELP["top_p"]] = None,
+    ledger: Annotated[Path | None, LM_HELP["ledger"]] = None,
+    budget: Annotated[float | None, LM_HELP["budget"]] = None,
 ) -> None:
     """Rewrite sentences with a differential-privacy guarantee stated on every record.
 
@@ -67,6 +78,12 @@ def rewrite_command(
     the number of sentences, and for --model-data same/unknown what the model memorised) and seeded.
     """
     with cli_errors():
+        if mechanism.value.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)
+            return run_lm_rewrite(model_dir, list(inputs), mechanism=mechanism.value, epsilon=epsilon, output=output,
+                                  unit=unit.value, seed=seed, private_report=private_report, batch_size=batch_size,
+                                  text_field=text_field, id_field=id_field, input_format=input_format.value,
+                                  force=force, quiet=quiet, opts=LMOptions(clip, clip_public, delta, max_new_tokens,
+                                  max_tokens, copy_stopwords, top_k, top_p, ledger, budget))
         from .._rng import spawn
         from ..generation.rewriter import RewriteSettings, load_rewriter
         from ..generation.sampling import torch_module

@@ -68,11 +68,11 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
-from ..errors import ParameterError
+from ..errors import ParameterError, require
 from ..text import ENGLISH_STOP_WORDS, split_sentences
 from ..topics.mechanisms import analytic_gaussian_sigma
 from . import lm_decode
-from .decoding import SAMPLERS, ClipBounds, refuse_truncation
+from .decoding import SAMPLERS, ClipBounds, quantile_bounds, refuse_truncation
 from .hf import load_language_model
 from .lm_decode import clip_and_noise
 
@@ -83,9 +83,13 @@ __all__ = [
     "LMGuarantee",
     "LMSettings",
     "clip_and_noise",
+    "document_charges",
     "dp_bart_guarantee",
     "dp_bart_sigma",
+    "guarantee_of",
     "lm_guarantee",
+    "public_bounds",
+    "rewrite_lm_documents",
     "rewrite_texts",
     "units_of",
 ]
@@ -329,3 +333,88 @@ def units_of(text: str, settings: LMSettings) -> list[str]:
     if settings.mechanism == "dp-prompt":
         return [text] if text.strip() else []
     return split_sentences(text)
+
+
+def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *, low_quantile: float = 0.01,
+                  high_quantile: float = 0.99, source: str = "") -> ClipBounds:
+    """Clipping bounds from **public** text: quantiles of what the mechanism clips, computed by the same model.
+
+    The logits of a plain forward pass over every position of the public texts (decoder
+    positions, teacher-forced, for seq2seq models), or for dp-bart the encoder output's
+    coordinates. Never pass private text: the bounds would then depend on it.
+    """
+    torch = require("torch", "generation")
+    lm = load_language_model(model_dir, MECHANISM_KIND[check_choice(mechanism, "mechanism", LM_MECHANISMS)])
+    texts = [t for t in public_texts if t.strip()]
+    if not texts:
+        raise ParameterError("the public text for the clipping bounds is empty")
+    values = []
+    with torch.inference_mode():
+        for t in texts[:256]:
+            ids = torch.tensor([lm.tokenizer(t, truncation=True, max_length=128)["input_ids"]])
+            if mechanism == "dp-bart":
+                values.append(lm.model.get_encoder()(input_ids=ids).last_hidden_state.double().ravel())
+            elif lm.kind == "seq2seq":
+                values.append(lm.model(input_ids=ids, labels=ids).logits.double().ravel())
+            else:
+                values.append(lm.model(input_ids=ids).logits.double().ravel())
+    what = "encoder outputs" if mechanism == "dp-bart" else "logits"
+    b = quantile_bounds(torch.cat(values).numpy(), low_quantile=low_quantile, high_quantile=high_quantile,
+                        source=source)
+    return ClipBounds(b.low, b.high, b.procedure, b.source.replace("logits", what))
+
+
+def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:
+    """The guarantee of ``settings`` with the model of ``model_dir`` (its hidden size, for dp-bart)."""
+    lm = load_language_model(model_dir, MECHANISM_KIND[settings.mechanism])
+    hidden = getattr(lm.model.config, "d_model", None) or getattr(lm.model.config, "hidden_size", None)
+    return lm_guarantee(settings, hidden)
+
+
+def rewrite_lm_documents(model_dir: str, documents: Sequence[tuple[str, str]], settings: LMSettings,
+                         rng: np.random.Generator, *, record_unit: str = "document", seeded: bool = False,
+                         progress: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rewrite ``(id, text)`` documents: ``(records, private_diagnostics)``.
+
+    Records (one per document, or per unit with ``record_unit="sentence"``) hold ``id``,
+    ``text``, ``epsilon``, ``mechanism``, ``unit``, ``guarantee`` (per token, sentence and
+    document, adjacency, bounds, what is not covered) and ``seeded``. The diagnostics
+    (units and characters per document) describe the private input: keep them private.
+    ``progress(n)`` is called after each batch with the units done.
+    """
+    check_choice(record_unit, "unit", ("document", "sentence"))
+    g = guarantee_of(model_dir, settings).to_dict()
+    units = [units_of(text, settings) for _, text in documents]
+    flat = [u for us in units for u in us]
+    outputs: list[str] = []
+    step = max(settings.batch_size, 1)
+    for start in range(0, len(flat), step):
+        outputs += rewrite_texts(model_dir, flat[start : start + step], settings, rng)
+        if progress is not None:
+            progress(min(step, len(flat) - start))
+    records: list[dict[str, Any]] = []
+    diagnostics: list[dict[str, Any]] = []
+    pos = 0
+    base = {"epsilon": settings.epsilon, "mechanism": settings.mechanism, "unit": record_unit}
+    for (doc_id, text), us in zip(documents, units, strict=True):
+        outs = outputs[pos : pos + len(us)]
+        pos += len(us)
+        if record_unit == "document":
+            records.append({"id": doc_id, "text": " ".join(o for o in outs if o), **base, "guarantee": g,
+                            "seeded": seeded})
+        else:
+            records += [{"id": f"{doc_id}:{j}", "text": o, **base, "guarantee": g, "seeded": seeded}
+                        for j, o in enumerate(outs)]
+        diagnostics.append({"id": doc_id, "units": len(us), "characters": len(text)})
+    return records, diagnostics
+
+
+def document_charges(documents: Sequence[tuple[str, str]], settings: LMSettings,
+                     guarantee: LMGuarantee) -> dict[str, tuple[float, float]]:
+    """``{document id: (ε, δ)}`` each document costs under ``guarantee`` (its units composed)."""
+    out: dict[str, tuple[float, float]] = {}
+    for doc_id, text in documents:
+        e, d = guarantee.document_epsilon(len(units_of(text, settings)))
+        pe, pd = out.get(doc_id, (0.0, 0.0))
+        out[doc_id] = (pe + e, pd + d)
+    return out

@@ -1,0 +1,145 @@
+"""``textdp rewrite --mechanism dp-prompt|dp-paraphrase|dp-mlm|dp-bart``: the language-model rewriters.
+
+Called by :mod:`textdp.cli.rewrite` for these mechanisms (the ER-AE family keeps its path there).
+The order of the steps is the privacy order: check every path, choose the public bounds, charge
+the ledger (refusing an over-budget release before anything is generated), rewrite, then write
+the records and their settings atomically; the per-document counts go to --private-report only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .. import __version__
+from ..errors import ParameterError
+from ._common import print_info, progress_bar
+
+
+@dataclass(frozen=True)
+class LMOptions:
+    """The command-line options of the language-model path."""
+
+    clip: str | None
+    clip_public: Path | None
+    delta: float
+    max_new_tokens: int
+    max_tokens: int
+    copy_stopwords: bool
+    top_k: int | None
+    top_p: float | None
+    ledger: Path | None
+    budget: float | None
+
+
+def parse_clip(text: str) -> tuple[float, float]:
+    """``"LOW,HIGH"`` -> ``(low, high)`` (one-line error otherwise).
+
+    >>> parse_clip("-0.2,0.1")
+    (-0.2, 0.1)
+    """
+    parts = text.split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ParameterError(f"--clip must be LOW,HIGH (two numbers), got {text!r}") from None
+
+
+def _bounds(model_dir: str, mechanism: str, opts: LMOptions) -> Any:
+    from ..generation.decoding import ClipBounds
+    from ..generation.lm import public_bounds
+    from ..io import read_documents
+
+    if (opts.clip is None) == (opts.clip_public is None):
+        raise ParameterError("choose the public clipping bounds: --clip LOW,HIGH, or --clip-public FILE (quantiles "
+                             "0.01/0.99 of the model's values on public text); see docs/lm-rewriting.md")
+    if opts.clip is not None:
+        low, high = parse_clip(opts.clip)
+        return ClipBounds(low, high, "fixed", "given by the user (--clip)")
+    assert opts.clip_public is not None
+    texts = [t for _, t in read_documents([opts.clip_public])]
+    return public_bounds(model_dir, mechanism, texts, source="public text given with --clip-public")
+
+
+def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
+                   unit: str, seed: int | None, private_report: Path | None, batch_size: int, text_field: str,
+                   id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions) -> None:
+    """The whole language-model rewrite, from the inputs to the records."""
+    from .._rng import make_rng
+    from ..accounting.ledger import PrivacyLedger
+    from ..generation.lm import LMSettings, document_charges, guarantee_of, rewrite_lm_documents
+    from ..io import atomic_writer, check_output_paths, read_documents, settings_path, write_json
+
+    check_output_paths([("--output", output), ("settings", settings_path(output)),
+                        ("--private-report", private_report)],
+                       inputs=[*inputs, opts.clip_public, opts.ledger], force=force)
+    if opts.budget is not None and opts.ledger is None:
+        raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
+    where = str(model_dir.resolve())
+    bounds = _bounds(where, mechanism, opts)
+    settings = LMSettings(mechanism, epsilon, bounds, delta=opts.delta if mechanism == "dp-bart" else 0.0,
+                          max_new_tokens=opts.max_new_tokens, max_tokens=opts.max_tokens,
+                          copy_stopwords=opts.copy_stopwords, batch_size=batch_size, top_k=opts.top_k,
+                          top_p=opts.top_p)
+    guarantee = guarantee_of(where, settings)
+    docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format)
+    if not docs or not any(t.strip() for _, t in docs):
+        raise ParameterError("no documents in the input" if not docs else "every input document is empty")
+    if opts.ledger is not None:  # charged before anything is generated: a refusal releases nothing
+        PrivacyLedger(opts.ledger).charge(document_charges(docs, settings, guarantee), mechanism=mechanism,
+                                          unit=guarantee.unit, budget=opts.budget)
+    from ..generation.lm import units_of
+
+    total = sum(len(units_of(t, settings)) for _, t in docs)
+    with progress_bar(disable=quiet) as bar:
+        task = bar.add_task(f"rewriting ({mechanism})", total=total)
+        records, diagnostics = rewrite_lm_documents(where, docs, settings, make_rng(seed), record_unit=unit,
+                                                    seeded=seed is not None,
+                                                    progress=lambda n: bar.advance(task, n))
+    with atomic_writer(output, overwrite=force, private=False) as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+    lm_identity = _identity(where, mechanism)
+    write_json(settings_path(output), {
+        "textdp_version": __version__, "command": "rewrite", "model": lm_identity,
+        "settings": settings.to_dict(), "records": len(records), "unit": unit,
+        "seeded": seed is not None,  # never the seed itself
+        **guarantee.to_dict()}, overwrite=force, private=False)
+    if private_report is not None:
+        write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",
+                                    "documents": diagnostics}, overwrite=force)
+    print_info(f"wrote {len(records)} records to {output}; guarantee: {guarantee.statement.split(': ', 1)[1][:160]}")
+
+
+def _identity(model_dir: str, mechanism: str) -> dict[str, Any]:
+    from ..generation.hf import load_language_model
+    from ..generation.lm import MECHANISM_KIND
+
+    return load_language_model(model_dir, MECHANISM_KIND[mechanism]).identity
+
+
+#: The options of the language-model rewriters, as ``typer.Option`` objects for :mod:`textdp.cli.rewrite`.
+LM_HELP: dict[str, Any] = {
+    "clip": typer.Option(metavar="LOW,HIGH", help="dp-*: public clipping bounds (logits; dp-bart: encoder output, "
+                         "e.g. -0.2,0.1). Or --clip-public."),
+    "clip_public": typer.Option(help="dp-*: PUBLIC text file; the bounds are quantiles 0.01/0.99 of the model's "
+                                "values on it. Never the private input."),
+    "delta": typer.Option(help="dp-bart: delta per sentence."),
+    "max_new_tokens": typer.Option(help="dp-prompt, dp-paraphrase: tokens generated per unit (steps composed); "
+                                   "dp-bart: decoding length."),
+    "max_tokens": typer.Option(help="dp-paraphrase, dp-mlm, dp-bart: input tokens per sentence (longer are cut)."),
+    "copy_stopwords": typer.Option("--copy-stopwords/--replace-stopwords", help="dp-mlm: copy stop words and "
+                                   "punctuation (the paper; they are then released) or replace every token."),
+    "top_k": typer.Option(help="Refused: top-k keeps tokens chosen from private logits (no finite epsilon)."),
+    "top_p": typer.Option(help="Refused: top-p keeps tokens chosen from private logits (no finite epsilon)."),
+    "ledger": typer.Option(help="dp-*: PRIVATE ledger file: every release is recorded per document id (0600; "
+                           "never publish it beside the output)."),
+    "budget": typer.Option(help="With --ledger: refuse a release that would take a document past this epsilon "
+                           "(summed across runs)."),
+}
