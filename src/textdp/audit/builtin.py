@@ -14,6 +14,7 @@ from .cases import (
 )
 from .core import AuditCase
 from .generation import er_ae_case
+from .lm import register_lm_cases
 from .registry import register_audit_case
 from .word_level import register_word_level_cases
 
@@ -47,3 +48,4 @@ def register_builtin_cases() -> None:
                         description="ER-AE two-set exponential mechanism, one step on a 50-word toy alphabet "
                                     "(claim: the two-set bound per token; default epsilon 2; needs [generation])")
     register_word_level_cases()
+    register_lm_cases()
