@@ -26,6 +26,7 @@ Known-bad variants (registered too; ``textdp audit NAME`` must flag them, exit s
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -159,8 +160,6 @@ def register_lm_cases() -> None:
         "dp-bart-range": "DP-BART clipped to [-0.2, 0.1] but calibrated for a range of 0.2",
     }
     for name, text in bad.items():
-        if name.startswith("dp-bart"):
-            factory = (lambda epsilon=None, delta=None, name=name: dp_bart_case(name, epsilon, delta, variant=name))
-        else:
-            factory = (lambda epsilon=None, delta=None, name=name: token_case(name, epsilon, delta, variant=name))
+        build = dp_bart_case if name.startswith("dp-bart") else token_case
+        factory = functools.partial(build, name, variant=name)
         register_audit_case(name, factory, description=f"KNOWN-BAD variant, must be flagged: {text}", replace=True)
