@@ -1,0 +1,208 @@
+"""The language-model rewriters on tiny random models of each kind (built here, saved as safetensors).
+
+Each token-level rewriter's first token is checked against the clipped exponential law of the real model's
+logits (χ², with a wrong law rejected); DP-BART's noise is checked per coordinate and per token; the loading
+refusals, dp-mlm's skeleton, the guarantees and the records are checked too."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare, kstest
+
+from textdp._rng import make_rng
+from textdp.errors import ParameterError
+
+pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from textdp.generation.decoding import ClipBounds, exponential_law
+from textdp.generation.hf import load_language_model
+from textdp.generation.lm import (
+    LMSettings,
+    dp_bart_sigma,
+    lm_guarantee,
+    rewrite_lm_documents,
+    rewrite_texts,
+)
+from textdp.generation.lm_decode import clip_and_noise
+
+ROOT = Path(__file__).resolve().parents[1]
+SENTENCES = ["the cat sat on the mat .", "he said that the meeting will start at noon ."]
+
+
+def _tiny() -> object:
+    spec = importlib.util.spec_from_file_location("tiny_lm", ROOT / "examples" / "tiny_lm.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    tiny = _tiny()
+    root = tmp_path_factory.mktemp("lm")
+    return {kind: str(tiny.build(root / kind, kind)) for kind in ("causal", "seq2seq", "masked")}
+
+
+def _settings(mech, **kw):
+    bounds = ClipBounds(-0.2, 0.1) if mech == "dp-bart" else ClipBounds(-1.0, 1.0)
+    kw.setdefault("delta", 1e-5 if mech == "dp-bart" else 0.0)
+    return LMSettings(mech, kw.pop("epsilon", 3.0), bounds, **kw)
+
+
+@pytest.mark.parametrize("mech,kind", [("dp-prompt", "causal"), ("dp-paraphrase", "seq2seq"), ("dp-mlm", "masked"),
+                                       ("dp-bart", "seq2seq")])
+def test_each_rewriter_runs_and_is_reproducible_with_a_seed(models, mech, kind):
+    s = _settings(mech, max_new_tokens=6)
+    a = rewrite_texts(models[kind], SENTENCES, s, make_rng(3))
+    b = rewrite_texts(models[kind], SENTENCES, s, make_rng(3))
+    assert a == b and len(a) == 2 and all(isinstance(t, str) for t in a)
+
+
+def _first_token_counts(models, mech, n=4000):
+    """Empirical law of the first generated token for one input, and the exact clipped law from the model."""
+    s = _settings(mech, max_new_tokens=1, batch_size=n, epsilon=4.0)
+    kind = "causal" if mech == "dp-prompt" else "seq2seq"
+    lm = load_language_model(models[kind], kind)
+    tok, model = lm.tokenizer, lm.model
+    out = rewrite_texts(models[kind], [SENTENCES[0]] * n, s, make_rng(7))
+    ids = [tok.convert_tokens_to_ids(t) if t else tok.eos_token_id for t in out]
+    with torch.inference_mode():
+        if mech == "dp-prompt":
+            head, _, tail = s.prompt.partition("{document}")
+            prompt = (tok(head, add_special_tokens=False)["input_ids"]
+                      + tok(SENTENCES[0], add_special_tokens=False)["input_ids"]
+                      + tok(tail, add_special_tokens=False)["input_ids"])
+            logits = model(input_ids=torch.tensor([prompt])).logits[0, -1]
+        else:
+            enc = torch.tensor([tok(SENTENCES[0])["input_ids"]])
+            start = torch.tensor([[model.config.decoder_start_token_id]])
+            logits = model(input_ids=enc, decoder_input_ids=start).logits[0, -1]
+    allowed = lm.output_mask(keep=(tok.eos_token_id,)).numpy()
+    law = exponential_law(logits.double().numpy(), epsilon=4.0, bounds=s.bounds, allowed=allowed)
+    counts = np.bincount(ids, minlength=law.size)
+    return counts, law, logits.double().numpy(), allowed
+
+
+@pytest.mark.parametrize("mech", ["dp-prompt", "dp-paraphrase"])
+def test_generated_token_follows_the_clipped_law_and_not_the_unclipped_one(models, mech):
+    counts, law, logits, allowed = _first_token_counts(models, mech)
+    assert counts[~allowed].sum() == 0
+    keep = allowed
+    assert chisquare(counts[keep], law[keep] * counts.sum()).pvalue > 1e-3
+    raw = np.where(allowed, np.exp(logits * 4.0 / (2 * 2.0)), 0.0)  # temperature sampling without clipping
+    raw /= raw.sum()
+    flat = np.where(allowed, 1.0, 0.0) / allowed.sum()  # a law that ignores the model
+    for wrong in (raw, flat):
+        assert chisquare(counts[keep], wrong[keep] * counts.sum()).pvalue < 1e-4
+
+
+def test_dp_mlm_replacement_law_and_skeleton(models):
+    lm = load_language_model(models["masked"], "masked")
+    tok = lm.tokenizer
+    s = _settings("dp-mlm", epsilon=4.0, batch_size=3000)
+    out = rewrite_texts(models["masked"], ["cat"] * 3000, s, make_rng(2))
+    ids = np.array([tok.convert_tokens_to_ids(t) for t in out])
+    c = tok.convert_tokens_to_ids("cat")
+    x = [tok.cls_token_id, c, tok.sep_token_id, tok.mask_token_id, tok.sep_token_id]
+    with torch.inference_mode():
+        logits = lm.model(input_ids=torch.tensor([x])).logits[0, 3].double().numpy()
+    allowed = lm.output_mask().numpy()
+    law = exponential_law(logits, epsilon=4.0, bounds=s.bounds, allowed=allowed)
+    counts = np.bincount(ids, minlength=law.size)
+    assert chisquare(counts[allowed], law[allowed] * counts.sum()).pvalue > 1e-3
+    wrong = exponential_law(logits, epsilon=40.0, bounds=ClipBounds(-10.0, 10.0), allowed=allowed)
+    assert chisquare(counts[allowed], wrong[allowed] * counts.sum()).pvalue < 1e-4
+    # skeleton: stop words and punctuation copied in place, the length kept
+    sent = "she wrote a long letter to her friend ."
+    for text in rewrite_texts(models["masked"], [sent] * 20, s, make_rng(4)):
+        words = re.findall(r"\w+|[^\w\s]", text)  # the tokenizer's clean-up glues "." and "," to the word before
+        assert len(words) == 9 and [words[i] for i in (0, 2, 5, 6, 8)] == ["she", "a", "to", "her", "."]
+    changed = rewrite_texts(models["masked"], [sent] * 20, _settings("dp-mlm", copy_stopwords=False, epsilon=0.5),
+                            make_rng(4))
+    assert any(t.split()[0] != "she" for t in changed)
+
+
+def test_dp_bart_noise_is_independent_per_coordinate_and_token_with_the_analytic_sigma():
+    s = _settings("dp-bart", epsilon=2.0, max_tokens=8)
+    sens, sigma = dp_bart_sigma(s, 16)
+    assert sens == pytest.approx(0.3 * math.sqrt(16 * 8))
+    from textdp.topics.mechanisms import gaussian_delta
+
+    assert gaussian_delta(sigma, 2.0, sens) <= 1e-5 < gaussian_delta(sigma * 0.99, 2.0, sens)
+    h = torch.full((400, 8, 16), 5.0)  # clipped to 0.1
+    z = ((clip_and_noise(h, s.bounds, sigma, make_rng(1)) - 0.1) / sigma).numpy()
+    assert kstest(z.ravel(), "norm").pvalue > 1e-3
+    diff = (z[:, 0, :] - z[:, 1, :]).ravel() / math.sqrt(2)  # rows independent: the difference is N(0, 1) too
+    assert kstest(diff, "norm").pvalue > 1e-3
+    shared = np.repeat(z[:, :1, :], 8, axis=1)  # the copied bug: one noise row for all tokens
+    assert kstest((shared[:, 0, :] - shared[:, 1, :]).ravel() / math.sqrt(2), "norm").pvalue < 1e-6
+
+
+def test_dp_bart_decoder_never_sees_the_input_length(models, monkeypatch):
+    import textdp.generation.lm_decode as dec
+
+    seen = []
+    real = dec._decoder_loop
+
+    def spy(lm, enc, mask, s, rng, allowed):
+        seen.append(mask.clone())
+        return real(lm, enc, mask, s, rng, allowed)
+
+    monkeypatch.setattr(dec, "_decoder_loop", spy)
+    rewrite_texts(models["seq2seq"], ["the cat .", "the weather was cold and the sky was grey ."],
+                  _settings("dp-bart", max_new_tokens=3, max_tokens=12), make_rng(0))
+    assert seen and bool((seen[0] == 1).all()) and seen[0].shape[1] == 12
+
+
+@pytest.mark.parametrize("mech,kind,wrong", [("dp-mlm", "masked", "causal"), ("dp-prompt", "causal", "masked"),
+                                             ("dp-bart", "seq2seq", "causal")])
+def test_wrong_kind_missing_and_pickle_only_directories_are_refused(models, tmp_path, mech, kind, wrong):
+    s = _settings(mech)
+    with pytest.raises(ParameterError, match="this mechanism needs") as exc:
+        rewrite_texts(models[wrong], SENTENCES, s, make_rng(0))
+    assert "\n" not in str(exc.value)
+    with pytest.raises(ParameterError, match="no such model directory"):
+        rewrite_texts(str(tmp_path / "absent"), SENTENCES, s, make_rng(0))
+    pickled = tmp_path / "pickled"
+    pickled.mkdir()
+    (pickled / "config.json").write_text((Path(models[kind]) / "config.json").read_text())
+    (pickled / "pytorch_model.bin").write_bytes(b"not loaded")
+    with pytest.raises(ParameterError, match="no \\*.safetensors"):
+        rewrite_texts(str(pickled), SENTENCES, s, make_rng(0))
+
+
+def test_guarantees_state_token_sentence_document_and_adjacency():
+    g = lm_guarantee(_settings("dp-mlm", max_tokens=20)).to_dict()
+    assert (g["per_token"], g["per_sentence"], g["unit"]) == (3.0, 60.0, "sentence")
+    assert "same stop words" in g["adjacency"] and "the sentence length (kept)" in g["not_covered"]
+    g2 = lm_guarantee(_settings("dp-mlm", copy_stopwords=False)).to_dict()
+    assert "every token is replaced" in g2["adjacency"]
+    p = lm_guarantee(_settings("dp-prompt", max_new_tokens=10))
+    assert (p.unit, p.epsilon, p.document_epsilon(7)) == ("document", 30.0, (30.0, 0.0))
+    b = lm_guarantee(_settings("dp-bart"), 32)
+    assert b.per_token is None and b.document_epsilon(3) == (9.0, pytest.approx(3e-5))
+    assert "sigma" in b.extra and "never released" in b.statement
+    with pytest.raises(ParameterError, match="top-k/top-p"):
+        _settings("dp-paraphrase", top_k=50)
+    with pytest.raises(ParameterError, match="delta must be 0"):
+        LMSettings("dp-mlm", 1.0, ClipBounds(0.0, 1.0), delta=1e-5)
+
+
+def test_records_hold_public_fields_only(models):
+    docs = [("d1", "The cat sat on the mat. He said that the meeting will start at noon."), ("d2", "we met .")]
+    recs, diag = rewrite_lm_documents(models["masked"], docs, _settings("dp-mlm"), make_rng(1), record_unit="sentence")
+    assert [r["id"] for r in recs] == ["d1:0", "d1:1", "d2:0"]
+    for r in recs:
+        assert set(r) == {"id", "text", "epsilon", "mechanism", "unit", "guarantee", "seeded"}
+        assert {"per_token", "per_sentence", "per_document", "adjacency", "bounds"} <= set(r["guarantee"])
+        assert "meeting will start" not in json.dumps(r["guarantee"])
+    assert diag[0] == {"id": "d1", "units": 2, "characters": len(docs[0][1])}
