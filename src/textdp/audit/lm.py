@@ -41,7 +41,7 @@ __all__ = ["KNOWN_BAD", "LM_DEFAULT_EPSILON", "dp_bart_case", "register_lm_cases
 
 #: Per-token ε of the default token-level audits, and ε of the DP-BART audits (δ below).
 LM_DEFAULT_EPSILON = 2.0
-DP_BART_DEFAULT = (4.0, 1e-3)
+DP_BART_DEFAULT = (2.0, 1e-3)
 #: Toy vocabulary of the token-level cases, and the clipping bounds they use.
 TOY_VOCAB = 200
 TOY_BOUNDS = (-4.0, 4.0)

@@ -81,6 +81,9 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                        inputs=[*inputs, opts.clip_public, opts.ledger], force=force)
     if opts.budget is not None and opts.ledger is None:
         raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
+    if opts.ledger is not None and opts.ledger.resolve().parent == output.resolve().parent:
+        raise ParameterError("--ledger is private (document ids and their spend): keep it out of the output's "
+                             "folder, which is meant to be published")
     where = str(model_dir.resolve())
     bounds = _bounds(where, mechanism, opts)
     settings = LMSettings(mechanism, epsilon, bounds, delta=opts.delta if mechanism == "dp-bart" else 0.0,

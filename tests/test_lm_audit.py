@@ -1,0 +1,40 @@
+"""Audit cases of the language-model rewriters pass; the known-bad variants the field ships are flagged."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("torch")
+
+from textdp.audit import audit, audit_case_names
+from textdp.audit.lm import KNOWN_BAD, dp_bart_case, token_case
+from textdp.cli import app
+
+GOOD = ("dp-prompt", "dp-paraphrase", "dp-mlm", "dp-bart")
+
+
+def test_every_rewriter_and_every_known_bad_variant_is_registered():
+    assert set(GOOD) | set(KNOWN_BAD) <= set(audit_case_names())
+
+
+@pytest.mark.parametrize("name", GOOD)
+def test_rewriters_pass(name):
+    r = audit(name, samples=200_000 if name.startswith("dp-bart") else 40_000, seed=11)
+    assert r.passed, r.to_dict()
+
+
+@pytest.mark.parametrize("name", KNOWN_BAD)
+def test_known_bad_variants_are_flagged(name):
+    r = audit(name, samples=200_000 if name.startswith("dp-bart") else 40_000, seed=12)
+    assert not r.passed and r.lower_bound > r.claimed_epsilon, r.to_dict()
+
+
+def test_the_correct_laws_pass_at_the_same_settings_as_the_bad_ones():
+    assert audit(token_case("ok", 2.0), samples=40_000, seed=13).passed
+    assert audit(dp_bart_case("ok", 2.0, 1e-3), samples=200_000, seed=13).passed
+
+
+def test_cli_flags_a_known_bad_variant_with_exit_1():
+    res = CliRunner().invoke(app, ["audit", "lm-topk-clipped", "--samples", "20000", "--seed", "1"])
+    assert res.exit_code == 1, res.output

@@ -1,0 +1,106 @@
+"""``textdp rewrite --mechanism dp-*`` end to end on tiny models, the ledger across runs, ``textdp ledger show``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("transformers")
+pytest.importorskip("torch")
+
+from textdp.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+DOCS = [{"id": "d1", "text": "The cat sat on the mat. He said that the meeting will start at noon."},
+        {"id": "d2", "text": "we met at the station in the morning ."}]
+KIND = {"dp-prompt": "causal", "dp-paraphrase": "seq2seq", "dp-mlm": "masked", "dp-bart": "seq2seq"}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("tiny_lm", ROOT / "examples" / "tiny_lm.py")
+    assert spec and spec.loader
+    tiny = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny)
+    root = tmp_path_factory.mktemp("cli")
+    for kind in ("causal", "seq2seq", "masked"):
+        tiny.build(root / kind, kind)
+    (root / "in.jsonl").write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    (root / "public.txt").write_text("the weather was cold and the sky was grey .\nplease send the report .\n")
+    (root / "private").mkdir()
+    return root
+
+
+def _rewrite(work, mech, out, *extra):
+    clip = ["--clip=-0.2,0.1"] if mech == "dp-bart" else ["--clip=-2,2"]
+    return runner.invoke(app, ["rewrite", str(work / KIND[mech]), str(work / "in.jsonl"), "--mechanism", mech,
+                               "-e", "2", "-o", str(work / out), "--max-new-tokens", "4", "--seed", "1", "-q",
+                               *clip, *extra])
+
+
+@pytest.mark.parametrize("mech", list(KIND))
+def test_each_mechanism_writes_records_with_every_bound_and_the_adjacency(work, mech):
+    res = _rewrite(work, mech, f"{mech}.jsonl", "--unit", "sentence", "--private-report",
+                   str(work / "private" / f"{mech}.json"))
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(x) for x in (work / f"{mech}.jsonl").read_text().splitlines()]
+    assert len(recs) == (2 if mech == "dp-prompt" else 3)
+    g = recs[0]["guarantee"]
+    assert {"per_token", "per_sentence", "per_document", "adjacency", "bounds", "not_covered", "guarantee"} <= set(g)
+    assert g["bounds"]["procedure"] == "fixed" and g["mechanism"] == mech
+    settings = json.loads((work / f"{mech}.jsonl.settings.json").read_text())
+    text = json.dumps(recs) + json.dumps(settings)
+    assert "meeting will start" not in text and str(work) not in text  # no input text, no local path
+    assert settings["model"]["weights_sha256"] and settings["seeded"] is True and "seed" not in settings["settings"]
+    assert json.loads((work / "private" / f"{mech}.json").read_text())["documents"][0]["id"] == "d1"
+
+
+def test_public_quantile_bounds_are_recorded(work):
+    res = runner.invoke(app, ["rewrite", str(work / "masked"), str(work / "in.jsonl"), "--mechanism", "dp-mlm", "-e",
+                              "2", "-o", str(work / "q.jsonl"), "--clip-public", str(work / "public.txt"), "-q"])
+    assert res.exit_code == 0, res.output
+    b = json.loads((work / "q.jsonl").read_text().splitlines()[0])["guarantee"]["bounds"]
+    assert b["procedure"] == "public-quantiles" and b["low"] < b["high"] and "public text" in b["source"]
+
+
+def test_ledger_refuses_an_over_budget_release_across_runs(work):
+    led = work / "private" / "ledger.jsonl"
+    first = _rewrite(work, "dp-prompt", "l1.jsonl", "--ledger", str(led), "--budget", "10")
+    assert first.exit_code == 0, first.output  # 4 tokens x 2 = 8 per document
+    second = _rewrite(work, "dp-prompt", "l2.jsonl", "--ledger", str(led), "--budget", "10")
+    assert second.exit_code == 2 and "budget 10 would be exceeded for 2 document(s)" in second.output
+    assert not (work / "l2.jsonl").exists()
+    shown = runner.invoke(app, ["ledger", "show", str(led), "--json"])
+    assert shown.exit_code == 0
+    assert json.loads(shown.stdout)["documents"]["d1"] == {"releases": 1, "epsilon": 8.0, "delta": 0.0}
+    table = runner.invoke(app, ["ledger", "show", str(led)])
+    assert "hash chain verified" in table.stdout and "d2" in table.stdout
+    led.write_text(led.read_text().replace('"epsilon": 8.0', '"epsilon": 1.0', 1))
+    bad = runner.invoke(app, ["ledger", "show", str(led)])
+    assert bad.exit_code == 2 and "was modified" in bad.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--top-k", "50"], "top-k/top-p sampling is refused"),
+    (["--top-p", "0.9"], "top-k/top-p sampling is refused"),
+    (["--budget", "3"], "--budget needs --ledger"),
+    (["--ledger", "LEDGER_BESIDE"], "keep it out of the output's folder"),
+])
+def test_refusals_are_one_line_exit_2(work, args, message):
+    args = [str(work / "beside.jsonl") if a == "LEDGER_BESIDE" else a for a in args]
+    res = _rewrite(work, "dp-prompt", "r.jsonl", *args)
+    assert res.exit_code == 2 and message in res.output and res.output.count("error:") == 1
+
+
+def test_wrong_kind_and_missing_bounds(work):
+    res = runner.invoke(app, ["rewrite", str(work / "causal"), str(work / "in.jsonl"), "--mechanism", "dp-mlm", "-e",
+                              "2", "-o", str(work / "w.jsonl"), "--clip=-1,1"])
+    assert res.exit_code == 2 and "a causal language model" in res.output and "needs a masked" in res.output
+    res = runner.invoke(app, ["rewrite", str(work / "masked"), str(work / "in.jsonl"), "--mechanism", "dp-mlm", "-e",
+                              "2", "-o", str(work / "w.jsonl")])
+    assert res.exit_code == 2 and "choose the public clipping bounds" in res.output
