@@ -104,7 +104,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
         task = bar.add_task(f"rewriting ({mechanism})", total=total)
         records, diagnostics = rewrite_lm_documents(where, docs, settings, make_rng(seed), record_unit=unit,
                                                     seeded=seed is not None,
-                                                    progress=lambda n: bar.advance(task, n))
+                                                    progress=lambda done, _: bar.update(task, completed=done))
     with atomic_writer(output, overwrite=force, private=False) as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")

@@ -60,21 +60,21 @@ calibration and optimal denoising, ICML 2018. See also :mod:`textdp.generation.d
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+from .._validation import check_choice
 from ..errors import ParameterError, require
+from ..progress import Counter, ProgressCallback
 from ..text import ENGLISH_STOP_WORDS, split_sentences
-from ..topics.mechanisms import analytic_gaussian_sigma
 from . import lm_decode
-from .decoding import SAMPLERS, ClipBounds, quantile_bounds, refuse_truncation
+from .decoding import ClipBounds, quantile_bounds
 from .hf import load_language_model
 from .lm_decode import clip_and_noise
+from .lm_settings import DP_PROMPT_TEMPLATE, LM_MECHANISMS, MECHANISM_KIND, LMSettings, dp_bart_sigma
 
 __all__ = [
     "DP_PROMPT_TEMPLATE",
@@ -94,12 +94,6 @@ __all__ = [
     "units_of",
 ]
 
-#: The language-model rewriters and the model kind each needs.
-MECHANISM_KIND = {"dp-prompt": "causal", "dp-paraphrase": "seq2seq", "dp-mlm": "masked", "dp-bart": "seq2seq"}
-LM_MECHANISMS = tuple(MECHANISM_KIND)
-#: DP-Prompt's prompt (Utpala et al. 2023, §3); ``{document}`` is replaced by the private text.
-DP_PROMPT_TEMPLATE = "Document : {document}\nParaphrase of the document :"
-
 REFERENCES = {
     "dp-prompt": "Utpala, Hooker & Chen, 'Locally Differentially Private Document Generation Using Zero Shot "
                  "Prompting', Findings of EMNLP 2023",
@@ -110,81 +104,6 @@ REFERENCES = {
     "dp-bart": "Igamberdiev & Habernal, 'DP-BART for Privatized Text Rewriting under Local Differential Privacy', "
                "Findings of ACL 2023; sigma: Balle & Wang, ICML 2018",
 }
-
-
-@dataclass(frozen=True)
-class LMSettings:
-    """Public parameters of a language-model rewrite.
-
-    Attributes
-    ----------
-    mechanism : str
-        One of :data:`LM_MECHANISMS`.
-    epsilon : float
-        ε per token (dp-prompt, dp-paraphrase, dp-mlm); ε per sentence (dp-bart).
-    bounds : ClipBounds
-        Public clipping bounds: of the logits, or for dp-bart of the encoder output
-        (``[c_min, c_max]``).
-    delta : float
-        dp-bart's δ per sentence (0 for the others).
-    max_new_tokens : int
-        Generation steps per unit (dp-prompt, dp-paraphrase).
-    max_tokens : int
-        Input tokens per sentence (dp-paraphrase, dp-mlm, dp-bart; longer ones are cut).
-    max_input_tokens : int
-        dp-prompt: document tokens in the prompt (longer documents are cut).
-    copy_stopwords : bool
-        dp-mlm: copy stop words and punctuation (the paper's default).
-    prompt : str
-        dp-prompt's template (with ``{document}``); public.
-    batch_size : int
-        Rows per forward pass.
-    sampler : str
-        ``inverse-cdf`` or ``gumbel`` (:func:`~textdp.generation.decoding.sample_log_weights`).
-    top_k, top_p : optional
-        Refused when set (:func:`~textdp.generation.decoding.refuse_truncation`).
-    """
-
-    mechanism: str
-    epsilon: float
-    bounds: ClipBounds
-    delta: float = 0.0
-    max_new_tokens: int = 32
-    max_tokens: int = 32
-    max_input_tokens: int = 256
-    copy_stopwords: bool = True
-    prompt: str = DP_PROMPT_TEMPLATE
-    batch_size: int = 16
-    sampler: str = "inverse-cdf"
-    top_k: int | None = None
-    top_p: float | None = None
-
-    def __post_init__(self) -> None:
-        check_choice(self.mechanism, "mechanism", LM_MECHANISMS)
-        refuse_truncation(self.top_k, self.top_p)
-        check_epsilon(self.epsilon)
-        if not isinstance(self.bounds, ClipBounds):
-            raise ParameterError("bounds must be a ClipBounds (public clipping bounds)")
-        if self.mechanism == "dp-bart":
-            check_probability(self.delta, "delta")
-        elif self.delta != 0:
-            raise ParameterError(f"{self.mechanism} is pure epsilon-DP: delta must be 0")
-        for name in ("max_new_tokens", "max_tokens", "max_input_tokens", "batch_size"):
-            check_positive_int(getattr(self, name), name.replace("_", "-"))
-        check_choice(self.sampler, "sampler", SAMPLERS)
-        if self.mechanism == "dp-prompt" and "{document}" not in self.prompt:
-            raise ParameterError("the dp-prompt template must contain {document}")
-
-    @property
-    def unit(self) -> str:
-        """``document`` for dp-prompt, ``sentence`` for the others."""
-        return "document" if self.mechanism == "dp-prompt" else "sentence"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Public JSON form (the bounds as a dict)."""
-        out = asdict(self)
-        out["bounds"] = self.bounds.to_dict()
-        return out
 
 
 @dataclass(frozen=True)
@@ -282,21 +201,6 @@ def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
     return dp_bart_guarantee(s, hidden_size)
 
 
-def dp_bart_sigma(s: LMSettings, hidden_size: int | None) -> tuple[float, float]:
-    """``(L2 sensitivity, σ)`` of DP-BART: ``(c_max − c_min) √(d n)`` and the analytic Gaussian σ.
-
-    >>> s = LMSettings("dp-bart", 1.0, ClipBounds(-0.2, 0.1), delta=1e-5, max_tokens=4)
-    >>> sens, sigma = dp_bart_sigma(s, 16)
-    >>> round(sens, 6), sigma > sens
-    (2.4, True)
-    """
-    if hidden_size is None:
-        raise ParameterError("dp-bart needs the model's hidden size to calibrate sigma")
-    d = check_positive_int(hidden_size, "hidden size")
-    sens = s.bounds.width * math.sqrt(d * s.max_tokens)
-    return sens, analytic_gaussian_sigma(s.epsilon, s.delta, sens)
-
-
 def dp_bart_guarantee(s: LMSettings, hidden_size: int | None) -> LMGuarantee:
     """DP-BART's (ε, δ) per sentence with the sensitivity and σ of a model of ``hidden_size``."""
     sens, sigma = dp_bart_sigma(s, hidden_size)
@@ -373,14 +277,14 @@ def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:
 
 def rewrite_lm_documents(model_dir: str, documents: Sequence[tuple[str, str]], settings: LMSettings,
                          rng: np.random.Generator, *, record_unit: str = "document", seeded: bool = False,
-                         progress: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                         progress: ProgressCallback | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rewrite ``(id, text)`` documents: ``(records, private_diagnostics)``.
 
     Records (one per document, or per unit with ``record_unit="sentence"``) hold ``id``,
     ``text``, ``epsilon``, ``mechanism``, ``unit``, ``guarantee`` (per token, sentence and
     document, adjacency, bounds, what is not covered) and ``seeded``. The diagnostics
     (units and characters per document) describe the private input: keep them private.
-    ``progress(n)`` is called after each batch with the units done.
+    ``progress(done, total)`` counts the units (sentences, or documents for dp-prompt).
     """
     check_choice(record_unit, "unit", ("document", "sentence"))
     g = guarantee_of(model_dir, settings).to_dict()
@@ -388,10 +292,10 @@ def rewrite_lm_documents(model_dir: str, documents: Sequence[tuple[str, str]], s
     flat = [u for us in units for u in us]
     outputs: list[str] = []
     step = max(settings.batch_size, 1)
+    done = Counter(progress, len(flat))
     for start in range(0, len(flat), step):
         outputs += rewrite_texts(model_dir, flat[start : start + step], settings, rng)
-        if progress is not None:
-            progress(min(step, len(flat) - start))
+        done(min(step, len(flat) - start))
     records: list[dict[str, Any]] = []
     diagnostics: list[dict[str, Any]] = []
     pos = 0

@@ -14,16 +14,14 @@ torch's global generator is never used.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import ParameterError, require
 from .decoding import ClipBounds, exponential_step
 from .hf import LanguageModel
-
-if TYPE_CHECKING:
-    from .lm import LMSettings
+from .lm_settings import LMSettings, dp_bart_sigma
 
 __all__ = ["clip_and_noise", "dp_bart", "dp_mlm", "dp_paraphrase", "dp_prompt"]
 
@@ -203,8 +201,6 @@ def clip_and_noise(hidden: Any, bounds: ClipBounds, sigma: float, rng: np.random
 def dp_bart(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
     """DP-BART: clipped encoder output + Gaussian noise per coordinate and token, then greedy decoding."""
     torch = _torch()
-    from .lm import dp_bart_sigma
-
     d = int(lm.model.config.d_model if hasattr(lm.model.config, "d_model") else lm.model.config.hidden_size)
     _, sigma = dp_bart_sigma(s, d)
     allowed = lm.output_mask(keep=(_eos(lm),))
