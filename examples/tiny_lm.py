@@ -33,11 +33,12 @@ KINDS = ("causal", "seq2seq", "masked")
 
 def tokenizer(extra_words: int = 0):
     """A word-level tokenizer over the words of :data:`SENTENCES` (plus ``extra_words`` filler words)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()  # white space and punctuation
     words = [f"w{i}" for i in range(extra_words)]
     tok.train_from_iterator([*SENTENCES, " ".join(words)], trainers.WordLevelTrainer(special_tokens=SPECIALS))
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
@@ -52,6 +53,7 @@ def build(out: Path, kind: str, *, hidden: int = 32, layers: int = 2, extra_word
     over a few units, so that the clipping bounds and the sampling law matter in the tests.
     """
     import torch
+    import transformers
     from transformers import (
         BartConfig,
         BartForConditionalGeneration,
@@ -61,6 +63,7 @@ def build(out: Path, kind: str, *, hidden: int = 32, layers: int = 2, extra_word
         GPT2LMHeadModel,
     )
 
+    transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(seed)  # the random weights of a test model, not a privacy noise
     tok = tokenizer(extra_words)
     v, ids = len(tok), tok.convert_tokens_to_ids

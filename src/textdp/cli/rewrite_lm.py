@@ -117,7 +117,10 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     if private_report is not None:
         write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",
                                     "documents": diagnostics}, overwrite=force)
-    print_info(f"wrote {len(records)} records to {output}; guarantee: {guarantee.statement.split(': ', 1)[1][:160]}")
+    tok = f" ({guarantee.per_token:.4g} per token, {guarantee.steps} steps)" if guarantee.per_token is not None else ""
+    dl = f", delta={guarantee.delta:.3g}" if guarantee.delta else ""
+    print_info(f"wrote {len(records)} records to {output}; guarantee: epsilon={guarantee.epsilon:.4g}{dl} per "
+               f"{guarantee.unit}{tok}; each record states the adjacency and what is not covered")
 
 
 def _identity(model_dir: str, mechanism: str) -> dict[str, Any]:
