@@ -13,13 +13,12 @@ from enum import Enum
 from ..accounting.emd import METRICS
 from ..embeddings import DECODERS, OUTPUT_VOCABULARIES
 from ..engines import ENGINES
-from ..generation.accounting import MECHANISM_NAMES as REWRITE_MECHANISMS
 from ..generation.accounting import MODEL_DATA_CASES
 from ..generation.model import OUTPUT_LAYERS
 from ..generation.rewriter import UNITS, VARIANTS
 from ..generation.training import OBJECTIVES, VOCAB_SOURCES
 from ..io import INPUT_FORMATS
-from ..mechanisms import MECHANISM_NAMES
+from ..mechanisms import MECHANISM_NAMES, names
 from ..mechanisms.mbr import POSTPROCESSORS
 from ..pipeline import OUTPUT_FORMATS
 from ..text import BAG_MODES
@@ -106,8 +105,8 @@ class ObfuscateEngine(str, Enum):
 class RewriteMechanism(str, Enum):
     er_ae = "er-ae"
     ae_dp = "ae-dp"
-    syntf = "syntf"
-    random = "random"
+    syntf_sentence = "syntf-sentence"
+    random_sentence = "random-sentence"
 
 
 class Unit(str, Enum):
@@ -157,7 +156,7 @@ CHOICES: tuple[tuple[type[Enum], tuple[str, ...]], ...] = (
     (PostProcess, POSTPROCESSORS),
     (Engine, ENGINES),
     (ObfuscateEngine, ("auto", "single", *ENGINES)),
-    (RewriteMechanism, REWRITE_MECHANISMS),
+    (RewriteMechanism, names("sentence")),
     (Unit, UNITS),
     (Variant, VARIANTS),
     (ModelData, ("auto", *MODEL_DATA_CASES)),
