@@ -17,6 +17,7 @@ from ..generation.accounting import MODEL_DATA_CASES
 from ..generation.model import OUTPUT_LAYERS
 from ..generation.rewriter import UNITS, VARIANTS
 from ..generation.training import OBJECTIVES, VOCAB_SOURCES
+from ..guarantees import EMPTY_POLICIES
 from ..io import INPUT_FORMATS
 from ..mechanisms import MECHANISM_NAMES, names
 from ..mechanisms.mbr import POSTPROCESSORS
@@ -27,6 +28,7 @@ __all__ = [
     "CHOICES",
     "BagMode",
     "Decoder",
+    "EmptyPolicy",
     "Engine",
     "InputFormat",
     "Mechanism",
@@ -54,6 +56,14 @@ class InputFormat(str, Enum):
 class OutputFormat(str, Enum):
     jsonl = "jsonl"
     text = "text"
+
+
+class EmptyPolicy(str, Enum):
+    """What to do with a line that has no in-vocabulary word (``textdp.guarantees.EMPTY_POLICIES``)."""
+
+    error = "error"
+    skip = "skip"
+    empty = "empty"
 
 
 class BagMode(str, Enum):
@@ -148,6 +158,7 @@ class OutputLayer(str, Enum):
 CHOICES: tuple[tuple[type[Enum], tuple[str, ...]], ...] = (
     (InputFormat, INPUT_FORMATS),
     (OutputFormat, OUTPUT_FORMATS),
+    (EmptyPolicy, EMPTY_POLICIES),
     (BagMode, BAG_MODES),
     (Metric, METRICS),
     (Decoder, DECODERS),

@@ -317,8 +317,8 @@ class SentenceMechanism(Mechanism[Segments, Segments, RewrittenText]):
         bounds = np.cumsum([0] + [len(segs) for segs in prepared])
         return [out[bounds[i] : bounds[i + 1]] for i in range(len(prepared))]
 
-    def _release(self, uid: str, output: Segments | None, context: ReleaseContext, guarantee: Guarantee,
-                 seeded: bool) -> RewrittenText:
+    def _release(self, uid: str, prepared: Segments, output: Segments | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> RewrittenText:
         texts = tuple(detokenize(o) for o in (output or []))
         return RewrittenText(id=uid, guarantee=guarantee, seeded=seeded, content=" ".join(t for t in texts if t),
                              units=len(texts), sentences=texts)

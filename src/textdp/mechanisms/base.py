@@ -55,7 +55,7 @@ shape, seeded, empty policy); :meth:`release_context` builds it for a batch.
   (rows, segments, a matrix); ``_is_empty(P)`` and ``_empty_message(uid, P)``;
 * ``_privatize(prepared, context, rng) -> list[O]`` - the core on one chunk (a pure batch
   function of its arguments);
-* ``_release(uid, output_or_None, context, guarantee, seeded) -> ReleaseRecord``;
+* ``_release(uid, P, output_or_None, context, guarantee, seeded) -> ReleaseRecord``;
 * ``_diagnose(uid, P, output_or_None)`` - the PRIVATE report entry (optional);
 * ``guarantee(context)`` - the family's :class:`~textdp.guarantees.Guarantee` subclass.
 """
@@ -235,8 +235,8 @@ class Mechanism(ABC, Generic[P, O, R]):
         """The core on one chunk: one output per prepared unit (a pure batch function)."""
 
     @abstractmethod
-    def _release(self, uid: str, output: O | None, context: ReleaseContext, guarantee: Guarantee,
-                 seeded: bool) -> R:
+    def _release(self, uid: str, prepared: P, output: O | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> R:
         """The release record of one unit (``output is None``: an emptied unit, ``empty="empty"``)."""
 
     def _diagnose(self, uid: str, prepared: P, output: O | None) -> object | None:
@@ -304,7 +304,7 @@ class Mechanism(ABC, Generic[P, O, R]):
                     if diag is not None:
                         emit(diag)
                 if out is not None or empty == "empty":
-                    part.append(self._release(uids[i], out, context, guarantee, bool(seeded)))
+                    part.append(self._release(uids[i], prepared[i], out, context, guarantee, bool(seeded)))
             if progress is not None:
                 progress(idx.stop, len(units))
             yield part

@@ -245,8 +245,8 @@ class BagMechanism(TextMechanism[BagOutput, PrivateDocument]):
     def _chunk_limit(self, context: ReleaseContext) -> int:
         return max(1, WORDS_PER_BLOCK // int(context.size or 1))
 
-    def _release(self, uid: str, output: BagOutput | None, context: ReleaseContext, guarantee: Guarantee,
-                 seeded: bool) -> PrivateDocument:
+    def _release(self, uid: str, prepared: PreparedText, output: BagOutput | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> PrivateDocument:
         words = self.embeddings_.words
         content = () if output is None else tuple(words[j] for j in output.rows)
         return PrivateDocument(id=uid, guarantee=guarantee, seeded=seeded, content=content)

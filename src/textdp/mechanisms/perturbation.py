@@ -361,8 +361,8 @@ class Vickrey(CMP):
         return np.where(first, rows[:, 0], rows[:, 1])
 
     def _public_params(self) -> dict[str, Any]:
-        emb = self.embeddings_
-        out: dict[str, Any] = {"embeddings": emb.name, "vocab_size": emb.vocab_size, "dim": emb.dim, "t": float(self.t)}
+        out = WordLevelMechanism._public_params(self)  # Vickrey's own decoding: no decoder parameter
+        out["t"] = float(self.t)
         if self.lambd is not None:
             out["lambd"] = float(self.lambd)
         return out

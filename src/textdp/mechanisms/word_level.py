@@ -232,8 +232,8 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
         bounds = np.cumsum([0] + [p.rows.size for p in prepared])
         return [out[bounds[i] : bounds[i + 1]] for i in range(len(prepared))]
 
-    def _release(self, uid: str, output: np.ndarray | None, context: ReleaseContext, guarantee: Guarantee,
-                 seeded: bool) -> PrivateText:
+    def _release(self, uid: str, prepared: PreparedText, output: np.ndarray | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> PrivateText:
         words = self.embeddings_.words
         content = () if output is None else tuple(words[j] for j in output)
         return PrivateText(id=uid, guarantee=guarantee, seeded=seeded, content=content)
