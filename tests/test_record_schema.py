@@ -63,7 +63,7 @@ def test_the_schema_ships_with_the_package_and_matches_the_guarantee_type():
 def test_every_registered_name_of_every_family_is_the_one_base():
     assert set(FAMILIES) == {e.family for e in REGISTRY.values()}
     assert set(MECHANISM_NAMES) == set(names("document", "word"))
-    for name in names("document", "word", "sentence"):
+    for name in names():
         cls = mechanism_class(name)
         assert issubclass(cls, Mechanism), name
         assert (cls.name, cls.family, cls.releases) == (name, entry(name).family, entry(name).releases)
@@ -131,6 +131,24 @@ def test_stop_words_none_is_stated_truly(name, toy):
     assert "stop word" not in kept.not_covered and "stop word" not in kept.statement.split("Not covered")[-1]
     assert "stop words" in removed.not_covered
     assert kept.params["stop_words_removed"] is False and removed.params["stop_words_removed"] is True
+
+
+@pytest.mark.parametrize("name", names("topics"))
+def test_topics_family_releases_the_one_layout(name):
+    from textdp.topics.models import TopicMatrix
+
+    tm = TopicMatrix(np.array([[0.5, 0.3, 0.1], [0.4, 0.2, 0.1]]), (("a", "b", "c"), ("d", "e", "f")), (0, 1))
+    params = {} if name == "topicdp-laplace" else {"delta": 1e-4, "sensitivity": 0.05}
+    mech = get(name, epsilon=2.0, seed=3, **params)
+    assert isinstance(mech, Mechanism) and mech.family == "topics" and mech.releases == "matrix"
+    (rel,) = mech.privatize_batch([tm], ["topics"])
+    rec = validate_record(rel.to_record())
+    assert rec["unit"] == "user" and rec["mechanism"] == name and len(rec["matrix"]) == 2
+    assert rec["keywords"][0] == ["a", "b", "c"] and rec["guarantee"]["parameters"]["topics"] == 2
+    full = validate_guarantee(mech.guarantee(ReleaseContext(shape=(2, 3), seeded=True)).to_dict())
+    assert compact(full) == rec["guarantee"]
+    with pytest.raises(Exception, match="matrix shape"):
+        mech.guarantee()
 
 
 def test_release_context_is_the_one_argument_of_guarantee(toy):
