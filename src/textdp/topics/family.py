@@ -54,13 +54,14 @@ class TopicMatrixRelease(ReleaseRecord):
     """One released topic-keyword matrix: the post-processed matrix (``content``), the raw noisy one, the keywords."""
 
     release: str = "matrix"
+    content: tuple[tuple[float, ...], ...] = ()
     keywords: tuple[tuple[str, ...], ...] = ()
     raw_matrix: tuple[tuple[float, ...], ...] = ()
 
     @property
     def matrix(self) -> tuple[tuple[float, ...], ...]:
         """The post-processed matrix (clipped to [0, 1], rows scaled to sum <= 1)."""
-        return tuple(self.content)
+        return self.content
 
     def to_record(self) -> dict[str, Any]:
         out = super().to_record()
