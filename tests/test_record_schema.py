@@ -159,3 +159,25 @@ def test_release_context_is_the_one_argument_of_guarantee(toy):
     assert cmp.guarantee(ReleaseContext(seeded=True, empty="skip")).empty == "skip"
     with pytest.raises(Exception, match="bag mechanisms"):
         cmp.privatize_batch(["cat"], size=3)
+
+
+def test_get_builds_every_name_of_every_family_unfitted():
+    kw = {"document": {"epsilon": 1.0}, "word": {"epsilon": 1.0}, "sentence": {"epsilon": 1.0, "model": "no/such/dir"},
+          "topics": {"epsilon": 1.0}}
+    for name in names():
+        fam = entry(name).family
+        params = dict(kw[fam])
+        if fam == "topics" and name != "topicdp-laplace":
+            params.update(delta=1e-4, sensitivity=0.1)
+        mech = get(name, **params)
+        assert isinstance(mech, Mechanism) and not mech.__sklearn_is_fitted__() and mech.name == name
+
+
+def test_the_pipeline_tells_mechanisms_apart_by_declarations_not_reflection():
+    import ast
+
+    import textdp.pipeline
+
+    tree = ast.parse(Path(textdp.pipeline.__file__).read_text(encoding="utf-8"))
+    calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert not {c for c in calls if c in ("hasattr", "callable", "getattr") or "signature" in c}, calls
