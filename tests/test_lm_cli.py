@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
+from record_schema import validate_record
+
 from textdp.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,8 +53,10 @@ def test_each_mechanism_writes_records_with_every_bound_and_the_adjacency(work, 
     recs = [json.loads(x) for x in (work / f"{mech}.jsonl").read_text().splitlines()]
     assert len(recs) == (2 if mech == "dp-prompt" else 3)
     g = recs[0]["guarantee"]
-    assert {"per_token", "per_sentence", "per_document", "adjacency", "bounds", "not_covered", "guarantee"} <= set(g)
-    assert g["bounds"]["procedure"] == "fixed" and g["mechanism"] == mech
+    assert {"per_token", "per_sentence", "per_document", "adjacency", "bounds"} <= set(g["parameters"])
+    assert g["parameters"]["bounds"]["procedure"] == "fixed" and g["mechanism"] == mech and g["not_covered"]
+    for r in recs:
+        validate_record(r)
     settings = json.loads((work / f"{mech}.jsonl.settings.json").read_text())
     text = json.dumps(recs) + json.dumps(settings)
     assert "meeting will start" not in text and str(work) not in text  # no input text, no local path
@@ -64,7 +68,7 @@ def test_public_quantile_bounds_are_recorded(work):
     res = runner.invoke(app, ["rewrite", str(work / "masked"), str(work / "in.jsonl"), "--mechanism", "dp-mlm", "-e",
                               "2", "-o", str(work / "q.jsonl"), "--clip-public", str(work / "public.txt"), "-q"])
     assert res.exit_code == 0, res.output
-    b = json.loads((work / "q.jsonl").read_text().splitlines()[0])["guarantee"]["bounds"]
+    b = json.loads((work / "q.jsonl").read_text().splitlines()[0])["guarantee"]["parameters"]["bounds"]
     assert b["procedure"] == "public-quantiles" and b["low"] < b["high"] and "public text" in b["source"]
 
 

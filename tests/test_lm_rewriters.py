@@ -28,9 +28,9 @@ from textdp.generation.lm import (
     LMSettings,
     dp_bart_sigma,
     lm_guarantee,
-    rewrite_lm_documents,
     rewrite_texts,
 )
+from textdp.generation.lm_family import rewrite_lm_documents
 from textdp.generation.lm_decode import clip_and_noise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,28 +181,40 @@ def test_wrong_kind_missing_and_pickle_only_directories_are_refused(models, tmp_
 
 
 def test_guarantees_state_token_sentence_document_and_adjacency():
-    g = lm_guarantee(_settings("dp-mlm", max_tokens=20)).to_dict()
-    assert (g["per_token"], g["per_sentence"], g["unit"]) == (3.0, 60.0, "sentence")
-    assert "same stop words" in g["adjacency"] and "the sentence length (kept)" in g["not_covered"]
-    g2 = lm_guarantee(_settings("dp-mlm", copy_stopwords=False)).to_dict()
-    assert "every token is replaced" in g2["adjacency"]
-    p = lm_guarantee(_settings("dp-prompt", max_new_tokens=10))
-    assert (p.unit, p.epsilon, p.document_epsilon(7)) == ("document", 30.0, (30.0, 0.0))
+    g = lm_guarantee(_settings("dp-mlm", max_tokens=20))
+    p = g.to_dict()["parameters"]
+    assert (p["per_token"], p["per_sentence"], g.unit) == (3.0, 60.0, "sentence")
+    assert "same stop words" in p["adjacency"] and "the sentence length (kept)" in g.not_covered
+    assert p["bounds"]["procedure"] == "fixed" and "Neighbours:" in g.statement
+    g2 = lm_guarantee(_settings("dp-mlm", copy_stopwords=False))
+    assert "every token is replaced" in g2.params["adjacency"]
+    pr = lm_guarantee(_settings("dp-prompt", max_new_tokens=10))
+    assert (pr.unit, pr.epsilon, pr.document_epsilon(7)) == ("document", 30.0, (30.0, 0.0))
     b = lm_guarantee(_settings("dp-bart"), 32)
     assert b.per_token is None and b.document_epsilon(3) == (9.0, pytest.approx(3e-5))
-    assert "sigma" in b.extra and "never released" in b.statement
+    assert "sigma" in b.params and "never released" in b.statement
     with pytest.raises(ParameterError, match="top-k/top-p"):
         _settings("dp-paraphrase", top_k=50)
     with pytest.raises(ParameterError, match="delta must be 0"):
         LMSettings("dp-mlm", 1.0, ClipBounds(0.0, 1.0), delta=1e-5)
 
 
-def test_records_hold_public_fields_only(models):
+def test_rewriters_are_mechanisms_of_the_one_base_with_one_record_layout(models):
+    from record_schema import validate_record
+
+    from textdp.mechanisms import Mechanism, entry, get
+
     docs = [("d1", "The cat sat on the mat. He said that the meeting will start at noon."), ("d2", "we met .")]
-    recs, diag = rewrite_lm_documents(models["masked"], docs, _settings("dp-mlm"), make_rng(1), record_unit="sentence")
+    mech = get("dp-mlm", epsilon=3.0, model=models["masked"], clip=(-1.0, 1.0))
+    assert isinstance(mech, Mechanism) and entry("dp-mlm").audit == "dp-mlm"
+    recs, diag = rewrite_lm_documents(mech, docs, 1, record_unit="sentence", seeded=True)
     assert [r["id"] for r in recs] == ["d1:0", "d1:1", "d2:0"]
-    for r in recs:
-        assert set(r) == {"id", "text", "epsilon", "mechanism", "unit", "guarantee", "seeded"}
-        assert {"per_token", "per_sentence", "per_document", "adjacency", "bounds"} <= set(r["guarantee"])
+    docs_recs, _ = rewrite_lm_documents(mech, docs, 1, seeded=True)
+    assert docs_recs[0]["units"] == 2 and docs_recs[0]["total"]["epsilon"] == 2 * docs_recs[0]["epsilon"]
+    for r in recs + docs_recs:
+        validate_record(r)
+        assert {"per_token", "per_sentence", "per_document", "adjacency", "bounds"} <= set(r["guarantee"]["parameters"])
         assert "meeting will start" not in json.dumps(r["guarantee"])
-    assert diag[0] == {"id": "d1", "units": 2, "characters": len(docs[0][1])}
+    assert (diag[0]["id"], diag[0]["units"]) == ("d1", 2)
+    with pytest.raises(ParameterError, match="needs public clipping bounds"):
+        get("dp-mlm", epsilon=3.0, model=models["masked"]).fit()

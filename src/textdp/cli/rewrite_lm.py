@@ -71,10 +71,11 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                    unit: str, seed: int | None, private_report: Path | None, batch_size: int, text_field: str,
                    id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions) -> None:
     """The whole language-model rewrite, from the inputs to the records."""
-    from .._rng import make_rng
     from ..accounting.ledger import PrivacyLedger
-    from ..generation.lm import LMSettings, document_charges, guarantee_of, rewrite_lm_documents
+    from ..generation.lm import document_charges
+    from ..generation.lm_family import LMRewriter, rewrite_lm_documents
     from ..io import atomic_writer, check_output_paths, read_documents, settings_path, write_json
+    from ..mechanisms import ReleaseContext, get
 
     check_output_paths([("--output", output), ("settings", settings_path(output)),
                         ("--private-report", private_report)],
@@ -85,35 +86,31 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
         raise ParameterError("--ledger is private (document ids and their spend): keep it out of the output's "
                              "folder, which is meant to be published")
     where = str(model_dir.resolve())
-    bounds = _bounds(where, mechanism, opts)
-    settings = LMSettings(mechanism, epsilon, bounds, delta=opts.delta if mechanism == "dp-bart" else 0.0,
-                          max_new_tokens=opts.max_new_tokens, max_tokens=opts.max_tokens,
-                          copy_stopwords=opts.copy_stopwords, batch_size=batch_size, top_k=opts.top_k,
-                          top_p=opts.top_p)
-    guarantee = guarantee_of(where, settings)
+    mech = get(mechanism, epsilon=epsilon, model=where, clip=_bounds(where, mechanism, opts), max_tokens=opts.max_tokens,
+               max_new_tokens=opts.max_new_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
+               top_k=opts.top_k, top_p=opts.top_p, **({"delta": opts.delta} if mechanism == "dp-bart" else {}))
+    assert isinstance(mech, LMRewriter)
+    mech.fit()
+    guarantee = mech.guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
     docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format)
     if not docs or not any(t.strip() for _, t in docs):
         raise ParameterError("no documents in the input" if not docs else "every input document is empty")
     if opts.ledger is not None:  # charged before anything is generated: a refusal releases nothing
-        PrivacyLedger(opts.ledger).charge(document_charges(docs, settings, guarantee), mechanism=mechanism,
+        PrivacyLedger(opts.ledger).charge(document_charges(docs, mech.settings_, guarantee), mechanism=mechanism,
                                           unit=guarantee.unit, budget=opts.budget)
-    from ..generation.lm import units_of
-
-    total = sum(len(units_of(t, settings)) for _, t in docs)
     with progress_bar(disable=quiet) as bar:
-        task = bar.add_task(f"rewriting ({mechanism})", total=total)
-        records, diagnostics = rewrite_lm_documents(where, docs, settings, make_rng(seed), record_unit=unit,
-                                                    seeded=seed is not None,
+        task = bar.add_task(f"rewriting ({mechanism})", total=len(docs))
+        records, diagnostics = rewrite_lm_documents(mech, docs, seed, record_unit=unit, seeded=seed is not None,
                                                     progress=lambda done, _: bar.update(task, completed=done))
     with atomic_writer(output, overwrite=force, private=False) as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-    lm_identity = _identity(where, mechanism)
     write_json(settings_path(output), {
-        "textdp_version": __version__, "command": "rewrite", "model": lm_identity,
-        "settings": settings.to_dict(), "records": len(records), "unit": unit,
+        "textdp_version": __version__, "command": "rewrite", "model": _identity(where, mechanism),
+        "settings": mech.settings_.to_dict(), "records": len(records), "record_unit": unit,
         "seeded": seed is not None,  # never the seed itself
-        **guarantee.to_dict()}, overwrite=force, private=False)
+        "mechanism": guarantee.mechanism, "epsilon": guarantee.epsilon, "delta": guarantee.delta,
+        "unit": guarantee.unit, "guarantee": guarantee.to_dict()}, overwrite=force, private=False)
     if private_report is not None:
         write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",
                                     "documents": diagnostics}, overwrite=force)

@@ -61,14 +61,14 @@ calibration and optimal denoising, ICML 2018. See also :mod:`textdp.generation.d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._validation import check_choice
 from ..errors import ParameterError, require
-from ..progress import Counter, ProgressCallback
+from ..guarantees import Guarantee, as_parameters
 from ..text import ENGLISH_STOP_WORDS, split_sentences
 from . import lm_decode
 from .decoding import ClipBounds, quantile_bounds
@@ -89,7 +89,6 @@ __all__ = [
     "guarantee_of",
     "lm_guarantee",
     "public_bounds",
-    "rewrite_lm_documents",
     "rewrite_texts",
     "units_of",
 ]
@@ -106,57 +105,59 @@ REFERENCES = {
 }
 
 
-@dataclass(frozen=True)
-class LMGuarantee:
-    """What one language-model rewrite guarantees (follows :class:`textdp.guarantees.Guarantee`).
+@dataclass(frozen=True, kw_only=True)
+class LMGuarantee(Guarantee):
+    """What one language-model rewrite guarantees: the one :class:`~textdp.guarantees.Guarantee` type.
 
-    ``epsilon``/``delta`` are per ``unit``; ``per_token``, ``per_sentence`` and
-    ``per_document`` say the bound at each level (``per_token`` None for dp-bart: one
-    Gaussian release per sentence); ``adjacency`` which inputs are neighbours;
-    ``not_covered`` what the bound does not protect.
+    ``epsilon``/``delta`` are per ``unit``; the public ``parameters`` (in every record's
+    compact guarantee) hold ``per_token``, ``per_sentence`` and ``per_document`` (the bound at
+    each level; ``per_token`` None for dp-bart: one Gaussian release per sentence),
+    ``adjacency`` (which inputs are neighbours), ``bounds`` (the public clipping bounds and
+    how they were chosen) and ``steps``; ``not_covered`` says what the bound does not protect.
 
     >>> g = lm_guarantee(LMSettings("dp-prompt", 2.0, ClipBounds(-5.0, 5.0), max_new_tokens=10))
-    >>> g.epsilon, g.unit, g.per_token, g.per_document
+    >>> g.epsilon, g.unit, g.per_token, g.params["per_document"]
     (20.0, 'document', 2.0, 'epsilon=20 per document (one unit)')
     """
 
-    mechanism: str
-    epsilon: float
-    delta: float
-    unit: str
-    per_token: float | None
-    per_sentence: float
-    per_document: str
-    steps: int
-    adjacency: str
-    bounds: dict[str, Any]
-    length_covered: bool
-    not_covered: tuple[str, ...]
-    detail: str
-    reference: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    per_token: float | None = None
+    per_sentence: float = 0.0
+    per_document: str = ""
+    steps: int = 1
+    adjacency: str = ""
+    bounds: tuple[tuple[str, object], ...] = ()
+    length_covered: bool = True
+    uncovered: tuple[str, ...] = ()
+    detail: str = ""
+    extra: tuple[tuple[str, object], ...] = ()
 
-    @property
-    def statement(self) -> str:
-        """The guarantee in words (written to every record)."""
+    def _derive(self) -> dict[str, object]:
         d = f"(epsilon={self.epsilon:.4g}, delta={self.delta:.3g})-DP" if self.delta else \
             f"epsilon-DP with epsilon={self.epsilon:.4g} (pure, delta=0)"
         tok = f"epsilon {self.per_token:.4g} per token, " if self.per_token is not None else ""
-        return (f"{self.mechanism}: {d} per {self.unit}: {tok}{self.per_sentence:.4g} per sentence, "
-                f"{self.per_document}. Neighbours: {self.adjacency}. {self.detail} Not covered: "
-                + "; ".join(self.not_covered) + ".")
+        not_covered = "; ".join(self.uncovered)
+        params = {"per_token": self.per_token, "per_sentence": self.per_sentence, "per_document": self.per_document,
+                  "steps": self.steps, "adjacency": self.adjacency, "bounds": dict(self.bounds),
+                  "length_covered": self.length_covered, **dict(self.extra)}
+        return {"parameters": as_parameters(params), "not_covered": not_covered, "composition": self.per_document,
+                "statement": (f"{self.mechanism}: {d} per {self.unit}: {tok}{self.per_sentence:.4g} per sentence, "
+                              f"{self.per_document}. Neighbours: {self.adjacency}. {self.detail} Not covered: "
+                              f"{not_covered}.")}
 
     def document_epsilon(self, sentences: int) -> tuple[float, float]:
         """``(ε, δ)`` spent on a document of ``sentences`` units of this rewrite (basic composition)."""
         m = 1 if self.unit == "document" else max(int(sentences), 0)
         return m * self.epsilon, m * self.delta
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (keys of :data:`textdp.guarantees.GUARANTEE_KEYS` plus the parameters)."""
-        out = asdict(self)
-        out["not_covered"] = list(self.not_covered)
-        out["guarantee"] = self.statement
-        return out
+
+def _guarantee(mechanism: str, epsilon: float, delta: float, unit: str, per_token: float | None, per_sentence: float,
+               per_document: str, steps: int, adjacency: str, bounds: dict[str, Any], length_covered: bool,
+               uncovered: tuple[str, ...], detail: str, reference: str,
+               extra: dict[str, Any] | None = None) -> LMGuarantee:
+    return LMGuarantee(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, reference=reference,
+                       per_token=per_token, per_sentence=per_sentence, per_document=per_document, steps=steps,
+                       adjacency=adjacency, bounds=tuple(bounds.items()), length_covered=length_covered,
+                       uncovered=uncovered, detail=detail, extra=tuple((extra or {}).items()))
 
 
 _MEMORISED = "what the model memorised from its training data (use a public model, or one trained on data disjoint "\
@@ -176,7 +177,7 @@ def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
         detail = (f"Exponential mechanism over the full vocabulary with logits clipped to [{s.bounds.low:.4g}, "
                   f"{s.bounds.high:.4g}] (Delta={s.bounds.width:.4g}), temperature 2*Delta/epsilon="
                   f"{s.bounds.temperature(e):.4g}, {n} steps composed; the end token is drawn by the mechanism.")
-        return LMGuarantee(m, n * e, 0.0, "document", e, n * e, f"epsilon={n * e:.4g} per document (one unit)", n,
+        return _guarantee(m, n * e, 0.0, "document", e, n * e, f"epsilon={n * e:.4g} per document (one unit)", n,
                            f"any two documents (cut to {s.max_input_tokens} tokens); the prompt is public", b, True,
                            (_MEMORISED,), detail, ref)
     if m == "dp-paraphrase":
@@ -184,7 +185,7 @@ def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
         detail = (f"Exponential mechanism per decoding step over clipped logits [{s.bounds.low:.4g}, "
                   f"{s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}, {n} steps per sentence; the end "
                   "token is drawn by the mechanism.")
-        return LMGuarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
+        return _guarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
                            f"any two sentences (cut to {s.max_tokens} tokens)", b, True,
                            (_MEMORISED, "the number of sentences per document"), detail, ref)
     if m == "dp-mlm":
@@ -194,7 +195,7 @@ def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
         detail = (f"One exponential-mechanism draw per replaced token at the mask, logits clipped to "
                   f"[{s.bounds.low:.4g}, {s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}; r replaced "
                   f"tokens cost r*epsilon <= {n}*epsilon.")
-        return LMGuarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
+        return _guarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
                            f"two sentences of at most {n} tokens with {skeleton}", b, False,
                            (_MEMORISED, "the number of sentences per document", "the sentence length (kept)",
                             *(("the stop words and punctuation (copied)",) if s.copy_stopwords else ())), detail, ref)
@@ -210,11 +211,11 @@ def dp_bart_guarantee(s: LMSettings, hidden_size: int | None) -> LMGuarantee:
               f"with sigma={sigma:.6g} (analytic Gaussian, L2 sensitivity {s.bounds.width:.4g}*sqrt({hidden_size}*"
               f"{s.max_tokens})={sens:.6g}); the noisy encoder output is never released, only greedily decoded "
               "tokens (post-processing).")
-    return LMGuarantee("dp-bart", float(s.epsilon), float(s.delta), "sentence", None, float(s.epsilon),
-                       "m times (epsilon, delta) for a document of m sentences (basic composition; m is not covered)",
-                       1, f"any two sentences (padded or cut to {s.max_tokens} tokens)", s.bounds.to_dict(), True,
-                       (_MEMORISED, "the number of sentences per document"), detail, REFERENCES["dp-bart"],
-                       {"sigma": sigma, "l2_sensitivity": sens, "hidden_size": hidden_size})
+    return _guarantee("dp-bart", float(s.epsilon), float(s.delta), "sentence", None, float(s.epsilon),
+                      "m times (epsilon, delta) for a document of m sentences (basic composition; m is not covered)",
+                      1, f"any two sentences (padded or cut to {s.max_tokens} tokens)", s.bounds.to_dict(), True,
+                      (_MEMORISED, "the number of sentences per document"), detail, REFERENCES["dp-bart"],
+                      {"sigma": sigma, "l2_sensitivity": sens, "hidden_size": hidden_size})
 
 
 def rewrite_texts(model_dir: str, texts: Sequence[str], settings: LMSettings,
@@ -273,44 +274,6 @@ def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:
     lm = load_language_model(model_dir, MECHANISM_KIND[settings.mechanism])
     hidden = getattr(lm.model.config, "d_model", None) or getattr(lm.model.config, "hidden_size", None)
     return lm_guarantee(settings, hidden)
-
-
-def rewrite_lm_documents(model_dir: str, documents: Sequence[tuple[str, str]], settings: LMSettings,
-                         rng: np.random.Generator, *, record_unit: str = "document", seeded: bool = False,
-                         progress: ProgressCallback | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rewrite ``(id, text)`` documents: ``(records, private_diagnostics)``.
-
-    Records (one per document, or per unit with ``record_unit="sentence"``) hold ``id``,
-    ``text``, ``epsilon``, ``mechanism``, ``unit``, ``guarantee`` (per token, sentence and
-    document, adjacency, bounds, what is not covered) and ``seeded``. The diagnostics
-    (units and characters per document) describe the private input: keep them private.
-    ``progress(done, total)`` counts the units (sentences, or documents for dp-prompt).
-    """
-    check_choice(record_unit, "unit", ("document", "sentence"))
-    g = guarantee_of(model_dir, settings).to_dict()
-    units = [units_of(text, settings) for _, text in documents]
-    flat = [u for us in units for u in us]
-    outputs: list[str] = []
-    step = max(settings.batch_size, 1)
-    done = Counter(progress, len(flat))
-    for start in range(0, len(flat), step):
-        outputs += rewrite_texts(model_dir, flat[start : start + step], settings, rng)
-        done(min(step, len(flat) - start))
-    records: list[dict[str, Any]] = []
-    diagnostics: list[dict[str, Any]] = []
-    pos = 0
-    base = {"epsilon": settings.epsilon, "mechanism": settings.mechanism, "unit": record_unit}
-    for (doc_id, text), us in zip(documents, units, strict=True):
-        outs = outputs[pos : pos + len(us)]
-        pos += len(us)
-        if record_unit == "document":
-            records.append({"id": doc_id, "text": " ".join(o for o in outs if o), **base, "guarantee": g,
-                            "seeded": seeded})
-        else:
-            records += [{"id": f"{doc_id}:{j}", "text": o, **base, "guarantee": g, "seeded": seeded}
-                        for j, o in enumerate(outs)]
-        diagnostics.append({"id": doc_id, "units": len(us), "characters": len(text)})
-    return records, diagnostics
 
 
 def document_charges(documents: Sequence[tuple[str, str]], settings: LMSettings,

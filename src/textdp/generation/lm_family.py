@@ -1,0 +1,182 @@
+"""The language-model rewriters as mechanisms of the one base (:class:`textdp.mechanisms.base.Mechanism`).
+
+``dp-prompt``, ``dp-paraphrase``, ``dp-mlm`` and ``dp-bart`` join the sentence family: parameters read
+from ``__init__`` (scikit-learn style), ``fit`` loads the model (offline, safetensors only) and checks its
+kind, ``privatize_batch`` is the one batch verb, and ``guarantee(context)`` returns an
+:class:`~textdp.generation.lm.LMGuarantee` (per token, per sentence, per document, adjacency, bounds).
+The maths, the derivations and the decoding are in :mod:`textdp.generation.lm`,
+:mod:`textdp.generation.lm_decode` and :mod:`textdp.generation.decoding`.
+
+>>> from textdp.mechanisms import get
+>>> m = get("dp-mlm", epsilon=2.0, model="some/dir", clip=(-3.0, 3.0))
+>>> m.get_params()["clip"], m.family, m.releases
+((-3.0, 3.0), 'sentence', 'sentence')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._rng import SeedLike
+from ..errors import ParameterError, ParameterTypeError
+from ..guarantees import Guarantee
+from ..mechanisms.base import Mechanism, ReleaseContext
+from ..progress import ProgressCallback
+from .decoding import ClipBounds
+from .lm import REFERENCES, LMGuarantee, guarantee_of, rewrite_texts, units_of
+from .lm_settings import DP_PROMPT_TEMPLATE, LMSettings
+from .rewriter import RewrittenText
+
+__all__ = ["DPBART", "DPMLM", "DPParaphrase", "DPPrompt", "LMRewriter", "rewrite_lm_documents"]
+
+Units = list[str]
+
+
+class LMRewriter(Mechanism[Units, Units, RewrittenText]):
+    """Base of the four language-model rewriters (parameters: :class:`~textdp.generation.lm_settings.LMSettings`).
+
+    ``model`` is a local Hugging Face directory of the mechanism's kind; ``clip`` the public
+    clipping bounds, a :class:`~textdp.generation.decoding.ClipBounds` or ``(low, high)``.
+    """
+
+    family = "sentence"
+    releases = "sentence"
+    chunk_size = 64
+
+    settings_: LMSettings
+    model_dir_: str
+    bound_: LMGuarantee
+
+    def __init__(self, epsilon: float | None = None, model: str | Path | None = None,
+                 clip: ClipBounds | tuple[float, float] | None = None, *, delta: float = 0.0,
+                 max_new_tokens: int = 32, max_tokens: int = 32, max_input_tokens: int = 256,
+                 copy_stopwords: bool = True, prompt: str = DP_PROMPT_TEMPLATE, batch_size: int = 16,
+                 sampler: str = "inverse-cdf", top_k: int | None = None, top_p: float | None = None,
+                 seed: SeedLike = None) -> None:
+        self.epsilon = epsilon
+        self.model = model
+        self.clip = clip
+        self.delta = delta
+        self.max_new_tokens = max_new_tokens
+        self.max_tokens = max_tokens
+        self.max_input_tokens = max_input_tokens
+        self.copy_stopwords = copy_stopwords
+        self.prompt = prompt
+        self.batch_size = batch_size
+        self.sampler = sampler
+        self.top_k = top_k
+        self.top_p = top_p
+        self.seed = seed
+
+    def _fit(self) -> None:
+        if self.epsilon is None:
+            raise ParameterError(f"{self.name} needs epsilon")
+        if not isinstance(self.model, (str, Path)):
+            raise ParameterTypeError(f"{self.name}: model must be a local model directory, got "
+                                     f"{type(self.model).__name__}")
+        if self.clip is None:
+            raise ParameterError(f"{self.name} needs public clipping bounds (clip=(low, high) or a ClipBounds)")
+        bounds = self.clip if isinstance(self.clip, ClipBounds) else ClipBounds(*self.clip)
+        self.settings_ = LMSettings(self.name, float(self.epsilon), bounds, delta=self.delta,
+                                    max_new_tokens=self.max_new_tokens, max_tokens=self.max_tokens,
+                                    max_input_tokens=self.max_input_tokens, copy_stopwords=self.copy_stopwords,
+                                    prompt=self.prompt, batch_size=self.batch_size, sampler=self.sampler,
+                                    top_k=self.top_k, top_p=self.top_p)
+        self.model_dir_ = str(Path(self.model).resolve())
+        self.bound_ = guarantee_of(self.model_dir_, self.settings_)  # loads the model, checks its kind
+        self.epsilon_ = float(self.epsilon)
+
+    def guarantee(self, context: ReleaseContext | None = None) -> LMGuarantee:
+        """The guarantee per unit (``context``: seeded and the empty policy)."""
+        self._ensure_fitted()
+        ctx = context or ReleaseContext(seeded=self.seeded_)
+        return replace(self.bound_, seeded=ctx.seeded, empty=ctx.empty)
+
+    def _prepare(self, unit: object, uid: str) -> Units:
+        if not isinstance(unit, str):
+            raise ParameterTypeError(f"document {uid}: text must be a str, got {type(unit).__name__}")
+        return units_of(unit, self.settings_)
+
+    def _is_empty(self, prepared: Units) -> bool:
+        return not prepared
+
+    def _empty_message(self, uid: str, prepared: Units) -> str:
+        return f"document {uid}: nothing to rewrite"
+
+    def _privatize(self, prepared: Sequence[Units], context: ReleaseContext,
+                   rng: np.random.Generator) -> list[Units]:
+        flat = [u for units in prepared for u in units]
+        out = rewrite_texts(self.model_dir_, flat, self.settings_, rng)
+        cuts = np.cumsum([0] + [len(units) for units in prepared])
+        return [out[cuts[i] : cuts[i + 1]] for i in range(len(prepared))]
+
+    def _release(self, uid: str, prepared: Units, output: Units | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> RewrittenText:
+        texts = tuple(output or ())
+        return RewrittenText(id=uid, guarantee=guarantee, seeded=seeded, content=" ".join(t for t in texts if t),
+                             units=len(texts), sentences=texts)
+
+    def _diagnose(self, uid: str, prepared: Units, output: Units | None) -> dict[str, Any]:
+        return {"id": uid, "units": len(prepared), "characters": sum(len(u) for u in prepared)}
+
+
+class DPPrompt(LMRewriter):
+    """DP-Prompt (Utpala et al. 2023): a causal LM paraphrases each document, clipped (:mod:`textdp.generation.lm`)."""
+
+    name = "dp-prompt"
+    reference = REFERENCES["dp-prompt"]
+
+
+class DPParaphrase(LMRewriter):
+    """DP-Paraphrase (Mattern et al. 2022): a seq2seq paraphraser, every token an ε-DP draw."""
+
+    name = "dp-paraphrase"
+    reference = REFERENCES["dp-paraphrase"]
+
+
+class DPMLM(LMRewriter):
+    """DP-MLM (Meisenbacher et al. 2024): a masked LM replaces one token at a time (same skeleton)."""
+
+    name = "dp-mlm"
+    reference = REFERENCES["dp-mlm"]
+
+
+class DPBART(LMRewriter):
+    """DP-BART (Igamberdiev & Habernal 2023): clipped encoder output + Gaussian noise per coordinate and token."""
+
+    name = "dp-bart"
+    reference = REFERENCES["dp-bart"]
+
+    def __init__(self, epsilon: float | None = None, model: str | Path | None = None,
+                 clip: ClipBounds | tuple[float, float] | None = None, *, delta: float = 1e-5,
+                 max_new_tokens: int = 32, max_tokens: int = 32, max_input_tokens: int = 256,
+                 copy_stopwords: bool = True, prompt: str = DP_PROMPT_TEMPLATE, batch_size: int = 16,
+                 sampler: str = "inverse-cdf", top_k: int | None = None, top_p: float | None = None,
+                 seed: SeedLike = None) -> None:
+        super().__init__(epsilon, model, clip, delta=delta, max_new_tokens=max_new_tokens, max_tokens=max_tokens,
+                         max_input_tokens=max_input_tokens, copy_stopwords=copy_stopwords, prompt=prompt,
+                         batch_size=batch_size, sampler=sampler, top_k=top_k, top_p=top_p, seed=seed)
+
+
+def rewrite_lm_documents(mechanism: LMRewriter, documents: Sequence[tuple[str, str]], rng: SeedLike, *,
+                         record_unit: str = "document", seeded: bool = False,
+                         progress: ProgressCallback | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Rewrite ``(id, text)`` documents: ``(records, private_diagnostics)`` (the one record layout).
+
+    Records: one per document (``units`` = its sentences, ``total`` their sum), or one per
+    sentence with ``record_unit="sentence"``; a document with nothing to rewrite gives an
+    empty record (policy ``empty``, stated in the guarantee). The diagnostics (units and
+    characters per document) describe the private input: keep them private.
+    """
+    diagnostics: list[Any] = []
+    released = mechanism.privatize_batch([t for _, t in documents], [i for i, _ in documents], seed=rng,
+                                         seeded=seeded, empty="empty", private_report=diagnostics,
+                                         progress=progress) if documents else []
+    if record_unit == "sentence" and mechanism.name != "dp-prompt":
+        return [r.to_record() for doc in released for r in doc.sentence_records()], diagnostics
+    return [doc.to_record() for doc in released], diagnostics
