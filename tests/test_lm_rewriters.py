@@ -30,8 +30,8 @@ from textdp.generation.lm import (
     lm_guarantee,
     rewrite_texts,
 )
-from textdp.generation.lm_family import rewrite_lm_documents
 from textdp.generation.lm_decode import clip_and_noise
+from textdp.generation.lm_family import rewrite_lm_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = ["the cat sat on the mat .", "he said that the meeting will start at noon ."]
