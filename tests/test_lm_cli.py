@@ -14,6 +14,7 @@ pytest.importorskip("torch")
 
 from record_schema import validate_record
 
+from textdp.accounting.ledger import PrivacyLedger
 from textdp.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,3 +109,26 @@ def test_wrong_kind_and_missing_bounds(work):
     res = runner.invoke(app, ["rewrite", str(work / "masked"), str(work / "in.jsonl"), "--mechanism", "dp-mlm", "-e",
                               "2", "-o", str(work / "w.jsonl")])
     assert res.exit_code == 2 and "choose the public clipping bounds" in res.output
+
+
+def test_er_ae_family_charges_the_same_ledger_and_refuses_dp_only_options(work):
+    toy = [f"The {a} ran to the {p} and slept there." for a in ("cat", "dog", "fox", "cow") for p in ("river", "barn")]
+    corpus = work / "train.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(toy)))
+    res = runner.invoke(app, ["train-rewriter", str(corpus), "--output", str(work / "erae"), "--public",
+                              "--vocab-size", "30", "--encoder-hidden", "8", "--latent", "8", "--decoder-hidden", "8",
+                              "--max-length", "12", "--batch-size", "8", "--epochs", "1", "--seed", "1", "--threads",
+                              "1", "-q"])
+    assert res.exit_code == 0, res.output
+    led = work / "private" / "erae-ledger.jsonl"
+    args = ["rewrite", str(work / "erae"), str(work / "in.jsonl"), "--mechanism", "ae-dp", "-e", "1", "--seed", "1",
+            "-q", "--ledger", str(led)]
+    ok = runner.invoke(app, [*args, "-o", str(work / "e1.jsonl"), "--budget", "40"])
+    assert ok.exit_code == 0, ok.output
+    spent = {e.document: e.epsilon for e in PrivacyLedger(led).events()}
+    assert spent == {"d1": 24.0, "d2": 12.0}  # 2 and 1 sentences x 12 steps x epsilon 1
+    again = runner.invoke(app, [*args, "-o", str(work / "e2.jsonl"), "--budget", "40"])
+    assert again.exit_code == 2 and "would be exceeded for 1 document(s)" in again.output
+    for extra, msg in ((["--clip=-1,1"], "--clip applies to the dp-* mechanisms"), (["--top-k", "5"], "refused")):
+        bad = runner.invoke(app, [*args, "-o", str(work / "e3.jsonl"), *extra])
+        assert bad.exit_code == 2 and msg in bad.output

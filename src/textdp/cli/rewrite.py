@@ -14,7 +14,7 @@ from ..errors import ParameterError
 from ._choices import Engine, InputFormat, ModelData, Unit, Variant
 from ._choices import RewriteMechanism as Mechanism
 from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_bar
-from .rewrite_lm import LM_HELP, LMOptions, run_lm_rewrite
+from .rewrite_lm import LM_HELP, LMOptions, charge_ledger, check_other_options, run_lm_rewrite
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
@@ -87,6 +87,9 @@ def rewrite_command(
                                   text_field=text_field, id_field=id_field, input_format=input_format.value,
                                   force=force, quiet=quiet, opts=LMOptions(clip, clip_public, delta, max_new_tokens,
                                   max_tokens, copy_stopwords, top_k, top_p, ledger, budget))
+        lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, copy_stopwords, top_k, top_p, ledger,
+                            budget)
+        check_other_options(mechanism.value, lm_opts, output)
         from .._rng import spawn
         from ..generation.rewriter import RewriteSettings, load_rewriter
         from ..generation.sampling import torch_module
@@ -105,7 +108,7 @@ def rewrite_command(
             torch.set_num_threads(threads)
         check_positive_int(partition_size, "--partition-size")
         check_output_paths([("--output", output), ("settings", settings_path(output)),
-                            ("--private-report", private_report)], inputs=list(inputs), force=force)
+                            ("--private-report", private_report)], inputs=[*inputs, ledger], force=force)
         settings = RewriteSettings(mechanism=mechanism.value, epsilon=epsilon, variant=variant.value,
                                    word_fraction=word_fraction, model_data=model_data.value, unit=unit.value,
                                    batch_size=batch_size)
@@ -117,6 +120,12 @@ def rewrite_command(
             raise ParameterError("no documents in the input")
         if not any(d[1].strip() for d in docs):
             raise ParameterError("every input document is empty")
+        charges: dict[str, tuple[float, float]] = {}  # --ledger: segments x the per-segment bound, per document
+        for doc_id, text in docs:
+            m = len(rewriter.segments(text))
+            e, d = charges.get(doc_id, (0.0, 0.0))
+            charges[doc_id] = (e + m * guarantee.epsilon, d + m * guarantee.delta)
+        charge_ledger(lm_opts, charges, mechanism=mechanism.value, unit=guarantee.unit)
         parts = [docs[i : i + partition_size] for i in range(0, len(docs), partition_size)]
         rngs = spawn(seed, len(parts))
         items = [(str(model_dir.resolve()), settings.to_dict(), part, g, seed is not None) for part, g in zip(parts, rngs, strict=True)]

@@ -67,11 +67,37 @@ def _bounds(model_dir: str, mechanism: str, opts: LMOptions) -> Any:
     return public_bounds(model_dir, mechanism, texts, source="public text given with --clip-public")
 
 
+def check_other_options(mechanism: str, opts: LMOptions, output: Path) -> None:
+    """The ER-AE family: refuse the options only the dp-* mechanisms read (an ignored flag would mislead)."""
+    from ..generation.decoding import refuse_truncation
+
+    refuse_truncation(opts.top_k, opts.top_p)
+    for flag, given in (("--clip", opts.clip is not None), ("--clip-public", opts.clip_public is not None)):
+        if given:
+            raise ParameterError(f"{flag} applies to the dp-* mechanisms, not to {mechanism}")
+    _check_ledger(opts, output)
+
+
+def _check_ledger(opts: LMOptions, output: Path) -> None:
+    if opts.budget is not None and opts.ledger is None:
+        raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
+    if opts.ledger is not None and opts.ledger.resolve().parent == output.resolve().parent:
+        raise ParameterError("--ledger is private (document ids and their spend): keep it out of the output's "
+                             "folder, which is meant to be published")
+
+
+def charge_ledger(opts: LMOptions, charges: dict[str, tuple[float, float]], *, mechanism: str, unit: str) -> None:
+    """Record a release in ``--ledger`` (refused whole if ``--budget`` would be exceeded); nothing without a ledger."""
+    from ..accounting.ledger import PrivacyLedger
+
+    if opts.ledger is not None:
+        PrivacyLedger(opts.ledger).charge(charges, mechanism=mechanism, unit=unit, budget=opts.budget)
+
+
 def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
                    unit: str, seed: int | None, private_report: Path | None, batch_size: int, text_field: str,
                    id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions) -> None:
     """The whole language-model rewrite, from the inputs to the records."""
-    from ..accounting.ledger import PrivacyLedger
     from ..generation.lm import document_charges
     from ..generation.lm_family import LMRewriter, rewrite_lm_documents
     from ..io import atomic_writer, check_output_paths, read_documents, settings_path, write_json
@@ -80,11 +106,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     check_output_paths([("--output", output), ("settings", settings_path(output)),
                         ("--private-report", private_report)],
                        inputs=[*inputs, opts.clip_public, opts.ledger], force=force)
-    if opts.budget is not None and opts.ledger is None:
-        raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
-    if opts.ledger is not None and opts.ledger.resolve().parent == output.resolve().parent:
-        raise ParameterError("--ledger is private (document ids and their spend): keep it out of the output's "
-                             "folder, which is meant to be published")
+    _check_ledger(opts, output)
     where = str(model_dir.resolve())
     mech = get(mechanism, epsilon=epsilon, model=where, clip=_bounds(where, mechanism, opts), max_tokens=opts.max_tokens,
                max_new_tokens=opts.max_new_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
@@ -95,9 +117,8 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format)
     if not docs or not any(t.strip() for _, t in docs):
         raise ParameterError("no documents in the input" if not docs else "every input document is empty")
-    if opts.ledger is not None:  # charged before anything is generated: a refusal releases nothing
-        PrivacyLedger(opts.ledger).charge(document_charges(docs, mech.settings_, guarantee), mechanism=mechanism,
-                                          unit=guarantee.unit, budget=opts.budget)
+    # charged before anything is generated: a refusal releases nothing
+    charge_ledger(opts, document_charges(docs, mech.settings_, guarantee), mechanism=mechanism, unit=guarantee.unit)
     with progress_bar(disable=quiet) as bar:
         task = bar.add_task(f"rewriting ({mechanism})", total=len(docs))
         records, diagnostics = rewrite_lm_documents(mech, docs, seed, record_unit=unit, seeded=seed is not None,
