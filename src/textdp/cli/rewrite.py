@@ -20,18 +20,21 @@ REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
     "the word draw); ae-dp and random-sentence: epsilon per token; syntf-sentence: epsilon per sentence. Every "
     "record states the resulting bound per sentence (for er-ae it is dominated by ln|V| per step, whatever "
-    "epsilon), its number of sentences and their total."
+    "epsilon), its number of sentences and their total. dp-prompt, dp-paraphrase, dp-mlm: epsilon per token; "
+    "dp-bart: epsilon per sentence."
 )
 
 
 def rewrite_command(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`.", show_default=False)],
+    model_dir: Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or a local Hugging "
+                                              "Face directory (dp-*).", show_default=False)],
     inputs: Annotated[list[Path], typer.Argument(help="Text files (one document each) or JSONL files (one document "
                                                  "per line); '-' reads standard input.", show_default=False)],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)] = ...,  # type: ignore[assignment]
     mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism), ae-dp (one exponential "
                                                  "mechanism over the vocabulary), syntf-sentence (a bag of words), "
-                                                 "random-sentence (uniform random replacement).")] = Mechanism.er_ae,
+                                                 "random-sentence (uniform random replacement); language models: dp-prompt, dp-paraphrase, "
+                                                 "dp-mlm, dp-bart (docs/lm-rewriting.md).")] = Mechanism.er_ae,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing file "
                                          "is refused unless --force).")] = ...,  # type: ignore[assignment]
     unit: Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "

@@ -162,8 +162,8 @@ LM_HELP: dict[str, Any] = {
                                    "punctuation (the paper; they are then released) or replace every token."),
     "top_k": typer.Option(help="Refused: top-k keeps tokens chosen from private logits (no finite epsilon)."),
     "top_p": typer.Option(help="Refused: top-p keeps tokens chosen from private logits (no finite epsilon)."),
-    "ledger": typer.Option(help="dp-*: PRIVATE ledger file: every release is recorded per document id (0600; "
-                           "never publish it beside the output)."),
+    "ledger": typer.Option(help="PRIVATE ledger file: every release is recorded per document id (0600; never "
+                           "publish it beside the output). See `textdp ledger show`."),
     "budget": typer.Option(help="With --ledger: refuse a release that would take a document past this epsilon "
                            "(summed across runs)."),
 }
