@@ -43,7 +43,7 @@ PLAIN_SCHEDULER_WARNING = (
 )
 
 #: no HTTP routes on the scheduler and the workers (the dashboard, /health, /metrics, worker pages)
-_NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+_NO_HTTP: dict[str, list[str]] = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 
 
 def is_tls(address: str) -> bool:
