@@ -72,6 +72,7 @@ class DaskBackend:
     ) -> None:
         distributed = require("distributed", "dask")
         self._own_cluster = None
+        self._dashboard = dashboard
         if client is not None:
             self.client = client
             self._own_client = False
@@ -88,7 +89,7 @@ class DaskBackend:
     @property
     def dashboard_link(self) -> str | None:
         """The local cluster's dashboard (``dashboard=True`` only; on 127.0.0.1), else ``None``."""
-        if self._own_cluster is None or not self._own_cluster.scheduler.services.get("dashboard"):
+        if self._own_cluster is None or not self._dashboard:
             return None
         return str(self._own_cluster.dashboard_link)
 
