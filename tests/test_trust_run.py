@@ -255,3 +255,18 @@ def test_runs_list_and_clean(tmp_path, toy_emb, monkeypatch):
     # the output of the abandoned run is now refused (its key is gone): never mixed with a new run
     res = runner.invoke(app, [*_cli_args(tmp_path, toy_emb, inputs), "-o", str(tmp_path / "out")])
     assert res.exit_code == 2 and "different run" in res.stderr
+
+
+def test_the_cache_is_created_private_and_a_squatted_one_is_refused(tmp_path, monkeypatch):
+    from textdp._cache import cache_dir
+
+    base = tmp_path / "home" / ".cache" / "textdp"
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(base))
+    assert cache_dir("embeddings") == base / "embeddings"
+    for d in (base, base.parent, base.parent.parent):  # every folder textdp had to make
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+    runs = cache_dir("runs", create=True)
+    assert stat.S_IMODE(runs.stat().st_mode) == 0o700
+    base.chmod(0o775)  # group-writable: someone else could plant entries
+    with pytest.raises(ParameterError, match="writable by others"):
+        cache_dir("embeddings")

@@ -8,13 +8,18 @@ sensitivities, the private state of partitioned runs) lives under :func:`cache_d
 and refuses one that another user owns or can write to (group/other-writable, or
 inside a folder others can write to without the sticky bit): a folder someone else
 prepared could hold planted files (issue 19: a planted vocabulary made a release copy
-its input). ``cache_dir(sub, create=True)`` applies it to the cache and its subfolder.
+its input). :func:`cache_dir` applies it to the cache itself: created ``0700`` when
+missing, refused when unsafe, so everything below it (embeddings, indexes, run
+folders) is out of other users' reach; ``cache_dir(sub, create=True)`` makes the
+subfolder ``0700`` too.
 
->>> import os
+>>> import os, tempfile
 >>> old = os.environ.pop("TEXTDP_CACHE_DIR", None)
->>> os.environ["XDG_CACHE_HOME"] = "/tmp/xdg"
->>> str(cache_dir("topics"))
-'/tmp/xdg/textdp/topics'
+>>> os.environ["XDG_CACHE_HOME"] = tmp = tempfile.mkdtemp()
+>>> cache_dir("topics") == Path(tmp, "textdp", "topics")
+True
+>>> oct(Path(tmp, "textdp").stat().st_mode & 0o777)
+'0o700'
 >>> del os.environ["XDG_CACHE_HOME"]
 >>> if old is not None: os.environ["TEXTDP_CACHE_DIR"] = old
 """
@@ -31,20 +36,28 @@ __all__ = ["cache_dir", "check_private_dir", "private_dir"]
 
 
 def cache_dir(sub: str | None = None, *, create: bool = False) -> Path:
-    """The textdp cache directory, or its subdirectory ``sub``.
+    """The textdp cache directory, or its subdirectory ``sub`` (created only with ``create=True``).
 
-    ``create=True`` makes it (and the cache itself) with :func:`private_dir`: mode
-    ``0700``, owned by this user, refused if anyone else could write to it.
+    The cache itself is made with :func:`private_dir` when missing (mode ``0700``)
+    and refused (:class:`~textdp.errors.ParameterError`) if another user owns it or
+    can write to it. ``create=True`` makes ``sub`` the same way.
     """
     env = os.environ.get("TEXTDP_CACHE_DIR")
     if env:
         base = Path(env)
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "textdp"
-    if not create:
-        return base / sub if sub else base
-    private_dir(base, what="the textdp cache directory")
-    return private_dir(base / sub, what="the textdp cache directory") if sub else base
+    what = "the textdp cache directory"
+    if base.exists() or base.is_symlink():
+        check_private_dir(base, what=what)
+    else:
+        try:
+            private_dir(base, what=what)
+        except OSError:  # e.g. a read-only home: the caller's own write fails as it always did
+            pass
+    if not sub:
+        return base
+    return private_dir(base / sub, what=what) if create else base / sub
 
 
 def _uid() -> int:
