@@ -23,7 +23,7 @@ from textdp.cli import app
 from textdp.embeddings import Embeddings, ExactDecoder
 from textdp.engines import LocalBackend
 from textdp.engines.corpus import obfuscate_corpus
-from textdp.errors import OutputExistsError, ParameterError, PrivacyWarning
+from textdp.errors import ParameterError, PrivacyWarning
 from textdp.mechanisms import privatize_ids
 from textdp.text import normalize
 
@@ -149,7 +149,7 @@ def test_work_dir_is_never_inside_the_output_and_a_run_is_found_again(tmp_path, 
     assert not (tmp_path / "w").exists()  # complete: its private state (resume key included) is gone
     # a completed run can no longer be told from another one: refused, whatever the work directory
     for work in (tmp_path / "w", tmp_path / "other"):
-        with pytest.raises(OutputExistsError, match="holds a completed run"):
+        with pytest.raises(ParameterError, match="holds a completed run"):
             obfuscate_corpus(inputs, out, work_dir=work, **kw)
         assert not work.exists()
 

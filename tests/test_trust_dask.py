@@ -115,3 +115,20 @@ def test_plain_tcp_scheduler_warns_and_tls_scheduler_uses_the_users_security():
             warnings.simplefilter("error", PrivacyWarning)
             with DaskBackend(scheduler=tls.scheduler_address, security=sec) as be:
                 assert be.client.run(lambda: 7) == {next(iter(be.client.scheduler_info()["workers"])): 7}
+
+
+def test_cli_dashboard_needs_the_local_dask_cluster(tmp_path):
+    from typer.testing import CliRunner
+
+    from textdp.cli import app
+
+    doc = tmp_path / "a.jsonl"
+    doc.write_text(json.dumps({"text": "harbour boats"}) + "\n")
+    base = ["obfuscate", str(doc), "-e", "5", "-n", "2", "-o", str(tmp_path / "o")]
+    for extra, needle in ((["--engine", "local", "--dashboard"], "--dashboard needs the dask engine"),
+                          (["--engine", "single", "--dashboard"], "--dashboard"),
+                          (["--engine", "dask", "--scheduler", "tls://127.0.0.1:1", "--dashboard"],
+                           "a remote cluster serves its own")):
+        res = CliRunner().invoke(app, [*base, *extra])
+        assert res.exit_code == 2 and needle in res.stderr, (extra, res.output)
+        assert not (tmp_path / "o").exists()

@@ -151,9 +151,9 @@ def _check_output(out_dir: Path, state: RunState, public: dict[str, Any], force:
         if state.resumed and manifest.get("run") == state.run and manifest.get("settings") == public:
             return dict(manifest)
         if not state.resumed and (out_dir / SETTINGS).exists():
-            raise OutputExistsError(
-                f"{out_dir} holds a completed run (its private state was deleted at completion, so textdp cannot "
-                "tell which inputs it came from); choose a new output directory, or delete this one"
+            raise ParameterError(
+                f"{out_dir} holds a completed run, refused like a different run (its private state was deleted "
+                "at completion, so textdp cannot tell which inputs it came from); use a new output directory"
             )
         raise ParameterError(
             f"{out_dir} holds the output of a different run (inputs or settings differ, or its private work "
