@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -88,6 +89,7 @@ __all__ = [
 
 MANIFEST = "manifest.json"
 SETTINGS = "settings.json"
+SAVE_EVERY_S = 1.0  # how often the run state records finished parts (the rest are redone after a kill)
 _ = _mechanism  # re-exported for tests that inspect a worker's cached mechanism
 
 
@@ -221,11 +223,11 @@ def _check_ids(plan: Sequence[Partition], text_field: str, id_field: str, strict
             on_duplicate_ids(n_dup, first_dup)
 
 
-def _part_done(state: RunState, out_dir: Path, name: str, report: bool) -> bool:
+def _part_done(state: RunState, out_dir: Path, index: int, fmt: str, report: bool) -> bool:
     """A part is finished if it and its report piece match the hashes this run recorded."""
+    name, piece = part_name(index, fmt), part_name(index, "jsonl")
     if not state.verified(f"out:{name}", out_dir / name):
         return False
-    piece = part_name(int(name[5:10]), "jsonl")
     return not report or state.verified(f"report/{piece}", state.work / "report" / piece)
 
 
@@ -252,17 +254,25 @@ def _run_parts(backend: Backend, plan: Sequence[Partition], todo_idx: Sequence[i
     if progress is not None:
         progress(done_docs, total)
 
+    last_save = time.monotonic()
+
     def finished(i: int, result: PartResult) -> None:
-        nonlocal done_docs
-        name = part_name(todo[i][0].index, settings.fmt)
-        state.record(f"out:{name}", result.part_sha256, save=result.report_sha256 is None)
+        nonlocal done_docs, last_save
+        index = todo[i][0].index
+        state.record(f"out:{part_name(index, settings.fmt)}", result.part_sha256, save=False)
         if result.report_sha256 is not None:
-            state.record(f"report/{part_name(todo[i][0].index, 'jsonl')}", result.report_sha256)
+            state.record(f"report/{part_name(index, 'jsonl')}", result.report_sha256, save=False)
+        if time.monotonic() - last_save >= SAVE_EVERY_S:  # a part not yet recorded is redone on resume
+            state.save()
+            last_save = time.monotonic()
         done_docs += todo[i][0].n_docs
         if progress is not None:
             progress(done_docs, total)
 
-    backend.map(run_partition, todo, finished)
+    try:
+        backend.map(run_partition, todo, finished)
+    finally:
+        state.save()
 
 
 def _join_private_report(state: RunState, plan: Sequence[Partition], target: Path, force: bool) -> None:
@@ -347,7 +357,7 @@ def obfuscate_corpus(
     if manifest is None:
         write_json(out_dir / MANIFEST, {"run": state.run, "settings": public, "size": size,
                                         "documents": sum(p.n_docs for p in plan), "parts": parts}, private=False)
-    todo_idx = [p.index for p in plan if not _part_done(state, out_dir, parts[p.index], private_report is not None)]
+    todo_idx = [p.index for p in plan if not _part_done(state, out_dir, p.index, fmt, private_report is not None)]
     _run_parts(backend, plan, todo_idx, settings, seed, state, progress)
     if private_report is not None:
         _join_private_report(state, plan, Path(private_report), force)
