@@ -99,7 +99,8 @@ def test_dashboard_only_when_asked_and_on_loopback():
         assert all(ipaddress.ip_address(ip).is_loopback for _, ip, _ in _listeners())
 
 
-def test_plain_tcp_scheduler_warns_and_tls_scheduler_uses_the_users_security():
+def test_plain_tcp_scheduler_warns_and_tls_scheduler_uses_the_users_security(tmp_path):
+    import dask
     from distributed.security import Security
 
     with distributed.LocalCluster(n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1",
@@ -107,14 +108,22 @@ def test_plain_tcp_scheduler_warns_and_tls_scheduler_uses_the_users_security():
         with pytest.warns(PrivacyWarning, match="run code in its workers"):
             be = DaskBackend(scheduler=plain.scheduler_address)
         be.close()
-    sec = Security.temporary()
+    sec = Security.temporary()  # stands for the cluster's own certificates
+    pem = {}
+    for name, text in (("ca", sec.tls_ca_file), ("cert", sec.tls_client_cert), ("key", sec.tls_client_key)):
+        pem[name] = tmp_path / f"{name}.pem"
+        pem[name].write_text(text)
     with distributed.LocalCluster(n_workers=1, processes=False, protocol="tls://", host="127.0.0.1",
                                   security=sec, dashboard_address=None) as tls:
         assert _cannot_run_code(tls.scheduler_address)
-        with warnings.catch_warnings():
+        # the user's certificates, named in the Dask configuration (as DASK_DISTRIBUTED__COMM__TLS__* would)
+        user_config = {"distributed.comm.tls.ca-file": str(pem["ca"]),
+                       "distributed.comm.tls.client.cert": str(pem["cert"]),
+                       "distributed.comm.tls.client.key": str(pem["key"])}
+        with warnings.catch_warnings(), dask.config.set(user_config):
             warnings.simplefilter("error", PrivacyWarning)
-            with DaskBackend(scheduler=tls.scheduler_address, security=sec) as be:
-                assert be.client.run(lambda: 7) == {next(iter(be.client.scheduler_info()["workers"])): 7}
+            with DaskBackend(scheduler=tls.scheduler_address) as be:
+                assert list(be.client.run(lambda: 7).values()) == [7]
 
 
 def test_cli_dashboard_needs_the_local_dask_cluster(tmp_path):
@@ -123,8 +132,11 @@ def test_cli_dashboard_needs_the_local_dask_cluster(tmp_path):
     from textdp.cli import app
 
     doc = tmp_path / "a.jsonl"
-    doc.write_text(json.dumps({"text": "harbour boats"}) + "\n")
-    base = ["obfuscate", str(doc), "-e", "5", "-n", "2", "-o", str(tmp_path / "o")]
+    doc.write_text(json.dumps({"text": "aaq abq"}) + "\n")
+    np.save(tmp_path / "v.npy", np.eye(3, dtype=np.float32))
+    (tmp_path / "w.txt").write_text("aaq\nabq\nacq\n")
+    base = ["obfuscate", str(doc), "-e", "5", "-n", "2", "-o", str(tmp_path / "o"), "--embeddings",
+            str(tmp_path / "v.npy"), "--words", str(tmp_path / "w.txt")]
     for extra, needle in ((["--engine", "local", "--dashboard"], "--dashboard needs the dask engine"),
                           (["--engine", "single", "--dashboard"], "--dashboard"),
                           (["--engine", "dask", "--scheduler", "tls://127.0.0.1:1", "--dashboard"],
