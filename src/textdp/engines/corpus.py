@@ -391,8 +391,8 @@ def _prepare_jobs(state: RunState, out_dir: Path, embeddings: Embeddings, backen
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in out_dir.glob(".part-*.tmp"):  # left by a killed run (never published)
         stale.unlink(missing_ok=True)
-    vocab_dir = save_vocabulary(embeddings, state.work, public["vocabulary_fingerprint"])  # reused if it verifies
-    vectors_sha256, words_sha256 = vocabulary_digests(embeddings)
+    vectors_sha256, words_sha256 = digests = vocabulary_digests(embeddings)
+    vocab_dir = save_vocabulary(embeddings, state.work, public["vocabulary_fingerprint"], digests)  # if it verifies
     report_dir = private_dir(state.work / "report", what="the report folder") if report else None
     n_workers = getattr(backend, "n_workers", lambda: 1)()
     threads = max(1, (os.cpu_count() or 1) // n_workers) if backend.name == "dask" else None

@@ -231,15 +231,17 @@ def _stored_digests(d: Path) -> tuple[str, str] | None:
     return _array_sha256(vectors), hashlib.sha256(words).hexdigest()
 
 
-def save_vocabulary(emb: Embeddings, directory: Path, fingerprint: str) -> Path:
+def save_vocabulary(emb: Embeddings, directory: Path, fingerprint: str,
+                    digests: tuple[str, str] | None = None) -> Path:
     """Write ``vectors.npy`` + ``words.txt`` into ``directory/vocabulary-<fingerprint>``; return that folder.
 
     Files already there are reused only if their SHA-256 equals that of ``emb`` (the
-    driver's embeddings, loaded from the verified cache); otherwise they are written
-    again, so a planted vocabulary is never used.
+    driver's embeddings; ``digests``: :func:`vocabulary_digests` of them, if already
+    computed); otherwise they are written again, so a planted vocabulary is never
+    used. Workers check the same hashes when they load it.
     """
     d = Path(directory) / f"vocabulary-{fingerprint}"
-    want = vocabulary_digests(emb)
+    want = digests or vocabulary_digests(emb)
     if d.is_dir() and _stored_digests(d) == want:
         return d
     if any("\n" in w for w in emb.words):
@@ -249,9 +251,6 @@ def save_vocabulary(emb: Embeddings, directory: Path, fingerprint: str) -> Path:
         fh.write(_words_bytes(list(emb.words)))
     with atomic_writer(d / "vectors.npy", "wb") as fh:
         np.save(fh, np.ascontiguousarray(emb.vectors, dtype=np.float32))
-    if _stored_digests(d) != want:
-        raise ParameterError(f"the vocabulary written to {d} changed while it was written; rerun in a private "
-                             "--work-dir")
     return d
 
 
