@@ -131,7 +131,7 @@ def _check_folders(out_dir: Path, work: Path | None, private_report: Path | None
 
 def _run_key(paths: Sequence[Path], out_dir: Path, public: dict[str, Any], seed: int | None,
              private_report: bool) -> dict[str, Any]:
-    """The run's private identity. Only its HMAC (with the run's own key) is ever stored."""
+    """The run's private identity: never stored, only keyed hashes of it (see :mod:`textdp.engines.workdir`)."""
     inputs = []
     for p in paths:
         if not p.exists():
