@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "audit",
     "train_rewriter",
     "rewrite",
+    "serve",
 )
 
 app = typer.Typer(
