@@ -268,7 +268,7 @@ class Workbench:
             from ..accounting.calibration import survival_curve
 
             words = rows[: 200]
-            repeats = max(2, min(20, 600 // words.size))
+            repeats = max(2, min(10, 300 // words.size))
             curve = survival_curve(emb, words=words, repeats=repeats, seed=make_rng())
             grid = np.logspace(-1, 3, 41)
             points = [[float(e), curve.unchanged_fraction(float(e))] for e in grid]
