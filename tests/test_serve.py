@@ -138,6 +138,8 @@ def test_unknown_mechanism_missing_field_and_bad_json(client):
     assert "empty" in one_line_error(empty, 400)
     oov = post(client, "/api/privatize", {"text": "the of and 123", "mechanism": "cmp", "epsilon": 1})
     assert "no in-vocabulary word" in one_line_error(oov, 400)
+    big = post(client, "/api/privatize", {"text": TEXT, "mechanism": "random", "epsilon": 1e6})
+    assert "choose a smaller epsilon" in one_line_error(big, 400)  # an overflow, said in one line
     n = post(client, "/api/privatize", {"text": TEXT, "mechanism": "earth-movers", "epsilon": 1, "size": 10**6})
     assert "bag size N" in one_line_error(n, 400)
 

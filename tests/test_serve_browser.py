@@ -134,10 +134,12 @@ def test_type_move_epsilon_and_see_the_release_change(page, tmp_path):
     page.dispatch_event("#epsilon", "change")
     _expect(page, "#error").to_be_visible()
     assert "outside the supported range" in page.text_content("#error")
+    _expect(page, "#output").to_have_class(re.compile(r"\bstale\b"))  # the last release is dimmed, not taken as new
     page.fill("#epsilon", "10")
     page.dispatch_event("#epsilon", "change")
     _expect(page, "#error").to_be_hidden()
     _expect(page, "#busy").to_be_hidden()
+    _expect(page, "#output").not_to_have_class(re.compile(r"\bstale\b"))
     _expect(page, "#kept-fraction").not_to_have_text("–")
 
     shot = tmp_path / "serve.png"

@@ -112,6 +112,7 @@ class Workbench:
         self._source = embeddings
         self._emb: Any = None
         self._lock = threading.Lock()
+        self._warn_lock = threading.Lock()  # catch_warnings changes process-wide state: one release at a time
         self._fitted: OrderedDict[tuple[str, float, int | None], Any] = OrderedDict()
         self._cache_size = cache_size
         self._stops = resolve_stop_words("english")
@@ -160,7 +161,7 @@ class Workbench:
         kwargs: dict[str, Any] = {"seed": make_rng(), "private_report": diags}
         if size is not None:
             kwargs["size"] = size
-        with warnings.catch_warnings(record=True) as caught:
+        with self._warn_lock, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             docs = mech.privatize_batch(texts, **kwargs)
         return docs, diags, sorted({str(w.message) for w in caught})

@@ -79,9 +79,9 @@
     working(1);
     try {
       const r = await api("/api/privatize", { text: text(), mechanism: mechanism(), epsilon: epsilon(), size: size() });
-      if (seq === state.seq.release) { showError(""); renderRelease(r); }
+      if (seq === state.seq.release) { showError(""); renderRelease(r); stale(false); }
     } catch (e) {
-      if (seq === state.seq.release) showError(e.message);
+      if (seq === state.seq.release) { showError(e.message); stale(true); }
     } finally { working(-1); }
   }
 
@@ -102,6 +102,11 @@
     } catch (e) {
       if (seq === state.seq.curve) { state.curve = null; $("curve-method").textContent = ""; showError(e.message); drawPlot(); }
     } finally { working(-1); }
+  }
+
+  // after a refused request the last good release stays visible, dimmed, so it is not taken for the new one
+  function stale(on) {
+    for (const id of ["output", "input-view", "guarantee", "kept-fraction"]) $(id).classList.toggle("stale", on);
   }
 
   function clearOutputs() {
@@ -148,7 +153,9 @@
     if (e > 0 && isFinite(e)) {
       const xe = Math.min(W - R, Math.max(L, x(e)));
       svg.appendChild(el("line", { x1: xe, x2: xe, y1: T, y2: H - B, class: "now" }));
-      svg.appendChild(el("text", { x: xe + 4, y: T + 10, class: "now-label" }, "ε = " + fmt(e)));
+      const right = xe > W - R - 70;
+      svg.appendChild(el("text", { x: right ? xe - 4 : xe + 4, y: T + 10, "text-anchor": right ? "end" : "start",
+        class: "now-label" }, "ε = " + fmt(e)));
     }
     $("plot").replaceChildren(svg);
   }
@@ -202,7 +209,6 @@
     try {
       const d = await api("/api/mechanisms");
       state.limits = d.limits;
-      $("text").maxLength = d.limits.max_text_chars;
       for (const m of d.mechanisms) {
         state.mechanisms[m.name] = m;
         $("mechanism").appendChild(Object.assign(document.createElement("option"), { value: m.name, textContent: m.name }));
