@@ -216,6 +216,20 @@ def test_non_loopback_host_is_refused_without_the_flag():
     assert len(lines) == 1 and "error: refusing to listen on 0.0.0.0" in lines[0] and "--allow-remote" in lines[0]
 
 
+def test_allow_remote_warns_before_listening():
+    """With --allow-remote a non-loopback host is accepted with a warning (here it cannot be resolved, so nothing
+    listens: the run ends with one error line)."""
+    from typer.testing import CliRunner
+
+    from textdp.cli import app as cli
+
+    r = CliRunner().invoke(cli, ["serve", "--host", "no-such-host.invalid", "--allow-remote", "--port", "0"])
+    assert r.exit_code == 2
+    out = " ".join(r.output.split())
+    assert "warning: listening on no-such-host.invalid: anyone who can reach this address" in out
+    assert out.count("error:") == 1 and "Traceback" not in out
+
+
 def test_missing_extra_is_one_line(monkeypatch):
     from typer.testing import CliRunner
 

@@ -116,7 +116,7 @@ def test_type_move_epsilon_and_see_the_release_change(page, tmp_path):
     assert page.locator("#input-view .w.kept").count() == 10
 
     # a mechanism that replaces words in place: the output keeps the order, the guarantee changes unit
-    page.select_option("#mechanism", "tem")
+    page.select_option("#mechanism", "random")
     _expect(page, "#guarantee").to_contain_text("per word")
     _expect(page, "#output .w").to_have_count(18)
 
