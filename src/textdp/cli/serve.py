@@ -39,7 +39,11 @@ def is_loopback(host: str) -> bool:
 
 def _bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` (port 0: a free port chosen by the OS)."""
-    info = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    try:
+        info = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ParameterError(f"cannot listen on {host} ({exc.strerror or exc}); give an address of this machine "
+                             "as --host") from None
     family, _, _, _, address = info[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
