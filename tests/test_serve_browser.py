@@ -148,4 +148,11 @@ def test_type_move_epsilon_and_see_the_release_change(page, tmp_path):
     assert width == 1280 and 900 < height < 2400
     if os.environ.get("TEXTDP_UPDATE_SCREENSHOT") == "1":
         shutil.copyfile(shot, DOCS_PNG)
+
+    # text is shown as text, never as markup
+    page.fill("#text", "<img src=x> <b>quarterly</b> report from the Boston office: budget figures, pension fund "
+                       "review, auditors")
+    _expect(page, "#input-view").to_contain_text("<img src=x> <b>quarterly</b>")
+    _expect(page, "#input-view").not_to_have_class(re.compile(r"\bstale\b"))
+    assert page.locator("#input-view img, #input-view b, #output img, #output b").count() == 0
     assert not [e for e in errors if "Content Security Policy" in e], errors
