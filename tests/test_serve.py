@@ -230,6 +230,23 @@ def test_allow_remote_warns_before_listening():
     assert out.count("error:") == 1 and "error: cannot listen on no-such-host.invalid" in out
 
 
+def test_port_in_use_is_one_line():
+    import socket
+
+    from typer.testing import CliRunner
+
+    from textdp.cli import app as cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        r = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    assert r.exit_code == 2
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and f"error: cannot listen on 127.0.0.1:{port}" in lines[0] and "--port 0" in lines[0]
+
+
 def test_missing_extra_is_one_line(monkeypatch):
     from typer.testing import CliRunner
 
