@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "train_rewriter",
     "rewrite",
     "runs",
+    "serve",
 )
 
 app = typer.Typer(
