@@ -339,7 +339,7 @@ def topics(
         settings = {
             "textdp_version": __version__, "command": "topics", "user_field": user_field, "text_field": text_field,
             "corpus_settings": data.settings, "model": model.settings(), "mechanism": mechanism,
-            "epsilon": epsilon, "delta": delta, "gamma": gamma if needs_sensitivity(mechanism) else None,
+            "epsilon": epsilon, "delta": delta, "gamma": gamma if source == "sampled" else None,
             "topics": m, "keywords": n, "grid": grid, "neighbours": neighbours,
             "per_db_users": per_db_users or "all users of the corpus (count in the private report)",
             "sensitivity": (None if not needs_sensitivity(mechanism) else
