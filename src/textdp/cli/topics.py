@@ -32,8 +32,10 @@ TOPICS_HELP = (
     "is the share of users the sampled sensitivity may fail to cover: the sensitivity is estimated by "
     "fitting the model on random pairs of databases that differ in one user, so the guarantee is "
     "'random DP' -- it holds for a random user with probability at least 1 - gamma, not for every "
-    "user. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower. The keyword identities "
-    "come from the non-private model and are not protected; only the probabilities are.\n\n"
+    "user. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower. --sensitivity worst-case "
+    "uses the global bound sqrt(2m) instead: plain DP for every user, no gamma, more noise. The vocabulary "
+    "is part of the released function (rebuilt for every sampled database) or public (--vocabulary). The "
+    "keyword identities come from the non-private model and are not protected; only the probabilities are.\n\n"
     "The release (-o) holds only the guarantee, public parameters, keywords and the noisy matrix (exact "
     "multiples of the public grid 2^-GRID_BITS). Everything that describes the private corpus (user and "
     "document counts, the sampled sensitivity and the noise scale, timings, paths) goes to the private "
@@ -446,7 +448,7 @@ def topics_report(
             "textdp_version": __version__, "command": "topics-report", "corpus": str(corpus),
             "user_field": user_field, "corpus_settings": data.settings, "model": model.settings(),
             "delta": delta, "gamma": gamma, "epsilon": epsilon, "repeats": repeats,
-            "max_samples": max_samples, "seed": seed, "engine": engine.value,
+            "max_samples": max_samples, "seeded": seed is not None, "engine": engine.value,  # never the seed
             "sampling_seconds": res["sampling_seconds"]})
         print_info(f"wrote {output / 'report.md'}")
 
