@@ -21,7 +21,6 @@ from textdp.embeddings import ExactDecoder, load_embeddings
 from textdp.mechanisms import noisy_vectors
 from textdp.mechanisms.earth_movers import privatize_ids
 from textdp.topics import LaplaceBaseline, MVGMechanism, TopicDPGaussian, build_mechanism
-from textdp.topics.sensitivity import worst_case_sensitivity
 
 ROOT = Path(__file__).resolve().parents[1]
 SECURITY = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
@@ -38,6 +37,8 @@ def test_no_todo_or_placeholder_is_left():
 
 def test_topic_sensitivity_is_stated_bounded_by_sqrt_2m():
     """'The L2 sensitivity is bounded: at most √(2m).' (it used to say 'unbounded')."""
+    from textdp.topics.sensitivity import worst_case_sensitivity
+
     assert "sensitivity of a topic model fit is unbounded" not in TEXT
     assert "at most √(2m)" in TEXT and "`--sensitivity worst-case`" in TEXT
     for m in (1, 5, 10):
