@@ -13,6 +13,7 @@ Prints the number of vocabulary words that change (median, max), the largest rel
 distance each way, and how many users move the rebuilt function more than any fixed neighbour.
 
     PYTHONPATH=src python benchmarks/topics_vocabulary_effect.py /path/to/pan11_enron.jsonl.gz --users 40
+    PYTHONPATH=src python benchmarks/topics_vocabulary_effect.py /path/to/pan11_enron.jsonl.gz --users 40 --sample-gamma 0.3
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 
 import numpy as np
 
-from textdp.topics import SklearnLDA, UserCorpus, released_matrix_distance
+from textdp.topics import SensitivitySampler, SklearnLDA, UserCorpus, released_matrix_distance
 from textdp.topics.models import fit_database
 
 
@@ -32,6 +33,8 @@ def main() -> None:
     ap.add_argument("corpus")
     ap.add_argument("--users", type=int, default=40)
     ap.add_argument("--size", type=int, default=5, help="m = n of the released matrix")
+    ap.add_argument("--sample-gamma", type=float, default=None,
+                    help="also run the sensitivity sampler for this gamma (sampler seed 1, no cache)")
     args = ap.parse_args()
     texts, users, seen = [], [], []
     opener = gzip.open if args.corpus.endswith(".gz") else open
@@ -64,6 +67,11 @@ def main() -> None:
     print(f"largest released-matrix distance: rebuilt {rebuilt_a.max():.4f}, fixed {fixed_a.max():.4f}")
     print(f"users moving the rebuilt function more than any fixed neighbour: "
           f"{int((rebuilt_a > fixed_a.max()).sum())} of {corpus.n_users}")
+    if args.sample_gamma is not None:
+        sampler = SensitivitySampler(corpus=corpus, model=model, sizes=size, cache_dir=None)
+        res = sampler.sample(args.sample_gamma, seed=1)[size[0]]
+        print(f"sampled sensitivity (gamma {res.gamma:g}, {res.n_samples} pairs): {res.value:.4f} "
+              f"in {res.seconds:.0f} s")
 
 
 if __name__ == "__main__":
