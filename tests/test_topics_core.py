@@ -230,7 +230,7 @@ def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
         assert key in d
     assert not PRIVATE_KEYS & set(d)
     assert set(TopicRelease.__dataclass_fields__) == {"guarantee", "keywords", "raw_matrix", "matrix",
-                                                              "seeded", "keyword_note"}
+                                                              "seeded", "keyword_note", "vocabulary_note"}
     text = repr(d) + repr(rel)
     for secret in (sens, mech.sigma((2, 2))):  # neither the sensitivity nor sigma (which reveals it)
         assert f"{secret:.6g}" not in text and repr(secret) not in text

@@ -85,7 +85,7 @@ from ..samplers import (
 )
 from .models import TopicMatrix
 from .names import MECHANISMS
-from .sensitivity import SampledSensitivity
+from .sensitivity import SampledSensitivity, worst_case_sensitivity
 
 __all__ = [
     "DEFAULT_GRID",
@@ -342,7 +342,21 @@ class TopicGuarantee:
                 "grid_text": _grid_text(self.grid), "noise": self.noise, "reference": self.reference}
 
 
-def _dp_clause(epsilon: float, delta: float, gamma: float | None) -> str:
+#: What the discretisation costs, stated in every record's ``noise``: it is folded into the sensitivity.
+ROUNDING_L2 = ("the discretisation costs no extra delta or epsilon: rounding to the grid adds g*sqrt(mn) to the L2 "
+               "sensitivity the noise is calibrated to")
+ROUNDING_L1 = "the discretisation costs no extra epsilon: rounding to the grid adds g*mn to the L1 sensitivity"
+
+#: Where a Gaussian mechanism's L2 sensitivity comes from (``--sensitivity``).
+SENSITIVITY_SOURCES = ("sampled", "worst-case", "supplied")
+
+
+def _dp_clause(epsilon: float, delta: float, gamma: float | None, source: str = "supplied") -> str:
+    if gamma is None and source == "worst-case":
+        return (f"({epsilon:g}, {delta:.4g})-differential privacy for user-level neighbours (one user's documents "
+                "added or removed), for every pair of neighbours: the noise is calibrated to the global L2 "
+                "sensitivity sqrt(2m) of the released matrix (each row is a sub-probability vector; no sampling, "
+                "nothing computed from the data)")
     if gamma is None:
         return (f"({epsilon:g}, {delta:.4g})-differential privacy for user-level neighbours (one user's documents "
                 "added or removed), provided the supplied L2 sensitivity bounds how much one user can change the "
@@ -353,11 +367,21 @@ def _dp_clause(epsilon: float, delta: float, gamma: float | None) -> str:
             f"({epsilon:g}, {delta:.4g})-DP")
 
 
-def _not_covered(gamma: float | None) -> str:
-    scale = (_SENSITIVITY_NOT_RELEASED if gamma is not None else
-             "The supplied sensitivity and the noise scale derived from it are not part of the release.")
+def _not_covered(gamma: float | None, source: str = "supplied") -> str:
+    if gamma is not None:
+        scale = _SENSITIVITY_NOT_RELEASED
+    elif source == "worst-case":
+        scale = "The sensitivity sqrt(2m) and the noise scale are public."
+    else:
+        scale = "The supplied sensitivity and the noise scale derived from it are not part of the release."
     return ("Not covered: which topics and keywords are released (chosen by the non-private model, see "
             f"keyword_note). {scale}")
+
+
+def _source(sensitivity: object, gamma: float | None, source: str | None) -> str:
+    if source is not None:
+        return check_choice(source, "sensitivity_source", SENSITIVITY_SOURCES)
+    return "sampled" if gamma is not None or isinstance(sensitivity, SampledSensitivity) else "supplied"
 
 
 class _GridMechanism:
@@ -436,11 +460,13 @@ class TopicDPGaussian(_GridMechanism):
     """
 
     def __init__(self, *, epsilon: float, delta: float, sensitivity: float | SampledSensitivity,
-                 gamma: float | None = None, calibration: str = "analytic", grid: float = DEFAULT_GRID) -> None:
+                 gamma: float | None = None, calibration: str = "analytic", grid: float = DEFAULT_GRID,
+                 sensitivity_source: str | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_probability(delta, "delta")
         self.sensitivity = _check_sensitivity(sensitivity)
         self.gamma = _resolve_gamma(sensitivity, gamma)
+        self.sensitivity_source = _source(sensitivity, self.gamma, sensitivity_source)
         self.calibration = check_choice(calibration, "calibration", ("analytic", "thesis"))
         self.grid = check_grid(grid)
         self.name = "topicdp" if self.calibration == "analytic" else "topicdp-thesis"
@@ -482,7 +508,7 @@ class TopicDPGaussian(_GridMechanism):
         delta = max(self.delta, proven)
         grid = _grid_text(self.grid)
         noise = (f"exact discrete Gaussian (CKS20 Alg. 3) on the grid g={grid}, calibrated to rho-zCDP with "
-                 f"rho={self.rho(shape):.6g} for the L2 sensitivity of the grid-rounded matrix")
+                 f"rho={self.rho(shape):.6g} for the L2 sensitivity of the grid-rounded matrix; {ROUNDING_L2}")
         if self.calibration == "analytic":
             how = (f"Noise: {noise}; rho-zCDP implies ({self.epsilon:g}, {delta:.4g})-DP (CKS20 Thm. 14 and "
                    f"Cor. 13; rounding to the grid adds g*sqrt(mn) to the sensitivity).")
@@ -492,7 +518,8 @@ class TopicDPGaussian(_GridMechanism):
                    f"composes to ({self.epsilon:g}, {min(1.0, m * n * self.delta):g}); the CKS20 zCDP bound for "
                    f"this noise proves ({self.epsilon:g}, {_fmt_delta(proven)})-DP, and the stated delta is the larger of "
                    f"that and the requested {self.delta:g}.")
-        statement = f"{_dp_clause(self.epsilon, delta, self.gamma)}. {how} {_not_covered(self.gamma)}"
+        src = self.sensitivity_source
+        statement = f"{_dp_clause(self.epsilon, delta, self.gamma, src)}. {how} {_not_covered(self.gamma, src)}"
         return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=delta, gamma=self.gamma,
                               shape=(m, n), grid=self.grid, noise=noise, statement=statement,
                               reference=f"{CKS20}; {RANDOM_DP}" if self.gamma is not None else CKS20)
@@ -551,7 +578,8 @@ class LaplaceBaseline(_GridMechanism):
         grid = _grid_text(self.grid)
         scale = float(self.grid_scale(shape)) * self.grid
         noise = (f"exact discrete Laplace (CKS20 Alg. 2) on the grid g={grid}, scale {scale:.6g} "
-                 f"(global L1 sensitivity 2m={2 * m} plus g*mn for the rounding, divided by epsilon)")
+                 f"(global L1 sensitivity 2m={2 * m} plus g*mn for the rounding, divided by epsilon; "
+                 f"{ROUNDING_L1})")
         statement = (f"{self.epsilon:g}-differential privacy for user-level neighbours (one user's documents added "
                      f"or removed; no sampling). Noise: {noise}. Not covered: which topics and keywords are "
                      f"released (chosen by the non-private model, see keyword_note).")
@@ -592,11 +620,12 @@ class MVGMechanism(_GridMechanism):
     def __init__(self, *, epsilon: float, delta: float, sensitivity: float | SampledSensitivity,
                  gamma: float | None = None, sup_norm: float | None = None,
                  covariance: str = "isotropic", precision_weights: np.ndarray | None = None,
-                 grid: float = DEFAULT_GRID) -> None:
+                 grid: float = DEFAULT_GRID, sensitivity_source: str | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_probability(delta, "delta")
         self.sensitivity = _check_sensitivity(sensitivity)
         self.gamma = _resolve_gamma(sensitivity, gamma)
+        self.sensitivity_source = _source(sensitivity, self.gamma, sensitivity_source)
         self.sup_norm = None if sup_norm is None else _check_sensitivity(sup_norm, "sup_norm")
         self.covariance = check_choice(covariance, "covariance", ("isotropic", "directional"))
         self.grid = check_grid(grid)
@@ -669,11 +698,13 @@ class MVGMechanism(_GridMechanism):
         m, n = shape
         noise = (f"discretised matrix-variate Gaussian ({self.covariance} column covariance from the precision "
                  f"budget of Chanyaswad et al. 2018, Thm. 3): independent exact discrete Gaussians (CKS20 Alg. 3) "
-                 f"on the grid g={_grid_text(self.grid)}, one variance per keyword-rank column")
+                 f"on the grid g={_grid_text(self.grid)}, one variance per keyword-rank column; {ROUNDING_L2}")
         how = (f"Noise: {noise}; its privacy is proven with CKS20 (zCDP, Thm. 14 and Cor. 13, with the smallest "
                f"column variance), checked to give ({self.epsilon:g}, {self.delta:g})-DP; the continuous MVG "
                "theorem is not relied upon.")
-        statement = f"{_dp_clause(self.epsilon, self.delta, self.gamma)}. {how} {_not_covered(self.gamma)}"
+        src = self.sensitivity_source
+        statement = (f"{_dp_clause(self.epsilon, self.delta, self.gamma, src)}. {how} "
+                     f"{_not_covered(self.gamma, src)}")
         return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=self.delta, gamma=self.gamma,
                               shape=(m, n), grid=self.grid, noise=noise, statement=statement,
                               reference=(f"Chanyaswad, Dytso, Poor & Mittal, 'MVG Mechanism', CCS 2018; {CKS20}"
@@ -707,12 +738,18 @@ def needs_sensitivity(name: str) -> bool:
 
 
 def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: float | None = None,
-                    sensitivity: float | SampledSensitivity | None = None,
+                    sensitivity: float | SampledSensitivity | str | None = None,
                     grid: float = DEFAULT_GRID) -> TopicDPGaussian | LaplaceBaseline | MVGMechanism:
     """The mechanism called ``name`` (one of :data:`MECHANISMS`).
 
     ``laplace`` needs only ``m`` (its sensitivity ``2m`` is global); the others
-    need ``sensitivity`` (and ``gamma`` when it was sampled).
+    need ``sensitivity``: a sampled one (with ``gamma``), a number the user
+    vouches for, or ``"worst-case"`` for the global bound ``sqrt(2m)``
+    (:func:`~textdp.topics.sensitivity.worst_case_sensitivity`; ordinary
+    (ε, δ)-DP, no γ).
+
+    >>> build_mechanism("topicdp", epsilon=2, delta=1e-4, m=5, sensitivity="worst-case").guarantee((5, 5)).gamma is None
+    True
 
     >>> build_mechanism("laplace", epsilon=2, delta=1e-4, m=3).scale
     3.0
@@ -725,11 +762,19 @@ def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: f
     if sensitivity is None:
         raise ParameterError(f"mechanism {name!r} needs a sensitivity: sample one (SensitivitySampler) "
                              "or supply a bound (--sensitivity)")
+    source: str | None = None
+    if isinstance(sensitivity, str):
+        if sensitivity != "worst-case":
+            raise ParameterError(f"sensitivity {sensitivity!r}: give a number, a SampledSensitivity or 'worst-case'")
+        if gamma is not None:
+            raise ParameterError("the worst-case sensitivity is global: it takes no gamma")
+        sensitivity, source = worst_case_sensitivity(m), "worst-case"
     if name in ("topicdp", "topicdp-thesis"):
         return TopicDPGaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma,
-                               calibration="analytic" if name == "topicdp" else "thesis", grid=grid)
+                               calibration="analytic" if name == "topicdp" else "thesis", grid=grid,
+                               sensitivity_source=source)
     return MVGMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma, grid=grid,
-                        covariance="isotropic" if name == "mvg" else "directional")
+                        covariance="isotropic" if name == "mvg" else "directional", sensitivity_source=source)
 
 
 @dataclass(frozen=True)
@@ -748,6 +793,7 @@ class TopicRelease:
     matrix: tuple[tuple[float, ...], ...]
     seeded: bool
     keyword_note: str = KEYWORD_NOTE
+    vocabulary_note: str | None = None
 
     @property
     def mechanism(self) -> str:
@@ -775,17 +821,20 @@ class TopicRelease:
 
     def to_dict(self) -> dict[str, object]:
         """The release record: guarantee fields, ``seeded``, keyword note, keywords and the matrices."""
-        return {**self.guarantee.to_dict(), "seeded": self.seeded, "keyword_note": self.keyword_note,
+        vocab = {} if self.vocabulary_note is None else {"vocabulary_note": self.vocabulary_note}
+        return {**self.guarantee.to_dict(), "seeded": self.seeded, "keyword_note": self.keyword_note, **vocab,
                 "keywords": [list(k) for k in self.keywords],
                 "raw_matrix": [list(r) for r in self.raw_matrix],
                 "matrix": [list(r) for r in self.matrix]}
 
 
 def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLike = None, *,
-                   rng: SeedLike = None) -> TopicRelease:
+                   rng: SeedLike = None, vocabulary_note: str | None = None) -> TopicRelease:
     """Randomize ``topics.matrix`` with ``mechanism``, post-process, and record it.
 
     ``seed`` as in :func:`textdp._rng.make_rng` (``rng=`` is a deprecated alias).
+    ``vocabulary_note``: the record's sentence on the vocabulary
+    (:func:`textdp.topics.vocabulary.vocabulary_note`).
 
     >>> tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
     >>> r = release_topics(tm, LaplaceBaseline(epsilon=1.0, m=1), seed=1)
@@ -804,4 +853,4 @@ def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLik
         guarantee=guarantee, keywords=topics.keywords,
         raw_matrix=tuple(tuple(float(x) for x in row) for row in raw),
         matrix=tuple(tuple(float(x) for x in row) for row in postprocess(raw)),
-        seeded=_is_seeded(seed))
+        seeded=_is_seeded(seed), vocabulary_note=vocabulary_note)
