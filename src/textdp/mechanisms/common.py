@@ -196,9 +196,9 @@ class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
 
     def _empty_message(self, uid: str, prepared: PreparedText) -> str:
         if prepared.n_tokens == 0:
-            return f"document {uid}: empty after normalisation (no words left)"
+            return f"document {uid}: no in-vocabulary word: empty after normalisation (no words left)"
         emb = self.embeddings_
-        return (f"document {uid}: none of its {prepared.n_tokens} words is in the vocabulary "
+        return (f"document {uid}: no in-vocabulary word: none of its {prepared.n_tokens} words is in the vocabulary "
                 f"({emb.name}, {emb.vocab_size} words)")
 
     def prepare(self, texts: Sequence[str], ids: Sequence[str] | None = None

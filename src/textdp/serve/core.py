@@ -20,7 +20,7 @@ import numpy as np
 from .._rng import make_rng
 from .._validation import EPSILON_MAX, EPSILON_MIN, check_epsilon
 from ..errors import DocumentError, ParameterError, ParameterTypeError
-from ..mechanisms import MECHANISM_NAMES, get
+from ..mechanisms import MECHANISM_NAMES, entry, get
 from ..text import resolve_stop_words
 
 __all__ = [
@@ -38,7 +38,7 @@ MAX_TEXT_CHARS = 20_000
 #: Largest bag size N the page accepts for a bag mechanism.
 MAX_SIZE = 500
 #: Mechanisms whose release is a bag of N words (the others replace each protected word in place).
-BAG_MECHANISMS = ("earth-movers", "syntf")
+BAG_MECHANISMS = tuple(n for n in MECHANISM_NAMES if entry(n).releases == "bag")
 #: Default ε of the slider per mechanism (metric mechanisms: ε per unit of embedding distance).
 DEFAULT_EPSILON = {"earth-movers": 10.0, "cmp": 10.0, "mahalanobis": 10.0, "vickrey": 10.0}
 #: ε grid of the kept-fraction plot (log-spaced; the mechanism itself is run at each point).
@@ -202,7 +202,7 @@ class Workbench:
                 out_flags.append(hit)
             kept_words = Counter(w for w, f in zip(words, out_flags) if f)
         kept = int(sum(out_flags))
-        covered, not_covered = split_guarantee(str(record.get("guarantee", "")))
+        covered, not_covered = split_guarantee(doc.guarantee.statement)  # the record carries the compact form
         return {
             "mechanism": name,
             "epsilon": eps,
