@@ -13,7 +13,7 @@ import contextlib
 import signal
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.text import Text
+from typer._click import exceptions as click_errors  # typer's own copy of click raises these
 from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
@@ -266,8 +267,42 @@ class Command(TyperCommand):
         return _usage_pieces(self, ctx)
 
 
+def _usage_error_line(exc: click_errors.ClickException) -> str:
+    """A click usage error as one line: what is wrong, and where the help is."""
+    msg = " ".join(exc.format_message().replace("Value error, ", "").split())
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click_errors.UsageError) and ctx is not None:
+        msg += f" (see: {ctx.command_path} --help)"
+    return msg
+
+
 class Group(TyperGroup):
-    """The root group, rendered like :class:`Command`."""
+    """The root group, rendered like :class:`Command`.
+
+    Argument-parsing errors (a value that is not a number, an unknown option or choice, a
+    missing argument) print one ``error: ...`` line and exit 2, like every other bad input,
+    instead of typer's multi-line box.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        run: dict[str, Any] = {"args": args, "prog_name": prog_name, "complete_var": complete_var,
+                               "windows_expand_args": windows_expand_args}
+        if not standalone_mode:
+            return super().main(**run, standalone_mode=False, **extra)
+        try:
+            rv = super().main(**run, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:  # the help was asked for by giving nothing
+            print_info(exc.ctx.get_help() if exc.ctx is not None else "")
+            sys.exit(0)
+        except click_errors.ClickException as exc:
+            print_error(_usage_error_line(exc))
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            err_console.print(_line("interrupted:", "bold red", "no output was written"), soft_wrap=True,
+                              highlight=False)
+            sys.exit(EXIT_SIGINT)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -89,6 +89,7 @@ def rewrite_command(
                                    word_fraction=word_fraction, model_data=model_data.value, unit=unit.value,
                                    batch_size=batch_size)
         rewriter = load_rewriter(str(model_dir.resolve()))
+        _check_objective(model_dir, rewriter.card, mechanism.value)
         guarantee = rewriter.guarantee(settings)
         docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format.value)
         if not docs:
@@ -116,7 +117,7 @@ def rewrite_command(
             for rec in records:
                 fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
         write_json(settings_path(output), {
-            "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("run_key"),  # the card's key, not a path
+            "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
             "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
             "seeded": seed is not None,  # never the seed itself: it would let anyone undo the noise
             "engine": engine.value, "partition_size": partition_size, **guarantee.to_dict(),
@@ -129,6 +130,19 @@ def rewrite_command(
             f"({guarantee.max_length} steps x {guarantee.per_token:.4g} per step)"
             + ("" if guarantee.covered else "; NOT covering what the model memorised (--model-data "
                f"{guarantee.model_data})"))
+
+
+#: The training objective each model-based mechanism is defined with (train-rewriter --objective).
+MECHANISM_OBJECTIVE = {"er-ae": "er-ae", "ae-dp": "reconstruction"}
+
+
+def _check_objective(model_dir: Path, card: dict[str, Any], mechanism: str) -> None:
+    """ER-AE runs on a model trained for ER-AE, AE-DP on the reconstruction-only auto-encoder (the card says which)."""
+    need = MECHANISM_OBJECTIVE.get(mechanism)
+    have = card.get("training", {}).get("objective") if isinstance(card.get("training"), dict) else None
+    if need is not None and have != need:
+        raise ParameterError(f"--mechanism {mechanism} needs a model trained with --objective {need}; {model_dir} was "
+                             f"trained with --objective {have} (train one: textdp train-rewriter --objective {need})")
 
 
 def rewrite_partition(item: tuple[str, dict[str, Any], list[tuple[str, str]], Any, bool]) -> Any:

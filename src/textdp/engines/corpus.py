@@ -425,6 +425,12 @@ def _inside(path: Path, folder: Path) -> bool:
     return p == f or p.is_relative_to(f)
 
 
+def _drop_release_files(out_dir: Path) -> None:
+    """Remove a partitioned release (manifest, settings, part files) that ``--force`` replaces."""
+    for p in [out_dir / MANIFEST, out_dir / SETTINGS, *out_dir.glob("part-*")]:
+        p.unlink(missing_ok=True)
+
+
 def obfuscate_corpus(
     paths: Sequence[Path],
     out_dir: Path,
@@ -540,12 +546,19 @@ def obfuscate_corpus(
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         if state is None or manifest.get("run") != state.get("run") or manifest.get("settings") != public:
-            raise ParameterError(
-                f"{out_dir} holds the output of a different run (inputs or settings differ, or its private work "
-                "directory is gone); use a new output directory, or delete this one"
-            )
+            if not force:
+                raise ParameterError(
+                    f"{out_dir} holds the output of a different run (inputs or settings differ, or its private "
+                    "work directory is gone); use a new output directory, delete this one, or pass --force to "
+                    "replace it"
+                )
+            _drop_release_files(out_dir)  # --force: the other run's release is replaced
+            manifest = None
     elif out_dir.exists() and any(out_dir.glob("part-*")):
-        raise ParameterError(f"{out_dir} holds part files but no manifest; use a new output directory")
+        if not force:
+            raise ParameterError(f"{out_dir} holds part files but no manifest; use a new output directory, or pass "
+                                 "--force to replace them")
+        _drop_release_files(out_dir)
     elif out_dir.exists() and not force and any(out_dir.iterdir()):
         raise OutputExistsError(
             f"{out_dir} exists and is not empty (nor the output of this run); choose a new output directory, "
