@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
-from textdp.cli import app  # noqa: E402
-from textdp.generation.rewriter import Rewriter  # noqa: E402
-from textdp.generation.training import TrainingSettings, train_rewriter  # noqa: E402
-from textdp.generation.vocab import segment_text  # noqa: E402
+from textdp.cli import app
+from textdp.generation.rewriter import Rewriter
+from textdp.generation.training import TrainingSettings, train_rewriter
+from textdp.generation.vocab import segment_text
 
 ANIMALS = ["cat", "dog", "horse", "bird", "fox", "cow", "sheep"]
 PLACES = ["garden", "river", "house", "field", "forest", "barn"]

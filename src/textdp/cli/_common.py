@@ -270,6 +270,9 @@ class Command(TyperCommand):
 def _usage_error_line(exc: click_errors.ClickException) -> str:
     """A click usage error as one line: what is wrong, and where the help is."""
     msg = " ".join(exc.format_message().replace("Value error, ", "").split())
+    param: Any = getattr(exc, "param", None)
+    if isinstance(exc, click_errors.MissingParameter) and getattr(param, "param_type_name", "") == "argument":
+        msg = f"missing argument {(param.metavar or param.name or '').upper()}"  # as the usage line names it
     ctx = getattr(exc, "ctx", None)
     if isinstance(exc, click_errors.UsageError) and ctx is not None:
         msg += f" (see: {ctx.command_path} --help)"
