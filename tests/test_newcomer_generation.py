@@ -183,6 +183,6 @@ def test_training_api_budget_arguments_are_checked(tmp_path, glove):
     from textdp.errors import ParameterError
 
     with pytest.raises(ParameterError):
-        train_rewriter(segs, tmp_path / "m", glove, settings, data_description="toy", max_seconds=float("nan"))
+        train_rewriter(segs, tmp_path / "m", glove, settings, data_description="toy", max_minutes=float("nan"))
     with pytest.raises(ParameterError):
         train_rewriter(segs, tmp_path / "m", glove, settings, data_description="toy", max_steps=0)

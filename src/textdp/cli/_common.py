@@ -53,7 +53,7 @@ EPSILON_HELP_TEXT = (
     f"{EPSILON_MIN:g} to {EPSILON_MAX:g} (on GloVe 50d, epsilon matters between about 0.01 and 100)."
 )
 
-FORCE_HELP = "Replace existing output files (also an input file named as an output). Default: refuse."
+FORCE_HELP = "Replace existing output files. Default: refuse. An input is never replaced, even with --force."
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130
@@ -166,13 +166,18 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(status) from None
 
 
-def check_report_folder(out: Path, force: bool) -> None:
+def check_report_folder(out: Path, force: bool, inputs: tuple[Path, ...] = ()) -> None:
     """A report folder must be new or empty (or ``force``), and never a file such as the input.
 
-    Checked before any work: a refused run costs nothing.
+    With ``force`` the report files in it are replaced, so no input may lie in it (``--force``
+    is for outputs, never for an input). Checked before any work: a refused run costs nothing.
     """
     if out.exists() and not out.is_dir():
         raise ParameterError(f"the report folder {out} is a file; give a folder")
+    for q in inputs:
+        if out.is_dir() and q.parent.resolve() == out.resolve():
+            raise OutputExistsError(f"the input {q} lies in the report folder {out}, whose files the report "
+                                    "replaces; choose another report folder (--force never replaces an input)")
     if not force and out.is_dir() and any(out.iterdir()):
         raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
                                 "replace the report files in it")

@@ -357,7 +357,7 @@ def obfuscate(
         first: Any = None
         n_records = 0
         sink = _stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
-        small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000
+        small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000 and (size or 0) < 20_000
         with sink as fh, progress_bar(disable=small) as bar, \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PrivacyWarning)

@@ -137,7 +137,7 @@ def train_rewriter_command(
                 res = train_rewriter(
                     segments, output, emb, settings, data_description=desc, declared_public=public,
                     checkpoint_every=checkpoint_every, progress=progress, on_loss=on_loss, init_from=init_from,
-                    max_steps=max_steps, max_seconds=None if max_minutes is None else 60.0 * max_minutes,
+                    max_steps=max_steps, max_minutes=max_minutes,
                     card_names_data=card_names_data, on_checkpoint=lambda step: saved.update(step=step),
                 )
             except (KeyboardInterrupt, Interrupted) as exc:

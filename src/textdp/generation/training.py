@@ -14,7 +14,7 @@ settings) and writes a model directory::
                                (``card_names_data``)
     MODEL_DIR/checkpoint.pt    while training: weights, optimiser state and position (atomic)
 
-A run can be bounded (``max_steps`` steps or ``max_seconds`` seconds in this call): it then
+A run can be bounded (``max_steps`` steps or ``max_minutes`` minutes in this call): it then
 ends with a usable model (``model.pt`` and a card saying ``stopped_early``) and keeps its
 checkpoint, so the same call again continues the training. A file of a model directory is
 used only if it matches the hash its card recorded when it was written
@@ -186,7 +186,7 @@ def train_rewriter(
     on_loss: Callable[[int, float], None] | None = None,
     init_from: str | Path | None = None,
     max_steps: int | None = None,
-    max_seconds: float | None = None,
+    max_minutes: float | None = None,
     card_names_data: bool = False,
     on_checkpoint: Callable[[int], None] | None = None,
 ) -> TrainingResult:
@@ -223,9 +223,9 @@ def train_rewriter(
         equal these except ``objective`` and ``warmup_fraction``. The first steps of an
         ``er-ae`` run and a ``reconstruction`` run with the same seed and data are then
         identical by construction, so the AE-DP model can share them.
-    max_steps, max_seconds : optional
+    max_steps, max_minutes : optional
         A budget for this call: stop after this many steps, or after the step that
-        passes this many seconds, and still write a usable model (its card says
+        passes this many minutes (the CLI's ``--max-steps``/``--max-minutes``), and still write a usable model (its card says
         ``stopped_early``; the checkpoint stays, so calling again continues).
     card_names_data : bool
         Write the training seed in the card. Off by default: the card names neither the
@@ -240,8 +240,8 @@ def train_rewriter(
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
     if max_steps is not None:
         check_positive_int(max_steps, "max_steps")
-    if max_seconds is not None and not (max_seconds > 0 and math.isfinite(max_seconds)):
-        raise ParameterError(f"the time budget must be a positive number of seconds, got {max_seconds!r}")
+    if max_minutes is not None and not (max_minutes > 0 and math.isfinite(max_minutes)):
+        raise ParameterError(f"max_minutes must be a positive number, got {max_minutes!r}")
     out = Path(model_dir)
     if out.exists() and not out.is_dir():
         raise ParameterError(f"{out} exists and is not a directory")
@@ -346,8 +346,8 @@ def train_rewriter(
                 on_loss(step, loss_value)
             if max_steps is not None and step - resumed_from >= max_steps:
                 stop_reason = f"step budget ({max_steps} steps in this run)"
-            elif max_seconds is not None and time.perf_counter() - t0 >= max_seconds:
-                stop_reason = f"time budget ({max_seconds:g} s in this run)"
+            elif max_minutes is not None and time.perf_counter() - t0 >= 60.0 * max_minutes:
+                stop_reason = f"time budget ({max_minutes:g} minutes in this run)"
             if stop_reason is not None and step >= total:
                 stop_reason = None  # the budget ran out on the last step: the training is complete
             if step % checkpoint_every == 0 or bi == len(batches) - 1 or stop_reason is not None:
