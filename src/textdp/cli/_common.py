@@ -294,7 +294,8 @@ class Group(TyperGroup):
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
-        run: dict[str, Any] = {"args": args, "prog_name": prog_name, "complete_var": complete_var,
+        # "textdp", also under python -m textdp: the name messages tell the user to type
+        run: dict[str, Any] = {"args": args, "prog_name": prog_name or "textdp", "complete_var": complete_var,
                                "windows_expand_args": windows_expand_args}
         if not standalone_mode:
             return super().main(**run, standalone_mode=False, **extra)
