@@ -27,9 +27,10 @@ def rewrite_command(
     inputs: Annotated[list[Path], typer.Argument(help="Text files (one document each) or JSONL files (one document "
                                                  "per line); '-' reads standard input.", show_default=False)],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)] = ...,  # type: ignore[assignment]
-    mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism), ae-dp (one exponential "
-                                                 "mechanism over the vocabulary), syntf (a bag of words), random "
-                                                 "(uniform random replacement).")] = Mechanism.er_ae,
+    mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism; a model trained with "
+                                                 "--objective er-ae), ae-dp (one exponential mechanism over the "
+                                                 "vocabulary; a model trained with --objective reconstruction), "
+                                                 "syntf (a bag of words), random (uniform random replacement).")] = Mechanism.er_ae,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing file "
                                          "is refused unless --force).")] = ...,  # type: ignore[assignment]
     unit: Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "

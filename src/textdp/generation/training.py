@@ -38,6 +38,7 @@ model only if its training data is public.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import pickle
@@ -501,7 +502,10 @@ def load_model_files(model_dir: str | Path) -> tuple[dict[str, Any], Vocabulary,
     try:
         vocab = vocabulary_of(d)
         cfg = ModelConfig.from_dict(json.loads((d / "config.json").read_text(encoding="utf-8")))
-        state = torch.load(d / "model.pt", weights_only=True)
+        weights = (d / "model.pt").read_bytes()  # checked and loaded from the same bytes (no swap in between)
+        if hashlib.sha256(weights).hexdigest() != card["files"].get("model.pt"):
+            raise ParameterError(f"{d / 'model.pt'} changed while it was loaded; {_DAMAGED}")
+        state = torch.load(io.BytesIO(weights), weights_only=True)
     except TextDPError:
         raise
     except (OSError, EOFError, ValueError, RuntimeError, TypeError, KeyError, pickle.UnpicklingError) as exc:
