@@ -186,3 +186,22 @@ def test_training_api_budget_arguments_are_checked(tmp_path, glove):
         train_rewriter(segs, tmp_path / "m", glove, settings, data_description="toy", max_minutes=float("nan"))
     with pytest.raises(ParameterError):
         train_rewriter(segs, tmp_path / "m", glove, settings, data_description="toy", max_steps=0)
+
+
+def test_no_output_replaces_a_model_file_or_a_training_file(tmp_path, corpus, model):
+    inp = tmp_path / "in.txt"
+    inp.write_text("The cat ran to the river.")
+    before = (model / "vocab.txt").read_bytes()
+    res = runner.invoke(app, ["rewrite", str(model), str(inp), "-e", "3", "-o", str(model / "vocab.txt"), "--force"])
+    _one_error(res, "is the input file", "--force never replaces an input")
+    res = runner.invoke(app, ["rewrite", str(model), str(inp), "-e", "3", "-o", str(tmp_path / "o.jsonl"),
+                              "--private-report", str(model / "model.pt"), "--force"])
+    _one_error(res, "--private-report", "is the input file")
+    assert (model / "vocab.txt").read_bytes() == before
+    folder = tmp_path / "m"
+    folder.mkdir()
+    train = folder / "vocab.txt"  # a training file where the model would write its vocabulary
+    train.write_text(corpus.read_text())
+    res = runner.invoke(app, ["train-rewriter", str(train), "-o", str(folder), "--input-format", "jsonl", *TINY])
+    _one_error(res, "vocab.txt", "is the input file")
+    assert train.read_text() == corpus.read_text()

@@ -84,8 +84,9 @@ def rewrite_command(
             check_positive_int(threads, "--threads")
             torch.set_num_threads(threads)
         check_positive_int(partition_size, "--partition-size")
+        model_files = [model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]
         check_output_paths([("--output", output), ("settings", settings_path(output)),
-                            ("--private-report", private_report)], inputs=list(inputs), force=force)
+                            ("--private-report", private_report)], inputs=[*inputs, *model_files], force=force)
         settings = RewriteSettings(mechanism=mechanism.value, epsilon=epsilon, variant=variant.value,
                                    word_fraction=word_fraction, model_data=model_data.value, unit=unit.value,
                                    batch_size=batch_size)

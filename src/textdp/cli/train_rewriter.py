@@ -90,7 +90,7 @@ def train_rewriter_command(
         from ..generation.sampling import torch_module
         from ..generation.training import TrainingSettings, train_rewriter
         from ..generation.vocab import segment_text
-        from ..io import read_documents
+        from ..io import check_output_paths, read_documents
 
         torch = torch_module()
         if threads is not None:
@@ -102,6 +102,9 @@ def train_rewriter_command(
             output_layer=output_layer.value, epochs=epochs,
             batch_size=batch_size, warmup_fraction=warmup_fraction, bf16=bf16, seed=seed,
         )
+        check_output_paths([("--output's " + name, output / name) for name in
+                            ("card.json", "model.pt", "vocab.txt", "config.json", "checkpoint.pt")],
+                           inputs=list(corpus), force=True)  # the model's files never replace a training file
         docs = read_documents(list(corpus), text_field=text_field, input_format=input_format.value)
         segments = [s for _, text in docs for s in segment_text(text, max_length)]
         if not segments:
