@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from .._validation import check_size
+from .._validation import check_size, check_texts
 from ..embeddings import Embeddings, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..progress import ProgressCallback
@@ -225,6 +225,7 @@ class BagEstimator:
 
         Keyword arguments go to :meth:`privatize_batch`.
         """
-        if isinstance(texts, str):
-            return self.privatize_batch([texts], **kwargs)[0]
-        return self.privatize_batch(list(texts), **kwargs)
+        batch = check_texts(texts)  # bytes or None: a one-line error, not "got int"
+        if batch is None:
+            return self.privatize_batch([str(texts)], **kwargs)[0]
+        return self.privatize_batch(batch, **kwargs)

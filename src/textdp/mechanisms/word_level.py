@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._rng import is_seeded, make_rng
-from .._validation import check_epsilon
+from .._validation import check_epsilon, check_texts
 from ..embeddings import Embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
@@ -382,9 +382,10 @@ class WordLevelMechanism:
 
     def privatize(self, texts: str | Iterable[str]) -> PrivateText | list[PrivateText]:
         """Privatize one text (a :class:`PrivateText`) or an iterable of texts (a list)."""
-        if isinstance(texts, str):
-            return self.privatize_batch([texts])[0]
-        return self.privatize_batch(list(texts))
+        batch = check_texts(texts)  # bytes or None: a one-line error, not "got int"
+        if batch is None:
+            return self.privatize_batch([str(texts)])[0]
+        return self.privatize_batch(batch)
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
         """The claimed bound on ``|log P(y | x) - log P(y | x2)|`` over all outputs ``y`` (rows)."""
