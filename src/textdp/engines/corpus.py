@@ -145,24 +145,41 @@ def _run_key(paths: Sequence[Path], out_dir: Path, public: dict[str, Any], seed:
     }
 
 
+def _drop_release_files(out_dir: Path) -> None:
+    """Remove a partitioned release (manifest, settings, part files) that ``--force`` replaces."""
+    for p in [out_dir / MANIFEST, out_dir / SETTINGS, *out_dir.glob("part-*")]:
+        p.unlink(missing_ok=True)
+
+
 def _check_output(out_dir: Path, state: RunState, public: dict[str, Any], force: bool) -> dict[str, Any] | None:
-    """The manifest of the run being resumed (or ``None``); refuse an output folder of another run."""
+    """The manifest of the run being resumed (or ``None``); refuse an output folder of another run.
+
+    With ``force`` the release files of another run (a failed or completed one) are removed and
+    the folder is reused; without it the folder is refused with a message that names ``--force``.
+    """
     manifest_path = out_dir / MANIFEST
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         if state.resumed and manifest.get("run") == state.run and manifest.get("settings") == public:
             return dict(manifest)
+        if force:
+            _drop_release_files(out_dir)  # --force: the other run's release is replaced
+            return None
         if not state.resumed and (out_dir / SETTINGS).exists():
             raise ParameterError(
                 f"{out_dir} holds a completed run, refused like a different run (its private state was deleted "
-                "at completion, so textdp cannot tell which inputs it came from); use a new output directory"
+                "at completion, so textdp cannot tell which inputs it came from); use a new output directory, or "
+                "pass --force to replace it"
             )
         raise ParameterError(
             f"{out_dir} holds the output of a different run (inputs or settings differ, or its private work "
-            "directory is gone); use a new output directory, or delete this one"
+            "directory is gone); use a new output directory, delete this one, or pass --force to replace it"
         )
     if out_dir.exists() and any(out_dir.glob("part-*")):
-        raise ParameterError(f"{out_dir} holds part files but no manifest; use a new output directory")
+        if not force:
+            raise ParameterError(f"{out_dir} holds part files but no manifest; use a new output directory, or pass "
+                                 "--force to replace them")
+        _drop_release_files(out_dir)
     if out_dir.exists() and not force and any(out_dir.iterdir()):
         raise OutputExistsError(
             f"{out_dir} exists and is not empty (nor the output of this run); choose a new output directory, "
