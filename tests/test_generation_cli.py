@@ -186,4 +186,4 @@ def test_missing_torch_gives_a_one_line_error(tmp_path, monkeypatch, model_dir):
     inp.write_text("The cat ran.")
     monkeypatch.setitem(sys.modules, "torch", None)
     res = runner.invoke(app, ["rewrite", str(model_dir), str(inp), "-e", "3", "-o", str(tmp_path / "o.jsonl")])
-    assert res.exit_code == 2 and "textdp[generation]" in res.output
+    assert res.exit_code == 2 and "pip install '.[generation]'" in res.output and "whl/cpu" in res.output

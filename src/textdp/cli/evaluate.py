@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
 
             cfg = load_config(config)
             out = output or (Path(cfg.output) if cfg.output else Path(f"report-{Path(str(cfg.corpus['name'])).name.split('.')[0]}"))
-            check_report_folder(out, force)  # before minutes of work, not after
+            check_report_folder(out, force, (config,))  # before minutes of work, not after
             with progress_bar(disable=quiet) as bar:
                 res = run_experiment(cfg, progress=bar_stages(bar))
             files = write_report(res, out, plots=not no_plots)

@@ -23,6 +23,7 @@ from ..io import (
     find_duplicate_ids,
     read_documents,
     read_sourced_documents,
+    same_file,
     sequence_ids,
     settings_path,
     write_json,
@@ -53,6 +54,7 @@ from ._common import (
     bar_progress,
     cli_errors,
     parse_stop_words,
+    print_info,
     print_warning,
     progress_bar,
 )
@@ -60,10 +62,10 @@ from ._common import (
 LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
 
 
-def _partitioned(engine: EngineName, files: list[Path], scheduler: str | None, partitions: int | None) -> bool:
+def _partitioned(engine: EngineName, files: list[Path], scheduler: str | bool | None, partitions: int | None) -> bool:
     if engine is EngineName.single:
         if scheduler or partitions:
-            raise ParameterError("--scheduler and --partitions need --engine local or dask")
+            raise ParameterError("--scheduler, --dashboard and --partitions need --engine local or dask")
         return False
     if engine is not EngineName.auto or scheduler or partitions:
         return True
@@ -95,14 +97,70 @@ def _stdout_when_done() -> Iterator[IO[str]]:
         sys.stdout.flush()
 
 
-def _domain_words(path: Path) -> set[str]:
+def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
+    """The words of a public ``--domain-vocab`` corpus, and its documents' texts (to spot an input inside it).
+
+    The file must not be an input: a vocabulary taken from the private documents themselves
+    would make the output vocabulary describe them, which the guarantee does not cover.
+    """
+    for q in inputs:
+        if str(q) != "-" and same_file(path, q):
+            raise ParameterError(f"--domain-vocab {path} is the input file {q}; the vocabulary must come from "
+                                 "PUBLIC text, never from the documents being privatized")
     docs = read_documents([path], input_format="auto")
     words: set[str] = set()
     for _, text in docs:
         words.update(normalize(text, stop_words=None))
     if not words:
         raise ParameterError(f"--domain-vocab {path}: no words found")
-    return words
+    return words, {text.strip() for _, text in docs if text.strip()}
+
+
+def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
+    """``--epsilon`` is required unless the mechanism derives it from its own parameter (random: ``rate``)."""
+    from ..mechanisms import mechanism_class
+
+    if epsilon is not None:
+        check_epsilon(epsilon)
+        return
+    if mechanism_class(mechanism).epsilon_from is None:  # declared by the class (random: "rate")
+        hint = "" if mechanism != "earth-movers" else " (e.g. -e 10; see textdp obfuscate --help)"
+        raise ParameterError(f"--epsilon is required for {mechanism}{hint}")
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+class _CountingDecoder:
+    """A mechanism's nearest-word decoder that reports how many words it decoded.
+
+    The mechanisms decode the noisy vectors of a long document block by block
+    (``WORDS_PER_BLOCK`` words), so the count moves inside one document; the bar
+    then shows progress where the documents bar cannot (one document of N = 300,000).
+    Decoding is unchanged: every call and attribute goes to the wrapped decoder.
+    """
+
+    def __init__(self, inner: Any, on_words: Any) -> None:
+        self._inner = inner
+        self._on_words = on_words
+
+    def decode(self, z: Any, *args: Any, **kwargs: Any) -> Any:
+        out = self._inner.decode(z, *args, **kwargs)
+        self._on_words(len(out))
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _count_words(mech: Any, bar: Any, total: int | None) -> None:
+    """Add a "words" task to ``bar`` that moves as ``mech`` decodes (mechanisms with a decoder)."""
+    inner = getattr(mech, "decoder_", None)
+    if inner is None or not hasattr(inner, "decode"):
+        return
+    task = bar.add_task("words decoded", total=total)
+    mech.decoder_ = _CountingDecoder(inner, lambda n: bar.advance(task, n))
 
 
 def obfuscate(
@@ -111,11 +169,15 @@ def obfuscate(
         typer.Argument(help="Text files (one document each) or JSONL files (one document per line). "
                        "None or '-' reads standard input.", show_default=False, metavar="FILES"),
     ] = None,
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
+    epsilon: Annotated[
+        float | None, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP + " Required, except for random "
+                                   "with --param rate=R (its epsilon then follows from the rate).",
+                                   show_default=False)
+    ] = None,
     mechanism: Annotated[
-        MechanismName, typer.Option(metavar="NAME", help="Mechanism (README table): earth-movers releases a bag "
-                                    "of --size words; cmp, mahalanobis, vickrey, tem, santext, santext+, custext, "
-                                    "custext+, syntf and random replace each word in place and release text.")
+        MechanismName, typer.Option(metavar="NAME", help="Mechanism (README table). Bags of --size words: "
+                                    "earth-movers and syntf. Text, each word replaced in place (no --size): cmp, "
+                                    "mahalanobis, vickrey, tem, santext, santext+, custext, custext+ and random.")
     ] = "earth-movers",  # type: ignore[assignment]
     postprocess: Annotated[
         PostProcess | None, typer.Option(help="mbr: decode to the posterior medoid among the noisy vector's "
@@ -128,8 +190,10 @@ def obfuscate(
     ] = None,
     size: Annotated[
         int | None,
-        typer.Option("--size", "-n", help="Bag size N (required): every document becomes exactly N words (the "
-                     "guarantee compares bags of equal size). N is public: it is written in every record."),
+        typer.Option("--size", "-n", help="Bag size N, required by the bag mechanisms (earth-movers, syntf) "
+                     "unless --size-from-data, refused by the text mechanisms: every document becomes exactly N "
+                     "words (the guarantee compares bags of equal size). N is public: it is written in every "
+                     "record."),
     ] = None,
     size_from_data: Annotated[
         bool, typer.Option("--size-from-data", help="Instead of --size, use the shortest document's in-vocabulary "
@@ -192,8 +256,15 @@ def obfuscate(
                                  "or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")
     ] = EngineName.auto,
     scheduler: Annotated[
-        str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
+        str | None, typer.Option(help="Address of a running Dask scheduler: tls://host:8786, with the client "
+                                 "certificates in the Dask configuration (distributed.comm.tls.*). A plain tcp:// "
+                                 "scheduler lets anyone who reaches it run code in the workers, which hold the "
+                                 "texts and the generator keys (warned).")
     ] = None,
+    dashboard: Annotated[
+        bool, typer.Option("--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by "
+                           "default: any local user could read it).")
+    ] = False,
     partitions: Annotated[
         int | None, typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
                                     "run's identity: the same seed and partitions give the same output.")
@@ -214,7 +285,8 @@ def obfuscate(
 
     --mechanism picks any registered mechanism (see the README table); text mechanisms
     (cmp, mahalanobis, vickrey, tem, santext(+), custext(+), random) replace each word
-    in place and write {"id", "text", ...} records without --size.
+    in place and write {"id", "text", ...} records without --size; bag mechanisms
+    (earth-movers, syntf) release a bag of exactly --size words.
 
     Each document is lower-cased, stripped of punctuation and stop words, reduced to a bag of N
     in-vocabulary words (unknown words are dropped, never copied), and every word is replaced by the
@@ -230,13 +302,15 @@ def obfuscate(
             raise ParameterError("--report was removed: its fields describe the private input; "
                                  "use --private-report PATH (never publish that file)")
         check_size_options(MechanismName(mechanism).value, size, size_from_data)
-        check_epsilon(epsilon)
+        mech_name, post, params = MechanismName(mechanism).value, postprocess and postprocess.value, parse_params(param)
+        _check_epsilon_option(mech_name, epsilon)
         if size is not None:
             check_size(size)
-        mech_name, post, params = MechanismName(mechanism).value, postprocess and postprocess.value, parse_params(param)
         stops = parse_stop_words(stop_words)
         inputs = list(files or [])
-        partitioned = _partitioned(engine, inputs, scheduler, partitions)
+        partitioned = _partitioned(engine, inputs, scheduler or dashboard, partitions)
+        if partitioned and epsilon is None:
+            raise ParameterError("partitioned runs need --epsilon (--param rate=R runs with --engine single)")
         read_too = [*inputs, embeddings, words, domain_vocab]
         if partitioned:
             if private_report is not None:
@@ -249,7 +323,7 @@ def obfuscate(
                  ("--private-report", private_report)],
                 inputs=read_too, force=force,
             )
-        domain = _domain_words(domain_vocab) if domain_vocab is not None else None
+        domain, domain_texts = _domain_words(domain_vocab, inputs) if domain_vocab is not None else (None, set())
         emb = load_embeddings(embeddings, words_path=words, vocab_size=vocab_size, domain_words=domain)
         emb = output_vocabulary(emb, output_vocab.value, stops)
         extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
@@ -261,21 +335,30 @@ def obfuscate(
             _run_partitioned(
                 inputs, output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
                 bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
-                engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, text_field=text_field,
+                engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, dashboard=dashboard,
+                text_field=text_field,
                 id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
                 private_report=private_report, extra=extra, force=force, strict_ids=strict_ids,
                 mechanism=mech_name, postprocess=post, params=params,
             )
             return
         mech = build_mechanism(
-            mech_name, epsilon=epsilon, size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
+            mech_name, epsilon=epsilon,  # type: ignore[arg-type]  # None: random derives it from its rate
+            size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
             stop_words=stops, seed=seed, decoder=decoder.value, known_source=known_source, postprocess=post,
             params=params,
         )
+        if all(str(f) == "-" for f in inputs) and _stdin_is_terminal():
+            print_info("reading documents from standard input (type them, then Ctrl-D); give FILES to read files "
+                       "(see: textdp obfuscate --help)")
         docs = read_sourced_documents(inputs, text_field=text_field, id_field=id_field,
                                       input_format=input_format.value)
         if not docs:
             raise ParameterError("no documents in the input")
+        inside = sum(d.text.strip() in domain_texts for d in docs) if domain_texts else 0
+        if inside:
+            print_warning(f"{inside} input document(s) appear verbatim in --domain-vocab {domain_vocab}; the "
+                          "vocabulary must come from PUBLIC text, not from the documents being privatized")
         ids = sequence_ids(docs)
         n_dup, first_dup = find_duplicate_ids(lambda: ids)
         if n_dup and first_dup is not None:
@@ -286,10 +369,12 @@ def obfuscate(
         first: Any = None
         n_records = 0
         sink = _stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
-        with sink as fh, progress_bar(disable=len(docs) < 2) as bar, \
+        small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000 and (size or 0) < 20_000
+        with sink as fh, progress_bar(disable=small) as bar, \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PrivacyWarning)
-            task = bar.add_task("obfuscating", total=len(docs))
+            task = bar.add_task("obfuscating (documents)", total=len(docs))
+            _count_words(mech, bar, size * len(docs) if size is not None else None)
             for job in iter_privatize_documents(mech, docs, private_report=private_report is not None,
                                                 empty=empty.value, progress=bar_progress(bar, task)):
                 write_records(fh, job.records, fmt.value)  # as they come: memory stays bounded
@@ -321,7 +406,7 @@ def guarantee_decoder_name(guarantee: dict[str, Any]) -> str:
 
 
 def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine: EngineName,
-                     scheduler: str | None, workers: int | None, **kw: Any) -> None:
+                     scheduler: str | None, workers: int | None, dashboard: bool, **kw: Any) -> None:
     from ..engines import get_backend
     from ..engines.corpus import MANIFEST, obfuscate_corpus
 
@@ -340,7 +425,14 @@ def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine
     def warn_size(n: int) -> None:
         print_warning(SIZE_FROM_DATA_WARNING.format(n=n))
 
-    backend = get_backend(name, scheduler=scheduler, workers=workers)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyWarning)
+        backend = get_backend(name, scheduler=scheduler, workers=workers, dashboard=dashboard)
+    for w in caught:
+        print_warning(w.message)
+    link = getattr(backend, "dashboard_link", None)
+    if link:
+        print_info(f"dashboard: {link}")
     try:
         with progress_bar() as bar:
             task = bar.add_task("obfuscating (documents)", total=None)

@@ -31,10 +31,12 @@ def rewrite_command(
     inputs: Annotated[list[Path], typer.Argument(help="Text files (one document each) or JSONL files (one document "
                                                  "per line); '-' reads standard input.", show_default=False)],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)] = ...,  # type: ignore[assignment]
-    mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism), ae-dp (one exponential "
-                                                 "mechanism over the vocabulary), syntf-sentence (a bag of words), "
-                                                 "random-sentence (uniform random replacement); language models: dp-prompt, dp-paraphrase, "
-                                                 "dp-mlm, dp-bart (docs/lm-rewriting.md).")] = Mechanism.er_ae,
+    mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism; a model trained with "
+                                                 "--objective er-ae), ae-dp (one exponential mechanism over the "
+                                                 "vocabulary; a model trained with --objective reconstruction), "
+                                                 "syntf-sentence (a bag of words), random-sentence (uniform random "
+                                                 "replacement); language models: dp-prompt, dp-paraphrase, dp-mlm, dp-bart "
+                                                 "(docs/lm-rewriting.md).")] = Mechanism.er_ae,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing file "
                                          "is refused unless --force).")] = ...,  # type: ignore[assignment]
     unit: Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "
@@ -110,12 +112,14 @@ def rewrite_command(
             check_positive_int(threads, "--threads")
             torch.set_num_threads(threads)
         check_positive_int(partition_size, "--partition-size")
+        model_files = [model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]
         check_output_paths([("--output", output), ("settings", settings_path(output)),
-                            ("--private-report", private_report)], inputs=[*inputs, ledger], force=force)
+                            ("--private-report", private_report)], inputs=[*inputs, *model_files, ledger], force=force)
         settings = RewriteSettings(mechanism=mechanism.value, epsilon=epsilon, variant=variant.value,
                                    word_fraction=word_fraction, model_data=model_data.value, unit=unit.value,
                                    batch_size=batch_size)
         rewriter = load_rewriter(str(model_dir.resolve()))
+        _check_objective(model_dir, rewriter.card, mechanism.value)
         # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
         guarantee = settings.mechanism_for(rewriter).guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
         docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format.value)
@@ -150,7 +154,7 @@ def rewrite_command(
             for rec in records:
                 fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
         write_json(settings_path(output), {
-            "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("run_key"),  # the card's key, not a path
+            "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
             "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
             "seeded": seed is not None,  # never the seed itself: it would let anyone undo the noise
             "engine": engine.value, "partition_size": partition_size, "mechanism": guarantee.mechanism,
@@ -165,6 +169,19 @@ def rewrite_command(
             f"({guarantee.max_length} steps x {guarantee.per_token:.4g} per step)"
             + ("" if guarantee.covered else "; NOT covering what the model memorised (--model-data "
                f"{guarantee.model_data})"))
+
+
+#: The training objective each model-based mechanism is defined with (train-rewriter --objective).
+MECHANISM_OBJECTIVE = {"er-ae": "er-ae", "ae-dp": "reconstruction"}
+
+
+def _check_objective(model_dir: Path, card: dict[str, Any], mechanism: str) -> None:
+    """ER-AE runs on a model trained for ER-AE, AE-DP on the reconstruction-only auto-encoder (the card says which)."""
+    need = MECHANISM_OBJECTIVE.get(mechanism)
+    have = card.get("training", {}).get("objective") if isinstance(card.get("training"), dict) else None
+    if need is not None and have != need:
+        raise ParameterError(f"--mechanism {mechanism} needs a model trained with --objective {need}; {model_dir} was "
+                             f"trained with --objective {have} (train one: textdp train-rewriter --objective {need})")
 
 
 def rewrite_partition(item: tuple[str, dict[str, Any], list[tuple[str, str]], Any, bool]) -> Any:

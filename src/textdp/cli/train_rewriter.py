@@ -13,7 +13,15 @@ import typer
 from .._validation import check_positive_int
 from ..errors import ParameterError
 from ._choices import InputFormat, Objective, OutputLayer, VocabSource
-from ._common import bar_progress, cli_errors, print_info, progress_bar
+from ._common import (
+    EXIT_SIGINT,
+    Interrupted,
+    InterruptedRun,
+    bar_progress,
+    cli_errors,
+    print_info,
+    progress_bar,
+)
 
 
 def train_rewriter_command(
@@ -32,7 +40,16 @@ def train_rewriter_command(
                                          "default to --model-data public. Without it the model card says the model "
                                          "is private (it was trained without privacy).")] = False,
     description: Annotated[str | None, typer.Option(help="What the training data is, for the model card "
-                                                       "(default: the input file names).")] = None,
+                                                       "(default: not described; the card never names the "
+                                                       "training files unless --card-names-data).")] = None,
+    card_names_data: Annotated[bool, typer.Option("--card-names-data", help="Write the training file names (as the "
+                                                  "default description) and the seed into the model card. Off by "
+                                                  "default: the card travels with the model.")] = False,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after S training steps in this run and still write a "
+                                                  "usable model; the same command continues it.")] = None,
+    max_minutes: Annotated[float | None, typer.Option(help="Stop after the step that passes M minutes in this run "
+                                                      "and still write a usable model; the same command continues "
+                                                      "it.")] = None,
     vocab_size: Annotated[int, typer.Option(help="Vocabulary words K (plus 4 special tokens).")] = 10_000,
     vocab_source: Annotated[VocabSource, typer.Option(help="corpus: the K most frequent training words with a "
                                                       "GloVe vector. glove: GloVe's K first words (public, "
@@ -73,7 +90,7 @@ def train_rewriter_command(
         from ..generation.sampling import torch_module
         from ..generation.training import TrainingSettings, train_rewriter
         from ..generation.vocab import segment_text
-        from ..io import read_documents
+        from ..io import check_output_paths, read_documents
 
         torch = torch_module()
         if threads is not None:
@@ -85,6 +102,9 @@ def train_rewriter_command(
             output_layer=output_layer.value, epochs=epochs,
             batch_size=batch_size, warmup_fraction=warmup_fraction, bf16=bf16, seed=seed,
         )
+        check_output_paths([("--output's " + name, output / name) for name in
+                            ("card.json", "model.pt", "vocab.txt", "config.json", "checkpoint.pt")],
+                           inputs=list(corpus), force=True)  # the model's files never replace a training file
         docs = read_documents(list(corpus), text_field=text_field, input_format=input_format.value)
         segments = [s for _, text in docs for s in segment_text(text, max_length)]
         if not segments:
@@ -94,8 +114,14 @@ def train_rewriter_command(
             if len(segments) > max_sentences:
                 pick = make_rng(seed).choice(len(segments), size=max_sentences, replace=False)
                 segments = [segments[i] for i in sorted(pick.tolist())]
+        if max_minutes is not None and not (0 < max_minutes < float("inf")):
+            raise ParameterError(f"--max-minutes must be a positive number, got {max_minutes!r}")
+        if max_steps is not None:
+            check_positive_int(max_steps, "--max-steps")
         emb = load_embeddings()
-        desc = description or ", ".join(p.name for p in corpus)
+        desc = description or (", ".join(p.name for p in corpus) if card_names_data else
+                                "not described (the training files are named only with --card-names-data)")
+        saved = {"step": 0}
         with progress_bar(disable=quiet) as bar:
             task = bar.add_task("training", total=None)
 
@@ -110,16 +136,40 @@ def train_rewriter_command(
                 if log_lines and (step % 50 == 0 or step == total):  # no terminal: a line every 50 steps
                     print_info(f"step {step}/{total} loss {loss:.2f} ({time.perf_counter() - t_start:.0f} s)")
 
-            res = train_rewriter(segments, output, emb, settings, data_description=desc, declared_public=public,
-                                 checkpoint_every=checkpoint_every, progress=progress, on_loss=on_loss,
-                                 init_from=init_from)
+            try:
+                res = train_rewriter(
+                    segments, output, emb, settings, data_description=desc, declared_public=public,
+                    checkpoint_every=checkpoint_every, progress=progress, on_loss=on_loss, init_from=init_from,
+                    max_steps=max_steps, max_minutes=max_minutes,
+                    card_names_data=card_names_data, on_checkpoint=lambda step: saved.update(step=step),
+                )
+            except (KeyboardInterrupt, Interrupted) as exc:
+                status = exc.status if isinstance(exc, Interrupted) else EXIT_SIGINT
+                raise InterruptedRun(_interrupted_message(output, saved["step"]), status) from None
         if res.already_trained:
-            print_info(f"{output} already holds this trained model; nothing to do")
+            print_info(f"{output} already holds this trained model (its files match their hashes); nothing to do")
+        elif res.stopped_early:
+            print_info(f"stopped by the budget at step {res.steps} of {res.planned_steps}: {output} holds a usable "
+                       "model (its card says stopped_early); run the same command again to continue training")
         elif res.resumed_from_step:
             print_info(f"resumed at step {res.resumed_from_step}; finished at step {res.steps}")
         typer.echo(json.dumps({"model_dir": str(output), "steps": res.steps, "resumed_from_step": res.resumed_from_step,
                                "seconds": round(res.seconds, 1), "already_trained": res.already_trained,
-                               "segments": len(segments)}))
+                               "stopped_early": res.stopped_early, "segments": len(segments)}))
+
+
+def _interrupted_message(output: Path, checkpoint_step: int) -> str:
+    """What an interrupted training run left in ``output``, truthfully."""
+    ckpt = output / "checkpoint.pt"
+    usable = (output / "card.json").exists() and (output / "model.pt").exists()
+    earlier = f"; {output / 'model.pt'} from an earlier budgeted run is unchanged and usable" if usable else ""
+    if ckpt.exists():
+        at = f"step {checkpoint_step}" if checkpoint_step else "an earlier step"
+        return (f"training stopped; {ckpt} holds {at}{earlier}: run the same command again to resume from it "
+                "(--max-steps/--max-minutes bound a run and end it with a usable model)")
+    if usable:
+        return f"training stopped before its first checkpoint{earlier}"
+    return f"training stopped before its first checkpoint; nothing was kept in {output}"
 
 
 def register(app: typer.Typer) -> None:

@@ -16,7 +16,7 @@ per sentence ``L_max · (ε_set/2 + ln(|V| − 2 + e^{ε_word/2}))`` — dominat
 * :func:`two_set_audit_case` — the two samplers and the claim the auditor (``textdp audit er-ae``) needs.
 
 Torch is needed to train and to generate (:class:`~textdp.errors.MissingDependencyError`
-naming ``textdp[generation]`` otherwise); the accounting works without it.
+naming the ``[generation]`` extra otherwise); the accounting works without it.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ The maths, the derivations and the decoding are in :mod:`textdp.generation.lm`,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +94,7 @@ class LMRewriter(Mechanism[Units, Units, RewrittenText]):
         """The guarantee per unit (``context``: seeded and the empty policy)."""
         self._ensure_fitted()
         ctx = context or ReleaseContext(seeded=self.seeded_)
-        return replace(self.bound_, seeded=ctx.seeded, empty=ctx.empty)
+        return self.bound_.evolve(seeded=ctx.seeded, empty=ctx.empty)
 
     def _prepare(self, unit: object, uid: str) -> Units:
         if not isinstance(unit, str):

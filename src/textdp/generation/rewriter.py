@@ -41,10 +41,9 @@ maps over partitions with :mod:`textdp.engines`; it returns the per-document dia
 
 from __future__ import annotations
 
-import json
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -64,10 +63,10 @@ from .accounting import (
     RewriteGuarantee,
     rewrite_guarantee,
 )
-from .model import ModelConfig, build_network, generate
+from .model import build_network, generate
 from .sampling import em_step, torch_module, two_set_step
-from .training import load_card, vocabulary_of
-from .vocab import PAD, Vocabulary, detokenize, segment_text
+from .training import load_model_files
+from .vocab import PAD, detokenize, segment_text
 
 __all__ = [
     "AEDP",
@@ -158,13 +157,8 @@ class Rewriter:
     def __init__(self, model_dir: str | Path) -> None:
         torch = torch_module()
         self.model_dir = Path(model_dir)
-        self.card = load_card(self.model_dir)
-        self.vocab: Vocabulary = vocabulary_of(self.model_dir)
-        try:
-            cfg = ModelConfig.from_dict(json.loads((self.model_dir / "config.json").read_text(encoding="utf-8")))
-            state = torch.load(self.model_dir / "model.pt", weights_only=True)
-        except FileNotFoundError as exc:
-            raise ParameterError(f"{model_dir}: incomplete model directory ({Path(exc.filename).name} missing)") from None
+        # every file checked against the SHA-256 its card recorded at training time
+        self.card, self.vocab, cfg, state = load_model_files(self.model_dir)
         if cfg.vocab_size != self.vocab.size:
             raise ParameterError(f"{model_dir}: config.json and vocab.txt disagree on the vocabulary size")
         self.config = cfg
@@ -297,7 +291,7 @@ class SentenceMechanism(Mechanism[Segments, Segments, RewrittenText]):
         """The per-sentence guarantee (``context``: seeded and the empty policy)."""
         self._ensure_fitted()
         ctx = context or ReleaseContext(seeded=self.seeded_)
-        return replace(self.bound(), seeded=ctx.seeded, empty=ctx.empty)
+        return self.bound().evolve(seeded=ctx.seeded, empty=ctx.empty)
 
     def _prepare(self, unit: object, uid: str) -> Segments:
         if not isinstance(unit, str):

@@ -33,7 +33,7 @@ __all__ = ["em_distribution", "em_step", "torch_module", "two_set_distribution",
 
 
 def torch_module() -> Any:
-    """The ``torch`` module, or :class:`~textdp.errors.MissingDependencyError` naming ``textdp[generation]``."""
+    """The ``torch`` module, or :class:`~textdp.errors.MissingDependencyError` naming the ``[generation]`` extra."""
     return require("torch", "generation")
 
 

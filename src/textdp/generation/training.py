@@ -8,8 +8,17 @@ settings) and writes a model directory::
     MODEL_DIR/config.json      network sizes (ModelConfig)
     MODEL_DIR/model.pt         the weights (a torch state dict; load with weights_only=True)
     MODEL_DIR/card.json        the model card: data description, settings, vocabulary source,
-                               whether the training data was declared public; never the text
+                               whether the training data was declared public, the SHA-256 of
+                               the three files above (checked on every load); never the text,
+                               and the training file names and seed only when asked
+                               (``card_names_data``)
     MODEL_DIR/checkpoint.pt    while training: weights, optimiser state and position (atomic)
+
+A run can be bounded (``max_steps`` steps or ``max_minutes`` minutes in this call): it then
+ends with a usable model (``model.pt`` and a card saying ``stopped_early``) and keeps its
+checkpoint, so the same call again continues the training. A file of a model directory is
+used only if it matches the hash its card recorded when it was written
+(:func:`load_model_files`): a damaged or replaced ``model.pt`` is a one-line error.
 
 A checkpoint is written every ``checkpoint_every`` steps and at every epoch end, always
 atomically; calling :func:`train_rewriter` again with the same settings and data
@@ -29,8 +38,11 @@ model only if its training data is public.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
+import pickle
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -118,6 +130,8 @@ class TrainingResult:
     seconds: float
     final_loss: float | None
     already_trained: bool = False
+    stopped_early: bool = False
+    planned_steps: int = 0
 
 
 def _data_fingerprint(segments: Sequence[np.ndarray]) -> str:
@@ -172,6 +186,10 @@ def train_rewriter(
     on_step: Callable[[int], None] | None = None,
     on_loss: Callable[[int, float], None] | None = None,
     init_from: str | Path | None = None,
+    max_steps: int | None = None,
+    max_minutes: float | None = None,
+    card_names_data: bool = False,
+    on_checkpoint: Callable[[int], None] | None = None,
 ) -> TrainingResult:
     """Train a rewriter on token ``segments`` and write ``model_dir`` (see the module docstring).
 
@@ -206,10 +224,25 @@ def train_rewriter(
         equal these except ``objective`` and ``warmup_fraction``. The first steps of an
         ``er-ae`` run and a ``reconstruction`` run with the same seed and data are then
         identical by construction, so the AE-DP model can share them.
+    max_steps, max_minutes : optional
+        A budget for this call: stop after this many steps, or after the step that
+        passes this many minutes (the CLI's ``--max-steps``/``--max-minutes``), and still write a usable model (its card says
+        ``stopped_early``; the checkpoint stays, so calling again continues).
+    card_names_data : bool
+        Write the training seed in the card. Off by default: the card names neither the
+        seed nor (in the CLI) the training files unless asked, since a card travels with
+        the model and both describe the private training run.
+    on_checkpoint : callable, optional
+        ``on_checkpoint(step)`` after every checkpoint (the CLI says what an interrupted
+        run left).
     """
     torch = torch_module()
     s = settings or TrainingSettings()
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
+    if max_steps is not None:
+        check_positive_int(max_steps, "max_steps")
+    if max_minutes is not None and not (max_minutes > 0 and math.isfinite(max_minutes)):
+        raise ParameterError(f"max_minutes must be a positive number, got {max_minutes!r}")
     out = Path(model_dir)
     if out.exists() and not out.is_dir():
         raise ParameterError(f"{out} exists and is not a directory")
@@ -226,11 +259,14 @@ def train_rewriter(
 
     card_path, ckpt_path = out / "card.json", out / "checkpoint.pt"
     if card_path.exists():
-        card = json.loads(card_path.read_text(encoding="utf-8"))
-        if card.get("complete") and card.get("run_key") == _public_key(run_key):
+        card = _read_card(card_path)
+        if not (card.get("complete") and card.get("run_key") == _public_key(run_key)):
+            raise ParameterError(f"{out} already holds a trained model with other settings or data; choose a new "
+                                 "--output")
+        verify_model_files(out, card)  # "already holds this model" only for files that match their hashes
+        if not (card["training"].get("stopped_early") and ckpt_path.exists()):
             return TrainingResult(str(out), int(card["training"]["steps"]), int(card["training"]["steps"]), 0.0,
                                   None, already_trained=True)
-        raise ParameterError(f"{out} already holds a trained model with other settings or data; choose a new --output")
     if out.exists() and any(out.iterdir()) and not ckpt_path.exists():
         raise ParameterError(f"{out} is not empty and holds no checkpoint of this run; choose a new --output")
 
@@ -277,11 +313,16 @@ def train_rewriter(
             "elapsed": elapsed + time.perf_counter() - t0, "entropy": str(entropy), "run_key": run_key,
             "shared_from": shared_from,
         })
+        if on_checkpoint is not None:
+            on_checkpoint(step)
 
     t0 = time.perf_counter()
     loss_value: float | None = None
+    stop_reason: str | None = None
     net.train()
     for epoch in range(start_epoch, s.epochs):
+        if stop_reason is not None:
+            break
         epoch_seq = np.random.SeedSequence(entropy).spawn(s.epochs)[epoch]
         order_rng, *batch_rngs = spawn(epoch_seq, steps_per_epoch + 1)
         batches = _batches(len(data), s.batch_size, order_rng.permutation(len(data)))
@@ -304,26 +345,40 @@ def train_rewriter(
                 progress(step, total)
             if on_loss is not None:
                 on_loss(step, loss_value)
-            if step % checkpoint_every == 0 or bi == len(batches) - 1:
+            if max_steps is not None and step - resumed_from >= max_steps:
+                stop_reason = f"step budget ({max_steps} steps in this run)"
+            elif max_minutes is not None and time.perf_counter() - t0 >= 60.0 * max_minutes:
+                stop_reason = f"time budget ({max_minutes:g} minutes in this run)"
+            if stop_reason is not None and step >= total:
+                stop_reason = None  # the budget ran out on the last step: the training is complete
+            if step % checkpoint_every == 0 or bi == len(batches) - 1 or stop_reason is not None:
                 nxt = (epoch, bi + 1) if bi + 1 < len(batches) else (epoch + 1, 0)
                 checkpoint(*nxt)
             if on_step is not None:
                 on_step(step)
+            if stop_reason is not None:
+                break
     seconds = elapsed + time.perf_counter() - t0
     with atomic_writer(out / "model.pt", "wb") as fh:
         torch.save(net.state_dict(), fh)
+    training = {k: v for k, v in s.to_dict().items() if k != "seed" or card_names_data}
     card = {
         "textdp_version": __version__,
         "complete": True,
         "model": "er-ae" if s.objective == "er-ae" else "ae (reconstruction only; the AE-DP baseline's model)",
         "architecture": {**config.to_dict(), "encoder": "bidirectional GRU", "generator": "GRU, input [emb(prev); z], "
                          "initial state ELU(Dense(z))", "embeddings": f"{embeddings.name} (frozen)"},
-        "training": {**s.to_dict(), "steps": step, "warmup_steps": warmup, "seconds": round(seconds, 1),
+        "training": {**training, "steps": step, "planned_steps": total, "warmup_steps": warmup,
+                     "seconds": round(seconds, 1),
+                     "stopped_early": None if stop_reason is None else {
+                         "reason": stop_reason, "note": f"trained {step} of {total} steps; the model is usable, and "
+                         "the same textdp train-rewriter command continues from checkpoint.pt"},
                      "resumed_from_step": resumed_from if resumed_from else None,
                      "shared_steps": None if shared_from is None else {
                          "steps": shared_from["steps"], "note": "these first steps (reconstruction only) were taken "
                          "from another run with the same seed, data and settings, identical by construction"},
-                     "seed_note": None if s.seed is not None else "fresh OS entropy (not recorded)"},
+                     "seed_note": ("fresh OS entropy (not recorded)" if s.seed is None else "seeded (the seed is "
+                                   "written only when asked: card_names_data)" if not card_names_data else None)},
         "data": {"description": data_description, "segments": len(data), "declared_public": bool(declared_public)},
         "vocabulary": {"size": vocab.size, "words": len(vocab.words), "file": "vocab.txt",
                        "source": ("the most frequent training words that have a GloVe vector" if s.vocab_source ==
@@ -331,10 +386,15 @@ def train_rewriter(
                        "depends_on_training_data": s.vocab_source == "corpus"},
         "privacy": PRIVATE_MODEL_NOTE,
         "run_key": _public_key(run_key),
+        # names the model in rewrite settings: random, so it fingerprints neither the data nor the weights
+        "model_id": secrets.token_hex(16),
+        "files": {name: file_sha256(out / name) for name in MODEL_FILES},
     }
     write_json(card_path, card)
-    ckpt_path.unlink(missing_ok=True)
-    return TrainingResult(str(out), step, resumed_from, seconds, loss_value)
+    if stop_reason is None:
+        ckpt_path.unlink(missing_ok=True)
+    return TrainingResult(str(out), step, resumed_from, seconds, loss_value, stopped_early=stop_reason is not None,
+                          planned_steps=total)
 
 
 #: Settings added after checkpoints were first written: left out of the run key at these values,
@@ -378,15 +438,82 @@ def _public_key(run_key: dict[str, Any]) -> str:
 def load_card(model_dir: str | Path) -> dict[str, Any]:
     """The model card of ``model_dir`` (error if the model is incomplete)."""
     p = Path(model_dir) / "card.json"
-    try:
-        card = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ParameterError(f"{model_dir}: no card.json; train a model with textdp train-rewriter first") from None
-    except json.JSONDecodeError:
-        raise ParameterError(f"{p}: not valid JSON") from None
+    if not p.exists():
+        raise ParameterError(f"{model_dir}: no card.json; train a model with textdp train-rewriter first")
+    card = _read_card(p)
     if not card.get("complete"):
         raise ParameterError(f"{model_dir}: training did not finish; rerun textdp train-rewriter to resume it")
-    return dict(card)
+    return card
+
+
+#: The files of a model directory whose SHA-256 the card records.
+MODEL_FILES = ("model.pt", "vocab.txt", "config.json")
+_DAMAGED = "the model folder is damaged or was changed after training: train it again (textdp train-rewriter -o NEW)"
+
+
+def _read_card(p: Path) -> dict[str, Any]:
+    try:
+        card = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ParameterError(f"{p}: not a readable model card ({getattr(exc, 'strerror', None) or 'not valid JSON'}); "
+                             f"{_DAMAGED}") from None
+    if not isinstance(card, dict):
+        raise ParameterError(f"{p}: not a model card; {_DAMAGED}")
+    return card
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file (read in blocks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_model_files(model_dir: str | Path, card: dict[str, Any]) -> None:
+    """Every model file exists and matches the SHA-256 the card recorded when it was written.
+
+    A card without hashes (written before textdp recorded them) cannot vouch for its files: refused.
+    """
+    d = Path(model_dir)
+    recorded = card.get("files")
+    if not isinstance(recorded, dict):
+        raise ParameterError(f"{d}/card.json records no file hashes (an older textdp wrote it), so the model files "
+                             "cannot be checked; train the model again with this version")
+    for name in MODEL_FILES:
+        p = d / name
+        if not p.is_file():
+            raise ParameterError(f"{p} is missing; {_DAMAGED}")
+        try:
+            digest = file_sha256(p)
+        except OSError as exc:
+            raise ParameterError(f"{p}: cannot read ({exc.strerror or exc}); {_DAMAGED}") from None
+        if digest != recorded.get(name):
+            raise ParameterError(f"{p} does not match the SHA-256 recorded in card.json at training time; {_DAMAGED}")
+
+
+def load_model_files(model_dir: str | Path) -> tuple[dict[str, Any], Vocabulary, ModelConfig, dict[str, Any]]:
+    """``(card, vocabulary, config, state dict)`` of a model directory, each file verified against the card."""
+    torch = torch_module()
+    d = Path(model_dir)
+    card = load_card(d)
+    verify_model_files(d, card)
+    try:
+        vocab = vocabulary_of(d)
+        cfg = ModelConfig.from_dict(json.loads((d / "config.json").read_text(encoding="utf-8")))
+        weights = (d / "model.pt").read_bytes()  # checked and loaded from the same bytes (no swap in between)
+        if hashlib.sha256(weights).hexdigest() != card["files"].get("model.pt"):
+            raise ParameterError(f"{d / 'model.pt'} changed while it was loaded; {_DAMAGED}")
+        state = torch.load(io.BytesIO(weights), weights_only=True)
+    except TextDPError:
+        raise
+    except (OSError, EOFError, ValueError, RuntimeError, TypeError, KeyError, pickle.UnpicklingError) as exc:
+        # a file that matches its hash but does not load: say so, never a traceback
+        raise ParameterError(f"{d}: cannot load the model ({type(exc).__name__}); {_DAMAGED}") from None
+    if not isinstance(state, dict) or "word_emb" not in state:
+        raise ParameterError(f"{d / 'model.pt'}: not a textdp rewriter state; {_DAMAGED}")
+    return card, vocab, cfg, dict(state)
 
 
 def vocabulary_of(model_dir: str | Path) -> Vocabulary:

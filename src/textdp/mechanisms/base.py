@@ -15,7 +15,9 @@ The API (scikit-learn style, what a new mechanism implements and what callers us
 ``reference``
     the paper the mechanism and its bound come from;
 ``chunk_size``
-    units privatized at once by default (memory is bounded by a chunk).
+    units privatized at once by default (memory is bounded by a chunk);
+``epsilon_from``
+    the parameter ε can be derived from instead (``random``: ``rate``), or ``None``.
 
 **Parameters** are the keyword arguments of ``__init__``, stored unchanged under the same
 names (as in scikit-learn: no validation in ``__init__``). :meth:`get_params` /
@@ -140,6 +142,8 @@ class Mechanism(ABC, Generic[P, O, R]):
     releases: ClassVar[str] = ""
     reference: ClassVar[str] = ""
     chunk_size: ClassVar[int] = 128
+    #: the parameter ``epsilon`` may be derived from instead of given (``random``: ``"rate"``); None: ε is required
+    epsilon_from: ClassVar[str | None] = None
 
     epsilon: float | None
     seed: SeedLike

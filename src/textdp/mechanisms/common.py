@@ -15,11 +15,11 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from .._validation import check_size
+from .._validation import check_size, check_texts
 from ..embeddings import Embeddings, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import Guarantee, ReleaseRecord
@@ -196,10 +196,20 @@ class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
 
     def _empty_message(self, uid: str, prepared: PreparedText) -> str:
         if prepared.n_tokens == 0:
-            return f"document {uid}: empty after normalisation (no words left)"
+            return f"document {uid}: no in-vocabulary word: empty after normalisation (no words left)"
         emb = self.embeddings_
-        return (f"document {uid}: none of its {prepared.n_tokens} words is in the vocabulary "
+        return (f"document {uid}: no in-vocabulary word: none of its {prepared.n_tokens} words is in the vocabulary "
                 f"({emb.name}, {emb.vocab_size} words)")
+
+    def privatize(self, units: object, **kwargs: Any) -> Any:
+        """Privatize one text (one record) or an iterable of texts (a list); keywords as :meth:`privatize_batch`.
+
+        ``bytes`` and ``None`` are refused in one line (iterating bytes would give integers).
+        """
+        batch = check_texts(units)
+        if batch is None:
+            return self.privatize_batch([str(units)], **kwargs)[0]
+        return self.privatize_batch(batch, **kwargs)
 
     def prepare(self, texts: Sequence[str], ids: Sequence[str] | None = None
                 ) -> tuple[list[np.ndarray], list[int], list[int]]:

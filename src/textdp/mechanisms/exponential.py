@@ -651,6 +651,7 @@ class RandomReplacement(WordLevelMechanism):
     """
 
     name = "random"
+    epsilon_from = "rate"
     reference = "Warner 1965 randomised response; k-ary randomised response (Kairouz, Oh & Viswanath 2014)"
     metric = "discrete"
 

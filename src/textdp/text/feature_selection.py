@@ -16,7 +16,7 @@ scikit-learn ``Pipeline.fit`` on private texts cannot leak them into the selecti
 Selecting features on the private texts themselves would make the vocabulary depend
 on them; textdp offers no way to do that.
 
-Needs scikit-learn (``pip install 'textdp[eval]'``).
+Needs scikit-learn (``pip install '.[eval]'`` in the textdp source folder).
 
 Examples
 --------
