@@ -121,14 +121,17 @@ def test_er_ae_family_charges_the_same_ledger_and_refuses_dp_only_options(work):
                               "1", "-q"])
     assert res.exit_code == 0, res.output
     led = work / "private" / "erae-ledger.jsonl"
-    args = ["rewrite", str(work / "erae"), str(work / "in.jsonl"), "--mechanism", "ae-dp", "-e", "1", "--seed", "1",
+    args = ["rewrite", str(work / "erae"), str(work / "in.jsonl"), "--mechanism", "er-ae", "-e", "1", "--seed", "1",
             "-q", "--ledger", str(led)]
-    ok = runner.invoke(app, [*args, "-o", str(work / "e1.jsonl"), "--budget", "40"])
+    ok = runner.invoke(app, [*args, "-o", str(work / "e1.jsonl")])
     assert ok.exit_code == 0, ok.output
+    recs = {r["id"]: r for r in map(json.loads, (work / "e1.jsonl").read_text().splitlines())}
     spent = {e.document: e.epsilon for e in PrivacyLedger(led).events()}
-    assert spent == {"d1": 24.0, "d2": 12.0}  # 2 and 1 sentences x 12 steps x epsilon 1
-    again = runner.invoke(app, [*args, "-o", str(work / "e2.jsonl"), "--budget", "40"])
-    assert again.exit_code == 2 and "would be exceeded for 1 document(s)" in again.output
+    assert spent == {"d1": recs["d1"]["total"]["epsilon"], "d2": recs["d2"]["total"]["epsilon"]}
+    assert spent["d1"] == pytest.approx(2 * spent["d2"])  # 2 sentences and 1, at the per-sentence bound
+    budget = str(3 * spent["d2"])  # d1 would reach 4x, d2 2x
+    again = runner.invoke(app, [*args, "-o", str(work / "e2.jsonl"), "--budget", budget])
+    assert again.exit_code == 2 and "would be exceeded for 1 document(s) (first: 'd1'" in again.output
     for extra, msg in ((["--clip=-1,1"], "--clip applies to the dp-* mechanisms"), (["--top-k", "5"], "refused")):
         bad = runner.invoke(app, [*args, "-o", str(work / "e3.jsonl"), *extra])
         assert bad.exit_code == 2 and msg in bad.output
