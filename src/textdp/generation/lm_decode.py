@@ -59,16 +59,24 @@ def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Any, A
     return ids, mask
 
 
-def _sample_steps(step: Any, first: Any, s: LMSettings, rng: np.random.Generator, allowed: Any,
+def _sample_steps(step: Any, first: Any, s: LMSettings, rng: np.random.Generator | None, allowed: Any,
                   eos: int) -> list[list[int]]:
-    """Draw up to ``s.max_new_tokens`` tokens per row: ``step(prev_ids) -> logits`` after ``first`` logits."""
+    """Up to ``s.max_new_tokens`` tokens per row: ``step(prev_ids) -> logits`` after the ``first`` logits.
+
+    Each token is an ε-DP draw (:func:`~textdp.generation.decoding.exponential_step`) when ``rng``
+    is given, else the argmax over ``allowed`` (DP-BART: post-processing of the noisy encoder output).
+    """
     torch = _torch()
     logits = first
     B = logits.shape[0]
     out: list[list[int]] = [[] for _ in range(B)]
     done = torch.zeros(B, dtype=torch.bool)
     for t in range(s.max_new_tokens):
-        ids = exponential_step(logits, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed, method=s.sampler)
+        if rng is not None:
+            ids = exponential_step(logits, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed,
+                                   method=s.sampler)
+        else:
+            ids = torch.where(allowed, logits.double(), torch.full((), -np.inf, dtype=torch.float64)).argmax(1)
         for i in torch.nonzero(~done).squeeze(1).tolist():
             if int(ids[i]) == eos:
                 done[i] = True
@@ -148,22 +156,7 @@ def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Any, s: LMSettings,
 
     with torch.inference_mode():
         first = step(torch.full((B,), int(start), dtype=torch.long))
-        if rng is not None:
-            return _sample_steps(step, first, s, rng, allowed, eos)
-        out: list[list[int]] = [[] for _ in range(B)]
-        done = torch.zeros(B, dtype=torch.bool)
-        logits = first
-        for t in range(s.max_new_tokens):  # greedy: post-processing of the noisy encoder output
-            ids = torch.where(allowed, logits.double(), torch.full((), -np.inf, dtype=torch.float64)).argmax(1)
-            for i in torch.nonzero(~done).squeeze(1).tolist():
-                if int(ids[i]) == eos:
-                    done[i] = True
-                else:
-                    out[i].append(int(ids[i]))
-            if bool(done.all()) or t == s.max_new_tokens - 1:
-                break
-            logits = step(ids)
-        return out
+        return _sample_steps(step, first, s, rng, allowed, eos)
 
 
 def dp_paraphrase(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
