@@ -159,17 +159,31 @@ def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Any, s: LMSettings,
         return _sample_steps(step, first, s, rng, allowed, eos)
 
 
-def dp_paraphrase(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
-    """DP-Paraphrase: the seq2seq paraphraser decodes every sentence with ε-DP draws."""
+def _seq2seq(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator,
+             noise: Any = None) -> list[str]:
+    """Encode each batch, optionally ``noise(encoder_states) -> states`` (DP-BART), and decode.
+
+    Without ``noise`` every token is an ε-DP draw and the decoder gets the encoder's mask; with
+    ``noise`` the sentences have the fixed public length, the decoder sees the noisy states only
+    (an all-ones mask, not the input's length) and decodes greedily (post-processing).
+    """
     torch = _torch()
     allowed = lm.output_mask(keep=(_eos(lm),))
     out: list[str] = []
     for rows in _batches(len(sentences), s.batch_size):
-        ids, mask = _encode(lm, [sentences[i] for i in rows], s, fixed=False)
+        ids, mask = _encode(lm, [sentences[i] for i in rows], s, fixed=noise is not None)
         with torch.inference_mode():
             enc = lm.model.get_encoder()(input_ids=ids, attention_mask=mask)
-        out += _decode(lm, _decoder_loop(lm, enc, mask, s, rng, allowed))
+        if noise is not None:
+            enc.last_hidden_state = noise(enc.last_hidden_state)
+            mask = torch.ones_like(mask)
+        out += _decode(lm, _decoder_loop(lm, enc, mask, s, rng if noise is None else None, allowed))
     return out
+
+
+def dp_paraphrase(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
+    """DP-Paraphrase: the seq2seq paraphraser decodes every sentence with ε-DP draws."""
+    return _seq2seq(lm, sentences, s, rng)
 
 
 def clip_and_noise(hidden: Any, bounds: ClipBounds, sigma: float, rng: np.random.Generator) -> Any:
@@ -193,20 +207,10 @@ def clip_and_noise(hidden: Any, bounds: ClipBounds, sigma: float, rng: np.random
 
 def dp_bart(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
     """DP-BART: clipped encoder output + Gaussian noise per coordinate and token, then greedy decoding."""
-    torch = _torch()
     d = int(lm.model.config.d_model if hasattr(lm.model.config, "d_model") else lm.model.config.hidden_size)
     _, sigma = dp_bart_sigma(s, d)
-    allowed = lm.output_mask(keep=(_eos(lm),))
-    out: list[str] = []
-    for rows in _batches(len(sentences), s.batch_size):
-        ids, mask = _encode(lm, [sentences[i] for i in rows], s, fixed=True)
-        with torch.inference_mode():
-            enc = lm.model.get_encoder()(input_ids=ids, attention_mask=mask)
-        hidden = enc.last_hidden_state
-        enc.last_hidden_state = clip_and_noise(hidden, s.bounds, sigma, rng).to(hidden.dtype)
-        # the decoder sees the noisy states only: an all-ones mask, not the input's length
-        out += _decode(lm, _decoder_loop(lm, enc, torch.ones_like(mask), s, None, allowed))
-    return out
+    return _seq2seq(lm, sentences, s, rng,
+                    noise=lambda hidden: clip_and_noise(hidden, s.bounds, sigma, rng).to(hidden.dtype))
 
 
 def _skeleton(lm: LanguageModel, ids: Sequence[int], stop_words: frozenset[str] | None) -> list[int]:

@@ -52,7 +52,7 @@ class LMRewriter(Mechanism[Units, Units, RewrittenText]):
     bound_: LMGuarantee
 
     def __init__(self, epsilon: float | None = None, model: str | Path | None = None,
-                 clip: ClipBounds | tuple[float, float] | None = None, *, delta: float = 0.0,
+                 clip: ClipBounds | tuple[float, float] | None = None, *, delta: float | None = None,
                  max_new_tokens: int = 32, max_tokens: int = 32, max_input_tokens: int = 256,
                  copy_stopwords: bool = True, prompt: str = DP_PROMPT_TEMPLATE, batch_size: int = 16,
                  sampler: str = "inverse-cdf", top_k: int | None = None, top_p: float | None = None,
@@ -81,7 +81,9 @@ class LMRewriter(Mechanism[Units, Units, RewrittenText]):
         if self.clip is None:
             raise ParameterError(f"{self.name} needs public clipping bounds (clip=(low, high) or a ClipBounds)")
         bounds = self.clip if isinstance(self.clip, ClipBounds) else ClipBounds(*self.clip)
-        self.settings_ = LMSettings(self.name, float(self.epsilon), bounds, delta=self.delta,
+        if self.name == "dp-bart" and self.delta is None:
+            raise ParameterError("dp-bart needs delta (its (epsilon, delta) per sentence), e.g. delta=1e-5")
+        self.settings_ = LMSettings(self.name, float(self.epsilon), bounds, delta=self.delta or 0.0,
                                     max_new_tokens=self.max_new_tokens, max_tokens=self.max_tokens,
                                     max_input_tokens=self.max_input_tokens, copy_stopwords=self.copy_stopwords,
                                     prompt=self.prompt, batch_size=self.batch_size, sampler=self.sampler,
@@ -150,16 +152,6 @@ class DPBART(LMRewriter):
 
     name = "dp-bart"
     reference = REFERENCES["dp-bart"]
-
-    def __init__(self, epsilon: float | None = None, model: str | Path | None = None,
-                 clip: ClipBounds | tuple[float, float] | None = None, *, delta: float = 1e-5,
-                 max_new_tokens: int = 32, max_tokens: int = 32, max_input_tokens: int = 256,
-                 copy_stopwords: bool = True, prompt: str = DP_PROMPT_TEMPLATE, batch_size: int = 16,
-                 sampler: str = "inverse-cdf", top_k: int | None = None, top_p: float | None = None,
-                 seed: SeedLike = None) -> None:
-        super().__init__(epsilon, model, clip, delta=delta, max_new_tokens=max_new_tokens, max_tokens=max_tokens,
-                         max_input_tokens=max_input_tokens, copy_stopwords=copy_stopwords, prompt=prompt,
-                         batch_size=batch_size, sampler=sampler, top_k=top_k, top_p=top_p, seed=seed)
 
 
 def rewrite_lm_documents(mechanism: LMRewriter, documents: Sequence[tuple[str, str]], rng: SeedLike, *,
