@@ -218,3 +218,14 @@ def test_rewriters_are_mechanisms_of_the_one_base_with_one_record_layout(models)
     assert (diag[0]["id"], diag[0]["units"]) == ("d1", 2)
     with pytest.raises(ParameterError, match="needs public clipping bounds"):
         get("dp-mlm", epsilon=3.0, model=models["masked"]).fit()
+
+
+def test_long_sentences_are_rewritten_in_pieces_not_cut(models):
+    from textdp.mechanisms import get
+
+    long = " ".join(["the cat sat on the mat"] * 8) + " ."  # 49 words, one sentence
+    mech = get("dp-mlm", epsilon=3.0, model=models["masked"], clip=(-1.0, 1.0), max_tokens=12).fit()
+    pieces = mech.units(long)
+    assert len(pieces) == 5 and " ".join(pieces) == long and all(len(p.split()) <= 10 for p in pieces)
+    rec = rewrite_lm_documents(mech, [("x", long)], 1)[0][0]
+    assert rec["units"] == 5 and len(re.findall(r"\w+|[^\w\s]", rec["text"])) == 49  # nothing dropped

@@ -118,7 +118,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     if not docs or not any(t.strip() for _, t in docs):
         raise ParameterError("no documents in the input" if not docs else "every input document is empty")
     # charged before anything is generated: a refusal releases nothing
-    charge_ledger(opts, document_charges(docs, mech.settings_, guarantee), mechanism=mechanism, unit=guarantee.unit)
+    charge_ledger(opts, document_charges(docs, mech.units, guarantee), mechanism=mechanism, unit=guarantee.unit)
     with progress_bar(disable=quiet) as bar:
         task = bar.add_task(f"rewriting ({mechanism})", total=len(docs))
         records, diagnostics = rewrite_lm_documents(mech, docs, seed, record_unit=unit, seeded=seed is not None,

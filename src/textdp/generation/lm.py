@@ -60,7 +60,7 @@ calibration and optimal denoising, ICML 2018. See also :mod:`textdp.generation.d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,7 +186,8 @@ def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
                   f"{s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}, {n} steps per sentence; the end "
                   "token is drawn by the mechanism.")
         return _guarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
-                           f"any two sentences (cut to {s.max_tokens} tokens)", b, True,
+                           f"any two sentences of at most {s.max_tokens} tokens (a longer sentence is rewritten in pieces, each "
+                          "a unit)", b, True,
                            (_MEMORISED, "the number of sentences per document"), detail, ref)
     if m == "dp-mlm":
         n = s.max_tokens
@@ -196,7 +197,8 @@ def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
                   f"[{s.bounds.low:.4g}, {s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}; r replaced "
                   f"tokens cost r*epsilon <= {n}*epsilon.")
         return _guarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
-                           f"two sentences of at most {n} tokens with {skeleton}", b, False,
+                           f"two sentences of at most {n} tokens (a longer sentence is rewritten in pieces, each a "
+                           f"unit) with {skeleton}", b, False,
                            (_MEMORISED, "the number of sentences per document", "the sentence length (kept)",
                             *(("the stop words and punctuation (copied)",) if s.copy_stopwords else ())), detail, ref)
     return dp_bart_guarantee(s, hidden_size)
@@ -213,7 +215,8 @@ def dp_bart_guarantee(s: LMSettings, hidden_size: int | None) -> LMGuarantee:
               "tokens (post-processing).")
     return _guarantee("dp-bart", float(s.epsilon), float(s.delta), "sentence", None, float(s.epsilon),
                       "m times (epsilon, delta) for a document of m sentences (basic composition; m is not covered)",
-                      1, f"any two sentences (padded or cut to {s.max_tokens} tokens)", s.bounds.to_dict(), True,
+                      1, f"any two sentences of at most {s.max_tokens} tokens, padded to {s.max_tokens} (a longer sentence is "
+                      "rewritten in pieces, each a unit)", s.bounds.to_dict(), True,
                       (_MEMORISED, "the number of sentences per document"), detail, REFERENCES["dp-bart"],
                       {"sigma": sigma, "l2_sensitivity": sens, "hidden_size": hidden_size})
 
@@ -233,11 +236,34 @@ def rewrite_texts(model_dir: str, texts: Sequence[str], settings: LMSettings,
     return lm_decode.dp_bart(lm, texts, settings, rng)
 
 
-def units_of(text: str, settings: LMSettings) -> list[str]:
-    """The privacy units of a document: itself (dp-prompt) or its sentences."""
+def units_of(text: str, settings: LMSettings, tokenizer: Any = None) -> list[str]:
+    """The privacy units of a document: itself (dp-prompt), or its sentences cut into pieces of at most
+    ``max_tokens`` tokens of ``tokenizer`` (at word boundaries; two tokens are kept for the special ones), so
+    that no part of a long sentence is dropped. Without a tokenizer, whole sentences (longer ones are cut).
+
+    >>> units_of("One two three. Four.", LMSettings("dp-mlm", 1.0, ClipBounds(0.0, 1.0)))
+    ['One two three.', 'Four.']
+    """
     if settings.mechanism == "dp-prompt":
         return [text] if text.strip() else []
-    return split_sentences(text)
+    sentences = split_sentences(text)
+    if tokenizer is None:
+        return sentences
+    room = max(settings.max_tokens - 2, 1)
+    out: list[str] = []
+    for sentence in sentences:
+        piece: list[str] = []
+        used = 0
+        for word in sentence.split():
+            n = max(len(tokenizer(" " + word, add_special_tokens=False)["input_ids"]), 1)
+            if piece and used + n > room:
+                out.append(" ".join(piece))
+                piece, used = [], 0
+            piece.append(word)
+            used += n
+        if piece:
+            out.append(" ".join(piece))
+    return out
 
 
 def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *, low_quantile: float = 0.01,
@@ -276,12 +302,12 @@ def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:
     return lm_guarantee(settings, hidden)
 
 
-def document_charges(documents: Sequence[tuple[str, str]], settings: LMSettings,
+def document_charges(documents: Sequence[tuple[str, str]], units: Callable[[str], list[str]],
                      guarantee: LMGuarantee) -> dict[str, tuple[float, float]]:
-    """``{document id: (ε, δ)}`` each document costs under ``guarantee`` (its units composed)."""
+    """``{document id: (ε, δ)}`` each document costs under ``guarantee`` (its ``units(text)`` composed)."""
     out: dict[str, tuple[float, float]] = {}
     for doc_id, text in documents:
-        e, d = guarantee.document_epsilon(len(units_of(text, settings)))
+        e, d = guarantee.document_epsilon(len(units(text)))
         pe, pd = out.get(doc_id, (0.0, 0.0))
         out[doc_id] = (pe + e, pd + d)
     return out

@@ -27,8 +27,9 @@ from ..guarantees import Guarantee
 from ..mechanisms.base import Mechanism, ReleaseContext
 from ..progress import ProgressCallback
 from .decoding import ClipBounds
+from .hf import load_language_model
 from .lm import REFERENCES, LMGuarantee, guarantee_of, rewrite_texts, units_of
-from .lm_settings import DP_PROMPT_TEMPLATE, LMSettings
+from .lm_settings import DP_PROMPT_TEMPLATE, MECHANISM_KIND, LMSettings
 from .rewriter import RewrittenText
 
 __all__ = ["DPBART", "DPMLM", "DPParaphrase", "DPPrompt", "LMRewriter", "rewrite_lm_documents"]
@@ -101,7 +102,13 @@ class LMRewriter(Mechanism[Units, Units, RewrittenText]):
     def _prepare(self, unit: object, uid: str) -> Units:
         if not isinstance(unit, str):
             raise ParameterTypeError(f"document {uid}: text must be a str, got {type(unit).__name__}")
-        return units_of(unit, self.settings_)
+        return self.units(unit)
+
+    def units(self, text: str) -> Units:
+        """The privacy units of ``text`` (:func:`~textdp.generation.lm.units_of` with the model's tokenizer)."""
+        self._ensure_fitted()
+        tokenizer = load_language_model(self.model_dir_, MECHANISM_KIND[self.name]).tokenizer
+        return units_of(text, self.settings_, tokenizer)
 
     def _is_empty(self, prepared: Units) -> bool:
         return not prepared
