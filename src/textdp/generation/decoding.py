@@ -227,12 +227,13 @@ def clipped_log_weights(scores: Any, *, epsilon: float, bounds: ClipBounds, allo
     """
     torch = _torch()
     e = check_epsilon(epsilon)
-    s = torch.as_tensor(scores).to(torch.float64)
-    s = torch.nan_to_num(s, nan=bounds.low, posinf=bounds.high, neginf=bounds.low).clamp_(bounds.low, bounds.high)
-    logw = (s - bounds.high) * (e / (2.0 * bounds.width))
+    # one float64 copy, then in place (a fresh (B, V) float64 tensor per step costs more than the arithmetic)
+    logw = torch.as_tensor(scores).to(torch.float64, copy=True)
+    logw.nan_to_num_(nan=bounds.low, posinf=bounds.high, neginf=bounds.low)
+    logw.clamp_(bounds.low, bounds.high).sub_(bounds.high).mul_(e / (2.0 * bounds.width))
     if allowed is not None:
         mask = torch.as_tensor(allowed, dtype=torch.bool).expand_as(logw)
-        logw = torch.where(mask, logw, torch.full((), -math.inf, dtype=torch.float64))
+        logw.masked_fill_(~mask, -math.inf)
     return logw
 
 
@@ -264,14 +265,15 @@ def sample_log_weights(log_weights: Any, rng: np.random.Generator | None = None,
         return torch.argmax(lw - torch.log(-torch.log(u)), dim=1)
     top = lw.amax(1, keepdim=True)
     top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    w = torch.exp(lw - top)  # in (0, 1], 0 exactly where log w = -inf
-    cdf = torch.cumsum(w, dim=1)
+    cdf = lw.sub(top).exp_().cumsum_(1)  # weights in (0, 1] (0 exactly where log w = -inf), summed in place
     idx = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).clamp_(max=V - 1)
-    bad = w.gather(1, idx) <= 0  # rounding at the top end landed on a zero weight: take the last positive one
+    # a draw never lands on a zero weight (cdf flat there): when rounding at the top end would do so
+    # (probability of the order of the float epsilon), the last index with a positive weight is taken
+    below = torch.where(idx > 0, cdf.gather(1, (idx - 1).clamp_(min=0)), torch.zeros((), dtype=cdf.dtype))
+    bad = cdf.gather(1, idx) <= below
     if bool(bad.any()):
-        positions = torch.arange(V).expand_as(w)
-        last = torch.where(w > 0, positions, torch.zeros_like(positions)).amax(1, keepdim=True)
-        idx = torch.where(bad, last.expand_as(idx), idx)
+        last = torch.searchsorted(cdf, cdf[:, -1:], right=False).clamp_(max=V - 1)
+        idx = torch.where(bad, last, idx)
     return idx.squeeze(1)
 
 
