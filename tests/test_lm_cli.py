@@ -95,6 +95,7 @@ def test_ledger_refuses_an_over_budget_release_across_runs(work):
     (["--top-p", "0.9"], "top-k/top-p sampling is refused"),
     (["--budget", "3"], "--budget needs --ledger"),
     (["--ledger", "LEDGER_BESIDE"], "keep it out of the output's folder"),
+    (["--engine", "dask"], "runs in this process"),
 ])
 def test_refusals_are_one_line_exit_2(work, args, message):
     args = [str(work / "beside.jsonl") if a == "LEDGER_BESIDE" else a for a in args]

@@ -86,14 +86,20 @@ def rewrite_command(
     settings file.
     """
     with cli_errors():
+        lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, copy_stopwords, top_k, top_p, ledger,
+                            budget)
         if mechanism.value.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)
+            if engine is not Engine.local or scheduler or workers:
+                raise ParameterError(f"{mechanism.value} runs in this process (--engine local); use --threads")
+            if threads is not None:
+                from ..generation.sampling import torch_module as _torch_module
+
+                check_positive_int(threads, "--threads")
+                _torch_module().set_num_threads(threads)
             return run_lm_rewrite(model_dir, list(inputs), mechanism=mechanism.value, epsilon=epsilon, output=output,
                                   unit=unit.value, seed=seed, private_report=private_report, batch_size=batch_size,
                                   text_field=text_field, id_field=id_field, input_format=input_format.value,
-                                  force=force, quiet=quiet, opts=LMOptions(clip, clip_public, delta, max_new_tokens,
-                                  max_tokens, copy_stopwords, top_k, top_p, ledger, budget))
-        lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, copy_stopwords, top_k, top_p, ledger,
-                            budget)
+                                  force=force, quiet=quiet, opts=lm_opts)
         check_other_options(mechanism.value, lm_opts, output)
         from .._rng import spawn
         from ..generation.rewriter import RewriteSettings, load_rewriter
