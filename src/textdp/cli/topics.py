@@ -275,6 +275,7 @@ def topics(
         from ..topics.family import topics_mechanism
         from ..topics.mechanisms import needs_sensitivity
         from ..topics.models import fit_database
+        from ..topics.sensitivity import worst_case_sensitivity
         from ..topics.vocabulary import public_vocabulary, vocabulary_note
 
         check_epsilon(epsilon)
@@ -352,17 +353,13 @@ def topics(
         }
         files: list[tuple[Path, Any, bool]] = []  # (path, object, private): the release is written last
         if private_report is not None:
-            sigma: dict[str, Any] = {}
-            if hasattr(mech, "sigma"):
-                sigma["noise_sigma"] = mech.sigma((m, n))
-            if hasattr(mech, "column_variances"):
-                sigma["noise_column_variances"] = [float(v) for v in mech.column_variances((m, n))]
+            sigma = mech.private_scale((m, n))  # PRIVATE: the noise scale reveals a sampled sensitivity
             files.append((private_report, {
                 "warning": "PRIVATE: describes the private corpus; never publish this file",
                 "command": "topics", "corpus": str(corpus), "release": None if output is None else str(output),
                 "n_users": data.n_users, "n_docs": data.n_docs,
                 "per_db_users": per_db_users or data.n_users,
-                "sensitivity": getattr(mech, "sensitivity", None) if sens_value == "worst-case" else sens_value,
+                "sensitivity": worst_case_sensitivity(m) if sens_value == "worst-case" else sens_value,
                 **private, **sigma,
                 "fit_seconds": round(fit_seconds, 3), "seconds": round(time.perf_counter() - t0, 3)}, True))
         if output is not None:

@@ -44,6 +44,7 @@ from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError
 from ..io import atomic_writer, duplicate_ids_message, find_duplicate_ids, write_json
+from ..mechanisms import entry
 from ..pipeline import (
     DEFAULT_MECHANISM,
     build_mechanism,
@@ -51,7 +52,6 @@ from ..pipeline import (
     mechanism_decoder,
     mechanism_guarantee,
     parse_params,
-    release_kind,
     release_settings,
 )
 from ..progress import ProgressCallback
@@ -101,7 +101,7 @@ def _inside(path: Path, folder: Path) -> bool:
 # -- before any work: options, folders, the run's identity ----------------------------------------
 def _check_size(mechanism: str, size: int | None, size_from_data: bool) -> bool:
     """Validate the size options; return whether ``size_from_data`` is in effect."""
-    if release_kind(mechanism) == "bag":
+    if entry(mechanism).releases == "bag":
         if size is None and not size_from_data:
             raise ParameterError(
                 "the bag size N must be public: pass --size N (size=N), or --size-from-data to use the shortest "
@@ -367,7 +367,7 @@ def obfuscate_corpus(
                            input_format=input_format, spill=_spiller(state, text_field, id_field, input_format))
     _check_ids(plan, text_field, id_field, strict_ids, on_duplicate_ids)
     settings = _prepare_jobs(state, out_dir, embeddings, backend, public, report=private_report is not None)
-    if size is None and release_kind(mechanism) == "bag":
+    if size is None and entry(mechanism).releases == "bag":
         size = _resolve_size(state, backend, plan, settings, on_size_from_data)
     settings = replace(settings, size=int(size or 0))
     parts = [part_name(p.index, fmt) for p in plan]
@@ -388,7 +388,7 @@ def obfuscate_corpus(
 def _summary(driver_mech: Any, backend: Backend, plan: Sequence[Partition], public: dict[str, Any],
              size: int | None, extra_settings: dict[str, Any] | None) -> dict[str, Any]:
     """The public ``settings.json`` of the completed run."""
-    is_bag = release_kind(public["mechanism"]) == "bag"
+    is_bag = entry(public["mechanism"]).releases == "bag"
     guarantee = mechanism_guarantee(
         driver_mech, size=int(size) if is_bag and size is not None else None, seeded=public["seeded"],
         size_from_data=bool(public["size_from_data"]) and is_bag,
