@@ -329,9 +329,6 @@ def obfuscate(
         extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
                  "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
-            if empty is not EmptyPolicy.error:
-                raise ParameterError("--empty skip|empty applies to --engine single for now; partitioned runs stop "
-                                     "on a line with no in-vocabulary word")
             _run_partitioned(
                 inputs, output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
                 bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
@@ -339,7 +336,7 @@ def obfuscate(
                 text_field=text_field,
                 id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
                 private_report=private_report, extra=extra, force=force, strict_ids=strict_ids,
-                mechanism=mech_name, postprocess=post, params=params,
+                mechanism=mech_name, postprocess=post, params=params, empty=empty.value,
             )
             return
         mech = build_mechanism(
@@ -443,7 +440,7 @@ def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine
                 text_field=kw["text_field"], id_field=kw["id_field"], input_format=kw["input_format"],
                 fmt=kw["fmt"], work_dir=kw["work_dir"], private_report=kw["private_report"],
                 extra_settings=kw["extra"], on_size_from_data=warn_size, mechanism=kw["mechanism"],
-                postprocess=kw["postprocess"], params=kw["params"],
+                postprocess=kw["postprocess"], params=kw["params"], empty=kw["empty"],
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 force=kw["force"], strict_ids=kw["strict_ids"], on_duplicate_ids=_warn_duplicates,
             )

@@ -40,9 +40,11 @@ from typing import Any
 
 from .._cache import private_dir
 from .._rng import spawn
+from .._validation import check_choice
 from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError
+from ..guarantees import EMPTY_POLICIES
 from ..io import atomic_writer, duplicate_ids_message, find_duplicate_ids, write_json
 from ..mechanisms import entry
 from ..pipeline import (
@@ -313,7 +315,7 @@ def obfuscate_corpus(
     extra_settings: dict[str, Any] | None = None, progress: ProgressCallback | None = None,
     on_size_from_data: Callable[[int], None] | None = None, force: bool = False, strict_ids: bool = False,
     on_duplicate_ids: Callable[[int, str], None] | None = None, mechanism: str = DEFAULT_MECHANISM,
-    postprocess: str | None = None, params: dict[str, Any] | Sequence[str] | None = None,
+    postprocess: str | None = None, params: dict[str, Any] | Sequence[str] | None = None, empty: str = "error",
 ) -> dict[str, Any]:
     """Run a registered mechanism over ``paths`` into ``out_dir`` (partitioned, resumable).
 
@@ -353,6 +355,7 @@ def obfuscate_corpus(
         "stop_words": stop_words, "decoder": decoder, "known_source": bool(known_source),
         "embeddings": embeddings.name, "vocabulary_fingerprint": fp, "format": fmt, "partitions": partitions,
         "text_field": text_field, "id_field": id_field, "input_format": input_format, "seeded": seed is not None,
+        "empty": check_choice(empty, "empty policy", EMPTY_POLICIES),
     }
     key = _run_key(paths, out_dir, public, seed, private_report is not None)
     work = Path(work_dir) if work_dir is not None else default_work_dir(key)
@@ -391,7 +394,7 @@ def _summary(driver_mech: Any, backend: Backend, plan: Sequence[Partition], publ
     is_bag = entry(public["mechanism"]).releases == "bag"
     guarantee = mechanism_guarantee(
         driver_mech, size=int(size) if is_bag and size is not None else None, seeded=public["seeded"],
-        size_from_data=bool(public["size_from_data"]) and is_bag,
+        size_from_data=bool(public["size_from_data"]) and is_bag, empty=public["empty"],
     )
     parts = [part_name(p.index, public["format"]) for p in plan]
     return release_settings(
@@ -421,5 +424,5 @@ def _prepare_jobs(state: RunState, out_dir: Path, embeddings: Embeddings, backen
         out_dir=str(out_dir), report_dir=None if report_dir is None else str(report_dir), seeded=public["seeded"],
         size_from_data=public["size_from_data"], vectors_sha256=vectors_sha256, words_sha256=words_sha256,
         threads=threads, mechanism=public["mechanism"], postprocess=public["postprocess"],
-        params=json.dumps(public["params"], sort_keys=True),
+        params=json.dumps(public["params"], sort_keys=True), empty=public["empty"],
     )

@@ -51,6 +51,7 @@ class JobSettings:
     mechanism: str = "earth-movers"
     postprocess: str | None = None
     params: str = "{}"  # JSON of the mechanism's own parameters (hashable)
+    empty: str = "error"  # the policy for a document with no in-vocabulary word (stated in the guarantee)
 
 
 @functools.lru_cache(maxsize=4)
@@ -140,7 +141,7 @@ def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> Pa
     with atomic_writer(target, private=False) as fh:
         for result in iter_privatize_documents(
             _mechanism(s), docs, first=part.first, size=s.size if bag else None, seed=gen, seeded=s.seeded,
-            size_from_data=s.size_from_data and bag, private_report=report is not None,
+            size_from_data=s.size_from_data and bag, empty=s.empty, private_report=report is not None,
         ):
             write_records(fh, result.records, s.fmt)
             n += len(result.records)
