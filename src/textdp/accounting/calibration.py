@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 
-from .._deprecation import renamed_parameter
 from .._rng import make_rng
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..embeddings import Embeddings, ExactDecoder, load_embeddings
@@ -65,7 +64,6 @@ __all__ = [
 DEFAULT_RANKS = (1000, 6000)
 
 
-@renamed_parameter("rng", "seed")
 def calibration_words(
     embeddings: Any,
     n_words: int = 300,
@@ -230,7 +228,6 @@ class SurvivalCurve:
         w = self.thresholds.shape[0]
         return rng.multinomial(w, np.full(w, 1.0 / w), size=n_boot).astype(np.float64)
 
-    @renamed_parameter("rng", "seed")
     def interval(
         self, epsilon: float, confidence: float = 0.95, n_boot: int = 2000, seed: int | np.random.Generator | None = None
     ) -> tuple[float, float]:
@@ -268,7 +265,6 @@ class SurvivalCurve:
         """The epsilon whose estimated unchanged fraction equals ``target_unchanged``."""
         return self._inverse(check_probability(target_unchanged, "target unchanged fraction"))
 
-    @renamed_parameter("rng", "seed")
     def epsilon_interval(
         self,
         target_unchanged: float,
@@ -310,7 +306,6 @@ def _load(embeddings: Any, vocab_size: int | None) -> Any:
 MAX_DRAWS = 1_000_000
 
 
-@renamed_parameter("rng", "seed")
 def survival_curve(
     embeddings: Any = None,
     *,
@@ -393,7 +388,6 @@ class Calibration:
         return asdict(self)
 
 
-@renamed_parameter("rng", "seed")
 def calibrate_epsilon(
     target_unchanged: float,
     embeddings: Any = None,
@@ -460,7 +454,6 @@ class DiagnosticRow:
         return asdict(self)
 
 
-@renamed_parameter("rng", "seed")
 def diagnose(
     curve: SurvivalCurve,
     epsilons: Iterable[float],
