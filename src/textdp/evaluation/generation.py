@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from ..progress import Counter as ProgressCounter
 from ..progress import StageProgress
 from ..text import split_sentences, tokenize
 from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
+
+if TYPE_CHECKING:
+    from ..generation.rewriter import Rewriter
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -416,6 +419,88 @@ def sweep_conditions(cfg: GenerationConfig, vocab_output_size: int, vocab_words:
     return out
 
 
+class Measures(TypedDict):
+    """What :class:`_Measurer` gives a set of rewritten documents."""
+
+    authorship: float
+    authorship_ci: list[float]
+    chance: float
+    semantic_similarity: float | None
+    document_similarity: float
+    stylometric: float
+
+
+class _Measurer:
+    """The metrics of the sweep against the original test documents (attacker fitted once on the originals)."""
+
+    def __init__(self, cfg: GenerationConfig, docs: AuthorshipDocuments, original_docs: list[str],
+                 seg_texts: list[str], sample: np.ndarray) -> None:
+        from ..attacks.char_ngrams import CharNgramAttacker
+        from ..attacks.sentence import SentenceEmbeddingAttacker
+        from .stats import chance_accuracy
+
+        self.cfg, self.original_docs, self.seg_texts, self.sample = cfg, original_docs, seg_texts, sample
+        self.attacker = CharNgramAttacker().fit([normalize_text(t) for t in docs.train_texts], docs.train_labels)
+        self.chance = chance_accuracy(docs.train_labels)
+        self.embedder = SentenceEmbeddingAttacker()
+        self.orig_doc_emb = self.embedder.embed(original_docs)
+        self.labels = np.array(docs.test_labels, dtype=object)
+
+    def __call__(self, outputs_docs: list[str], outputs_sents: list[str] | None,
+                 boot: np.random.Generator) -> Measures:
+        from .stats import bootstrap_ci
+
+        correct = self.attacker.predict(outputs_docs) == self.labels
+        lo, hi = bootstrap_ci(correct, boot, n_boot=self.cfg.bootstrap)
+        emb = self.embedder.embed([t if t.strip() else "." for t in outputs_docs])
+        doc_sim = float(np.mean(np.sum(emb * self.orig_doc_emb, axis=1)))
+        sent_sim = None
+        if outputs_sents is not None:
+            sent_sim = float(np.mean(semantic_similarity([self.seg_texts[i] for i in self.sample],
+                                                         [outputs_sents[i] for i in self.sample])))
+        style = float(np.mean(stylometric_distance(self.original_docs, outputs_docs)))
+        return Measures(authorship=float(correct.mean()), authorship_ci=[lo, hi], chance=self.chance,
+                        semantic_similarity=sent_sim, document_similarity=doc_sim, stylometric=style)
+
+
+def _condition_row(cond: Condition, rw: Rewriter, cfg: GenerationConfig, doc_list: list[tuple[str, str]],
+                   test_segments: list[list[list[str]]], measure: _Measurer, rng: np.random.Generator,
+                   boot: np.random.Generator) -> dict[str, object]:
+    """Rewrite the test documents under ``cond`` and measure them (one row of the sweep)."""
+    from ..generation.rewriter import RewriteSettings, rewrite_documents
+
+    t1 = time.perf_counter()
+    n_sent = sum(len(segs) for segs in test_segments)
+    settings = RewriteSettings(mechanism=cond.mechanism, epsilon=cond.epsilon,
+                               variant=cond.variant if cond.variant != "-" else "autoregressive",
+                               model_data=cfg.model_data, unit="sentence")
+    records, _ = rewrite_documents(rw, doc_list, settings, rng, seeded=True)
+    out_sents = [r["text"] for r in records]
+    if len(out_sents) != n_sent:
+        raise RuntimeError("rewrite returned a different number of sentences")  # pragma: no cover
+    per_doc: list[str] = []
+    pos = 0
+    for segs in test_segments:
+        per_doc.append(" ".join(t for t in out_sents[pos : pos + len(segs)] if t))
+        pos += len(segs)
+    rewrite_seconds = time.perf_counter() - t1
+    m = measure(per_doc, out_sents, boot)
+    g = records[0]["guarantee"]
+    return {"table": cond.table, "mechanism": cond.mechanism, "epsilon": cond.epsilon,
+            "variant": cond.variant, "er_ae_epsilon": cond.er_ae_epsilon, "bound": g["epsilon"],
+            "per_token": g["per_token"], **m, "seconds": round(time.perf_counter() - t1, 1),
+            "rewrite_seconds": round(rewrite_seconds, 1), "sentences": n_sent}
+
+
+def _rewriters(cfg: GenerationConfig) -> tuple[Rewriter, Rewriter]:
+    from ..generation.rewriter import Rewriter
+
+    er, ae = Rewriter(cfg.er_ae_model), Rewriter(cfg.ae_model)
+    if er.vocab.tokens != ae.vocab.tokens or er.max_length != ae.max_length:
+        raise ParameterError("the ER-AE and AE models must share the vocabulary and max length (train both on one corpus)")
+    return er, ae
+
+
 def run_generation_sweep(
     cfg: GenerationConfig, *, progress: StageProgress | None = None
 ) -> dict[str, Any]:
@@ -424,19 +509,13 @@ def run_generation_sweep(
     Returns a JSON-ready dict: ``rows`` (one per condition plus the original text),
     ``settings``, ``construction``, ``timings``.
     """
-    from ..attacks.char_ngrams import CharNgramAttacker
-    from ..attacks.sentence import SentenceEmbeddingAttacker
-    from ..generation.rewriter import Rewriter, RewriteSettings, rewrite_documents
     from ..generation.vocab import detokenize
-    from .stats import bootstrap_ci, chance_accuracy
 
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     docs = load_authorship_documents(cfg.corpus, data_dir=cfg.data_dir, authors=cfg.authors,
                                      train_docs=cfg.train_docs, test_docs=cfg.test_docs, seed=cfg.seed)
-    er, ae = Rewriter(cfg.er_ae_model), Rewriter(cfg.ae_model)
-    if er.vocab.tokens != ae.vocab.tokens or er.max_length != ae.max_length:
-        raise ParameterError("the ER-AE and AE models must share the vocabulary and max length (train both on one corpus)")
+    er, ae = _rewriters(cfg)
     L = er.max_length
     conds = sweep_conditions(cfg, er.vocab.output_size, len(er.vocab.words), L)
     seqs = np.random.SeedSequence(cfg.seed).spawn(4)  # rewriting, sentence sample, bootstrap, attacker
@@ -449,83 +528,44 @@ def run_generation_sweep(
     original_docs = [" ".join(detokenize(s) for s in segs) for segs in test_segments]
     n_sent = len(seg_texts)
     sample = np.sort(make_rng(seqs[1]).choice(n_sent, size=min(cfg.similarity_sentences, n_sent), replace=False))
-
     t0 = time.perf_counter()
-    attacker = CharNgramAttacker().fit([normalize_text(t) for t in docs.train_texts], docs.train_labels)
-    chance = chance_accuracy(docs.train_labels)
-    embedder = SentenceEmbeddingAttacker()
-    orig_doc_emb = embedder.embed(original_docs)
+    measure = _Measurer(cfg, docs, original_docs, seg_texts, sample)
     timings["setup"] = time.perf_counter() - t0
-    labels = np.array(docs.test_labels, dtype=object)
 
-    def measure(outputs_docs: list[str], outputs_sents: list[str] | None, boot: np.random.Generator) -> dict[str, Any]:
-        pred = attacker.predict(outputs_docs)
-        correct = pred == labels
-        lo, hi = bootstrap_ci(correct, boot, n_boot=cfg.bootstrap)
-        emb = embedder.embed([t if t.strip() else "." for t in outputs_docs])
-        doc_sim = float(np.mean(np.sum(emb * orig_doc_emb, axis=1)))
-        sent_sim = None
-        if outputs_sents is not None:
-            sent_sim = float(np.mean(semantic_similarity([seg_texts[i] for i in sample], [outputs_sents[i] for i in sample])))
-        style = float(np.mean(stylometric_distance(original_docs, outputs_docs)))
-        return {"authorship": float(correct.mean()), "authorship_ci": [lo, hi], "chance": chance,
-                "semantic_similarity": sent_sim, "document_similarity": doc_sim, "stylometric": style}
-
-    rows: list[dict[str, Any]] = []
-    rows.append({"table": "reference", "mechanism": "original", "epsilon": None, "variant": "-", "bound": 0.0,
-                 **measure(original_docs, seg_texts, boot_rngs[-1]), "seconds": 0.0})
+    rows: list[dict[str, object]] = [{"table": "reference", "mechanism": "original", "epsilon": None, "variant": "-",
+                                      "bound": 0.0, **measure(original_docs, seg_texts, boot_rngs[-1]),
+                                      "seconds": 0.0}]
     doc_list = list(zip(docs.test_ids, docs.test_texts, strict=True))
     done_task = ProgressCounter(progress("conditions", len(conds)) if progress else None, len(conds))
     for ci, cond in enumerate(conds):
-        t1 = time.perf_counter()
         rw = er if cond.mechanism == "er-ae" else ae
-        settings = RewriteSettings(mechanism=cond.mechanism, epsilon=cond.epsilon,
-                                   variant=cond.variant if cond.variant != "-" else "autoregressive",
-                                   model_data=cfg.model_data, unit="sentence")
-        records, _ = rewrite_documents(rw, doc_list, settings, cond_rngs[ci], seeded=True)
-        out_sents = [r["text"] for r in records]
-        if len(out_sents) != n_sent:
-            raise RuntimeError("rewrite returned a different number of sentences")  # pragma: no cover
-        per_doc: list[str] = []
-        pos = 0
-        for segs in test_segments:
-            per_doc.append(" ".join(t for t in out_sents[pos : pos + len(segs)] if t))
-            pos += len(segs)
-        rewrite_seconds = time.perf_counter() - t1
-        m = measure(per_doc, out_sents, boot_rngs[ci])
-        g = records[0]["guarantee"]
-        rows.append({"table": cond.table, "mechanism": cond.mechanism, "epsilon": cond.epsilon,
-                     "variant": cond.variant, "er_ae_epsilon": cond.er_ae_epsilon, "bound": g["epsilon"],
-                     "per_token": g["per_token"], **m, "seconds": round(time.perf_counter() - t1, 1),
-                     "rewrite_seconds": round(rewrite_seconds, 1), "sentences": n_sent})
+        rows.append(_condition_row(cond, rw, cfg, doc_list, test_segments, measure, cond_rngs[ci], boot_rngs[ci]))
         done_task(1)
-    em_rows = _earth_movers_rows(cfg, docs, original_docs, attacker, embedder, orig_doc_emb, labels, chance,
-                                 spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
-    rows.extend(em_rows)
+    rows += _earth_movers_rows(cfg, docs, measure, spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
     timings["total"] = time.perf_counter() - t_start
     return {"settings": cfg.to_dict(), "construction": docs.construction, "max_length": L,
             "vocab_output_size": er.vocab.output_size, "rows": rows, "timings": timings,
             "note": "semantic similarity: all-MiniLM-L6-v2 cosine, a stand-in for the Universal Sentence Encoder"}
 
 
-def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, original_docs: list[str], attacker: Any,
-                       embedder: Any, orig_doc_emb: np.ndarray, labels: np.ndarray, chance: float,
-                       rngs: list[np.random.Generator]) -> list[dict[str, Any]]:
+def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, measure: _Measurer,
+                       rngs: list[np.random.Generator]) -> list[dict[str, object]]:
     if not cfg.earth_movers_epsilons:
         return []
     from ..mechanisms import EarthMoversPrivacy
 
-    rows = []
+    rows: list[dict[str, object]] = []
     for e, g in zip(cfg.earth_movers_epsilons, rngs, strict=False):
         t0 = time.perf_counter()
         mech = EarthMoversPrivacy(epsilon=e, size=cfg.earth_movers_size, bag="sample", seed=g).fit()
         outs = mech.transform(docs.test_texts)
-        pred = attacker.predict(outs)
-        emb = embedder.embed(outs)
+        pred = measure.attacker.predict(outs)
+        emb = measure.embedder.embed(outs)
         rows.append({"table": "earth-movers", "mechanism": "earth-movers", "epsilon": e, "variant": "-",
-                     "bound": None, "authorship": float(np.mean(pred == labels)), "chance": chance,
-                     "semantic_similarity": None, "document_similarity": float(np.mean(np.sum(emb * orig_doc_emb, 1))),
-                     "stylometric": float(np.mean(stylometric_distance(original_docs, outs))),
+                     "bound": None, "authorship": float(np.mean(pred == measure.labels)), "chance": measure.chance,
+                     "semantic_similarity": None,
+                     "document_similarity": float(np.mean(np.sum(emb * measure.orig_doc_emb, 1))),
+                     "stylometric": float(np.mean(stylometric_distance(measure.original_docs, outs))),
                      "seconds": round(time.perf_counter() - t0, 1),
                      "guarantee": f"epsilon*N*E_d-privacy, epsilon={e:g}, N={cfg.earth_movers_size} (not comparable "
                                   "to the per-sentence bounds)"})
