@@ -5,7 +5,7 @@ form the mechanism releases them, the fraction of words left unchanged, and the
 known texts of the noise-aware attackers privatised the same way.
 :func:`snippet_inputs` turns an evaluation set into the mechanisms' input,
 :func:`unmodified_conditions` gives the rows without noise and
-:func:`privatised_conditions` runs one configured mechanism over its epsilon
+:func:`privatized_conditions` runs one configured mechanism over its epsilon
 grid. :func:`make_mechanism` is the one place a mechanism is built.
 
 Seeds: every condition draws from ``SeedSequence(seed)`` children keyed by the
@@ -40,7 +40,7 @@ __all__ = [
     "condition_seed",
     "domain_vocabulary",
     "make_mechanism",
-    "privatised_conditions",
+    "privatized_conditions",
     "snippet_inputs",
     "unmodified_conditions",
 ]
@@ -293,7 +293,7 @@ def _condition(cfg: ExperimentConfig, spec: MechanismSpec, eps: float, mech: Pri
     return Condition(spec.label, spec.release, eps, [list(d.words) for d in docs], unchanged, na_texts)
 
 
-def privatised_conditions(cfg: ExperimentConfig, inp: Inputs, spec: MechanismSpec, selections: TopicSelections,
+def privatized_conditions(cfg: ExperimentConfig, inp: Inputs, spec: MechanismSpec, selections: TopicSelections,
                           tick: ProgressCounter) -> tuple[list[Condition], MechanismInfo]:
     """``spec`` run at every epsilon of its grid (and its topic selection alone, without noise, if any)."""
     from ..embeddings import output_vocabulary

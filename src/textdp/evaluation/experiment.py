@@ -56,7 +56,7 @@ from .conditions import (
     MechanismInfo,
     TopicSelections,
     domain_vocabulary,
-    privatised_conditions,
+    privatized_conditions,
     snippet_inputs,
     unmodified_conditions,
 )
@@ -170,7 +170,7 @@ def _privatise(cfg: ExperimentConfig, inp: Inputs, stages: _Stages) -> tuple[lis
     conditions: list[Condition] = []
     info: dict[str, MechanismInfo] = {}
     for spec in cfg.mechanisms:
-        conds, info[spec.label] = privatised_conditions(cfg, inp, spec, selections, tick)
+        conds, info[spec.label] = privatized_conditions(cfg, inp, spec, selections, tick)
         conditions += conds
         stages.timings[f"mechanism:{spec.label}"] = info[spec.label]["seconds"]
     stages.close("mechanism")
