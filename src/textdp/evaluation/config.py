@@ -11,9 +11,10 @@ returns an :class:`ExperimentConfig` whose ``mechanisms`` are resolved
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, TypeVar, cast
 
 from .._validation import check_choice, check_epsilon, check_positive_int
 from ..errors import ParameterError, ParameterTypeError
@@ -29,6 +30,39 @@ __all__ = [
     "load_config",
     "mechanism_parameters",
 ]
+
+#: A TOML table as :mod:`tomllib` parses it.
+Table = dict[str, object]
+T = TypeVar("T")
+D = TypeVar("D")
+
+
+class CorpusOptions(TypedDict, total=False):
+    """``[corpus]`` but its name: the keyword arguments of :func:`~textdp.evaluation.datasets.build_evaluation_set`."""
+
+    data_dir: str
+    author_field: str
+    text_field: str
+    topic_field: str
+    filter_field: str
+    strip_quotes: bool
+    known_words: int
+    unknown_words: int
+    cut: str
+    max_authors: int
+    n_topics: int
+    authors_per_topic: int
+    max_topic_train: int
+    split_field: str
+    known_split: list[str]
+    unknown_split: list[str]
+
+
+class CorpusSettings(CorpusOptions, total=False):
+    """``[corpus]``: ``name`` (a preset or a JSON-lines path) and the options."""
+
+    name: str
+
 
 #: Attacker names accepted in a config, with what they are.
 ATTACKERS: dict[str, str] = {
@@ -86,7 +120,7 @@ class MechanismSpec:
     label: str
     name: str
     epsilons: list[float]
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, object] = field(default_factory=dict)
     postprocess: str | None = None
     decoder: str = "exact"
     bag: str = "truncate"
@@ -129,7 +163,7 @@ class ExperimentConfig:
     ``mechanisms`` holds the resolved per-mechanism specs.
     """
 
-    corpus: dict[str, Any]
+    corpus: CorpusSettings
     epsilons: list[float]
     attackers: list[str]
     utility: list[str] = field(default_factory=list)
@@ -157,16 +191,17 @@ class ExperimentConfig:
             self.mechanisms = [MechanismSpec("earth-movers", "earth-movers", list(self.epsilons), bag=self.bag,
                                              size=self.size, decoder=self.decoder)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain-data form (for ``settings.json``)."""
         return asdict(self)
 
 
-def _get(section: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any, where: str) -> Any:
+def _get(section: Mapping[str, object], key: str, kind: type[T], default: D, where: str) -> T | D:
+    """``section[key]`` if it has the TOML type ``kind`` (a bool is no number), ``default`` if absent."""
     if key not in section:
         return default
     val = section[key]
-    if not isinstance(val, kind) or (isinstance(val, bool) and kind in (int, float, (int, float))):
+    if not isinstance(val, kind) or (isinstance(val, bool) and kind in (int, float)):
         raise ParameterTypeError(f"config [{where}] {key} has the wrong type ({type(val).__name__})")
     return val
 
@@ -189,18 +224,20 @@ def mechanism_parameters(name: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _mechanism_labels(mech: dict[str, Any]) -> list[str]:
+def _mechanism_labels(mech: Table) -> list[str]:
     """The labels of ``[mechanism]``: ``mechanism = NAME``, ``mechanisms = [LABELS]`` or the default."""
     if "mechanism" in mech and "mechanisms" in mech:
         raise ParameterError("config [mechanism]: give mechanism = NAME or mechanisms = [...], not both")
     if "mechanisms" in mech:
-        labels = mech["mechanisms"]
-        if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
+        given = mech["mechanisms"]
+        if not isinstance(given, list) or not given or not all(isinstance(x, str) for x in given):
             raise ParameterError("config [mechanism] mechanisms must be a non-empty list of names")
+        labels = [str(x) for x in given]
     elif "mechanism" in mech:
-        if not isinstance(mech["mechanism"], str):
+        name = mech["mechanism"]
+        if not isinstance(name, str):
             raise ParameterTypeError("config [mechanism] mechanism must be a name (a string)")
-        labels = [mech["mechanism"]]
+        labels = [name]
     else:
         labels = ["earth-movers"]
     if len(set(labels)) != len(labels):
@@ -209,7 +246,7 @@ def _mechanism_labels(mech: dict[str, Any]) -> list[str]:
     stray = sorted(tables - set(labels))
     if stray:
         raise ParameterError(f"config [mechanism.{stray[0]}] is not listed in mechanisms = [...]")
-    return list(labels)
+    return labels
 
 
 def _check_spec(spec: MechanismSpec, where: str, accepted: tuple[str, ...]) -> None:
@@ -235,8 +272,7 @@ def _check_spec(spec: MechanismSpec, where: str, accepted: tuple[str, ...]) -> N
                              "from the whole vocabulary")
 
 
-def _mechanism_spec(label: str, table: dict[str, Any], default_eps: list[float] | None,
-                    shared: dict[str, Any]) -> MechanismSpec:
+def _mechanism_spec(label: str, table: Table, default_eps: list[float] | None, shared: Table) -> MechanismSpec:
     """The spec of ``[mechanism.<label>]`` (``table``, a copy) over the shared ``[mechanism]`` options."""
     from ..embeddings import DECODERS, OUTPUT_VOCABULARIES
     from ..mechanisms import MECHANISM_NAMES
@@ -257,7 +293,7 @@ def _mechanism_spec(label: str, table: dict[str, Any], default_eps: list[float] 
     merged = {**shared, **opts}
     spec = MechanismSpec(
         label=label, name=name, epsilons=list(eps), params=table,
-        postprocess=merged.get("postprocess"),
+        postprocess=_get(merged, "postprocess", str, None, where),
         decoder=check_choice(_get(merged, "decoder", str, "exact", where), "decoder", DECODERS),
         bag=check_choice(_get(merged, "bag", str, "truncate", where), "bag", BAG_MODES),
         size=None if merged.get("size") is None else check_positive_int(merged["size"], "size"),
@@ -272,25 +308,30 @@ def _mechanism_spec(label: str, table: dict[str, Any], default_eps: list[float] 
     return spec
 
 
-def _mechanism_specs(mech: dict[str, Any], default_eps: list[float] | None, shared: dict[str, Any]) -> list[MechanismSpec]:
+def _mechanism_specs(mech: Table, default_eps: list[float] | None, shared: Table) -> list[MechanismSpec]:
     """The ``[mechanism]`` section's specs: ``mechanism = NAME`` or ``mechanisms = [LABELS]`` plus sub-tables."""
-    tables = {k: v for k, v in mech.items() if isinstance(v, dict)}
+    tables: dict[str, Table] = {k: v for k, v in mech.items() if isinstance(v, dict)}
     return [_mechanism_spec(label, dict(tables.get(label, {})), default_eps, shared)
             for label in _mechanism_labels(mech)]
 
 
-def _check_sections(d: object) -> None:
+def _sections(d: object) -> dict[str, Table]:
+    """The five sections of a config (absent ones empty), each checked to be a table."""
     if not isinstance(d, dict):
         raise ParameterTypeError("config must be a TOML table")
     unknown = set(d) - {"corpus", "mechanism", "attackers", "utility", "run"}
     if unknown:
         raise ParameterError(f"unknown config section(s): {', '.join(sorted(unknown))}")
+    out: dict[str, Table] = {}
     for section in ("corpus", "mechanism", "attackers", "utility", "run"):
-        if not isinstance(d.get(section, {}), dict):
-            raise ParameterTypeError(f"config [{section}] must be a table, got {type(d[section]).__name__}")
+        value = d.get(section, {})
+        if not isinstance(value, dict):
+            raise ParameterTypeError(f"config [{section}] must be a table, got {type(value).__name__}")
+        out[section] = value
+    return out
 
 
-def _check_keys(section: dict[str, Any], allowed: set[str] | frozenset[str], where: str) -> None:
+def _check_keys(section: Mapping[str, object], allowed: set[str] | frozenset[str], where: str) -> None:
     bad = set(section) - set(allowed)
     if bad:
         raise ParameterError(f"unknown key(s) in [{where}]: {', '.join(sorted(bad))}")
@@ -303,32 +344,30 @@ def _resolve(path: str | None, base_dir: Path | None) -> str | None:
     return str((base_dir / path).resolve())
 
 
-def _corpus_section(d: dict[str, Any], base_dir: Path | None) -> dict[str, Any]:
-    corpus = dict(d.get("corpus", {}))
+def _corpus_section(section: Table, base_dir: Path | None) -> CorpusSettings:
+    corpus = dict(section)
     if "name" not in corpus:
         raise ParameterError("config [corpus] needs name = a corpus name or a JSON-lines path")
     _check_keys(corpus, set(_CORPUS_KEYS), "corpus")
     for key in corpus:
         _get(corpus, key, _CORPUS_KEYS[key], None, "corpus")
     for key in ("known_split", "unknown_split"):
-        if key in corpus and not all(isinstance(v, str) for v in corpus[key]):
+        value = corpus.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ParameterTypeError(f"config [corpus] {key} must be a list of split values (strings)")
     if "data_dir" in corpus:
         corpus["data_dir"] = _resolve(str(corpus["data_dir"]), base_dir)
     name = str(corpus["name"])
     if name.endswith((".jsonl", ".jsonl.gz", ".json")):
         corpus["name"] = _resolve(name, base_dir)
-    return corpus
+    return cast(CorpusSettings, corpus)
 
 
-def _models(section: dict[str, Any], where: str, default: list[str], known: dict[str, str], what: str) -> list[str]:
-    models = list(_get(section, "models", list, default, where))
-    for m in models:
-        check_choice(m, what, tuple(known))
-    return models
+def _models(section: Table, where: str, default: list[str], known: dict[str, str], what: str) -> list[str]:
+    return [check_choice(m, what, tuple(known)) for m in _get(section, "models", list, default, where)]
 
 
-def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> ExperimentConfig:
+def config_from_dict(d: Mapping[str, object], *, base_dir: Path | None = None) -> ExperimentConfig:
     """Validate a parsed TOML config and resolve defaults.
 
     >>> cfg = config_from_dict({"corpus": {"name": "reuter_50_50"}, "mechanism": {"epsilons": [10, 5]},
@@ -342,16 +381,16 @@ def config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> Expe
     [('cmp', 'cmp', [5.0, 4.0], None, {}), ('cmp+mbr', 'cmp', [5.0, 4.0], 'mbr', {}),
      ('vickrey', 'vickrey', [8.0], None, {'t': 0.75})]
     """
-    _check_sections(d)
-    corpus = _corpus_section(d, base_dir)
-    mech = d.get("mechanism", {})
+    sections = _sections(d)
+    corpus = _corpus_section(sections["corpus"], base_dir)
+    mech = sections["mechanism"]
     _get(mech, "embeddings", str, None, "mechanism")
     _check_keys({k: v for k, v in mech.items() if not isinstance(v, dict)}, _SHARED_MECH_KEYS, "mechanism")
     default_eps = _epsilons(mech["epsilons"], "mechanism") if "epsilons" in mech else None
-    shared = {k: mech[k] for k in ("bag", "size", "decoder", "postprocess", "output_vocab", "topic_features",
+    shared: Table = {k: mech[k] for k in ("bag", "size", "decoder", "postprocess", "output_vocab", "topic_features",
                                    "topic_feature_method") if k in mech}
     specs = _mechanism_specs(mech, default_eps, shared)
-    att, util, run = d.get("attackers", {}), d.get("utility", {}), d.get("run", {})
+    att, util, run = sections["attackers"], sections["utility"], sections["run"]
     _check_keys(att, _ATTACKER_KEYS, "attackers")
     _check_keys(util, {"models"}, "utility")
     _check_keys(run, {"seed", "bootstrap", "output"}, "run")

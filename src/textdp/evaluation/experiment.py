@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..embeddings import Embeddings
 from ..errors import require
@@ -64,6 +64,7 @@ from .config import (
     ATTACKERS,
     NOISE_AWARE_PREFIX,
     UTILITY_MODELS,
+    CorpusOptions,
     ExperimentConfig,
     MechanismSpec,
     config_from_dict,
@@ -149,8 +150,8 @@ def _load_data(cfg: ExperimentConfig, stages: _Stages, eval_set: EvaluationSet |
         require("fasttext", "fasttext")
     tick = stages.open("load corpus", 1)
     if eval_set is None:
-        kwargs = {k: v for k, v in cfg.corpus.items() if k != "name"}
-        eval_set = build_evaluation_set(str(cfg.corpus["name"]), **kwargs)
+        options = cast(CorpusOptions, {k: v for k, v in cfg.corpus.items() if k != "name"})
+        eval_set = build_evaluation_set(str(cfg.corpus["name"]), **options)
     tick(1)
     stages.close("corpus")
     tick = stages.open("load embeddings", 1)
