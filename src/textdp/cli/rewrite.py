@@ -17,8 +17,9 @@ from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_ba
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
-    "the word draw); ae-dp and random: epsilon per token; syntf: epsilon per sentence. Every record states the "
-    "resulting bound per sentence (for er-ae it is dominated by ln|V| per step, whatever epsilon)."
+    "the word draw); ae-dp and random-sentence: epsilon per token; syntf-sentence: epsilon per sentence. Every "
+    "record states the resulting bound per sentence (for er-ae it is dominated by ln|V| per step, whatever "
+    "epsilon), its number of sentences and their total."
 )
 
 
@@ -28,8 +29,8 @@ def rewrite_command(
                                                  "per line); '-' reads standard input.", show_default=False)],
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)] = ...,  # type: ignore[assignment]
     mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism), ae-dp (one exponential "
-                                                 "mechanism over the vocabulary), syntf (a bag of words), random "
-                                                 "(uniform random replacement).")] = Mechanism.er_ae,
+                                                 "mechanism over the vocabulary), syntf-sentence (a bag of words), "
+                                                 "random-sentence (uniform random replacement).")] = Mechanism.er_ae,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing file "
                                          "is refused unless --force).")] = ...,  # type: ignore[assignment]
     unit: Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "
@@ -63,8 +64,10 @@ def rewrite_command(
     """Rewrite sentences with a differential-privacy guarantee stated on every record.
 
     Each document is split into sentences (segments of at most L_max tokens, the model's max length). Each record
-    holds id, text, epsilon, mechanism, unit, guarantee (the per-sentence bound, its unit and what is NOT covered:
-    the number of sentences, and for --model-data same/unknown what the model memorised) and seeded.
+    holds id, text, the per-sentence bound (epsilon, delta, unit: sentence), units (the line's number of
+    sentences) and total (their sum), the compact guarantee (what is NOT covered: the number of sentences, and for
+    --model-data same/unknown what the model memorised) and seeded. The full statement is written once, to the
+    settings file.
     """
     with cli_errors():
         from .._rng import spawn
@@ -119,7 +122,9 @@ def rewrite_command(
             "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("run_key"),  # the card's key, not a path
             "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
             "seeded": seed is not None,  # never the seed itself: it would let anyone undo the noise
-            "engine": engine.value, "partition_size": partition_size, **guarantee.to_dict(),
+            "engine": engine.value, "partition_size": partition_size, "mechanism": guarantee.mechanism,
+            "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
+            "guarantee": {**guarantee.to_dict(), "seeded": seed is not None, "empty": "empty"},
         }, overwrite=force, private=False)
         if private_report is not None:
             write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",

@@ -18,10 +18,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -29,9 +28,12 @@ from .._rng import make_rng
 from ..embeddings import Embeddings
 from ..errors import ParameterError, TextDPError
 from ..progress import Counter as ProgressCounter
-from ..progress import ProgressCallback, offset
+from ..progress import offset
 from .config import NOISE_AWARE_PREFIX, ExperimentConfig, MechanismSpec
 from .datasets import EvaluationSet
+
+if TYPE_CHECKING:
+    from ..mechanisms import DocumentDiagnostics, TextMechanism
 
 __all__ = [
     "Condition",
@@ -44,23 +46,6 @@ __all__ = [
     "snippet_inputs",
     "unmodified_conditions",
 ]
-
-
-class _Released(Protocol):
-    @property
-    def words(self) -> Sequence[str]: ...
-
-
-class _Diagnostic(Protocol):
-    def unchanged_fraction(self) -> float: ...
-
-
-class Privatizer(Protocol):
-    """What the experiment calls on a mechanism: one batch verb."""
-
-    def privatize_batch(self, texts: Sequence[str], *, seed: np.random.Generator, seeded: bool,
-                        private_report: list[_Diagnostic] | None = None,
-                        progress: ProgressCallback | None = None) -> Sequence[_Released]: ...
 
 
 def _key(*parts: object) -> int:
@@ -228,7 +213,7 @@ class TopicSelections:
         return self._cache[key]
 
 
-def make_mechanism(spec: MechanismSpec, epsilon: float, vocab: Embeddings, size: int) -> Privatizer:
+def make_mechanism(spec: MechanismSpec, epsilon: float, vocab: Embeddings, size: int) -> TextMechanism:
     """The fitted mechanism of ``spec`` at ``epsilon`` over ``vocab`` (bag mechanisms draw bags of ``size``)."""
     from ..pipeline import build_mechanism
 
@@ -271,7 +256,7 @@ def _spec_input(inp: Inputs, spec: MechanismSpec, vocab: Embeddings, keep: froze
     return _SpecInput(inputs, n_spec, [" ".join(r if sample else r[:n_spec]) for r in inputs], known)
 
 
-def _privatise_known(mech: Privatizer, known: list[list[str]], rng: np.random.Generator) -> list[list[str]]:
+def _privatise_known(mech: TextMechanism, known: list[list[str]], rng: np.random.Generator) -> list[list[str]]:
     """The noise-aware attackers' training texts: every author's known chunks privatised, joined per author."""
     flat = [c for k in known for c in k]
     owner = [i for i, k in enumerate(known) for _ in k]
@@ -281,9 +266,9 @@ def _privatise_known(mech: Privatizer, known: list[list[str]], rng: np.random.Ge
     return out
 
 
-def _condition(cfg: ExperimentConfig, spec: MechanismSpec, eps: float, mech: Privatizer, si: _SpecInput,
+def _condition(cfg: ExperimentConfig, spec: MechanismSpec, eps: float, mech: TextMechanism, si: _SpecInput,
                tick: ProgressCounter) -> Condition:
-    diags: list[_Diagnostic] = []  # private diagnostics (the experiment knows its inputs anyway)
+    diags: list[DocumentDiagnostics] = []  # private diagnostics (the experiment knows its inputs anyway)
     docs = mech.privatize_batch(si.snippets, seed=make_rng(condition_seed(cfg.seed, "mechanism", spec.label, eps)),
                                 seeded=True, private_report=diags, progress=offset(tick))
     na_texts = None

@@ -28,7 +28,6 @@ __all__ = [
     "MechanismSpec",
     "config_from_dict",
     "load_config",
-    "mechanism_parameters",
 ]
 
 #: A TOML table as :mod:`tomllib` parses it.
@@ -131,10 +130,10 @@ class MechanismSpec:
 
     @property
     def release(self) -> str:
-        """``"bag"`` or ``"text"`` (:func:`textdp.pipeline.release_kind`)."""
-        from ..pipeline import release_kind
+        """``"bag"`` or ``"text"``: what the registry says the mechanism releases."""
+        from ..mechanisms import entry
 
-        return release_kind(self.name)
+        return entry(self.name).releases
 
     def options(self) -> str:
         """The non-default options in one line (for the report)."""
@@ -215,15 +214,6 @@ def _epsilons(raw: object, where: str) -> list[float]:
     return eps
 
 
-def mechanism_parameters(name: str) -> tuple[str, ...]:
-    """The constructor parameters of the mechanism registered as ``name`` (read from the registry's class)."""
-    from ..mechanisms import mechanism_class
-
-    cls = mechanism_class(name)
-    names = getattr(cls, "_PARAMS", None) or cls._param_names()  # type: ignore[attr-defined]
-    return tuple(names)
-
-
 def _mechanism_labels(mech: Table) -> list[str]:
     """The labels of ``[mechanism]``: ``mechanism = NAME``, ``mechanisms = [LABELS]`` or the default."""
     if "mechanism" in mech and "mechanisms" in mech:
@@ -275,7 +265,7 @@ def _check_spec(spec: MechanismSpec, where: str, accepted: tuple[str, ...]) -> N
 def _mechanism_spec(label: str, table: Table, default_eps: list[float] | None, shared: Table) -> MechanismSpec:
     """The spec of ``[mechanism.<label>]`` (``table``, a copy) over the shared ``[mechanism]`` options."""
     from ..embeddings import DECODERS, OUTPUT_VOCABULARIES
-    from ..mechanisms import MECHANISM_NAMES
+    from ..mechanisms import MECHANISM_NAMES, mechanism_class
     from ..text import BAG_MODES
     from ..text.feature_selection import SELECTION_METHODS
 
@@ -304,7 +294,7 @@ def _mechanism_spec(label: str, table: Table, default_eps: list[float] | None, s
         topic_feature_method=check_choice(_get(merged, "topic_feature_method", str, "chi2", where),
                                           "topic_feature_method", SELECTION_METHODS),
     )
-    _check_spec(spec, where, mechanism_parameters(name))
+    _check_spec(spec, where, mechanism_class(name).param_names())
     return spec
 
 

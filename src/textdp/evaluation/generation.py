@@ -408,14 +408,14 @@ def sweep_conditions(cfg: GenerationConfig, vocab_output_size: int, vocab_words:
             out.append(Condition("equal-bound", "er-ae", e, v, e, b))
         for v in cfg.variants:
             out.append(Condition("equal-bound", "ae-dp", b / max_length, v, e, b))
-        out.append(Condition("equal-bound", "syntf", b, "-", e, b))
+        out.append(Condition("equal-bound", "syntf-sentence", b, "-", e, b))
         r_eps = random_r_epsilon(random_r_rate(b / max_length, vocab_words), vocab_words)
-        out.append(Condition("equal-bound", "random", r_eps, "-", e, r_eps * max_length))
+        out.append(Condition("equal-bound", "random-sentence", r_eps, "-", e, r_eps * max_length))
     if cfg.nominal_table:
         for e in cfg.epsilons:
             out.append(Condition("nominal", "ae-dp", e, cfg.variants[0], e, e * max_length))
-            out.append(Condition("nominal", "syntf", e * max_length, "-", e, e * max_length))
-            out.append(Condition("nominal", "random", e, "-", e, e * max_length))
+            out.append(Condition("nominal", "syntf-sentence", e * max_length, "-", e, e * max_length))
+            out.append(Condition("nominal", "random-sentence", e, "-", e, e * max_length))
     return out
 
 
@@ -488,7 +488,7 @@ def _condition_row(cond: Condition, rw: Rewriter, cfg: GenerationConfig, doc_lis
     g = records[0]["guarantee"]
     return {"table": cond.table, "mechanism": cond.mechanism, "epsilon": cond.epsilon,
             "variant": cond.variant, "er_ae_epsilon": cond.er_ae_epsilon, "bound": g["epsilon"],
-            "per_token": g["per_token"], **m, "seconds": round(time.perf_counter() - t1, 1),
+            "per_token": g["parameters"]["per_token"], **m, "seconds": round(time.perf_counter() - t1, 1),
             "rewrite_seconds": round(rewrite_seconds, 1), "sentences": n_sent}
 
 
