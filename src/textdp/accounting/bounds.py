@@ -60,9 +60,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 from scipy.special import gammainc, gammaincinv, gammaln, logsumexp
@@ -73,6 +72,7 @@ from .._validation import (
     check_positive_int,
     check_probability,
 )
+from ..embeddings import Embeddings
 from ..errors import ParameterError, ParameterTypeError
 from ..mechanisms import EarthMoversPrivacy
 from ..text import BAG_MODES, make_bag
@@ -270,7 +270,7 @@ class UtilityBound:
         rel = "<=" if self.valid else ">"
         return f"epsilon*e*N*Delta = {lhs:.4g} {rel} n = {self.dim}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["condition"] = self.condition
         return out
@@ -358,9 +358,21 @@ class DocumentGuarantee:
     multiplier_text: str
     epsilon_for_unit_loss: float | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (no inf/NaN: an overflowing multiplier is ``None``)."""
         return asdict(self)
+
+
+def _document_distance(rows: Sequence[np.ndarray], n: int, bag: str, vectors: np.ndarray, metric: str,
+                       names: tuple[str, str]) -> tuple[float, float | None, float | None]:
+    """``(distance, E_d, W_inf)``: W_inf of the word distributions (``sample``) or E_d of the two bags."""
+    if bag == "sample":
+        w_inf = distribution_distance(rows[0], rows[1], vectors, metric=metric)
+        return w_inf, None, w_inf
+    bag_a = make_bag(rows[0], n, bag, doc_id=f"document {names[0]}")
+    bag_b = make_bag(rows[1], n, bag, doc_id=f"document {names[1]}")
+    e_d = bag_distance(bag_a, bag_b, vectors, metric=metric)
+    return e_d, e_d, None
 
 
 def document_guarantee(
@@ -369,7 +381,7 @@ def document_guarantee(
     *,
     epsilon: float,
     size: int | None = None,
-    embeddings: Any = None,
+    embeddings: Embeddings | str | os.PathLike[str] | None = None,
     vocab_size: int | None = None,
     bag: str = "truncate",
     stop_words: str | Iterable[str] | None = "english",
@@ -412,23 +424,15 @@ def document_guarantee(
     if metric not in METRICS:
         raise ParameterError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
     check_choice(bag, "bag mode", BAG_MODES)
-    if embeddings is not None and not hasattr(embeddings, "vectors") and not isinstance(embeddings, (str, os.PathLike)):
+    if embeddings is not None and not isinstance(embeddings, (Embeddings, str, os.PathLike)):
         raise ParameterTypeError(f"embeddings must be an Embeddings, a path or None, got {type(embeddings).__name__}")
     mech = EarthMoversPrivacy(
         epsilon=epsilon, size=size, embeddings=embeddings, vocab_size=vocab_size, bag=bag, stop_words=stop_words
     ).fit()
     rows, n_tokens, dropped = mech.prepare([text_a, text_b], list(names))
-    n = size if size is not None else min(r.size for r in rows)
-    n = check_positive_int(n, "size")
+    n = check_positive_int(size if size is not None else min(r.size for r in rows), "size")
     emb = mech.embeddings_
-    e_d: float | None = None
-    w_inf: float | None = None
-    if bag == "sample":
-        w_inf = distance = distribution_distance(rows[0], rows[1], emb.vectors, metric=metric)
-    else:
-        bag_a = make_bag(rows[0], n, bag, doc_id=f"document {names[0]}")
-        bag_b = make_bag(rows[1], n, bag, doc_id=f"document {names[1]}")
-        e_d = distance = bag_distance(bag_a, bag_b, emb.vectors, metric=metric)
+    distance, e_d, w_inf = _document_distance(rows, n, bag, emb.vectors, metric, names)
     loss = privacy_loss(mech.epsilon_, n, distance)
     return DocumentGuarantee(
         epsilon=mech.epsilon_,

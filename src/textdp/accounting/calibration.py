@@ -32,6 +32,7 @@ draws with the mechanism's own :func:`~textdp.mechanisms.noisy_vectors` and
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,7 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_epsilon, check_positive_int, check_probability
-from ..embeddings import Embeddings, ExactDecoder, load_embeddings
+from ..embeddings import Decoder, Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError
 from ..mechanisms import laplace_noise, noisy_vectors
 from ..progress import ProgressCallback
@@ -65,7 +66,7 @@ DEFAULT_RANKS = (1000, 6000)
 
 
 def calibration_words(
-    embeddings: Any,
+    embeddings: Embeddings,
     n_words: int = 300,
     ranks: tuple[int, int] = DEFAULT_RANKS,
     stop_words: str | Iterable[str] | None = "english",
@@ -296,7 +297,11 @@ class SurvivalCurve:
         return np.repeat(self.words, self.repeats)
 
 
-def _load(embeddings: Any, vocab_size: int | None) -> Any:
+#: What the calibration functions take as embeddings: loaded ones, a path, or ``None`` for GloVe 6B 50d.
+EmbeddingsSource = Embeddings | str | os.PathLike[str] | None
+
+
+def _load(embeddings: EmbeddingsSource, vocab_size: int | None) -> Embeddings:
     if isinstance(embeddings, Embeddings):
         return embeddings.restrict(top_k=vocab_size) if vocab_size is not None else embeddings
     return load_embeddings(embeddings, vocab_size=vocab_size)
@@ -307,7 +312,7 @@ MAX_DRAWS = 1_000_000
 
 
 def survival_curve(
-    embeddings: Any = None,
+    embeddings: EmbeddingsSource = None,
     *,
     words: Sequence[str] | np.ndarray | None = None,
     n_words: int = 300,
@@ -382,7 +387,7 @@ class Calibration:
     dim: int
     vocab_size: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         from dataclasses import asdict
 
         return asdict(self)
@@ -390,7 +395,7 @@ class Calibration:
 
 def calibrate_epsilon(
     target_unchanged: float,
-    embeddings: Any = None,
+    embeddings: EmbeddingsSource = None,
     *,
     curve: SurvivalCurve | None = None,
     confidence: float = 0.95,
@@ -448,7 +453,7 @@ class DiagnosticRow:
     p90_neighbour_rank: float
     within_10_neighbours: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         from dataclasses import asdict
 
         return asdict(self)
@@ -457,9 +462,9 @@ class DiagnosticRow:
 def diagnose(
     curve: SurvivalCurve,
     epsilons: Iterable[float],
-    embeddings: Any = None,
+    embeddings: EmbeddingsSource = None,
     *,
-    decoder: Any = None,
+    decoder: Decoder | None = None,
     confidence: float = 0.95,
     seed: int | np.random.Generator | None = None,
     progress: ProgressCallback | None = None,

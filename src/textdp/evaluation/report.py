@@ -63,6 +63,31 @@ class EpsilonPoint(TypedDict):
     meets: bool
 
 
+class AtPrivacy(TypedDict):
+    """At the largest epsilon meeting the privacy side: the first utility model's accuracy and drop."""
+
+    epsilon: float
+    utility: float | None
+    drop: float | None
+    max_ratio: float | None
+
+
+class AtUtility(TypedDict):
+    """At the smallest epsilon meeting the utility side: the strongest attacker."""
+
+    epsilon: float
+    max_ratio: float | None
+    strongest: str | None
+    drop: float | None
+
+
+class Closest(TypedDict, total=False):
+    """How close a mechanism comes to the target from either side."""
+
+    at_privacy: AtPrivacy
+    at_utility: AtUtility
+
+
 class Frontier(TypedDict):
     """What :func:`frontier` returns (also ``settings.json``'s ``frontier``)."""
 
@@ -74,7 +99,7 @@ class Frontier(TypedDict):
     smallest_useful_epsilon: float | None
     primary_utility: str | None
     baseline: dict[str, float]
-    closest: dict[str, dict[str, object]]
+    closest: Closest
     max_ratio: float
     max_drop: float
 
@@ -92,19 +117,19 @@ def _point(mine: list[Row], e: float, base: dict[str, float], primary: str | Non
                         drops=drops, private=private, useful=useful, meets=bool(private and useful))
 
 
-def _closest(per: list[EpsilonPoint], primary: str | None) -> dict[str, dict[str, object]]:
+def _closest(per: list[EpsilonPoint], primary: str | None) -> Closest:
     """The gap: the topic drop at the largest private epsilon, the strongest attacker at the smallest useful one."""
     private_eps = [p["epsilon"] for p in per if p["private"]]
     useful_eps = [p["epsilon"] for p in per if p["useful"]]
-    closest: dict[str, dict[str, object]] = {}
+    closest = Closest()
     if private_eps and primary is not None:
         p = next(q for q in per if q["epsilon"] == max(private_eps))
-        closest["at_privacy"] = {"epsilon": p["epsilon"], "utility": p["utility"].get(primary),
-                                 "drop": p["drops"].get(primary), "max_ratio": p["max_ratio"]}
+        closest["at_privacy"] = AtPrivacy(epsilon=p["epsilon"], utility=p["utility"].get(primary),
+                                          drop=p["drops"].get(primary), max_ratio=p["max_ratio"])
     if useful_eps:
         p = next(q for q in per if q["epsilon"] == min(useful_eps))
-        closest["at_utility"] = {"epsilon": p["epsilon"], "max_ratio": p["max_ratio"], "strongest": p["strongest"],
-                                 "drop": p["drops"].get(primary) if primary else None}
+        closest["at_utility"] = AtUtility(epsilon=p["epsilon"], max_ratio=p["max_ratio"], strongest=p["strongest"],
+                                          drop=p["drops"].get(primary) if primary else None)
     return closest
 
 
@@ -267,17 +292,21 @@ def _table(head: list[str]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
 
+def _section(title: str, note: str, head: list[str]) -> list[str]:
+    """A report section: its title, one paragraph and the header of its table."""
+    return ["", f"## {title}", "", note, "", *_table(head)]
+
+
 def _comparison_lines(res: ExperimentResult, frs: dict[str | None, Frontier]) -> list[str]:
     specs = {m.label: m for m in res.config.mechanisms}
     has_topics = bool(res.n_topics)
-    lines = ["", "## Comparison", "",
-             ("Target: every attacker (fixed and noise-aware) <= 2x chance while topic accuracy stays within 5 "
-              "points of unmodified. The privacy side holds from the listed epsilon down; the utility side down to "
-              "the listed epsilon; the cells after each give the other side at that epsilon."), ""]
-    head = ["mechanism", "options", "release", "N", "words/s", "target"]
-    head += ["privacy side from eps", "topic there (drop)"] if has_topics else ["privacy side from eps"]
-    head += ["utility side down to eps", "strongest attacker there (x chance)"] if has_topics else []
-    lines += _table(head)
+    head = ["mechanism", "options", "release", "N", "words/s", "target", "privacy side from eps"]
+    head += ["topic there (drop)", "utility side down to eps", "strongest attacker there (x chance)"] if has_topics \
+        else []
+    lines = _section("Comparison", (
+        "Target: every attacker (fixed and noise-aware) <= 2x chance while topic accuracy stays within 5 points of "
+        "unmodified. The privacy side holds from the listed epsilon down; the utility side down to the listed "
+        "epsilon; the cells after each give the other side at that epsilon."), head)
     for m, fr in frs.items():
         spec = specs.get(str(m))
         inf = res.mechanisms.get(str(m))
@@ -288,10 +317,10 @@ def _comparison_lines(res: ExperimentResult, frs: dict[str | None, Frontier]) ->
         lp = fr["largest_private_epsilon"]
         cells.append(_eps_label(lp) if lp is not None else "none of the grid")
         if has_topics:
-            cp: dict[str, Any] = fr["closest"].get("at_privacy") or {}
+            cp = fr["closest"].get("at_privacy")
             cells.append(f"{cp['utility']:.2f} ({100 * cp['drop']:+.0f} pts)" if cp and cp["drop"] is not None else "")
             su = fr["smallest_useful_epsilon"]
-            cu: dict[str, Any] = fr["closest"].get("at_utility") or {}
+            cu = fr["closest"].get("at_utility")
             cells.append(_eps_label(su) if su is not None else "none of the grid")
             cells.append(f"{cu['strongest']} ({cu['max_ratio']:.1f}x)" if cu and cu["max_ratio"] is not None else "")
         lines.append("| " + " | ".join(cells) + " |")
@@ -300,13 +329,12 @@ def _comparison_lines(res: ExperimentResult, frs: dict[str | None, Frontier]) ->
 
 def _conditions_lines(res: ExperimentResult, main: list[Row], frs: dict[str | None, Frontier]) -> list[str]:
     has_topics = bool(res.n_topics)
-    lines = ["", "## Every mechanism and epsilon", "",
-             ("Strongest attacker = the highest accuracy / chance among all attackers (fixed and noise-aware) at "
-              "that condition; topic = the first utility model; drop against the unmodified row of the same "
-              "release form."), ""]
     head = ["mechanism", "eps", "unchanged", "strongest attacker", "accuracy", "x chance"]
-    head += ["topic accuracy", "drop (points)", "meets"] if has_topics else ["meets"]
-    lines += _table(head + ["words/s"])
+    head += ["topic accuracy", "drop (points)", "meets", "words/s"] if has_topics else ["meets", "words/s"]
+    lines = _section("Every mechanism and epsilon", (
+        "Strongest attacker = the highest accuracy / chance among all attackers (fixed and noise-aware) at that "
+        "condition; topic = the first utility model; drop against the unmodified row of the same release form."),
+        head)
     for m, fr in frs.items():
         unch = {r["epsilon"]: r["unchanged"] for r in main if r.get("mechanism") == m}
         inf = res.mechanisms.get(str(m))
