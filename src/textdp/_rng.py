@@ -43,7 +43,7 @@ CSPRNG_BIT_GENERATORS = frozenset({"AESCounter", "ChaCha"})
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
 
 
-def _aes(seed: np.random.SeedSequence | None) -> Any:
+def _aes(seed: np.random.SeedSequence | None) -> np.random.BitGenerator:
     """An ``AESCounter`` keyed from ``seed``, or from 128 fresh OS bits when ``seed`` is None."""
     from randomgen import AESCounter  # first use: ~35 ms
 
@@ -64,7 +64,7 @@ class TextDPGenerator(np.random.Generator):
 
     __slots__ = ("__weakref__", "_seeded")
 
-    def __init__(self, bit_generator: Any, seeded: bool = True) -> None:
+    def __init__(self, bit_generator: np.random.BitGenerator, seeded: bool = True) -> None:
         super().__init__(bit_generator)
         self._seeded = bool(seeded)  # unknown provenance counts as seeded
 
@@ -182,7 +182,7 @@ def is_seeded(seed: SeedLike) -> bool:
     return True
 
 
-def describe_rng(seed: SeedLike) -> dict[str, Any]:
+def describe_rng(seed: SeedLike) -> dict[str, object]:
     """Public description of a generator for output settings (never its seed or state).
 
     Keys: ``seeded`` (see :func:`is_seeded`), ``bit_generator`` (class name) and

@@ -32,7 +32,6 @@ import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from tokenize import TokenError
-from typing import Any
 
 import numpy as np
 
@@ -178,7 +177,7 @@ def _load_cached(key: str, name: str, expected: dict[str, str] | None = None) ->
 
 
 def _store_cached(
-    key: str, words: list[str], vectors: np.ndarray, name: str, sources: dict[str, Any],
+    key: str, words: list[str], vectors: np.ndarray, name: str, sources: dict[str, object],
     expected: dict[str, str] | None = None,
 ) -> Embeddings:
     """Validate, write a cache entry (data first, ``meta.json`` last) and return it memory-mapped."""
@@ -220,8 +219,8 @@ def _store_cached(
     return cached if cached is not None else Embeddings._validated(words, arr, name)
 
 
-def _source_record(*paths: Path) -> dict[str, Any]:
-    out = {}
+def _source_record(*paths: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
     for p in paths:
         st = p.stat()
         out[p.name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _file_digest(p)}

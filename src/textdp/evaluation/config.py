@@ -104,7 +104,7 @@ _SPEC_KEYS = {"mechanism", "epsilons", "bag", "size", "decoder", "postprocess", 
               "topic_feature_method"}
 _ATTACKER_KEYS = {"models", "koppel_trials", "koppel_features", "nn_distance", "truncate_known", "reference_rows"}
 #: constructor parameters that a config sets through its own keys, never as a mechanism parameter
-_NOT_PARAMS = {"self", "epsilon", "embeddings", "seed", "rng", "stop_words", "vocab_size", "size", "size_from_data",
+_NOT_PARAMS = {"epsilon", "embeddings", "seed", "stop_words", "vocab_size", "size", "size_from_data",
                "bag", "known_source", "decoder", "postprocess"}
 
 

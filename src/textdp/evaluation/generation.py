@@ -55,6 +55,8 @@ __all__ = [
     "AuthorshipDocuments",
     "Condition",
     "GenerationConfig",
+    "SweepResult",
+    "SweepRow",
     "generation_config_from_dict",
     "load_authorship_documents",
     "load_generation_config",
@@ -214,7 +216,7 @@ class AuthorshipDocuments:
     test_ids: list[str]
     test_texts: list[str]
     test_labels: list[str]
-    construction: dict[str, Any] = field(default_factory=dict)
+    construction: dict[str, object] = field(default_factory=dict)
 
 
 def load_authorship_documents(
@@ -304,7 +306,7 @@ class GenerationConfig:
     bootstrap: int = 1000
     output: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain-data form (``settings.json``)."""
         return asdict(self)
 
@@ -339,7 +341,7 @@ def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = No
         if key not in m:
             raise ParameterError(f"config [models] needs {key} = a model directory from textdp train-rewriter")
 
-    def path(v: Any) -> str:
+    def path(v: object) -> str:
         p = Path(str(v)).expanduser()
         return str((base_dir / p).resolve()) if base_dir is not None and not p.is_absolute() else str(p)
 
@@ -419,6 +421,40 @@ def sweep_conditions(cfg: GenerationConfig, vocab_output_size: int, vocab_words:
     return out
 
 
+class SweepRow(TypedDict, total=False):
+    """One row of a sweep's ``results.json``: a condition (or the original text) and its measures."""
+
+    table: str
+    mechanism: str
+    epsilon: float | None
+    variant: str
+    er_ae_epsilon: float | None
+    bound: float | None
+    per_token: float
+    authorship: float
+    authorship_ci: list[float]
+    chance: float
+    semantic_similarity: float | None
+    document_similarity: float
+    stylometric: float
+    seconds: float
+    rewrite_seconds: float
+    sentences: int
+    guarantee: str
+
+
+class SweepResult(TypedDict):
+    """What :func:`run_generation_sweep` returns (``results.json``)."""
+
+    settings: dict[str, object]
+    construction: dict[str, object]
+    max_length: int
+    vocab_output_size: int
+    rows: list[SweepRow]
+    timings: dict[str, float]
+    note: str
+
+
 class Measures(TypedDict):
     """What :class:`_Measurer` gives a set of rewritten documents."""
 
@@ -465,7 +501,7 @@ class _Measurer:
 
 def _condition_row(cond: Condition, rw: Rewriter, cfg: GenerationConfig, doc_list: list[tuple[str, str]],
                    test_segments: list[list[list[str]]], measure: _Measurer, rng: np.random.Generator,
-                   boot: np.random.Generator) -> dict[str, object]:
+                   boot: np.random.Generator) -> SweepRow:
     """Rewrite the test documents under ``cond`` and measure them (one row of the sweep)."""
     from ..generation.rewriter import RewriteSettings, rewrite_documents
 
@@ -486,10 +522,10 @@ def _condition_row(cond: Condition, rw: Rewriter, cfg: GenerationConfig, doc_lis
     rewrite_seconds = time.perf_counter() - t1
     m = measure(per_doc, out_sents, boot)
     g = records[0]["guarantee"]
-    return {"table": cond.table, "mechanism": cond.mechanism, "epsilon": cond.epsilon,
-            "variant": cond.variant, "er_ae_epsilon": cond.er_ae_epsilon, "bound": g["epsilon"],
-            "per_token": g["parameters"]["per_token"], **m, "seconds": round(time.perf_counter() - t1, 1),
-            "rewrite_seconds": round(rewrite_seconds, 1), "sentences": n_sent}
+    return SweepRow(table=cond.table, mechanism=cond.mechanism, epsilon=cond.epsilon, variant=cond.variant,
+                    er_ae_epsilon=cond.er_ae_epsilon, bound=g["epsilon"], per_token=g["parameters"]["per_token"],
+                    **m, seconds=round(time.perf_counter() - t1, 1), rewrite_seconds=round(rewrite_seconds, 1),
+                    sentences=n_sent)
 
 
 def _rewriters(cfg: GenerationConfig) -> tuple[Rewriter, Rewriter]:
@@ -503,7 +539,7 @@ def _rewriters(cfg: GenerationConfig) -> tuple[Rewriter, Rewriter]:
 
 def run_generation_sweep(
     cfg: GenerationConfig, *, progress: StageProgress | None = None
-) -> dict[str, Any]:
+) -> SweepResult:
     """Rewrite the test documents under every condition and measure them (see the module docstring).
 
     Returns a JSON-ready dict: ``rows`` (one per condition plus the original text),
@@ -532,9 +568,8 @@ def run_generation_sweep(
     measure = _Measurer(cfg, docs, original_docs, seg_texts, sample)
     timings["setup"] = time.perf_counter() - t0
 
-    rows: list[dict[str, object]] = [{"table": "reference", "mechanism": "original", "epsilon": None, "variant": "-",
-                                      "bound": 0.0, **measure(original_docs, seg_texts, boot_rngs[-1]),
-                                      "seconds": 0.0}]
+    rows = [SweepRow(table="reference", mechanism="original", epsilon=None, variant="-", bound=0.0,
+                     **measure(original_docs, seg_texts, boot_rngs[-1]), seconds=0.0)]
     doc_list = list(zip(docs.test_ids, docs.test_texts, strict=True))
     done_task = ProgressCounter(progress("conditions", len(conds)) if progress else None, len(conds))
     for ci, cond in enumerate(conds):
@@ -543,36 +578,37 @@ def run_generation_sweep(
         done_task(1)
     rows += _earth_movers_rows(cfg, docs, measure, spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
     timings["total"] = time.perf_counter() - t_start
-    return {"settings": cfg.to_dict(), "construction": docs.construction, "max_length": L,
-            "vocab_output_size": er.vocab.output_size, "rows": rows, "timings": timings,
-            "note": "semantic similarity: all-MiniLM-L6-v2 cosine, a stand-in for the Universal Sentence Encoder"}
+    return SweepResult(settings=cfg.to_dict(), construction=docs.construction, max_length=L,
+                       vocab_output_size=er.vocab.output_size, rows=rows, timings=timings,
+                       note="semantic similarity: all-MiniLM-L6-v2 cosine, a stand-in for the Universal Sentence "
+                            "Encoder")
 
 
 def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, measure: _Measurer,
-                       rngs: list[np.random.Generator]) -> list[dict[str, object]]:
+                       rngs: list[np.random.Generator]) -> list[SweepRow]:
     if not cfg.earth_movers_epsilons:
         return []
     from ..mechanisms import EarthMoversPrivacy
 
-    rows: list[dict[str, object]] = []
+    rows: list[SweepRow] = []
     for e, g in zip(cfg.earth_movers_epsilons, rngs, strict=False):
         t0 = time.perf_counter()
         mech = EarthMoversPrivacy(epsilon=e, size=cfg.earth_movers_size, bag="sample", seed=g).fit()
         outs = mech.transform(docs.test_texts)
         pred = measure.attacker.predict(outs)
         emb = measure.embedder.embed(outs)
-        rows.append({"table": "earth-movers", "mechanism": "earth-movers", "epsilon": e, "variant": "-",
-                     "bound": None, "authorship": float(np.mean(pred == measure.labels)), "chance": measure.chance,
-                     "semantic_similarity": None,
-                     "document_similarity": float(np.mean(np.sum(emb * measure.orig_doc_emb, 1))),
-                     "stylometric": float(np.mean(stylometric_distance(measure.original_docs, outs))),
-                     "seconds": round(time.perf_counter() - t0, 1),
-                     "guarantee": f"epsilon*N*E_d-privacy, epsilon={e:g}, N={cfg.earth_movers_size} (not comparable "
-                                  "to the per-sentence bounds)"})
+        rows.append(SweepRow(
+            table="earth-movers", mechanism="earth-movers", epsilon=e, variant="-", bound=None,
+            authorship=float(np.mean(pred == measure.labels)), chance=measure.chance, semantic_similarity=None,
+            document_similarity=float(np.mean(np.sum(emb * measure.orig_doc_emb, 1))),
+            stylometric=float(np.mean(stylometric_distance(measure.original_docs, outs))),
+            seconds=round(time.perf_counter() - t0, 1),
+            guarantee=f"epsilon*N*E_d-privacy, epsilon={e:g}, N={cfg.earth_movers_size} (not comparable to the "
+                      "per-sentence bounds)"))
     return rows
 
 
-def _fmt(x: Any, nd: int = 3) -> str:
+def _fmt(x: object, nd: int = 3) -> str:
     if x is None:
         return "–"
     if isinstance(x, float):
@@ -580,7 +616,7 @@ def _fmt(x: Any, nd: int = 3) -> str:
     return str(x)
 
 
-def render_generation_markdown(result: dict[str, Any]) -> str:
+def render_generation_markdown(result: SweepResult) -> str:
     """Table-1-style markdown of a sweep result (one table per ``table`` kind)."""
     rows = result["rows"]
     lines = []
@@ -605,7 +641,7 @@ def render_generation_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_privacy_utility(result: dict[str, Any], path: str | Path, title: str) -> Path:
+def plot_privacy_utility(result: SweepResult, path: str | Path, title: str) -> Path:
     """PNG: authorship accuracy against document similarity, one line per mechanism (extra ``eval``)."""
     from ..errors import require
 
@@ -615,7 +651,7 @@ def plot_privacy_utility(result: dict[str, Any], path: str | Path, title: str) -
 
     rows = [r for r in result["rows"] if r["table"] in ("equal-bound", "earth-movers", "reference")]
     fig, ax = plt.subplots(figsize=(7, 4.8), dpi=110)
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[SweepRow]] = defaultdict(list)
     for r in rows:
         key = r["mechanism"] if r["variant"] in ("-", "autoregressive") else f"{r['mechanism']} ({r['variant']})"
         groups[key].append(r)
@@ -644,7 +680,7 @@ def plot_privacy_utility(result: dict[str, Any], path: str | Path, title: str) -
     return out
 
 
-def write_generation_report(result: dict[str, Any], out_dir: str | Path, *, plots: bool = True) -> list[Path]:
+def write_generation_report(result: SweepResult, out_dir: str | Path, *, plots: bool = True) -> list[Path]:
     """``results.json``, ``report.md`` and (optionally) ``privacy_utility.png`` in ``out_dir``."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
