@@ -72,7 +72,7 @@ from .._validation import (
     check_positive_int,
     check_probability,
 )
-from ..embeddings import Embeddings
+from ..embeddings import Embeddings, EmbeddingsSource
 from ..errors import ParameterError, ParameterTypeError
 from ..mechanisms import EarthMoversPrivacy
 from ..text import BAG_MODES, make_bag
@@ -381,7 +381,7 @@ def document_guarantee(
     *,
     epsilon: float,
     size: int | None = None,
-    embeddings: Embeddings | str | os.PathLike[str] | None = None,
+    embeddings: EmbeddingsSource = None,
     vocab_size: int | None = None,
     bag: str = "truncate",
     stop_words: str | Iterable[str] | None = "english",

@@ -32,7 +32,6 @@ draws with the mechanism's own :func:`~textdp.mechanisms.noisy_vectors` and
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +40,7 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_epsilon, check_positive_int, check_probability
-from ..embeddings import Decoder, Embeddings, ExactDecoder, load_embeddings
+from ..embeddings import Decoder, Embeddings, EmbeddingsSource, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError
 from ..mechanisms import laplace_noise, noisy_vectors
 from ..progress import ProgressCallback
@@ -295,10 +294,6 @@ class SurvivalCurve:
     def draw_rows(self) -> np.ndarray:
         """``(W*R,)`` input row of each draw (word-major)."""
         return np.repeat(self.words, self.repeats)
-
-
-#: What the calibration functions take as embeddings: loaded ones, a path, or ``None`` for GloVe 6B 50d.
-EmbeddingsSource = Embeddings | str | os.PathLike[str] | None
 
 
 def _load(embeddings: EmbeddingsSource, vocab_size: int | None) -> Embeddings:

@@ -421,7 +421,18 @@ def sweep_conditions(cfg: GenerationConfig, vocab_output_size: int, vocab_words:
     return out
 
 
-class SweepRow(TypedDict, total=False):
+class Measures(TypedDict, total=False):
+    """What :class:`_Measurer` gives a set of rewritten documents (every key; Earth Mover's rows lack the CI)."""
+
+    authorship: float
+    authorship_ci: list[float]
+    chance: float
+    semantic_similarity: float | None
+    document_similarity: float
+    stylometric: float
+
+
+class SweepRow(Measures, total=False):
     """One row of a sweep's ``results.json``: a condition (or the original text) and its measures."""
 
     table: str
@@ -431,12 +442,6 @@ class SweepRow(TypedDict, total=False):
     er_ae_epsilon: float | None
     bound: float | None
     per_token: float
-    authorship: float
-    authorship_ci: list[float]
-    chance: float
-    semantic_similarity: float | None
-    document_similarity: float
-    stylometric: float
     seconds: float
     rewrite_seconds: float
     sentences: int
@@ -453,17 +458,6 @@ class SweepResult(TypedDict):
     rows: list[SweepRow]
     timings: dict[str, float]
     note: str
-
-
-class Measures(TypedDict):
-    """What :class:`_Measurer` gives a set of rewritten documents."""
-
-    authorship: float
-    authorship_ci: list[float]
-    chance: float
-    semantic_similarity: float | None
-    document_similarity: float
-    stylometric: float
 
 
 class _Measurer:
