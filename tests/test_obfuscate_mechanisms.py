@@ -182,7 +182,7 @@ def test_partitioned_local_run_with_a_text_mechanism(tmp_path: Path, glove) -> N
     assert [r["id"] for r in recs] == [f"d{i}" for i in range(23)]
     assert all(r["mechanism"] == "mahalanobis" and r["unit"] == "word" and "text" in r for r in recs)
     assert all(len(r["text"].split()) == len(normalize(t)) for r, t in zip(recs, texts))
-    assert summary["mechanism"] == "mahalanobis" and summary["params"]["lambd"] == 0.5
+    assert summary["mechanism"] == "mahalanobis" and summary["guarantee"]["parameters"]["lambd"] == 0.5
     assert summary["seeded"] is True and summary["partitions"] == 3
     assert compact(summary["guarantee"]) == recs[0]["guarantee"] and all(validate_record(r) for r in recs)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())

@@ -80,6 +80,7 @@ def rewrite_command(
             settings_path,
             write_json,
         )
+        from ..mechanisms import ReleaseContext
 
         torch = torch_module()
         if threads is not None:
@@ -92,7 +93,8 @@ def rewrite_command(
                                    word_fraction=word_fraction, model_data=model_data.value, unit=unit.value,
                                    batch_size=batch_size)
         rewriter = load_rewriter(str(model_dir.resolve()))
-        guarantee = rewriter.guarantee(settings)
+        # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
+        guarantee = settings.mechanism_for(rewriter).guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
         docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format.value)
         if not docs:
             raise ParameterError("no documents in the input")
@@ -124,7 +126,7 @@ def rewrite_command(
             "seeded": seed is not None,  # never the seed itself: it would let anyone undo the noise
             "engine": engine.value, "partition_size": partition_size, "mechanism": guarantee.mechanism,
             "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
-            "guarantee": {**guarantee.to_dict(), "seeded": seed is not None, "empty": "empty"},
+            "guarantee": guarantee.to_dict(),
         }, overwrite=force, private=False)
         if private_report is not None:
             write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",

@@ -231,12 +231,13 @@ class RewrittenText(ReleaseRecord):
     """
 
     release: str = "sentence"
+    content: str = ""
     sentences: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
         """The rewritten text (the segments joined by spaces)."""
-        return str(self.content)
+        return self.content
 
     def sentence_records(self) -> list[ReleaseRecord]:
         """One release record per segment."""

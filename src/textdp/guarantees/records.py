@@ -41,6 +41,8 @@ __all__ = ["CONTENT_KEYS", "RECORD_SCHEMA_PATH", "RELEASE_FORMS", "ReleaseRecord
 RELEASE_FORMS = ("bag", "text", "sentence", "matrix")
 #: the record key of each release form's content
 CONTENT_KEYS = {"bag": "words", "text": "text", "sentence": "text", "matrix": "matrix"}
+#: what a record holds: words (bag, text), a string (text, sentence) or matrix rows
+Content = str | tuple[str, ...] | tuple[tuple[float, ...], ...]
 #: the schema's location inside the installed package
 RECORD_SCHEMA_PATH = "schemas/record.schema.json"
 
@@ -70,16 +72,16 @@ class ReleaseRecord:
     guarantee: Guarantee
     seeded: bool
     release: str = "text"
-    content: Any = ""
+    content: Content = ""
     units: int | None = None
 
-    def payload(self) -> Any:
+    def payload(self) -> str | list[str] | list[list[float]]:
         """The JSON form of the content (a list of words, a string, or a list of rows)."""
-        if self.release == "bag":
-            return list(self.content)
+        if isinstance(self.content, str):
+            return self.content
         if self.release == "matrix":
-            return [[float(x) for x in row] for row in self.content]
-        return str(self.content)
+            return [[float(x) for x in row] for row in self.content if not isinstance(row, str)]
+        return [str(w) for w in self.content]
 
     def to_record(self) -> dict[str, Any]:
         """The record (one JSON object of the release file)."""

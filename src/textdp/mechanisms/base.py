@@ -147,7 +147,7 @@ class Mechanism(ABC, Generic[P, O, R]):
     rng_: np.random.Generator
     seeded_: bool
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.family and cls.family not in FAMILIES:
             raise TypeError(f"{cls.__name__}.family must be one of {FAMILIES}")
@@ -166,11 +166,11 @@ class Mechanism(ABC, Generic[P, O, R]):
             _PARAM_NAMES[cls] = names
         return names
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, object]:
         """Constructor parameters (scikit-learn protocol)."""
         return {k: getattr(self, k) for k in self.param_names()}
 
-    def set_params(self, **params: Any) -> Self:
+    def set_params(self, **params: object) -> Self:
         """Set constructor parameters (scikit-learn protocol); the fitted state is dropped."""
         valid = self.param_names()
         for k, v in params.items():
@@ -347,7 +347,7 @@ class Mechanism(ABC, Generic[P, O, R]):
         out = []
         for rec in self.privatize_batch(list(X)):
             payload = rec.payload()
-            out.append(" ".join(payload) if isinstance(payload, list) else str(payload))
+            out.append(payload if isinstance(payload, str) else " ".join(str(w) for w in payload))
         return out
 
     def fit_transform(self, X: Iterable[object], y: object = None) -> list[str]:

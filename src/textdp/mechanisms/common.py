@@ -152,11 +152,12 @@ class PrivateDocument(ReleaseRecord):
     """
 
     release: str = "bag"
+    content: tuple[str, ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
         """The released words."""
-        return tuple(self.content)
+        return self.content
 
 
 class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):

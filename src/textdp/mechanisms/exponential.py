@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -62,7 +61,7 @@ class _VocabularyExponential(WordLevelMechanism):
         self._dim = emb.dim
         self._sq = self._aug[:, emb.dim + 1]
 
-    def _vec(self, rows: Any) -> np.ndarray:
+    def _vec(self, rows: np.ndarray | int | list[int] | slice) -> np.ndarray:
         """Float64 vectors of ``rows`` (exactly ``-0.5`` times the augmented matrix's first columns)."""
         return self._aug[rows, : self._dim] * -0.5
 
@@ -71,7 +70,7 @@ class _VocabularyExponential(WordLevelMechanism):
             self._vec(ids), None, 0.5 * self.epsilon_, rng, cap=cap, block=self._block, augmented=self._aug
         )
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         return super()._public_params()
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
@@ -211,7 +210,7 @@ class TEM(_VocabularyExponential):
         dist = float(np.linalg.norm(self._vec(x) - self._vec(x2)))
         return float(self.epsilon_ * min(dist, float(self.gamma_)))
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out.update(beta=float(self.beta), gamma=float(self.gamma_))
         return out
@@ -346,7 +345,7 @@ class SanTextPlus(_VocabularyExponential):
             b += math.log(1.0 / self.p_)
         return b
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out.update(p=float(self.p_), sensitive_fraction=float(self.sensitive_fraction), n_sensitive=self.n_sensitive_)
         return out
@@ -565,7 +564,7 @@ class CusText(WordLevelMechanism):
         self._ensure_fitted()
         return float(self.epsilon_) if self.groups_[x] == self.groups_[x2] else math.inf
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["top_k"] = int(self.top_k)
         return out
@@ -701,7 +700,7 @@ class RandomReplacement(WordLevelMechanism):
         self._ensure_fitted()
         return 0.0 if x == x2 else float(self.epsilon_)
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["rate"] = float(self.rate_)
         return out

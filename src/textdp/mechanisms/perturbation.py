@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -136,7 +135,7 @@ class CMP(WordLevelMechanism):
         """Noise, then :meth:`release` (pure given the fitted parameters, ``ids`` and ``rng``)."""
         return self.release(self.noisy_vectors(ids, rng), rng)
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["decoder"] = getattr(self.decoder_, "name", self.decoder)
         if self.postprocess is not None:
@@ -230,7 +229,7 @@ class Mahalanobis(CMP):
         u = sample_direction(count, n, rng)
         return (u * r[:, None]) @ self.sqrt_cov_
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["lambd"] = float(self.lambd)
         return out
@@ -360,7 +359,7 @@ class Vickrey(CMP):
         first = rng.random(rows.shape[0]) < p1
         return np.where(first, rows[:, 0], rows[:, 1])
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = WordLevelMechanism._public_params(self)  # Vickrey's own decoding: no decoder parameter
         out["t"] = float(self.t)
         if self.lambd is not None:

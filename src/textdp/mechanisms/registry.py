@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..errors import ParameterError
@@ -55,8 +55,6 @@ class Entry:
         The audit case (``textdp audit NAME``) that checks this mechanism's claim.
     location : type or str
         The class, or ``"module:Class"`` for the families imported on first use.
-    defaults : mapping
-        Constructor parameters the name fixes (``topicdp-thesis``: ``calibration="thesis"``).
     """
 
     name: str
@@ -64,7 +62,6 @@ class Entry:
     releases: str
     audit: str | None
     location: type[Mechanism] | str
-    defaults: Mapping[str, object] = field(default_factory=dict)
 
     def load(self) -> type[Mechanism]:
         """The class (imports its module the first time for the sentence and topics families)."""
@@ -76,7 +73,7 @@ class Entry:
 
 
 _GEN = "textdp.generation.rewriter"
-_TOP = "textdp.topics.mechanisms"
+_TOP = "textdp.topics.family"
 _ENTRIES = (
     Entry("earth-movers", "document", "bag", "earth-movers", EarthMoversPrivacy),
     Entry("cmp", "word", "text", "cmp", CMP),
@@ -93,13 +90,11 @@ _ENTRIES = (
     Entry("ae-dp", "sentence", "sentence", None, f"{_GEN}:AEDP"),
     Entry("syntf-sentence", "sentence", "sentence", "syntf", f"{_GEN}:SynTFSentence"),
     Entry("random-sentence", "sentence", "sentence", "random", f"{_GEN}:RandomSentence"),
-    Entry("topicdp", "topics", "matrix", "topicdp", f"{_TOP}:TopicDPGaussian"),
-    Entry("topicdp-thesis", "topics", "matrix", "topicdp-thesis", f"{_TOP}:TopicDPGaussian",
-          MappingProxyType({"calibration": "thesis"})),
-    Entry("topicdp-laplace", "topics", "matrix", "laplace", f"{_TOP}:LaplaceBaseline"),
-    Entry("mvg", "topics", "matrix", "mvg", f"{_TOP}:MVGMechanism"),
-    Entry("mvg-directional", "topics", "matrix", "mvg-directional", f"{_TOP}:MVGMechanism",
-          MappingProxyType({"covariance": "directional"})),
+    Entry("topicdp", "topics", "matrix", "topicdp", f"{_TOP}:TopicDP"),
+    Entry("topicdp-thesis", "topics", "matrix", "topicdp-thesis", f"{_TOP}:TopicDPThesis"),
+    Entry("topicdp-laplace", "topics", "matrix", "laplace", f"{_TOP}:TopicDPLaplace"),
+    Entry("mvg", "topics", "matrix", "mvg", f"{_TOP}:MVG"),
+    Entry("mvg-directional", "topics", "matrix", "mvg-directional", f"{_TOP}:MVGDirectional"),
 )
 
 #: every registered name -> its :class:`Entry`
@@ -156,8 +151,7 @@ def get(name: str, **params: object) -> Mechanism:
     if unknown:
         raise ParameterError(f"mechanism {name!r} has no parameter {unknown[0]!r}; its parameters: "
                              f"{', '.join(valid)}")
-    kwargs = {**e.defaults, **params}
     try:
-        return cls(**kwargs)
+        return cls(**params)
     except TypeError as exc:  # a required parameter is missing
         raise ParameterError(f"mechanism {name!r}: {exc}".replace("__init__() ", "")) from None

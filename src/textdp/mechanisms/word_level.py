@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -115,11 +115,12 @@ class PrivateText(ReleaseRecord):
     """
 
     release: str = "text"
+    content: tuple[str, ...] = ()
 
     @property
     def words(self) -> tuple[str, ...]:
         """The released words."""
-        return tuple(self.content)
+        return self.content
 
     @property
     def text(self) -> str:
@@ -183,7 +184,7 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
     def _statement(self) -> str:
         raise NotImplementedError
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         emb = self.embeddings_
         return {"embeddings": emb.name, "vocab_size": emb.vocab_size, "dim": emb.dim,
                 "stop_words_removed": self.removes_stop_words}
