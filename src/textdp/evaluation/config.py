@@ -19,16 +19,8 @@ from typing import TypedDict, TypeVar, cast
 from .._validation import check_choice, check_epsilon, check_positive_int
 from ..errors import ParameterError, ParameterTypeError
 
-__all__ = [
-    "ATTACKERS",
-    "DEFAULT_ATTACKERS",
-    "NOISE_AWARE_PREFIX",
-    "UTILITY_MODELS",
-    "ExperimentConfig",
-    "MechanismSpec",
-    "config_from_dict",
-    "load_config",
-]
+__all__ = ["ATTACKERS", "DEFAULT_ATTACKERS", "NOISE_AWARE_PREFIX", "UTILITY_MODELS", "CorpusOptions", "CorpusSettings",
+           "ExperimentConfig", "MechanismSpec", "config_from_dict", "load_config"]
 
 #: A TOML table as :mod:`tomllib` parses it.
 Table = dict[str, object]
