@@ -53,7 +53,7 @@ from ..errors import DocumentError, ParameterError
 from ..io import iter_jsonl_records as read_jsonl
 from ..text import normalize, strip_quoted
 
-__all__ = ["PRESETS", "EvaluationSet", "build_evaluation_set", "read_jsonl", "resolve_data_dir", "strip_quoted"]
+__all__ = ["PRESETS", "Construction", "EvaluationSet", "build_evaluation_set", "read_jsonl", "resolve_data_dir", "strip_quoted"]
 
 #: Corpus defaults for the three development corpora (paths are under the data dir).
 PRESETS: dict[str, dict[str, Any]] = {
@@ -82,6 +82,39 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
         if cand.is_dir():
             return cand
     raise ParameterError("no corpus directory: set data_dir in the config or the TEXTDP_DATA_DIR environment variable")
+
+
+class _Exclusion(TypedDict, total=False):
+    author: str
+    words: int
+    known_words: int
+    unknown_words: int
+    reason: str
+
+
+class Construction(TypedDict, total=False):
+    """How a set was built (the report's set-up section): settings, counts, exclusions, split checks."""
+
+    corpus: str
+    path: str
+    authors: int
+    eligible_authors: int
+    corpus_authors: int
+    excluded: list[_Exclusion]
+    split_field: str | None
+    known_split: list[str] | None
+    unknown_split: list[str] | None
+    detected_split_field: str | None
+    crossed_split: dict[str, dict[str, list[str]]]
+    known_words: int
+    unknown_words: int
+    cut: str
+    topic_field: str | None
+    topics: list[str]
+    authors_per_topic: int | None
+    strip_quotes: bool
+    filter_field: str | None
+    topic_train_texts: int
 
 
 @dataclass
@@ -115,7 +148,7 @@ class EvaluationSet:
     topics: list[str] | None = None
     topic_train_texts: list[list[str]] = field(default_factory=list)
     topic_train_labels: list[str] = field(default_factory=list)
-    construction: dict[str, Any] = field(default_factory=dict)
+    construction: Construction = field(default_factory=lambda: Construction())
 
 
 @dataclass
@@ -162,14 +195,6 @@ class _Author(NamedTuple):
     unknown_raw: list[str]
     topic: str | None
     n_words: int
-
-
-class _Exclusion(TypedDict, total=False):
-    author: str
-    words: int
-    known_words: int
-    unknown_words: int
-    reason: str
 
 
 def _resolve(corpus: str, data_dir: str | os.PathLike[str] | None, o: _Options) -> _Options:
@@ -391,15 +416,15 @@ def build_evaluation_set(
         topics=[str(eligible[a].topic) for a in chosen] if o.topic_field is not None else None,
         topic_train_texts=texts, topic_train_labels=labels,
     )
-    out.construction = {
-        "corpus": o.name, "path": str(o.path), "authors": len(chosen), "eligible_authors": len(eligible),
-        "corpus_authors": len(data.by_author), "excluded": excluded, "split_field": o.split_field,
-        "known_split": list(o.known_split) if o.split_field else None,
-        "unknown_split": list(o.unknown_split) if o.split_field else None,
-        "detected_split_field": data.detected_split,
-        "crossed_split": {a: v for a, v in crossed.items() if a in set(chosen)},
-        "known_words": o.known_words, "unknown_words": o.unknown_words, "cut": o.cut,
-        "topic_field": o.topic_field, "topics": kept_topics, "authors_per_topic": o.authors_per_topic,
-        "strip_quotes": o.strip_quotes, "filter_field": o.filter_field, "topic_train_texts": len(texts),
-    }
+    out.construction = Construction(
+        corpus=o.name, path=str(o.path), authors=len(chosen), eligible_authors=len(eligible),
+        corpus_authors=len(data.by_author), excluded=excluded, split_field=o.split_field,
+        known_split=list(o.known_split) if o.split_field else None,
+        unknown_split=list(o.unknown_split) if o.split_field else None,
+        detected_split_field=data.detected_split,
+        crossed_split={a: v for a, v in crossed.items() if a in set(chosen)},
+        known_words=o.known_words, unknown_words=o.unknown_words, cut=o.cut,
+        topic_field=o.topic_field, topics=kept_topics, authors_per_topic=o.authors_per_topic,
+        strip_quotes=o.strip_quotes, filter_field=o.filter_field, topic_train_texts=len(texts),
+    )
     return out

@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from ..embeddings import Embeddings
 from ..errors import require
@@ -70,7 +70,7 @@ from .config import (
     config_from_dict,
     load_config,
 )
-from .datasets import EvaluationSet, build_evaluation_set
+from .datasets import Construction, EvaluationSet, build_evaluation_set
 from .scoring import Row, Scorer, fit_models
 
 __all__ = [
@@ -102,7 +102,7 @@ class ExperimentResult:
 
     rows: list[Row]
     config: ExperimentConfig
-    construction: dict[str, Any]
+    construction: Construction
     bag_size: int
     timings: dict[str, float]
     n_authors: int

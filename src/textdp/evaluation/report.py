@@ -11,10 +11,11 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ..io import atomic_writer
 from .config import ATTACKERS, UTILITY_MODELS
+from .datasets import Construction
 from .experiment import ExperimentResult
 from .scoring import Row
 
@@ -199,7 +200,7 @@ def _chance_cell(r: Row) -> str:
     return f"{r['chance']:.3f}"
 
 
-def _construction_lines(c: dict[str, Any], n_authors: int) -> list[str]:
+def _construction_lines(c: Construction, n_authors: int) -> list[str]:
     lines = [
         f"- corpus: `{c.get('corpus')}`: {c.get('authors')} authors evaluated, of {c.get('eligible_authors')} eligible "
         f"and {c.get('corpus_authors', '?')} in the corpus"
