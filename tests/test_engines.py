@@ -93,19 +93,37 @@ def test_dask_equals_local(tmp_path, toy_emb):
     assert other["size"] == local["size"] and _read_parts(tmp_path / "other") != a
 
 
+class _Crash(LocalBackend):
+    """A backend that dies after ``after`` results (a killed run, in-process)."""
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+
+    def map(self, fn, items, on_result):
+        def stop(i, r):
+            on_result(i, r)
+            self.after -= 1
+            if self.after <= 0:
+                raise KeyboardInterrupt
+
+        super().map(fn, items, stop)
+
+
 def test_resume_skips_finished_parts_and_refuses_other_settings(tmp_path, toy_emb):
     inp = _corpus(tmp_path / "c.jsonl", 40)
+    _run(inp, tmp_path / "clean", toy_emb, LocalBackend())
+    full = _read_parts(tmp_path / "clean")
     out = tmp_path / "out"
-    _run(inp, out, toy_emb, LocalBackend())
-    full = _read_parts(out)
-    victim = out / "part-00002.jsonl"
-    victim.unlink()
+    with pytest.raises(KeyboardInterrupt):
+        _run(inp, out, toy_emb, _Crash(2))
+    assert sorted(p.name for p in out.glob("part-*")) == ["part-00000.jsonl", "part-00001.jsonl"]
     mtime = (out / "part-00000.jsonl").stat().st_mtime_ns
-    _run(inp, out, toy_emb, LocalBackend())
-    assert (out / "part-00000.jsonl").stat().st_mtime_ns == mtime  # not redone
-    assert _read_parts(out) == full  # seeded: the redone part is identical
     with pytest.raises(ParameterError, match="different run"):
         _run(inp, out, toy_emb, LocalBackend(), epsilon=6.0)
+    _run(inp, out, toy_emb, LocalBackend())
+    assert (out / "part-00000.jsonl").stat().st_mtime_ns == mtime  # not redone
+    assert _read_parts(out) == full  # seeded: the same release as an uninterrupted run
+    assert not (tmp_path / "out-work").exists()  # complete: the private state is gone
 
 
 def test_get_backend_errors():
@@ -165,7 +183,6 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, toy_emb):
     ids = [r["id"] for r in recs]
     assert len(ids) == 4000 and sorted(ids) == sorted(f"d{i}" for i in range(4000))
     assert not list(out.glob(".*.tmp"))
-    # the restart found the same private work directory; once complete, only the resume key is left there
-    runs = list((cache / "runs").iterdir())
-    assert len(runs) == 1 and sorted(p.name for p in runs[0].iterdir()) == ["key.json"]
+    # the restart found the same private work directory; once complete, all of it is deleted
+    assert [p.name for p in (cache / "runs").iterdir()] == [".salt"], [list(p.rglob("*")) for p in (cache / "runs").iterdir()]
     assert {p.name for p in out.iterdir()} == {"manifest.json", "settings.json"} | {f"part-{i:05d}.jsonl" for i in range(400)}

@@ -172,9 +172,11 @@ def test_partitioned_output_folder_must_be_new_or_empty(tmp_path, toy, monkeypat
     assert res.exit_code == 0, res.output
     assert {p.name for p in out.iterdir()} == {"settings.json", "manifest.json", "part-00000.jsonl", "part-00001.jsonl"}
     assert stat.S_IMODE((out / "part-00000.jsonl").stat().st_mode) == 0o666 & ~_umask()
-    # re-running the finished run is not a clobber: it finds its own output and has nothing to do
-    res = runner.invoke(app, args)
-    assert res.exit_code == 0, res.output
+    # re-running the finished run: its private state (which could recognise it) is gone, so it is refused
+    # like any other run's output, and nothing is overwritten
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    _one_error(runner.invoke(app, args), "holds a completed run")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_evaluate_refuses_a_non_empty_report_folder_before_running(tmp_path):

@@ -106,9 +106,8 @@ def test_partitioned_local_run_leaves_no_trace_of_the_input(tmp_path, toy_emb, m
     res = runner.invoke(app, [*args, "-o", str(out)])
     assert res.exit_code == 0, res.output
     _assert_clean(out, inputs)
-    # the private state went to a work directory outside the output, cleaned up but for the resume key
-    (work,) = (cache / "runs").iterdir()
-    assert [p.name for p in work.iterdir()] == ["key.json"]
+    # the private state went to a work directory outside the output, deleted (resume key included) at completion
+    assert [p.name for p in (cache / "runs").iterdir()] == [".salt"]
     settings = json.loads((out / "settings.json").read_text())
     assert settings["seeded"] is True and settings["size"] == 6 and settings["documents"] == 65
     # a private report is never written into the release folder
@@ -146,13 +145,13 @@ def test_work_dir_is_never_inside_the_output_and_a_run_is_found_again(tmp_path, 
         obfuscate_corpus(inputs, out, work_dir=out / "work", **kw)
     with pytest.raises(ParameterError, match="size N must be public"):
         obfuscate_corpus(inputs, out, work_dir=tmp_path / "w", **{**kw, "size": None})
-    first = obfuscate_corpus(inputs, out, work_dir=tmp_path / "w", **kw)
-    again = obfuscate_corpus(inputs, out, work_dir=tmp_path / "w", **kw)  # complete: nothing to do
-    assert first == again
-    with pytest.raises(ParameterError, match="different run"):  # the private key is gone: refuse
-        obfuscate_corpus(inputs, out, work_dir=tmp_path / "other", **kw)
-    with pytest.raises(ParameterError, match="different run"):
-        obfuscate_corpus(inputs, out, work_dir=tmp_path / "w", **{**kw, "seed": 2})
+    obfuscate_corpus(inputs, out, work_dir=tmp_path / "w", **kw)
+    assert not (tmp_path / "w").exists()  # complete: its private state (resume key included) is gone
+    # a completed run can no longer be told from another one: refused, whatever the work directory
+    for work in (tmp_path / "w", tmp_path / "other"):
+        with pytest.raises(ParameterError, match="holds a completed run"):
+            obfuscate_corpus(inputs, out, work_dir=work, **kw)
+        assert not work.exists()
 
 
 def test_size_from_data_in_partitioned_runs_is_explicit_and_recorded(tmp_path, toy_emb):
@@ -260,14 +259,17 @@ def test_default_decoding_never_sees_the_input_words(glove, toy_emb, tmp_path):
         run_partition,
         save_vocabulary,
     )
+    from textdp.engines.workdir import vocabulary_digests
 
     inp = tmp_path / "c.jsonl"
     inp.write_text("".join(json.dumps({"text": " ".join(WORDS[i : i + 9])}) + "\n" for i in range(30)))
     plan = plan_partitions([inp], partitions=2)
     vocab = save_vocabulary(toy_emb, tmp_path / "work", "fp")
+    vectors_sha256, words_sha256 = vocabulary_digests(toy_emb)
     s = JobSettings(vocab_dir=str(vocab), vocab_name="toy", epsilon=50.0, size=4, bag="truncate", stop_words=None,
                     decoder="exact", known_source=False, text_field="text", id_field="id", fmt="jsonl",
-                    out_dir=str(tmp_path / "o"), report_dir=None, seeded=True, size_from_data=False)
+                    out_dir=str(tmp_path / "o"), report_dir=None, seeded=True, size_from_data=False,
+                    vectors_sha256=vectors_sha256, words_sha256=words_sha256)
     cached = _mechanism(s)
     state = cached.rng_.bit_generator.state
     run_partition((plan[0], s, np.random.default_rng(1)))

@@ -21,6 +21,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "audit",
     "train_rewriter",
     "rewrite",
+    "runs",
+    "serve",
 )
 
 app = typer.Typer(

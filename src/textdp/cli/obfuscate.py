@@ -53,6 +53,7 @@ from ._common import (
     bar_progress,
     cli_errors,
     parse_stop_words,
+    print_info,
     print_warning,
     progress_bar,
 )
@@ -60,10 +61,10 @@ from ._common import (
 LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
 
 
-def _partitioned(engine: EngineName, files: list[Path], scheduler: str | None, partitions: int | None) -> bool:
+def _partitioned(engine: EngineName, files: list[Path], scheduler: str | bool | None, partitions: int | None) -> bool:
     if engine is EngineName.single:
         if scheduler or partitions:
-            raise ParameterError("--scheduler and --partitions need --engine local or dask")
+            raise ParameterError("--scheduler, --dashboard and --partitions need --engine local or dask")
         return False
     if engine is not EngineName.auto or scheduler or partitions:
         return True
@@ -192,8 +193,15 @@ def obfuscate(
                                  "or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")
     ] = EngineName.auto,
     scheduler: Annotated[
-        str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")
+        str | None, typer.Option(help="Address of a running Dask scheduler: tls://host:8786, with the client "
+                                 "certificates in the Dask configuration (distributed.comm.tls.*). A plain tcp:// "
+                                 "scheduler lets anyone who reaches it run code in the workers, which hold the "
+                                 "texts and the generator keys (warned).")
     ] = None,
+    dashboard: Annotated[
+        bool, typer.Option("--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by "
+                           "default: any local user could read it).")
+    ] = False,
     partitions: Annotated[
         int | None, typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
                                     "run's identity: the same seed and partitions give the same output.")
@@ -236,7 +244,7 @@ def obfuscate(
         mech_name, post, params = MechanismName(mechanism).value, postprocess and postprocess.value, parse_params(param)
         stops = parse_stop_words(stop_words)
         inputs = list(files or [])
-        partitioned = _partitioned(engine, inputs, scheduler, partitions)
+        partitioned = _partitioned(engine, inputs, scheduler or dashboard, partitions)
         read_too = [*inputs, embeddings, words, domain_vocab]
         if partitioned:
             if private_report is not None:
@@ -261,7 +269,8 @@ def obfuscate(
             _run_partitioned(
                 inputs, output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
                 bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
-                engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, text_field=text_field,
+                engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, dashboard=dashboard,
+                text_field=text_field,
                 id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
                 private_report=private_report, extra=extra, force=force, strict_ids=strict_ids,
                 mechanism=mech_name, postprocess=post, params=params,
@@ -321,7 +330,7 @@ def guarantee_decoder_name(guarantee: dict[str, Any]) -> str:
 
 
 def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine: EngineName,
-                     scheduler: str | None, workers: int | None, **kw: Any) -> None:
+                     scheduler: str | None, workers: int | None, dashboard: bool, **kw: Any) -> None:
     from ..engines import get_backend
     from ..engines.corpus import MANIFEST, obfuscate_corpus
 
@@ -340,7 +349,14 @@ def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine
     def warn_size(n: int) -> None:
         print_warning(SIZE_FROM_DATA_WARNING.format(n=n))
 
-    backend = get_backend(name, scheduler=scheduler, workers=workers)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyWarning)
+        backend = get_backend(name, scheduler=scheduler, workers=workers, dashboard=dashboard)
+    for w in caught:
+        print_warning(w.message)
+    link = getattr(backend, "dashboard_link", None)
+    if link:
+        print_info(f"dashboard: {link}")
     try:
         with progress_bar() as bar:
             task = bar.add_task("obfuscating (documents)", total=None)

@@ -10,7 +10,7 @@ import typer
 
 from .. import __version__
 from ..io import check_output_paths, same_file, settings_path, write_json
-from ..topics.names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
+from ..topics.names import MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
 from ._choices import Engine as EngineName
 from ._common import (
     FORCE_HELP,
@@ -32,8 +32,10 @@ TOPICS_HELP = (
     "is the share of users the sampled sensitivity may fail to cover: the sensitivity is estimated by "
     "fitting the model on random pairs of databases that differ in one user, so the guarantee is "
     "'random DP' -- it holds for a random user with probability at least 1 - gamma, not for every "
-    "user. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower. The keyword identities "
-    "come from the non-private model and are not protected; only the probabilities are.\n\n"
+    "user. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower. --sensitivity worst-case "
+    "uses the global bound sqrt(2m) instead: plain DP for every user, no gamma, more noise. The vocabulary "
+    "is part of the released function (rebuilt for every sampled database) or public (--vocabulary). The "
+    "keyword identities come from the non-private model and are not protected; only the probabilities are.\n\n"
     "The release (-o) holds only the guarantee, public parameters, keywords and the noisy matrix (exact "
     "multiples of the public grid 2^-GRID_BITS). Everything that describes the private corpus (user and "
     "document counts, the sampled sensitivity and the noise scale, timings, paths) goes to the private "
@@ -46,9 +48,14 @@ EPS_HELP = "Privacy dial epsilon > 0: a user's presence changes output odds by a
 DELTA_HELP = "Probability delta in (0,1) that the epsilon bound fails (keep it below 1/number of users)."
 GAMMA_HELP = "Share gamma in (0, 0.5) of random neighbouring pairs the sampled sensitivity may miss."
 MECHANISM_HELP = ("topicdp: discrete Gaussian, zCDP calibration (default); topicdp-thesis: the thesis's budget "
-                  "split (reproduction); laplace / mvg / mvg-directional: the thesis's baselines.")
+                  "split (reproduction); topicdp-laplace / mvg / mvg-directional: the thesis's baselines.")
 ENGINE_HELP = ("Where the sensitivity pairs are fitted: local (this process) or dask (a local cluster of --workers "
                "processes, or the cluster at --scheduler). The same --seed gives the same result on any engine.")
+VOCABULARY_HELP = ("Columns of the model: 'corpus' (built from the corpus by --max-features and rebuilt for every "
+                   "sampled database, so the guarantee covers it), 'glove:K' (GloVe's K most frequent words, "
+                   "public) or FILE (a public word list, one per line).")
+SENSITIVITY_HELP = ("L2 sensitivity of the Gaussian mechanisms: 'sampled' (random DP with --gamma), 'worst-case' "
+                    "(the global bound sqrt(2m): plain DP, no gamma, more noise) or a number you vouch for.")
 STRIP_HELP = ("Drop quoted-reply ('>', '|') and '... writes:' lines: they are other users' words "
               "(recommended for e-mail / Usenet such as 20newsgroups).")
 
@@ -69,13 +76,44 @@ def _choices(names: tuple[str, ...]) -> str:
 
 
 def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_user_docs: int,
-          max_features: int, strip_quotes: bool) -> Any:
+          max_features: int, strip_quotes: bool, vocabulary: Any = None) -> Any:
     from ..topics import UserCorpus
 
     return UserCorpus.from_jsonl(corpus, user_field=user_field, text_field=text_field,
                                  max_docs_per_user=max_docs if max_docs > 0 else None,
                                  min_user_docs=min_user_docs, max_features=max_features,
-                                 strip_quoted=strip_quotes)
+                                 strip_quoted=strip_quotes, vocabulary=vocabulary)
+
+
+def _sensitivity_option(value: str) -> str | float:
+    """``--sensitivity``: ``sampled``, ``worst-case`` or a number > 0 (one line of error otherwise)."""
+    from ..errors import ParameterError
+
+    v = value.strip()
+    if v in SENSITIVITIES:
+        return v
+    try:
+        x = float(v)
+    except ValueError:
+        x = float("nan")
+    if not (x > 0 and x < float("inf")):
+        raise ParameterError(f"--sensitivity {value!r}: give one of {', '.join(SENSITIVITIES)} or a number > 0")
+    return x
+
+
+def _check_topic_counts(m: int, model_topics: int) -> int:
+    """Check --topics and --model-topics against each other and the public cap before any data is read."""
+    from .._validation import check_positive_int
+    from ..errors import ParameterError
+
+    check_positive_int(model_topics, "--model-topics", minimum=0)
+    K = model_topics or max(m, 10)
+    if max(m, K) > MAX_MODEL_TOPICS:
+        raise ParameterError(f"--topics/--model-topics at most {MAX_MODEL_TOPICS} (the limit of topics per model; "
+                             f"got {max(m, K)})")
+    if m > K:
+        raise ParameterError(f"--topics {m} is more than --model-topics {K}: the release keeps m of the K topics")
+    return K
 
 
 def _warn(message: str) -> None:
@@ -195,14 +233,13 @@ def topics(
     max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound: first N documents of each user "
                                                    "(0 = no bound). Part of the released function.")] = 30,
     min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
-    max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
+    max_features: Annotated[int, typer.Option(help="Size of the corpus vocabulary (--vocabulary corpus).")] = 2000,
+    vocabulary: Annotated[str, typer.Option(help=VOCABULARY_HELP)] = "corpus",
     strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
     neighbours: Annotated[str, typer.Option(help="add-remove one user (default) or replace one (thesis)."
                                             + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))] = "add-remove",
-    sensitivity: Annotated[float | None, typer.Option(help="Use this L2 sensitivity instead of sampling "
-                                                         "(you vouch for it; the guarantee is then plain DP).")
-                           ] = None,
+    sensitivity: Annotated[str, typer.Option(help=SENSITIVITY_HELP)] = "sampled",
     grid_bits: Annotated[int, typer.Option(help="Released values are exact multiples of 2^-GRID_BITS "
                                            "(floating-point-safe noise).")] = 20,
     engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
@@ -234,9 +271,11 @@ def topics(
             default_cache_dir,
             extract_topic_matrix,
             make_topic_model,
-            release_topics,
         )
-        from ..topics.mechanisms import build_mechanism, needs_sensitivity
+        from ..topics.family import topics_mechanism
+        from ..topics.mechanisms import needs_sensitivity
+        from ..topics.models import fit_database
+        from ..topics.vocabulary import public_vocabulary, vocabulary_note
 
         check_epsilon(epsilon)
         check_probability(delta, "delta")
@@ -251,25 +290,33 @@ def topics(
         engine, workers = _engine_options(engine, workers, scheduler, jobs)
         m = check_positive_int(n_topics, "--topics")
         n = check_positive_int(n_keywords, "--keywords")
+        K = _check_topic_counts(m, model_topics)
+        sens_choice = _sensitivity_option(sensitivity)
         grid = 2.0 ** -check_positive_int(grid_bits, "--grid-bits", minimum=0)
         if output is not None and str(output) == "-":
             output = None  # "-" is standard output, as everywhere else
         _check_paths(corpus, output, private_report, force)
-        K = model_topics or max(m, 10)
+        public_vocab = public_vocabulary(vocabulary, inputs=[corpus])
         sampler_seed, release_seed = spawn(seed, 2)  # separate streams: sampling never shifts the noise
         t0 = time.perf_counter()
-        data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes)
+        data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes,
+                     public_vocab)
         model = make_topic_model(topic_model, n_topics=K, max_iter=max_iter, seed=model_seed)
         t_fit = time.perf_counter()
-        tw, prev = model.fit(data.X)
+        tw, prev, vocab = fit_database(data, model)  # the released function; the sampler measures this one
         fit_seconds = time.perf_counter() - t_fit
-        tm = extract_topic_matrix(tw, prev, data.vocabulary, m, n)
+        tm = extract_topic_matrix(tw, prev, vocab, m, n)
         private: dict[str, Any] = {"sensitivity_source": "global L1 bound 2m (public)"}
-        sens_value: float | None = None
+        sens_value: float | str | None = None
         sampled_gamma: float | None = None
+        source = "global" if not needs_sensitivity(mechanism) else str(sens_choice) if isinstance(
+            sens_choice, str) else "supplied"
         if needs_sensitivity(mechanism):
-            if sensitivity is not None:
-                sens_value = float(sensitivity)
+            if sens_choice == "worst-case":
+                sens_value = "worst-case"
+                private["sensitivity_source"] = "worst case sqrt(2m) (public)"
+            elif not isinstance(sens_choice, str):
+                sens_value = float(sens_choice)
                 private["sensitivity_source"] = "supplied by the user"
             else:
                 backend = _backend(engine, workers, scheduler)
@@ -286,18 +333,22 @@ def topics(
                 sens_value, sampled_gamma = sampled.value, sampled.gamma
                 private.update(sensitivity_source="sampled", sensitivity_sampling=sampled.to_dict(),
                                cache_dir=None if cache is None else str(cache))
-        mech = build_mechanism(mechanism, epsilon=epsilon, delta=delta, gamma=sampled_gamma,
-                               sensitivity=sens_value, m=m, grid=grid)
-        rel = release_topics(tm, mech, seed=release_seed)
-        record: dict[str, Any] = {**rel.to_dict(), "seeded": seed is not None}
+        # the registered mechanism (one base for every family); its calibration gives the private sigma below
+        family = topics_mechanism(mechanism, epsilon=epsilon, delta=delta, gamma=sampled_gamma, sensitivity=sens_value,
+                     grid=grid, seed=release_seed, vocabulary_note=vocabulary_note(data.settings, source))
+        mech = family.fit().noise((m, n))
+        (rel,) = family.privatize_batch([tm], ["topics"], seeded=seed is not None)
+        record: dict[str, Any] = rel.to_record()  # the one record layout (textdp/schemas/record.schema.json)
         settings = {
             "textdp_version": __version__, "command": "topics", "user_field": user_field, "text_field": text_field,
             "corpus_settings": data.settings, "model": model.settings(), "mechanism": mechanism,
-            "epsilon": epsilon, "delta": delta, "gamma": gamma if needs_sensitivity(mechanism) else None,
+            "epsilon": epsilon, "delta": delta, "gamma": gamma if source == "sampled" else None,
             "topics": m, "keywords": n, "grid": grid, "neighbours": neighbours,
             "per_db_users": per_db_users or "all users of the corpus (count in the private report)",
-            "sensitivity": "supplied (value in the private report)" if sensitivity is not None else None,
+            "sensitivity": (None if not needs_sensitivity(mechanism) else
+                            "supplied (value in the private report)" if source == "supplied" else source),
             "engine": engine.value, "seeded": seed is not None,  # never the seed: it would undo the noise
+            "guarantee": rel.guarantee.to_dict(),  # the full statement, once (records carry the compact form)
         }
         files: list[tuple[Path, Any, bool]] = []  # (path, object, private): the release is written last
         if private_report is not None:
@@ -310,7 +361,9 @@ def topics(
                 "warning": "PRIVATE: describes the private corpus; never publish this file",
                 "command": "topics", "corpus": str(corpus), "release": None if output is None else str(output),
                 "n_users": data.n_users, "n_docs": data.n_docs,
-                "per_db_users": per_db_users or data.n_users, "sensitivity": sens_value, **private, **sigma,
+                "per_db_users": per_db_users or data.n_users,
+                "sensitivity": getattr(mech, "sensitivity", None) if sens_value == "worst-case" else sens_value,
+                **private, **sigma,
                 "fit_seconds": round(fit_seconds, 3), "seconds": round(time.perf_counter() - t0, 3)}, True))
         if output is not None:
             files += [(settings_path(output), settings, False), (output, record, False)]
@@ -320,7 +373,7 @@ def topics(
 
             typer.echo(json.dumps(record, indent=2))
         else:
-            print_info(f"wrote {output} ({rel.mechanism}, epsilon {rel.epsilon:g})")
+            print_info(f"wrote {output} ({rel.guarantee.mechanism}, epsilon {rel.guarantee.epsilon:g})")
 
 
 def topics_report(
@@ -397,7 +450,7 @@ def topics_report(
             "textdp_version": __version__, "command": "topics-report", "corpus": str(corpus),
             "user_field": user_field, "corpus_settings": data.settings, "model": model.settings(),
             "delta": delta, "gamma": gamma, "epsilon": epsilon, "repeats": repeats,
-            "max_samples": max_samples, "seed": seed, "engine": engine.value,
+            "max_samples": max_samples, "seeded": seed is not None, "engine": engine.value,  # never the seed
             "sampling_seconds": res["sampling_seconds"]})
         print_info(f"wrote {output / 'report.md'}")
 

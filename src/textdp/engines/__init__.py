@@ -11,7 +11,8 @@ they run. The interface is one method::
     backend.map(fn, items, on_result)   # calls on_result(i, fn(items[i])) as each finishes
 
 * :class:`LocalBackend` — in this process, one item after the other (tests, small jobs).
-* :class:`DaskBackend` — ``dask.distributed``: a local cluster by default, or a real
+* :class:`DaskBackend` — ``dask.distributed``: a local cluster by default (loopback
+  only, TLS with credentials made for the run, no dashboard unless asked), or a real
   cluster given its scheduler address (extra ``[dask]``).
 
 Determinism does not depend on the engine: partition ``i`` draws from
@@ -28,20 +29,28 @@ from ..errors import ParameterError
 ENGINES = ("local", "dask")
 
 
-def get_backend(name: str = "dask", *, scheduler: str | None = None, workers: int | None = None) -> Backend:
+def get_backend(
+    name: str = "dask", *, scheduler: str | None = None, workers: int | None = None, dashboard: bool = False
+) -> Backend:
     """``local`` or ``dask`` (``scheduler``: address of a running cluster; default: a local cluster).
+
+    The local Dask cluster listens on 127.0.0.1 over TLS with credentials made for
+    the run, and serves a dashboard (on 127.0.0.1) only with ``dashboard=True``;
+    see :mod:`textdp.engines.dask` for what a plain ``tcp://`` scheduler exposes.
 
     >>> get_backend("local").name
     'local'
     """
     if name == "local":
-        if scheduler:
-            raise ParameterError("--scheduler needs the dask engine")
+        if scheduler or dashboard:
+            raise ParameterError(f"{'--scheduler' if scheduler else '--dashboard'} needs the dask engine")
         return LocalBackend()
     if name == "dask":
         from .dask import DaskBackend
 
-        return DaskBackend(scheduler=scheduler, workers=workers)
+        if scheduler and dashboard:
+            raise ParameterError("--dashboard is for the local cluster; a remote cluster serves its own")
+        return DaskBackend(scheduler=scheduler, workers=workers, dashboard=dashboard)
     raise ParameterError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
 
 

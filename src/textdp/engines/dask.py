@@ -2,18 +2,57 @@
 
 Without a scheduler address it starts a :class:`distributed.LocalCluster` with one
 single-threaded worker process per core (the decoder threads inside a worker are
-limited to its share of the cores). With ``scheduler="tcp://host:8786"`` it joins a
-running cluster. Embeddings are never shipped through the scheduler: jobs carry a
-path, and each worker memory-maps the matrix (one copy per machine in the page cache).
+limited to its share of the cores). Embeddings are never shipped through the
+scheduler: jobs carry a path, and each worker memory-maps the matrix (one copy per
+machine in the page cache).
+
+**Security.** Workers hold the texts and the generator keys, and any client of a
+Dask scheduler can run arbitrary code in them. So the local cluster:
+
+* listens on ``127.0.0.1`` only, over TLS with credentials made for the run
+  (:meth:`distributed.security.Security.temporary`, in memory, never written): a
+  client without them cannot connect, let alone run code;
+* serves no dashboard and no HTTP routes (health, metrics, worker pages) unless
+  ``dashboard=True`` (``--dashboard``), and then on ``127.0.0.1`` only, where any
+  local user can read its task counts and timings.
+
+A remote cluster (``scheduler=``, ``--scheduler``) should be ``tls://``: the
+client's certificates come from the Dask configuration
+(``distributed.comm.tls.ca-file``, ``distributed.comm.tls.client.cert`` and
+``.key``, e.g. the environment variables ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``,
+``DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT`` and ``..._KEY``) or from
+``security=``. A plain ``tcp://`` scheduler gets a
+:class:`~textdp.errors.PrivacyWarning`: anyone who can reach it can run code in
+its workers, which hold the texts and the generator keys, and the traffic (texts
+included) is not encrypted.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import require
+from ..errors import PrivacyWarning, require
+
+PLAIN_SCHEDULER_WARNING = (
+    "--scheduler {address} is not TLS: anyone who can reach it can run code in its workers, which hold the "
+    "texts and the generator keys, and the traffic is not encrypted; use a tls:// scheduler with certificates "
+    "(Dask configuration distributed.comm.tls.*)"
+)
+
+#: no HTTP routes on the scheduler and the workers (the dashboard, /health, /metrics, worker pages)
+_NO_HTTP: dict[str, list[str]] = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+
+
+def is_tls(address: str) -> bool:
+    """True for a TLS scheduler address (``tls://``, ``wss://``).
+
+    >>> is_tls("tls://10.0.0.5:8786"), is_tls("tcp://10.0.0.5:8786"), is_tls("10.0.0.5:8786")
+    (True, False, False)
+    """
+    return address.strip().lower().startswith(("tls://", "wss://"))
 
 
 class DaskBackend:
@@ -28,22 +67,31 @@ class DaskBackend:
         workers: int | None = None,
         processes: bool = True,
         client: Any = None,
+        dashboard: bool = False,
+        security: Any = None,
     ) -> None:
         distributed = require("distributed", "dask")
         self._own_cluster = None
+        self._dashboard = dashboard
         if client is not None:
             self.client = client
             self._own_client = False
         elif scheduler:
-            self.client = distributed.Client(scheduler)
+            if not is_tls(scheduler):
+                warnings.warn(PLAIN_SCHEDULER_WARNING.format(address=scheduler), PrivacyWarning, stacklevel=2)
+            self.client = distributed.Client(scheduler, security=security)
             self._own_client = True
         else:
-            n = workers or os.cpu_count() or 1
-            self._own_cluster = distributed.LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=":0"
-            )
-            self.client = distributed.Client(self._own_cluster)
+            self._own_cluster = _local_cluster(workers or os.cpu_count() or 1, processes, dashboard)
+            self.client = distributed.Client(self._own_cluster, security=self._own_cluster.security)
             self._own_client = True
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The local cluster's dashboard (``dashboard=True`` only; on 127.0.0.1), else ``None``."""
+        if self._own_cluster is None or not self._dashboard:
+            return None
+        return str(self._own_cluster.dashboard_link)
 
     def n_workers(self) -> int:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
@@ -74,3 +122,18 @@ class DaskBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _local_cluster(n_workers: int, processes: bool, dashboard: bool) -> Any:
+    """A loopback-only, TLS-authenticated local cluster (see the module notes)."""
+    dask = require("dask", "dask")
+    distributed = require("distributed", "dask")
+    require("cryptography", "dask")  # Security.temporary() makes the run's certificates with it
+    security = distributed.security.Security.temporary()
+    # worker processes take the configuration at start: the routes stay off for the run
+    with dask.config.set({} if dashboard else _NO_HTTP):
+        return distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=processes, host="127.0.0.1",
+            protocol="tls://" if processes else None, security=security,
+            dashboard_address="127.0.0.1:0" if dashboard else None, worker_dashboard_address=None,
+        )

@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -297,7 +297,7 @@ class SentenceMechanism(Mechanism[Segments, Segments, RewrittenText]):
         """The per-sentence guarantee (``context``: seeded and the empty policy)."""
         self._ensure_fitted()
         ctx = context or ReleaseContext(seeded=self.seeded_)
-        return replace(self.bound(), seeded=ctx.seeded, empty=ctx.empty)
+        return self.bound().evolve(seeded=ctx.seeded, empty=ctx.empty)
 
     def _prepare(self, unit: object, uid: str) -> Segments:
         if not isinstance(unit, str):

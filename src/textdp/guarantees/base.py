@@ -48,8 +48,8 @@ which returns the texts and parameters computed from them; fields given explicit
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Self
 
 __all__ = ["COMPACT_KEYS", "EMPTY_POLICIES", "GUARANTEE_KEYS", "SEEDED_NOTE", "Guarantee", "as_parameters",
            "empty_note"]
@@ -103,11 +103,19 @@ class Guarantee:
     statement: str = ""
     seeded: bool = False
     empty: str = "error"
+    # set by __post_init__ for evolve(): not parameters of the guarantee
+    _derived_keys: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _plain: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for key, value in self._derive().items():
-            if not getattr(self, key):
+        derived = self._derive()
+        given = {key for key in derived if getattr(self, key)}
+        for key, value in derived.items():
+            if key not in given:
                 object.__setattr__(self, key, value)
+        # what evolve() needs to rebuild the texts: the derived keys, and the texts before the notes below
+        object.__setattr__(self, "_derived_keys", frozenset(derived) - given)
+        object.__setattr__(self, "_plain", {"statement": self.statement, "not_covered": self.not_covered})
         note = empty_note(self.empty)
         if note and note not in self.not_covered:
             object.__setattr__(self, "not_covered", f"{self.not_covered.rstrip('.')}; {note}." if self.not_covered
@@ -124,6 +132,23 @@ class Guarantee:
     def _derive(self) -> dict[str, object]:
         """Texts and parameters computed from a subclass's own fields (none here)."""
         return {}
+
+    def evolve(self, **changes: Any) -> Self:
+        """A copy with some fields changed and the derived texts recomputed (use this, not ``dataclasses.replace``).
+
+        >>> g = Guarantee(mechanism="toy", epsilon=1.0, statement="1-DP.", not_covered="the length")
+        >>> h = g.evolve(seeded=True, empty="skip")
+        >>> h.seeded, "Seeded run" in h.statement, "policy skip" in h.not_covered
+        (True, True, True)
+        >>> "Seeded run" in h.evolve(seeded=False).statement
+        False
+        """
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        kwargs.update(self._plain)
+        for key in self._derived_keys:
+            kwargs[key] = () if key == "parameters" else ""
+        kwargs.update(changes)
+        return type(self)(**kwargs)
 
     @property
     def params(self) -> dict[str, object]:

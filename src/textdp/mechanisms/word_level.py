@@ -201,14 +201,7 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
         """The per-word guarantee (``context``: seeded and the empty policy; nothing else matters)."""
         self._ensure_fitted()
         ctx = context or ReleaseContext(seeded=self.seeded_)
-        g = self.guarantee_
-        if ctx.seeded or ctx.empty != "error":
-            g = WordLevelGuarantee(
-                mechanism=g.mechanism, epsilon=g.epsilon, statement=g.statement, reference=g.reference,
-                metric=g.metric, not_covered=g.not_covered, parameters=g.parameters, seeded=ctx.seeded,
-                empty=ctx.empty,
-            )
-        return g
+        return self.guarantee_.evolve(seeded=ctx.seeded, empty=ctx.empty)
 
     def privatize_ids(self, ids: np.ndarray, rng: SeedLike = None) -> np.ndarray:
         """Apply :meth:`core` to an int array of vocabulary rows of any shape.

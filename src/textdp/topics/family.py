@@ -7,12 +7,17 @@ thing), ``mvg`` and ``mvg-directional``. Each is a :class:`~textdp.mechanisms.ba
 parameters from ``__init__``, ``fit`` validates, one batch verb
 ``privatize_batch([topic_matrix, ...], seed=...)``, one ``guarantee(ReleaseContext(shape=(m, n)))``.
 
+All take ``epsilon``, ``delta`` (unused by ``topicdp-laplace``, which is pure ε-DP),
+``sensitivity`` (a number, a :class:`~textdp.topics.sensitivity.SampledSensitivity` or ``"worst-case"``;
+none for ``topicdp-laplace``), ``gamma``, ``grid``, ``vocabulary_note`` (the public sentence on the
+vocabulary, :func:`textdp.topics.vocabulary.vocabulary_note`) and ``seed``.
+
 The unit of a batch is a :class:`~textdp.topics.models.TopicMatrix`; its shape ``(m, n)`` is
 public (the release's ``context.shape``). The noise calibrations of
 :mod:`textdp.topics.mechanisms` (:class:`~textdp.topics.mechanisms.TopicDPGaussian`,
 :class:`~textdp.topics.mechanisms.LaplaceBaseline`, :class:`~textdp.topics.mechanisms.MVGMechanism`)
 are the cores: :meth:`TopicsMechanism.noise` builds the one for a shape, and its
-``randomize(matrix, rng)`` is the pure batch function. A release is a :class:`TopicMatrixRelease`
+``randomize(matrix, rng)`` is the pure batch function. A release is a :class:`~textdp.topics.mechanisms.TopicRelease`
 (one record: ``release: "matrix"``, the post-processed ``matrix``, the grid-exact ``raw_matrix``,
 the ``keywords``, the compact guarantee; unit ``user``).
 
@@ -28,49 +33,34 @@ the ``keywords``, the compact guarantee; unit ``user``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from .._validation import check_epsilon, check_probability
 from ..errors import ParameterError, ParameterTypeError
-from ..guarantees import Guarantee, ReleaseRecord, as_parameters
+from ..guarantees import Guarantee
 from ..mechanisms.base import Mechanism, ReleaseContext, SeedLike
+from ..mechanisms.registry import get, names
 from ..samplers import DEFAULT_GRID
-from .mechanisms import KEYWORD_NOTE, TopicMechanism, build_mechanism, postprocess
+from .mechanisms import TopicGuarantee, TopicMechanism, TopicRelease, build_mechanism, make_release
 from .models import TopicMatrix
 from .sensitivity import SampledSensitivity
 
 __all__ = [
-    "MVG", "MVGDirectional", "TopicDP", "TopicDPLaplace", "TopicDPThesis", "TopicMatrixRelease", "TopicsMechanism",
+    "MVG",
+    "MVGDirectional",
+    "TopicDP",
+    "TopicDPLaplace",
+    "TopicDPThesis",
+    "TopicsMechanism",
+    "topics_mechanism",
 ]
 
-Sensitivity = float | SampledSensitivity | None
+Sensitivity = float | SampledSensitivity | str | None
 
 
-@dataclass(frozen=True)
-class TopicMatrixRelease(ReleaseRecord):
-    """One released topic-keyword matrix: the post-processed matrix (``content``), the raw noisy one, the keywords."""
-
-    release: str = "matrix"
-    content: tuple[tuple[float, ...], ...] = ()
-    keywords: tuple[tuple[str, ...], ...] = ()
-    raw_matrix: tuple[tuple[float, ...], ...] = ()
-
-    @property
-    def matrix(self) -> tuple[tuple[float, ...], ...]:
-        """The post-processed matrix (clipped to [0, 1], rows scaled to sum <= 1)."""
-        return self.content
-
-    def to_record(self) -> dict[str, Any]:
-        out = super().to_record()
-        out["raw_matrix"] = [list(r) for r in self.raw_matrix]
-        out["keywords"] = [list(k) for k in self.keywords]
-        return out
-
-
-class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicMatrixRelease]):
+class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     """Base of the topics family (see the module docstring)."""
 
     family = "topics"
@@ -79,11 +69,16 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicMatrixRelease]):
     #: the name :func:`textdp.topics.mechanisms.build_mechanism` knows this calibration by
     calibration: ClassVar[str] = ""
 
-    epsilon: float
-    delta: float
-    sensitivity: Sensitivity
-    gamma: float | None
-    grid: float
+    def __init__(self, *, epsilon: float, delta: float | None = None, sensitivity: Sensitivity = None,
+                 gamma: float | None = None, grid: float = DEFAULT_GRID, vocabulary_note: str | None = None,
+                 seed: SeedLike = None) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.sensitivity = sensitivity
+        self.gamma = gamma
+        self.grid = grid
+        self.vocabulary_note = vocabulary_note
+        self.seed = seed
 
     def _fit(self) -> None:
         self.epsilon_ = check_epsilon(self.epsilon)
@@ -91,33 +86,23 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicMatrixRelease]):
         self.noise((1, 1))  # validates the sensitivity, gamma and grid before any matrix is seen
 
     def _check_delta(self) -> None:
+        if self.delta is None:
+            raise ParameterError(f"{self.name} needs delta (an (epsilon, delta) guarantee)")
         check_probability(self.delta, "delta")
 
     def noise(self, shape: tuple[int, int]) -> TopicMechanism:
         """The noise calibration for an ``m x n`` release (a function of the parameters and the public shape)."""
-        return build_mechanism(self.calibration, epsilon=self.epsilon, delta=self.delta, m=shape[0],
+        return build_mechanism(self.calibration, epsilon=self.epsilon_, delta=self.delta or 0.0, m=shape[0],
                                gamma=self.gamma, sensitivity=self.sensitivity, grid=self.grid)
 
-    def guarantee(self, context: ReleaseContext | None = None) -> Guarantee:
+    def guarantee(self, context: ReleaseContext | None = None) -> TopicGuarantee:
         """The guarantee of an ``m x n`` release (``context.shape`` is required: the bound depends on it)."""
         self._ensure_fitted()
         ctx = context or ReleaseContext(seeded=self.seeded_)
         if ctx.shape is None:
             raise ParameterError("the guarantee depends on the matrix shape: pass ReleaseContext(shape=(m, n))")
-        g = self.noise(ctx.shape).guarantee(ctx.shape)
-        d = g.to_dict()
-        statement = g.statement
-        not_covered = statement.split("Not covered: ", 1)[1] if "Not covered: " in statement else KEYWORD_NOTE
-        public: dict[str, object] = {k: d[k] for k in ("gamma", "definition", "topics", "keywords_per_topic", "grid", "grid_text",
-                                    "noise") if k in d}
-        return Guarantee(
-            mechanism=self.name, epsilon=g.epsilon, delta=g.delta, unit=g.unit, reference=str(d.get("reference", "")),
-            parameters=as_parameters({**public, "keyword_note": KEYWORD_NOTE}), statement=statement,
-            not_covered=not_covered,
-            composition=("Basic composition over releases: k releases about the same users cost (k*epsilon, "
-                         "k*delta)."),
-            seeded=ctx.seeded, empty=ctx.empty,
-        )
+        return self.noise(ctx.shape).guarantee(ctx.shape).evolve(seeded=ctx.seeded, empty=ctx.empty,
+                                                                 vocabulary_note=self.vocabulary_note)
 
     def _prepare(self, unit: object, uid: str) -> TopicMatrix:
         if not isinstance(unit, TopicMatrix):
@@ -141,12 +126,18 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicMatrixRelease]):
         return [core.randomize(p.matrix, seed=rng) for p in prepared]
 
     def _release(self, uid: str, prepared: TopicMatrix, output: np.ndarray | None, context: ReleaseContext,
-                 guarantee: Guarantee, seeded: bool) -> TopicMatrixRelease:
-        raw = np.zeros((0, 0)) if output is None else output
-        rows = tuple(tuple(float(x) for x in r) for r in (postprocess(raw) if raw.size else raw))
-        return TopicMatrixRelease(id=uid, guarantee=guarantee, seeded=seeded, content=rows,
-                                  keywords=prepared.keywords,
-                                  raw_matrix=tuple(tuple(float(x) for x in r) for r in raw))
+                 guarantee: Guarantee, seeded: bool) -> TopicRelease:
+        assert isinstance(guarantee, TopicGuarantee) and output is not None  # a matrix is never empty
+        return make_release(uid, prepared, output, guarantee, seeded)
+
+
+def topics_mechanism(name: str, **params: object) -> TopicsMechanism:
+    """The registered topics mechanism ``name`` (:func:`textdp.mechanisms.get`), typed for this family."""
+    mech = get(name, **params)
+    if not isinstance(mech, TopicsMechanism):
+        raise ParameterError(f"{name} is a {mech.family} mechanism, not a topics one; choose one of: "
+                             f"{', '.join(names('topics'))}")
+    return mech
 
 
 class TopicDP(TopicsMechanism):
@@ -156,40 +147,28 @@ class TopicDP(TopicsMechanism):
     calibration = "topicdp"
     reference = "Canonne, Kamath & Steinke 2020; Rubinstein & Alda 2017"
 
-    def __init__(self, *, epsilon: float, delta: float, sensitivity: Sensitivity, gamma: float | None = None,
-                 grid: float = DEFAULT_GRID, seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.sensitivity = sensitivity
-        self.gamma = gamma
-        self.grid = grid
-        self.seed = seed
 
-
-class TopicDPThesis(TopicDP):
+class TopicDPThesis(TopicsMechanism):
     """TopicDP with the thesis's per-entry calibration (the stated delta is the proven one)."""
 
     name = "topicdp-thesis"
     calibration = "topicdp-thesis"
+    reference = "Sharma 2021 (thesis calibration); Canonne, Kamath & Steinke 2020"
 
 
 class TopicDPLaplace(TopicsMechanism):
-    """The Laplace baseline: exact discrete Laplace noise, global L1 sensitivity ``2m`` (pure ε-DP)."""
+    """The Laplace baseline: exact discrete Laplace noise, global L1 sensitivity ``2m`` (pure ε-DP).
+
+    ``delta`` is not used (the guarantee's delta is 0); it takes no ``sensitivity`` or ``gamma``.
+    """
 
     name = "topicdp-laplace"
-    calibration = "laplace"
+    calibration = "topicdp-laplace"
     reference = "Canonne, Kamath & Steinke 2020 (discrete Laplace)"
 
-    def __init__(self, *, epsilon: float, grid: float = DEFAULT_GRID, seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.grid = grid
-        self.seed = seed
-        self.delta = 0.0
-        self.sensitivity = None
-        self.gamma = None
-
     def _check_delta(self) -> None:
-        """Pure ε-DP: no delta."""
+        if self.sensitivity is not None or self.gamma is not None:
+            raise ParameterError("topicdp-laplace has the global L1 sensitivity 2m: it takes no sensitivity or gamma")
 
 
 class MVG(TopicsMechanism):
@@ -199,18 +178,10 @@ class MVG(TopicsMechanism):
     calibration = "mvg"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
 
-    def __init__(self, *, epsilon: float, delta: float, sensitivity: Sensitivity, gamma: float | None = None,
-                 grid: float = DEFAULT_GRID, seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.sensitivity = sensitivity
-        self.gamma = gamma
-        self.grid = grid
-        self.seed = seed
 
-
-class MVGDirectional(MVG):
+class MVGDirectional(TopicsMechanism):
     """The matrix-variate Gaussian mechanism with directional (keyword-rank) precision."""
 
     name = "mvg-directional"
     calibration = "mvg-directional"
+    reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"

@@ -73,6 +73,7 @@ from .._validation import (
     check_probability,
 )
 from ..errors import ParameterError, ParameterTypeError
+from ..guarantees import Guarantee, ReleaseRecord
 from ..samplers import (
     DEFAULT_GRID,
     check_grid,
@@ -85,7 +86,7 @@ from ..samplers import (
 )
 from .models import TopicMatrix
 from .names import MECHANISMS
-from .sensitivity import SampledSensitivity
+from .sensitivity import SampledSensitivity, worst_case_sensitivity
 
 __all__ = [
     "DEFAULT_GRID",
@@ -290,9 +291,9 @@ def _deprecated(old: str, new: str) -> None:
                   DeprecationWarning, stacklevel=3)
 
 
-@dataclass(frozen=True)
-class TopicGuarantee:
-    """The guarantee of one topic-matrix release (the :class:`textdp.guarantees.Guarantee` protocol).
+@dataclass(frozen=True, kw_only=True)
+class TopicGuarantee(Guarantee):
+    """The guarantee of one topic-matrix release (a :class:`textdp.guarantees.Guarantee`).
 
     Holds only public parameters: never the sensitivity or the noise scale, which
     depend on the private corpus when the sensitivity is sampled.
@@ -318,31 +319,50 @@ class TopicGuarantee:
 
     >>> from textdp.guarantees import Guarantee
     >>> g = LaplaceBaseline(epsilon=2.0, m=3).guarantee((3, 4))
-    >>> isinstance(g, Guarantee), g.unit, g.delta, sorted(g.to_dict())[:4]
-    (True, 'user', 0.0, ['definition', 'delta', 'epsilon', 'gamma'])
+    >>> isinstance(g, Guarantee), g.unit, g.delta, sorted(g.params)[:4]
+    (True, 'user', 0.0, ['definition', 'gamma', 'grid', 'grid_text'])
     """
 
-    mechanism: str
-    epsilon: float
-    delta: float
     gamma: float | None
     shape: tuple[int, int]
     grid: float
     noise: str
-    statement: str
+    vocabulary_note: str | None = None
     unit: str = "user"
     reference: str = CKS20
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form: mechanism, epsilon, delta, unit, guarantee (the statement) and the public parameters."""
-        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
-                "guarantee": self.statement, "gamma": self.gamma,
-                "definition": "random differential privacy" if self.gamma is not None else "differential privacy",
-                "topics": self.shape[0], "keywords_per_topic": self.shape[1], "grid": self.grid,
-                "grid_text": _grid_text(self.grid), "noise": self.noise, "reference": self.reference}
+    def _derive(self) -> dict[str, object]:
+        not_covered = (self.statement.split("Not covered: ", 1)[1] if "Not covered: " in self.statement
+                       else "which topics and keywords are released (chosen by the non-private model).")
+        return {
+            "not_covered": not_covered,
+            "composition": "Basic composition over releases: k releases about the same users cost (k*epsilon, k*delta).",
+            "parameters": (
+                ("gamma", self.gamma),
+                ("definition", "random differential privacy" if self.gamma is not None else "differential privacy"),
+                ("topics", self.shape[0]), ("keywords_per_topic", self.shape[1]), ("grid", self.grid),
+                ("grid_text", _grid_text(self.grid)), ("noise", self.noise), ("keyword_note", KEYWORD_NOTE),
+                ("vocabulary_note", self.vocabulary_note),
+            ),
+        }
 
 
-def _dp_clause(epsilon: float, delta: float, gamma: float | None) -> str:
+
+#: What the discretisation costs, stated in every record's ``noise``: it is folded into the sensitivity.
+ROUNDING_L2 = ("the discretisation costs no extra delta or epsilon: rounding to the grid adds g*sqrt(mn) to the L2 "
+               "sensitivity the noise is calibrated to")
+ROUNDING_L1 = "the discretisation costs no extra epsilon: rounding to the grid adds g*mn to the L1 sensitivity"
+
+#: Where a Gaussian mechanism's L2 sensitivity comes from (``--sensitivity``).
+SENSITIVITY_SOURCES = ("sampled", "worst-case", "supplied")
+
+
+def _dp_clause(epsilon: float, delta: float, gamma: float | None, source: str = "supplied") -> str:
+    if gamma is None and source == "worst-case":
+        return (f"({epsilon:g}, {delta:.4g})-differential privacy for user-level neighbours (one user's documents "
+                "added or removed), for every pair of neighbours: the noise is calibrated to the global L2 "
+                "sensitivity sqrt(2m) of the released matrix (each row is a sub-probability vector; no sampling, "
+                "nothing computed from the data)")
     if gamma is None:
         return (f"({epsilon:g}, {delta:.4g})-differential privacy for user-level neighbours (one user's documents "
                 "added or removed), provided the supplied L2 sensitivity bounds how much one user can change the "
@@ -353,11 +373,21 @@ def _dp_clause(epsilon: float, delta: float, gamma: float | None) -> str:
             f"({epsilon:g}, {delta:.4g})-DP")
 
 
-def _not_covered(gamma: float | None) -> str:
-    scale = (_SENSITIVITY_NOT_RELEASED if gamma is not None else
-             "The supplied sensitivity and the noise scale derived from it are not part of the release.")
+def _not_covered(gamma: float | None, source: str = "supplied") -> str:
+    if gamma is not None:
+        scale = _SENSITIVITY_NOT_RELEASED
+    elif source == "worst-case":
+        scale = "The sensitivity sqrt(2m) and the noise scale are public."
+    else:
+        scale = "The supplied sensitivity and the noise scale derived from it are not part of the release."
     return ("Not covered: which topics and keywords are released (chosen by the non-private model, see "
             f"keyword_note). {scale}")
+
+
+def _source(sensitivity: object, gamma: float | None, source: str | None) -> str:
+    if source is not None:
+        return check_choice(source, "sensitivity_source", SENSITIVITY_SOURCES)
+    return "sampled" if gamma is not None or isinstance(sensitivity, SampledSensitivity) else "supplied"
 
 
 class _GridMechanism:
@@ -436,11 +466,13 @@ class TopicDPGaussian(_GridMechanism):
     """
 
     def __init__(self, *, epsilon: float, delta: float, sensitivity: float | SampledSensitivity,
-                 gamma: float | None = None, calibration: str = "analytic", grid: float = DEFAULT_GRID) -> None:
+                 gamma: float | None = None, calibration: str = "analytic", grid: float = DEFAULT_GRID,
+                 sensitivity_source: str | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_probability(delta, "delta")
         self.sensitivity = _check_sensitivity(sensitivity)
         self.gamma = _resolve_gamma(sensitivity, gamma)
+        self.sensitivity_source = _source(sensitivity, self.gamma, sensitivity_source)
         self.calibration = check_choice(calibration, "calibration", ("analytic", "thesis"))
         self.grid = check_grid(grid)
         self.name = "topicdp" if self.calibration == "analytic" else "topicdp-thesis"
@@ -482,7 +514,7 @@ class TopicDPGaussian(_GridMechanism):
         delta = max(self.delta, proven)
         grid = _grid_text(self.grid)
         noise = (f"exact discrete Gaussian (CKS20 Alg. 3) on the grid g={grid}, calibrated to rho-zCDP with "
-                 f"rho={self.rho(shape):.6g} for the L2 sensitivity of the grid-rounded matrix")
+                 f"rho={self.rho(shape):.6g} for the L2 sensitivity of the grid-rounded matrix; {ROUNDING_L2}")
         if self.calibration == "analytic":
             how = (f"Noise: {noise}; rho-zCDP implies ({self.epsilon:g}, {delta:.4g})-DP (CKS20 Thm. 14 and "
                    f"Cor. 13; rounding to the grid adds g*sqrt(mn) to the sensitivity).")
@@ -492,7 +524,8 @@ class TopicDPGaussian(_GridMechanism):
                    f"composes to ({self.epsilon:g}, {min(1.0, m * n * self.delta):g}); the CKS20 zCDP bound for "
                    f"this noise proves ({self.epsilon:g}, {_fmt_delta(proven)})-DP, and the stated delta is the larger of "
                    f"that and the requested {self.delta:g}.")
-        statement = f"{_dp_clause(self.epsilon, delta, self.gamma)}. {how} {_not_covered(self.gamma)}"
+        src = self.sensitivity_source
+        statement = f"{_dp_clause(self.epsilon, delta, self.gamma, src)}. {how} {_not_covered(self.gamma, src)}"
         return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=delta, gamma=self.gamma,
                               shape=(m, n), grid=self.grid, noise=noise, statement=statement,
                               reference=f"{CKS20}; {RANDOM_DP}" if self.gamma is not None else CKS20)
@@ -513,7 +546,7 @@ class LaplaceBaseline(_GridMechanism):
     10.0
     """
 
-    name = "laplace"
+    name = "topicdp-laplace"
 
     def __init__(self, *, epsilon: float, m: int, grid: float = DEFAULT_GRID) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -551,7 +584,8 @@ class LaplaceBaseline(_GridMechanism):
         grid = _grid_text(self.grid)
         scale = float(self.grid_scale(shape)) * self.grid
         noise = (f"exact discrete Laplace (CKS20 Alg. 2) on the grid g={grid}, scale {scale:.6g} "
-                 f"(global L1 sensitivity 2m={2 * m} plus g*mn for the rounding, divided by epsilon)")
+                 f"(global L1 sensitivity 2m={2 * m} plus g*mn for the rounding, divided by epsilon; "
+                 f"{ROUNDING_L1})")
         statement = (f"{self.epsilon:g}-differential privacy for user-level neighbours (one user's documents added "
                      f"or removed; no sampling). Noise: {noise}. Not covered: which topics and keywords are "
                      f"released (chosen by the non-private model, see keyword_note).")
@@ -592,11 +626,12 @@ class MVGMechanism(_GridMechanism):
     def __init__(self, *, epsilon: float, delta: float, sensitivity: float | SampledSensitivity,
                  gamma: float | None = None, sup_norm: float | None = None,
                  covariance: str = "isotropic", precision_weights: np.ndarray | None = None,
-                 grid: float = DEFAULT_GRID) -> None:
+                 grid: float = DEFAULT_GRID, sensitivity_source: str | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_probability(delta, "delta")
         self.sensitivity = _check_sensitivity(sensitivity)
         self.gamma = _resolve_gamma(sensitivity, gamma)
+        self.sensitivity_source = _source(sensitivity, self.gamma, sensitivity_source)
         self.sup_norm = None if sup_norm is None else _check_sensitivity(sup_norm, "sup_norm")
         self.covariance = check_choice(covariance, "covariance", ("isotropic", "directional"))
         self.grid = check_grid(grid)
@@ -669,11 +704,13 @@ class MVGMechanism(_GridMechanism):
         m, n = shape
         noise = (f"discretised matrix-variate Gaussian ({self.covariance} column covariance from the precision "
                  f"budget of Chanyaswad et al. 2018, Thm. 3): independent exact discrete Gaussians (CKS20 Alg. 3) "
-                 f"on the grid g={_grid_text(self.grid)}, one variance per keyword-rank column")
+                 f"on the grid g={_grid_text(self.grid)}, one variance per keyword-rank column; {ROUNDING_L2}")
         how = (f"Noise: {noise}; its privacy is proven with CKS20 (zCDP, Thm. 14 and Cor. 13, with the smallest "
                f"column variance), checked to give ({self.epsilon:g}, {self.delta:g})-DP; the continuous MVG "
                "theorem is not relied upon.")
-        statement = f"{_dp_clause(self.epsilon, self.delta, self.gamma)}. {how} {_not_covered(self.gamma)}"
+        src = self.sensitivity_source
+        statement = (f"{_dp_clause(self.epsilon, self.delta, self.gamma, src)}. {how} "
+                     f"{_not_covered(self.gamma, src)}")
         return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=self.delta, gamma=self.gamma,
                               shape=(m, n), grid=self.grid, noise=noise, statement=statement,
                               reference=(f"Chanyaswad, Dytso, Poor & Mittal, 'MVG Mechanism', CCS 2018; {CKS20}"
@@ -700,54 +737,78 @@ class TopicMechanism(Protocol):
 def needs_sensitivity(name: str) -> bool:
     """Whether mechanism ``name`` needs an L2 sensitivity (sampled or supplied).
 
-    >>> needs_sensitivity("laplace"), needs_sensitivity("topicdp")
+    >>> needs_sensitivity("topicdp-laplace"), needs_sensitivity("topicdp")
     (False, True)
     """
-    return check_choice(name, "mechanism", MECHANISMS) != "laplace"
+    return check_choice(name, "mechanism", MECHANISMS) != "topicdp-laplace"
 
 
 def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: float | None = None,
-                    sensitivity: float | SampledSensitivity | None = None,
+                    sensitivity: float | SampledSensitivity | str | None = None,
                     grid: float = DEFAULT_GRID) -> TopicDPGaussian | LaplaceBaseline | MVGMechanism:
     """The mechanism called ``name`` (one of :data:`MECHANISMS`).
 
-    ``laplace`` needs only ``m`` (its sensitivity ``2m`` is global); the others
-    need ``sensitivity`` (and ``gamma`` when it was sampled).
+    ``topicdp-laplace`` needs only ``m`` (its sensitivity ``2m`` is global); the others
+    need ``sensitivity``: a sampled one (with ``gamma``), a number the user
+    vouches for, or ``"worst-case"`` for the global bound ``sqrt(2m)``
+    (:func:`~textdp.topics.sensitivity.worst_case_sensitivity`; ordinary
+    (ε, δ)-DP, no γ).
 
-    >>> build_mechanism("laplace", epsilon=2, delta=1e-4, m=3).scale
+    >>> build_mechanism("topicdp", epsilon=2, delta=1e-4, m=5, sensitivity="worst-case").guarantee((5, 5)).gamma is None
+    True
+
+    >>> build_mechanism("topicdp-laplace", epsilon=2, delta=1e-4, m=3).scale
     3.0
     >>> build_mechanism("mvg-directional", epsilon=2, delta=1e-4, m=3, sensitivity=0.1, gamma=0.1).name
     'mvg-directional'
     """
     check_choice(name, "mechanism", MECHANISMS)
-    if name == "laplace":
+    if name == "topicdp-laplace":
         return LaplaceBaseline(epsilon=epsilon, m=m, grid=grid)
     if sensitivity is None:
         raise ParameterError(f"mechanism {name!r} needs a sensitivity: sample one (SensitivitySampler) "
                              "or supply a bound (--sensitivity)")
+    source: str | None = None
+    if isinstance(sensitivity, str):
+        if sensitivity != "worst-case":
+            raise ParameterError(f"sensitivity {sensitivity!r}: give a number, a SampledSensitivity or 'worst-case'")
+        if gamma is not None:
+            raise ParameterError("the worst-case sensitivity is global: it takes no gamma")
+        sensitivity, source = worst_case_sensitivity(m), "worst-case"
     if name in ("topicdp", "topicdp-thesis"):
         return TopicDPGaussian(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma,
-                               calibration="analytic" if name == "topicdp" else "thesis", grid=grid)
+                               calibration="analytic" if name == "topicdp" else "thesis", grid=grid,
+                               sensitivity_source=source)
     return MVGMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity, gamma=gamma, grid=grid,
-                        covariance="isotropic" if name == "mvg" else "directional")
+                        covariance="isotropic" if name == "mvg" else "directional", sensitivity_source=source)
 
 
 @dataclass(frozen=True)
-class TopicRelease:
-    """One release: the guarantee, the public parameters and the noisy matrix -- nothing else.
+class TopicRelease(ReleaseRecord):
+    """One release (a :class:`~textdp.guarantees.ReleaseRecord`): the noisy matrix and its guarantee -- nothing else.
 
     ``raw_matrix`` is the noisy matrix before post-processing: every entry is an
-    exact multiple of ``grid`` (it is the DP output); ``matrix`` is its
+    exact multiple of ``grid`` (it is the DP output); ``content`` (:attr:`matrix`) is its
     post-processing (clipped to [0, 1], rows scaled to sum <= 1). No sensitivity,
-    noise scale, user count or timing is held here.
+    noise scale, user count or timing is held here. ``to_record()`` writes the one record
+    layout (``release: "matrix"``, plus ``keywords`` and ``raw_matrix``).
     """
 
-    guarantee: TopicGuarantee
-    keywords: tuple[tuple[str, ...], ...]
-    raw_matrix: tuple[tuple[float, ...], ...]
-    matrix: tuple[tuple[float, ...], ...]
-    seeded: bool
-    keyword_note: str = KEYWORD_NOTE
+    release: str = "matrix"
+    content: tuple[tuple[float, ...], ...] = ()
+    keywords: tuple[tuple[str, ...], ...] = ()
+    raw_matrix: tuple[tuple[float, ...], ...] = ()
+
+    @property
+    def matrix(self) -> tuple[tuple[float, ...], ...]:
+        """The post-processed matrix."""
+        return self.content
+
+    @property
+    def topic_guarantee(self) -> TopicGuarantee:
+        """The guarantee, typed for this family."""
+        assert isinstance(self.guarantee, TopicGuarantee)
+        return self.guarantee
 
     @property
     def mechanism(self) -> str:
@@ -763,34 +824,40 @@ class TopicRelease:
 
     @property
     def gamma(self) -> float | None:
-        return self.guarantee.gamma
+        return self.topic_guarantee.gamma
 
     @property
     def grid(self) -> float:
-        return self.guarantee.grid
+        return self.topic_guarantee.grid
+
+    @property
+    def keyword_note(self) -> str:
+        return KEYWORD_NOTE
 
     def as_array(self) -> np.ndarray:
         """The post-processed matrix as an array."""
         return np.array(self.matrix, dtype=float)
 
-    def to_dict(self) -> dict[str, object]:
-        """The release record: guarantee fields, ``seeded``, keyword note, keywords and the matrices."""
-        return {**self.guarantee.to_dict(), "seeded": self.seeded, "keyword_note": self.keyword_note,
-                "keywords": [list(k) for k in self.keywords],
-                "raw_matrix": [list(r) for r in self.raw_matrix],
-                "matrix": [list(r) for r in self.matrix]}
+    def to_record(self) -> dict[str, Any]:
+        """The release record (the one layout) with the keywords and the grid-exact raw matrix."""
+        out = super().to_record()
+        out["raw_matrix"] = [list(r) for r in self.raw_matrix]
+        out["keywords"] = [list(k) for k in self.keywords]
+        return out
 
 
 def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLike = None, *,
-                   rng: SeedLike = None) -> TopicRelease:
+                   rng: SeedLike = None, vocabulary_note: str | None = None) -> TopicRelease:
     """Randomize ``topics.matrix`` with ``mechanism``, post-process, and record it.
 
     ``seed`` as in :func:`textdp._rng.make_rng` (``rng=`` is a deprecated alias).
+    ``vocabulary_note``: the record's sentence on the vocabulary
+    (:func:`textdp.topics.vocabulary.vocabulary_note`).
 
     >>> tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
     >>> r = release_topics(tm, LaplaceBaseline(epsilon=1.0, m=1), seed=1)
     >>> r.mechanism, r.delta, r.gamma, len(r.matrix[0]), r.seeded
-    ('laplace', 0.0, None, 2, True)
+    ('topicdp-laplace', 0.0, None, 2, True)
     """
     if rng is not None:
         _deprecated("release_topics(..., rng=...)", "release_topics(..., seed=...)")
@@ -800,8 +867,14 @@ def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLik
         raise ParameterTypeError(f"topics must be a TopicMatrix, got {type(topics).__name__}")
     guarantee = mechanism.guarantee(topics.shape)  # validates before any noise is drawn
     raw = mechanism.randomize(topics.matrix, seed=seed)
+    return make_release("topics", topics, raw, guarantee.evolve(seeded=_is_seeded(seed),
+                                                                 vocabulary_note=vocabulary_note), _is_seeded(seed))
+
+
+def make_release(uid: str, topics: TopicMatrix, raw: np.ndarray, guarantee: TopicGuarantee,
+                 seeded: bool) -> TopicRelease:
+    """The :class:`TopicRelease` of a noisy matrix ``raw`` (post-processed here)."""
     return TopicRelease(
-        guarantee=guarantee, keywords=topics.keywords,
+        id=uid, guarantee=guarantee, seeded=seeded, keywords=topics.keywords,
         raw_matrix=tuple(tuple(float(x) for x in row) for row in raw),
-        matrix=tuple(tuple(float(x) for x in row) for row in postprocess(raw)),
-        seeded=_is_seeded(seed))
+        content=tuple(tuple(float(x) for x in row) for row in postprocess(raw)))

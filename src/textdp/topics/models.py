@@ -32,7 +32,7 @@ import json
 import math
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,7 +45,8 @@ from ..errors import DocumentError, ParameterError, require
 from ..io import iter_jsonl_records
 from ..text import normalize
 from ..text import strip_quoted as strip_quoted_text
-from .names import TOPIC_MODELS
+from .names import MAX_MODEL_TOPICS, TOPIC_MODELS
+from .vocabulary import PublicVocabulary, select_vocabulary
 
 __all__ = [
     "SklearnLDA",
@@ -55,13 +56,14 @@ __all__ = [
     "UserCorpus",
     "align_topics",
     "extract_topic_matrix",
+    "fit_database",
     "make_topic_model",
     "released_matrix_distance",
     "topic_matrix_distance",
 ]
 
 #: Bumped when the text preparation changes, so cached sensitivity samples of older corpora are not reused.
-CORPUS_VERSION = 2
+CORPUS_VERSION = 3
 
 
 @runtime_checkable
@@ -81,6 +83,14 @@ class TopicModel(Protocol):
     def settings(self) -> dict[str, object]:
         """A JSON-able description of the model (used in cache keys and records)."""
         ...
+
+
+def _check_topics(k: int) -> int:
+    k = check_positive_int(k, "n_topics", minimum=2)
+    if k > MAX_MODEL_TOPICS:
+        raise ParameterError(f"n_topics={k} is above the limit of {MAX_MODEL_TOPICS} topics per model "
+                             "(textdp.topics.names.MAX_MODEL_TOPICS); fit fewer topics")
+    return k
 
 
 def _normalise_rows(a: np.ndarray) -> np.ndarray:
@@ -122,7 +132,7 @@ class SklearnLDA:
             warnings.warn("SklearnLDA(random_state=...) is deprecated and will be removed in textdp 0.3; use seed=...",
                           DeprecationWarning, stacklevel=3)
             object.__setattr__(self, "seed", random_state)
-        check_positive_int(self.n_topics, "n_topics", minimum=2)
+        _check_topics(self.n_topics)
         check_positive_int(self.max_iter, "max_iter")
         check_positive_int(self.seed, "seed", minimum=0)
 
@@ -164,7 +174,7 @@ class TomotopyLDA:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_positive_int(self.n_topics, "n_topics", minimum=2)
+        _check_topics(self.n_topics)
         check_positive_int(self.iterations, "iterations")
         check_positive_int(self.seed, "seed", minimum=0)
 
@@ -210,17 +220,29 @@ def make_topic_model(name: str = "sklearn", *, n_topics: int = 10, max_iter: int
 
 @dataclass(frozen=True)
 class UserCorpus:
-    """Documents grouped by user, already vectorised over a fixed vocabulary.
+    """Documents grouped by user, vectorised once; each database gets its vocabulary by a fixed rule.
 
     A user-level neighbour adds or removes *all* of one user's documents. The
-    vocabulary is built once from the whole corpus and then held fixed, so every
-    fit (real release and every sampled neighbour) sees the same columns.
+    vocabulary is part of the released function (:mod:`textdp.topics.vocabulary`):
+
+    * **corpus vocabulary** (default): the documents are counted once over every
+      word they use (``counts``, columns ``columns`` in alphabetical order), and
+      :meth:`database` applies the rule (``min_df``, ``max_df``,
+      ``max_features``; :func:`~textdp.topics.vocabulary.select_vocabulary`) to
+      the documents of the users it is given. The release is
+      ``database(all users)``; every sampled neighbour is ``database(its users)``
+      with *its own* vocabulary, exactly what the release would build had that
+      neighbour been the corpus (issue 19: holding the corpus's vocabulary fixed
+      for the neighbours measured a different function);
+    * **public vocabulary** (``vocabulary=`` a word list): the columns are that
+      list, fixed before any private data is read, for every database.
 
     Attributes
     ----------
     X : scipy.sparse.csr_matrix
-        Document-term counts (documents kept after the per-user bound).
+        Document-term counts of the whole corpus (``database(all users)[0]``).
     vocabulary : tuple of str
+        Its columns (``database(all users)[1]``).
     users : tuple of str
         Distinct users, in first-appearance order.
     user_rows : tuple of numpy arrays
@@ -232,6 +254,13 @@ class UserCorpus:
         Hash of the texts, users and settings (cache key component).
     settings : dict
         The public construction parameters (not the private counts).
+    counts : scipy.sparse.csr_matrix or None
+        Counts over ``columns`` (all corpus words, or the public list).
+    columns : tuple of str
+    rule : dict or None
+        ``{"min_df", "max_df", "max_features"}`` of the corpus vocabulary; None
+        for a public vocabulary (or a corpus built directly from ``X``, whose
+        columns are then held fixed).
 
     Documents are tokenised by :func:`textdp.text.normalize` (the one tokenizer:
     Unicode letters, English stop words and one-letter tokens removed) and, with
@@ -245,12 +274,16 @@ class UserCorpus:
     max_docs_per_user: int | None
     fingerprint: str
     settings: dict[str, object] = field(default_factory=dict)
+    counts: sparse.csr_matrix | None = None
+    columns: tuple[str, ...] = ()
+    rule: dict[str, Any] | None = None
 
     @classmethod
     def from_texts(cls, texts: Sequence[str], users: Sequence[object], *,
                    max_docs_per_user: int | None = None, max_features: int = 2000,
                    min_df: int = 5, max_df: float = 0.5, min_user_docs: int = 1,
-                   strip_quoted: bool = False) -> UserCorpus:
+                   strip_quoted: bool = False,
+                   vocabulary: PublicVocabulary | Sequence[str] | None = None) -> UserCorpus:
         """Vectorise ``texts`` (English stop words removed, alphabetic tokens).
 
         Users with fewer than ``min_user_docs`` documents are dropped (a
@@ -258,17 +291,23 @@ class UserCorpus:
         ``strip_quoted`` removes quoted-reply lines (starting with ``>`` or ``|``)
         and "... writes:" attribution lines (:func:`textdp.text.strip_quoted`):
         in e-mail and Usenet they are *other* users' words, which removing the
-        poster's documents would not remove.
+        poster's documents would not remove. ``vocabulary``: a public word list
+        (:class:`~textdp.topics.vocabulary.PublicVocabulary` or a sequence of
+        words); ``max_features``, ``min_df`` and ``max_df`` then do not apply.
+        Without it the corpus vocabulary rule applies to every database.
 
         >>> c = UserCorpus.from_texts(["apple banana", "banana cherry", "apple cherry"],
         ...                           ["u1", "u1", "u2"], min_df=1, max_df=1.0)
         >>> c.users, c.X.shape
         (('u1', 'u2'), (3, 3))
+        >>> c.database([1])[1]
+        ('apple', 'cherry')
         """
         if len(texts) != len(users):
             raise ParameterError(f"got {len(texts)} texts but {len(users)} users")
         check_positive_int(max_features, "max_features")
         check_positive_int(min_user_docs, "min_user_docs")
+        check_positive_int(min_df, "min_df")
         if max_docs_per_user is not None:
             check_positive_int(max_docs_per_user, "max_docs_per_user")
         counts: dict[str, int] = {}
@@ -288,25 +327,43 @@ class UserCorpus:
         keep = [i for rows in order.values() for i in rows]
         kept_texts = [strip_quoted_text(str(texts[i])) if strip_quoted else str(texts[i]) for i in keep]
         fe: Any = require("sklearn.feature_extraction.text", "topics")
-        cv = fe.CountVectorizer(analyzer=normalize, max_features=max_features, min_df=min_df, max_df=max_df)
+        public = None
+        if vocabulary is not None:
+            public = (vocabulary if isinstance(vocabulary, PublicVocabulary)
+                      else PublicVocabulary(tuple(dict.fromkeys(str(w) for w in vocabulary)), "public word list"))
+            if len(public.words) < 2:
+                raise ParameterError("a public vocabulary needs at least 2 words")
+            cv = fe.CountVectorizer(analyzer=normalize, vocabulary=list(public.words))
+        else:
+            cv = fe.CountVectorizer(analyzer=normalize)
         try:
-            X = sparse.csr_matrix(cv.fit_transform(kept_texts), dtype=np.float64)
-        except ValueError as exc:  # empty vocabulary after pruning
+            full = sparse.csr_matrix(cv.fit_transform(kept_texts), dtype=np.float64)
+        except ValueError as exc:  # no word at all
             raise DocumentError(f"cannot build a vocabulary: {exc}") from exc
+        full.sum_duplicates()
+        columns = tuple(str(w) for w in cv.get_feature_names_out().tolist())
+        rule = None if public is not None else {"min_df": min_df, "max_df": max_df, "max_features": max_features}
         pos = {i: r for r, i in enumerate(keep)}
         user_rows = tuple(np.array([pos[i] for i in rows], dtype=np.int64) for rows in order.values())
-        settings: dict[str, object] = {"max_docs_per_user": max_docs_per_user, "max_features": max_features,
-                    "min_df": min_df, "max_df": max_df, "min_user_docs": min_user_docs,
-                    "strip_quoted": strip_quoted}
+        settings: dict[str, object] = {"max_docs_per_user": max_docs_per_user, "min_user_docs": min_user_docs,
+                                       "strip_quoted": strip_quoted}
+        if public is None:
+            settings.update(vocabulary="corpus (rebuilt for every database by the rule below)",
+                            max_features=max_features, min_df=min_df, max_df=max_df)
+        else:
+            settings["vocabulary"] = f"public: {public.name}"
         h = hashlib.sha256()
         for i in keep:
             h.update(str(users[i]).encode("utf-8", "replace") + b"\0")
             h.update(str(texts[i]).encode("utf-8", "replace") + b"\1")
         h.update(json.dumps({**settings, "version": CORPUS_VERSION}, sort_keys=True).encode())
-        return cls(X=X, vocabulary=tuple(cv.get_feature_names_out().tolist()),
-                   users=tuple(order), user_rows=user_rows,
-                   max_docs_per_user=max_docs_per_user, fingerprint=h.hexdigest()[:24],
-                   settings=settings)
+        if public is not None:
+            h.update("\n".join(public.words).encode("utf-8"))
+        base = cls(X=full, vocabulary=columns, users=tuple(order), user_rows=user_rows,
+                   max_docs_per_user=max_docs_per_user, fingerprint=h.hexdigest()[:24], settings=settings,
+                   counts=full, columns=columns, rule=rule)
+        X, vocab = base.database(range(len(order)))
+        return replace(base, X=X, vocabulary=vocab)
 
     @classmethod
     def from_jsonl(cls, path: str | Path, *, user_field: str = "author", text_field: str = "text",
@@ -333,11 +390,48 @@ class UserCorpus:
         """Number of documents kept (private: never put it in a release)."""
         return int(self.X.shape[0])
 
-    def rows_for(self, user_indices: Iterable[int]) -> sparse.csr_matrix:
-        """Document-term matrix of the multiset of users ``user_indices``."""
+    def _rows(self, user_indices: Iterable[int]) -> np.ndarray:
         idx = [self.user_rows[int(u)] for u in user_indices]
-        rows = np.concatenate(idx) if idx else np.zeros(0, dtype=np.int64)
-        return self.X[rows]
+        return np.concatenate(idx) if idx else np.zeros(0, dtype=np.int64)
+
+    def database(self, user_indices: Iterable[int]) -> tuple[sparse.csr_matrix, tuple[str, ...]]:
+        """Document-term matrix and vocabulary of the database of users ``user_indices`` (a multiset).
+
+        This is the first step of the released function: ``database(range(n_users))``
+        is what the release fits, and the sensitivity sampler fits
+        ``database(D)`` for each sampled database ``D``. With the corpus
+        vocabulary the rule is re-applied to ``D``'s documents (a user drawn
+        twice counts twice), so the result is, byte for byte, what
+        :meth:`from_texts` builds from ``D``'s documents alone (in this order).
+        """
+        rows = self._rows(user_indices)
+        if self.counts is None:  # built directly from X: columns fixed
+            return self.X[rows], self.vocabulary
+        sub = self.counts[rows]
+        if self.rule is None:
+            return sub, self.columns
+        df = np.bincount(sub.indices, minlength=len(self.columns))
+        tf = np.asarray(sub.sum(axis=0)).ravel()
+        keep = select_vocabulary(df, tf, int(sub.shape[0]), **self.rule)
+        return sub[:, keep], tuple(self.columns[i] for i in keep)
+
+    def rows_for(self, user_indices: Iterable[int]) -> sparse.csr_matrix:
+        """Document-term matrix of the multiset of users ``user_indices`` (``database(...)[0]``)."""
+        return self.database(user_indices)[0]
+
+
+def fit_database(corpus: UserCorpus, model: TopicModel,
+                 user_indices: Iterable[int] | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """The released function up to the matrix: ``(topic_word, prevalence, vocabulary)`` of a database.
+
+    ``user_indices`` default to every user of the corpus once, in corpus order:
+    that is the release (``textdp topics`` calls exactly this). The sensitivity
+    sampler calls it on each sampled database.
+    """
+    users = range(corpus.n_users) if user_indices is None else user_indices
+    X, vocabulary = corpus.database(users)
+    topic_word, prevalence = model.fit(X)
+    return topic_word, prevalence, vocabulary
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,106 @@
+"""``textdp serve``: the local page that shows what ε does to your own text (the ``[serve]`` extra)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import ParameterError
+from ._common import cli_errors, print_info, print_warning
+
+SERVE_HELP = (
+    "Start a local page that shows what epsilon does to your own text.\n\n"
+    "Paste or drop a text, choose a mechanism and epsilon: the page shows the private output beside the input "
+    "with the surviving words highlighted, the kept fraction, the guarantee of exactly that release (and what "
+    "it does not cover), kept fraction against epsilon for this text, and the mechanism's audit. Nothing is "
+    "stored or logged, and the page loads nothing from elsewhere. The server listens on 127.0.0.1 only; another "
+    "address needs --allow-remote. Ctrl+C stops it.\n\n"
+    "Examples: `textdp serve`; `textdp serve --port 0` (a free port; the URL is printed)."
+)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ``::1``).
+
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, True, True, False)
+    """
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free port chosen by the OS)."""
+    try:
+        info = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ParameterError(f"cannot listen on {host} ({exc.strerror or exc}); give an address of this machine "
+                             "as --host") from None
+    family, _, _, _, address = info[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ParameterError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); choose another --port, "
+                             "or --port 0 for a free one") from None
+    sock.listen(64)
+    return sock
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback only unless --allow-remote).")
+                    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free port (the URL is printed).",
+                                      min=0, max=65535)] = 8765,
+    allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow a --host that is not loopback: "
+                                               "anyone who can reach it can then use the page.")] = False,
+    embeddings: Annotated[Path | None, typer.Option(help="Embeddings file (default: GloVe 6B 50d).",
+                                                    show_default=False)] = None,
+) -> None:
+    """Start the local page (one command; Ctrl+C stops it)."""
+    with cli_errors():
+        from ..errors import require
+
+        require("starlette", "serve")
+        uvicorn: Any = require("uvicorn", "serve")
+        from ..serve.app import create_app
+        from ..serve.core import Workbench
+
+        extra: tuple[str, ...] = ()
+        if not is_loopback(host):
+            if not allow_remote:
+                raise ParameterError(f"refusing to listen on {host}: the page shows private text; it listens on "
+                                     "127.0.0.1 only unless you pass --allow-remote")
+            print_warning(f"listening on {host}: anyone who can reach this address can use the page (the page "
+                          "token and Host check still apply); texts travel unencrypted (plain HTTP)")
+            extra = (host,) if host not in ("0.0.0.0", "::") else (socket.gethostname(), socket.getfqdn())
+        sock = _bind(host, port)
+        bound = sock.getsockname()[1]
+        app = create_app(Workbench(embeddings), extra_hosts=extra)
+        shown = f"[{host.strip('[]')}]" if ":" in host else host
+        typer.echo(f"textdp serve: http://{shown}:{bound}/", err=False)
+        print_info("nothing you type is stored or logged; no text leaves this machine. Ctrl+C stops the server.")
+    config = uvicorn.Config(app, access_log=False, log_level="warning", server_header=False, date_header=False,
+                            lifespan="off")
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
+        pass
+    finally:
+        sock.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``serve`` command to ``app``."""
+    app.command("serve", help=SERVE_HELP)(serve)

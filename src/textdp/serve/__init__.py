@@ -1,0 +1,19 @@
+"""``textdp serve``: a local page that shows what ε does to your own text (needs the ``[serve]`` extra).
+
+Paste or drop a text, pick a registered mechanism and ε; the page shows the private release beside the input
+with the surviving words highlighted, the kept fraction, the guarantee sentence of exactly that release (and
+what it does not cover), kept fraction against ε for this text with the ε for a target, and the mechanism's
+audit (claim against an empirical lower bound).
+
+It sits on top, like :mod:`textdp.cli`: it calls the public API (:func:`textdp.mechanisms.get` and the
+mechanisms' ``privatize_batch``, :mod:`textdp.accounting.calibration`, :func:`textdp.audit.audit`) and no
+lower layer imports it. :mod:`textdp.serve.core` holds the computations (no web framework);
+:mod:`textdp.serve.app` the Starlette application with its Host / token / size checks. Nothing is stored or
+logged and the page loads nothing from elsewhere.
+"""
+
+from __future__ import annotations
+
+from .core import Workbench
+
+__all__ = ["Workbench"]

@@ -1,0 +1,339 @@
+"""What the page computes, without the web framework: one release, the kept-fraction curve, one audit.
+
+Every function takes the request's values, checks them (one-line :class:`~textdp.errors.TextDPError`
+otherwise) and returns a JSON-ready dict. Nothing is stored: the text lives only for the duration of
+the call; only fitted mechanisms (public parameters: name, ε, N) are kept in a small cache. Each call
+draws fresh OS entropy (:func:`textdp._rng.make_rng` with no seed): the page has no seed option.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import warnings
+from collections import Counter, OrderedDict
+from typing import Any
+
+import numpy as np
+
+from .._rng import make_rng
+from .._validation import EPSILON_MAX, EPSILON_MIN, check_epsilon
+from ..errors import DocumentError, ParameterError, ParameterTypeError
+from ..mechanisms import MECHANISM_NAMES, get
+from ..text import resolve_stop_words
+
+__all__ = [
+    "AUDIT_EPSILON_RANGE",
+    "AUDIT_SAMPLES",
+    "BAG_MECHANISMS",
+    "CURVE_EPSILONS",
+    "MAX_SIZE",
+    "MAX_TEXT_CHARS",
+    "Workbench",
+]
+
+#: Longest text the page accepts (characters); the HTTP layer also caps the request body.
+MAX_TEXT_CHARS = 20_000
+#: Largest bag size N the page accepts for a bag mechanism.
+MAX_SIZE = 500
+#: Mechanisms whose release is a bag of N words (the others replace each protected word in place).
+BAG_MECHANISMS = ("earth-movers", "syntf")
+#: Default ε of the slider per mechanism (metric mechanisms: ε per unit of embedding distance).
+DEFAULT_EPSILON = {"earth-movers": 10.0, "cmp": 10.0, "mahalanobis": 10.0, "vickrey": 10.0}
+#: ε grid of the kept-fraction plot (log-spaced; the mechanism itself is run at each point).
+CURVE_EPSILONS = tuple(float(x) for x in np.round(np.logspace(-1, 3, 9), 4))
+#: Releases per ε drawn for the plot of a mechanism without an exact calibration.
+CURVE_WORDS = 60
+#: Samples per input of the audit button (a few seconds for every registered mechanism).
+AUDIT_SAMPLES = 20_000
+#: ε range the auditor accepts (the same as ``textdp audit``).
+AUDIT_EPSILON_RANGE = (1e-3, 100.0)
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+_NOT_COVERED = re.compile(r"\s*Not covered:\s*", re.IGNORECASE)
+
+
+def _check_text(text: Any) -> str:
+    if not isinstance(text, str):
+        raise ParameterTypeError(f"text must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise DocumentError("the text is empty: paste or drop a text first")
+    if len(text) > MAX_TEXT_CHARS:
+        raise DocumentError(f"the text has {len(text):,} characters; this page accepts at most {MAX_TEXT_CHARS:,} "
+                            "(use textdp obfuscate for longer documents)")
+    return text
+
+
+def _check_mechanism(name: Any) -> str:
+    if not isinstance(name, str) or name not in MECHANISM_NAMES:
+        raise ParameterError(f"unknown mechanism {name!r}; choose one of: {', '.join(MECHANISM_NAMES)}")
+    return name
+
+
+def _check_epsilon(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParameterTypeError(f"epsilon must be a number, got {type(value).__name__}")
+    return check_epsilon(float(value))
+
+
+def _check_size(name: str, size: Any) -> int | None:
+    if name not in BAG_MECHANISMS:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_SIZE:
+        raise ParameterError(f"bag size N must be a whole number in [1, {MAX_SIZE}], got {size!r}")
+    return int(size)
+
+
+def split_guarantee(statement: str) -> tuple[str, str]:
+    """``(what is covered, what is not)``: the sentence split at its ``Not covered:`` part.
+
+    >>> split_guarantee("epsilon-DP per word. Not covered: the length.")
+    ('epsilon-DP per word.', 'the length.')
+    >>> split_guarantee("3-DP")
+    ('3-DP', '')
+    """
+    parts = _NOT_COVERED.split(statement, maxsplit=1)
+    return parts[0].strip(), (parts[1].strip() if len(parts) > 1 else "")
+
+
+class Workbench:
+    """The page's computations over one vocabulary, with a small cache of fitted mechanisms.
+
+    Parameters
+    ----------
+    embeddings : Embeddings, path or None
+        The vocabulary every mechanism uses (``None``: GloVe 6B 50d, loaded on first use).
+    cache_size : int
+        Fitted mechanisms kept (keyed by public parameters only: name, ε, N).
+    """
+
+    def __init__(self, embeddings: Any = None, cache_size: int = 24) -> None:
+        self._source = embeddings
+        self._emb: Any = None
+        self._lock = threading.Lock()
+        self._warn_lock = threading.Lock()  # catch_warnings changes process-wide state: one release at a time
+        self._fitted: OrderedDict[tuple[str, float, int | None], Any] = OrderedDict()
+        self._cache_size = cache_size
+        self._stops = resolve_stop_words("english")
+
+    @property
+    def embeddings(self) -> Any:
+        with self._lock:
+            if self._emb is None:
+                from ..embeddings import Embeddings, load_embeddings
+
+                self._emb = self._source if isinstance(self._source, Embeddings) else load_embeddings(self._source)
+            return self._emb
+
+    def mechanisms(self) -> list[dict[str, Any]]:
+        """Every registered mechanism with its release kind and default ε."""
+        return [
+            {"name": n, "kind": "bag" if n in BAG_MECHANISMS else "text", "epsilon": DEFAULT_EPSILON.get(n, 3.0)}
+            for n in MECHANISM_NAMES
+        ]
+
+    def limits(self) -> dict[str, Any]:
+        return {"epsilon_min": EPSILON_MIN, "epsilon_max": EPSILON_MAX, "max_text_chars": MAX_TEXT_CHARS,
+                "max_size": MAX_SIZE, "audit_epsilon_min": AUDIT_EPSILON_RANGE[0],
+                "audit_epsilon_max": AUDIT_EPSILON_RANGE[1], "audit_samples": AUDIT_SAMPLES}
+
+    def mechanism(self, name: str, epsilon: float, size: int | None) -> Any:
+        """A fitted mechanism (cached by its public parameters)."""
+        key = (name, epsilon, size)
+        with self._lock:
+            if key in self._fitted:
+                self._fitted.move_to_end(key)
+                return self._fitted[key]
+        emb = self.embeddings
+        kwargs: dict[str, Any] = {"size": size} if size is not None else {}
+        mech = get(name, epsilon=epsilon, embeddings=emb, **kwargs).fit()
+        with self._lock:
+            self._fitted[key] = mech
+            while len(self._fitted) > self._cache_size:
+                self._fitted.popitem(last=False)
+        return mech
+
+    # -- one release -------------------------------------------------------------------------------
+    def _release(self, mech: Any, texts: list[str], size: int | None) -> tuple[list[Any], list[Any], list[str]]:
+        """``privatize_batch`` with fresh OS entropy and the private diagnostics; warnings returned as notes."""
+        diags: list[Any] = []
+        kwargs: dict[str, Any] = {"seed": make_rng(), "private_report": diags}
+        if size is not None:
+            kwargs["size"] = size
+        with self._warn_lock, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            docs = mech.privatize_batch(texts, **kwargs)
+        return docs, diags, sorted({str(w.message) for w in caught})
+
+    def privatize(self, text: Any, mechanism: Any, epsilon: Any, size: Any = None) -> dict[str, Any]:
+        """One private release of ``text``: output words (kept ones marked), input spans, kept fraction, guarantee.
+
+        The release record is exactly what ``textdp obfuscate`` would write for this text; the input spans and
+        the kept fraction describe the private input and are shown only to the person at the keyboard.
+        """
+        text = _check_text(text)
+        name = _check_mechanism(mechanism)
+        eps = _check_epsilon(epsilon)
+        n = _check_size(name, size)
+        try:
+            mech = self.mechanism(name, eps, n)
+            docs, diags, notes = self._release(mech, [text], n)
+        except (OverflowError, FloatingPointError):
+            raise ParameterError(f"epsilon {eps:g} overflows {name}'s probabilities; choose a smaller epsilon") from None
+        doc, diag = docs[0], diags[0]
+        record = doc.to_record()
+        inp = diag.input_rows.tolist()
+        out = diag.output_rows.tolist()
+        words = list(doc.words)
+        emb = self.embeddings
+        if diag.aligned:
+            kept_flags = [a == b for a, b in zip(out, inp)]
+            kept_words = Counter(emb.words[b] for a, b in zip(out, inp) if a == b)
+            out_flags = kept_flags
+        else:
+            remaining = Counter(inp)
+            out_flags = []
+            for w in words:
+                row = emb.index.get(w)
+                hit = row is not None and remaining[row] > 0
+                if hit:
+                    remaining[row] -= 1
+                out_flags.append(hit)
+            kept_words = Counter(w for w, f in zip(words, out_flags) if f)
+        kept = int(sum(out_flags))
+        covered, not_covered = split_guarantee(str(record.get("guarantee", "")))
+        return {
+            "mechanism": name,
+            "epsilon": eps,
+            "kind": "bag" if name in BAG_MECHANISMS else "text",
+            "output": [{"word": w, "kept": bool(f)} for w, f in zip(words, out_flags)],
+            "input": self._spans(text, kept_words, n if name == "earth-movers" else None),
+            "kept": kept,
+            "protected": len(inp) if diag.aligned else len(words),
+            "kept_fraction": float(diag.unchanged_fraction()),
+            "guarantee": {"statement": covered, "not_covered": not_covered, "unit": record.get("unit"),
+                          "epsilon": record.get("epsilon"), "delta": record.get("delta")},
+            "record": record,
+            "notes": notes,
+        }
+
+    def _spans(self, text: str, kept: Counter[str], bag_size: int | None) -> list[list[Any]]:
+        """The input as ``[text, class]`` pieces: ``kept`` / ``replaced`` / ``dropped`` words, ``None`` between."""
+        index = self.embeddings.index
+        spans: list[list[Any]] = []
+        pos = 0
+        protected = 0
+        left = Counter(kept)
+        for m in _LETTERS.finditer(text):
+            if m.start() > pos:
+                spans.append([text[pos : m.start()], None])
+            w = m.group().lower()
+            if len(w) < 2 or w in self._stops or w not in index:
+                cls = "dropped"
+            elif bag_size is not None and protected >= bag_size:
+                cls = "dropped"
+                protected += 1
+            else:
+                protected += 1
+                cls = "kept" if left[w] > 0 else "replaced"
+                if left[w] > 0:
+                    left[w] -= 1
+            spans.append([m.group(), cls])
+            pos = m.end()
+        if pos < len(text):
+            spans.append([text[pos:], None])
+        return spans
+
+    # -- kept fraction against ε ------------------------------------------------------------------
+    def curve(self, text: Any, mechanism: Any, target: Any = 0.5, size: Any = None) -> dict[str, Any]:
+        """Kept fraction against ε for this text, and the ε that keeps ``target`` of its words.
+
+        ``earth-movers``: the exact survival curve of :func:`textdp.accounting.calibration.survival_curve`
+        on this text's words (common random numbers, monotone in ε). Every other mechanism: the mechanism
+        itself run on the text at each ε of :data:`CURVE_EPSILONS` (about :data:`CURVE_WORDS` words each),
+        the ε for the target read from the running maximum by interpolation in log ε.
+        """
+        text = _check_text(text)
+        name = _check_mechanism(mechanism)
+        if isinstance(target, bool) or not isinstance(target, int | float) or not 0.0 < float(target) < 1.0:
+            raise ParameterError(f"target kept fraction must be a number in (0, 1), got {target!r}")
+        target = float(target)
+        n = _check_size(name, size)
+        emb = self.embeddings
+        rows = np.array([emb.index[w] for w in (m.group().lower() for m in _LETTERS.finditer(text))
+                         if len(w) > 1 and w not in self._stops and w in emb.index], dtype=np.int64)
+        if rows.size == 0:
+            raise DocumentError("no in-vocabulary word left after normalisation; nothing to plot")
+        if name == "earth-movers":
+            from ..accounting.calibration import survival_curve
+
+            words = rows[: 200]
+            repeats = max(2, min(10, 300 // words.size))
+            curve = survival_curve(emb, words=words, repeats=repeats, seed=make_rng())
+            grid = np.logspace(-1, 3, 41)
+            points = [[float(e), curve.unchanged_fraction(float(e))] for e in grid]
+            method = (f"exact survival curve (textdp calibrate) of {words.size} words x {repeats} noise draws; "
+                      "fraction of words mapped to themselves")
+            try:
+                eps_target: float | None = curve.epsilon_for(target)
+                why = ""
+            except ParameterError as exc:
+                eps_target, why = None, str(exc)
+        else:
+            # word-level mechanisms treat words one by one: the first CURVE_WORDS protected words stand for the text
+            first = [emb.words[r] for r in rows[:CURVE_WORDS]]
+            sample = " ".join(first)
+            copies = max(1, CURVE_WORDS // len(first))
+            points = []
+            for e in CURVE_EPSILONS:
+                try:
+                    mech = self.mechanism(name, e, n)
+                    _, diags, _ = self._release(mech, [sample] * copies, n)
+                except (OverflowError, FloatingPointError):
+                    continue  # beyond what this mechanism can represent: the point is left out
+                points.append([e, float(np.mean([d.unchanged_fraction() for d in diags]))])
+            method = (f"the mechanism run {copies} time{'s' if copies > 1 else ''} on this text at each epsilon "
+                      "(Monte Carlo); fraction of words released unchanged")
+            eps_target, why = _inverse(points, target)
+        return {"mechanism": name, "points": points, "target": target, "epsilon_for_target": eps_target,
+                "why": why, "method": method}
+
+    # -- audit ------------------------------------------------------------------------------------
+    def audit(self, mechanism: Any, epsilon: Any) -> dict[str, Any]:
+        """Run the mechanism's registered audit case (public neighbouring pair; not the text) at ``epsilon``."""
+        from ..audit import audit
+
+        name = _check_mechanism(mechanism)
+        eps = _check_epsilon(epsilon)
+        lo, hi = AUDIT_EPSILON_RANGE
+        if not lo <= eps <= hi:
+            raise ParameterError(f"the audit runs for epsilon in [{lo:g}, {hi:g}] (beyond, "
+                                 f"{AUDIT_SAMPLES:,} samples cannot resolve the claim); got {eps:g}")
+        result = audit(name, epsilon=eps, samples=AUDIT_SAMPLES, seed=None)
+        out = result.to_dict()
+        out["event"] = result.event
+        out["confidence"] = result.confidence
+        out["seconds"] = round(result.seconds, 2)
+        return out
+
+
+def _inverse(points: list[list[float]], target: float) -> tuple[float | None, str]:
+    """ε where the running maximum of the measured curve first reaches ``target`` (log-linear interpolation).
+
+    >>> _inverse([[1.0, 0.0], [10.0, 0.4], [100.0, 0.8]], 0.6)
+    (31.6228, '')
+    >>> _inverse([[1.0, 0.0], [10.0, 0.2]], 0.5)[0] is None
+    True
+    """
+    eps = np.array([p[0] for p in points])
+    frac = np.maximum.accumulate(np.array([p[1] for p in points]))
+    if frac[-1] < target:
+        return None, f"no epsilon up to {eps[-1]:g} keeps {target:.0%} of this text's words"
+    if frac[0] >= target:
+        return None, f"already {frac[0]:.0%} of the words are kept at epsilon {eps[0]:g}"
+    i = int(np.argmax(frac >= target))
+    f0, f1 = frac[i - 1], frac[i]
+    t = 0.0 if f1 == f0 else (target - f0) / (f1 - f0)
+    value = math.exp(math.log(eps[i - 1]) + t * (math.log(eps[i]) - math.log(eps[i - 1])))
+    return round(value, 4), ""

@@ -1,0 +1,245 @@
+// textdp serve: the page's logic. Vanilla JS, no build step, talks only to this origin.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const token = document.querySelector('meta[name="textdp-token"]').content;
+  const state = { mechanisms: {}, limits: {}, seq: { release: 0, curve: 0 }, curve: null, timers: {} };
+
+  async function api(path, body) {
+    const opts = { method: body === undefined ? "GET" : "POST", headers: { "X-TextDP-Token": token } };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    let res;
+    try { res = await fetch(path, opts); } catch (e) { throw new Error("the textdp server is not answering (stopped?)"); }
+    let data;
+    try { data = await res.json(); } catch (e) { throw new Error("unexpected answer from the server (" + res.status + ")"); }
+    if (!res.ok) throw new Error(data.error || ("error " + res.status));
+    return data;
+  }
+
+  const busy = { n: 0 };
+  function working(delta) { busy.n += delta; $("busy").hidden = busy.n <= 0; }
+  function showError(msg) { const el = $("error"); el.textContent = msg ? "error: " + msg : ""; el.hidden = !msg; }
+  function later(name, fn, ms) { clearTimeout(state.timers[name]); state.timers[name] = setTimeout(fn, ms); }
+
+  function fmt(x) {
+    if (x === null || x === undefined) return "–";
+    if (x >= 100) return x.toFixed(0);
+    if (x >= 10) return x.toFixed(1);
+    if (x >= 1) return x.toFixed(2);
+    return x.toPrecision(2);
+  }
+  function epsilon() { return parseFloat($("epsilon").value); }
+  function mechanism() { return $("mechanism").value; }
+  function isBag() { return (state.mechanisms[mechanism()] || {}).kind === "bag"; }
+  function size() { return isBag() ? parseInt($("size").value, 10) : undefined; }
+  function text() { return $("text").value; }
+
+  function setEpsilon(x, fromSlider) {
+    if (!fromSlider) {
+      const lg = Math.log10(x);
+      if (isFinite(lg)) $("epsilon-slider").value = String(Math.min(3, Math.max(-1, lg)));
+    }
+    $("epsilon").value = String(Math.round(x * 1000) / 1000);
+    drawPlot();
+  }
+
+  function span(word, cls) {
+    const s = document.createElement("span");
+    s.textContent = word;
+    if (cls) s.className = "w " + cls;
+    return s;
+  }
+
+  function renderRelease(r) {
+    const inp = $("input-view");
+    inp.replaceChildren(...r.input.map(([t, c]) => (c ? span(t, c) : document.createTextNode(t))));
+    const out = $("output");
+    const items = [];
+    r.output.forEach((o, i) => {
+      if (i) items.push(document.createTextNode(" "));
+      items.push(span(o.word, o.kept ? "kept" : "replaced"));
+    });
+    out.replaceChildren(...items);
+    $("kind").textContent = r.kind === "bag" ? "bag of N words, sorted" : "each protected word replaced in place";
+    $("kept-fraction").textContent = (100 * r.kept_fraction).toFixed(0) + "%";
+    $("kept-count").textContent = r.kept + " of " + r.protected + " protected words survived unchanged (ε = " +
+      fmt(r.epsilon) + ", " + r.mechanism + ")";
+    $("guarantee").textContent = r.guarantee.statement;
+    $("not-covered").textContent = r.guarantee.not_covered || "(the statement above lists everything it covers)";
+    $("record").textContent = JSON.stringify(r.record, null, 2);
+    $("notes").replaceChildren(...r.notes.map((n) => { const p = document.createElement("p"); p.textContent = "note: " + n; return p; }));
+  }
+
+  async function release() {
+    if (!text().trim()) { clearOutputs(); return; }
+    const seq = ++state.seq.release;
+    working(1);
+    try {
+      const r = await api("/api/privatize", { text: text(), mechanism: mechanism(), epsilon: epsilon(), size: size() });
+      if (seq === state.seq.release) { showError(""); renderRelease(r); stale(false); }
+    } catch (e) {
+      if (seq === state.seq.release) { showError(e.message); stale(true); }
+    } finally { working(-1); }
+  }
+
+  async function curve() {
+    if (!text().trim()) return;
+    const seq = ++state.seq.curve;
+    $("curve-method").textContent = "computing the curve…";
+    working(1);
+    try {
+      const c = await api("/api/curve", { text: text(), mechanism: mechanism(), target: parseFloat($("target").value), size: size() });
+      if (seq !== state.seq.curve) return;
+      state.curve = c;
+      $("curve-method").textContent = "How: " + c.method + ".";
+      $("target-eps").textContent = c.epsilon_for_target === null ? c.why : "ε ≈ " + fmt(c.epsilon_for_target) +
+        " keeps " + Math.round(100 * c.target) + "% of this text's words";
+      $("use-target").disabled = c.epsilon_for_target === null;
+      drawPlot();
+    } catch (e) {
+      if (seq === state.seq.curve) { state.curve = null; $("curve-method").textContent = ""; showError(e.message); drawPlot(); }
+    } finally { working(-1); }
+  }
+
+  // after a refused request the last good release stays visible, dimmed, so it is not taken for the new one
+  function stale(on) {
+    for (const id of ["output", "input-view", "guarantee", "kept-fraction"]) $(id).classList.toggle("stale", on);
+  }
+
+  function clearOutputs() {
+    $("output").replaceChildren(); $("input-view").replaceChildren();
+    $("kept-fraction").textContent = "–"; $("guarantee").textContent = "–"; $("not-covered").textContent = "–";
+    $("record").textContent = ""; state.curve = null; drawPlot();
+  }
+
+  // --- the plot: inline SVG, x = log10 ε in [-1, 3], y = kept fraction ---------------------------------
+  const NS = "http://www.w3.org/2000/svg";
+  function el(name, attrs, txt) {
+    const e = document.createElementNS(NS, name);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (txt !== undefined) e.textContent = txt;
+    return e;
+  }
+  function drawPlot() {
+    const W = 460, H = 240, L = 46, R = 14, T = 14, B = 40;
+    const x = (e) => L + (Math.log10(e) + 1) / 4 * (W - L - R);
+    const y = (f) => T + (1 - f) * (H - T - B);
+    const svg = el("svg", { viewBox: "0 0 " + W + " " + H, width: "100%", role: "img", "aria-label": "kept fraction against epsilon" });
+    for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+      svg.appendChild(el("line", { x1: L, x2: W - R, y1: y(f), y2: y(f), class: "grid" }));
+      svg.appendChild(el("text", { x: L - 6, y: y(f) + 4, "text-anchor": "end", class: "axis" }, Math.round(100 * f) + "%"));
+    }
+    for (const e of [0.1, 1, 10, 100, 1000]) {
+      svg.appendChild(el("line", { x1: x(e), x2: x(e), y1: T, y2: H - B, class: "grid" }));
+      svg.appendChild(el("text", { x: x(e), y: H - B + 16, "text-anchor": "middle", class: "axis" }, String(e)));
+    }
+    svg.appendChild(el("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", class: "label" }, "ε (log scale)"));
+    const c = state.curve;
+    if (c && c.points.length) {
+      const pts = c.points.map(([e, f]) => x(e).toFixed(1) + "," + y(f).toFixed(1)).join(" ");
+      svg.appendChild(el("polyline", { points: pts, class: "curve" }));
+      if (c.points.length < 20) for (const [e, f] of c.points) svg.appendChild(el("circle", { cx: x(e), cy: y(f), r: 3, class: "pt" }));
+      svg.appendChild(el("line", { x1: L, x2: W - R, y1: y(c.target), y2: y(c.target), class: "target" }));
+      if (c.epsilon_for_target !== null) {
+        svg.appendChild(el("circle", { cx: x(c.epsilon_for_target), cy: y(c.target), r: 5, class: "cal" }));
+      }
+    } else {
+      svg.appendChild(el("text", { x: (L + W - R) / 2, y: H / 2, "text-anchor": "middle", class: "label" }, "type a text to see its curve"));
+    }
+    const e = epsilon();
+    if (e > 0 && isFinite(e)) {
+      const xe = Math.min(W - R, Math.max(L, x(e)));
+      svg.appendChild(el("line", { x1: xe, x2: xe, y1: T, y2: H - B, class: "now" }));
+      const right = xe > W - R - 70;
+      svg.appendChild(el("text", { x: right ? xe - 4 : xe + 4, y: T + 10, "text-anchor": right ? "end" : "start",
+        class: "now-label" }, "ε = " + fmt(e)));
+    }
+    $("plot").replaceChildren(svg);
+  }
+
+  async function runAudit() {
+    const out = $("audit-result");
+    out.textContent = "auditing " + mechanism() + " at ε = " + fmt(epsilon()) + "…";
+    $("audit-button").disabled = true;
+    working(1);
+    try {
+      const a = await api("/api/audit", { mechanism: mechanism(), epsilon: epsilon() });
+      showError("");
+      const rows = [
+        ["claimed ε for the pair", a.claimed_epsilon.toFixed(3) + (a.claimed_delta ? " (δ " + a.claimed_delta + ")" : "")],
+        ["lower bound (" + Math.round(100 * a.confidence) + "% Clopper–Pearson)", a.lower_bound.toFixed(3)],
+        ["plug-in estimate", a.estimated_epsilon === null ? "∞" : a.estimated_epsilon.toFixed(3)],
+        ["pair", a.pair], ["samples per input", a.samples.toLocaleString("en")], ["time", a.seconds + " s"],
+      ];
+      const table = document.createElement("table");
+      for (const [k, v] of rows) {
+        const tr = document.createElement("tr");
+        tr.append(Object.assign(document.createElement("th"), { textContent: k }), Object.assign(document.createElement("td"), { textContent: v }));
+        table.appendChild(tr);
+      }
+      const verdict = document.createElement("div");
+      verdict.className = "verdict " + (a.passed ? "pass" : "fail");
+      verdict.textContent = a.passed ? "PASSED: lower bound " + a.lower_bound.toFixed(3) + " ≤ claim " + a.claimed_epsilon.toFixed(3)
+        : "VIOLATION: lower bound " + a.lower_bound.toFixed(3) + " > claim " + a.claimed_epsilon.toFixed(3);
+      const bar = document.createElement("div");
+      bar.className = "bar";
+      const fill = document.createElement("div");
+      fill.className = "fill";
+      fill.style.width = Math.min(100, 100 * a.lower_bound / Math.max(a.claimed_epsilon, 1e-9)).toFixed(1) + "%";
+      bar.appendChild(fill);
+      out.replaceChildren(verdict, bar, table);
+    } catch (e) {
+      out.textContent = "";
+      showError(e.message);
+    } finally { $("audit-button").disabled = false; working(-1); }
+  }
+
+  function onMechanism() {
+    const m = state.mechanisms[mechanism()];
+    $("size-field").hidden = m.kind !== "bag";
+    setEpsilon(m.epsilon, false);
+    $("audit-result").replaceChildren();
+    release(); curve();
+  }
+
+  async function init() {
+    try {
+      const d = await api("/api/mechanisms");
+      state.limits = d.limits;
+      for (const m of d.mechanisms) {
+        state.mechanisms[m.name] = m;
+        $("mechanism").appendChild(Object.assign(document.createElement("option"), { value: m.name, textContent: m.name }));
+      }
+      onMechanism();
+    } catch (e) { showError(e.message); }
+  }
+
+  $("mechanism").addEventListener("change", onMechanism);
+  $("epsilon-slider").addEventListener("input", () => {
+    setEpsilon(Math.pow(10, parseFloat($("epsilon-slider").value)), true);
+    later("release", release, 120);
+  });
+  $("epsilon").addEventListener("change", () => { setEpsilon(epsilon(), false); release(); });
+  $("size").addEventListener("change", () => { release(); curve(); });
+  $("text").addEventListener("input", () => { later("release", release, 300); later("curve", curve, 700); });
+  $("target").addEventListener("change", () => later("curve", curve, 200));
+  $("use-target").addEventListener("click", () => {
+    if (state.curve && state.curve.epsilon_for_target !== null) { setEpsilon(state.curve.epsilon_for_target, false); release(); }
+  });
+  $("audit-button").addEventListener("click", runAudit);
+  const box = $("text");
+  box.addEventListener("dragover", (ev) => { ev.preventDefault(); box.classList.add("drop"); });
+  box.addEventListener("dragleave", () => box.classList.remove("drop"));
+  box.addEventListener("drop", (ev) => {
+    ev.preventDefault(); box.classList.remove("drop");
+    const f = ev.dataTransfer.files && ev.dataTransfer.files[0];
+    if (!f) return;
+    if (f.size > 4 * state.limits.max_text_chars) { showError("the file is too large for this page; use textdp obfuscate"); return; }
+    f.text().then((t) => { box.value = t; release(); curve(); }, () => showError("cannot read that file as text"));
+  });
+  drawPlot();
+  init();
+})();

@@ -1,0 +1,183 @@
+"""The sentences of SECURITY.md that a test can check are true (issue 19, item 4).
+
+Each test quotes the claim it checks. Fast: a 5,000-word slice of the real GloVe vectors, toy
+topic matrices, and the CLI with a supplied or worst-case sensitivity (no sampling).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from textdp._rng import make_rng
+from textdp.cli import app
+from textdp.embeddings import ExactDecoder, load_embeddings
+from textdp.mechanisms import noisy_vectors
+from textdp.mechanisms.earth_movers import privatize_ids
+from textdp.topics import LaplaceBaseline, MVGMechanism, TopicDPGaussian, build_mechanism
+
+ROOT = Path(__file__).resolve().parents[1]
+SECURITY = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
+TEXT = re.sub(r"\s+", " ", SECURITY)
+runner = CliRunner()
+
+
+def test_no_todo_or_placeholder_is_left():
+    assert "TODO" not in SECURITY and "<!--" not in SECURITY and "FIXME" not in SECURITY
+
+
+# --- TopicDP --------------------------------------------------------------------------------
+
+
+def test_topic_sensitivity_is_stated_bounded_by_sqrt_2m():
+    """'The L2 sensitivity is bounded: at most √(2m).' (it used to say 'unbounded')."""
+    from textdp.topics.sensitivity import worst_case_sensitivity
+
+    assert "sensitivity of a topic model fit is unbounded" not in TEXT
+    assert "at most √(2m)" in TEXT and "`--sensitivity worst-case`" in TEXT
+    for m in (1, 5, 10):
+        assert worst_case_sensitivity(m) == math.sqrt(2 * m)
+    g = build_mechanism("topicdp", epsilon=1.0, delta=1e-5, m=5, sensitivity="worst-case").guarantee((5, 5))
+    assert g.gamma is None and "sqrt(2m)" in g.statement
+
+
+@pytest.mark.parametrize("mech", [
+    TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.1, gamma=0.1),
+    TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.1, gamma=0.1, calibration="thesis"),
+    MVGMechanism(epsilon=3, delta=1e-4, sensitivity=0.1, gamma=0.1),
+    LaplaceBaseline(epsilon=3, m=3),
+], ids=["topicdp", "topicdp-thesis", "mvg", "laplace"])
+def test_the_record_states_the_grid_and_what_the_discretisation_costs(mech):
+    """'The discretisation costs no extra δ or ε: ... adds g·√(mn) to the L2 sensitivity (g·mn to the L1
+    sensitivity of the Laplace baseline) ... The record states the grid (`grid`, `grid_text`) and, in `noise`,
+    that the rounding is folded into the sensitivity.'"""
+    assert "costs **no extra δ or ε**" in TEXT
+    d = mech.guarantee((3, 4)).to_dict()["parameters"]  # the public parameters of the one guarantee type
+    assert d["grid"] == 2.0 ** -20 and d["grid_text"] == "2^-20"
+    if isinstance(mech, LaplaceBaseline):
+        assert "no extra epsilon" in d["noise"] and "g*mn" in d["noise"]
+        assert mech.grid_scale((3, 4)) * mech.epsilon >= 2 * 3 / mech.grid + 12  # 2m/g + mn grid units
+    else:
+        assert "no extra delta or epsilon" in d["noise"] and "g*sqrt(mn)" in d["noise"]
+        if isinstance(mech, TopicDPGaussian):
+            assert mech.grid_sensitivity((3, 4)) == pytest.approx(0.1 / mech.grid + math.sqrt(12))
+    raw = mech.randomize(np.full((3, 4), 0.1), seed=1)
+    assert np.array_equal(raw / mech.grid, np.rint(raw / mech.grid))  # every value on the grid
+
+
+def _corpus(path: Path) -> Path:
+    themes = ["president press economy inflation markets", "farmer apples pears market river",
+              "football team match season fans", "music band concert guitar songs"]
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(40):
+            fh.write(json.dumps({"text": f"{themes[i % 4]} {themes[i // 4 % 4].split()[0]}", "author": f"u{i % 5}"})
+                     + "\n")
+    return path
+
+
+@pytest.mark.parametrize("sensitivity", ["0.5", "worst-case"])
+def test_a_topic_release_holds_no_private_sensitivity(tmp_path, sensitivity):
+    """'The sensitivity appears only when it is public ...; a sampled or supplied sensitivity and the noise
+    scale derived from it go to the private sidecar only.' and the record's fields are the ones listed."""
+    corpus = _corpus(tmp_path / "c.jsonl")
+    out, report = tmp_path / "r.json", tmp_path / "p.json"
+    res = runner.invoke(app, ["topics", str(corpus), "-o", str(out), "--private-report", str(report),
+                              "--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2",
+                              "--keywords", "2", "--sensitivity", sensitivity, "--no-cache", "-q", "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(out.read_text())
+    for key in ("raw_matrix", "matrix", "keywords", "mechanism", "epsilon", "delta", "guarantee"):
+        assert key in rec, key
+    params = rec["guarantee"]["parameters"]
+    for key in ("gamma", "grid", "noise", "keyword_note", "vocabulary_note"):
+        assert key in params, key
+    statement = json.loads(out.with_name("r.json.settings.json").read_text())["guarantee"]["statement"]
+    priv = json.loads(report.read_text())
+    text = json.dumps(rec) + out.with_name("r.json.settings.json").read_text()
+    assert "sensitivity" not in rec and "sigma" not in text
+    assert repr(priv["noise_sigma"]) not in text and f"{priv['noise_sigma']:.6g}" not in text
+    if sensitivity == "0.5":
+        assert "0.5" not in statement and "0.5" not in params["noise"]
+    else:
+        assert "sqrt(2m)" in statement
+
+
+def test_security_md_names_the_vocabulary_options():
+    """'By default (`--vocabulary corpus`) ... `--vocabulary glove:K` ... `--vocabulary FILE`' exist in the CLI."""
+    res = runner.invoke(app, ["topics", "--help"], terminal_width=200)
+    for option in ("--vocabulary", "--sensitivity"):
+        assert option in res.output
+    assert "`--vocabulary corpus`" in TEXT and "`--vocabulary glove:K`" in TEXT and "`--vocabulary FILE`" in TEXT
+
+
+# --- decoding and timing ---------------------------------------------------------------------
+
+
+class _Recorder:
+    """Wraps a decoder and records what each call was given."""
+
+    def __init__(self, inner: ExactDecoder) -> None:
+        self.inner = inner
+        self.calls: list[dict] = []
+
+    def decode(self, queries: np.ndarray, sources: np.ndarray | None = None) -> np.ndarray:
+        self.calls.append({"sources": sources, "queries": np.array(queries)})
+        return self.inner.decode(queries, sources=sources)
+
+
+@pytest.fixture(scope="module")
+def vectors() -> np.ndarray:
+    return np.asarray(load_embeddings(vocab_size=5000).vectors)
+
+
+def test_release_decoder_is_given_the_noisy_vectors_only(vectors):
+    """'the decoder is given the noisy vectors and nothing else (never the input words)'"""
+    rec = _Recorder(ExactDecoder(vectors))
+    ids = make_rng(0).integers(0, 5000, size=(3, 20))
+    privatize_ids(ids, vectors, 10.0, make_rng(1), rec)
+    assert rec.calls and all(c["sources"] is None for c in rec.calls)
+
+
+def test_decoder_work_is_a_function_of_the_noisy_vectors_alone(vectors):
+    """'its work counters are a function of those vectors alone, whatever the process decoded before'"""
+    gen = make_rng(2)
+    z = noisy_vectors(gen.integers(4000, 5000, size=200), vectors, 10.0, gen)
+    counts = []
+    for history in (gen.integers(0, 200, size=300), gen.integers(4800, 5000, size=300), None):
+        dec = ExactDecoder(vectors)
+        if history is not None:
+            dec.decode(noisy_vectors(history, vectors, 10.0, gen))
+        before = dict(dec.stats)
+        out = dec.decode(z)
+        counts.append(({k: dec.stats[k] - before[k] for k in dec.stats}, out.tolist()))
+        dec.close()
+    assert counts[0] == counts[1] == counts[2]
+
+
+def test_known_source_shortcut_returns_the_same_words(vectors):
+    """'The opt-in known-source shortcut returns the same words as the exact decoder'"""
+    gen = make_rng(3)
+    for eps in (5.0, 40.0):
+        src = gen.integers(0, 5000, size=300)
+        z = noisy_vectors(src, vectors, eps, gen)
+        plain, short = ExactDecoder(vectors), ExactDecoder(vectors)
+        assert np.array_equal(plain.decode(z), short.decode(z, sources=src))
+        plain.close()
+        short.close()
+
+
+def test_timing_numbers_match_benchmarks_md():
+    """SECURITY.md's timing figures are the ones BENCHMARKS.md records with the benchmark's command."""
+    bench = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert "benchmarks/bench_decode_timing.py" in TEXT and "bench_decode_timing.py" in bench
+    assert "Decode time and the input words" in bench
+    assert "whose work does not depend on the input words" not in TEXT  # the old, false claim
+    for figure in ("1.19", "1.25", "0.93", "1.01"):
+        assert f"{figure}×" in TEXT
+        assert f"{figure}x" in bench
