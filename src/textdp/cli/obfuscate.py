@@ -34,15 +34,15 @@ from ..pipeline import (
     check_private_report_path,
     check_size_options,
     iter_privatize_documents,
+    mechanism_guarantee,
     parse_params,
-    release_decoder,
     release_guarantee,
     release_settings,
     write_private_report,
     write_records,
 )
 from ..text import normalize
-from ._choices import BagMode, InputFormat, OutputFormat, OutputVocab, PostProcess
+from ._choices import BagMode, EmptyPolicy, InputFormat, OutputFormat, OutputVocab, PostProcess
 from ._choices import Decoder as DecoderName
 from ._choices import Mechanism as MechanismName
 from ._choices import ObfuscateEngine as EngineName
@@ -75,6 +75,9 @@ def _partitioned(engine: EngineName, files: list[Path], scheduler: str | bool | 
     return sum(f.stat().st_size for f in real if f.is_file()) >= LARGE_INPUT_BYTES
 
 
+EMPTY_HELP = ("A line with no in-vocabulary word (e.g. only stop words): error (stop before any noise; default), "
+              "skip (no record) or empty (an empty record). With skip/empty, which lines these were is public: "
+              "the guarantee says so; their count goes to --private-report.")
 STRICT_IDS_HELP = ("Refuse input whose record ids repeat (default: warn on stderr, naming the first repeated id "
                    "and the count).")
 
@@ -115,15 +118,12 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
 
 def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
     """``--epsilon`` is required unless the mechanism derives it from its own parameter (random: ``rate``)."""
-    import inspect
-
-    from ..pipeline import mechanism_class
+    from ..mechanisms.registry import mechanism_class
 
     if epsilon is not None:
         check_epsilon(epsilon)
         return
-    param = inspect.signature(mechanism_class(mechanism)).parameters.get("epsilon")
-    if param is None or param.default is not None:
+    if "rate" not in mechanism_class(mechanism).param_names():
         hint = "" if mechanism != "earth-movers" else " (e.g. -e 10; see textdp obfuscate --help)"
         raise ParameterError(f"--epsilon is required for {mechanism}{hint}")
 
@@ -279,6 +279,7 @@ def obfuscate(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
     strict_ids: Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)] = False,
+    empty: Annotated[EmptyPolicy, typer.Option(metavar="POLICY", help=EMPTY_HELP)] = EmptyPolicy.error,
 ) -> None:
     """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
 
@@ -328,6 +329,9 @@ def obfuscate(
         extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
                  "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
+            if empty is not EmptyPolicy.error:
+                raise ParameterError("--empty skip|empty applies to --engine single for now; partitioned runs stop "
+                                     "on a line with no in-vocabulary word")
             _run_partitioned(
                 inputs, output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
                 bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
@@ -372,13 +376,16 @@ def obfuscate(
             task = bar.add_task("obfuscating (documents)", total=len(docs))
             _count_words(mech, bar, size * len(docs) if size is not None else None)
             for job in iter_privatize_documents(mech, docs, private_report=private_report is not None,
-                                                progress=bar_progress(bar, task)):
+                                                empty=empty.value, progress=bar_progress(bar, task)):
                 write_records(fh, job.records, fmt.value)  # as they come: memory stays bounded
-                first = first if first is not None else job.documents[0]
+                first = first if first is not None or not job.documents else job.documents[0]
                 n_records += len(job.records)
                 report_rows.extend(job.report or [])
+            guarantee = (release_guarantee(first) if first is not None else  # every line skipped
+                         mechanism_guarantee(mech, size=size if size is not None else 1, seeded=seed is not None,
+                                             empty=empty.value))
             settings = release_settings(
-                release_guarantee(first), engine="single", documents=n_records, decoder=release_decoder(first),
+                guarantee, engine="single", documents=n_records, decoder=guarantee_decoder_name(guarantee),
                 known_source=known_source, stop_words=stops, fmt=fmt.value, extra=extra,
             )
             # the small files first; the release itself is moved into place last
@@ -391,6 +398,11 @@ def obfuscate(
                 print_warning(w.message)
             else:  # pragma: no cover - other warnings keep their usual route
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def guarantee_decoder_name(guarantee: dict[str, Any]) -> str:
+    """The decoder named in a guarantee dict's public parameters (``"none"``: the mechanism decodes nothing)."""
+    return str(guarantee.get("parameters", {}).get("decoder", "none"))
 
 
 def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine: EngineName,

@@ -48,7 +48,7 @@ EPS_HELP = "Privacy dial epsilon > 0: a user's presence changes output odds by a
 DELTA_HELP = "Probability delta in (0,1) that the epsilon bound fails (keep it below 1/number of users)."
 GAMMA_HELP = "Share gamma in (0, 0.5) of random neighbouring pairs the sampled sensitivity may miss."
 MECHANISM_HELP = ("topicdp: discrete Gaussian, zCDP calibration (default); topicdp-thesis: the thesis's budget "
-                  "split (reproduction); laplace / mvg / mvg-directional: the thesis's baselines.")
+                  "split (reproduction); topicdp-laplace / mvg / mvg-directional: the thesis's baselines.")
 ENGINE_HELP = ("Where the sensitivity pairs are fitted: local (this process) or dask (a local cluster of --workers "
                "processes, or the cluster at --scheduler). The same --seed gives the same result on any engine.")
 VOCABULARY_HELP = ("Columns of the model: 'corpus' (built from the corpus by --max-features and rebuilt for every "
@@ -271,9 +271,9 @@ def topics(
             default_cache_dir,
             extract_topic_matrix,
             make_topic_model,
-            release_topics,
         )
-        from ..topics.mechanisms import build_mechanism, needs_sensitivity
+        from ..topics.family import topics_mechanism
+        from ..topics.mechanisms import needs_sensitivity
         from ..topics.models import fit_database
         from ..topics.vocabulary import public_vocabulary, vocabulary_note
 
@@ -333,11 +333,12 @@ def topics(
                 sens_value, sampled_gamma = sampled.value, sampled.gamma
                 private.update(sensitivity_source="sampled", sensitivity_sampling=sampled.to_dict(),
                                cache_dir=None if cache is None else str(cache))
-        mech = build_mechanism(mechanism, epsilon=epsilon, delta=delta, gamma=sampled_gamma,
-                               sensitivity=sens_value, m=m, grid=grid)
-        rel = release_topics(tm, mech, seed=release_seed,
-                             vocabulary_note=vocabulary_note(data.settings, source))
-        record: dict[str, Any] = {**rel.to_dict(), "seeded": seed is not None}
+        # the registered mechanism (one base for every family); its calibration gives the private sigma below
+        family = topics_mechanism(mechanism, epsilon=epsilon, delta=delta, gamma=sampled_gamma, sensitivity=sens_value,
+                     grid=grid, seed=release_seed, vocabulary_note=vocabulary_note(data.settings, source))
+        mech = family.fit().noise((m, n))
+        (rel,) = family.privatize_batch([tm], ["topics"], seeded=seed is not None)
+        record: dict[str, Any] = rel.to_record()  # the one record layout (textdp/schemas/record.schema.json)
         settings = {
             "textdp_version": __version__, "command": "topics", "user_field": user_field, "text_field": text_field,
             "corpus_settings": data.settings, "model": model.settings(), "mechanism": mechanism,
@@ -347,6 +348,7 @@ def topics(
             "sensitivity": (None if not needs_sensitivity(mechanism) else
                             "supplied (value in the private report)" if source == "supplied" else source),
             "engine": engine.value, "seeded": seed is not None,  # never the seed: it would undo the noise
+            "guarantee": rel.guarantee.to_dict(),  # the full statement, once (records carry the compact form)
         }
         files: list[tuple[Path, Any, bool]] = []  # (path, object, private): the release is written last
         if private_report is not None:
@@ -371,7 +373,7 @@ def topics(
 
             typer.echo(json.dumps(record, indent=2))
         else:
-            print_info(f"wrote {output} ({rel.mechanism}, epsilon {rel.epsilon:g})")
+            print_info(f"wrote {output} ({rel.guarantee.mechanism}, epsilon {rel.guarantee.epsilon:g})")
 
 
 def topics_report(
