@@ -65,7 +65,6 @@ __all__ = [
     "privatize_documents",
     "release_decoder",
     "release_guarantee",
-    "release_kind",
     "release_settings",
     "write_private_report",
     "write_records",
@@ -74,15 +73,6 @@ __all__ = [
 DEFAULT_MECHANISM = "earth-movers"
 
 OUTPUT_FORMATS = ("jsonl", "text")
-
-
-def release_kind(mechanism: str | TextMechanism) -> str:
-    """What a release of this mechanism (registered name or object) holds: ``"bag"`` or ``"text"``.
-
-    >>> release_kind("earth-movers"), release_kind("cmp")
-    ('bag', 'text')
-    """
-    return entry(mechanism).releases if isinstance(mechanism, str) else mechanism.releases
 
 
 def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -> None:
