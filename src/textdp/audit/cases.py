@@ -170,6 +170,7 @@ def exponential_curve(sample: Callable[[Any, int, np.random.Generator], np.ndarr
         description=(f"{what}: delta(eps') at {CURVE_POINTS} eps' in [0, {0.75 * top:.3g}] vs the exact profile of "
                      f"the claimed score table (epsilon={eps:g}" + (f", cap {cap:.4g})" if math.isfinite(cap) else ")")),
         chunk=16_384,
+        reuse_outputs=True,
     )
 
 

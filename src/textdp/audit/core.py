@@ -167,6 +167,8 @@ class AuditCase:
             raise ParameterError(f"claimed_delta must lie in [0, 1), got {self.claimed_delta!r}")
         check_positive_int(self.bins, "bins", minimum=2)
         check_positive_int(self.chunk, "chunk")
+        if self.curve is not None and self.curve.reuse_outputs and self.events != "discrete":
+            raise ParameterError("a curve that reuses the event outputs needs discrete events")
 
     def atoms_of(self, outputs: np.ndarray) -> np.ndarray:
         """What the auditor keeps of a batch of outputs: the statistic, or the discrete outputs."""
@@ -402,7 +404,8 @@ def run_audit(
     delta = case.claimed_delta
     t0 = time.perf_counter()
     gen = make_rng(seed)
-    total = 4 * n if case.curve is not None else 2 * n
+    reuse = case.curve is not None and case.curve.reuse_outputs
+    total = 4 * n if case.curve is not None and not reuse else 2 * n
     counter = [0]
 
     def tick(k: int) -> None:
@@ -447,7 +450,8 @@ def run_audit(
         estimate = max(0.0, math.log((pa - delta) / pb))
     curve = None
     if case.curve is not None:
-        curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total)
+        curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total,
+                           outputs=(out_a, out_b) if reuse else None)
     return AuditResult(
         mechanism=case.mechanism,
         claimed_epsilon=float(case.claimed_epsilon),

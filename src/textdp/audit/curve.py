@@ -148,6 +148,10 @@ class PrivacyCurve:
         Public one-line description (what is sampled, how the claim is computed).
     chunk : int
         Outputs drawn per call of ``sample``.
+    reuse_outputs : bool
+        ``sample`` is the event audit's own sampler and its outputs are the event atoms (discrete
+        outputs): the curve reuses them instead of drawing again. The curve's events are fixed by
+        the claim before sampling, so sharing the outputs keeps the union bound valid.
     """
 
     sample: Callable[[Any, int, np.random.Generator], np.ndarray] = field(repr=False)
@@ -156,6 +160,7 @@ class PrivacyCurve:
     grid: tuple[float, ...]
     description: str = ""
     chunk: int = 65_536
+    reuse_outputs: bool = False
 
     def __post_init__(self) -> None:
         if not (callable(self.sample) and callable(self.loss) and callable(self.claimed)):
@@ -212,8 +217,11 @@ def _draw(curve: PrivacyCurve, which: Any, n: int, rng: np.random.Generator,
 
 
 def curve_test(curve: PrivacyCurve, input_a: Any, input_b: Any, n: int, rng: np.random.Generator,
-               alpha: float, progress: ProgressCallback | None = None, done: int = 0, total: int = 0) -> CurveResult:
+               alpha: float, progress: ProgressCallback | None = None, done: int = 0, total: int = 0,
+               outputs: tuple[np.ndarray, np.ndarray] | None = None) -> CurveResult:
     """Run the curve audit with ``n`` outputs per input at overall false-alarm level ``alpha``.
+
+    ``outputs``: the ``(a, b)`` outputs already drawn (``reuse_outputs``); else they are drawn here.
 
     >>> import math
     >>> def rr(bit, n, rng):
@@ -242,8 +250,13 @@ def curve_test(curve: PrivacyCurve, input_a: Any, input_b: Any, n: int, rng: np.
         if progress is not None:
             progress(count[0], max(total, count[0]))
 
-    la = _draw(curve, input_a, n, rng, tick)
-    lb = _draw(curve, input_b, n, rng, tick)
+    if outputs is not None:
+        la, lb = (np.asarray(curve.loss(o), dtype=np.float64).reshape(-1) for o in outputs)
+        if la.size != n or lb.size != n or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
+            raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
+    else:
+        la = _draw(curve, input_a, n, rng, tick)
+        lb = _draw(curve, input_b, n, rng, tick)
     ka = (la[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
     kb = (lb[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
     pa_lo = np.where(ka > 0, _beta.ppf(a_share, np.maximum(ka, 1.0), n - ka + 1.0), 0.0)
