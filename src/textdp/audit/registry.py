@@ -116,7 +116,7 @@ def audit(
     --------
     >>> r = audit("laplace", epsilon=1.0, samples=20_000, seed=3)
     >>> r.passed, r.claimed_epsilon, sorted(r.to_dict())[:4]
-    (True, 1.0, ['claimed_delta', 'claimed_epsilon', 'estimated_epsilon', 'events'])
+    (True, 1.0, ['claimed_delta', 'claimed_epsilon', 'curve', 'estimated_epsilon'])
     """
     if isinstance(mechanism, AuditCase):
         case = mechanism

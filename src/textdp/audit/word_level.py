@@ -177,8 +177,7 @@ def mechanism_case(
     return AuditCase(
         mechanism=name,
         pair=(f"words {chosen[0]!r} vs {chosen[1]!r} ({emb.name}); claim {claim:.4f} computed from the public "
-              f"epsilon={eps:g} and the vocabulary; events: released words"
-              + (f"; curve: {law.description}" if law is not None else "")),
+              f"epsilon={eps:g} and the vocabulary; events: released words"),
         input_a=a,
         input_b=b,
         sample=sample,

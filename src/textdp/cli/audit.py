@@ -94,14 +94,16 @@ def _table(r: Any) -> Table:
     table.add_row("pair", escape(r.pair))
     table.add_row("claimed epsilon", claim)
     table.add_row("estimated epsilon (plug-in)", _fmt(r.estimated_epsilon))
-    table.add_row(f"lower bound ({r.confidence:.0%} Clopper-Pearson)", _fmt(r.lower_bound))
+    level = (f"{1 - (1 - r.confidence) / 2:.1%} Clopper-Pearson; {r.confidence:.0%} with the curve"
+             if r.curve is not None else f"{r.confidence:.0%} Clopper-Pearson")
+    table.add_row(f"lower bound ({level})", _fmt(r.lower_bound))
     table.add_row("samples per input", f"{r.samples:,}")
     table.add_row("candidate events", f"{r.events:,}")
     table.add_row("selected event", escape(r.event))
     if r.curve is not None:
         c = r.curve
         table.add_row("privacy curve", escape(c.description))
-        table.add_row("curve: worst eps'", f"{c.epsilon_prime:.4f} ({c.grid_points} tested)")
+        table.add_row("curve: closest eps'", f"{c.epsilon_prime:.4f} ({c.grid_points} tested)")
         table.add_row("curve: delta(eps') lower bound / estimate / claimed law",
                       f"{c.delta_lower:.4f} / {c.delta_estimate:.4f} / {c.delta_claimed:.4f}")
         table.add_row("curve verdict", "[green]within the claimed curve[/]" if c.passed
