@@ -12,6 +12,7 @@ Issue 21 (the privacy-curve audit):
 
     python benchmarks/bench_audit.py --power --seeds 40        # smallest noise error detected, 95% power
     python benchmarks/bench_audit.py --false-alarms --seeds 20 --only earth-movers cmp santext tem
+    python benchmarks/bench_audit.py --planted --seed 1   # noise x0.5, eps x3 planted; default size
 
 ``--power`` runs the curve test of each case (earth-movers, cmp, santext, tem) at the default
 10^5 samples per input and at its share ``(1 - 0.95)/2`` of the error budget, on outputs of the
@@ -263,6 +264,42 @@ def power(seeds: int, samples: int) -> None:
         print(f"| {name} | " + " | ".join(cells) + f" | {found} |", flush=True)
 
 
+def planted(samples: int, seed: int, only: list[str] | None) -> None:
+    """The done-when of issue 21: noise x0.5 (and eps x3 in CMP's noise) planted in the samplers."""
+    import textdp.mechanisms.earth_movers as em_module
+    import textdp.mechanisms.exponential as exp_module
+    import textdp.mechanisms.perturbation as pert_module
+
+    lap_em, lap_pert, by_distance = em_module.laplace_noise, pert_module.laplace_noise, exp_module.sample_by_distance
+
+    def plant(noise: float, cmp_eps: float = 1.0) -> None:
+        em_module.laplace_noise = lambda k, d, e, rng: lap_em(k, d, e / noise, rng)  # type: ignore[assignment]
+        pert_module.laplace_noise = (  # type: ignore[assignment]
+            lambda k, d, e, rng: lap_pert(k, d, e * cmp_eps / noise, rng))
+
+        def scaled(vectors, x, scale, rng, **kw):  # type: ignore[no-untyped-def]
+            return by_distance(vectors, x, scale / noise, rng, **kw)
+
+        exp_module.sample_by_distance = scaled  # type: ignore[assignment]
+
+    print("| case | planted bug | event lower bound / claim | curve: eps', delta lower / claimed law | verdict | "
+          "seconds |")
+    print("|---|---|---|---|---|---|")
+    runs = [(n, "none", 1.0, 1.0) for n in POWER_CASES] + [(n, "noise x0.5", 0.5, 1.0) for n in POWER_CASES]
+    runs.append(("cmp", "epsilon x3 in the noise only", 1.0, 3.0))
+    for name, label, noise, cmp_eps in runs:
+        if only and name not in only:
+            continue
+        plant(noise, cmp_eps)
+        r = audit(name, samples=samples, seed=seed)
+        c = r.curve
+        assert c is not None
+        print(f"| {name} | {label} | {r.lower_bound:.3f} / {r.claimed_epsilon:.3f} | {c.epsilon_prime:.2f}: "
+              f"{c.delta_lower:.4f} / {c.delta_claimed:.4f} | {'pass' if r.passed else 'VIOLATION'} | "
+              f"{r.seconds:.1f} |", flush=True)
+    plant(1.0)
+
+
 def false_alarms(seeds: int, samples: int, only: list[str] | None) -> None:
     print("| case | audits | flagged | false-alarm rate | mean seconds per audit |")
     print("|---|---|---|---|---|")
@@ -284,10 +321,14 @@ def main() -> None:
     ap.add_argument("--power", action="store_true", help="the power table of the curve audit (issue 21)")
     ap.add_argument("--false-alarms", action="store_true", help="false alarms of the real mechanisms (issue 21)")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--planted", action="store_true", help="noise x0.5 / eps x3 planted, default size (issue 21)")
     args = ap.parse_args()
     n = int(args.samples)
     if args.power:
         power(args.seeds, 100_000 if args.samples == 1e6 else n)
+        return
+    if args.planted:
+        planted(100_000 if args.samples == 1e6 else n, args.seed, args.only)
         return
     if args.false_alarms:
         false_alarms(args.seeds, 100_000 if args.samples == 1e6 else n, args.only)
