@@ -11,6 +11,7 @@ verdict and the wall time. With ``--broken`` it also audits the deliberately bro
 Issue 21 (the privacy-curve audit):
 
     python benchmarks/bench_audit.py --power --seeds 40        # smallest noise error detected, 95% power
+    python benchmarks/bench_audit.py --power --correct --seeds 200   # the curve test's false alarms (c = 1)
     python benchmarks/bench_audit.py --false-alarms --seeds 20 --only earth-movers cmp santext tem
     python benchmarks/bench_audit.py --planted --seed 1   # noise x0.5, eps x3 planted; default size
 
@@ -222,14 +223,14 @@ def _law_sampler(name: str, case: AuditCase, c: float):  # type: ignore[no-untyp
     return words, case.curve.loss
 
 
-def power(seeds: int, samples: int) -> None:
+def power(seeds: int, samples: int, scales: tuple[float, ...] = POWER_SCALES) -> None:
     import dataclasses
 
     from textdp.audit import audit_case
     from textdp.audit.curve import curve_test
 
-    print("| case | " + " | ".join(f"c = {c:g}" for c in POWER_SCALES) + " | smallest error detected, power >= 0.95 |")
-    print("|---|" + "---|" * (len(POWER_SCALES) + 1))
+    print("| case | " + " | ".join(f"c = {c:g}" for c in scales) + " | smallest error detected, power >= 0.95 |")
+    print("|---|" + "---|" * (len(scales) + 1))
     for name in POWER_ROWS:
         case = audit_case(name)
         assert case.curve is not None
@@ -245,7 +246,7 @@ def power(seeds: int, samples: int) -> None:
 
         cells = []
         best = None
-        for c in POWER_SCALES:
+        for c in scales:
             sample, loss = _law_sampler(name, case, c)
             curve = dataclasses.replace(case.curve, sample=sample, loss=loss, reuse_outputs=False, claimed=once)
             flagged = 0
@@ -257,10 +258,10 @@ def power(seeds: int, samples: int) -> None:
             if p >= 0.95 and best is None:
                 best = c
             if p == 1.0:  # every larger error is detected too: stop early
-                cells += ["1.00"] * (len(POWER_SCALES) - len(cells))
+                cells += ["1.00"] * (len(scales) - len(cells))
                 break
             print(f"  {name} c={c}: {p:.2f}", flush=True)
-        found = f"x{best:g}" if best is not None else f"none up to x{POWER_SCALES[-1]:g}"
+        found = f"x{best:g}" if best is not None else f"none up to x{scales[-1]:g}"
         print(f"| {name} | " + " | ".join(cells) + f" | {found} |", flush=True)
 
 
@@ -321,11 +322,12 @@ def main() -> None:
     ap.add_argument("--power", action="store_true", help="the power table of the curve audit (issue 21)")
     ap.add_argument("--false-alarms", action="store_true", help="false alarms of the real mechanisms (issue 21)")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--correct", action="store_true", help="with --power: c = 1 only (the curve test's false alarms)")
     ap.add_argument("--planted", action="store_true", help="noise x0.5 / eps x3 planted, default size (issue 21)")
     args = ap.parse_args()
     n = int(args.samples)
     if args.power:
-        power(args.seeds, 100_000 if args.samples == 1e6 else n)
+        power(args.seeds, 100_000 if args.samples == 1e6 else n, (1.0,) if args.correct else POWER_SCALES)
         return
     if args.planted:
         planted(100_000 if args.samples == 1e6 else n, args.seed, args.only)
