@@ -515,8 +515,13 @@ def grid_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.Gen
     a = np.asarray(matrix, dtype=np.float64)
     if a.ndim != 2 or type(mechanism) not in (LaplaceBaseline, MVGMechanism, TopicDPGaussian):
         return None
+    law = {LaplaceBaseline: "grid_scale", TopicDPGaussian: "grid_variance", MVGMechanism: "grid_variances"}
+    if not callable(getattr(mechanism, law[type(mechanism)], None)):  # the class changed: per-call path
+        return None
     shape = (int(a.shape[0]), int(a.shape[1]))
-    mechanism._check_shape(shape)
+    check = getattr(mechanism, "_check_shape", None)
+    if callable(check):
+        check(shape)
     k = snap_to_grid(a, mechanism.grid)
     count = n * shape[0] * shape[1]
     if isinstance(mechanism, LaplaceBaseline):
