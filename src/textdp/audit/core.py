@@ -31,6 +31,12 @@ The auditor estimates that quantity from samples, in the style of Google's DP st
 is not a proof of privacy (the auditor only sees the pair and events it tries); a failure at 95%
 confidence is strong evidence of a bug, with a false alarm rate of at most 5% per audit.
 
+Cases whose claimed law is known (n-dimensional Laplace noise, the exponential mechanisms) also
+carry a :class:`~textdp.audit.curve.PrivacyCurve`: the whole privacy profile δ(ε′) of the
+mechanism under test is compared with the claimed law's (:mod:`textdp.audit.curve`), which sees a
+halved noise scale in 50 dimensions where the worst-case event cannot. The two tests then share
+the error budget (``(1 − confidence)/2`` each) and ``passed`` requires both.
+
 References
 ----------
 A. C. Gilbert, A. McMillan. Property testing for differential privacy. Allerton 2018 (and Google's
@@ -55,6 +61,8 @@ from scipy.stats import beta as _beta
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError, ParameterTypeError
+from ..progress import ProgressCallback
+from .curve import CurveResult, PrivacyCurve, curve_test
 
 __all__ = [
     "EVENT_KINDS",
@@ -132,6 +140,8 @@ class AuditCase:
         Number of quantile bins for ``histogram`` (tails are resolved geometrically).
     chunk : int
         Outputs drawn per call of ``sample`` (bounds the memory of one call).
+    curve : PrivacyCurve, optional
+        The claimed law's privacy curve, audited beside the event (:mod:`textdp.audit.curve`).
     """
 
     mechanism: str
@@ -145,6 +155,7 @@ class AuditCase:
     statistic: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False)
     bins: int = 128
     chunk: int = 65_536
+    curve: PrivacyCurve | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not callable(self.sample):
@@ -156,6 +167,8 @@ class AuditCase:
             raise ParameterError(f"claimed_delta must lie in [0, 1), got {self.claimed_delta!r}")
         check_positive_int(self.bins, "bins", minimum=2)
         check_positive_int(self.chunk, "chunk")
+        if self.curve is not None and self.curve.reuse_outputs and self.events != "discrete":
+            raise ParameterError("a curve that reuses the event outputs needs discrete events")
 
     def atoms_of(self, outputs: np.ndarray) -> np.ndarray:
         """What the auditor keeps of a batch of outputs: the statistic, or the discrete outputs."""
@@ -205,6 +218,8 @@ class AuditResult:
         The selected event (public description).
     seconds : float
         Wall time of the audit.
+    curve : CurveResult or None
+        The privacy-curve audit, for cases that carry one (``passed`` requires it to pass too).
     """
 
     mechanism: str
@@ -220,6 +235,7 @@ class AuditResult:
     confidence: float = 0.95
     event: str = ""
     seconds: float = 0.0
+    curve: CurveResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: exactly the fields of ``textdp audit --json`` (``inf`` becomes ``null``)."""
@@ -235,6 +251,7 @@ class AuditResult:
             "passed": self.passed,
             "seeded": self.seeded,
             "pair": self.pair,
+            "curve": None if self.curve is None else self.curve.to_dict(),
         }
 
 
@@ -262,7 +279,8 @@ def _loss_bound(ka: np.ndarray, kb: np.ndarray, n: int, delta: float, alpha: flo
         return np.where(num > 0, np.log(np.maximum(num, 1e-300)) - np.log(pb_hi), -np.inf)
 
 
-def _draw(case: AuditCase, which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(case: AuditCase, which: Any, n: int, rng: np.random.Generator,
+          tick: Callable[[int], None] | None = None) -> np.ndarray:
     parts = []
     done = 0
     while done < n:
@@ -272,6 +290,8 @@ def _draw(case: AuditCase, which: Any, n: int, rng: np.random.Generator) -> np.n
             raise ParameterError(f"{case.mechanism}: sample(input, {k}, rng) returned {out.shape[0]} outputs")
         parts.append(case.atoms_of(out))
         done += k
+        if tick is not None:
+            tick(k)
     return np.concatenate(parts, axis=0)
 
 
@@ -351,8 +371,11 @@ def run_audit(
     samples: int = 100_000,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
+    progress: ProgressCallback | None = None,
 ) -> AuditResult:
     """Audit ``case`` with ``samples`` outputs per input (see the module docstring).
+
+    ``progress(done, total)`` is called as outputs are drawn (``total``: all outputs of the audit).
 
     Examples
     --------
@@ -375,12 +398,23 @@ def run_audit(
     if n > MAX_SAMPLES:
         raise ParameterError(f"samples must be <= {MAX_SAMPLES:,} per input (memory); got {n:,}")
     conf = check_probability(confidence, "confidence")
-    alpha = (1.0 - conf) / 2.0
+    # with a curve audit the two tests share the false-alarm budget 1 - confidence
+    budget = (1.0 - conf) / (2.0 if case.curve is not None else 1.0)
+    alpha = budget / 2.0
     delta = case.claimed_delta
     t0 = time.perf_counter()
     gen = make_rng(seed)
-    out_a = _draw(case, case.input_a, n, gen)
-    out_b = _draw(case, case.input_b, n, gen)
+    reuse = case.curve is not None and case.curve.reuse_outputs
+    total = 4 * n if case.curve is not None and not reuse else 2 * n
+    counter = [0]
+
+    def tick(k: int) -> None:
+        counter[0] += k
+        if progress is not None:
+            progress(counter[0], total)
+
+    out_a = _draw(case, case.input_a, n, gen, tick)
+    out_b = _draw(case, case.input_b, n, gen, tick)
     n_sel = n // 2
     n_eval = n - n_sel
     # discrete atoms are ranked on the first half of the selection samples and the prefix is
@@ -414,6 +448,10 @@ def run_audit(
         estimate = math.inf
     else:
         estimate = max(0.0, math.log((pa - delta) / pb))
+    curve = None
+    if case.curve is not None:
+        curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total,
+                           outputs=(out_a, out_b) if reuse else None)
     return AuditResult(
         mechanism=case.mechanism,
         claimed_epsilon=float(case.claimed_epsilon),
@@ -422,11 +460,12 @@ def run_audit(
         lower_bound=lower,
         samples=n,
         events=n_events,
-        passed=bool(lower <= case.claimed_epsilon),
+        passed=bool(lower <= case.claimed_epsilon) and (curve is None or curve.passed),
         seeded=seed is not None,
         pair=case.pair,
         confidence=conf,
         event=_describe_event(case, chosen, n_atoms, "a" if direction == 0 else "b"),
         seconds=time.perf_counter() - t0,
+        curve=curve,
     )
 
