@@ -8,7 +8,7 @@ adapts Carlini et al.'s likelihood-ratio attack (LiRA, IEEE S&P 2022) to LDA:
    (each user in with probability 1/2, independently): LDA on the fixed public vocabulary of the
    :class:`~textdp.topics.UserCorpus`, top ``m`` topics by prevalence and their top ``n``
    keywords (:func:`~textdp.topics.extract_topic_matrix`), then the mechanism's noise
-   (non-private: none; ``topicdp``, ``laplace``, ``mvg``: a fresh release per model);
+   (non-private: none; ``topicdp``, ``topicdp-laplace``, ``mvg``: a fresh release per model);
 2. the attack statistic of user ``u`` on a release ``R`` with keywords ``kw`` is the user's mean
    log-likelihood under the released topics, ``s(u, R) = Σ_w f_u(w) log(c + q_R(w))`` with ``f_u``
    the user's word frequencies and ``q_R(w)`` the released mass of ``w`` averaged over the topics
@@ -204,6 +204,7 @@ def run_lira(
     (sizes, seconds); the corpus itself is never echoed.
     """
     from ..topics import SklearnLDA, build_mechanism, extract_topic_matrix
+    from ..topics.mechanisms import needs_sensitivity
 
     n_models = check_positive_int(models, "models", minimum=8)
     users = corpus.n_users
@@ -246,7 +247,7 @@ def run_lira(
             scores = lira_scores(stats, member)
             results = [tpr_at_fpr(scores, member, f) for f in FPRS]
             is_dp = mech is not None and eps is not None
-            d = 0.0 if name == "laplace" else delta
+            d = delta if needs_sensitivity(name) else 0.0  # topicdp-laplace is pure epsilon-DP
             rows.append(LiraRow(
                 mechanism=name, keywords=mode, epsilon=float(eps) if is_dp and eps is not None else None,
                 delta=d if is_dp else None, trials_in=int(member.sum()), trials_out=int((~member).sum()),
