@@ -66,15 +66,15 @@ def test_tpr_interval_is_clopper_pearson_and_fpr_is_respected():
 
 def test_non_private_release_leaks_membership_and_heavy_noise_hides_the_values(corpus):
     rows, settings = run_lira(corpus, models=24, n_topics=4, m=4, n=6, max_iter=5,
-                              mechanisms=[("none", None), ("laplace", 0.01)], keywords=KEYWORD_MODES, seed=4)
+                              mechanisms=[("none", None), ("topicdp-laplace", 0.01)], keywords=KEYWORD_MODES, seed=4)
     by = {(r.keywords, r.mechanism): r for r in rows}
     assert by[("model", "none")].auc > 0.7  # users' own words enter the released keywords
-    assert abs(by[("fixed", "laplace")].auc - 0.5) < 0.12  # values only, eps = 0.01: no better than chance
+    assert abs(by[("fixed", "topicdp-laplace")].auc - 0.5) < 0.12  # values only, eps = 0.01: no better than chance
     assert settings["models"] == 24 and "corpus" not in json.dumps(settings)
     for r in rows:
         assert r.trials_in + r.trials_out == 24 * corpus.n_users
         assert all(lo <= t <= hi for t, lo, hi in zip(r.tpr, r.tpr_low, r.tpr_high, strict=True))
-    assert by[("fixed", "laplace")].dp_bound[1] == pytest.approx(np.exp(0.01) * 0.01)
+    assert by[("fixed", "topicdp-laplace")].dp_bound[1] == pytest.approx(np.exp(0.01) * 0.01)
 
 
 runner = CliRunner()

@@ -210,7 +210,7 @@ def _lira(mechanism: str, corpus: Path | None, user_field: str, models: int, top
     users = UserCorpus.from_jsonl(corpus, user_field=user_field, max_docs_per_user=max_docs_per_user,
                                   max_features=vocabulary, min_df=3, min_user_docs=min_user_docs)
     mechs: list[tuple[str, float | None]] = [("none", None)]
-    mechs += [(name, e) for name in ("topicdp", "laplace", "mvg") for e in eps]
+    mechs += [(name, e) for name in ("topicdp", "topicdp-laplace", "mvg") for e in eps]
     with progress_bar(disable=as_json) as bar:
         task = bar.add_task("LiRA: shadow models", total=models)
         rows, settings = run_lira(users, models=models, n_topics=topics, m=topics, n=keywords, mechanisms=mechs,
