@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cache import cache_dir, check_private_dir, private_dir
+from .._cache import USER_SECRET, cache_dir, check_private_dir, private_dir, user_secret
 from ..embeddings import Embeddings
 from ..errors import ParameterError
 from ..io import atomic_writer, write_json
@@ -62,7 +62,7 @@ __all__ = [
 
 STATE = "state.json"
 SECRET = "secret.key"
-SALT = ".salt"
+SALT = USER_SECRET[1]
 #: what a run creates in its work directory (all of it is removed at completion)
 OWN_ENTRIES = (STATE, SECRET, "input", "report")
 
@@ -109,9 +109,7 @@ def default_work_dir(key: dict[str, Any]) -> Path:
     the inputs to anyone without the salt (``runs/.salt``, 0600, in the user's own
     0700 cache).
     """
-    runs = runs_dir(create=True)
-    salt = _read_secret(runs / SALT, 32) or _new_secret(runs / SALT, 32)
-    return runs / _mac(salt, key)[:32]
+    return runs_dir(create=True) / _mac(user_secret(), key)[:32]
 
 
 # -- the authenticated run state -----------------------------------------------------------------

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from .._cache import keyed_digest
 from .._rng import make_rng, spawn
 from .._validation import check_choice, check_positive_int
 from ..errors import ParameterError, TextDPError
@@ -431,8 +432,14 @@ def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, A
 
 
 def _public_key(run_key: dict[str, Any]) -> str:
-    """A digest identifying the run (settings + data) without storing anything readable about the data."""
-    return hashlib.sha256(json.dumps(run_key, sort_keys=True).encode()).hexdigest()[:32]
+    """The card's ``run_key``: a keyed hash of the run's identity (settings + data), for its owner only.
+
+    HMAC-SHA256 under this user's secret key (:func:`textdp._cache.user_secret`, 0600 in the
+    private cache), not a plain hash: anyone holding the card and a guessed training corpus
+    could recompute a plain hash and confirm the guess; only the owner can recompute this one
+    (to say that a folder "already holds this trained model").
+    """
+    return keyed_digest("textdp model card run_key", json.dumps(run_key, sort_keys=True).encode())[:32]
 
 
 def load_card(model_dir: str | Path) -> dict[str, Any]:
