@@ -131,7 +131,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def sequence_ids(docs: list[SourcedDocument], first: int = 0) -> list[str]:
+def sequence_ids(docs: Sequence[SourcedDocument], first: int = 0) -> list[str]:
     """Record ids: each document's own id, else its sequence number ``first + k``.
 
     >>> sequence_ids([SourcedDocument(None, "a", "x"), SourcedDocument("q", "b", "y")], first=5)

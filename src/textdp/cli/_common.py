@@ -15,7 +15,7 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -36,6 +36,7 @@ from typer.core import TyperCommand, TyperGroup
 from .._validation import EPSILON_MAX, EPSILON_MIN
 from ..errors import OutputExistsError, ParameterError, TextDPError
 from ..progress import ProgressCallback, StageProgress
+from ._choices import InputFormat
 
 EPSILON_OPTION_HELP = (
     f"Privacy parameter, in [{EPSILON_MIN:g}, {EPSILON_MAX:g}]. Smaller = more noise = more privacy. Noise per "
@@ -54,6 +55,12 @@ EPSILON_HELP_TEXT = (
 )
 
 FORCE_HELP = "Replace existing output files. Default: refuse. An input is never replaced, even with --force."
+
+# -- options that several commands declare the same way (one name per concept: docs/glossary.md) ----------
+ForceOption = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+TextFieldOption = Annotated[str, typer.Option(help="Text field of JSONL input.")]
+InputFormatOption = Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130

@@ -43,7 +43,7 @@ from .._rng import spawn
 from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError
-from ..io import atomic_writer, duplicate_ids_message, find_duplicate_ids, write_json
+from ..io import atomic_writer, write_json
 from ..pipeline import (
     DEFAULT_MECHANISM,
     build_mechanism,
@@ -66,6 +66,7 @@ from .plan import (
     read_partition,
     write_spill,
 )
+from .single import check_duplicate_ids
 from .workdir import RunState, default_work_dir, file_sha256, save_vocabulary, vocabulary_digests
 
 __all__ = [
@@ -228,18 +229,6 @@ def _finish_cleanup(state: RunState, out_dir: Path, manifest: dict[str, Any],
     return dict(json.loads((out_dir / SETTINGS).read_text(encoding="utf-8")))
 
 
-def _check_ids(plan: Sequence[Partition], text_field: str, id_field: str, strict: bool,
-               on_duplicate_ids: Callable[[int, str], None] | None) -> None:
-    if not (strict or on_duplicate_ids is not None):
-        return
-    n_dup, first_dup = find_duplicate_ids(lambda: partition_ids(plan, text_field, id_field))
-    if n_dup and first_dup is not None:
-        if strict:
-            raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
-        if on_duplicate_ids is not None:
-            on_duplicate_ids(n_dup, first_dup)
-
-
 def _part_done(state: RunState, out_dir: Path, index: int, fmt: str, report: bool) -> bool:
     """A part is finished if it and its report piece match the hashes this run recorded."""
     name, piece = part_name(index, fmt), part_name(index, "jsonl")
@@ -365,7 +354,8 @@ def obfuscate_corpus(
     state.save()
     plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
                            input_format=input_format, spill=_spiller(state, text_field, id_field, input_format))
-    _check_ids(plan, text_field, id_field, strict_ids, on_duplicate_ids)
+    check_duplicate_ids(lambda: partition_ids(plan, text_field, id_field), strict=strict_ids,
+                        on_duplicate_ids=on_duplicate_ids)
     settings = _prepare_jobs(state, out_dir, embeddings, backend, public, report=private_report is not None)
     if size is None and release_kind(mechanism) == "bag":
         size = _resolve_size(state, backend, plan, settings, on_size_from_data)
