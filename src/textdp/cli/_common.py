@@ -60,6 +60,8 @@ FORCE_HELP = "Replace existing output files. Default: refuse. An input is never 
 ForceOption = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 TextFieldOption = Annotated[str, typer.Option(help="Text field of JSONL input.")]
+StopWordsOption = Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")]
+VocabSizeOption = Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")]
 InputFormatOption = Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).

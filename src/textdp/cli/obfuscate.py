@@ -38,7 +38,9 @@ from ._common import (
     InputFormatOption,
     Interrupted,
     InterruptedRun,
+    StopWordsOption,
     TextFieldOption,
+    VocabSizeOption,
     bar_progress,
     cli_errors,
     parse_stop_words,
@@ -170,11 +172,9 @@ Bag = Annotated[BagMode, typer.Option(
 EmbeddingsPath = Annotated[Path | None, typer.Option(
     help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with --words). Default: GloVe 6B 50d.")]
 WordsPath = Annotated[Path | None, typer.Option(help="Words file (one per line) for a .npy matrix.")]
-VocabSize = Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")]
 DomainVocab = Annotated[Path | None, typer.Option(
     help="Restrict the vocabulary to words of this PUBLIC text/JSONL corpus (avoids out-of-domain outputs). Do not "
     "derive it from the private documents themselves.")]
-StopWords = Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")]
 OutputVocabOption = Annotated[OutputVocab, typer.Option(
     help="full: any vocabulary row may be released; words: only letter words that are not stop words (no "
     "punctuation tokens, numbers or stop words in the output).")]
@@ -289,9 +289,9 @@ def obfuscate(
     bag: Bag = BagMode.truncate,
     embeddings: EmbeddingsPath = None,
     words: WordsPath = None,
-    vocab_size: VocabSize = None,
+    vocab_size: VocabSizeOption = None,
     domain_vocab: DomainVocab = None,
-    stop_words: StopWords = "english",
+    stop_words: StopWordsOption = "english",
     output_vocab: OutputVocabOption = OutputVocab.full,
     seed: Seed = None,
     output: Output = None,
