@@ -213,12 +213,9 @@ def train_rewriter(
         default to ``--model-data public``).
     checkpoint_every : int
         Steps between checkpoints.
-    progress : callable, optional
-        ``progress(step, total_steps)`` after every step (:mod:`textdp.progress`).
-    on_step : callable, optional
-        ``on_step(step)`` after every step (tests use it to interrupt a run).
-    on_loss : callable, optional
-        ``on_loss(step, loss)`` after every step (the training loss, for a log or a bar).
+    progress, on_step, on_loss : callable, optional
+        Called after every step: ``progress(step, total_steps)`` (:mod:`textdp.progress`),
+        ``on_step(step)`` (tests use it to interrupt a run), ``on_loss(step, loss)`` (for a log or a bar).
     init_from : path, optional
         Another model directory whose training is in progress: start from its checkpoint
         if every step it took was a reconstruction-only step and its settings and data
@@ -226,8 +223,8 @@ def train_rewriter(
         ``er-ae`` run and a ``reconstruction`` run with the same seed and data are then
         identical by construction, so the AE-DP model can share them.
     max_steps, max_minutes : optional
-        A budget for this call: stop after this many steps, or after the step that
-        passes this many minutes (the CLI's ``--max-steps``/``--max-minutes``), and still write a usable model (its card says
+        A budget for this call (the CLI's ``--max-steps``/``--max-minutes``): stop after this many steps, or
+        after the step that passes this many minutes, and still write a usable model (its card says
         ``stopped_early``; the checkpoint stays, so calling again continues).
     card_names_data : bool
         Write the training seed in the card. Off by default: the card names neither the
@@ -238,50 +235,59 @@ def train_rewriter(
         run left).
     """
     s = settings or TrainingSettings()
-    _check_budget(checkpoint_every, max_steps, max_minutes)
     out = Path(model_dir)
-    if out.exists() and not out.is_dir():
-        raise ParameterError(f"{out} exists and is not a directory")
+    _check_call(out, checkpoint_every, max_steps, max_minutes)
     vocab, data, run_key = _training_data(segments, embeddings, s)
     done = _already_trained(out, run_key)
     if done is not None:
         return done
-    config = ModelConfig(vocab_size=vocab.size, embedding_dim=embeddings.dim, encoder_hidden=s.encoder_hidden,
-                         latent=s.latent, decoder_hidden=s.decoder_hidden, max_length=s.max_length,
-                         output_layer=s.output_layer)
-    word_vectors = np.asarray(embeddings.vectors[[embeddings.index[w] for w in vocab.words]], dtype=np.float32)
-    steps_per_epoch = math.ceil(len(data) / s.batch_size)
-    total = steps_per_epoch * s.epochs
-    warmup = round(s.warmup_fraction * total) if s.objective == "er-ae" else total
-    run = _start(out, config, word_vectors, s, run_key, total, init_from, on_checkpoint)
-    out.mkdir(parents=True, exist_ok=True)
-    vocab.save(out / "vocab.txt")
-    write_json(out / "config.json", config.to_dict())
+    config, word_vectors, steps_per_epoch, total, warmup = _plan(vocab, len(data), embeddings, s)
+    run = _start(out, config, vocab, word_vectors, s, run_key, total, init_from, on_checkpoint)
     loss_value, stop_reason = run.train(data, vocab.size, steps_per_epoch, warmup, total, checkpoint_every,
                                         max_steps=max_steps, max_minutes=max_minutes, progress=progress,
                                         on_step=on_step, on_loss=on_loss)
     seconds = run.elapsed + time.perf_counter() - run.t0
-    torch = torch_module()
-    with atomic_writer(out / "model.pt", "wb") as fh:
-        torch.save(run.net.state_dict(), fh)
-    training = {k: v for k, v in s.to_dict().items() if k != "seed" or card_names_data}
-    card = _card(run, config, embeddings.name, s, training, total=total, warmup=warmup, seconds=seconds,
-                 stop_reason=stop_reason, card_names_data=card_names_data, vocab=vocab,
-                 data={"description": data_description, "segments": len(data),
-                       "declared_public": bool(declared_public)})
-    write_json(out / "card.json", card)
-    if stop_reason is None:
-        run.ckpt_path.unlink(missing_ok=True)
+    _write_model(run, _card(run, config, embeddings.name, s, total=total, warmup=warmup, seconds=seconds,
+                            stop_reason=stop_reason, card_names_data=card_names_data, vocab=vocab,
+                            data={"description": data_description, "segments": len(data),
+                                  "declared_public": bool(declared_public)}), done=stop_reason is None)
     return TrainingResult(str(out), run.step, run.resumed_from, seconds, loss_value,
                           stopped_early=stop_reason is not None, planned_steps=total)
 
 
-def _check_budget(checkpoint_every: int, max_steps: int | None, max_minutes: float | None) -> None:
+def _write_model(run: _Run, card: dict[str, object], *, done: bool) -> None:
+    """``model.pt`` and then the card (which records its hash); the checkpoint goes once the training is done."""
+    torch = torch_module()
+    out = run.ckpt_path.parent
+    with atomic_writer(out / "model.pt", "wb") as fh:
+        torch.save(run.net.state_dict(), fh)
+    card["files"] = {name: file_sha256(out / name) for name in MODEL_FILES}
+    write_json(out / "card.json", card)
+    if done:
+        run.ckpt_path.unlink(missing_ok=True)
+
+
+def _plan(vocab: Vocabulary, n_segments: int, embeddings: Any,
+          s: TrainingSettings) -> tuple[ModelConfig, np.ndarray, int, int, int]:
+    """The network's configuration, its frozen word vectors, and the steps: per epoch, in all, of warm-up."""
+    config = ModelConfig(vocab_size=vocab.size, embedding_dim=embeddings.dim, encoder_hidden=s.encoder_hidden,
+                         latent=s.latent, decoder_hidden=s.decoder_hidden, max_length=s.max_length,
+                         output_layer=s.output_layer)
+    word_vectors = np.asarray(embeddings.vectors[[embeddings.index[w] for w in vocab.words]], dtype=np.float32)
+    steps_per_epoch = math.ceil(n_segments / s.batch_size)
+    total = steps_per_epoch * s.epochs
+    warmup = round(s.warmup_fraction * total) if s.objective == "er-ae" else total
+    return config, word_vectors, steps_per_epoch, total, warmup
+
+
+def _check_call(out: Path, checkpoint_every: int, max_steps: int | None, max_minutes: float | None) -> None:
     check_positive_int(checkpoint_every, "checkpoint_every")
     if max_steps is not None:
         check_positive_int(max_steps, "max_steps")
     if max_minutes is not None and not (max_minutes > 0 and math.isfinite(max_minutes)):
         raise ParameterError(f"max_minutes must be a positive number, got {max_minutes!r}")
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"{out} exists and is not a directory")
 
 
 def _training_data(segments: Sequence[Sequence[str]], embeddings: Any,
@@ -316,9 +322,10 @@ def _already_trained(out: Path, run_key: dict[str, Any]) -> TrainingResult | Non
     return None
 
 
-def _start(out: Path, config: ModelConfig, word_vectors: np.ndarray, s: TrainingSettings, run_key: dict[str, Any],
+def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.ndarray, s: TrainingSettings, run_key: dict[str, Any],
            total: int, init_from: str | Path | None, on_checkpoint: Callable[[int], None] | None) -> _Run:
-    """The network and optimiser: fresh, resumed from this run's checkpoint, or from ``init_from``'s."""
+    """The network and optimiser (fresh, resumed from this run's checkpoint, or from ``init_from``'s); the
+    vocabulary and the configuration are written once the checkpoint is accepted."""
     torch = torch_module()
     ckpt_path = out / "checkpoint.pt"
     state: dict[str, Any] | None = None
@@ -347,6 +354,9 @@ def _start(out: Path, config: ModelConfig, word_vectors: np.ndarray, s: Training
         run.step, run.start_epoch, run.start_batch = int(state["step"]), int(state["epoch"]), int(state["batch"])
         run.elapsed = float(state["elapsed"])
     run.resumed_from = run.step
+    out.mkdir(parents=True, exist_ok=True)
+    vocab.save(out / "vocab.txt")
+    write_json(out / "config.json", config.to_dict())
     return run
 
 
@@ -439,11 +449,12 @@ class _Run:
         return None if reason is not None and self.step >= total else reason
 
 
-def _card(run: _Run, config: ModelConfig, embeddings_name: str, s: TrainingSettings, training: dict[str, Any], *,
+def _card(run: _Run, config: ModelConfig, embeddings_name: str, s: TrainingSettings, *,
           total: int, warmup: int, seconds: float, stop_reason: str | None, card_names_data: bool,
           vocab: Vocabulary, data: dict[str, object]) -> dict[str, object]:
     """The model card (see the module notes): never the text, the seed or the file names unless asked."""
-    step, shared_from, out = run.step, run.shared_from, run.ckpt_path.parent
+    step, shared_from = run.step, run.shared_from
+    training = {k: v for k, v in s.to_dict().items() if k != "seed" or card_names_data}
     return {
         "textdp_version": __version__,
         "complete": True,
@@ -470,7 +481,7 @@ def _card(run: _Run, config: ModelConfig, embeddings_name: str, s: TrainingSetti
         "run_key": _public_key(run.run_key),
         # names the model in rewrite settings: random, so it fingerprints neither the data nor the weights
         "model_id": secrets.token_hex(16),
-        "files": {name: file_sha256(out / name) for name in MODEL_FILES},
+        "files": {},  # the hashes of MODEL_FILES, filled in once model.pt is written
     }
 
 
