@@ -228,6 +228,26 @@ DeprecatedJobs = Annotated[int | None, typer.Option(
 TopicModelOption = Annotated[str, typer.Option(
     help="Topic model: sklearn LDA or tomotopy LDA." + _choices(TOPIC_MODELS), callback=_one_of(TOPIC_MODELS))]
 
+ReleaseOutput = Annotated[Path | None, typer.Option(
+    "--output", "-o", help="Write the release JSON here (and OUTPUT.settings.json); default or '-': stdout.")]
+PrivateReport = Annotated[Path | None, typer.Option(
+    help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise scale, "
+    "timings, paths). Never publish it; it must differ from --output.")]
+MechanismOption = Annotated[str, typer.Option(
+    help=MECHANISM_HELP + _choices(MECHANISMS), callback=_one_of(MECHANISMS))]
+DeprecatedBackend = Annotated[str | None, typer.Option(
+    "--backend", hidden=True, help="Deprecated: use --topic-model.", callback=_one_of(TOPIC_MODELS))]
+Neighbours = Annotated[str, typer.Option(
+    help="add-remove one user (default) or replace one (thesis)." + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))]
+GridBits = Annotated[int, typer.Option(
+    help="Released values are exact multiples of 2^-GRID_BITS (floating-point-safe noise).")]
+Workers = Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")]
+Scheduler = Annotated[str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")]
+CacheDir = Annotated[Path | None, typer.Option(
+    help="Cache of sampled distances (default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")]
+Seed = Annotated[int | None, typer.Option(
+    help="Seed for sampling and noise (default: OS entropy; a published seed lets anyone undo the noise).")]
+
 
 @dataclass(frozen=True)
 class _TopicsOptions:
@@ -287,11 +307,8 @@ class _TopicsRun:
 
 def topics(
     corpus: Corpus,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write the release JSON here (and OUTPUT.settings.json); default or '-': stdout.")] = None,
-    private_report: Annotated[Path | None, typer.Option(
-        help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise "
-             "scale, timings, paths). Never publish it; it must differ from --output.")] = None,
+    output: ReleaseOutput = None,
+    private_report: PrivateReport = None,
     user_field: UserField = "author",
     text_field: TextField = "text",
     n_topics: Annotated[int, typer.Option("--topics", "-m", help="Topics m to release (top by prevalence).")] = 10,
@@ -301,11 +318,9 @@ def topics(
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPS_HELP)] = 3.0,
     delta: Delta = 1e-4,
     gamma: Annotated[float, typer.Option(help=GAMMA_HELP)] = 0.1,
-    mechanism: Annotated[str, typer.Option(
-        help=MECHANISM_HELP + _choices(MECHANISMS), callback=_one_of(MECHANISMS))] = "topicdp",
+    mechanism: MechanismOption = "topicdp",
     topic_model: TopicModelOption = "sklearn",
-    backend_deprecated: Annotated[str | None, typer.Option(
-        "--backend", hidden=True, help="Deprecated: use --topic-model.", callback=_one_of(TOPIC_MODELS))] = None,
+    backend_deprecated: DeprecatedBackend = None,
     max_iter: Annotated[int, typer.Option(help="LDA passes (tomotopy: x20 Gibbs iterations).")] = 10,
     model_seed: Annotated[int, typer.Option(help="Fixed seed of the LDA initialisation (defines the function).")] = 0,
     max_docs_per_user: MaxDocsPerUser = 30,
@@ -314,22 +329,16 @@ def topics(
     vocabulary: Annotated[str, typer.Option(help=VOCABULARY_HELP)] = "corpus",
     strip_quotes: StripQuotes = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
-    neighbours: Annotated[str, typer.Option(help="add-remove one user (default) or replace one (thesis)."
-                                            + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))] = "add-remove",
+    neighbours: Neighbours = "add-remove",
     sensitivity: Annotated[str, typer.Option(help=SENSITIVITY_HELP)] = "sampled",
-    grid_bits: Annotated[int, typer.Option(
-        help="Released values are exact multiples of 2^-GRID_BITS (floating-point-safe noise).")] = 20,
+    grid_bits: GridBits = 20,
     engine: EngineOption = EngineName.local,
-    workers: Annotated[int | None, typer.Option(
-        help="Worker processes of the local Dask cluster (default: one per core).")] = None,
-    scheduler: Annotated[str | None, typer.Option(
-        help="Address of a running Dask scheduler (e.g. tcp://host:8786).")] = None,
+    workers: Workers = None,
+    scheduler: Scheduler = None,
     jobs: DeprecatedJobs = None,
-    cache_dir: Annotated[Path | None, typer.Option(
-        help="Cache of sampled distances (default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")] = None,
+    cache_dir: CacheDir = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-    seed: Annotated[int | None, typer.Option(
-        help="Seed for sampling and noise (default: OS entropy; a published seed lets anyone undo the noise).")] = None,
+    seed: Seed = None,
     quiet: QuietOption = False,
     force: ForceOption = False,
 ) -> None:
