@@ -334,7 +334,7 @@ def _move_no_replace(tmp: str, target: Path) -> None:
     os.unlink(tmp)
 
 
-def write_json(path: str | os.PathLike[str], obj: Any, *, overwrite: bool = True, private: bool = True) -> None:
+def write_json(path: str | os.PathLike[str], obj: object, *, overwrite: bool = True, private: bool = True) -> None:
     """Write ``obj`` as indented JSON, atomically (``overwrite``, ``private``: as for :func:`atomic_writer`)."""
     with atomic_writer(path, overwrite=overwrite, private=private) as fh:
         json.dump(obj, fh, indent=2, ensure_ascii=False, allow_nan=False)

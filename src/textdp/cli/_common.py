@@ -31,6 +31,7 @@ from rich.progress import (
 )
 from rich.text import Text
 from typer._click import exceptions as click_errors  # typer's own copy of click raises these
+from typer._click.core import Context, Parameter
 from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
@@ -243,14 +244,14 @@ def _plain_help(text: str | None) -> str | None:
     return None if text is None else escape(_reflow(text))
 
 
-def _quiet_flags(params: list[Any]) -> list[Any]:
+def _quiet_flags(params: list[Parameter]) -> list[Parameter]:
     for p in params:  # a flag takes no value: do not show a type such as <bool>
         if (getattr(p, "is_flag", False) or getattr(p, "count", False)) and p.metavar is None:
             p.metavar = ""
     return params
 
 
-def _usage_pieces(command: Any, ctx: Any) -> list[str]:
+def _usage_pieces(command: TyperCommand, ctx: Context) -> list[str]:
     """``[OPTIONS] CORPUS [FILES]...``: arguments in upper case, optional ones in brackets (click's style)."""
     pieces = [command.options_metavar] if command.options_metavar else []
     for p in command.get_params(ctx):
@@ -274,18 +275,19 @@ class Command(TyperCommand):
             if getattr(p, "help", None):
                 p.help = _plain_help(p.help)  # type: ignore[attr-defined]
 
-    def get_params(self, ctx: Any) -> list[Any]:
+    def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))
 
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         return _usage_pieces(self, ctx)
 
 
 def _usage_error_line(exc: click_errors.ClickException) -> str:
     """A click usage error as one line: what is wrong, and where the help is."""
     msg = " ".join(exc.format_message().replace("Value error, ", "").split())
-    param: Any = getattr(exc, "param", None)
-    if isinstance(exc, click_errors.MissingParameter) and getattr(param, "param_type_name", "") == "argument":
+    param: Parameter | None = getattr(exc, "param", None)
+    if (isinstance(exc, click_errors.MissingParameter) and param is not None
+            and getattr(param, "param_type_name", "") == "argument"):
         msg = f"missing argument {(param.metavar or param.name or '').upper()}"  # as the usage line names it
     ctx = getattr(exc, "ctx", None)
     if isinstance(exc, click_errors.UsageError) and ctx is not None:
@@ -329,5 +331,5 @@ class Group(TyperGroup):
             if getattr(p, "help", None):
                 p.help = _plain_help(p.help)  # type: ignore[attr-defined]
 
-    def get_params(self, ctx: Any) -> list[Any]:
+    def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Protocol
 
+import numpy as np
 import typer
+from rich.progress import Progress
 
 from .._validation import check_epsilon, check_positive_int, check_size
 from ..backend import Backend
@@ -112,6 +114,12 @@ def _stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
+class _Decoder(Protocol):
+    """What :class:`_CountingDecoder` needs of a nearest-word decoder."""
+
+    def decode(self, z: np.ndarray, /, *args: object, **kwargs: object) -> Sized: ...
+
+
 class _CountingDecoder:
     """A mechanism's nearest-word decoder that reports how many words it decoded.
 
@@ -121,26 +129,26 @@ class _CountingDecoder:
     Decoding is unchanged: every call and attribute goes to the wrapped decoder.
     """
 
-    def __init__(self, inner: Any, on_words: Any) -> None:
+    def __init__(self, inner: _Decoder, on_words: Callable[[int], object]) -> None:
         self._inner = inner
         self._on_words = on_words
 
-    def decode(self, z: Any, *args: Any, **kwargs: Any) -> Any:
+    def decode(self, z: np.ndarray, /, *args: object, **kwargs: object) -> Sized:
         out = self._inner.decode(z, *args, **kwargs)
         self._on_words(len(out))
         return out
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 
 
-def _count_words(mech: Any, bar: Any, total: int | None) -> None:
+def _count_words(mech: object, bar: Progress, total: int | None) -> None:
     """Add a "words" task to ``bar`` that moves as ``mech`` decodes (mechanisms with a decoder)."""
     inner = getattr(mech, "decoder_", None)
     if inner is None or not hasattr(inner, "decode"):
         return
     task = bar.add_task("words decoded", total=total)
-    mech.decoder_ = _CountingDecoder(inner, lambda n: bar.advance(task, n))
+    setattr(mech, "decoder_", _CountingDecoder(inner, lambda n: bar.advance(task, n)))  # noqa: B010 - any mechanism
 
 
 # -- the options, declared once ---------------------------------------------------------------------------
@@ -466,7 +474,7 @@ def _interrupted_message(output: Path, manifest_name: str) -> str:
     import json
 
     done = sorted(p.name for p in output.glob("part-*") if p.is_file()) if output.is_dir() else []
-    total: Any = "?"
+    total: int | str = "?"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         total = len(json.loads((output / manifest_name).read_text(encoding="utf-8"))["parts"])
     if not (output / manifest_name).exists():

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,6 +61,9 @@ from ..progress import ProgressCallback
 from .model import OUTPUT_LAYERS, ModelConfig, build_network, losses
 from .sampling import torch_module
 from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
+
+if TYPE_CHECKING:
+    from ..embeddings import Embeddings
 
 __all__ = ["OBJECTIVES", "PRIVATE_MODEL_NOTE", "TrainingResult", "TrainingSettings", "train_rewriter"]
 
@@ -116,7 +119,7 @@ class TrainingSettings:
         if not (self.learning_rate > 0 and self.clip_norm > 0 and self.embed_weight >= 0):
             raise ParameterError("learning_rate and clip_norm must be > 0 and embed_weight >= 0")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain-data form."""
         return asdict(self)
 
@@ -177,7 +180,7 @@ def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
 def train_rewriter(
     segments: Sequence[Sequence[str]],
     model_dir: str | Path,
-    embeddings: Any,
+    embeddings: Embeddings,
     settings: TrainingSettings | None = None,
     *,
     data_description: str,
@@ -267,7 +270,7 @@ def _write_model(run: _Run, card: dict[str, object], *, done: bool) -> None:
         run.ckpt_path.unlink(missing_ok=True)
 
 
-def _plan(vocab: Vocabulary, n_segments: int, embeddings: Any,
+def _plan(vocab: Vocabulary, n_segments: int, embeddings: Embeddings,
           s: TrainingSettings) -> tuple[ModelConfig, np.ndarray, int, int, int]:
     """The network's configuration, its frozen word vectors, and the steps: per epoch, in all, of warm-up."""
     config = ModelConfig(vocab_size=vocab.size, embedding_dim=embeddings.dim, encoder_hidden=s.encoder_hidden,
@@ -290,8 +293,8 @@ def _check_call(out: Path, checkpoint_every: int, max_steps: int | None, max_min
         raise ParameterError(f"{out} exists and is not a directory")
 
 
-def _training_data(segments: Sequence[Sequence[str]], embeddings: Any,
-                   s: TrainingSettings) -> tuple[Vocabulary, list[np.ndarray], dict[str, Any]]:
+def _training_data(segments: Sequence[Sequence[str]], embeddings: Embeddings,
+                   s: TrainingSettings) -> tuple[Vocabulary, list[np.ndarray], dict[str, object]]:
     """The vocabulary, the encoded segments and the run's identity (settings + data; private)."""
     segs_tok = [list(x) for x in segments if len(x) > 0]
     if not segs_tok:
@@ -305,7 +308,7 @@ def _training_data(segments: Sequence[Sequence[str]], embeddings: Any,
     return vocab, data, run_key
 
 
-def _already_trained(out: Path, run_key: dict[str, Any]) -> TrainingResult | None:
+def _already_trained(out: Path, run_key: dict[str, object]) -> TrainingResult | None:
     """The result of a complete run of these settings and data already in ``out``; refuse anything else."""
     card_path, ckpt_path = out / "card.json", out / "checkpoint.pt"
     if card_path.exists():
@@ -322,7 +325,7 @@ def _already_trained(out: Path, run_key: dict[str, Any]) -> TrainingResult | Non
     return None
 
 
-def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.ndarray, s: TrainingSettings, run_key: dict[str, Any],
+def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.ndarray, s: TrainingSettings, run_key: dict[str, object],
            total: int, init_from: str | Path | None, on_checkpoint: Callable[[int], None] | None) -> _Run:
     """The network and optimiser (fresh, resumed from this run's checkpoint, or from ``init_from``'s); the
     vocabulary and the configuration are written once the checkpoint is accepted."""
@@ -337,7 +340,7 @@ def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.n
         entropy = int(state["entropy"])
         shared_from = state.get("shared_from")
     elif init_from is not None:
-        state = _shared_start(Path(init_from), run_key, total)
+        state = _shared_start(Path(init_from), run_key, s, total)
         entropy = int(state["entropy"])
         shared_from = {"model_dir": str(init_from), "steps": int(state["step"])}
     else:
@@ -370,7 +373,7 @@ class _Run:
     settings: TrainingSettings
     ckpt_path: Path
     entropy: int
-    run_key: dict[str, Any]
+    run_key: dict[str, object]
     shared_from: dict[str, Any] | None
     on_checkpoint: Callable[[int], None] | None
     step: int = 0
@@ -487,30 +490,30 @@ def _card(run: _Run, config: ModelConfig, embeddings_name: str, s: TrainingSetti
 
 #: Settings added after checkpoints were first written: left out of the run key at these values,
 #: so that an older checkpoint of the same run still resumes.
-_LATER_DEFAULTS: dict[str, Any] = {"output_layer": "dense"}
+_LATER_DEFAULTS: dict[str, object] = {"output_layer": "dense"}
 
 
-def _settings_key(s: TrainingSettings) -> dict[str, Any]:
+def _settings_key(s: TrainingSettings) -> dict[str, object]:
     return {k: v for k, v in s.to_dict().items() if not (k in _LATER_DEFAULTS and _LATER_DEFAULTS[k] == v)}
 
 
-def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, Any]:
+def _shared_start(src: Path, run_key: dict[str, object], s_ours: TrainingSettings, total: int) -> dict[str, Any]:
     """The checkpoint of ``src`` if it may start this run (see ``init_from``)."""
     torch = torch_module()
     path = src / "checkpoint.pt"
     if not path.exists():
         raise ParameterError(f"--init-from {src}: no checkpoint (the run finished or never started)")
     state = torch.load(path, weights_only=True)
-    theirs, ours = dict(state["run_key"]), run_key
+    theirs = dict(state["run_key"])
     loose = ("objective", "warmup_fraction")
-    same = (theirs["data"] == ours["data"] and theirs["vocabulary"] == ours["vocabulary"]
+    same = (theirs["data"] == run_key["data"] and theirs["vocabulary"] == run_key["vocabulary"]
             and {k: v for k, v in theirs["settings"].items() if k not in loose}
-            == {k: v for k, v in ours["settings"].items() if k not in loose})
+            == {k: v for k, v in _settings_key(s_ours).items() if k not in loose})
     if not same:
         raise ParameterError(f"--init-from {src}: that run has other settings or data")
     s = theirs["settings"]
     their_warmup = round(s["warmup_fraction"] * total) if s["objective"] == "er-ae" else total
-    our_warmup = round(ours["settings"]["warmup_fraction"] * total) if ours["settings"]["objective"] == "er-ae" else total
+    our_warmup = round(s_ours.warmup_fraction * total) if s_ours.objective == "er-ae" else total
     if int(state["step"]) > min(their_warmup, our_warmup):
         raise ParameterError(f"--init-from {src}: its checkpoint (step {state['step']}) is past the shared "
                              "reconstruction-only steps")
@@ -518,7 +521,7 @@ def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, A
     return dict(state)
 
 
-def _public_key(run_key: dict[str, Any]) -> str:
+def _public_key(run_key: dict[str, object]) -> str:
     """The card's ``run_key``: a keyed hash of the run's identity (settings + data), for its owner only.
 
     HMAC-SHA256 under this user's secret key (:func:`textdp._cache.user_secret`, 0600 in the
