@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -30,8 +31,10 @@ from ._common import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..topics import UserCorpus
+    from ..backend import Backend
+    from ..topics import SampledSensitivity, SensitivitySampler, UserCorpus
     from ..topics.models import TopicModel
+    from ..topics.vocabulary import PublicVocabulary
 
 TOPICS_HELP = (
     "Release the topic-keyword matrix of an LDA model (top --topics topics x top --keywords words) "
@@ -70,7 +73,7 @@ STRIP_HELP = ("Drop quoted-reply ('>', '|') and '... writes:' lines: they are ot
               "(recommended for e-mail / Usenet such as 20newsgroups).")
 
 
-def _one_of(choices: tuple[str, ...]) -> Any:
+def _one_of(choices: tuple[str, ...]) -> Callable[[str | None], str | None]:
     """Typer callback accepting only ``choices`` (the library's tuple of names)."""
 
     def check(value: str | None) -> str | None:
@@ -86,7 +89,7 @@ def _choices(names: tuple[str, ...]) -> str:
 
 
 def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_user_docs: int,
-          max_features: int, strip_quotes: bool, vocabulary: Any = None) -> Any:
+          max_features: int, strip_quotes: bool, vocabulary: PublicVocabulary | None = None) -> UserCorpus:
     from ..topics import UserCorpus
 
     return UserCorpus.from_jsonl(corpus, user_field=user_field, text_field=text_field,
@@ -147,7 +150,7 @@ def _engine_options(engine: EngineName, workers: int | None, scheduler: str | No
     return engine, workers
 
 
-def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> Any:
+def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> Backend | None:
     """The execution engine for the sampler (``None`` = in this process)."""
     if engine is EngineName.local:
         return None
@@ -156,7 +159,8 @@ def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> 
     return get_backend("dask", scheduler=scheduler, workers=workers)
 
 
-def _sample(sampler: Any, gamma: float, seed: Any, quiet: bool) -> Any:
+def _sample(sampler: SensitivitySampler, gamma: float, seed: np.random.Generator,
+            quiet: bool) -> dict[tuple[int, int], SampledSensitivity]:
     """Run the sampler; an interrupt says truthfully what the cache keeps and that re-running resumes."""
     from ..topics import sampler_parameters
 
@@ -170,7 +174,7 @@ def _sample(sampler: Any, gamma: float, seed: Any, quiet: bool) -> Any:
         raise InterruptedRun(_interrupted_message(sampler, total), status) from None
 
 
-def _interrupted_message(sampler: Any, total: int) -> str:
+def _interrupted_message(sampler: SensitivitySampler, total: int) -> str:
     """What an interrupted sensitivity sampler leaves behind (read back from its cache file)."""
     if sampler.cache_path is None:
         return ("no release was written; the sensitivity samples drawn so far are lost (--no-cache); "
@@ -201,7 +205,7 @@ def _check_paths(corpus: Path, output: Path | None, private_report: Path | None,
     )
 
 
-def _write_all(files: list[tuple[Path, Any, bool]], force: bool) -> None:
+def _write_all(files: list[tuple[Path, object, bool]], force: bool) -> None:
     """Write ``(path, object, private)`` JSON files in order; on an interrupt remove the ones written so far."""
     done: list[Path] = []
     try:
@@ -455,7 +459,7 @@ def _release_settings(o: _TopicsOptions, run: _TopicsRun, corpus_settings: objec
     }
 
 
-def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: Any,
+def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: object,
                     sens_value: float | str | None, private: dict[str, object]) -> dict[str, object]:
     """The PRIVATE report: counts, the sensitivity and the noise scale, timings, paths."""
     sigma: dict[str, object] = {}
