@@ -171,7 +171,7 @@ def _tensors(segs: list[np.ndarray], rng: np.random.Generator, s: TrainingSettin
     }
 
 
-def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+def _save_checkpoint(path: Path, state: dict[str, object]) -> None:
     torch = torch_module()
     with atomic_writer(path, "wb") as fh:
         torch.save(state, fh)
@@ -332,7 +332,7 @@ def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.n
     torch = torch_module()
     ckpt_path = out / "checkpoint.pt"
     state: dict[str, Any] | None = None
-    shared_from: dict[str, Any] | None = None
+    shared_from: dict[str, object] | None = None
     if ckpt_path.exists():
         state = torch.load(ckpt_path, weights_only=True)
         if state.get("run_key") != run_key:
@@ -374,7 +374,7 @@ class _Run:
     ckpt_path: Path
     entropy: int
     run_key: dict[str, object]
-    shared_from: dict[str, Any] | None
+    shared_from: dict[str, object] | None
     on_checkpoint: Callable[[int], None] | None
     step: int = 0
     start_epoch: int = 0
