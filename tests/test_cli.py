@@ -27,8 +27,9 @@ def test_obfuscate_file_jsonl(tmp_path):
     assert r.exit_code == 0, r.output
     rec = json.loads(out.read_text())
     assert rec["id"] == "0" and len(rec["words"]) == 30 and rec["epsilon"] == 10.0
-    assert rec["mechanism"] == "earth-movers" and "N=30" in rec["guarantee"] and rec["seeded"] is True
+    assert rec["mechanism"] == "earth-movers" and rec["guarantee"]["parameters"]["size"] == 30 and rec["seeded"] is True
     settings = json.loads((tmp_path / "out.jsonl.settings.json").read_text())
+    assert "N=30" in settings["guarantee"]["statement"]  # the long statement: once, in the settings
     assert settings["seeded"] is True and settings["size"] == 30 and settings["documents"] == 1
     assert "seed" not in settings and "inputs" not in settings  # the seed undoes the noise; paths are private
     # same seed, same output

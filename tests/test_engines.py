@@ -148,7 +148,7 @@ def test_cli_partitioned_local(tmp_path, toy_emb, monkeypatch):
                                    "--engine", "local", "--partitions", "3", "-o", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     recs = _read_parts(tmp_path / "out")
-    assert len(recs) == 30 and all(r["decoder"] == "exact" for r in recs)
+    assert len(recs) == 30 and all(r["guarantee"]["parameters"]["decoder"] == "exact" for r in recs)
     settings = json.loads((tmp_path / "out" / "settings.json").read_text())
     assert settings["partitions"] == 3 and settings["engine"] == "local" and settings["seeded"] is True
     assert "seed" not in settings

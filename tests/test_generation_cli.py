@@ -6,6 +6,7 @@ import json
 import sys
 
 import pytest
+from record_schema import compact, validate_guarantee, validate_record
 from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
@@ -85,13 +86,17 @@ def test_rewrite_writes_records_with_the_guarantee(tmp_path, model_dir):
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in recs] == ["a:0", "a:1", "b:0"]
     for r in recs:
-        assert set(r) == {"id", "text", "epsilon", "mechanism", "unit", "guarantee", "seeded"}
-        assert r["mechanism"] == "er-ae" and r["unit"] == "sentence" and r["seeded"] is True
+        validate_record(r)
+        assert r["mechanism"] == "er-ae" and r["unit"] == "sentence" and r["seeded"] is True and r["units"] == 1
         g = r["guarantee"]
-        assert g["unit"] == "sentence" and g["delta"] == 0.0 and g["model_data"] == "public" and g["covered"]
+        assert g["unit"] == "sentence" and g["delta"] == 0.0 and g["parameters"]["model_data"] == "public"
+        assert g["parameters"]["covered"] and "statement" not in g  # the long text is in the settings, once
+        assert r["epsilon"] == g["epsilon"] > 5  # the top level is the per-sentence bound, not the parameter 5
         assert "qwertyzz" not in r["text"]
     settings = json.loads((tmp_path / "out.jsonl.settings.json").read_text())
-    assert settings["seeded"] is True and "seed" not in settings and settings["epsilon"] == pytest.approx(recs[0]["guarantee"]["epsilon"])
+    assert settings["seeded"] is True and "seed" not in settings and settings["epsilon"] == pytest.approx(recs[0]["epsilon"])
+    validate_guarantee(settings["guarantee"])
+    assert compact(settings["guarantee"]) == recs[0]["guarantee"]
     private = json.loads(report.read_text())
     assert private["documents"][0]["oov_tokens"] >= 1 and "PRIVATE" in private["note"]
     # same seed and partition size -> same output; document unit joins the sentences
@@ -100,11 +105,14 @@ def test_rewrite_writes_records_with_the_guarantee(tmp_path, model_dir):
                               "--unit", "sentence", "-q"])
     assert res.exit_code == 0 and out2.read_text() == out.read_text()
     out3 = tmp_path / "out3.jsonl"
-    res = runner.invoke(app, ["rewrite", str(model_dir), str(inp), "-e", "5", "-o", str(out3), "--mechanism", "syntf",
-                              "--model-data", "same", "-q"])
+    res = runner.invoke(app, ["rewrite", str(model_dir), str(inp), "-e", "5", "-o", str(out3), "--mechanism",
+                              "syntf-sentence", "--model-data", "same", "-q"])
     assert res.exit_code == 0, res.output
     docs = [json.loads(line) for line in out3.read_text().splitlines()]
     assert [d["id"] for d in docs] == ["a", "b"] and all(d["seeded"] is False for d in docs)
+    # a line of m segments states the per-segment bound, m and the line's total (issue 23, items 1 and 15)
+    assert [d["units"] for d in docs] == [2, 1] and all(validate_record(d) for d in docs)
+    assert docs[0]["total"]["epsilon"] == pytest.approx(2 * docs[0]["epsilon"])
 
 
 @pytest.mark.parametrize(

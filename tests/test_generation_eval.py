@@ -30,18 +30,18 @@ def test_conditions_share_the_per_sentence_bound():
     for e in (1.0, 5.0):
         b = two_set_bound(e, 10_001, 32).per_sentence
         rows = [c for c in conds if c.table == "equal-bound" and c.er_ae_epsilon == e]
-        assert {c.mechanism for c in rows} == {"er-ae", "ae-dp", "syntf", "random"}
+        assert {c.mechanism for c in rows} == {"er-ae", "ae-dp", "syntf-sentence", "random-sentence"}
         for c in rows:
             assert c.bound == pytest.approx(b, rel=1e-9)
             if c.mechanism == "ae-dp":
                 assert em_bound(c.epsilon, 32) == pytest.approx(b)
-            if c.mechanism == "random":
+            if c.mechanism == "random-sentence":
                 assert 32 * random_r_epsilon(random_r_rate(c.epsilon, 10_000), 10_000) == pytest.approx(b)
-            if c.mechanism == "syntf":
+            if c.mechanism == "syntf-sentence":
                 assert c.epsilon == pytest.approx(b)
     nominal = [c for c in conds if c.table == "nominal"]
     assert {(c.mechanism, c.bound) for c in nominal if c.er_ae_epsilon == 5.0} == {
-        ("ae-dp", 160.0), ("syntf", 160.0), ("random", 160.0)}
+        ("ae-dp", 160.0), ("syntf-sentence", 160.0), ("random-sentence", 160.0)}
     # ER-AE's floor: even at epsilon -> 0 the bound is L_max * ln(|V| - 1)
     assert two_set_bound(1e-6, 10_001, 32).per_sentence == pytest.approx(32 * math.log(10_000), rel=1e-6)
 

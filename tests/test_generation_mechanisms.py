@@ -135,7 +135,7 @@ def test_em_and_random_r_calibration():
 
 
 def test_random_r_rate_is_the_measured_replacement_rate(tmp_path):
-    from textdp.generation.rewriter import Rewriter, RewriteSettings
+    from textdp.generation.rewriter import RandomSentence, Rewriter, RewriteSettings
 
     # a model directory is only needed for its vocabulary; build the smallest one by hand
     from textdp.generation.vocab import Vocabulary
@@ -146,15 +146,17 @@ def test_random_r_rate_is_the_measured_replacement_rate(tmp_path):
     eps = 6.0
     rate = random_r_rate(eps, len(words))
     seg = [words[:20]] * 2000 + [["out-of-vocabulary"] * 5] * 100
-    out = rw._random_replace(seg, rate, make_rng(4))
+    mech = RandomSentence(epsilon=eps, model=rw).fit()
+    assert mech.replacement_.rate_ == pytest.approx(rate)  # the word family's RandomReplacement core
+    out = mech.rewrite_segments(seg, make_rng(4))
     changed = sum(o != s for a, b in zip(out[:2000], seg[:2000], strict=True) for o, s in zip(a, b, strict=True))
     n = 2000 * 20
     expected = rate * (1 - 1 / len(words))  # replaced by a different word
     assert abs(changed / n - expected) < 4 * math.sqrt(expected * (1 - expected) / n)
-    assert all(w in words for o in out[2000:] for w in o)  # OOV tokens always replaced, never copied
-    g = rewrite_guarantee("random", eps, vocab_size=len(words), max_length=32)
+    assert all(o == [] for o in out[2000:])  # OOV tokens dropped, as the word family's random does
+    g = rewrite_guarantee("random-sentence", eps, vocab_size=len(words), max_length=32)
     assert not g.length_covered and "NOT covered" in g.statement
-    assert RewriteSettings(mechanism="random", epsilon=eps).mechanism == "random"
+    assert RewriteSettings(mechanism="random-sentence", epsilon=eps).mechanism == "random-sentence"
 
 
 def test_syntf_matches_exact_law_and_rejects_a_wrong_one():
@@ -178,20 +180,23 @@ def test_syntf_matches_exact_law_and_rejects_a_wrong_one():
 
 
 def test_syntf_guarantee_bound_and_api(glove):
-    m = SynTF(epsilon=12.0, size=3, vocabulary=["cat", "dog", "fish", "bird"], unit="sentence")
-    g = m.guarantee
+    from textdp.embeddings import Embeddings
+
+    vocab = ["cat", "dog", "fish", "bird"]
+    m = SynTF(epsilon=12.0, size=3, embeddings=Embeddings(vocab, np.eye(4), name="toy"), stop_words=None)
+    g = m.guarantee()
     assert isinstance(g, Guarantee) and set(GUARANTEE_KEYS) <= set(g.to_dict())
-    assert g.epsilon == 12.0 and g.unit == "sentence"
+    assert g.epsilon == 12.0 and g.unit == "document"
     # the exact per-term law changes by at most exp(eps / size) between any two inputs
     q = [syntf_distribution(x, 12.0, 3) for x in (np.array([1.0, 0, 0, 0]), np.array([0, 0, 0, 5.0]), np.zeros(4))]
     assert max(np.max(np.log(a / b)) for a in q for b in q) <= 12.0 / 3 + 1e-12
-    bags = m.privatize([["cat", "unicorn"], []], rng=0)
-    assert [len(b) for b in bags] == [3, 3] and all(w in m.vocabulary for b in bags for w in b)
+    bags = m.privatize(["cat unicorn", "dog"], seed=0)
+    assert [len(b.words) for b in bags] == [3, 3] and all(w in vocab for b in bags for w in b.words)
     # composition with GloVe vectors computed row by row
-    vocab = ["king", "queen", "apple", "car"]
-    mv = SynTF(epsilon=50.0, size=5, vocabulary=vocab, variant="composition",
-               vectors=np.stack([glove.vector(w) for w in vocab]))
-    assert len(mv.privatize([["king"]], rng=1)[0]) == 5
+    words = ["king", "queen", "apple", "car"]
+    mv = SynTF(epsilon=50.0, size=5, variant="composition", stop_words=None,
+               embeddings=Embeddings(words, np.stack([glove.vector(w) for w in words]), name="four"))
+    assert len(mv.privatize("king", seed=1).words) == 5
 
 
 def test_two_set_audit_stays_below_the_claim_and_flags_broken_variants():

@@ -6,6 +6,7 @@ import json
 import sys
 
 import pytest
+from record_schema import validate_record
 
 torch = pytest.importorskip("torch")
 
@@ -82,7 +83,8 @@ def test_interrupted_training_resumes_to_the_same_model(tmp_path, segments, glov
         train_rewriter(segments, out, glove, TrainingSettings(seed=4, **TINY), data_description="toy sentences")
 
 
-@pytest.mark.parametrize("mechanism,epsilon", [("er-ae", 8.0), ("ae-dp", 40.0), ("syntf", 200.0), ("random", 6.0)])
+@pytest.mark.parametrize("mechanism,epsilon", [("er-ae", 8.0), ("ae-dp", 40.0), ("syntf-sentence", 200.0),
+                                               ("random-sentence", 6.0)])
 @pytest.mark.parametrize("variant", ["autoregressive", "teacher-forced"])
 def test_rewrite_outputs_only_vocabulary_words(tiny_model, mechanism, epsilon, variant):
     rw = Rewriter(tiny_model)
@@ -92,13 +94,17 @@ def test_rewrite_outputs_only_vocabulary_words(tiny_model, mechanism, epsilon, v
     assert [r["id"] for r in records] == ["d1:0", "d1:1", "d2:0"]
     words = set(rw.vocab.words)
     for r in records:
-        assert set(r) == {"id", "text", "epsilon", "mechanism", "unit", "guarantee", "seeded"}
-        assert r["seeded"] is True and r["mechanism"] == mechanism and r["epsilon"] == epsilon
+        validate_record(r)
+        assert set(r) == {"id", "release", "text", "epsilon", "delta", "mechanism", "unit", "guarantee", "seeded",
+                          "units", "total"}
+        assert r["seeded"] is True and r["mechanism"] == mechanism and r["unit"] == "sentence" and r["units"] == 1
+        assert r["guarantee"]["parameters"]["epsilon_parameter"] == epsilon  # the top level is the bound
+        assert r["epsilon"] == r["total"]["epsilon"]
         toks = r["text"].replace(".", " . ").split()
         assert "zyzzyvaqx" not in r["text"] and "<unk>" not in r["text"]  # OOV never copied, unk never emitted
         assert all(t in words for t in toks)
         assert len(toks) <= rw.max_length
-        assert set(GUARANTEE_KEYS) <= set(r["guarantee"])
+        assert set(GUARANTEE_KEYS) - {"statement", "reference"} <= set(r["guarantee"])
     assert diag[0]["oov_tokens"] >= 1 and diag[0]["segments"] == 2  # private diagnostics, not in the records
     again, _ = rewrite_documents(rw, docs, settings, 7, seeded=True)
     assert again == records  # a seed reproduces the output

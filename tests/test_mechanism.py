@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from record_schema import validate_record
 
 from textdp import EarthMoversPrivacy
 from textdp.embeddings import Embeddings
@@ -67,15 +68,17 @@ def test_oov_never_released(glove):
 
 
 def test_record_fields(glove):
-    rec = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, seed=5).privatize(TEXT).to_record()
-    for key in ("id", "words", "epsilon", "delta", "unit", "size", "dim", "vocab_size", "mechanism", "guarantee",
-                "seeded", "decoder"):
-        assert key in rec
+    doc = EarthMoversPrivacy(epsilon=10, size=5, embeddings=glove, seed=5).privatize(TEXT)
+    rec = validate_record(doc.to_record())
+    params = rec["guarantee"]["parameters"]
     assert rec["id"] == "0" and rec["seeded"] is True and rec["delta"] == 0.0 and rec["unit"] == "document"
-    assert rec["size"] == 5 and len(rec["words"]) == 5 and rec["dim"] == 50 and rec["vocab_size"] == 400000
-    assert "exp(10*5*E_d(b,b'))" in rec["guarantee"]
+    assert rec["release"] == "bag" and len(rec["words"]) == 5
+    assert params["size"] == 5 and params["dim"] == 50 and params["vocab_size"] == 400000
+    assert params["decoder"] == "exact" and rec["guarantee"]["seeded"] is True
+    assert "exp(10*5*E_d(b,b'))" in doc.guarantee.statement and "statement" not in rec["guarantee"]
     assert "input_words" not in rec and "n_tokens" not in rec and "dropped_oov" not in rec
-    assert "Not covered: the bag size N" in rec["guarantee"] and "Seeded run" in rec["guarantee"]
+    assert rec["guarantee"]["not_covered"].startswith("the bag size N")
+    assert "Not covered: the bag size N" in doc.guarantee.statement and "Seeded run" in doc.guarantee.statement
 
 
 def test_output_is_a_bag_not_a_sequence():
@@ -146,13 +149,8 @@ def test_output_probability_ratio_respects_the_guarantee(epsilon):
     assert pa[a] / pb[a] > 1.2
 
 
-def test_rng_is_a_deprecated_name_of_seed(glove):
-    import warnings
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, rng=123)
-    assert [w.category for w in caught] == [DeprecationWarning]
+def test_seed_is_the_only_name_of_the_generator_parameter(glove):
+    with pytest.raises(TypeError):
+        EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, rng=123)  # no pre-release alias
     new = EarthMoversPrivacy(epsilon=8, size=18, embeddings=glove, seed=123)
-    assert old.privatize(TEXT).words == new.privatize(TEXT).words
     assert new.get_params()["seed"] == 123 and "rng" not in new.get_params()

@@ -83,5 +83,5 @@ def test_mbr_gives_semantic_neighbours(glove):
         return float(np.mean([o in t for o, t in zip(out[changed], top[changed])]))
 
     assert near(b) > near(a) + 0.03
-    assert "post-processing" in mbr.guarantee.statement
-    assert mbr.guarantee.to_dict()["params"]["postprocess"] == "mbr"
+    assert "post-processing" in mbr.guarantee().statement
+    assert mbr.guarantee().to_dict()["parameters"]["postprocess"] == "mbr"

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from record_schema import validate_guarantee, validate_record
 
 from textdp import mechanisms
 from textdp.embeddings import Embeddings
@@ -40,7 +41,7 @@ def test_names():
 
 def test_unknown_name_is_one_line():
     with pytest.raises(ParameterError) as err:
-        get("laplace", epsilon=1.0)
+        get("laplace", epsilon=1.0)  # the topics family's Laplace is spelt topicdp-laplace
     msg = str(err.value)
     assert "\n" not in msg and "cmp" in msg and "santext+" in msg and "'laplace'" in msg
 
@@ -65,20 +66,20 @@ def test_every_mechanism_end_to_end(name, vocab):
     assert len(docs[1].words) == (3 if name == "custext+" else 2)  # 'unicornzzz' is OOV: dropped
     assert "unicornzzz" not in docs[1].text
     assert all(w in vocab.index for d in docs for w in d.words)
-    rec = docs[0].to_record()
-    for key in GUARANTEE_KEYS:
-        assert key in rec
-    assert rec["mechanism"] == name and rec["unit"] == "word" and rec["delta"] == 0.0
-    assert rec["seeded"] is True
-    assert "Not covered" in rec["guarantee"]
+    rec = validate_record(docs[0].to_record())
+    assert set(GUARANTEE_KEYS) - set(rec["guarantee"]) == {"statement", "reference"}  # compact on records
+    assert rec["mechanism"] == name and rec["unit"] == "word" and rec["delta"] == 0.0 and rec["release"] == "text"
+    assert rec["seeded"] is True and rec["guarantee"]["seeded"] is True
+    assert "stop words" in rec["guarantee"]["not_covered"] or name == "custext+"
     # no input statistic, no input word in the record or in the returned object
     for forbidden in ("n_tokens", "dropped_oov", "input_words", "n_in_vocabulary"):
         assert forbidden not in rec
-    assert {f.name for f in dataclasses.fields(PrivateText)} == {"id", "words", "guarantee", "seeded"}
-    g = m.guarantee
+    assert {f.name for f in dataclasses.fields(PrivateText)} == {"id", "guarantee", "seeded", "release", "content",
+                                                                 "units"}
+    g = m.guarantee()
     assert isinstance(g, Guarantee)
-    d = g.to_dict()
-    assert d["guarantee"] == g.statement and d["epsilon"] == g.epsilon
+    d = validate_guarantee(g.to_dict())
+    assert d["statement"] == g.statement and d["epsilon"] == g.epsilon
     with pytest.raises(dataclasses.FrozenInstanceError):
         g.epsilon = 1.0  # type: ignore[misc]
     # transform: texts -> texts (scikit-learn style)
@@ -153,7 +154,7 @@ def test_statements_name_the_metric_and_composition(vocab):
         ("custext", "not protected from each other"),
         ("random", "randomised response"),
     ]:
-        s = make(name, vocab).guarantee.statement
+        s = make(name, vocab).guarantee().statement
         assert needle in s, (name, s)
         assert "Over a document" in s and "Not covered" in s
 

@@ -115,7 +115,7 @@ def test_random_takes_its_rate_instead_of_epsilon(letter):
                               "--seed", "2"])
     assert res.exit_code == 0, res.output
     rec = json.loads(res.stdout.strip().splitlines()[-1])
-    assert rec["mechanism"] == "random" and rec["params"]["rate"] == 0.3 and rec["epsilon"] > 0
+    assert rec["mechanism"] == "random" and rec["guarantee"]["parameters"]["rate"] == 0.3 and rec["epsilon"] > 0
     _one_error(runner.invoke(app, ["obfuscate", "letter.txt", "--mechanism", "random", *K]), "epsilon or rate")
     _one_error(runner.invoke(app, ["obfuscate", "letter.txt", "--mechanism", "cmp", *K]), "--epsilon is required")
     _one_error(runner.invoke(app, ["obfuscate", "letter.txt", "-n", "3", *K]), "--epsilon is required")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from record_schema import compact, validate_guarantee, validate_record
 from typer.testing import CliRunner
 
 from textdp.cli import app
@@ -27,7 +28,7 @@ from textdp.text import ENGLISH_STOP_WORDS, normalize
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "letter.txt"
 INPUT_STATS = {"n_tokens", "dropped_oov", "n_in_vocabulary", "unchanged_fraction", "mean_neighbour_rank", "source"}
-RECORD_KEYS = {"id", "mechanism", "epsilon", "delta", "unit", "guarantee", "seeded"}
+RECORD_KEYS = {"id", "release", "mechanism", "epsilon", "delta", "unit", "guarantee", "seeded"}
 #: parameters giving each mechanism a valid configuration (the others use their defaults)
 PARAMS: dict[str, list[str]] = {}
 #: the CusText mapping of the full 400k vocabulary takes minutes once (cached); the default run uses 20k words
@@ -44,6 +45,7 @@ def _obfuscate(name: str, out: Path, *extra: str) -> tuple[int, str]:
 
 def _check_release(name: str, out: Path) -> dict:
     (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    validate_record(rec)  # the one layout, against the schema shipped with the package
     assert RECORD_KEYS <= set(rec), rec
     assert not INPUT_STATS & set(rec)
     assert rec["mechanism"] == name and rec["seeded"] is True and rec["delta"] == 0.0
@@ -54,7 +56,8 @@ def _check_release(name: str, out: Path) -> dict:
         n_protected = len(normalize(EXAMPLE.read_text(), None if name == "custext+" else "english"))
         assert 0 < len(rec["text"].split()) <= n_protected
     settings = json.loads(out.with_name(out.name + ".settings.json").read_text())
-    assert settings["mechanism"] == name and settings["seeded"] is True and settings["guarantee"] == rec["guarantee"]
+    assert settings["mechanism"] == name and settings["seeded"] is True
+    assert compact(validate_guarantee(settings["guarantee"])) == rec["guarantee"]
     assert "seed" not in settings and str(EXAMPLE) not in json.dumps(settings)
     return rec
 
@@ -75,7 +78,7 @@ def test_obfuscate_every_mechanism(name: str, tmp_path: Path) -> None:
 def test_obfuscate_custext_full_default_vocabulary(name: str, tmp_path: Path) -> None:
     code, output = _obfuscate(name, tmp_path / "out.jsonl")
     assert code == 0, output
-    assert _check_release(name, tmp_path / "out.jsonl")["guarantee"].count("400000") >= 1
+    assert _check_release(name, tmp_path / "out.jsonl")["guarantee"]["parameters"]["vocab_size"] == 400000
 
 
 def test_text_mechanism_private_report_and_text_format(tmp_path: Path) -> None:
@@ -97,11 +100,12 @@ def test_postprocess_mbr_for_earth_movers_and_cmp(tmp_path: Path) -> None:
     code, output = _obfuscate("earth-movers", tmp_path / "em.jsonl", "--postprocess", "mbr")
     assert code == 0, output
     rec = json.loads((tmp_path / "em.jsonl").read_text())
-    assert rec["decoder"] == "mbr" and len(rec["words"]) == 20
+    assert rec["guarantee"]["parameters"]["decoder"] == "mbr" and len(rec["words"]) == 20
     code, output = _obfuscate("cmp", tmp_path / "cmp.jsonl", "--postprocess", "mbr")
     assert code == 0, output
     rec = json.loads((tmp_path / "cmp.jsonl").read_text())
-    assert rec["params"]["postprocess"] == "mbr" and "post-processing" in rec["guarantee"]
+    settings = json.loads((tmp_path / "cmp.jsonl.settings.json").read_text())
+    assert rec["guarantee"]["parameters"]["postprocess"] == "mbr" and "post-processing" in settings["guarantee"]["statement"]
 
 
 @pytest.mark.parametrize(
@@ -160,7 +164,7 @@ def test_document_job_for_text_mechanisms(glove) -> None:
     assert a == b and a[0]["seeded"] is True
     unseeded = privatize_documents(mech, docs, seed=spawn(None, 1)[0]).records
     assert unseeded[0]["seeded"] is False
-    with pytest.raises(ParameterError, match="takes no bag size"):
+    with pytest.raises(ParameterError, match="applies to bag mechanisms"):
         privatize_documents(mech, docs, size=5)
 
 
@@ -178,8 +182,9 @@ def test_partitioned_local_run_with_a_text_mechanism(tmp_path: Path, glove) -> N
     assert [r["id"] for r in recs] == [f"d{i}" for i in range(23)]
     assert all(r["mechanism"] == "mahalanobis" and r["unit"] == "word" and "text" in r for r in recs)
     assert all(len(r["text"].split()) == len(normalize(t)) for r, t in zip(recs, texts))
-    assert summary["mechanism"] == "mahalanobis" and summary["params"]["lambd"] == 0.5
-    assert summary["seeded"] is True and summary["partitions"] == 3 and summary["guarantee"] == recs[0]["guarantee"]
+    assert summary["mechanism"] == "mahalanobis" and summary["guarantee"]["parameters"]["lambd"] == 0.5
+    assert summary["seeded"] is True and summary["partitions"] == 3
+    assert compact(summary["guarantee"]) == recs[0]["guarantee"] and all(validate_record(r) for r in recs)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["settings"]["mechanism"] == "mahalanobis"
     # the same seed and partitions give the same release, whatever the output folder
@@ -203,4 +208,5 @@ def test_mbr_in_earth_movers_depends_only_on_the_noisy_vectors(glove) -> None:
     a = mech.decoder_.decode(z)
     b = mech.decoder_.decode(z, sources=np.array([1, 2, 3]))
     assert a.tolist() == b.tolist()
-    assert mech.privatize("harbour boats gulls market bread fisherman winter village").decoder == "mbr"
+    doc = mech.privatize("harbour boats gulls market bread fisherman winter village")
+    assert doc.guarantee.params["decoder"] == "mbr"

@@ -161,7 +161,7 @@ def test_size_from_data_in_partitioned_runs_is_explicit_and_recorded(tmp_path, t
                                size_from_data=True, bag="truncate", stop_words=None, decoder="exact", seed=None,
                                backend=LocalBackend(), work_dir=tmp_path / "w", on_size_from_data=seen.append)
     assert summary["size_from_data"] is True and summary["size"] == seen[0] == 8  # texts hold >= 8 known words
-    assert "reveals that length" in summary["guarantee"] and summary["seeded"] is False
+    assert "reveals that length" in summary["guarantee"]["statement"] and summary["seeded"] is False
 
 
 def test_single_file_records_hold_no_input_statistics(tmp_path):

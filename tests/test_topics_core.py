@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from record_schema import validate_record
 from scipy import stats
 
 from textdp._rng import make_rng
@@ -225,12 +226,14 @@ def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
     sens = 0.123456789
     mech = TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=sens, gamma=0.1)
     rel = release_topics(tm, mech, seed=3)
-    d = rel.to_dict()
-    for key in (*GUARANTEE_KEYS, "gamma", "grid", "keywords", "matrix", "raw_matrix", "keyword_note", "seeded"):
+    d = validate_record(rel.to_record())  # the one record layout
+    for key in ("guarantee", "keywords", "matrix", "raw_matrix", "seeded"):
         assert key in d
-    assert not PRIVATE_KEYS & set(d)
-    assert set(TopicRelease.__dataclass_fields__) == {"guarantee", "keywords", "raw_matrix", "matrix",
-                                                              "seeded", "keyword_note", "vocabulary_note"}
+    assert {"gamma", "grid", "keyword_note"} <= set(d["guarantee"]["parameters"])
+    assert set(GUARANTEE_KEYS) <= set(rel.guarantee.to_dict())
+    assert not PRIVATE_KEYS & set(d) and not PRIVATE_KEYS & set(d["guarantee"]["parameters"])
+    assert set(TopicRelease.__dataclass_fields__) == {"id", "guarantee", "seeded", "release", "content", "units",
+                                                      "keywords", "raw_matrix"}
     text = repr(d) + repr(rel)
     for secret in (sens, mech.sigma((2, 2))):  # neither the sensitivity nor sigma (which reveals it)
         assert f"{secret:.6g}" not in text and repr(secret) not in text
@@ -246,7 +249,7 @@ def test_every_mechanism_has_a_frozen_guarantee_object_and_releases_on_the_grid(
     g = mech.guarantee((3, 4))
     assert isinstance(g, TopicGuarantee) and isinstance(g, Guarantee)
     assert g.mechanism == name and g.unit == "user" and g.epsilon == 2.0
-    assert set(GUARANTEE_KEYS) <= set(g.to_dict()) and g.to_dict()["guarantee"] == g.statement
+    assert set(GUARANTEE_KEYS) <= set(g.to_dict()) and g.to_dict()["statement"] == g.statement
     assert "Not covered" in g.statement or "not covered" in g.statement.lower()
     with pytest.raises(AttributeError):
         g.delta = 0.5  # type: ignore[misc]
@@ -256,7 +259,7 @@ def test_every_mechanism_has_a_frozen_guarantee_object_and_releases_on_the_grid(
     raw = np.array(rel.raw_matrix)
     k = raw / rel.grid
     assert np.all(k == np.rint(k))  # every released value is an exact multiple of the public grid
-    assert rel.grid == 2.0**-16 and rel.to_dict()["grid"] == 2.0**-16
+    assert rel.grid == 2.0**-16 and rel.to_record()["guarantee"]["parameters"]["grid"] == 2.0**-16
 
 
 def test_release_names_come_from_the_guarantee_not_isinstance() -> None:
@@ -276,7 +279,7 @@ def test_release_names_come_from_the_guarantee_not_isinstance() -> None:
 
     tm = TopicMatrix(np.array([[0.5, 0.25]]), (("a", "b"),), (0,))
     rel = release_topics(tm, Custom())
-    assert rel.mechanism == "custom" and rel.to_dict()["guarantee"] == "a test statement; nothing covered"
+    assert rel.mechanism == "custom" and rel.guarantee.to_dict()["statement"] == "a test statement; nothing covered"
 
 
 def test_randomise_is_a_deprecated_alias() -> None:
@@ -291,7 +294,7 @@ def test_randomise_is_a_deprecated_alias() -> None:
 
 
 def test_mechanism_factory() -> None:
-    assert build_mechanism("laplace", epsilon=2, delta=1e-4, m=3).sensitivity == 6.0
+    assert build_mechanism("topicdp-laplace", epsilon=2, delta=1e-4, m=3).sensitivity == 6.0
     with pytest.raises(ParameterError, match="needs a sensitivity"):
         build_mechanism("topicdp", epsilon=2, delta=1e-4, m=3)
     with pytest.raises(ParameterError, match="choose one of"):

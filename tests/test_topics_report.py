@@ -37,7 +37,7 @@ def test_report_small(tmp_path: Path) -> None:
         assert (tmp_path / f).stat().st_size > 0, f
     data = json.loads((tmp_path / "results.json").read_text())
     row = data["vs_epsilon"][0]
-    assert set(row) >= {"epsilon", "topicdp", "topicdp-thesis", "mvg", "laplace"}
+    assert set(row) >= {"epsilon", "topicdp", "topicdp-thesis", "mvg", "topicdp-laplace"}
     assert set(row["topicdp"]) >= {"l1", "row_euclidean", "rmse", "kendall_tau", "post_l1", "post_kendall_tau"}
     assert "gamma=0.02 needs 9498 samples" in (tmp_path / "report.md").read_text()
     assert "never publish" in data["not_a_release"]  # an experiment on the corpus, not a release

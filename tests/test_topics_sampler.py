@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from record_schema import validate_record
 from typer.testing import CliRunner
 
 from textdp._rng import make_rng, spawn
@@ -171,7 +172,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("topics-cache")
 
 
-@pytest.mark.parametrize("mechanism", ["topicdp", "laplace", "mvg", "topicdp-thesis"])
+@pytest.mark.parametrize("mechanism", ["topicdp", "topicdp-laplace", "mvg", "topicdp-thesis"])
 def test_cli_topics(tmp_path: Path, mechanism: str, shared_cache: Path) -> None:
     from textdp.cli import app
 
@@ -183,13 +184,14 @@ def test_cli_topics(tmp_path: Path, mechanism: str, shared_cache: Path) -> None:
         "--max-iter", "3", "--cache-dir", str(shared_cache), "--seed", "4",
         "-o", str(out), "--private-report", str(tmp_path / "private.json"), "--quiet"])
     assert result.exit_code == 0, result.output
-    rec = json.loads(out.read_text())
-    for key in ("keywords", "matrix", "raw_matrix", "mechanism", "epsilon", "delta", "gamma", "unit", "guarantee",
-                "grid", "seeded", "keyword_note"):
+    rec = validate_record(json.loads(out.read_text()))  # the one record layout
+    for key in ("keywords", "matrix", "raw_matrix", "mechanism", "epsilon", "delta", "unit", "guarantee", "seeded"):
         assert key in rec
+    params = rec["guarantee"]["parameters"]
+    assert {"gamma", "grid", "keyword_note", "noise"} <= set(params) and rec["release"] == "matrix"
     assert rec["unit"] == "user" and rec["seeded"] is True and rec["mechanism"] == mechanism
     assert len(rec["matrix"]) == 3 and len(rec["matrix"][0]) == 4 and len(rec["keywords"][0]) == 4
-    raw = np.array(rec["raw_matrix"]) / rec["grid"]
+    raw = np.array(rec["raw_matrix"]) / params["grid"]
     assert np.all(raw == np.rint(raw))  # on the public grid, as read back from the JSON
     settings = json.loads((tmp_path / "out" / "release.json.settings.json").read_text())
     assert settings["mechanism"] == mechanism and settings["seeded"] is True and "seed" not in settings
@@ -226,7 +228,7 @@ def test_cli_private_report_must_not_be_the_release(tmp_path: Path) -> None:
     src = _write_jsonl(tmp_path / "c.jsonl")
     out = tmp_path / "release.json"
     runner = CliRunner()
-    base = ["topics", str(src), "--mechanism", "laplace", "--topics", "2", "--model-topics", "3", "-q"]
+    base = ["topics", str(src), "--mechanism", "topicdp-laplace", "--topics", "2", "--model-topics", "3", "-q"]
     r = runner.invoke(app, [*base, "-o", str(out), "--private-report", str(out)])
     assert r.exit_code == 2 and "private report" in r.output and not out.exists()
     r = runner.invoke(app, [*base, "-o", str(out), "--private-report", str(tmp_path / "release.json.settings.json")])
@@ -254,7 +256,7 @@ def test_cli_deprecated_options_warn_and_still_work(tmp_path: Path) -> None:
     from textdp.cli import app
 
     src = _write_jsonl(tmp_path / "c.jsonl")
-    r = CliRunner().invoke(app, ["topics", str(src), "--mechanism", "laplace", "--topics", "2", "-n", "3",
+    r = CliRunner().invoke(app, ["topics", str(src), "--mechanism", "topicdp-laplace", "--topics", "2", "-n", "3",
                                  "--model-topics", "3", "--jobs", "1", "--backend", "sklearn", "-q",
                                  "-o", str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output

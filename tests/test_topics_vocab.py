@@ -156,7 +156,7 @@ def test_public_word_list_fixes_the_columns_for_every_database(enron, tmp_path):
     for users in ([0, 1], [2, 3, 4], list(range(corpus.n_users))):
         assert corpus.database(users)[1] == tuple(words)  # never data-dependent, unused words kept
     rec = _cli_raw(path, tmp_path, "--vocabulary", str(vocab_file))
-    assert "public (word list (10 words" in rec["vocabulary_note"]
+    assert "public (word list (10 words" in rec["guarantee"]["parameters"]["vocabulary_note"]
     assert all(k in words for row in rec["keywords"] for k in row)
     settings = json.loads(next(tmp_path.glob("rel-*.settings.json")).read_text())
     assert settings["corpus_settings"]["vocabulary"].startswith("public: word list (10 words, sha256 ")
@@ -191,8 +191,8 @@ def test_vocabulary_option_refuses_the_private_input_and_bad_values(enron, tmp_p
 def test_default_record_says_the_vocabulary_is_covered(enron, tmp_path):
     path, _ = enron
     rec = _cli_raw(path, tmp_path, "--sensitivity", "worst-case")
-    assert "built from the private corpus by a public rule" in rec["vocabulary_note"]
-    assert "sqrt(2m) holds whatever the vocabulary" in rec["vocabulary_note"]
+    assert "built from the private corpus by a public rule" in rec["guarantee"]["parameters"]["vocabulary_note"]
+    assert "sqrt(2m) holds whatever the vocabulary" in rec["guarantee"]["parameters"]["vocabulary_note"]
 
 
 # --- worst-case sensitivity sqrt(2m) ---------------------------------------------------------
@@ -249,9 +249,11 @@ def test_worst_case_cli_is_plain_dp_with_sqrt_2m(enron, tmp_path):
                               *ARGS, "--sensitivity", "worst-case"])
     assert res.exit_code == 0, res.output
     rec = json.loads(out.read_text())
-    assert rec["gamma"] is None and rec["definition"] == "differential privacy"
-    assert "sqrt(2m)" in rec["guarantee"] and "every pair of neighbours" in rec["guarantee"]
-    assert "vouches" not in rec["guarantee"]
+    params = rec["guarantee"]["parameters"]
+    assert params["gamma"] is None and params["definition"] == "differential privacy"
+    statement = json.loads(out.with_name(out.name + ".settings.json").read_text())["guarantee"]["statement"]
+    assert "sqrt(2m)" in statement and "every pair of neighbours" in statement
+    assert "vouches" not in statement
     priv = json.loads(report.read_text())
     assert priv["sensitivity"] == pytest.approx(math.sqrt(2 * M))
     mech = build_mechanism("topicdp", epsilon=3.0, delta=1e-4, m=M, sensitivity="worst-case")

@@ -20,29 +20,20 @@ What goes where:
 * **Settings** (:func:`release_settings`): public parameters only (no input
   paths, no seed; ``seeded`` says whether a seed was used).
 
-Every registered mechanism (:data:`textdp.mechanisms.MECHANISM_NAMES`) runs
-through the same job; :func:`build_mechanism` configures one from the options the
-CLI offers. Two kinds of release (:func:`release_kind`):
-
-* **bag** mechanisms (``earth-movers``, ``syntf``): every document becomes exactly N words
-  (``size``, public), released sorted by vocabulary row. Record (``earth-movers``):
-  ``{"id", "words": [...], "mechanism", "epsilon", "delta", "unit": "document",
-  "size", "bag", "dim", "vocab_size", "embeddings", "decoder", "seeded", "guarantee"}``;
-  ``syntf`` (a synthetic bag drawn from the whole vocabulary,
-  :class:`~textdp.mechanisms.syntf.SynTFPrivacy`): ``{"id", "words": [...], "mechanism",
-  "epsilon", "delta", "unit": "document", "size", "vocab_size", "variant", "embeddings",
-  "size_from_data", "seeded", "guarantee", "reference"}``.
-* **text** mechanisms (``cmp``, ``mahalanobis``, ``vickrey``, ``tem``, ``santext``,
-  ``santext+``, ``custext``, ``custext+``, ``random``): each protected word is
-  replaced in place, so the output keeps the word order and has one word per
-  protected input word. Record: ``{"id", "text", "mechanism", "epsilon", "delta",
-  "unit": "word", "guarantee", "seeded", "params": {...}}`` (``params``: the public
-  parameters the guarantee depends on: embeddings, vocabulary size, decoder, ...).
+Every mechanism ``textdp obfuscate`` takes (:data:`textdp.mechanisms.MECHANISM_NAMES`: the
+document and word families) runs through the same job; :func:`build_mechanism` configures one
+from the options the CLI offers. Records have the one layout of
+:class:`textdp.guarantees.ReleaseRecord` (schema: ``textdp/schemas/record.schema.json``):
+``{"id", "release", "words" | "text", "mechanism", "epsilon", "delta", "unit", "guarantee":
+{compact}, "seeded"}``; a ``bag`` release (``earth-movers``, ``syntf``) holds exactly N words
+(``size``, public) sorted by vocabulary row, a ``text`` release one word per protected input
+word in input order. The settings file holds the full guarantee (statement and reference) once.
+Units with nothing to privatize follow the ``empty`` policy (``error``/``skip``/``empty``); the
+private report marks them ``"emptied": true``.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -55,13 +46,9 @@ import numpy as np
 from .accounting.diagnostics import report_fields
 from .embeddings import Embeddings
 from .errors import ParameterError
+from .guarantees import Guarantee, ReleaseRecord
 from .io import SourcedDocument, atomic_writer, sequence_ids, settings_path
-from .mechanisms import (
-    DocumentDiagnostics,
-    EarthMoversPrivacy,
-    PrivateDocument,
-    mechanism_class,
-)
+from .mechanisms import DocumentDiagnostics, ReleaseContext, TextMechanism, entry, get
 from .progress import ProgressCallback
 
 __all__ = [
@@ -70,6 +57,7 @@ __all__ = [
     "build_mechanism",
     "check_private_report_path",
     "check_size_options",
+    "guarantee_decoder",
     "iter_privatize_documents",
     "mechanism_decoder",
     "mechanism_guarantee",
@@ -88,21 +76,13 @@ DEFAULT_MECHANISM = "earth-movers"
 OUTPUT_FORMATS = ("jsonl", "text")
 
 
-def release_kind(mechanism: str | object) -> str:
-    """``"bag"`` or ``"text"``: what a release of this mechanism (name, class or object) holds.
+def release_kind(mechanism: str | TextMechanism) -> str:
+    """What a release of this mechanism (registered name or object) holds: ``"bag"`` or ``"text"``.
 
     >>> release_kind("earth-movers"), release_kind("cmp")
     ('bag', 'text')
     """
-    if isinstance(mechanism, str):
-        cls = mechanism_class(mechanism)
-    else:
-        cls = mechanism if isinstance(mechanism, type) else type(mechanism)
-    kind = getattr(cls, "output", None)
-    if kind in ("bag", "text"):
-        return str(kind)
-    params = inspect.signature(cls).parameters
-    return "bag" if "size" in params else "text"
+    return entry(mechanism).releases if isinstance(mechanism, str) else mechanism.releases
 
 
 def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -> None:
@@ -115,7 +95,7 @@ def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -
     """
     from ._validation import check_positive_int
 
-    if release_kind(mechanism) == "text":
+    if entry(mechanism).releases != "bag":
         if size is not None or size_from_data:
             flag = "--size" if size is not None else "--size-from-data"
             raise ParameterError(
@@ -173,7 +153,7 @@ def build_mechanism(
     known_source: bool = False,
     postprocess: str | None = None,
     params: Mapping[str, Any] | Sequence[str] | None = None,
-) -> Any:
+) -> TextMechanism:
     """A fitted mechanism from the registry, configured from the options ``textdp obfuscate`` offers.
 
     Options that do not apply to the mechanism are refused with a one-line
@@ -182,105 +162,83 @@ def build_mechanism(
     a noisy vector (``earth-movers``, ``cmp``, ``mahalanobis``), ``postprocess`` for
     ``earth-movers`` and ``cmp``. ``params`` are the mechanism's own parameters
     (``t``, ``lambd``, ``beta``, ``p``, ``top_k``, ``rate``, ``candidates``, ...).
+    Which options a mechanism takes is read from its declared parameters
+    (:meth:`~textdp.mechanisms.Mechanism.param_names`) and its release form.
 
     Examples
     --------
     >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
     >>> mech = build_mechanism("vickrey", epsilon=1.0, embeddings=emb, stop_words=None, params=["t=0.25"])
-    >>> type(mech).__name__, mech.t, release_kind(mech)
+    >>> type(mech).__name__, mech.t, mech.releases
     ('Vickrey', 0.25, 'text')
     >>> build_mechanism("tem", epsilon=1.0, embeddings=emb, decoder="hnsw")
     Traceback (most recent call last):
     ...
     textdp.errors.ParameterError: --decoder applies to earth-movers, cmp, mahalanobis (tem has no decoder)
     """
-    cls = mechanism_class(name)
-    sig = inspect.signature(cls).parameters
+    e = entry(name)
+    if e.family not in ("document", "word"):
+        raise ParameterError(f"{name} is a {e.family} mechanism: use textdp "
+                             f"{'rewrite' if e.family == 'sentence' else 'topics'}, not obfuscate")
+    own = e.load().param_names()
     kwargs: dict[str, Any] = parse_params(params)
-    clash = sorted(set(kwargs) & {"epsilon", "embeddings", "seed", "rng", "stop_words"})
+    rate_given = kwargs.get("rate") is not None
+    clash = sorted(set(kwargs) & {"epsilon", "embeddings", "seed", "stop_words"})
     if clash:
         raise ParameterError(f"--param {clash[0]}: give it with its own option, not as a mechanism parameter")
-    if release_kind(cls) == "text":
+    if e.releases != "bag":
         if bag != "truncate":
             raise ParameterError(f"--bag applies to bag mechanisms; {name} releases text")
         if size is not None or size_from_data:
             check_size_options(name, size, size_from_data)
-        if known_source:
-            raise ParameterError(f"--known-source applies to earth-movers only, not {name}")
-    else:
-        if bag != "truncate" and "bag" not in sig:
-            raise ParameterError(f"--bag applies to earth-movers; {name} draws its bag from the whole vocabulary")
-        if known_source and "known_source" not in sig:
-            raise ParameterError(f"--known-source applies to earth-movers only, not {name}")
-        for key, value in (("size", size), ("size_from_data", size_from_data), ("bag", bag),
-                           ("known_source", known_source)):
-            if key in sig:
-                kwargs[key] = value
-    if (decoder != "exact" or "decoder" in kwargs) and "decoder" not in sig:
+    if known_source and "known_source" not in own:
+        raise ParameterError(f"--known-source applies to earth-movers only, not {name}")
+    if bag != "truncate" and "bag" not in own:
+        raise ParameterError(f"--bag applies to earth-movers; {name} draws its bag from the whole vocabulary")
+    for key, value in (("size", size), ("size_from_data", size_from_data), ("bag", bag),
+                       ("known_source", known_source)):
+        if key in own:
+            kwargs[key] = value
+    if (decoder != "exact" or "decoder" in kwargs) and "decoder" not in own:
         raise ParameterError(f"--decoder applies to earth-movers, cmp, mahalanobis ({name} has no decoder)")
-    if "decoder" in sig:
+    if "decoder" in own:
         kwargs.setdefault("decoder", decoder)
     if postprocess is not None:
-        if "postprocess" not in sig:
+        if "postprocess" not in own:
             raise ParameterError(f"--postprocess applies to earth-movers and cmp, not {name}")
         kwargs["postprocess"] = postprocess
-    kwargs["stop_words"] = stop_words
-    if "seed" in sig:
-        kwargs["seed"] = seed
-    elif "rng" in sig:
-        kwargs["rng"] = seed
-    kwargs["epsilon"] = epsilon
-    kwargs["embeddings"] = embeddings
-    unknown = [k for k in kwargs if k not in sig]
-    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.values()):
-        own = [p for p in sig if p not in ("self", "epsilon", "embeddings", "seed", "rng", "stop_words", "vocab_size",
-                                           "size", "size_from_data", "bag", "known_source", "decoder", "postprocess")]
-        raise ParameterError(
-            f"mechanism {name!r} has no parameter {unknown[0]!r}; its parameters: {', '.join(own) or 'none'}"
-        )
-    return cls(**kwargs).fit()
+    # ``random`` takes a replacement rate instead of epsilon (--param rate=0.3 with no --epsilon)
+    mech = get(name, **kwargs, stop_words=stop_words, seed=seed, embeddings=embeddings,
+               epsilon=None if rate_given and epsilon is None else epsilon)
+    assert isinstance(mech, TextMechanism)
+    return mech.fit()
 
 
-def release_guarantee(doc: Any) -> dict[str, Any]:
-    """The public guarantee of a released document as a dict, with ``seeded`` (for settings files)."""
-    g = doc.guarantee.to_dict()
-    g["seeded"] = bool(getattr(doc, "seeded", g.get("seeded", False)))
-    return dict(g)
+def release_guarantee(doc: ReleaseRecord) -> dict[str, Any]:
+    """The full public guarantee of a released document as a dict (statement included; for settings files)."""
+    return doc.guarantee.to_dict()
 
 
-def mechanism_guarantee(mech: Any, *, size: int | None = None, seeded: bool, size_from_data: bool = False
-                        ) -> dict[str, Any]:
-    """The guarantee of a fitted mechanism's release as a dict with ``seeded`` (bag mechanisms need ``size``)."""
-    g = mech.guarantee(size, seeded=seeded, size_from_data=size_from_data) if callable(mech.guarantee) else mech.guarantee
-    out = dict(g.to_dict())
-    out["seeded"] = bool(seeded)
-    return out
+def mechanism_guarantee(mech: TextMechanism, *, size: int | None = None, seeded: bool,
+                        size_from_data: bool = False, empty: str = "error") -> dict[str, Any]:
+    """The full guarantee of a fitted mechanism's release as a dict (bag mechanisms need ``size``)."""
+    ctx = ReleaseContext(size=size, size_from_data=size_from_data, seeded=seeded, empty=empty)
+    return mech.guarantee(ctx).to_dict()
 
 
-def mechanism_decoder(mech: Any) -> str:
-    """The decoder a fitted mechanism uses (``"none"`` for mechanisms that decode nothing)."""
-    dec = getattr(mech, "decoder_", None)
-    return str(getattr(dec, "name", "none")) if dec is not None else "none"
+def mechanism_decoder(mech: TextMechanism) -> str:
+    """The decoder a fitted mechanism uses, from its guarantee's public parameters (``"none"`` if it decodes nothing)."""
+    return guarantee_decoder(mech.guarantee(ReleaseContext(size=1)))
 
 
-def release_decoder(doc: Any) -> str:
+def guarantee_decoder(guarantee: Guarantee) -> str:
+    """The decoder named in a guarantee's public parameters (``"none"`` for mechanisms that decode nothing)."""
+    return str(guarantee.params.get("decoder", "none"))
+
+
+def release_decoder(doc: ReleaseRecord) -> str:
     """The decoder named by a released document (``"none"`` for mechanisms that decode nothing)."""
-    dec = getattr(doc, "decoder", None)
-    if dec is None:
-        dec = dict(getattr(doc.guarantee, "params", ()) or ()).get("decoder")
-    return str(dec) if dec is not None else "none"
-
-
-def _batch_kwargs(mech: Any, **kw: Any) -> dict[str, Any]:
-    """The keyword arguments ``mech.privatize_batch`` accepts; a given (non-default) one it lacks is refused."""
-    params = inspect.signature(mech.privatize_batch).parameters
-    out: dict[str, Any] = {}
-    for key, value in kw.items():
-        if key in params:
-            out[key] = value
-        elif value not in (None, False):
-            raise ParameterError(f"{type(mech).__name__} does not take {key!r}")
-    return out
+    return guarantee_decoder(doc.guarantee)
 
 
 @dataclass(frozen=True)
@@ -291,13 +249,13 @@ class JobResult:
     the PRIVATE report, one dict per record, keyed by ``id``.
     """
 
-    documents: list[PrivateDocument]
+    documents: list[ReleaseRecord]
     records: list[dict[str, Any]]
     report: list[dict[str, Any]] | None
 
 
 def privatize_documents(
-    mech: EarthMoversPrivacy | Any,
+    mech: TextMechanism,
     docs: Sequence[SourcedDocument],
     *,
     first: int = 0,
@@ -305,6 +263,7 @@ def privatize_documents(
     seed: int | np.random.Generator | None = None,
     seeded: bool | None = None,
     size_from_data: bool = False,
+    empty: str = "error",
     private_report: bool = False,
     progress: ProgressCallback | None = None,
 ) -> JobResult:
@@ -318,15 +277,16 @@ def privatize_documents(
         The input documents (own id or ``None``, text, origin).
     first : int
         Sequence number of ``docs[0]`` in the whole input (ids of documents without one).
-    size, seed, seeded, size_from_data
-        As for :meth:`EarthMoversPrivacy.privatize_batch` (``size``/``size_from_data``:
-        bag mechanisms only).
+    size, seed, seeded, size_from_data, empty
+        As for :meth:`textdp.mechanisms.Mechanism.privatize_batch` (``size``/``size_from_data``:
+        bag mechanisms only; ``empty``: ``error``, ``skip`` or ``empty``).
     private_report : bool
         Also return the private report (see the module notes).
 
     Examples
     --------
     >>> from textdp.embeddings import Embeddings
+    >>> from textdp.mechanisms import EarthMoversPrivacy
     >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
     >>> mech = EarthMoversPrivacy(epsilon=1e6, embeddings=emb, stop_words=None)
     >>> job = privatize_documents(mech, [SourcedDocument(None, "dog car zebra", "/home/a/notes.txt")],
@@ -336,12 +296,12 @@ def privatize_documents(
     >>> job.report[0]["source"], job.report[0]["dropped_oov"]
     ('/home/a/notes.txt', 1)
     """
-    documents: list[PrivateDocument] = []
+    documents: list[ReleaseRecord] = []
     records: list[dict[str, Any]] = []
     report: list[dict[str, Any]] | None = [] if private_report else None
     for part in iter_privatize_documents(
         mech, docs, first=first, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
-        private_report=private_report, progress=progress,
+        empty=empty, private_report=private_report, progress=progress,
     ):
         documents.extend(part.documents)
         records.extend(part.records)
@@ -351,7 +311,7 @@ def privatize_documents(
 
 
 def iter_privatize_documents(
-    mech: EarthMoversPrivacy | Any,
+    mech: TextMechanism,
     docs: Sequence[SourcedDocument],
     *,
     first: int = 0,
@@ -359,6 +319,7 @@ def iter_privatize_documents(
     seed: int | np.random.Generator | None = None,
     seeded: bool | None = None,
     size_from_data: bool = False,
+    empty: str = "error",
     private_report: bool = False,
     progress: ProgressCallback | None = None,
 ) -> Iterator[JobResult]:
@@ -367,32 +328,34 @@ def iter_privatize_documents(
     Every document is validated before the first chunk is noised; write each
     chunk's records as it comes (:func:`write_records`) and the memory stays
     bounded whatever the number of documents and N
-    (:meth:`EarthMoversPrivacy.iter_privatize_batch`).
+    (:meth:`textdp.mechanisms.Mechanism.iter_privatize_batch`).
     """
     docs = list(docs)
     ids = sequence_ids(docs, first)
     diags: list[DocumentDiagnostics] | None = [] if private_report else None
     if not docs:
         return
-    if release_kind(mech) == "text" and (size is not None or size_from_data):
-        raise ParameterError(f"{type(mech).__name__} releases text: it takes no bag size")
-    kwargs = _batch_kwargs(mech, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
-                           private_report=diags, progress=progress)
-    texts = [d.text for d in docs]
-    # bag mechanisms stream chunks (memory bounded whatever N); text mechanisms release in one batch
-    parts = mech.iter_privatize_batch(texts, ids, **kwargs) if hasattr(mech, "iter_privatize_batch") else iter(
-        [mech.privatize_batch(texts, ids, **kwargs)])
     pos = 0
-    for part in parts:
+    for part in mech.iter_privatize_batch(
+        [d.text for d in docs], ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
+        empty=empty, private_report=diags, progress=progress,
+    ):
         report = None
         if diags is not None:
-            report = [
-                {"id": diag.id, "source": doc.source, **report_fields(diag, mech.embeddings_)}
-                for diag, doc in zip(diags, docs[pos : pos + len(part)], strict=True)
-            ]
+            report = [_report_row(diag, doc.source, mech)
+                      for diag, doc in zip(diags, docs[pos : pos + len(diags)], strict=True)]
+            pos += len(diags)
             diags.clear()
-        pos += len(part)
         yield JobResult(part, [d.to_record() for d in part], report)
+
+
+def _report_row(diag: DocumentDiagnostics, source: str | None, mech: TextMechanism
+                ) -> dict[str, Any]:
+    """One PRIVATE report row; an emptied (or skipped) document is marked ``"emptied": true``."""
+    if diag.emptied:
+        return {"id": diag.id, "source": source, "n_tokens": diag.n_tokens, "dropped_oov": diag.dropped_oov,
+                "n_in_vocabulary": 0, "emptied": True}
+    return {"id": diag.id, "source": source, **report_fields(diag, mech.embeddings_)}
 
 
 def write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str = "jsonl") -> None:
@@ -457,7 +420,11 @@ def release_settings(
 ) -> dict[str, Any]:
     """The public settings of a release (written beside it): parameters and the guarantee, nothing private.
 
-    >>> s = release_settings({"seeded": False, "guarantee": "..."}, engine="single", documents=3,
+    ``guarantee_dict`` is the full :meth:`~textdp.guarantees.Guarantee.to_dict` (statement and
+    reference included): it is written once here, under ``guarantee``, while records carry the
+    compact form; its public parameters and bound are also spread at the top level.
+
+    >>> s = release_settings({"seeded": False, "statement": "..."}, engine="single", documents=3,
     ...                      decoder="exact", known_source=False, stop_words="english", fmt="jsonl")
     >>> s["seeded"], "inputs" in s, "seed" in s
     (False, False, False)
@@ -468,6 +435,7 @@ def release_settings(
         textdp_version = version("textdp")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         textdp_version = "unknown"
+    g = dict(guarantee_dict)
     return {
         "textdp_version": textdp_version,
         "command": "obfuscate",
@@ -479,9 +447,11 @@ def release_settings(
         "known_source": bool(known_source),
         "seed_note": (
             "seeded: anyone who knows the seed can undo the noise (experiments only); the seed is not recorded"
-            if guarantee_dict.get("seeded")
+            if g.get("seeded")
             else "fresh OS entropy (not recorded)"
         ),
         **(extra or {}),
-        **guarantee_dict,
+        **dict(g.get("parameters", {})),
+        **{k: g[k] for k in ("mechanism", "epsilon", "delta", "unit", "seeded") if k in g},
+        "guarantee": g,
     }

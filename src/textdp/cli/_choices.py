@@ -13,13 +13,13 @@ from enum import Enum
 from ..accounting.emd import METRICS
 from ..embeddings import DECODERS, OUTPUT_VOCABULARIES
 from ..engines import ENGINES
-from ..generation.accounting import MECHANISM_NAMES as REWRITE_MECHANISMS
 from ..generation.accounting import MODEL_DATA_CASES
 from ..generation.model import OUTPUT_LAYERS
 from ..generation.rewriter import UNITS, VARIANTS
 from ..generation.training import OBJECTIVES, VOCAB_SOURCES
+from ..guarantees import EMPTY_POLICIES
 from ..io import INPUT_FORMATS
-from ..mechanisms import MECHANISM_NAMES
+from ..mechanisms import MECHANISM_NAMES, names
 from ..mechanisms.mbr import POSTPROCESSORS
 from ..pipeline import OUTPUT_FORMATS
 from ..text import BAG_MODES
@@ -28,6 +28,7 @@ __all__ = [
     "CHOICES",
     "BagMode",
     "Decoder",
+    "EmptyPolicy",
     "Engine",
     "InputFormat",
     "Mechanism",
@@ -55,6 +56,14 @@ class InputFormat(str, Enum):
 class OutputFormat(str, Enum):
     jsonl = "jsonl"
     text = "text"
+
+
+class EmptyPolicy(str, Enum):
+    """What to do with a line that has no in-vocabulary word (``textdp.guarantees.EMPTY_POLICIES``)."""
+
+    error = "error"
+    skip = "skip"
+    empty = "empty"
 
 
 class BagMode(str, Enum):
@@ -106,8 +115,8 @@ class ObfuscateEngine(str, Enum):
 class RewriteMechanism(str, Enum):
     er_ae = "er-ae"
     ae_dp = "ae-dp"
-    syntf = "syntf"
-    random = "random"
+    syntf_sentence = "syntf-sentence"
+    random_sentence = "random-sentence"
 
 
 class Unit(str, Enum):
@@ -149,6 +158,7 @@ class OutputLayer(str, Enum):
 CHOICES: tuple[tuple[type[Enum], tuple[str, ...]], ...] = (
     (InputFormat, INPUT_FORMATS),
     (OutputFormat, OUTPUT_FORMATS),
+    (EmptyPolicy, EMPTY_POLICIES),
     (BagMode, BAG_MODES),
     (Metric, METRICS),
     (Decoder, DECODERS),
@@ -157,7 +167,7 @@ CHOICES: tuple[tuple[type[Enum], tuple[str, ...]], ...] = (
     (PostProcess, POSTPROCESSORS),
     (Engine, ENGINES),
     (ObfuscateEngine, ("auto", "single", *ENGINES)),
-    (RewriteMechanism, REWRITE_MECHANISMS),
+    (RewriteMechanism, names("sentence")),
     (Unit, UNITS),
     (Variant, VARIANTS),
     (ModelData, ("auto", *MODEL_DATA_CASES)),

@@ -30,7 +30,7 @@ from ..io import (
 from ..mechanisms.common import SIZE_FROM_DATA_WARNING
 from ..pipeline import build_mechanism, check_private_report_path, check_size_options, parse_params
 from ..text import normalize
-from ._choices import BagMode, InputFormat, OutputFormat, OutputVocab, PostProcess
+from ._choices import BagMode, EmptyPolicy, InputFormat, OutputFormat, OutputVocab, PostProcess
 from ._choices import Decoder as DecoderName
 from ._choices import Mechanism as MechanismName
 from ._choices import ObfuscateEngine as EngineName
@@ -67,6 +67,9 @@ def _partitioned(engine: EngineName, files: list[Path], scheduler: str | bool | 
     return sum(f.stat().st_size for f in real if f.is_file()) >= LARGE_INPUT_BYTES
 
 
+EMPTY_HELP = ("A line with no in-vocabulary word (e.g. only stop words): error (stop before any noise; default), "
+              "skip (no record) or empty (an empty record). With skip/empty, which lines these were is public: "
+              "the guarantee says so; their count goes to --private-report.")
 STRICT_IDS_HELP = ("Refuse input whose record ids repeat (default: warn on stderr, naming the first repeated id "
                    "and the count).")
 
@@ -97,15 +100,12 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
 
 def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
     """``--epsilon`` is required unless the mechanism derives it from its own parameter (random: ``rate``)."""
-    import inspect
-
-    from ..pipeline import mechanism_class
+    from ..mechanisms.registry import mechanism_class
 
     if epsilon is not None:
         check_epsilon(epsilon)
         return
-    param = inspect.signature(mechanism_class(mechanism)).parameters.get("epsilon")
-    if param is None or param.default is not None:
+    if "rate" not in mechanism_class(mechanism).param_names():
         hint = "" if mechanism != "earth-movers" else " (e.g. -e 10; see textdp obfuscate --help)"
         raise ParameterError(f"--epsilon is required for {mechanism}{hint}")
 
@@ -229,6 +229,7 @@ WorkDir = Annotated[Path | None, typer.Option(
     "able to read it). Default: under the textdp cache, found again by the same command. Never inside the "
     "output.")]
 StrictIds = Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)]
+Empty = Annotated[EmptyPolicy, typer.Option(metavar="POLICY", help=EMPTY_HELP)]
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,7 @@ class _Options:
     work_dir: Path | None
     force: bool
     strict_ids: bool
+    empty: EmptyPolicy
 
     @property
     def inputs(self) -> list[Path]:
@@ -319,6 +321,7 @@ def obfuscate(
     work_dir: WorkDir = None,
     force: ForceOption = False,
     strict_ids: StrictIds = False,
+    empty: Empty = EmptyPolicy.error,
 ) -> None:
     """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
 
@@ -345,6 +348,9 @@ def obfuscate(
         extra: dict[str, object] = {"vocab_size_limit": o.vocab_size, "domain_vocab": o.domain_vocab is not None,
                                     "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
+            if o.empty is not EmptyPolicy.error:
+                raise ParameterError("--empty skip|empty applies to --engine single for now; partitioned runs stop "
+                                     "on a line with no in-vocabulary word")
             _run_partitioned(o, emb, stops, extra)
         else:
             _run_single(o, emb, stops, extra, domain_texts)
@@ -398,8 +404,8 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
         task = bar.add_task("obfuscating (documents)", total=len(docs))
         _count_words(mech, bar, o.size * len(docs) if o.size is not None else None)
         write_release(fh, mech, docs, o.output, fmt=o.fmt.value, known_source=o.known_source, stop_words=stops,
-                      extra=extra, private_report=o.private_report, force=o.force,
-                      progress=bar_progress(bar, task))
+                      extra=extra, private_report=o.private_report, force=o.force, empty=o.empty.value,
+                      size=o.size, seeded=o.seed is not None, progress=bar_progress(bar, task))
 
 
 @contextlib.contextmanager

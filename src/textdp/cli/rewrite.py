@@ -17,8 +17,9 @@ from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_ba
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
-    "the word draw); ae-dp and random: epsilon per token; syntf: epsilon per sentence. Every record states the "
-    "resulting bound per sentence (for er-ae it is dominated by ln|V| per step, whatever epsilon)."
+    "the word draw); ae-dp and random-sentence: epsilon per token; syntf-sentence: epsilon per sentence. Every "
+    "record states the resulting bound per sentence (for er-ae it is dominated by ln|V| per step, whatever "
+    "epsilon), its number of sentences and their total."
 )
 
 
@@ -30,7 +31,8 @@ def rewrite_command(
     mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism; a model trained with "
                                                  "--objective er-ae), ae-dp (one exponential mechanism over the "
                                                  "vocabulary; a model trained with --objective reconstruction), "
-                                                 "syntf (a bag of words), random (uniform random replacement).")] = Mechanism.er_ae,
+                                                 "syntf-sentence (a bag of words), random-sentence (uniform random "
+                                                 "replacement).")] = Mechanism.er_ae,
     output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing file "
                                          "is refused unless --force).")] = ...,  # type: ignore[assignment]
     unit: Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "
@@ -64,8 +66,10 @@ def rewrite_command(
     """Rewrite sentences with a differential-privacy guarantee stated on every record.
 
     Each document is split into sentences (segments of at most L_max tokens, the model's max length). Each record
-    holds id, text, epsilon, mechanism, unit, guarantee (the per-sentence bound, its unit and what is NOT covered:
-    the number of sentences, and for --model-data same/unknown what the model memorised) and seeded.
+    holds id, text, the per-sentence bound (epsilon, delta, unit: sentence), units (the line's number of
+    sentences) and total (their sum), the compact guarantee (what is NOT covered: the number of sentences, and for
+    --model-data same/unknown what the model memorised) and seeded. The full statement is written once, to the
+    settings file.
     """
     with cli_errors():
         from .._rng import spawn
@@ -78,6 +82,7 @@ def rewrite_command(
             settings_path,
             write_json,
         )
+        from ..mechanisms import ReleaseContext
 
         torch = torch_module()
         if threads is not None:
@@ -92,7 +97,8 @@ def rewrite_command(
                                    batch_size=batch_size)
         rewriter = load_rewriter(str(model_dir.resolve()))
         _check_objective(model_dir, rewriter.card, mechanism.value)
-        guarantee = rewriter.guarantee(settings)
+        # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
+        guarantee = settings.mechanism_for(rewriter).guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
         docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format.value)
         if not docs:
             raise ParameterError("no documents in the input")
@@ -122,7 +128,9 @@ def rewrite_command(
             "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
             "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
             "seeded": seed is not None,  # never the seed itself: it would let anyone undo the noise
-            "engine": engine.value, "partition_size": partition_size, **guarantee.to_dict(),
+            "engine": engine.value, "partition_size": partition_size, "mechanism": guarantee.mechanism,
+            "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
+            "guarantee": guarantee.to_dict(),
         }, overwrite=force, private=False)
         if private_report is not None:
             write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",

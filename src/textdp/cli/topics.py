@@ -61,7 +61,7 @@ EPS_HELP = "Privacy dial epsilon > 0: a user's presence changes output odds by a
 DELTA_HELP = "Probability delta in (0,1) that the epsilon bound fails (keep it below 1/number of users)."
 GAMMA_HELP = "Share gamma in (0, 0.5) of random neighbouring pairs the sampled sensitivity may miss."
 MECHANISM_HELP = ("topicdp: discrete Gaussian, zCDP calibration (default); topicdp-thesis: the thesis's budget "
-                  "split (reproduction); laplace / mvg / mvg-directional: the thesis's baselines.")
+                  "split (reproduction); topicdp-laplace / mvg / mvg-directional: the thesis's baselines.")
 ENGINE_HELP = ("Where the sensitivity pairs are fitted: local (this process) or dask (a local cluster of --workers "
                "processes, or the cluster at --scheduler). The same --seed gives the same result on any engine.")
 VOCABULARY_HELP = ("Columns of the model: 'corpus' (built from the corpus by --max-features and rebuilt for every "
@@ -350,8 +350,8 @@ def topics(
     o = _TopicsOptions(**locals())  # the parameters, and nothing else yet
     with cli_errors():
         from .._rng import spawn
-        from ..topics import extract_topic_matrix, make_topic_model, release_topics
-        from ..topics.mechanisms import build_mechanism
+        from ..topics import extract_topic_matrix, make_topic_model
+        from ..topics.family import topics_mechanism
         from ..topics.models import fit_database
         from ..topics.vocabulary import public_vocabulary, vocabulary_note
 
@@ -367,22 +367,26 @@ def topics(
         fit_seconds = time.perf_counter() - t_fit
         tm = extract_topic_matrix(tw, prev, vocab, run.m, run.n)
         source, sens_value, sampled_gamma, private = _sensitivity(o, run, data, model, sampler_seed)
-        mech = build_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, gamma=sampled_gamma,
-                               sensitivity=sens_value, m=run.m, grid=run.grid)
-        rel = release_topics(tm, mech, seed=release_seed, vocabulary_note=vocabulary_note(data.settings, source))
-        record: dict[str, object] = {**rel.to_dict(), "seeded": o.seed is not None}
+        # the registered mechanism (one base for every family); its calibration gives the private sigma below
+        family = topics_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, gamma=sampled_gamma,
+                                  sensitivity=sens_value, grid=run.grid, seed=release_seed,
+                                  vocabulary_note=vocabulary_note(data.settings, source))
+        mech = family.fit().noise((run.m, run.n))
+        (rel,) = family.privatize_batch([tm], ["topics"], seeded=o.seed is not None)
+        record = rel.to_record()  # the one record layout (textdp/schemas/record.schema.json)
         files: list[tuple[Path, object, bool]] = []  # (path, object, private): the release is written last
         if o.private_report is not None:
             private.update(fit_seconds=round(fit_seconds, 3), seconds=round(time.perf_counter() - t0, 3))
             files.append((o.private_report, _private_report(o, run, data, mech, sens_value, private), True))
         if run.output is not None:
             settings = _release_settings(o, run, data.settings, model.settings(), source)
+            settings["guarantee"] = rel.guarantee.to_dict()  # the full statement, once (records: the compact form)
             files += [(settings_path(run.output), settings, False), (run.output, record, False)]
         _write_all(files, o.force)
         if run.output is None:
             typer.echo(json.dumps(record, indent=2))
         else:
-            print_info(f"wrote {run.output} ({rel.mechanism}, epsilon {rel.epsilon:g})")
+            print_info(f"wrote {run.output} ({rel.guarantee.mechanism}, epsilon {rel.guarantee.epsilon:g})")
 
 
 def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 import numpy as np
@@ -63,11 +64,11 @@ def vocabulary_fingerprint(vectors: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def _faiss() -> Any:
+def _faiss() -> ModuleType:
     return require("faiss", "faiss")
 
 
-def _read_index(faiss: Any, path: Path) -> Any:
+def _read_index(faiss: ModuleType, path: Path) -> Any:
     """A cached faiss index, or ``None`` if absent or damaged (then it is rebuilt)."""
     try:
         data = path.read_bytes()
@@ -79,7 +80,7 @@ def _read_index(faiss: Any, path: Path) -> Any:
         return None
 
 
-def _write_index(faiss: Any, index: Any, path: Path) -> None:
+def _write_index(faiss: ModuleType, index: object, path: Path) -> None:
     """Write ``index`` atomically (:func:`textdp.io.atomic_writer`); a read-only cache keeps it in memory."""
     try:
         data = faiss.serialize_index(index)

@@ -44,6 +44,7 @@ from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError
 from ..io import atomic_writer, write_json
+from ..mechanisms import TextMechanism
 from ..pipeline import (
     DEFAULT_MECHANISM,
     build_mechanism,
@@ -402,7 +403,7 @@ def obfuscate_corpus(
     return summary
 
 
-def _summary(driver_mech: object, backend: Backend, plan: Sequence[Partition], public: PublicSettings,
+def _summary(driver_mech: TextMechanism, backend: Backend, plan: Sequence[Partition], public: PublicSettings,
              size: int | None, extra_settings: dict[str, object] | None) -> JSONObject:
     """The public ``settings.json`` of the completed run."""
     is_bag = release_kind(public["mechanism"]) == "bag"

@@ -78,7 +78,7 @@ class _MechKey:
 def _fitted(k: _MechKey) -> Any:
     """The fitted mechanism of this process for ``k`` (read-only afterwards: size and generator are per call)."""
     emb = _load_vocabulary(k.vocab_dir, k.vocab_name, k.vectors_sha256, k.words_sha256)
-    mech = build_mechanism(
+    mech: Any = build_mechanism(
         k.mechanism, epsilon=k.epsilon, embeddings=emb, bag=k.bag, stop_words=k.stop_words, decoder=k.decoder,
         known_source=k.known_source, postprocess=k.postprocess, params=json.loads(k.params),
     )

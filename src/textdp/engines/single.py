@@ -22,9 +22,10 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..errors import DocumentError, ParameterError
+from ..guarantees import ReleaseRecord
 from ..io import (
     SourcedDocument,
     atomic_writer,
@@ -35,9 +36,10 @@ from ..io import (
     settings_path,
     write_json,
 )
+from ..mechanisms import TextMechanism
 from ..pipeline import (
     iter_privatize_documents,
-    release_decoder,
+    mechanism_guarantee,
     release_guarantee,
     release_settings,
     write_private_report,
@@ -45,7 +47,7 @@ from ..pipeline import (
 )
 from ..progress import ProgressCallback
 
-__all__ = ["check_duplicate_ids", "check_file_outputs", "obfuscate_file", "open_release", "stdout_when_done",
+__all__ = ["check_duplicate_ids", "check_file_outputs", "guarantee_decoder_name", "obfuscate_file", "open_release", "stdout_when_done",
            "write_release"]
 
 #: ``on_duplicate_ids(count, first_id)``: told about repeated record ids (a warning, in the CLI)
@@ -95,10 +97,11 @@ def open_release(output: Path | None, *, force: bool = False) -> contextlib.Abst
 
 
 def write_release(
-    fh: IO[str], mech: object, docs: Sequence[SourcedDocument], output: Path | None, *, fmt: str = "jsonl",
+    fh: IO[str], mech: TextMechanism, docs: Sequence[SourcedDocument], output: Path | None, *, fmt: str = "jsonl",
     known_source: bool = False, stop_words: str | None = "english", extra: dict[str, object] | None = None,
     private_report: Path | None = None, force: bool = False, strict_ids: bool = False,
     on_duplicate_ids: DuplicateIdsCallback | None = None, progress: ProgressCallback | None = None,
+    empty: str = "error", size: int | None = None, seeded: bool = False,
 ) -> dict[str, object]:
     """The steps of :func:`obfuscate_file` inside the open release ``fh`` (see there)."""
     if not docs:
@@ -106,15 +109,18 @@ def write_release(
     ids = sequence_ids(docs)
     check_duplicate_ids(lambda: ids, strict=strict_ids, on_duplicate_ids=on_duplicate_ids)
     report_rows: list[dict[str, object]] = []
-    first: object = None
+    first: ReleaseRecord | None = None
     n_records = 0
-    for job in iter_privatize_documents(mech, docs, private_report=private_report is not None, progress=progress):
+    for job in iter_privatize_documents(mech, docs, private_report=private_report is not None, empty=empty,
+                                        progress=progress):
         write_records(fh, job.records, fmt)  # as they come: memory stays bounded
-        first = first if first is not None else job.documents[0]
+        first = first if first is not None or not job.documents else job.documents[0]
         n_records += len(job.records)
         report_rows.extend(job.report or [])
+    guarantee = (release_guarantee(first) if first is not None else  # every line skipped
+                 mechanism_guarantee(mech, size=size if size is not None else 1, seeded=seeded, empty=empty))
     settings = release_settings(
-        release_guarantee(first), engine="single", documents=n_records, decoder=release_decoder(first),
+        guarantee, engine="single", documents=n_records, decoder=guarantee_decoder_name(guarantee),
         known_source=known_source, stop_words=stop_words, fmt=fmt, extra=extra,
     )
     # the small files first; the release itself is moved into place last (when ``fh`` closes)
@@ -125,11 +131,17 @@ def write_release(
     return dict(settings)
 
 
+def guarantee_decoder_name(guarantee: dict[str, Any]) -> str:
+    """The decoder named in a guarantee dict's public parameters (``"none"``: the mechanism decodes nothing)."""
+    return str(guarantee.get("parameters", {}).get("decoder", "none"))
+
+
 def obfuscate_file(
-    mech: object, docs: Sequence[SourcedDocument], output: Path | None, *, fmt: str = "jsonl",
+    mech: TextMechanism, docs: Sequence[SourcedDocument], output: Path | None, *, fmt: str = "jsonl",
     known_source: bool = False, stop_words: str | None = "english", extra: dict[str, object] | None = None,
     private_report: Path | None = None, force: bool = False, strict_ids: bool = False,
     on_duplicate_ids: DuplicateIdsCallback | None = None, progress: ProgressCallback | None = None,
+    empty: str = "error", size: int | None = None, seeded: bool = False,
 ) -> dict[str, object]:
     """Privatize ``docs`` with the fitted ``mech`` into ``output`` (``None``: standard output).
 
@@ -137,11 +149,14 @@ def obfuscate_file(
     (PRIVATE, JSONL, mode 0600) and, beside a file output, the public
     ``<output>.settings.json``; the release is moved into place last. Returns the
     public settings. ``force`` replaces existing outputs (never an input); repeated
-    ids are refused with ``strict_ids`` or reported to ``on_duplicate_ids``. The CLI
+    ids are refused with ``strict_ids`` or reported to ``on_duplicate_ids``. ``empty``: what a
+    document with no in-vocabulary word becomes (``error``, ``skip``, ``empty``; ``size`` and
+    ``seeded`` then state the guarantee if every document was skipped). The CLI
     runs the same two steps (:func:`open_release`, :func:`write_release`) with its
     progress bar in between.
     """
     with open_release(output, force=force) as fh:
         return write_release(fh, mech, docs, output, fmt=fmt, known_source=known_source, stop_words=stop_words,
                              extra=extra, private_report=private_report, force=force, strict_ids=strict_ids,
-                             on_duplicate_ids=on_duplicate_ids, progress=progress)
+                             on_duplicate_ids=on_duplicate_ids, progress=progress, empty=empty, size=size,
+                             seeded=seeded)

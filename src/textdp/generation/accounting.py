@@ -70,7 +70,8 @@ Thm 6): ``ε`` per step, ``L_max · ε`` per sentence (length protected the same
 Random-R (uniform random replacement at rate r)
 -----------------------------------------------
 Each token is kept with probability ``1 − r`` and otherwise replaced by a word drawn
-uniformly from ``V`` (out-of-vocabulary tokens are always replaced). This is randomized
+uniformly from ``V`` (out-of-vocabulary tokens are dropped, as in the word family's ``random``,
+whose core ``random-sentence`` runs). This is randomized
 response over ``V``: ``ε_tok = ln((1 − r + r/|V|) / (r/|V|))``, so
 ``r = |V| / (|V| + e^{ε_tok} − 1)``. The output length equals the input length and is
 not covered; two sentences of equal length ``n`` have bound ``n · ε_tok``.
@@ -86,6 +87,7 @@ from typing import Any
 
 from .._validation import EPSILON_MIN, check_choice, check_epsilon, check_positive_int
 from ..errors import ParameterError
+from ..guarantees import Guarantee
 
 __all__ = [
     "MECHANISM_NAMES",
@@ -101,7 +103,8 @@ __all__ = [
 ]
 
 #: Mechanism names shared by the API, the CLI and the records.
-MECHANISM_NAMES = ("er-ae", "ae-dp", "syntf", "random")
+#: the sentence family's registered names (:func:`textdp.mechanisms.names` ``("sentence")``)
+MECHANISM_NAMES = ("er-ae", "ae-dp", "syntf-sentence", "random-sentence")
 
 #: Which data the model saw -> whether the guarantee covers the rewriting step.
 MODEL_DATA_CASES: dict[str, tuple[bool, str]] = {
@@ -135,6 +138,10 @@ MODEL_DATA_CASES: dict[str, tuple[bool, str]] = {
 POSTER_REFERENCE = (
     "Bo, Ding, Fung & Iqbal, 'ER-AE: Differentially Private Text Generation for Authorship Anonymization', "
     "NAACL 2021 (poster: two-set exponential mechanism, claimed (epsilon + ln s)-DP)"
+)
+SENTENCE_REFERENCE = (
+    "Weggenmann & Kerschbaum, SIGIR 2018 (SynTF); k-ary randomised response (Kairouz, Oh & Viswanath 2014); "
+    "basic composition: Dwork & Roth 2014, Thm 3.16"
 )
 
 
@@ -326,19 +333,19 @@ def random_r_rate(epsilon: float, vocab_size: int) -> float:
     return 1.0 / (1.0 + math.expm1(e) / v) if e < 700 else math.exp(math.log(v) - e)
 
 
-@dataclass(frozen=True)
-class RewriteGuarantee:
-    """The per-sentence guarantee of one rewrite (follows :class:`textdp.guarantees.Guarantee`).
+@dataclass(frozen=True, kw_only=True)
+class RewriteGuarantee(Guarantee):
+    """The per-sentence guarantee of one rewrite (a :class:`textdp.guarantees.Guarantee`).
 
     Attributes
     ----------
     mechanism : str
-        ``er-ae``, ``ae-dp``, ``syntf`` or ``random``.
+        ``er-ae``, ``ae-dp``, ``syntf-sentence`` or ``random-sentence``.
     epsilon : float
-        The per-sentence bound (pure DP, ``delta = 0``) for the rewriting step.
+        The per-sentence (per-segment) bound (pure DP, ``delta = 0``) for the rewriting step.
     epsilon_parameter : float
-        The mechanism parameter the user chose (per step for er-ae/ae-dp/random, per
-        sentence for syntf).
+        The mechanism parameter the user chose (per step for er-ae/ae-dp/random-sentence,
+        per sentence for syntf-sentence).
     per_token : float
         The per-step bound (``epsilon / max_length`` where the length is protected).
     max_length : int
@@ -346,8 +353,8 @@ class RewriteGuarantee:
     vocab_size : int
         Output alphabet size.
     model_data : str
-        One of :data:`MODEL_DATA_CASES`, or ``"none"`` for ``syntf``/``random`` over a public
-        (GloVe-derived) vocabulary.
+        One of :data:`MODEL_DATA_CASES`, or ``"none"`` for ``syntf-sentence``/``random-sentence``
+        over a public (GloVe-derived) vocabulary.
     covered : bool
         Whether the model/vocabulary case lets the bound cover the rewriting step.
     length_covered : bool
@@ -355,7 +362,8 @@ class RewriteGuarantee:
     detail : str
         Mechanism-specific derivation (in the statement).
     unit : str
-        Always ``"sentence"`` (a segment of at most ``max_length`` tokens).
+        Always ``"sentence"`` (a segment of at most ``max_length`` tokens); a record of a line
+        of ``m`` segments states ``units = m`` and the total ``m * epsilon``.
 
     Examples
     --------
@@ -363,12 +371,10 @@ class RewriteGuarantee:
     >>> g = rewrite_guarantee("ae-dp", 10.0, vocab_size=10_001, max_length=32, model_data="disjoint")
     >>> g.epsilon, g.unit, isinstance(g, Guarantee)
     (320.0, 'sentence', True)
-    >>> sorted(g.to_dict())[:5]
-    ['covered', 'delta', 'detail', 'epsilon', 'epsilon_parameter']
+    >>> sorted(g.params)[:4]
+    ['covered', 'epsilon_parameter', 'length_covered', 'max_length']
     """
 
-    mechanism: str
-    epsilon: float
     epsilon_parameter: float
     per_token: float
     max_length: int
@@ -377,33 +383,40 @@ class RewriteGuarantee:
     covered: bool
     length_covered: bool
     detail: str
-    delta: float = 0.0
     unit: str = "sentence"
 
-    @property
-    def statement(self) -> str:
-        """The guarantee in words, as written to every output record."""
+    def _derive(self) -> dict[str, object]:
         head = (
             f"{self.mechanism}: epsilon-DP per sentence with epsilon={self.epsilon:.4g} (pure, delta=0), where a "
             f"sentence is a segment of at most {self.max_length} tokens (longer sentences are cut into segments) and "
             f"any two sentences are neighbours: any output is at most exp({self.epsilon:.4g}) times more likely from "
-            f"one sentence than from any other. {self.detail} A document's bound is the sum over its sentences "
-            "(m sentences: m times this); the number of sentences per document is not covered."
+            f"one sentence than from any other. {self.detail}"
         )
         if self.model_data == "none":
-            model = " The output vocabulary is public (GloVe's word list, independent of any private data)."
-        elif self.mechanism in ("syntf", "random"):
-            model = f" Vocabulary (this mechanism uses no model, only the model's vocabulary): {MODEL_DATA_CASES[self.model_data][1]}."
+            model = "The output vocabulary is public (GloVe's word list, independent of any private data)."
+        elif self.mechanism in ("syntf-sentence", "random-sentence"):
+            model = ("Vocabulary (this mechanism uses no model, only the model's vocabulary): "
+                     f"{MODEL_DATA_CASES[self.model_data][1]}.")
         else:
-            model = f" Model: {MODEL_DATA_CASES[self.model_data][1]}."
-        return head + model
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (keys of :data:`textdp.guarantees.GUARANTEE_KEYS` plus the parameters)."""
-        out = asdict(self)
-        out["guarantee"] = self.statement
-        out["reference"] = POSTER_REFERENCE if self.mechanism in ("er-ae", "ae-dp") else None
-        return out
+            model = f"Model: {MODEL_DATA_CASES[self.model_data][1]}."
+        not_covered = "the number of sentences (segments) of a document"
+        if not self.length_covered:
+            not_covered += ", the length of each sentence (the output has one word per in-vocabulary input token)"
+        if not self.covered:
+            not_covered += ", what the model (or vocabulary) memorised of its training data"
+        composition = (f"A line (document) of m segments costs m*{self.epsilon:.4g} (basic sequential composition: "
+                       "every record states its number of segments, units, and that total).")
+        return {
+            "statement": f"{head} {composition} Not covered: {not_covered}. {model}",
+            "not_covered": not_covered + ".",
+            "composition": composition,
+            "reference": POSTER_REFERENCE if self.mechanism in ("er-ae", "ae-dp") else SENTENCE_REFERENCE,
+            "parameters": (
+                ("epsilon_parameter", self.epsilon_parameter), ("per_token", self.per_token),
+                ("max_length", self.max_length), ("vocab_size", self.vocab_size), ("model_data", self.model_data),
+                ("covered", self.covered), ("length_covered", self.length_covered),
+            ),
+        }
 
 
 def rewrite_guarantee(
@@ -420,8 +433,8 @@ def rewrite_guarantee(
     """Build the :class:`RewriteGuarantee` of ``mechanism`` at parameter ``epsilon``.
 
     ``epsilon`` is the per-step nominal ε for ``er-ae``, the per-step ε for ``ae-dp`` and
-    ``random`` (its replacement rate is :func:`random_r_rate`), and the per-sentence ε for
-    ``syntf`` (whose bag has ``syntf_size`` terms, default ``max_length``).
+    ``random-sentence`` (its replacement rate is :func:`random_r_rate`), and the per-sentence ε for
+    ``syntf-sentence`` (whose bag has ``syntf_size`` terms, default ``max_length``).
 
     >>> g = rewrite_guarantee("er-ae", 5.0, vocab_size=10_001, max_length=32, model_data="public")
     >>> round(g.epsilon, 1), g.covered, g.length_covered
@@ -434,7 +447,7 @@ def rewrite_guarantee(
     v = check_positive_int(vocab_size, "vocab_size", minimum=2)
     n = check_positive_int(max_length, "max_length")
     check_choice(model_data, "model data case", (*MODEL_DATA_CASES, "none"))
-    if model_data == "none" and mechanism not in ("syntf", "random"):
+    if model_data == "none" and mechanism not in ("syntf-sentence", "random-sentence"):
         raise ParameterError(f"{mechanism} uses a model: say which data it saw (one of {', '.join(MODEL_DATA_CASES)})")
     covered = True if model_data == "none" else MODEL_DATA_CASES[model_data][0]
     if mechanism == "er-ae":
@@ -447,22 +460,29 @@ def rewrite_guarantee(
             f"dominates ({100 * b.log_share:.0f}% of the per-step bound): the nominal epsilon adds little to it. "
             f"Composed over L_max={n} steps; the output length is covered (the end token is drawn by the mechanism)."
         )
-        return RewriteGuarantee(mechanism, b.per_sentence, eps, b.per_token, n, v, model_data, covered, True, detail)
+        return RewriteGuarantee(mechanism=mechanism, epsilon=b.per_sentence, epsilon_parameter=eps,
+                                per_token=b.per_token, max_length=n, vocab_size=v, model_data=model_data,
+                                covered=covered, length_covered=True, detail=detail)
     if mechanism == "ae-dp":
         detail = (
             f"One exponential mechanism over the whole vocabulary per step, P(w) ~ exp(epsilon p_w / 2) with p_w in "
             f"[0, 1]: epsilon={eps:g} per step (|V|={v}), composed over L_max={n} steps; the output length is covered "
             "(the end token is drawn by the mechanism)."
         )
-        return RewriteGuarantee(mechanism, em_bound(eps, n), eps, eps, n, v, model_data, covered, True, detail)
-    if mechanism == "random":
+        return RewriteGuarantee(mechanism=mechanism, epsilon=em_bound(eps, n), epsilon_parameter=eps, per_token=eps,
+                                max_length=n, vocab_size=v, model_data=model_data, covered=covered,
+                                length_covered=True, detail=detail)
+    if mechanism == "random-sentence":
         rate = random_r_rate(eps, v)
         detail = (
-            f"Uniform random replacement at rate r={rate:.6g} (randomized response over |V|={v} words): per token "
-            f"ln((1-r+r/|V|)/(r/|V|)) = {eps:g}, composed over at most L_max={n} tokens, for two sentences of the same "
-            "length; the output length equals the input length and is NOT covered."
+            f"Uniform random replacement at rate r={rate:.6g} (randomized response over |V|={v} words, the word "
+            f"family's 'random' core): per token ln((1-r+r/|V|)/(r/|V|)) = {eps:g}, composed over at most L_max={n} "
+            "tokens, for two sentences of the same length; out-of-vocabulary tokens are dropped (never released), "
+            "so the output length equals the number of in-vocabulary tokens and is NOT covered."
         )
-        return RewriteGuarantee(mechanism, eps * n, eps, eps, n, v, model_data, covered, False, detail)
+        return RewriteGuarantee(mechanism=mechanism, epsilon=eps * n, epsilon_parameter=eps, per_token=eps,
+                                max_length=n, vocab_size=v, model_data=model_data, covered=covered,
+                                length_covered=False, detail=detail)
     size = check_positive_int(syntf_size if syntf_size is not None else n, "syntf_size")
     detail = (
         f"SynTF (Weggenmann & Kerschbaum, SIGIR 2018): a bag of {size} terms sampled by the exponential mechanism "
@@ -470,4 +490,6 @@ def rewrite_guarantee(
         f"to [0, 1]; sensitivity {size}), i.e. {size} i.i.d. terms with P(t) ~ exp(epsilon w_t / (2 * {size})): "
         f"epsilon={eps:g} per sentence ({eps / size:.4g} per term); the bag size is public, word order is not released."
     )
-    return RewriteGuarantee(mechanism, eps, eps, eps / size, n, v, model_data, covered, True, detail)
+    return RewriteGuarantee(mechanism=mechanism, epsilon=eps, epsilon_parameter=eps, per_token=eps / size,
+                            max_length=n, vocab_size=v, model_data=model_data, covered=covered, length_covered=True,
+                            detail=detail)

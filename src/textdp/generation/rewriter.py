@@ -1,51 +1,66 @@
-"""Rewriting text with a trained model: ER-AE, AE-DP, SynTF and Random-R, with honest records.
+"""Rewriting text with a trained model: the sentence family of mechanisms, with honest records.
 
-:class:`Rewriter` loads a model directory (:mod:`textdp.generation.training`) and
-rewrites sentence segments with one of four mechanisms:
+:class:`Rewriter` loads a model directory (:mod:`textdp.generation.training`). The sentence
+family's mechanisms derive from :class:`SentenceMechanism` (itself a
+:class:`textdp.mechanisms.base.Mechanism`: parameters from ``__init__``, ``fit`` loads the
+model, one batch verb ``privatize_batch(texts, ids, seed=...)``, one ``guarantee(context)``);
+each is registered under one name (:func:`textdp.mechanisms.get`):
 
-``er-ae``
+``er-ae`` (:class:`ERAE`)
     the ER-AE model with textdp's two-set exponential mechanism
     (:func:`~textdp.generation.sampling.two_set_step`);
-``ae-dp``
+``ae-dp`` (:class:`AEDP`)
     the model with one exponential mechanism over the whole vocabulary per step
     (:func:`~textdp.generation.sampling.em_step`; train the model with
     ``--objective reconstruction`` for the baseline as published);
-``syntf``
-    a bag of ``max_length`` words per sentence (:mod:`textdp.mechanisms.syntf`);
-``random``
-    uniform random replacement at the rate calibrated to the per-token ε
-    (:func:`~textdp.generation.accounting.random_r_rate`).
+``syntf-sentence`` (:class:`SynTFSentence`)
+    a bag of ``max_length`` words per sentence (:func:`textdp.mechanisms.syntf.syntf`);
+``random-sentence`` (:class:`RandomSentence`)
+    uniform random replacement at the rate calibrated to the per-token ε: the word family's
+    :class:`~textdp.mechanisms.RandomReplacement` core over the model's vocabulary, with the same
+    out-of-vocabulary handling (dropped, never released).
 
-Two generation variants (``er-ae``/``ae-dp``): ``autoregressive`` feeds the generator its
-own draws; ``teacher-forced`` (the authors' code) feeds it the private input's tokens
-while there are any. Both run at most ``max_length`` steps and stop when the mechanism
-draws the end token, so the output length is covered by the bound.
+A unit is a document (a line); it is cut into segments of at most ``L_max`` tokens, each a
+privacy unit (the guarantee's ``unit`` is ``sentence``). A release is a :class:`RewrittenText`:
+the rewritten text, ``units`` = its number of segments and ``total`` = that many times the
+per-segment bound (:class:`~textdp.guarantees.ReleaseRecord`). Two generation variants
+(``er-ae``/``ae-dp``): ``autoregressive`` feeds the generator its own draws; ``teacher-forced``
+(the authors' code) feeds it the private input's tokens while there are any. Both run at most
+``max_length`` steps and stop when the mechanism draws the end token, so the output length is
+covered by the bound.
 
-:func:`rewrite_documents` is the pure batch function ``(documents, rng) -> records`` the
-CLI maps over partitions with :mod:`textdp.engines`. Records hold the rewritten text and
-public parameters only; :func:`rewrite_documents` returns the per-document diagnostics
+A new sentence mechanism (e.g. a language-model rewriter) subclasses :class:`SentenceMechanism`,
+declares ``name`` and its ``__init__`` parameters (``epsilon``, ``model``, ``seed``, ...), and
+supplies :meth:`SentenceMechanism.rewrite_segments` (segments, rng -> output tokens) and
+:meth:`SentenceMechanism.bound` (its :class:`~textdp.generation.accounting.RewriteGuarantee`).
+
+:func:`rewrite_documents` is the pure batch function ``(documents, rng) -> records`` the CLI
+maps over partitions with :mod:`textdp.engines`; it returns the per-document diagnostics
 (counts describing the private input) separately, for a private sidecar.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int
-from ..errors import ParameterError
-from ..mechanisms.syntf import SynTF
+from ..embeddings import Embeddings
+from ..errors import ParameterError, ParameterTypeError
+from ..guarantees import Guarantee, ReleaseRecord
+from ..mechanisms import RandomReplacement, ReleaseContext, mechanism_class
+from ..mechanisms.base import Mechanism, SeedLike
+from ..mechanisms.syntf import syntf
 from .accounting import (
     MECHANISM_NAMES,
     MODEL_DATA_CASES,
     RewriteGuarantee,
-    random_r_rate,
     rewrite_guarantee,
 )
 from .model import build_network, generate
@@ -53,7 +68,20 @@ from .sampling import em_step, torch_module, two_set_step
 from .training import load_model_files
 from .vocab import PAD, detokenize, segment_text
 
-__all__ = ["UNITS", "VARIANTS", "RewriteSettings", "Rewriter", "load_rewriter", "rewrite_documents"]
+__all__ = [
+    "AEDP",
+    "ERAE",
+    "UNITS",
+    "VARIANTS",
+    "RandomSentence",
+    "RewriteSettings",
+    "Rewriter",
+    "RewrittenText",
+    "SentenceMechanism",
+    "SynTFSentence",
+    "load_rewriter",
+    "rewrite_documents",
+]
 
 VARIANTS = ("autoregressive", "teacher-forced")
 UNITS = ("sentence", "document")
@@ -66,9 +94,9 @@ class RewriteSettings:
     Attributes
     ----------
     mechanism : str
-        One of ``er-ae``, ``ae-dp``, ``syntf``, ``random``.
+        One of ``er-ae``, ``ae-dp``, ``syntf-sentence``, ``random-sentence``.
     epsilon : float
-        Per-step nominal ε (er-ae), per-step ε (ae-dp, random) or per-sentence ε (syntf).
+        Per-step nominal ε (er-ae), per-step ε (ae-dp, random-sentence) or per-sentence ε (syntf-sentence).
     variant : str
         ``autoregressive`` (default) or ``teacher-forced`` (the authors').
     word_fraction : float
@@ -105,6 +133,16 @@ class RewriteSettings:
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""
         return asdict(self)
+
+    def mechanism_for(self, rewriter: Rewriter, seed: SeedLike = None) -> SentenceMechanism:
+        """The registered mechanism these settings describe, on ``rewriter`` (its own parameters only)."""
+        cls = mechanism_class(self.mechanism)
+        own = cls.param_names()
+        kwargs: dict[str, Any] = {k: v for k, v in self.to_dict().items() if k in own and k not in ("mechanism", "unit")}
+        kwargs.update(model=rewriter, seed=seed)
+        mech = cls(**kwargs)
+        assert isinstance(mech, SentenceMechanism)
+        return mech
 
 
 class Rewriter:
@@ -143,73 +181,299 @@ class Rewriter:
 
     def guarantee(self, settings: RewriteSettings) -> RewriteGuarantee:
         """The per-sentence guarantee of ``settings`` with this model."""
-        uses_model = settings.mechanism in ("er-ae", "ae-dp")
-        size = self.vocab.output_size if uses_model else len(self.vocab.words)
+        return settings.mechanism_for(self).guarantee()
+
+    def model_case(self, model_data: str, *, uses_model: bool) -> str:
+        """The model-data case of a guarantee (``none``: no model and a public vocabulary)."""
         public_vocab = not self.card.get("vocabulary", {}).get("depends_on_training_data", True)
-        case = "none" if (not uses_model and public_vocab) else self.resolve_model_data(settings.model_data)
-        return rewrite_guarantee(
-            settings.mechanism, settings.epsilon, vocab_size=size, max_length=self.max_length,
-            model_data=case, word_fraction=settings.word_fraction, k=settings.k,
-        )
+        return "none" if (not uses_model and public_vocab) else self.resolve_model_data(model_data)
 
     def segments(self, text: str) -> list[list[str]]:
         """The privacy units of ``text``: sentences cut to at most ``max_length`` tokens."""
         return segment_text(text, self.max_length)
 
-    def rewrite_segments(
-        self, segments: Sequence[Sequence[str]], settings: RewriteSettings, rng: np.random.Generator
-    ) -> list[list[str]]:
-        """Output tokens for every segment (a pure batch function of the segments and ``rng``)."""
-        if not segments:
-            return []
+    def check_segments(self, segments: Sequence[Sequence[str]]) -> None:
+        """Segments must hold 1 to ``max_length`` tokens (:meth:`segments` makes them)."""
         if any(len(s) > self.max_length or len(s) == 0 for s in segments):
             raise ParameterError(f"segments must hold 1 to {self.max_length} tokens; use Rewriter.segments")
-        m = settings.mechanism
-        if m == "syntf":
-            mech = SynTF(settings.epsilon, self.max_length, self.vocab.words, unit="sentence")
-            return mech.privatize([list(s) for s in segments], rng)
-        if m == "random":
-            return self._random_replace(segments, random_r_rate(settings.epsilon, len(self.vocab.words)), rng)
-        return self._generate(segments, settings, rng)
 
-    def _random_replace(self, segments: Sequence[Sequence[str]], rate: float, rng: np.random.Generator) -> list[list[str]]:
-        words = self.vocab.words
-        out = []
-        for seg in segments:
-            ids = self.vocab.encode(list(seg)) - 4  # OOV -> negative
-            replace_mask = (rng.random(ids.size) < rate) | (ids < 0)  # OOV tokens are always replaced
-            ids[replace_mask] = rng.integers(0, len(words), size=int(replace_mask.sum()))
-            out.append([words[i] for i in ids])
-        return out
-
-    def _generate(self, segments: Sequence[Sequence[str]], settings: RewriteSettings, rng: np.random.Generator) -> list[list[str]]:
+    def generate(self, segments: Sequence[Sequence[str]], choose: Callable[[Any], Any], *, variant: str,
+                 batch_size: int) -> list[list[str]]:
+        """Output tokens for every segment, each generation step drawn by ``choose(logp)``."""
         torch = torch_module()
-        eps = settings.epsilon
-        if settings.mechanism == "er-ae":
-            e_word = settings.word_fraction * eps
-            e_set = eps - e_word
-
-            def choose(logp: Any) -> Any:
-                return two_set_step(logp, rng, epsilon_set=e_set, epsilon_word=e_word, k=settings.k)
-        else:
-
-            def choose(logp: Any) -> Any:
-                return em_step(logp, rng, epsilon=eps)
-
         encoded = [self.vocab.encode(list(s)) for s in segments]
         order = np.argsort([len(e) for e in encoded], kind="stable")
         result: list[list[str]] = [[] for _ in segments]
-        for start in range(0, len(order), settings.batch_size):
-            idx = order[start : start + settings.batch_size]
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
             lengths = np.array([len(encoded[i]) for i in idx], dtype=np.int64)
             enc = np.full((len(idx), int(lengths.max())), PAD, dtype=np.int64)
             for r, i in enumerate(idx):
                 enc[r, : lengths[r]] = encoded[i]
             ids = generate(self.net, torch.from_numpy(enc), torch.from_numpy(lengths), choose, allowed=self._allowed,
-                           max_length=self.max_length, teacher_forcing=settings.variant == "teacher-forced")
+                           max_length=self.max_length, teacher_forcing=variant == "teacher-forced")
             for r, i in enumerate(idx):
                 result[i] = self.vocab.decode(ids[r])
         return result
+
+
+@dataclass(frozen=True)
+class RewrittenText(ReleaseRecord):
+    """One rewritten document: its text, its rewritten segments, ``units`` = their number.
+
+    :meth:`sentence_records` gives one record per segment (ids ``"<id>:<j>"``, ``units`` 1).
+    """
+
+    release: str = "sentence"
+    content: str = ""
+    sentences: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The rewritten text (the segments joined by spaces)."""
+        return self.content
+
+    def sentence_records(self) -> list[ReleaseRecord]:
+        """One release record per segment."""
+        return [ReleaseRecord(id=f"{self.id}:{j}", guarantee=self.guarantee, seeded=self.seeded, release="sentence",
+                              content=t, units=1) for j, t in enumerate(self.sentences)]
+
+
+Segments = list[list[str]]
+
+
+class SentenceMechanism(Mechanism[Segments, Segments, RewrittenText]):
+    """Base of the sentence family (see the module docstring): texts in, rewritten texts out.
+
+    Parameters every subclass takes: ``epsilon``, ``model`` (a :class:`Rewriter` or a model
+    directory), ``model_data`` (which data the model saw: ``public``, ``disjoint``, ``same``,
+    ``unknown`` or ``auto``) and ``seed``.
+    """
+
+    family = "sentence"
+    releases = "sentence"
+    #: every segment of a batch is rewritten in one call (the model batches by ``batch_size`` itself)
+    chunk_size = 1 << 62
+    #: the bound depends on a trained model (else only on its vocabulary)
+    uses_model: ClassVar[bool] = True
+
+    model: Rewriter | str | Path
+    model_data: str
+    model_: Rewriter
+
+    def _fit(self) -> None:
+        self.epsilon_ = check_epsilon(self.epsilon)
+        check_choice(self.model_data, "model data case", (*MODEL_DATA_CASES, "auto"))
+        if isinstance(self.model, Rewriter):
+            self.model_ = self.model
+        elif isinstance(self.model, (str, Path)):
+            self.model_ = load_rewriter(str(Path(self.model).resolve()))
+        else:
+            raise ParameterTypeError(f"model must be a Rewriter or a model directory, got {type(self.model).__name__}")
+        self._setup()
+
+    def _setup(self) -> None:
+        """Precompute what :meth:`rewrite_segments` needs (called by ``fit``)."""
+
+    @abstractmethod
+    def bound(self) -> RewriteGuarantee:
+        """The per-sentence guarantee of this mechanism on the fitted model (no context)."""
+
+    @abstractmethod
+    def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
+        """Output tokens for every segment (a pure batch function of the segments and ``rng``)."""
+
+    def model_case(self) -> str:
+        """The model-data case the guarantee states."""
+        return self.model_.model_case(self.model_data, uses_model=self.uses_model)
+
+    def guarantee(self, context: ReleaseContext | None = None) -> RewriteGuarantee:
+        """The per-sentence guarantee (``context``: seeded and the empty policy)."""
+        self._ensure_fitted()
+        ctx = context or ReleaseContext(seeded=self.seeded_)
+        return self.bound().evolve(seeded=ctx.seeded, empty=ctx.empty)
+
+    def _prepare(self, unit: object, uid: str) -> Segments:
+        if not isinstance(unit, str):
+            raise ParameterTypeError(f"document {uid}: text must be a str, got {type(unit).__name__}")
+        return self.model_.segments(unit)
+
+    def _is_empty(self, prepared: Segments) -> bool:
+        return not prepared
+
+    def _empty_message(self, uid: str, prepared: Segments) -> str:
+        return f"document {uid}: no words to rewrite"
+
+    def _privatize(self, prepared: Sequence[Segments], context: ReleaseContext,
+                   rng: np.random.Generator) -> list[Segments]:
+        flat = [s for segs in prepared for s in segs]
+        self.model_.check_segments(flat)
+        out = self.rewrite_segments(flat, rng)
+        bounds = np.cumsum([0] + [len(segs) for segs in prepared])
+        return [out[bounds[i] : bounds[i + 1]] for i in range(len(prepared))]
+
+    def _release(self, uid: str, prepared: Segments, output: Segments | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> RewrittenText:
+        texts = tuple(detokenize(o) for o in (output or []))
+        return RewrittenText(id=uid, guarantee=guarantee, seeded=seeded, content=" ".join(t for t in texts if t),
+                             units=len(texts), sentences=texts)
+
+    def _diagnose(self, uid: str, prepared: Segments, output: Segments | None) -> dict[str, Any]:
+        vocab = self.model_.vocab
+        return {"id": uid, "segments": len(prepared), "input_tokens": sum(len(s) for s in prepared),
+                "oov_tokens": sum(int((vocab.encode(s) == 2).sum()) for s in prepared),
+                "output_tokens": sum(len(o) for o in (output or [])), "emptied": not prepared}
+
+
+class ERAE(SentenceMechanism):
+    """ER-AE: the model's distribution, each step drawn by the two-set exponential mechanism (Bo et al. 2021).
+
+    ``epsilon`` is the nominal per-step budget, split ``word_fraction`` to the draw inside the
+    chosen set and the rest to the set choice; ``k`` draws form the lexical set. The bound
+    per sentence is :func:`~textdp.generation.accounting.two_set_bound`'s (dominated by ``ln |V|``).
+    """
+
+    name = "er-ae"
+    reference = "Bo, Ding, Fung & Iqbal, NAACL 2021"
+
+    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, variant: str = "autoregressive",
+                 word_fraction: float = 0.1, k: int = 5, model_data: str = "auto", batch_size: int = 256,
+                 seed: SeedLike = None) -> None:
+        self.epsilon = epsilon
+        self.model = model
+        self.variant = variant
+        self.word_fraction = word_fraction
+        self.k = k
+        self.model_data = model_data
+        self.batch_size = batch_size
+        self.seed = seed
+
+    def _setup(self) -> None:
+        check_choice(self.variant, "variant", VARIANTS)
+        check_positive_int(self.batch_size, "batch_size")
+        check_positive_int(self.k, "k")
+
+    def bound(self) -> RewriteGuarantee:
+        m = self.model_
+        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=m.vocab.output_size, max_length=m.max_length,
+                                 model_data=self.model_case(), word_fraction=self.word_fraction, k=self.k)
+
+    def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
+        e_word = self.word_fraction * self.epsilon_
+        e_set = self.epsilon_ - e_word
+
+        def choose(logp: Any) -> Any:
+            return two_set_step(logp, rng, epsilon_set=e_set, epsilon_word=e_word, k=self.k)
+
+        return self.model_.generate(segments, choose, variant=self.variant, batch_size=self.batch_size)
+
+
+class AEDP(SentenceMechanism):
+    """AE-DP: the model's distribution, each step one exponential mechanism over the whole vocabulary."""
+
+    name = "ae-dp"
+    reference = "Bo, Ding, Fung & Iqbal, NAACL 2021 (baseline); McSherry & Talwar 2007"
+
+    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, variant: str = "autoregressive",
+                 model_data: str = "auto", batch_size: int = 256, seed: SeedLike = None) -> None:
+        self.epsilon = epsilon
+        self.model = model
+        self.variant = variant
+        self.model_data = model_data
+        self.batch_size = batch_size
+        self.seed = seed
+
+    def _setup(self) -> None:
+        check_choice(self.variant, "variant", VARIANTS)
+        check_positive_int(self.batch_size, "batch_size")
+
+    def bound(self) -> RewriteGuarantee:
+        m = self.model_
+        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=m.vocab.output_size, max_length=m.max_length,
+                                 model_data=self.model_case())
+
+    def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
+        eps = self.epsilon_
+
+        def choose(logp: Any) -> Any:
+            return em_step(logp, rng, epsilon=eps)
+
+        return self.model_.generate(segments, choose, variant=self.variant, batch_size=self.batch_size)
+
+
+class SynTFSentence(SentenceMechanism):
+    """SynTF per sentence: a bag of ``max_length`` words over the model's vocabulary (no network)."""
+
+    name = "syntf-sentence"
+    reference = "Weggenmann & Kerschbaum, SIGIR 2018"
+    uses_model = False
+
+    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, model_data: str = "auto",
+                 seed: SeedLike = None) -> None:
+        self.epsilon = epsilon
+        self.model = model
+        self.model_data = model_data
+        self.seed = seed
+
+    def bound(self) -> RewriteGuarantee:
+        m = self.model_
+        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=len(m.vocab.words), max_length=m.max_length,
+                                 model_data=self.model_case())
+
+    def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
+        words = self.model_.vocab.words
+        index = {w: i for i, w in enumerate(words)}
+        counts = np.zeros((len(segments), len(words)))
+        for i, seg in enumerate(segments):  # out-of-vocabulary tokens are dropped
+            for t in seg:
+                j = index.get(t)
+                if j is not None:
+                    counts[i, j] += 1.0
+        bags = np.atleast_2d(syntf(counts, self.epsilon_, self.model_.max_length, rng))
+        out = []
+        for row in bags:  # sorted by count, then vocabulary order
+            idx = np.nonzero(row)[0]
+            idx = idx[np.argsort(-row[idx], kind="stable")]
+            out.append([words[j] for j in idx for _ in range(int(row[j]))])
+        return out
+
+
+class RandomSentence(SentenceMechanism):
+    """Random-R: the word family's :class:`~textdp.mechanisms.RandomReplacement` core over the model's vocabulary.
+
+    ``epsilon`` is per token; out-of-vocabulary tokens are dropped (never released), exactly as
+    the word family's ``random`` does.
+    """
+
+    name = "random-sentence"
+    reference = "k-ary randomised response (Kairouz, Oh & Viswanath 2014)"
+    uses_model = False
+
+    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, model_data: str = "auto",
+                 seed: SeedLike = None) -> None:
+        self.epsilon = epsilon
+        self.model = model
+        self.model_data = model_data
+        self.seed = seed
+
+    def _setup(self) -> None:
+        words = self.model_.vocab.words
+        vocab = Embeddings(list(words), np.zeros((len(words), 1), dtype=np.float32), name="rewriter vocabulary")
+        self.replacement_ = RandomReplacement(epsilon=self.epsilon_, embeddings=vocab, stop_words=None).fit()
+
+    def bound(self) -> RewriteGuarantee:
+        m = self.model_
+        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=len(m.vocab.words), max_length=m.max_length,
+                                 model_data=self.model_case())
+
+    def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
+        rep = self.replacement_
+        rows = [rep.embeddings_.ids(list(seg))[0] for seg in segments]  # OOV dropped, as the word family does
+        flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        out = rep.privatize_ids(flat, rng) if flat.size else flat
+        words = rep.embeddings_.words
+        bounds = np.cumsum([0] + [r.size for r in rows])
+        return [[words[j] for j in out[bounds[i] : bounds[i + 1]]] for i in range(len(rows))]
 
 
 @lru_cache(maxsize=4)
@@ -222,40 +486,26 @@ def rewrite_documents(
     rewriter: Rewriter,
     documents: Sequence[tuple[str, str]],
     settings: RewriteSettings,
-    rng: int | np.random.Generator | np.random.SeedSequence | None = None,
+    rng: SeedLike = None,
     *,
     seeded: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rewrite ``(id, text)`` documents: ``(records, private_diagnostics)``.
 
-    Records (one per document, or one per segment with ``unit="sentence"``) hold
-    ``id``, ``text``, ``epsilon``, ``mechanism``, ``unit``, ``guarantee`` and ``seeded``;
-    never the input text or anything computed from it. The diagnostics (segments,
-    input tokens, out-of-vocabulary tokens per document) describe the private input:
-    keep them private.
+    Records (one per document, or one per segment with ``unit="sentence"``) have the one
+    layout of :class:`~textdp.guarantees.ReleaseRecord`: the per-segment bound at the top level
+    (``epsilon``, ``unit: "sentence"``), ``units`` (the line's segments) and ``total`` (their sum),
+    and the compact guarantee; never the input text or anything computed from it. A document
+    with no words gives an empty record (policy ``empty``, stated in the guarantee). The
+    diagnostics (segments, input tokens, out-of-vocabulary tokens per document) describe the
+    private input: keep them private.
     """
-    g = make_rng(rng)
-    guarantee = rewriter.guarantee(settings)
-    gdict = guarantee.to_dict()
-    segs_per_doc = [rewriter.segments(text) for _, text in documents]
-    flat = [s for segs in segs_per_doc for s in segs]
-    outputs = rewriter.rewrite_segments(flat, settings, g)
-    records: list[dict[str, Any]] = []
+    mech = settings.mechanism_for(rewriter)
     diagnostics: list[dict[str, Any]] = []
-    pos = 0
-    for (doc_id, _), segs in zip(documents, segs_per_doc, strict=True):
-        outs = outputs[pos : pos + len(segs)]
-        pos += len(segs)
-        texts = [detokenize(o) for o in outs]
-        base = {"epsilon": settings.epsilon, "mechanism": settings.mechanism, "unit": settings.unit}
-        if settings.unit == "document":
-            records.append({"id": doc_id, "text": " ".join(t for t in texts if t), **base, "guarantee": gdict,
-                            "seeded": seeded})
-        else:
-            for j, t in enumerate(texts):
-                records.append({"id": f"{doc_id}:{j}", "text": t, **base, "guarantee": gdict, "seeded": seeded})
-        n_tok = sum(len(s) for s in segs)
-        n_oov = sum(int((rewriter.vocab.encode(s) == 2).sum()) for s in segs)
-        diagnostics.append({"id": doc_id, "segments": len(segs), "input_tokens": n_tok, "oov_tokens": n_oov,
-                            "output_tokens": sum(len(o) for o in outs)})
+    released = mech.privatize_batch([t for _, t in documents], [i for i, _ in documents], seed=rng,
+                                    seeded=seeded, empty="empty", private_report=diagnostics) if documents else []
+    if settings.unit == "sentence":
+        records = [r.to_record() for doc in released for r in doc.sentence_records()]
+    else:
+        records = [doc.to_record() for doc in released]
     return records, diagnostics

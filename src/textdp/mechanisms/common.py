@@ -1,30 +1,47 @@
-"""What every mechanism's ``fit`` and document step share: the vocabulary, the rows of a text, the bag size.
+"""What the text families share on top of :class:`~textdp.mechanisms.base.Mechanism`.
 
-One copy of each, used by :class:`~textdp.mechanisms.EarthMoversPrivacy`,
-:class:`~textdp.mechanisms.syntf.SynTFPrivacy` and the word-level mechanisms.
+* :class:`TextMechanism` - texts in: :func:`textdp.text.normalize`, then the public
+  vocabulary's rows (out-of-vocabulary tokens dropped, never released); the document and
+  word families derive from it.
+* :class:`BagMechanism` - the document family (``releases = "bag"``): every document becomes
+  exactly N words (a public size), released sorted by vocabulary row as a :class:`PrivateDocument`.
+* :class:`DocumentDiagnostics` - the PRIVATE report entry of one document.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Self
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from .._validation import check_size, check_texts
+from .._validation import check_size
 from ..embeddings import Embeddings, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
-from ..progress import ProgressCallback
+from ..guarantees import Guarantee, ReleaseRecord
 from ..text import normalize
+from .base import Mechanism, ReleaseContext
 
-__all__ = ["SIZE_FROM_DATA_WARNING", "BagEstimator", "resolve_bag_size", "resolve_embeddings", "text_rows"]
+__all__ = [
+    "SIZE_FROM_DATA_WARNING", "WORDS_PER_BLOCK", "BagMechanism", "BagOutput", "DocumentDiagnostics", "PreparedText",
+    "PrivateDocument", "TextMechanism", "resolve_bag_size", "resolve_embeddings",
+]
+
+#: Words noised and decoded at once: bounds the working memory (about 2 KB per word for
+#: 50-d vectors: the float64 noise, the noisy vectors and the decoder's scores) whatever N is.
+WORDS_PER_BLOCK = 32_768
 
 SIZE_FROM_DATA_WARNING = (
     "the bag size N is taken from the data (the shortest document's in-vocabulary length, N={n}); N is "
     "published with every record, so this reveals that length. Pass a public size instead."
 )
+
+R = TypeVar("R", bound=ReleaseRecord)
+O = TypeVar("O")  # noqa: E741
 
 
 def resolve_embeddings(embeddings: Embeddings | str | os.PathLike[str] | None, vocab_size: int | None) -> Embeddings:
@@ -39,39 +56,6 @@ def resolve_embeddings(embeddings: Embeddings | str | os.PathLike[str] | None, v
     if embeddings is None or isinstance(embeddings, (str, os.PathLike)):
         return load_embeddings(embeddings, vocab_size=vocab_size)
     raise ParameterTypeError(f"embeddings must be an Embeddings, a path or None, got {type(embeddings).__name__}")
-
-
-def text_rows(
-    texts: Sequence[str], ids: Sequence[str] | None, embeddings: Embeddings, stop_words: str | Iterable[str] | None
-) -> tuple[list[np.ndarray], list[int], list[int]]:
-    """Normalize and look up each text: in-vocabulary rows, token counts, OOV counts (PRIVATE).
-
-    Every text is checked before anything else happens: a text that is not a ``str``,
-    empty after normalization, or without any vocabulary word is a one-line error.
-
-    >>> emb = Embeddings(["cat", "dog"], np.eye(2), name="toy")
-    >>> rows, n_tokens, dropped = text_rows(["the cat and a zebra"], None, emb, "english")
-    >>> rows[0].tolist(), n_tokens, dropped
-    ([0], [2], [1])
-    """
-    rows, n_tokens, dropped = [], [], []
-    for i, text in enumerate(texts):
-        doc_id = ids[i] if ids is not None else str(i)
-        if not isinstance(text, str):
-            raise ParameterTypeError(f"document {doc_id}: text must be a str, got {type(text).__name__}")
-        tokens = normalize(text, stop_words)
-        if not tokens:
-            raise DocumentError(f"document {doc_id}: empty after normalisation (no words left)")
-        r, oov = embeddings.ids(tokens)
-        if r.size == 0:
-            raise DocumentError(
-                f"document {doc_id}: none of its {len(tokens)} words is in the vocabulary "
-                f"({embeddings.name}, {embeddings.vocab_size} words)"
-            )
-        rows.append(r)
-        n_tokens.append(len(tokens))
-        dropped.append(oov)
-    return rows, n_tokens, dropped
 
 
 def resolve_bag_size(
@@ -91,141 +75,188 @@ def resolve_bag_size(
             "the bag size N must be public: pass size=N (CLI: --size N), or size_from_data=True "
             "(CLI: --size-from-data) to use the shortest document's length, which that reveals"
         )
+    if not rows:
+        raise ParameterError("size_from_data needs at least one document with an in-vocabulary word")
     n = min(int(r.size) for r in rows)
-    warnings.warn(SIZE_FROM_DATA_WARNING.format(n=n), PrivacyWarning, stacklevel=4)
+    warnings.warn(SIZE_FROM_DATA_WARNING.format(n=n), PrivacyWarning, stacklevel=5)
     return n, True
 
 
-class BagEstimator:
-    """What the bag mechanisms (Earth Mover's, SynTF) share: the scikit-learn protocol and the batch verbs.
+@dataclass(frozen=True)
+class PreparedText:
+    """PRIVATE: one text's record id, in-vocabulary rows, normalised token count and out-of-vocabulary count."""
 
-    A subclass sets ``_PARAMS`` (its constructor parameters) and ``CHUNK`` (documents per
-    chunk by default) and implements ``fit`` and ``iter_privatize_batch``; ``get_params``,
-    ``set_params``, ``transform``, ``prepare``, ``resolve_size``, ``privatize_batch`` and
-    ``privatize`` are defined once, here.
+    uid: str
+    rows: np.ndarray
+    n_tokens: int
+    dropped_oov: int
+
+
+@dataclass(frozen=True)
+class DocumentDiagnostics:
+    """PRIVATE facts about one input document, for the data owner's report; never release them.
+
+    Attributes
+    ----------
+    id : str
+        The record id of the released document.
+    n_tokens : int
+        Tokens after normalisation (before the out-of-vocabulary filter).
+    dropped_oov : int
+        Out-of-vocabulary tokens removed (never released).
+    n_in_vocabulary : int
+        In-vocabulary tokens the bag was formed from (0: the document was emptied or skipped).
+    input_rows, output_rows : numpy.ndarray
+        The input bag and the released bag as vocabulary rows (sorted), or, with
+        ``aligned=True`` (word-level mechanisms), the input words and their
+        replacements position by position.
+    aligned : bool
+        ``output_rows[i]`` replaced ``input_rows[i]`` (text mechanisms); ``False``: two bags.
     """
 
-    _PARAMS: tuple[str, ...] = ()
-    CHUNK = 128
-    size: int | None
-    size_from_data: bool
+    id: str
+    n_tokens: int
+    dropped_oov: int
+    n_in_vocabulary: int
+    input_rows: np.ndarray = field(repr=False)
+    output_rows: np.ndarray = field(repr=False)
+    aligned: bool = False
+
+    @property
+    def emptied(self) -> bool:
+        """The document had no in-vocabulary word (released empty, or skipped)."""
+        return self.n_in_vocabulary == 0
+
+    def unchanged_fraction(self) -> float:
+        """Share of words released unchanged: position-wise (aligned) or multiset overlap of the bags, over N."""
+        if self.aligned:
+            return float(np.mean(self.output_rows == self.input_rows)) if self.input_rows.size else 0.0
+        overlap = Counter(self.output_rows.tolist()) & Counter(self.input_rows.tolist())
+        return sum(overlap.values()) / max(int(self.input_rows.size), 1)
+
+
+@dataclass(frozen=True)
+class BagOutput:
+    """One document's core output: the PRIVATE input bag (for the report) and the released rows (sorted)."""
+
+    bag: np.ndarray
+    rows: np.ndarray
+
+
+@dataclass(frozen=True)
+class PrivateDocument(ReleaseRecord):
+    """One released bag: the record id, the N private words (sorted by vocabulary row), the guarantee.
+
+    It holds nothing computed from the input except through the mechanism; input
+    statistics go to a ``private_report`` (:class:`DocumentDiagnostics`).
+    """
+
+    release: str = "bag"
+    content: tuple[str, ...] = ()
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The released words."""
+        return self.content
+
+
+class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
+    """Texts in: normalised, looked up in the public vocabulary (OOV tokens dropped, never released).
+
+    A subclass has the constructor parameters ``embeddings``, ``vocab_size`` and ``stop_words``
+    (and ``epsilon``, ``seed``); ``_fit`` calls :meth:`_load_embeddings`.
+    """
+
+    #: stop words are kept in place (CusText+), not removed before the mechanism
+    keeps_stop_words: ClassVar[bool] = False
+
+    embeddings: Embeddings | str | os.PathLike[str] | None
+    vocab_size: int | None
     stop_words: str | Iterable[str] | None
     embeddings_: Embeddings
 
-    def fit(self, X: object = None, y: object = None) -> Self:  # pragma: no cover - every subclass has one
-        raise NotImplementedError
+    def _load_embeddings(self) -> Embeddings:
+        self.embeddings_ = resolve_embeddings(self.embeddings, self.vocab_size)
+        return self.embeddings_
 
-    def iter_privatize_batch(
-        self, texts: Sequence[str], ids: Sequence[str] | None = None, *, size: int | None = None,
-        seed: int | np.random.Generator | None = None, seeded: bool | None = None,
-        size_from_data: bool | None = None, private_report: Any = None,
-        progress: ProgressCallback | None = None, chunk: int = 128,
-    ) -> Iterator[list[Any]]:  # pragma: no cover - every subclass has one
-        raise NotImplementedError
+    @property
+    def removes_stop_words(self) -> bool:
+        """Stop words are removed before the mechanism (``stop_words`` given and not kept in place)."""
+        return self.stop_words is not None and not self.keeps_stop_words and self.stop_words != ()
 
-    # -- scikit-learn protocol -------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters (scikit-learn protocol)."""
-        return {k: getattr(self, k) for k in self._PARAMS}
+    def _prepare(self, unit: object, uid: str) -> PreparedText:
+        if not isinstance(unit, str):
+            raise ParameterTypeError(f"document {uid}: text must be a str, got {type(unit).__name__}")
+        tokens = normalize(unit, None if self.keeps_stop_words else self.stop_words)
+        rows, oov = self.embeddings_.ids(tokens)
+        return PreparedText(uid, rows, len(tokens), int(oov))
 
-    def set_params(self, **params: Any) -> Self:
-        """Set constructor parameters (scikit-learn protocol); call ``fit`` again afterwards."""
-        for k, v in params.items():
-            if k not in self._PARAMS:
-                raise ParameterTypeError(f"unknown parameter {k!r}; valid: {', '.join(self._PARAMS)}")
-            setattr(self, k, v)
-        self.__dict__.pop("embeddings_", None)
-        return self
+    def _is_empty(self, prepared: PreparedText) -> bool:
+        return prepared.rows.size == 0
 
-    def transform(self, X: Iterable[str]) -> list[str]:
-        """Private texts (space-joined private bags) for an iterable of texts."""
-        return [" ".join(d.words) for d in self.privatize_batch(list(X))]
+    def _empty_message(self, uid: str, prepared: PreparedText) -> str:
+        if prepared.n_tokens == 0:
+            return f"document {uid}: empty after normalisation (no words left)"
+        emb = self.embeddings_
+        return (f"document {uid}: none of its {prepared.n_tokens} words is in the vocabulary "
+                f"({emb.name}, {emb.vocab_size} words)")
 
-    def fit_transform(self, X: Iterable[str], y: object = None) -> list[str]:
-        """``fit`` then ``transform``."""
-        return self.fit(X, y).transform(X)
+    def prepare(self, texts: Sequence[str], ids: Sequence[str] | None = None
+                ) -> tuple[list[np.ndarray], list[int], list[int]]:
+        """PRIVATE: each text's in-vocabulary rows, token count and OOV count (a text with none is an error).
 
-    def _ensure_fitted(self) -> None:
-        if not hasattr(self, "embeddings_"):
-            self.fit()
-
-    # -- the document step -------------------------------------------------------
-    def prepare(
-        self, texts: Sequence[str], ids: Sequence[str] | None = None
-    ) -> tuple[list[np.ndarray], list[int], list[int]]:
-        """Normalize and look up each text: in-vocabulary rows, token counts, OOV counts.
-
-        These describe the private input; callers must not release them (:func:`text_rows`).
+        For callers that measure documents (:func:`textdp.accounting.document_guarantee`); never release these.
         """
         self._ensure_fitted()
-        return text_rows(texts, ids, self.embeddings_, self.stop_words)
+        uids = [str(i) for i in range(len(texts))] if ids is None else [str(x) for x in ids]
+        prepared = [self._prepare(t, u) for t, u in zip(texts, uids, strict=True)]
+        for p in prepared:
+            if self._is_empty(p):
+                raise DocumentError(self._empty_message(p.uid, p))
+        return [p.rows for p in prepared], [p.n_tokens for p in prepared], [p.dropped_oov for p in prepared]
 
-    def resolve_size(self, rows: Sequence[np.ndarray], size: int | None = None) -> tuple[int, bool]:
-        """The bag size N of a batch and whether it came from the data (which warns).
+    def tokens(self, text: str, doc_id: str = "document") -> np.ndarray:
+        """The in-vocabulary rows of ``text`` that the mechanism protects, in order (PRIVATE)."""
+        self._ensure_fitted()
+        return self._prepare(text, doc_id).rows
 
-        ``size`` (per call) wins over the constructor's ``size``; with neither,
-        ``size_from_data=True`` is required (:func:`resolve_bag_size`).
-        """
-        return resolve_bag_size(rows, size, self.size, self.size_from_data)
 
-    def privatize_batch(
-        self,
-        texts: Sequence[str],
-        ids: Sequence[str] | None = None,
-        *,
-        size: int | None = None,
-        seed: int | np.random.Generator | None = None,
-        seeded: bool | None = None,
-        size_from_data: bool | None = None,
-        private_report: Any = None,
-        progress: ProgressCallback | None = None,
-        chunk: int | None = None,
-    ) -> list[Any]:
-        """Privatise a batch of texts; see the class docstring for the steps.
+class BagMechanism(TextMechanism[BagOutput, PrivateDocument]):
+    """The document family: every document becomes a bag of exactly N words (N public).
 
-        Parameters
-        ----------
-        texts, ids : sequences of str
-            The documents and their record ids (default: ``"0"``, ``"1"``, ...).
-        size : int, optional
-            Bag size N for this call (default: the constructor's ``size``).
-        seed : int or numpy.random.Generator, optional
-            Randomness for this call (default: this object's generator). Nothing
-            on the estimator is modified, so one fitted estimator can serve many
-            partitions at once.
-        seeded : bool, optional
-            Whether the randomness came from a user seed, as recorded in the
-            guarantee (default: ``seed`` here or in the constructor was given).
-        size_from_data : bool, optional
-            Record that ``size`` was computed from the data by the caller (the
-            guarantee then says so).
-        private_report : list or callable, optional
-            Receives one :class:`~textdp.mechanisms.DocumentDiagnostics` per document (appended to a
-            list, or passed to a callable). PRIVATE: describes the input.
-        progress : callable, optional
-            ``progress(done, total)`` (:mod:`textdp.progress`): documents finished, after each chunk.
-        chunk : int, optional
-            At most this many documents are privatized at once (fewer when N is
-            large; default: the mechanism's ``CHUNK``; see ``iter_privatize_batch``).
+    A subclass has the parameters ``size`` and ``size_from_data`` and supplies
+    ``_privatize`` (prepared documents -> one :class:`BagOutput` each) and ``guarantee``.
+    """
 
-        Every document is validated before any noise is drawn, so a bad document
-        fails the whole batch early.
-        """
-        return [
-            doc
-            for part in self.iter_privatize_batch(
-                texts, ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
-                private_report=private_report, progress=progress, chunk=self.CHUNK if chunk is None else chunk,
-            )
-            for doc in part
-        ]
+    family = "document"
+    releases = "bag"
 
-    def privatize(self, texts: str | Iterable[str], **kwargs: Any) -> Any:
-        """Privatize one text (one release document) or an iterable of texts (a list of them).
+    size: int | None
+    size_from_data: bool
 
-        Keyword arguments go to :meth:`privatize_batch`.
-        """
-        batch = check_texts(texts)  # bytes or None: a one-line error, not "got int"
-        if batch is None:
-            return self.privatize_batch([str(texts)], **kwargs)[0]
-        return self.privatize_batch(batch, **kwargs)
+    def release_context(self, prepared: Sequence[PreparedText], *, size: int | None = None,
+                        size_from_data: bool = False, seeded: bool = False,
+                        empty: str = "error") -> ReleaseContext:
+        """Resolve the public bag size N (per call, else the constructor's, else from the data, which warns)."""
+        n, from_data = resolve_bag_size([p.rows for p in prepared], size, self.size,
+                                        self.size_from_data or size_from_data)
+        return ReleaseContext(size=n, size_from_data=from_data or bool(size_from_data), seeded=seeded,
+                              empty=empty)
+
+    def _chunk_limit(self, context: ReleaseContext) -> int:
+        return max(1, WORDS_PER_BLOCK // int(context.size or 1))
+
+    def _release(self, uid: str, prepared: PreparedText, output: BagOutput | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> PrivateDocument:
+        words = self.embeddings_.words
+        content = () if output is None else tuple(words[j] for j in output.rows)
+        return PrivateDocument(id=uid, guarantee=guarantee, seeded=seeded, content=content)
+
+    def _diagnose(self, uid: str, prepared: PreparedText, output: BagOutput | None) -> DocumentDiagnostics:
+        none = np.zeros(0, dtype=np.int64)
+        return DocumentDiagnostics(
+            id=uid, n_tokens=prepared.n_tokens, dropped_oov=prepared.dropped_oov,
+            n_in_vocabulary=int(prepared.rows.size),
+            input_rows=none if output is None else np.sort(output.bag),
+            output_rows=none if output is None else output.rows.copy(),
+        )

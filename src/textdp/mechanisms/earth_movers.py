@@ -46,14 +46,10 @@ Design choices, and why:
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .._deprecation import renamed_parameter
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_size
 from ..embeddings import (
@@ -63,20 +59,15 @@ from ..embeddings import (
     ExactDecoder,
     make_decoder,
 )
-from ..errors import ParameterTypeError
-from ..guarantees import EarthMoversGuarantee
-from ..progress import ProgressCallback
+from ..errors import ParameterError
+from ..guarantees import EARTH_MOVERS_REFERENCE, EarthMoversGuarantee
 from ..text import BAG_MODES, make_bag
-from .common import BagEstimator, resolve_embeddings
+from .base import ReleaseContext, SeedLike
+from .common import WORDS_PER_BLOCK, BagMechanism, BagOutput, PreparedText
 from .laplace import laplace_noise
 from .mbr import POSTPROCESSORS, MBRDecoder
 
-MECHANISM_NAME = "earth-movers"
-
-#: Words noised and decoded at once: bounds the working memory (about 2 KB per word for
-#: 50-d vectors: the float64 noise, the noisy vectors and the decoder's scores) whatever N is.
-WORDS_PER_BLOCK = 32_768
-
+__all__ = ["EarthMoversPrivacy", "noisy_vectors", "privatize_ids"]
 
 
 def noisy_vectors(
@@ -132,83 +123,7 @@ def privatize_ids(
     return np.sort(out.reshape(ids.shape), axis=-1)
 
 
-@dataclass(frozen=True)
-class PrivateDocument:
-    """One released document: the private bag plus what it guarantees.
-
-    It holds nothing computed from the input except through the mechanism: the
-    output words, the record id and the (public) guarantee. Input statistics go
-    to a ``private_report`` (:class:`DocumentDiagnostics`).
-    """
-
-    id: str
-    words: tuple[str, ...]
-    guarantee: EarthMoversGuarantee
-    decoder: str = "exact"
-
-    def to_record(self) -> dict[str, Any]:
-        """The JSON record written for this document: the output, the id and public parameters."""
-        g = self.guarantee
-        return {
-            "id": self.id,
-            "words": list(self.words),
-            "mechanism": g.mechanism,
-            "epsilon": g.epsilon,
-            "delta": g.delta,
-            "unit": g.unit,
-            "size": g.size,
-            "bag": g.bag,
-            "dim": g.dim,
-            "vocab_size": g.vocab_size,
-            "embeddings": g.embeddings,
-            "decoder": self.decoder,
-            "seeded": g.seeded,
-            "guarantee": g.statement,
-        }
-
-
-@dataclass(frozen=True)
-class DocumentDiagnostics:
-    """PRIVATE facts about one input document, for the data owner's report; never release them.
-
-    Attributes
-    ----------
-    id : str
-        The record id of the released document.
-    n_tokens : int
-        Tokens after normalisation (before the out-of-vocabulary filter).
-    dropped_oov : int
-        Out-of-vocabulary tokens removed (never released).
-    n_in_vocabulary : int
-        In-vocabulary tokens the bag was formed from.
-    input_rows, output_rows : numpy.ndarray
-        The input bag and the released bag as vocabulary rows (sorted), or, with
-        ``aligned=True`` (word-level mechanisms), the input words and their
-        replacements position by position.
-    aligned : bool
-        ``output_rows[i]`` replaced ``input_rows[i]`` (text mechanisms); ``False``: two bags.
-    """
-
-    id: str
-    n_tokens: int
-    dropped_oov: int
-    n_in_vocabulary: int
-    input_rows: np.ndarray = field(repr=False)
-    output_rows: np.ndarray = field(repr=False)
-    aligned: bool = False
-
-    def unchanged_fraction(self) -> float:
-        """Share of words released unchanged: position-wise (aligned) or multiset overlap of the bags, over N."""
-        if self.aligned:
-            return float(np.mean(self.output_rows == self.input_rows)) if self.input_rows.size else 0.0
-        overlap = Counter(self.output_rows.tolist()) & Counter(self.input_rows.tolist())
-        return sum(overlap.values()) / max(int(self.input_rows.size), 1)
-
-
-PrivateReport = list[DocumentDiagnostics] | Callable[[DocumentDiagnostics], None]
-
-
-class EarthMoversPrivacy(BagEstimator):
+class EarthMoversPrivacy(BagMechanism):
     """Earth Mover's privacy for documents (Fernandes, Dras & McIver 2019).
 
     Each document is normalised (lower-case letters, stop words removed), its
@@ -245,8 +160,8 @@ class EarthMoversPrivacy(BagEstimator):
     stop_words : "english", iterable or None
         Words removed before forming the bag.
     seed : int, numpy.random.Generator or None
-        Seed or generator for experiments (``rng=`` is its deprecated name); ``None`` (use this for releases) uses
-        fresh OS entropy. Records say whether a release was seeded.
+        Seed or generator for experiments; ``None`` (use this for releases) uses fresh OS entropy.
+        Records say whether a release was seeded.
     decoder : str
         Nearest-word decoder: ``"exact"`` (default), ``"faiss-exact"`` or ``"torch"``
         (same results, faster), ``"approximate"``/``"hnsw"`` or ``"ivf"`` (opt-in; decoding
@@ -286,7 +201,6 @@ class EarthMoversPrivacy(BagEstimator):
     ['dog car']
     """
 
-    @renamed_parameter("rng", "seed")
     def __init__(
         self,
         *,
@@ -296,7 +210,7 @@ class EarthMoversPrivacy(BagEstimator):
         vocab_size: int | None = None,
         bag: str = "truncate",
         stop_words: str | Iterable[str] | None = "english",
-        seed: int | np.random.Generator | None = None,
+        seed: SeedLike = None,
         decoder: str = "exact",
         size_from_data: bool = False,
         known_source: bool = False,
@@ -316,51 +230,50 @@ class EarthMoversPrivacy(BagEstimator):
         self.postprocess = postprocess
         self.candidates = candidates
 
-    CHUNK = 128
+    name = "earth-movers"
+    reference = EARTH_MOVERS_REFERENCE
+    chunk_size = 128
 
-    #: what a release holds: a bag (the private words sorted by vocabulary row)
-    output = "bag"
-
-    # -- scikit-learn protocol -------------------------------------------------
-    _PARAMS = (
-        "epsilon", "size", "embeddings", "vocab_size", "bag", "stop_words", "seed", "decoder", "size_from_data",
-        "known_source", "postprocess", "candidates",
-    )
-
-    def fit(self, X: object = None, y: object = None) -> EarthMoversPrivacy:
-        """Validate the parameters and load the embeddings (``X`` and ``y`` are ignored)."""
+    def _fit(self) -> None:
         self.epsilon_ = check_epsilon(self.epsilon)
         if self.size is not None:
             check_size(self.size)
         check_choice(self.bag, "bag mode", BAG_MODES)
-        emb = resolve_embeddings(self.embeddings, self.vocab_size)
-        self.embeddings_ = emb
+        emb = self._load_embeddings()
         check_choice(self.decoder, "decoder", DECODERS)
         if self.postprocess is not None:
             check_choice(self.postprocess, "postprocess", POSTPROCESSORS)
             self.decoder_: Decoder = MBRDecoder(emb.vectors, epsilon=self.epsilon_, candidates=self.candidates)
         else:
             self.decoder_ = make_decoder(self.decoder, emb.vectors)
-        self.rng_ = make_rng(self.seed)
-        return self
 
-    # -- the verbs ---------------------------------------------------------------
-    def guarantee(self, size: int, *, seeded: bool | None = None, size_from_data: bool = False) -> EarthMoversGuarantee:
-        """The guarantee of a release with bag size ``size`` (``seeded``: default, whether ``seed`` was given)."""
+    def guarantee(self, context: ReleaseContext | None = None) -> EarthMoversGuarantee:
+        """The guarantee of a release with bag size ``context.size`` (default: the constructor's ``size``)."""
         self._ensure_fitted()
+        ctx = context or ReleaseContext(size=self.size, seeded=self.seeded_)
+        if ctx.size is None:
+            raise ParameterError("the guarantee depends on the bag size N: pass ReleaseContext(size=N)")
         emb = self.embeddings_
         return EarthMoversGuarantee(
-            epsilon=self.epsilon_,
-            size=check_size(size),
-            dim=emb.dim,
-            vocab_size=emb.vocab_size,
-            embeddings=emb.name,
-            bag=self.bag,
-            size_from_data=bool(size_from_data),
-            seeded=(self.seed is not None) if seeded is None else bool(seeded),
+            epsilon=self.epsilon_, size=check_size(ctx.size), dim=emb.dim, vocab_size=emb.vocab_size,
+            embeddings=emb.name, bag=self.bag, size_from_data=ctx.size_from_data, seeded=ctx.seeded,
+            empty=ctx.empty, decoder=str(getattr(self.decoder_, "name", self.decoder)),
         )
 
-    def privatize_ids(self, bags: np.ndarray, *, seed: int | np.random.Generator | None = None) -> np.ndarray:
+    def release_context(self, prepared: Sequence[PreparedText], *, size: int | None = None,
+                        size_from_data: bool = False, seeded: bool = False,
+                        empty: str = "error") -> ReleaseContext:
+        """The bag size N; with ``bag="truncate"`` a document shorter than N fails here, before any noise."""
+        ctx = super().release_context(prepared, size=size, size_from_data=size_from_data, seeded=seeded,
+                                      empty=empty)
+        n = int(ctx.size or 0)
+        if self.bag == "truncate":
+            short = next((p for p in prepared if p.rows.size < n), None)
+            if short is not None:
+                make_bag(short.rows, n, self.bag, doc_id=f"document {short.uid}")
+        return ctx
+
+    def privatize_ids(self, bags: np.ndarray, *, seed: SeedLike = None) -> np.ndarray:
         """Algorithms 1 + 2 on a ``(B, N)`` array of vocabulary rows (``seed``: default this object's generator)."""
         self._ensure_fitted()
         gen = self.rng_ if seed is None else make_rng(seed)
@@ -368,73 +281,10 @@ class EarthMoversPrivacy(BagEstimator):
             bags, self.embeddings_.vectors, self.epsilon_, gen, self.decoder_, known_source=bool(self.known_source)
         )
 
-    def iter_privatize_batch(
-        self,
-        texts: Sequence[str],
-        ids: Sequence[str] | None = None,
-        *,
-        size: int | None = None,
-        seed: int | np.random.Generator | None = None,
-        seeded: bool | None = None,
-        size_from_data: bool | None = None,
-        private_report: PrivateReport | None = None,
-        progress: ProgressCallback | None = None,
-        chunk: int = 128,
-    ) -> Iterator[list[PrivateDocument]]:
-        """:meth:`privatize_batch`, yielded a chunk of documents at a time (same arguments).
-
-        Every document is validated (normalised, looked up, checked against N)
-        before the first chunk is noised. A chunk holds at most ``chunk``
-        documents and at most ``WORDS_PER_BLOCK`` words (one document when N is
-        larger; its words are then noised and decoded block by block), so the
-        working memory does not grow with N or with the number of documents:
-        only what the caller keeps of the yielded documents does.
-        """
-        self._ensure_fitted()
-        texts = list(texts)
-        if ids is not None and len(ids) != len(texts):
-            raise ParameterTypeError(f"got {len(ids)} ids for {len(texts)} texts")
-        doc_ids = [str(x) for x in ids] if ids is not None else [str(i) for i in range(len(texts))]
-        if not texts:
-            return
-        rows, n_tokens, dropped = self.prepare(texts, doc_ids)
-        n, from_data = self.resolve_size(rows, size)
-        from_data = from_data or bool(size_from_data)
-        if self.bag == "truncate":  # a document shorter than N fails before any noise is drawn
-            short = next((i for i, r in enumerate(rows) if r.size < n), None)
-            if short is not None:
-                make_bag(rows[short], n, self.bag, doc_id=f"document {doc_ids[short]}")
-        gen = self.rng_ if seed is None else make_rng(seed)
-        if seeded is None:
-            seeded = seed is not None or self.seed is not None
-        guarantee = self.guarantee(n, seeded=seeded, size_from_data=from_data)
-        words = self.embeddings_.words
-        decoder_name = str(getattr(self.decoder_, "name", self.decoder))
-        emit = None
-        if private_report is not None:
-            emit = private_report.append if isinstance(private_report, list) else private_report
-        per_chunk = max(1, min(int(chunk), WORDS_PER_BLOCK // n))
-        for start in range(0, len(texts), per_chunk):
-            idx = range(start, min(start + per_chunk, len(texts)))
-            bags = np.stack([make_bag(rows[i], n, self.bag, gen, doc_id=f"document {doc_ids[i]}") for i in idx])
-            private = privatize_ids(
-                bags, self.embeddings_.vectors, self.epsilon_, gen, self.decoder_,
-                known_source=bool(self.known_source),
-            )
-            if emit is not None:
-                for k, i in enumerate(idx):
-                    emit(DocumentDiagnostics(
-                        id=doc_ids[i], n_tokens=n_tokens[i], dropped_oov=dropped[i],
-                        n_in_vocabulary=int(rows[i].size), input_rows=np.sort(bags[k]),
-                        output_rows=private[k].copy(),
-                    ))
-            if progress is not None:
-                progress(idx.stop, len(texts))
-            yield [
-                PrivateDocument(
-                    id=doc_ids[i], words=tuple(words[j] for j in private[k]), guarantee=guarantee,
-                    decoder=decoder_name,
-                )
-                for k, i in enumerate(idx)
-            ]
-
+    def _privatize(self, prepared: Sequence[PreparedText], context: ReleaseContext,
+                   rng: np.random.Generator) -> list[BagOutput]:
+        n = int(context.size or 0)
+        bags = np.stack([make_bag(p.rows, n, self.bag, rng, doc_id=f"document {p.uid}") for p in prepared])
+        private = privatize_ids(bags, self.embeddings_.vectors, self.epsilon_, rng, self.decoder_,
+                                known_source=bool(self.known_source))
+        return [BagOutput(bags[k], private[k]) for k in range(len(prepared))]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -31,7 +30,7 @@ from .kernels import (
     pairwise_distances,
     sample_by_distance,
 )
-from .word_level import SeedLike, WordLevelMechanism, composition, not_covered
+from .word_level import SeedLike, WordLevelMechanism, composition
 
 __all__ = ["TEM", "CusText", "CusTextPlus", "RandomReplacement", "SanText", "SanTextPlus", "custext_groups"]
 
@@ -57,12 +56,12 @@ class _VocabularyExponential(WordLevelMechanism):
 
     _block = 2048
 
-    def _prepare(self, emb: Embeddings) -> None:
+    def _setup(self, emb: Embeddings) -> None:
         self._aug = augment(emb.vectors)  # the only float64 copy (V x (d+2))
         self._dim = emb.dim
         self._sq = self._aug[:, emb.dim + 1]
 
-    def _vec(self, rows: Any) -> np.ndarray:
+    def _vec(self, rows: np.ndarray | int | list[int] | slice) -> np.ndarray:
         """Float64 vectors of ``rows`` (exactly ``-0.5`` times the augmented matrix's first columns)."""
         return self._aug[rows, : self._dim] * -0.5
 
@@ -71,7 +70,7 @@ class _VocabularyExponential(WordLevelMechanism):
             self._vec(ids), None, 0.5 * self.epsilon_, rng, cap=cap, block=self._block, augmented=self._aug
         )
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         return super()._public_params()
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
@@ -125,7 +124,7 @@ class SanText(_VocabularyExponential):
             f"proportional to exp(-{e:g}*||e_x - e_y||_2/2), so for any words x, x', y the probability differs by a "
             f"factor <= exp({e:g}*||e_x - e_x'||_2). "
             + composition(f"{e:g}*||e_(w_i) - e_(w'_i)||_2")
-            + " " + not_covered()
+            + " " + self._not_covered()
         )
 
 
@@ -164,7 +163,6 @@ class TEM(_VocabularyExponential):
 
     name = "tem"
     reference = TEM_REFERENCE
-    _EXTRA = ("beta",)
 
     def __init__(
         self,
@@ -179,8 +177,8 @@ class TEM(_VocabularyExponential):
         super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
         self.beta = beta
 
-    def _prepare(self, emb: Embeddings) -> None:
-        super()._prepare(emb)
+    def _setup(self, emb: Embeddings) -> None:
+        super()._setup(emb)
         beta = check_probability(self.beta, "beta")
         v = emb.vocab_size
         self.gamma_ = tem_gamma(self.epsilon_, beta, v)
@@ -212,7 +210,7 @@ class TEM(_VocabularyExponential):
         dist = float(np.linalg.norm(self._vec(x) - self._vec(x2)))
         return float(self.epsilon_ * min(dist, float(self.gamma_)))
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out.update(beta=float(self.beta), gamma=float(self.gamma_))
         return out
@@ -227,7 +225,7 @@ class TEM(_VocabularyExponential):
             f"probability differs by a factor <= exp({e:g}*min(||e_x - e_x'||_2, {g:.4g})), so also by at most "
             f"exp({e * g:.4g}) for any two words. "
             + composition(f"{e:g}*min(||e_(w_i) - e_(w'_i)||_2, {g:.4g})")
-            + " " + not_covered()
+            + " " + self._not_covered()
         )
 
 
@@ -283,7 +281,6 @@ class SanTextPlus(_VocabularyExponential):
 
     name = "santext+"
     reference = SANTEXT_REFERENCE
-    _EXTRA = ("p", "sensitive_fraction")
 
     def __init__(
         self,
@@ -300,8 +297,8 @@ class SanTextPlus(_VocabularyExponential):
         self.p = p
         self.sensitive_fraction = sensitive_fraction
 
-    def _prepare(self, emb: Embeddings) -> None:
-        super()._prepare(emb)
+    def _setup(self, emb: Embeddings) -> None:
+        super()._setup(emb)
         self.p_ = check_probability(self.p, "p", open_high=False)
         w = check_probability(self.sensitive_fraction, "sensitive_fraction", open_high=False)
         v = emb.vocab_size
@@ -348,7 +345,7 @@ class SanTextPlus(_VocabularyExponential):
             b += math.log(1.0 / self.p_)
         return b
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out.update(p=float(self.p_), sensitive_fraction=float(self.sensitive_fraction), n_sensitive=self.n_sensitive_)
         return out
@@ -367,7 +364,7 @@ class SanTextPlus(_VocabularyExponential):
             f"{1 - p:g}: such an output reveals its input, and non-sensitive words have no protection. "
             + "Over a document: the per-position bounds add up (basic composition over the T positions of two "
             "documents of the same length). "
-            + not_covered()
+            + self._not_covered()
         )
 
 
@@ -506,8 +503,7 @@ class CusText(WordLevelMechanism):
     name = "custext"
     reference = CUSTEXT_REFERENCE
     metric = "discrete"
-    _EXTRA = ("top_k",)
-    _skip_stop_words = False
+    keeps_stop_words = False
 
     def __init__(
         self,
@@ -522,7 +518,7 @@ class CusText(WordLevelMechanism):
         super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
         self.top_k = top_k
 
-    def _prepare(self, emb: Embeddings) -> None:
+    def _setup(self, emb: Embeddings) -> None:
         self._v64 = np.ascontiguousarray(emb.vectors, dtype=np.float64)
         k = check_positive_int(self.top_k, "top_k", minimum=2)
         self.groups_ = cached_custext_groups(self._v64, k)
@@ -568,7 +564,7 @@ class CusText(WordLevelMechanism):
         self._ensure_fitted()
         return float(self.epsilon_) if self.groups_[x] == self.groups_[x2] else math.inf
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["top_k"] = int(self.top_k)
         return out
@@ -577,7 +573,7 @@ class CusText(WordLevelMechanism):
         e = self.epsilon_
         emb = self.embeddings_
         extra = ""
-        if self._skip_stop_words:
+        if self.keeps_stop_words:
             extra = (
                 " CusText+: stop words (the public list) are released unchanged, in place: they, and their positions, "
                 "have no protection."
@@ -588,7 +584,7 @@ class CusText(WordLevelMechanism):
             f"y, the probability differs by a factor <= exp({e:g}). Words of different sets have disjoint outputs and "
             f"are not protected from each other.{extra} Over a document: two documents of the same length that differ "
             f"in k positions, each pair within one set, differ by a factor <= exp(k*{e:g}). "
-            + not_covered(stop_words_released=self._skip_stop_words)
+            + self._not_covered()
         )
 
 
@@ -607,10 +603,10 @@ class CusTextPlus(CusText):
     """
 
     name = "custext+"
-    _skip_stop_words = True
+    keeps_stop_words = True
 
-    def _prepare(self, emb: Embeddings) -> None:
-        super()._prepare(emb)
+    def _setup(self, emb: Embeddings) -> None:
+        super()._setup(emb)
         stops = resolve_stop_words(self.stop_words)
         self._is_stop = np.fromiter((w in stops for w in emb.words), dtype=bool, count=emb.vocab_size)
 
@@ -657,7 +653,6 @@ class RandomReplacement(WordLevelMechanism):
     name = "random"
     reference = "Warner 1965 randomised response; k-ary randomised response (Kairouz, Oh & Viswanath 2014)"
     metric = "discrete"
-    _EXTRA = ("rate",)
 
     def __init__(
         self,
@@ -677,7 +672,7 @@ class RandomReplacement(WordLevelMechanism):
             raise ParameterError("random replacement needs exactly one of epsilon or rate")
         return math.inf if self.epsilon is None else check_epsilon(self.epsilon)
 
-    def _prepare(self, emb: Embeddings) -> None:
+    def _setup(self, emb: Embeddings) -> None:
         v = emb.vocab_size
         if self.rate is not None:
             self.rate_ = check_probability(self.rate, "rate", open_high=False)
@@ -705,7 +700,7 @@ class RandomReplacement(WordLevelMechanism):
         self._ensure_fitted()
         return 0.0 if x == x2 else float(self.epsilon_)
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["rate"] = float(self.rate_)
         return out
@@ -718,5 +713,5 @@ class RandomReplacement(WordLevelMechanism):
             f"probability rate={self.rate_:.6g} by a uniform word of {emb.name} ({emb.vocab_size} words), so for any two "
             f"words and any output the probability differs by a factor <= exp({e:.6g}) = 1 + (1-rate)|V|/rate. Over a "
             f"document: two documents of the same length that differ in k positions differ by a factor <= "
-            f"exp(k*{e:.6g}). " + not_covered()
+            f"exp(k*{e:.6g}). " + self._not_covered()
         )

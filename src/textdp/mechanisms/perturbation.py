@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any, ClassVar
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from ..errors import ParameterError, ParameterTypeError
 from .kernels import augment32, nearest_k
 from .laplace import laplace_noise, sample_direction, sample_radius
 from .mbr import POSTPROCESSORS, MBRDecoder
-from .word_level import SeedLike, WordLevelMechanism, composition, not_covered
+from .word_level import SeedLike, WordLevelMechanism, composition
 
 __all__ = ["CMP", "POSTPROCESSORS", "MBRDecoder", "Mahalanobis", "Vickrey"]
 
@@ -89,7 +88,6 @@ class CMP(WordLevelMechanism):
 
     name = "cmp"
     reference = CMP_REFERENCE
-    _EXTRA: ClassVar[tuple[str, ...]] = ("decoder", "postprocess", "candidates")
 
     def __init__(
         self,
@@ -108,7 +106,7 @@ class CMP(WordLevelMechanism):
         self.postprocess = postprocess
         self.candidates = candidates
 
-    def _prepare(self, emb: Embeddings) -> None:
+    def _setup(self, emb: Embeddings) -> None:
         self._v64 = emb.vectors.astype(np.float64)
         self._sq = np.einsum("ij,ij->i", self._v64, self._v64)
         self.decoder_: Decoder = self._make_decoder(emb)
@@ -137,7 +135,7 @@ class CMP(WordLevelMechanism):
         """Noise, then :meth:`release` (pure given the fitted parameters, ``ids`` and ``rng``)."""
         return self.release(self.noisy_vectors(ids, rng), rng)
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["decoder"] = getattr(self.decoder_, "name", self.decoder)
         if self.postprocess is not None:
@@ -159,7 +157,7 @@ class CMP(WordLevelMechanism):
             f"for any two words w, w' of the public vocabulary ({emb.name}, {emb.vocab_size} words, n={emb.dim}) "
             f"and any output word, the output probability differs by a factor <= exp({e:g}*||e_w - e_w'||_2)."
             f"{post} " + composition(f"{e:g}*||e_(w_i) - e_(w'_i)||_2")
-            + " " + not_covered()
+            + " " + self._not_covered()
         )
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
@@ -202,7 +200,6 @@ class Mahalanobis(CMP):
     name = "mahalanobis"
     reference = MAHALANOBIS_REFERENCE
     metric = "regularized-mahalanobis"
-    _EXTRA: ClassVar[tuple[str, ...]] = ("lambd", "decoder")
 
     def __init__(
         self,
@@ -221,8 +218,8 @@ class Mahalanobis(CMP):
         )
         self.lambd = lambd
 
-    def _prepare(self, emb: Embeddings) -> None:
-        super()._prepare(emb)
+    def _setup(self, emb: Embeddings) -> None:
+        super()._setup(emb)
         self.sqrt_cov_, self.inv_sqrt_cov_ = regularized_sqrt(self._v64, self.lambd)
 
     def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -232,7 +229,7 @@ class Mahalanobis(CMP):
         u = sample_direction(count, n, rng)
         return (u * r[:, None]) @ self.sqrt_cov_
 
-    def _public_params(self) -> dict[str, Any]:
+    def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
         out["lambd"] = float(self.lambd)
         return out
@@ -249,7 +246,7 @@ class Mahalanobis(CMP):
             "Sigma the covariance of the public embeddings scaled to trace n; hence <= "
             f"exp({e / np.sqrt(lam_min):.4g}*||e_w - e_w'||_2). "
             + composition(f"{e:g}*d_RM(w_i, w'_i)")
-            + " " + not_covered()
+            + " " + self._not_covered()
         )
 
     def log_ratio_bound(self, x: int, x2: int) -> float:
@@ -316,7 +313,6 @@ class Vickrey(CMP):
 
     name = "vickrey"
     reference = VICKREY_REFERENCE
-    _EXTRA: ClassVar[tuple[str, ...]] = ("t", "lambd")
 
     def __init__(
         self,
@@ -333,7 +329,7 @@ class Vickrey(CMP):
         self.t = t
         self.lambd = lambd
 
-    def _prepare(self, emb: Embeddings) -> None:
+    def _setup(self, emb: Embeddings) -> None:
         if isinstance(self.t, bool) or not isinstance(self.t, (int, float, np.floating)) or not 0 <= float(self.t) <= 1:
             raise ParameterError(f"t must be a number in [0, 1], got {self.t!r}")
         if emb.vocab_size < 2:
@@ -363,9 +359,9 @@ class Vickrey(CMP):
         first = rng.random(rows.shape[0]) < p1
         return np.where(first, rows[:, 0], rows[:, 1])
 
-    def _public_params(self) -> dict[str, Any]:
-        emb = self.embeddings_
-        out: dict[str, Any] = {"embeddings": emb.name, "vocab_size": emb.vocab_size, "dim": emb.dim, "t": float(self.t)}
+    def _public_params(self) -> dict[str, object]:
+        out = WordLevelMechanism._public_params(self)  # Vickrey's own decoding: no decoder parameter
+        out["t"] = float(self.t)
         if self.lambd is not None:
             out["lambd"] = float(self.lambd)
         return out
@@ -389,7 +385,7 @@ class Vickrey(CMP):
             f"is post-processing of the noisy vector, so for any two words w, w' and any output the probability differs "
             f"by a factor <= exp({e:g}*{metric}). "
             + composition(f"{e:g}*{doc_metric}")
-            + " " + not_covered()
+            + " " + self._not_covered()
         )
 
     def log_ratio_bound(self, x: int, x2: int) -> float:

@@ -41,42 +41,38 @@ at most ``e^{ε_t}``, hence so do the mixtures over ``π(x)`` and ``π(x')``: ε
 Not covered: the bag size ``n`` is public; word order is not released (a bag); the
 vocabulary must be public (built without the private data).
 
-The document job
-----------------
-:class:`SynTFPrivacy` (registered as ``syntf``: ``textdp obfuscate --mechanism syntf --size N``,
-``textdp.mechanisms.get("syntf", epsilon=...)``, ``[mechanism.syntf]`` in ``textdp evaluate``)
-applies the ``weights`` variant to texts: :func:`textdp.text.normalize`, the counts of the
-in-vocabulary words (OOV tokens dropped), :func:`sample_bags` over the public vocabulary (the
-embeddings' words; all 400,000 of GloVe 6B by default, since :func:`sample_bags` costs
-``O(k + N)`` per document whatever ``|V|``). Records (:class:`SynTFDocument`) hold the id, the
-N words and the public guarantee, nothing about the input. :class:`SynTF` (token lists in,
-bags out, both variants) remains the sentence rewriter's mechanism.
+The mechanism object
+--------------------
+:class:`SynTF` (registered as ``syntf``, document family: ``textdp obfuscate --mechanism syntf
+--size N``, ``textdp.mechanisms.get("syntf", epsilon=...)``, ``[mechanism.syntf]`` in
+``textdp evaluate``) applies it to texts: :func:`textdp.text.normalize`, the counts of the
+in-vocabulary words (OOV tokens dropped), then :func:`sample_bags` over the public vocabulary
+(the embeddings' words; all 400,000 of GloVe 6B by default, since :func:`sample_bags` costs
+``O(k + N)`` per document whatever ``|V|``) for ``weights``, or :func:`syntf` with the
+embeddings' clipped cosine for ``composition``. Records (:class:`~textdp.mechanisms.PrivateDocument`)
+hold the id, the N words and the public guarantee, nothing about the input. The sentence
+rewriter's ``syntf-sentence`` calls the same pure functions over the model's vocabulary.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int, check_size
 from ..embeddings import Embeddings
-from ..errors import ParameterError, ParameterTypeError
-from ..progress import ProgressCallback
-from .common import BagEstimator, resolve_embeddings
-from .earth_movers import (
-    WORDS_PER_BLOCK,
-    DocumentDiagnostics,
-    PrivateReport,
-)
+from ..errors import ParameterError
+from ..guarantees import Guarantee
+from .base import ReleaseContext, SeedLike
+from .common import BagMechanism, BagOutput, PreparedText
 
 __all__ = [
-    "MECHANISM", "SYNTF_REFERENCE", "SYNTF_VARIANTS", "SynTF", "SynTFDocument", "SynTFGuarantee", "SynTFPrivacy",
-    "cosine_similarity_rows", "sample_bags", "syntf", "syntf_distribution",
+    "SYNTF_REFERENCE", "SYNTF_VARIANTS", "SynTF", "SynTFGuarantee", "cosine_similarity_rows", "sample_bags",
+    "syntf", "syntf_distribution",
 ]
 
 SYNTF_REFERENCE = (
@@ -224,30 +220,25 @@ def syntf(
     return out[0] if single else out
 
 
-@dataclass(frozen=True)
-class SynTFGuarantee:
-    """The ε-DP guarantee of a SynTF release (follows :class:`textdp.guarantees.Guarantee`).
+@dataclass(frozen=True, kw_only=True)
+class SynTFGuarantee(Guarantee):
+    """The ε-DP guarantee of a SynTF release (a :class:`~textdp.guarantees.Guarantee`).
 
-    >>> from textdp.guarantees import Guarantee
     >>> g = SynTFGuarantee(epsilon=8.0, size=20, vocab_size=1000)
-    >>> isinstance(g, Guarantee), g.to_dict()["unit"]
-    (True, 'document')
+    >>> isinstance(g, Guarantee), g.to_dict()["unit"], g.params["size"]
+    (True, 'document', 20)
     """
 
-    epsilon: float
     size: int
     vocab_size: int
     variant: str = "weights"
-    unit: str = "document"
-    mechanism: str = "syntf"
-    delta: float = 0.0
     embeddings: str | None = None
     size_from_data: bool = False
-    seeded: bool = False
+    mechanism: str = "syntf"
+    unit: str = "document"
+    reference: str = SYNTF_REFERENCE
 
-    @property
-    def statement(self) -> str:
-        """The guarantee in one sentence."""
+    def _derive(self) -> dict[str, object]:
         n, e = self.size, self.epsilon
         how = (
             f"n={n} i.i.d. terms with P(t) ~ exp(epsilon * w_t / (2n)), w the {self.unit}'s term weights scaled to "
@@ -258,110 +249,26 @@ class SynTFGuarantee:
             f"exponential mechanism exp(epsilon/n * sim / 2) over a public similarity in [0, 1]"
         )
         vocab = f"|V|={self.vocab_size}" + (f", the words of {self.embeddings}" if self.embeddings else "")
-        text = (
-            f"epsilon-DP with epsilon={e:g} per {self.unit} (SynTF, Weggenmann & Kerschbaum 2018): {how}; any two "
-            f"{self.unit}s give any output bag with probabilities within a factor exp({e:g}) ({e / n:.4g} per term, "
-            f"{vocab}; out-of-vocabulary words are dropped, never released). Not covered: the bag size n "
-            "(public), the record id, and the vocabulary itself unless it was built from public data; word order "
-            "is not released."
+        not_covered = (
+            "the bag size n (public), the record id, and the vocabulary itself unless it was built from public "
+            "data; word order is not released."
         )
         if self.size_from_data:
-            text += (f" n was taken from the data (the shortest {self.unit}'s in-vocabulary length): it reveals "
-                     "that length.")
-        if self.seeded:
-            text += " Seeded run: anyone who knows the seed can undo the noise (for experiments only)."
-        return text
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form with the keys of :data:`textdp.guarantees.GUARANTEE_KEYS`."""
-        out = asdict(self)
-        out["guarantee"] = self.statement
-        out["reference"] = SYNTF_REFERENCE
-        return out
-
-
-class SynTF:
-    """SynTF over a public vocabulary: token lists in, bags of ``size`` words out.
-
-    Parameters
-    ----------
-    epsilon : float
-        Per-document (per-row) ε.
-    size : int
-        Output bag size ``n``.
-    vocabulary : sequence of str
-        The public vocabulary (output terms); tokens outside it are dropped.
-    variant : {"weights", "composition"}
-        See the module docstring.
-    similarity : numpy.ndarray, optional
-        ``(V, V)`` public similarity for ``composition``.
-    vectors : numpy.ndarray, optional
-        ``(V, d)`` public word vectors for ``composition`` (clipped cosine similarity).
-    unit : str
-        What one row is (``"document"``; the rewriter uses ``"sentence"``).
-
-    Examples
-    --------
-    >>> m = SynTF(epsilon=60.0, size=4, vocabulary=["cat", "dog", "fish", "bird"])
-    >>> bags = m.privatize([["cat", "cat", "unicorn"]], rng=1)
-    >>> len(bags[0]), m.guarantee.epsilon
-    (4, 60.0)
-    """
-
-    def __init__(
-        self,
-        epsilon: float,
-        size: int,
-        vocabulary: Sequence[str],
-        *,
-        variant: str = "weights",
-        similarity: np.ndarray | None = None,
-        vectors: np.ndarray | None = None,
-        unit: str = "document",
-    ) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.size = check_positive_int(size, "size")
-        self.vocabulary = tuple(vocabulary)
-        if len(self.vocabulary) < 2:
-            raise ParameterError("SynTF needs a vocabulary of at least 2 terms")
-        self.variant = check_choice(variant, "SynTF variant", SYNTF_VARIANTS)
-        self.similarity = None if similarity is None else _check_similarity(similarity, len(self.vocabulary))
-        self.vectors = None if vectors is None else np.asarray(vectors, dtype=np.float64)
-        if self.vectors is not None and self.vectors.shape[0] != len(self.vocabulary):
-            raise ParameterError("vectors must have one row per vocabulary term")
-        self.unit = unit
-        self._index = {w: i for i, w in enumerate(self.vocabulary)}
-
-    @property
-    def guarantee(self) -> SynTFGuarantee:
-        """The frozen guarantee of every release of this mechanism."""
-        return SynTFGuarantee(self.epsilon, self.size, len(self.vocabulary), self.variant, self.unit)
-
-    def term_counts(self, documents: Sequence[Sequence[str]]) -> np.ndarray:
-        """``(B, V)`` term counts of token lists (out-of-vocabulary tokens dropped)."""
-        w = np.zeros((len(documents), len(self.vocabulary)))
-        for i, toks in enumerate(documents):
-            for t in toks:
-                j = self._index.get(t)
-                if j is not None:
-                    w[i, j] += 1.0
-        return w
-
-    def privatize(
-        self, documents: Sequence[Sequence[str]], rng: int | np.random.Generator | np.random.SeedSequence | None = None
-    ) -> list[list[str]]:
-        """One bag of ``size`` words per document (sorted by count, then vocabulary order)."""
-        if not len(documents):
-            return []
-        counts = syntf(self.term_counts(documents), self.epsilon, self.size, rng, variant=self.variant,
-                       similarity=self.similarity, vectors=self.vectors)
-        counts = np.atleast_2d(counts)
-        bags = []
-        for row in counts:
-            idx = np.nonzero(row)[0]
-            idx = idx[np.argsort(-row[idx], kind="stable")]
-            bags.append([self.vocabulary[j] for j in idx for _ in range(int(row[j]))])
-        return bags
+            not_covered += (f" n was taken from the data (the shortest {self.unit}'s in-vocabulary length): it "
+                            "reveals that length.")
+        return {
+            "statement": (
+                f"epsilon-DP with epsilon={e:g} per {self.unit} (SynTF, Weggenmann & Kerschbaum 2018): {how}; any "
+                f"two {self.unit}s give any output bag with probabilities within a factor exp({e:g}) ({e / n:.4g} "
+                f"per term, {vocab}; out-of-vocabulary words are dropped, never released). Not covered: "
+                + not_covered
+            ),
+            "not_covered": not_covered,
+            "composition": (f"Sequential composition over {self.unit}s: k {self.unit}s of one person cost "
+                            f"k*{e:g}; every release of the same {self.unit} spends the budget again."),
+            "parameters": (("size", n), ("vocab_size", self.vocab_size), ("variant", self.variant),
+                           ("embeddings", self.embeddings), ("size_from_data", bool(self.size_from_data))),
+        }
 
 
 # -- the document job ------------------------------------------------------------------------------
@@ -446,39 +353,19 @@ def sample_bags(
     return out[order].reshape(b, n)
 
 
-@dataclass(frozen=True)
-class SynTFDocument:
-    """One released document of :class:`SynTFPrivacy`: the synthetic bag and its guarantee.
-
-    It holds the record id, the ``size`` output words (sorted by vocabulary row) and the
-    public guarantee: nothing computed from the input except through the mechanism.
-    """
-
-    id: str
-    words: tuple[str, ...]
-    guarantee: SynTFGuarantee
-
-    @property
-    def seeded(self) -> bool:
-        """Whether the randomness came from a user seed."""
-        return self.guarantee.seeded
-
-    def to_record(self) -> dict[str, Any]:
-        """The JSON record: id, words and the guarantee's public fields (no input statistics)."""
-        return {"id": self.id, "words": list(self.words), **self.guarantee.to_dict()}
-
-
-class SynTFPrivacy(BagEstimator):
+class SynTF(BagMechanism):
     """SynTF for documents: every document becomes a synthetic bag of ``size`` vocabulary words.
 
-    The document job's SynTF (``textdp obfuscate --mechanism syntf --size N``, registered as
-    ``syntf``). Each text is normalised (:func:`textdp.text.normalize`: lower-case words, stop
-    words removed); its in-vocabulary words give the term counts ``w`` (out-of-vocabulary
-    tokens are dropped and never reach the output); the release is ``N`` i.i.d. terms over
-    the whole public vocabulary with ``P(t) ∝ exp(ε w_t / (2 N max w))`` (the ``weights``
-    variant, Weggenmann & Kerschbaum 2018, §4: the exponential mechanism over the vectors of
-    ``l1`` norm ``N`` with the linear utility ``<x̃, y>``, sensitivity ``N``), sampled
-    exactly with :func:`sample_bags`.
+    Registered as ``syntf`` (``textdp obfuscate --mechanism syntf --size N``). Each text is
+    normalised (:func:`textdp.text.normalize`: lower-case words, stop words removed); its
+    in-vocabulary words give the term counts ``w`` (out-of-vocabulary tokens are dropped and
+    never reach the output); the release is ``N`` terms over the whole public vocabulary:
+    with ``variant="weights"`` i.i.d. with ``P(t) ∝ exp(ε w_t / (2 N max w))`` (Weggenmann &
+    Kerschbaum 2018, §4: the exponential mechanism over the vectors of ``l1`` norm ``N`` with
+    the linear utility ``<x̃, y>``, sensitivity ``N``), sampled exactly with :func:`sample_bags`;
+    with ``variant="composition"`` the patent's two-step draw with the embeddings' clipped
+    cosine as the public similarity (:func:`syntf`; dense over the vocabulary, so use a small
+    ``vocab_size``).
 
     Guarantee: ε-DP with the document as the unit, for *any* two documents (whatever their
     lengths or topics; :class:`SynTFGuarantee`). N and the vocabulary are public. Unlike the
@@ -493,11 +380,10 @@ class SynTFPrivacy(BagEstimator):
     size : int or None
         The bag size N (public). Required unless ``size_from_data=True`` or given per call.
     embeddings : Embeddings, path or None
-        The public vocabulary (only its words are used). ``None``: GloVe 6B 50d, all
-        400,000 words: :func:`sample_bags` costs ``O(k + N)`` per document, not ``O(|V|)``,
-        so the full vocabulary is as fast as a small one (measured: 2.0 M released words/s at
-        V = 400k against 2.2 k words/s for a dense softmax over V; BENCHMARKS.md). A smaller
-        vocabulary (``vocab_size``) raises the share of the document's own words per draw.
+        The public vocabulary (its words; its vectors only for ``composition``). ``None``: GloVe
+        6B 50d, all 400,000 words: :func:`sample_bags` costs ``O(k + N)`` per document, not
+        ``O(|V|)`` (measured: 2.0 M released words/s at V = 400k against 2.2 k words/s for a dense
+        softmax over V; BENCHMARKS.md).
     vocab_size : int or None
         Keep only the K most frequent words of the embeddings.
     stop_words : "english", iterable or None
@@ -507,12 +393,14 @@ class SynTFPrivacy(BagEstimator):
     size_from_data : bool
         With ``size=None``, use the shortest document's in-vocabulary length (published:
         warns, and the guarantee says so).
+    variant : {"weights", "composition"}
+        See the module docstring.
 
     Examples
     --------
     >>> from textdp.embeddings import Embeddings
     >>> emb = Embeddings(["cat", "dog", "car", "sun"], np.eye(4), name="toy")
-    >>> mech = SynTFPrivacy(epsilon=1e4, size=3, embeddings=emb, stop_words=None, seed=0)
+    >>> mech = SynTF(epsilon=1e4, size=3, embeddings=emb, stop_words=None, seed=0)
     >>> doc = mech.privatize("dog dog car unicorn")
     >>> doc.words, doc.to_record()["mechanism"], "n_tokens" in doc.to_record()
     (('dog', 'dog', 'dog'), 'syntf', False)
@@ -522,13 +410,10 @@ class SynTFPrivacy(BagEstimator):
     (1, 2)
     """
 
-    #: what a release holds: a bag of ``size`` words (sorted by vocabulary row)
-    output = "bag"
-    #: documents per chunk of ``privatize_batch`` (sampling is O(k + N) per document, whatever V)
-    #: the private report's input bag is the document's first N in-vocabulary words, repeated when the
-    #: document is shorter, so that it can be compared with the N released words
-    CHUNK = 1024
-    _PARAMS = ("epsilon", "size", "embeddings", "vocab_size", "stop_words", "seed", "size_from_data")
+    name = "syntf"
+    reference = SYNTF_REFERENCE
+    #: documents per chunk (sampling is O(k + N) per document, whatever V)
+    chunk_size = 1024
 
     def __init__(
         self,
@@ -538,8 +423,9 @@ class SynTFPrivacy(BagEstimator):
         embeddings: Embeddings | str | os.PathLike[str] | None = None,
         vocab_size: int | None = None,
         stop_words: str | Iterable[str] | None = "english",
-        seed: int | np.random.Generator | None = None,
+        seed: SeedLike = None,
         size_from_data: bool = False,
+        variant: str = "weights",
     ) -> None:
         self.epsilon = epsilon
         self.size = size
@@ -548,108 +434,62 @@ class SynTFPrivacy(BagEstimator):
         self.stop_words = stop_words
         self.seed = seed
         self.size_from_data = size_from_data
+        self.variant = variant
 
-    def __repr__(self) -> str:
-        return f"SynTFPrivacy(epsilon={self.epsilon!r}, size={self.size!r}, vocab_size={self.vocab_size!r})"
-
-    def fit(self, X: object = None, y: object = None) -> SynTFPrivacy:
-        """Validate the parameters and load the vocabulary (``X`` and ``y`` are ignored)."""
+    def _fit(self) -> None:
         self.epsilon_ = check_epsilon(self.epsilon)
         if self.size is not None:
             check_size(self.size)
-        emb = resolve_embeddings(self.embeddings, self.vocab_size)
-        if emb.vocab_size < 2:
+        check_choice(self.variant, "SynTF variant", SYNTF_VARIANTS)
+        if self._load_embeddings().vocab_size < 2:
             raise ParameterError("SynTF needs a vocabulary of at least 2 words")
-        self.embeddings_ = emb
-        self.rng_ = make_rng(self.seed)
-        return self
 
-    def guarantee(self, size: int, *, seeded: bool | None = None, size_from_data: bool = False) -> SynTFGuarantee:
-        """The guarantee of a release with bag size ``size`` (``seeded``: default, whether ``seed`` was given)."""
+    def guarantee(self, context: ReleaseContext | None = None) -> SynTFGuarantee:
+        """The guarantee of a release with bag size ``context.size`` (default: the constructor's ``size``)."""
         self._ensure_fitted()
+        ctx = context or ReleaseContext(size=self.size, seeded=self.seeded_)
+        if ctx.size is None:
+            raise ParameterError("the guarantee depends on the bag size N: pass ReleaseContext(size=N)")
         return SynTFGuarantee(
-            epsilon=self.epsilon_, size=check_size(size), vocab_size=self.embeddings_.vocab_size,
-            embeddings=self.embeddings_.name, size_from_data=bool(size_from_data),
-            seeded=(self.seed is not None) if seeded is None else bool(seeded),
+            epsilon=self.epsilon_, size=check_size(ctx.size), vocab_size=self.embeddings_.vocab_size,
+            variant=self.variant, embeddings=self.embeddings_.name, size_from_data=ctx.size_from_data,
+            seeded=ctx.seeded, empty=ctx.empty,
         )
 
-    def privatize_ids(self, bags: np.ndarray, *, size: int | None = None,
-                      seed: int | np.random.Generator | None = None) -> np.ndarray:
+    def privatize_ids(self, bags: np.ndarray, *, size: int | None = None, seed: SeedLike = None) -> np.ndarray:
         """SynTF on a ``(B, M)`` array of input vocabulary rows: ``(B, N)`` released rows, each row sorted.
 
         ``N`` is ``size``, else the constructor's ``size``, else ``M``; ``seed``: default this
         object's generator.
 
         >>> from textdp.embeddings import Embeddings
-        >>> m = SynTFPrivacy(epsilon=1e4, embeddings=Embeddings(list("abcd"), np.eye(4), name="toy"), seed=0)
+        >>> m = SynTF(epsilon=1e4, embeddings=Embeddings(list("abcd"), np.eye(4), name="toy"), seed=0)
         >>> m.privatize_ids(np.array([[2, 2, 1], [0, 3, 3]])).tolist()
         [[2, 2, 2], [3, 3, 3]]
         """
         self._ensure_fitted()
-        rows = np.sort(np.asarray(bags, dtype=np.int64), axis=1)
+        rows = np.asarray(bags, dtype=np.int64)
         if rows.ndim != 2 or rows.shape[1] == 0:
             raise ParameterError("bags must be a (B, M) array of vocabulary rows with M >= 1")
         n = check_size(size if size is not None else self.size if self.size is not None else rows.shape[1])
-        new = np.ones(rows.shape, dtype=bool)
-        new[:, 1:] = rows[:, 1:] != rows[:, :-1]
-        starts = np.flatnonzero(new.reshape(-1))  # first position of every distinct (document, term)
-        counts = np.diff(np.append(starts, rows.size)).astype(np.float64)
-        split = np.cumsum(new.sum(axis=1))[:-1]
-        terms = np.split(rows.reshape(-1)[starts], split)
-        weights = np.split(counts, split)
         gen = self.rng_ if seed is None else make_rng(seed)
-        return sample_bags(terms, weights, self.embeddings_.vocab_size, self.epsilon_, n, gen)
+        return self._sample(list(rows), n, gen)
 
-    def iter_privatize_batch(
-        self,
-        texts: Sequence[str],
-        ids: Sequence[str] | None = None,
-        *,
-        size: int | None = None,
-        seed: int | np.random.Generator | None = None,
-        seeded: bool | None = None,
-        size_from_data: bool | None = None,
-        private_report: PrivateReport | None = None,
-        progress: ProgressCallback | None = None,
-        chunk: int = 1024,
-    ) -> Iterator[list[SynTFDocument]]:
-        """:meth:`privatize_batch`, a chunk of documents at a time (memory bounded by the chunk)."""
-        self._ensure_fitted()
-        texts = list(texts)
-        if ids is not None and len(ids) != len(texts):
-            raise ParameterTypeError(f"got {len(ids)} ids for {len(texts)} texts")
-        doc_ids = [str(x) for x in ids] if ids is not None else [str(i) for i in range(len(texts))]
-        if not texts:
-            return
-        rows, n_tokens, dropped = self.prepare(texts, doc_ids)
-        n, from_data = self.resolve_size(rows, size)
-        from_data = from_data or bool(size_from_data)
-        gen = self.rng_ if seed is None else make_rng(seed)
-        if seeded is None:
-            seeded = seed is not None or self.seed is not None
-        guarantee = self.guarantee(n, seeded=seeded, size_from_data=from_data)
-        words = self.embeddings_.words
+    def _sample(self, rows: Sequence[np.ndarray], n: int, rng: np.random.Generator) -> np.ndarray:
         v = self.embeddings_.vocab_size
-        emit = None
-        if private_report is not None:
-            emit = private_report.append if isinstance(private_report, list) else private_report
-        per_chunk = max(1, min(int(chunk), WORDS_PER_BLOCK // n))
-        for start in range(0, len(texts), per_chunk):
-            idx = range(start, min(start + per_chunk, len(texts)))
-            uniq = [np.unique(rows[i], return_counts=True) for i in idx]
-            bags = sample_bags([u[0] for u in uniq], [u[1].astype(np.float64) for u in uniq], v, self.epsilon_,
-                               n, gen)
-            if emit is not None:
-                for k, i in enumerate(idx):
-                    emit(DocumentDiagnostics(
-                        id=doc_ids[i], n_tokens=n_tokens[i], dropped_oov=dropped[i],
-                        n_in_vocabulary=int(rows[i].size), input_rows=np.sort(np.resize(rows[i], n)),
-                        output_rows=bags[k].copy(),
-                    ))
-            if progress is not None:
-                progress(idx.stop, len(texts))
-            yield [SynTFDocument(id=doc_ids[i], words=tuple(words[j] for j in bags[k]), guarantee=guarantee)
-                   for k, i in enumerate(idx)]
+        if self.variant == "composition":
+            dense = np.zeros((len(rows), v))
+            for i, r in enumerate(rows):
+                np.add.at(dense[i], r, 1.0)
+            counts = np.atleast_2d(syntf(dense, self.epsilon_, n, rng, variant="composition",
+                                         vectors=self.embeddings_.vectors))
+            return np.stack([np.repeat(np.arange(v), c) for c in counts])
+        uniq = [np.unique(r, return_counts=True) for r in rows]
+        return sample_bags([u[0] for u in uniq], [u[1].astype(np.float64) for u in uniq], v, self.epsilon_, n, rng)
 
-#: the class the registry returns for ``syntf`` (:func:`textdp.mechanisms.get`)
-MECHANISM = SynTFPrivacy
+    def _privatize(self, prepared: Sequence[PreparedText], context: ReleaseContext,
+                   rng: np.random.Generator) -> list[BagOutput]:
+        n = int(context.size or 0)
+        bags = self._sample([p.rows for p in prepared], n, rng)
+        # the private report's input bag: the document's first N in-vocabulary words, repeated when shorter
+        return [BagOutput(np.resize(p.rows, n), bags[k]) for k, p in enumerate(prepared)]

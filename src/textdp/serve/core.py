@@ -185,6 +185,11 @@ class Workbench:
             docs, diags, notes = self._release(mech, [text], n)
         except (OverflowError, FloatingPointError):
             raise ParameterError(f"epsilon {eps:g} overflows {name}'s probabilities; choose a smaller epsilon") from None
+        except DocumentError as exc:
+            if "no words left" not in str(exc):
+                raise
+            raise DocumentError("no in-vocabulary word left in this text (stop words, one-letter and unknown words "
+                                "are never released): type some more words") from None
         doc, diag = docs[0], diags[0]
         record = doc.to_record()
         inp = diag.input_rows.tolist()
@@ -206,7 +211,7 @@ class Workbench:
                 out_flags.append(hit)
             kept_words = Counter(w for w, f in zip(words, out_flags) if f)
         kept = int(sum(out_flags))
-        covered, not_covered = split_guarantee(str(record.get("guarantee", "")))
+        covered, not_covered = split_guarantee(doc.guarantee.statement)
         return {
             "mechanism": name,
             "epsilon": eps,

@@ -73,6 +73,7 @@ from .._validation import (
     check_probability,
 )
 from ..errors import ParameterError, ParameterTypeError
+from ..guarantees import Guarantee, ReleaseRecord
 from ..samplers import (
     DEFAULT_GRID,
     check_grid,
@@ -290,9 +291,9 @@ def _deprecated(old: str, new: str) -> None:
                   DeprecationWarning, stacklevel=3)
 
 
-@dataclass(frozen=True)
-class TopicGuarantee:
-    """The guarantee of one topic-matrix release (the :class:`textdp.guarantees.Guarantee` protocol).
+@dataclass(frozen=True, kw_only=True)
+class TopicGuarantee(Guarantee):
+    """The guarantee of one topic-matrix release (a :class:`textdp.guarantees.Guarantee`).
 
     Holds only public parameters: never the sensitivity or the noise scale, which
     depend on the private corpus when the sensitivity is sampled.
@@ -318,28 +319,33 @@ class TopicGuarantee:
 
     >>> from textdp.guarantees import Guarantee
     >>> g = LaplaceBaseline(epsilon=2.0, m=3).guarantee((3, 4))
-    >>> isinstance(g, Guarantee), g.unit, g.delta, sorted(g.to_dict())[:4]
-    (True, 'user', 0.0, ['definition', 'delta', 'epsilon', 'gamma'])
+    >>> isinstance(g, Guarantee), g.unit, g.delta, sorted(g.params)[:4]
+    (True, 'user', 0.0, ['definition', 'gamma', 'grid', 'grid_text'])
     """
 
-    mechanism: str
-    epsilon: float
-    delta: float
     gamma: float | None
     shape: tuple[int, int]
     grid: float
     noise: str
-    statement: str
+    vocabulary_note: str | None = None
     unit: str = "user"
     reference: str = CKS20
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form: mechanism, epsilon, delta, unit, guarantee (the statement) and the public parameters."""
-        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
-                "guarantee": self.statement, "gamma": self.gamma,
-                "definition": "random differential privacy" if self.gamma is not None else "differential privacy",
-                "topics": self.shape[0], "keywords_per_topic": self.shape[1], "grid": self.grid,
-                "grid_text": _grid_text(self.grid), "noise": self.noise, "reference": self.reference}
+    def _derive(self) -> dict[str, object]:
+        not_covered = (self.statement.split("Not covered: ", 1)[1] if "Not covered: " in self.statement
+                       else "which topics and keywords are released (chosen by the non-private model).")
+        return {
+            "not_covered": not_covered,
+            "composition": "Basic composition over releases: k releases about the same users cost (k*epsilon, k*delta).",
+            "parameters": (
+                ("gamma", self.gamma),
+                ("definition", "random differential privacy" if self.gamma is not None else "differential privacy"),
+                ("topics", self.shape[0]), ("keywords_per_topic", self.shape[1]), ("grid", self.grid),
+                ("grid_text", _grid_text(self.grid)), ("noise", self.noise), ("keyword_note", KEYWORD_NOTE),
+                ("vocabulary_note", self.vocabulary_note),
+            ),
+        }
+
 
 
 #: What the discretisation costs, stated in every record's ``noise``: it is folded into the sensitivity.
@@ -540,7 +546,7 @@ class LaplaceBaseline(_GridMechanism):
     10.0
     """
 
-    name = "laplace"
+    name = "topicdp-laplace"
 
     def __init__(self, *, epsilon: float, m: int, grid: float = DEFAULT_GRID) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -731,10 +737,10 @@ class TopicMechanism(Protocol):
 def needs_sensitivity(name: str) -> bool:
     """Whether mechanism ``name`` needs an L2 sensitivity (sampled or supplied).
 
-    >>> needs_sensitivity("laplace"), needs_sensitivity("topicdp")
+    >>> needs_sensitivity("topicdp-laplace"), needs_sensitivity("topicdp")
     (False, True)
     """
-    return check_choice(name, "mechanism", MECHANISMS) != "laplace"
+    return check_choice(name, "mechanism", MECHANISMS) != "topicdp-laplace"
 
 
 def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: float | None = None,
@@ -742,7 +748,7 @@ def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: f
                     grid: float = DEFAULT_GRID) -> TopicDPGaussian | LaplaceBaseline | MVGMechanism:
     """The mechanism called ``name`` (one of :data:`MECHANISMS`).
 
-    ``laplace`` needs only ``m`` (its sensitivity ``2m`` is global); the others
+    ``topicdp-laplace`` needs only ``m`` (its sensitivity ``2m`` is global); the others
     need ``sensitivity``: a sampled one (with ``gamma``), a number the user
     vouches for, or ``"worst-case"`` for the global bound ``sqrt(2m)``
     (:func:`~textdp.topics.sensitivity.worst_case_sensitivity`; ordinary
@@ -751,13 +757,13 @@ def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: f
     >>> build_mechanism("topicdp", epsilon=2, delta=1e-4, m=5, sensitivity="worst-case").guarantee((5, 5)).gamma is None
     True
 
-    >>> build_mechanism("laplace", epsilon=2, delta=1e-4, m=3).scale
+    >>> build_mechanism("topicdp-laplace", epsilon=2, delta=1e-4, m=3).scale
     3.0
     >>> build_mechanism("mvg-directional", epsilon=2, delta=1e-4, m=3, sensitivity=0.1, gamma=0.1).name
     'mvg-directional'
     """
     check_choice(name, "mechanism", MECHANISMS)
-    if name == "laplace":
+    if name == "topicdp-laplace":
         return LaplaceBaseline(epsilon=epsilon, m=m, grid=grid)
     if sensitivity is None:
         raise ParameterError(f"mechanism {name!r} needs a sensitivity: sample one (SensitivitySampler) "
@@ -778,22 +784,31 @@ def build_mechanism(name: str, *, epsilon: float, delta: float, m: int, gamma: f
 
 
 @dataclass(frozen=True)
-class TopicRelease:
-    """One release: the guarantee, the public parameters and the noisy matrix -- nothing else.
+class TopicRelease(ReleaseRecord):
+    """One release (a :class:`~textdp.guarantees.ReleaseRecord`): the noisy matrix and its guarantee -- nothing else.
 
     ``raw_matrix`` is the noisy matrix before post-processing: every entry is an
-    exact multiple of ``grid`` (it is the DP output); ``matrix`` is its
+    exact multiple of ``grid`` (it is the DP output); ``content`` (:attr:`matrix`) is its
     post-processing (clipped to [0, 1], rows scaled to sum <= 1). No sensitivity,
-    noise scale, user count or timing is held here.
+    noise scale, user count or timing is held here. ``to_record()`` writes the one record
+    layout (``release: "matrix"``, plus ``keywords`` and ``raw_matrix``).
     """
 
-    guarantee: TopicGuarantee
-    keywords: tuple[tuple[str, ...], ...]
-    raw_matrix: tuple[tuple[float, ...], ...]
-    matrix: tuple[tuple[float, ...], ...]
-    seeded: bool
-    keyword_note: str = KEYWORD_NOTE
-    vocabulary_note: str | None = None
+    release: str = "matrix"
+    content: tuple[tuple[float, ...], ...] = ()
+    keywords: tuple[tuple[str, ...], ...] = ()
+    raw_matrix: tuple[tuple[float, ...], ...] = ()
+
+    @property
+    def matrix(self) -> tuple[tuple[float, ...], ...]:
+        """The post-processed matrix."""
+        return self.content
+
+    @property
+    def topic_guarantee(self) -> TopicGuarantee:
+        """The guarantee, typed for this family."""
+        assert isinstance(self.guarantee, TopicGuarantee)
+        return self.guarantee
 
     @property
     def mechanism(self) -> str:
@@ -809,23 +824,26 @@ class TopicRelease:
 
     @property
     def gamma(self) -> float | None:
-        return self.guarantee.gamma
+        return self.topic_guarantee.gamma
 
     @property
     def grid(self) -> float:
-        return self.guarantee.grid
+        return self.topic_guarantee.grid
+
+    @property
+    def keyword_note(self) -> str:
+        return KEYWORD_NOTE
 
     def as_array(self) -> np.ndarray:
         """The post-processed matrix as an array."""
         return np.array(self.matrix, dtype=float)
 
-    def to_dict(self) -> dict[str, object]:
-        """The release record: guarantee fields, ``seeded``, keyword note, keywords and the matrices."""
-        vocab = {} if self.vocabulary_note is None else {"vocabulary_note": self.vocabulary_note}
-        return {**self.guarantee.to_dict(), "seeded": self.seeded, "keyword_note": self.keyword_note, **vocab,
-                "keywords": [list(k) for k in self.keywords],
-                "raw_matrix": [list(r) for r in self.raw_matrix],
-                "matrix": [list(r) for r in self.matrix]}
+    def to_record(self) -> dict[str, Any]:
+        """The release record (the one layout) with the keywords and the grid-exact raw matrix."""
+        out = super().to_record()
+        out["raw_matrix"] = [list(r) for r in self.raw_matrix]
+        out["keywords"] = [list(k) for k in self.keywords]
+        return out
 
 
 def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLike = None, *,
@@ -839,7 +857,7 @@ def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLik
     >>> tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
     >>> r = release_topics(tm, LaplaceBaseline(epsilon=1.0, m=1), seed=1)
     >>> r.mechanism, r.delta, r.gamma, len(r.matrix[0]), r.seeded
-    ('laplace', 0.0, None, 2, True)
+    ('topicdp-laplace', 0.0, None, 2, True)
     """
     if rng is not None:
         _deprecated("release_topics(..., rng=...)", "release_topics(..., seed=...)")
@@ -849,8 +867,14 @@ def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLik
         raise ParameterTypeError(f"topics must be a TopicMatrix, got {type(topics).__name__}")
     guarantee = mechanism.guarantee(topics.shape)  # validates before any noise is drawn
     raw = mechanism.randomize(topics.matrix, seed=seed)
+    return make_release("topics", topics, raw, guarantee.evolve(seeded=_is_seeded(seed),
+                                                                 vocabulary_note=vocabulary_note), _is_seeded(seed))
+
+
+def make_release(uid: str, topics: TopicMatrix, raw: np.ndarray, guarantee: TopicGuarantee,
+                 seeded: bool) -> TopicRelease:
+    """The :class:`TopicRelease` of a noisy matrix ``raw`` (post-processed here)."""
     return TopicRelease(
-        guarantee=guarantee, keywords=topics.keywords,
+        id=uid, guarantee=guarantee, seeded=seeded, keywords=topics.keywords,
         raw_matrix=tuple(tuple(float(x) for x in row) for row in raw),
-        matrix=tuple(tuple(float(x) for x in row) for row in postprocess(raw)),
-        seeded=_is_seeded(seed), vocabulary_note=vocabulary_note)
+        content=tuple(tuple(float(x) for x in row) for row in postprocess(raw)))

@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+from ..mechanisms.registry import names as _registry_names
+
 __all__ = ["MAX_MODEL_TOPICS", "MECHANISMS", "NEIGHBOURS", "SENSITIVITIES", "TOPIC_MODELS", "VOCABULARIES"]
 
-#: Release mechanisms (:func:`textdp.topics.mechanisms.build_mechanism`).
-MECHANISMS = ("topicdp", "topicdp-thesis", "laplace", "mvg", "mvg-directional")
+#: Release mechanisms: the topics family of the one registry (:func:`textdp.mechanisms.names`).
+MECHANISMS = _registry_names("topics")
 
 #: Neighbouring relations of the sensitivity sampler (one user added/removed, or replaced).
 NEIGHBOURS = ("add-remove", "replace")

@@ -34,7 +34,7 @@ from .sensitivity import SensitivitySampler, sampler_parameters
 __all__ = ["MECHANISMS", "ReportConfig", "build_mechanism", "run_report"]
 
 #: Mechanisms compared by default (``build_mechanism`` accepts every name of ``mechanisms.MECHANISMS``).
-MECHANISMS = ("topicdp", "topicdp-thesis", "mvg", "laplace")
+MECHANISMS = ("topicdp", "topicdp-thesis", "mvg", "topicdp-laplace")
 LABELS = {"topicdp": "TopicDP (analytic Gaussian)", "topicdp-thesis": "TopicDP (thesis calibration)",
           "mvg": "MVG (isotropic)", "laplace": "Laplace (L1 sens. 2m)"}
 METRIC_LABELS = {"l1": "L1 distance", "row_euclidean": "per-row Euclidean (thesis 'L1')",

@@ -1,60 +1,20 @@
-"""Guarantee records: immutable statements of what a release spent (a leaf module).
-
-In the style of Google's ``dp_accounting`` events and OpenDP's privacy maps: every
-mechanism in textdp returns or carries a frozen *guarantee object*, and every
-output record repeats it. This module imports nothing from the rest of textdp, so
-mechanisms, accounting, engines and the CLI can all depend on it without cycles.
-
-Every guarantee object follows the :class:`Guarantee` protocol:
-
-* ``mechanism`` -- the registered mechanism name;
-* ``epsilon`` and ``delta`` -- the privacy parameters (``delta = 0`` for pure DP);
-* ``unit`` -- what one privacy unit is (``"word"``, ``"document"``, ``"sentence"``, ``"user"``);
-* ``statement`` -- one sentence: the definition, the parameters, the unit and what is *not* covered;
-* ``to_dict()`` -- the JSON form (it always has the keys ``mechanism``, ``epsilon``,
-  ``delta``, ``unit`` and ``guarantee``, the last being ``statement``).
-"""
+"""The guarantee of Earth Mover's privacy (Fernandes, Dras & McIver 2019): a :class:`Guarantee` subclass."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
 
-GUARANTEE_KEYS = ("mechanism", "epsilon", "delta", "unit", "guarantee")
+from .base import Guarantee
 
-
-@runtime_checkable
-class Guarantee(Protocol):
-    """What every guarantee object offers (see the module docstring)."""
-
-    @property
-    def mechanism(self) -> str: ...
-
-    @property
-    def epsilon(self) -> float: ...
-
-    @property
-    def delta(self) -> float: ...
-
-    @property
-    def unit(self) -> str: ...
-
-    @property
-    def statement(self) -> str: ...
-
-    def to_dict(self) -> dict[str, Any]: ...
-
+__all__ = ["EARTH_MOVERS_REFERENCE", "EarthMoversGuarantee"]
 
 EARTH_MOVERS_REFERENCE = (
     "Fernandes, Dras & McIver, 'Generalised Differential Privacy for Text Document Processing', "
     "POST 2019 (Algorithms 1-2, Theorem 4.1, Theorem 5.1)"
 )
 
-BAG_STATEMENTS = ("truncate", "sample")
-
-
-@dataclass(frozen=True)
-class EarthMoversGuarantee:
+@dataclass(frozen=True, kw_only=True)
+class EarthMoversGuarantee(Guarantee):
     """The guarantee of one Earth Mover's privacy release.
 
     ``bag="truncate"`` (the bag is the first N in-vocabulary words): Theorem 5.1,
@@ -79,7 +39,7 @@ class EarthMoversGuarantee:
     Attributes
     ----------
     epsilon : float
-        Per-word privacy parameter of the n-dimensional Laplace noise.
+        Per-word privacy parameter of the n-dimensional Laplace noise (per unit of distance).
     size : int
         Bag size N (public); the guarantee compares bags of exactly this size.
     dim : int
@@ -93,13 +53,14 @@ class EarthMoversGuarantee:
     size_from_data : bool
         N was set to the shortest document's in-vocabulary length (``--size-from-data``):
         then N reveals that length, which the guarantee does not cover.
-    seeded : bool
-        The noise came from a user seed (an experiment): anyone who knows the seed can
-        undo the noise.
+    decoder : str
+        The nearest-word decoder (post-processing: the bound does not depend on it).
     delta : float
         Always 0: metric DP here is pure (no failure probability).
     unit : str
         The privacy unit: ``"document"`` (the loss scales with the distance between documents).
+
+    The other fields (``seeded``, ``empty``, the texts) are :class:`~textdp.guarantees.Guarantee`'s.
 
     Examples
     --------
@@ -107,33 +68,30 @@ class EarthMoversGuarantee:
     ...                          embeddings="glove-6B-50d", bag="truncate")
     >>> g.privacy_loss(0.01)
     5.0
-    >>> isinstance(g, Guarantee), g.distance
-    (True, 'E_d')
+    >>> isinstance(g, Guarantee), g.distance, g.params["size"]
+    (True, 'E_d', 50)
     >>> EarthMoversGuarantee(epsilon=3.0, size=2, dim=2, vocab_size=9, embeddings="toy", bag="sample").distance
     'W_inf'
     """
 
-    epsilon: float
     size: int
     dim: int
     vocab_size: int
     embeddings: str
     bag: str
     size_from_data: bool = False
-    seeded: bool = False
     mechanism: str = "earth-movers"
     metric: str = "euclidean"
-    delta: float = 0.0
+    decoder: str = "exact"
     unit: str = "document"
+    reference: str = EARTH_MOVERS_REFERENCE
 
     @property
     def distance(self) -> str:
         """The distance between documents the loss is proportional to: ``E_d`` or ``W_inf``."""
         return "W_inf" if self.bag == "sample" else "E_d"
 
-    @property
-    def statement(self) -> str:
-        """The guarantee in one sentence, as written to every output record."""
+    def _derive(self) -> dict[str, object]:
         n = self.size
         e = self.epsilon
         space = f"{self.metric} distance between {self.embeddings} vectors, n={self.dim}"
@@ -152,18 +110,29 @@ class EarthMoversGuarantee:
                 f"probability of any output bag differs by a factor <= exp({e:g}*{n}*E_d(b,b')), where E_d is the "
                 f"Earth Mover's distance (mean matched {space}). "
             )
-        tail = (
-            "Covers the multiset of output words. Not covered: the bag size N (public), the record id (copied "
-            "from the input's id field, else a sequence number), the topic (the factor grows with the distance, "
-            "so documents on different topics stay distinguishable), and which words were out of vocabulary or "
+        not_covered = (
+            "the bag size N (public), the record id (copied from the input's id field, else a sequence number), "
+            "the topic (the factor grows with the distance, so documents on different topics stay "
+            "distinguishable), and which words were out of vocabulary or "
             + ("not drawn" if self.bag == "sample" else "cut by truncation")
             + " (never released)."
         )
         if self.size_from_data:
-            tail += " N was taken from the data (the shortest document's in-vocabulary length): it reveals that length."
-        if self.seeded:
-            tail += " Seeded run: anyone who knows the seed can undo the noise (for experiments only)."
-        return head + tail
+            not_covered += " N was taken from the data (the shortest document's in-vocabulary length): it reveals that length."
+        composition = (
+            "Sequential composition over documents: k documents of one person cost the sum of their bounds; "
+            "every release of the same document spends the budget again."
+        )
+        return {
+            "statement": head + "Covers the multiset of output words. Not covered: " + not_covered,
+            "not_covered": not_covered,
+            "composition": composition,
+            "parameters": (
+                ("size", n), ("bag", self.bag), ("distance", self.distance), ("dim", self.dim),
+                ("vocab_size", self.vocab_size), ("embeddings", self.embeddings), ("metric", self.metric),
+                ("decoder", self.decoder), ("size_from_data", bool(self.size_from_data)),
+            ),
+        }
 
     def privacy_loss(self, distance: float) -> float:
         """epsilon * N * distance: the log of the worst-case output probability ratio.
@@ -172,11 +141,3 @@ class EarthMoversGuarantee:
         for ``bag="sample"`` (see :attr:`distance`).
         """
         return float(self.epsilon * self.size * distance)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, including the sentence and the paper reference."""
-        out = asdict(self)
-        out["distance"] = self.distance
-        out["guarantee"] = self.statement
-        out["reference"] = EARTH_MOVERS_REFERENCE
-        return out

@@ -115,7 +115,7 @@ def test_existing_output_is_refused_and_force_replaces_it_keeping_its_mode(tmp_p
     assert out.read_text() == "old release\n" and not (tmp_path / "out.jsonl.settings.json").exists()
     res = runner.invoke(app, [*args, "--force"])
     assert res.exit_code == 0, res.output
-    assert json.loads(out.read_text())["size"] == 4
+    assert json.loads(out.read_text())["guarantee"]["parameters"]["size"] == 4
     assert stat.S_IMODE(out.stat().st_mode) == 0o444  # the user's mode stays; never silently 0600
     settings = tmp_path / "out.jsonl.settings.json"
     assert stat.S_IMODE(settings.stat().st_mode) == 0o666 & ~_umask()

@@ -1,0 +1,174 @@
+"""The one guarantee type: a frozen statement of what a release spent (a leaf module).
+
+Every mechanism of every family (document, word, sentence, topics) describes its release
+with an instance of :class:`Guarantee` or of a subclass that adds the family's public
+parameters (bag size, vocabulary, model case, matrix shape, ...) and derives the texts
+from them. In the style of Google's ``dp_accounting`` events and OpenDP's privacy maps,
+the object is immutable and carries everything a reader of the release needs:
+
+``mechanism``
+    the registered name (:func:`textdp.mechanisms.get`);
+``epsilon``, ``delta``
+    the bound for one ``unit`` (``delta = 0`` for pure DP); for metric DP, ε per unit of
+    distance as the family's statement says;
+``unit``
+    what two neighbouring inputs differ in: ``word``, ``sentence``, ``document``, ``user``;
+``reference``
+    paper, theorem or equation the bound comes from;
+``parameters``
+    the public parameters the bound depends on (bag size, vocabulary, decoder, ...);
+``not_covered``
+    what the bound does *not* protect (lengths, ids, what a seed reveals, ...);
+``composition``
+    how the bound composes over units (a document of T words, a line of m segments, ...);
+``statement``
+    the whole guarantee in words (the claim, ``composition`` and ``not_covered``);
+``seeded``
+    the noise came from a user seed (an experiment): anyone who knows it can undo the noise;
+``empty``
+    what happened to an input unit with nothing to privatize (no in-vocabulary word):
+    ``error`` (the run stops before any noise), ``skip`` (no record) or ``empty`` (an empty
+    record). With ``skip`` and ``empty``, *which* units these were is public, and both
+    ``not_covered`` and ``statement`` say so.
+
+Two JSON forms, one type (``schemas/record.schema.json``, definition ``guarantee``):
+:meth:`Guarantee.to_dict` (everything, written once to ``<output>.settings.json``) and
+:meth:`Guarantee.to_dict` with ``compact=True`` (no ``statement``, no ``reference``: what
+every release record carries, so the long text is not repeated on every line).
+
+A family subclass declares its own fields (``kw_only``) and overrides :meth:`_derive`,
+which returns the texts and parameters computed from them; fields given explicitly win.
+
+>>> g = Guarantee(mechanism="toy", epsilon=1.0, unit="word", statement="1-DP per word.",
+...               not_covered="the length", composition="basic composition over words")
+>>> g.to_dict(compact=True)["unit"], "statement" in g.to_dict(compact=True), g.to_dict()["statement"]
+('word', False, '1-DP per word.')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Self
+
+__all__ = ["COMPACT_KEYS", "EMPTY_POLICIES", "GUARANTEE_KEYS", "SEEDED_NOTE", "Guarantee", "as_parameters",
+           "empty_note"]
+
+#: the keys of every guarantee's compact JSON form (the ``guarantee`` object of a record)
+COMPACT_KEYS = ("mechanism", "epsilon", "delta", "unit", "parameters", "not_covered", "composition", "seeded",
+                "empty")
+#: the keys of the full JSON form (settings files): the compact keys plus the reference and the statement
+GUARANTEE_KEYS = (*COMPACT_KEYS, "reference", "statement")
+
+SEEDED_NOTE = "Seeded run: anyone who knows the seed can undo the noise (for experiments only)."
+
+#: what to do with an input unit that has nothing to privatize (the ``empty=`` option, CLI ``--empty``)
+EMPTY_POLICIES = ("error", "skip", "empty")
+
+
+def empty_note(policy: str) -> str:
+    """The not-covered sentence of an ``empty`` policy (``""`` for ``error``: nothing is released then).
+
+    >>> empty_note("skip")[:60]
+    'which input units had no in-vocabulary word (policy skip: th'
+    """
+    if policy == "skip":
+        return "which input units had no in-vocabulary word (policy skip: they have no record, so their ids are missing)"
+    if policy == "empty":
+        return "which input units had no in-vocabulary word (policy empty: their records are empty)"
+    return ""
+
+
+def as_parameters(params: Mapping[str, object] | None) -> tuple[tuple[str, object], ...]:
+    """Public parameters as a hashable tuple of ``(name, value)`` pairs (the field's type).
+
+    >>> as_parameters({"size": 3, "bag": "truncate"})
+    (('size', 3), ('bag', 'truncate'))
+    """
+    return tuple((params or {}).items())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Guarantee:
+    """What one release guarantees (see the module docstring for every field)."""
+
+    mechanism: str
+    epsilon: float
+    delta: float = 0.0
+    unit: str = "document"
+    reference: str = ""
+    parameters: tuple[tuple[str, object], ...] = ()
+    not_covered: str = ""
+    composition: str = ""
+    statement: str = ""
+    seeded: bool = False
+    empty: str = "error"
+    # set by __post_init__ for evolve(): not parameters of the guarantee
+    _derived_keys: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
+    _plain: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        derived = self._derive()
+        given = {key for key in derived if getattr(self, key)}
+        for key, value in derived.items():
+            if key not in given:
+                object.__setattr__(self, key, value)
+        # what evolve() needs to rebuild the texts: the derived keys, and the texts before the notes below
+        object.__setattr__(self, "_derived_keys", frozenset(derived) - given)
+        object.__setattr__(self, "_plain", {"statement": self.statement, "not_covered": self.not_covered})
+        note = empty_note(self.empty)
+        if note and note not in self.not_covered:
+            object.__setattr__(self, "not_covered", f"{self.not_covered.rstrip('.')}; {note}." if self.not_covered
+                               else f"{note}.")
+            if self.statement:
+                object.__setattr__(self, "statement", f"{self.statement} Also not covered: {note}.")
+        if not self.statement:
+            text = " ".join(t for t in (self.composition, f"Not covered: {self.not_covered}" if self.not_covered
+                                        else "") if t)
+            object.__setattr__(self, "statement", text)
+        if self.seeded and SEEDED_NOTE not in self.statement:
+            object.__setattr__(self, "statement", f"{self.statement} {SEEDED_NOTE}".strip())
+
+    def _derive(self) -> dict[str, object]:
+        """Texts and parameters computed from a subclass's own fields (none here)."""
+        return {}
+
+    def evolve(self, **changes: Any) -> Self:
+        """A copy with some fields changed and the derived texts recomputed (use this, not ``dataclasses.replace``).
+
+        >>> g = Guarantee(mechanism="toy", epsilon=1.0, statement="1-DP.", not_covered="the length")
+        >>> h = g.evolve(seeded=True, empty="skip")
+        >>> h.seeded, "Seeded run" in h.statement, "policy skip" in h.not_covered
+        (True, True, True)
+        >>> "Seeded run" in h.evolve(seeded=False).statement
+        False
+        """
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        kwargs.update(self._plain)
+        for key in self._derived_keys:
+            kwargs[key] = () if key == "parameters" else ""
+        kwargs.update(changes)
+        return type(self)(**kwargs)
+
+    @property
+    def params(self) -> dict[str, object]:
+        """The public parameters as a dict."""
+        return dict(self.parameters)
+
+    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+        """JSON form: :data:`GUARANTEE_KEYS`, or :data:`COMPACT_KEYS` with ``compact=True`` (records)."""
+        out: dict[str, Any] = {
+            "mechanism": self.mechanism,
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "unit": self.unit,
+            "parameters": dict(self.parameters),
+            "not_covered": self.not_covered,
+            "composition": self.composition,
+            "seeded": bool(self.seeded),
+            "empty": self.empty,
+        }
+        if not compact:
+            out["reference"] = self.reference
+            out["statement"] = self.statement
+        return out

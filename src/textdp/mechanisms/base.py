@@ -1,0 +1,359 @@
+"""The one mechanism base class: every registered mechanism of every family derives from it.
+
+The API (scikit-learn style, what a new mechanism implements and what callers use)
+---------------------------------------------------------------------------------
+**Class-level declarations** (read by the registry, the pipeline and the CLI; no reflection):
+
+``name``
+    the registered name (``textdp.mechanisms.get(name)``; one spelling across families);
+``family``
+    one of :data:`FAMILIES`: ``document`` (a document becomes a bag), ``word`` (each word
+    replaced in place), ``sentence`` (sentences rewritten by a model), ``topics`` (a
+    topic-keyword matrix);
+``releases``
+    one of :data:`~textdp.guarantees.RELEASE_FORMS`: ``bag``, ``text``, ``sentence``, ``matrix``;
+``reference``
+    the paper the mechanism and its bound come from;
+``chunk_size``
+    units privatized at once by default (memory is bounded by a chunk).
+
+**Parameters** are the keyword arguments of ``__init__``, stored unchanged under the same
+names (as in scikit-learn: no validation in ``__init__``). :meth:`get_params` /
+:meth:`set_params` read them from ``__init__``'s signature, once, here (the only
+``inspect.signature`` in the library). Every mechanism takes ``epsilon`` and ``seed``.
+
+**fit(X=None, y=None)** validates the parameters and loads the public data (embeddings, a
+model); fitted attributes end in ``_`` (``epsilon_``, ``embeddings_``, ``rng_``, ``seeded_``).
+Using an unfitted mechanism fits it.
+
+**The one batch verb** ::
+
+    privatize_batch(units, ids=None, *, seed=None, seeded=None, size=None,
+                    size_from_data=False, empty="error", private_report=None,
+                    progress=None, chunk=None) -> list[ReleaseRecord]
+
+``units`` are texts (document, word and sentence families) or matrices (topics);
+``ids`` their record ids (default ``"0"``, ``"1"``, ...); ``seed`` the randomness of this call
+(default: the mechanism's generator; nothing on the fitted object changes, so one object
+serves many partitions at once); ``size``/``size_from_data`` the public bag size of ``bag``
+releases (refused by the others); ``empty`` the policy for a unit with nothing to privatize
+(:data:`~textdp.guarantees.EMPTY_POLICIES`: ``error`` stops before any noise, ``skip`` writes
+no record, ``empty`` an empty one; the guarantee says which lines were emptied is public);
+``private_report`` a list (or callable) receiving one PRIVATE diagnostics object per unit
+(emptied ones included); ``progress(done, total)`` after each chunk. Every unit is validated
+before any noise is drawn. :meth:`iter_privatize_batch` yields the same records a chunk at a
+time; :meth:`privatize` takes one unit (or an iterable); :meth:`transform` returns texts.
+
+**The one guarantee method** ``guarantee(context=None) -> Guarantee``: ``context`` is a
+:class:`ReleaseContext`, what the release depends on beyond the parameters (bag size, matrix
+shape, seeded, empty policy); :meth:`release_context` builds it for a batch.
+
+**What a subclass supplies** (a family base supplies most of it):
+
+* ``_fit()`` - validate, load public data, precompute;
+* ``_prepare(unit, uid) -> P`` - validate one unit and compute its PRIVATE input form
+  (rows, segments, a matrix); ``_is_empty(P)`` and ``_empty_message(uid, P)``;
+* ``_privatize(prepared, context, rng) -> list[O]`` - the core on one chunk (a pure batch
+  function of its arguments);
+* ``_release(uid, P, output_or_None, context, guarantee, seeded) -> ReleaseRecord``;
+* ``_diagnose(uid, P, output_or_None)`` - the PRIVATE report entry (optional);
+* ``guarantee(context)`` - the family's :class:`~textdp.guarantees.Guarantee` subclass.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Self, TypeVar
+
+import numpy as np
+
+from .._rng import SeedLike, is_seeded, make_rng
+from .._validation import check_choice
+from ..errors import DocumentError, ParameterError, ParameterTypeError
+from ..guarantees import EMPTY_POLICIES, RELEASE_FORMS, Guarantee, ReleaseRecord
+from ..progress import ProgressCallback
+
+__all__ = ["FAMILIES", "Mechanism", "PrivateReport", "ReleaseContext", "SeedLike", "check_ids"]
+
+#: the mechanism families (the registry groups names by them)
+FAMILIES = ("document", "word", "sentence", "topics")
+
+P = TypeVar("P")  # a unit's prepared (PRIVATE) input
+O = TypeVar("O")  # noqa: E741 - a unit's core output
+R = TypeVar("R", bound=ReleaseRecord)  # the release record type
+
+#: receives PRIVATE per-unit diagnostics: a list to append to, or a callable
+PrivateReport = list[Any] | Callable[[Any], None]
+
+_PARAM_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+@dataclass(frozen=True)
+class ReleaseContext:
+    """What a release's guarantee depends on beyond the mechanism's parameters.
+
+    Attributes
+    ----------
+    size : int or None
+        The public bag size N (``bag`` releases).
+    size_from_data : bool
+        N was taken from the data (the guarantee says it reveals that length).
+    shape : tuple of int or None
+        The released matrix's shape (``matrix`` releases).
+    seeded : bool
+        The randomness came from a user seed.
+    empty : str
+        The policy for units with nothing to privatize (:data:`~textdp.guarantees.EMPTY_POLICIES`).
+    """
+
+    size: int | None = None
+    size_from_data: bool = False
+    shape: tuple[int, int] | None = None
+    seeded: bool = False
+    empty: str = "error"
+
+
+def check_ids(ids: Sequence[object] | None, n: int) -> list[str]:
+    """Record ids of a batch of ``n`` units: ``ids`` as strings, or ``"0"``, ``"1"``, ...
+
+    >>> check_ids(None, 2), check_ids([7, "b"], 2)
+    (['0', '1'], ['7', 'b'])
+    """
+    if ids is None:
+        return [str(i) for i in range(n)]
+    if len(ids) != n:
+        raise ParameterTypeError(f"got {len(ids)} ids for {n} units")
+    for x in ids:
+        if not isinstance(x, (str, int)) or isinstance(x, bool):
+            raise ParameterTypeError(f"ids must be strings or integers, got {type(x).__name__}")
+    return [str(x) for x in ids]
+
+
+class Mechanism(ABC, Generic[P, O, R]):
+    """Base of every mechanism (see the module docstring for the API)."""
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    releases: ClassVar[str] = ""
+    reference: ClassVar[str] = ""
+    chunk_size: ClassVar[int] = 128
+
+    epsilon: float | None
+    seed: SeedLike
+    epsilon_: float
+    rng_: np.random.Generator
+    seeded_: bool
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.family and cls.family not in FAMILIES:
+            raise TypeError(f"{cls.__name__}.family must be one of {FAMILIES}")
+        if cls.releases and cls.releases not in RELEASE_FORMS:
+            raise TypeError(f"{cls.__name__}.releases must be one of {RELEASE_FORMS}")
+
+    # -- scikit-learn protocol -------------------------------------------------------------
+    @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """The constructor's parameters, read once from ``__init__``'s signature (scikit-learn's way)."""
+        names = _PARAM_NAMES.get(cls)
+        if names is None:
+            sig = inspect.signature(cls.__init__)
+            names = tuple(p.name for p in sig.parameters.values() if p.name != "self"
+                          and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+            _PARAM_NAMES[cls] = names
+        return names
+
+    def get_params(self, deep: bool = True) -> dict[str, object]:
+        """Constructor parameters (scikit-learn protocol)."""
+        return {k: getattr(self, k) for k in self.param_names()}
+
+    def set_params(self, **params: object) -> Self:
+        """Set constructor parameters (scikit-learn protocol); the fitted state is dropped."""
+        valid = self.param_names()
+        for k, v in params.items():
+            if k not in valid:
+                raise ParameterTypeError(f"unknown parameter {k!r} of {self.name}; valid: {', '.join(valid)}")
+            setattr(self, k, v)
+        self._reset()
+        return self
+
+    def __repr__(self) -> str:
+        shown = []
+        for k, v in self.get_params().items():
+            text = repr(v)
+            shown.append(f"{k}={text if len(text) <= 40 else '...'}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def _reset(self) -> None:
+        for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, key)
+
+    def fit(self, X: object = None, y: object = None) -> Self:
+        """Validate the parameters and load public data (``X`` and ``y`` are ignored)."""
+        self._reset()
+        self._fit()
+        self.rng_ = make_rng(self.seed)
+        self.seeded_ = is_seeded(self.seed)
+        return self
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return "rng_" in vars(self)
+
+    def _ensure_fitted(self) -> None:
+        if "rng_" not in vars(self):
+            self.fit()
+
+    # -- what a subclass supplies -------------------------------------------------------------
+    @abstractmethod
+    def _fit(self) -> None:
+        """Validate the parameters, load public data and precompute (sets ``epsilon_`` and the like)."""
+
+    @abstractmethod
+    def guarantee(self, context: ReleaseContext | None = None) -> Guarantee:
+        """The guarantee of a release with this context (default: ``ReleaseContext()``)."""
+
+    @abstractmethod
+    def _prepare(self, unit: object, uid: str) -> P:
+        """Validate one unit and compute its PRIVATE input form (raise a one-line error if invalid)."""
+
+    def _is_empty(self, prepared: P) -> bool:
+        """The unit has nothing to privatize (the ``empty`` policy applies)."""
+        return False
+
+    def _empty_message(self, uid: str, prepared: P) -> str:
+        return f"unit {uid}: nothing to privatize"
+
+    def _chunk_limit(self, context: ReleaseContext) -> int:
+        """The most units a chunk may hold for this context (default: no limit beyond ``chunk``)."""
+        return 1 << 62
+
+    @abstractmethod
+    def _privatize(self, prepared: Sequence[P], context: ReleaseContext, rng: np.random.Generator) -> list[O]:
+        """The core on one chunk: one output per prepared unit (a pure batch function)."""
+
+    @abstractmethod
+    def _release(self, uid: str, prepared: P, output: O | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> R:
+        """The release record of one unit (``output is None``: an emptied unit, ``empty="empty"``)."""
+
+    def _diagnose(self, uid: str, prepared: P, output: O | None) -> object | None:
+        """The PRIVATE report entry of one unit (``None``: none)."""
+        return None
+
+    def release_context(self, prepared: Sequence[P], *, size: int | None = None, size_from_data: bool = False,
+                        seeded: bool = False, empty: str = "error") -> ReleaseContext:
+        """The :class:`ReleaseContext` of a batch (bag families resolve the size from it)."""
+        if size is not None or size_from_data:
+            flag = "size" if size is not None else "size_from_data"
+            raise ParameterError(
+                f"{flag} applies to bag mechanisms; {self.name} releases {self.releases}: drop it")
+        return ReleaseContext(seeded=seeded, empty=empty)
+
+    # -- the verbs -------------------------------------------------------------------------------
+    def iter_privatize_batch(
+        self,
+        units: Iterable[object],
+        ids: Sequence[object] | None = None,
+        *,
+        seed: SeedLike = None,
+        seeded: bool | None = None,
+        size: int | None = None,
+        size_from_data: bool = False,
+        empty: str = "error",
+        private_report: PrivateReport | None = None,
+        progress: ProgressCallback | None = None,
+        chunk: int | None = None,
+    ) -> Iterator[list[R]]:
+        """:meth:`privatize_batch`, yielded a chunk of units at a time (same arguments)."""
+        self._ensure_fitted()
+        check_choice(empty, "empty policy", EMPTY_POLICIES)
+        units = list(units)
+        uids = check_ids(ids, len(units))
+        if not units:
+            return
+        prepared = [self._prepare(u, uid) for u, uid in zip(units, uids, strict=True)]
+        emptied = [self._is_empty(p) for p in prepared]
+        if empty == "error" and any(emptied):
+            k = emptied.index(True)
+            raise DocumentError(f"{self._empty_message(uids[k], prepared[k])}; to release the other units, "
+                                "use empty='skip' or 'empty' (CLI: --empty skip|empty)")
+        if seeded is None:
+            seeded = is_seeded(seed) if seed is not None else self.seeded_
+        live = [p for p, e in zip(prepared, emptied, strict=True) if not e]
+        context = self.release_context(live, size=size, size_from_data=size_from_data, seeded=bool(seeded),
+                                       empty=empty)
+        guarantee = self.guarantee(context)
+        gen = self.rng_ if seed is None else make_rng(seed)
+        emit = None
+        if private_report is not None:
+            emit = private_report.append if isinstance(private_report, list) else private_report
+        per_chunk = max(1, min(int(chunk or self.chunk_size), self._chunk_limit(context)))
+        for start in range(0, len(units), per_chunk):
+            idx = range(start, min(start + per_chunk, len(units)))
+            todo = [i for i in idx if not emptied[i]]
+            outs = self._privatize([prepared[i] for i in todo], context, gen) if todo else []
+            by_index: dict[int, O] = dict(zip(todo, outs, strict=True))
+            part: list[R] = []
+            for i in idx:
+                out = by_index.get(i)
+                if emit is not None:
+                    diag = self._diagnose(uids[i], prepared[i], out)
+                    if diag is not None:
+                        emit(diag)
+                if out is not None or empty == "empty":
+                    part.append(self._release(uids[i], prepared[i], out, context, guarantee, bool(seeded)))
+            if progress is not None:
+                progress(idx.stop, len(units))
+            yield part
+
+    def privatize_batch(
+        self,
+        units: Iterable[object],
+        ids: Sequence[object] | None = None,
+        *,
+        seed: SeedLike = None,
+        seeded: bool | None = None,
+        size: int | None = None,
+        size_from_data: bool = False,
+        empty: str = "error",
+        private_report: PrivateReport | None = None,
+        progress: ProgressCallback | None = None,
+        chunk: int | None = None,
+    ) -> list[R]:
+        """Privatize a batch of units: one release record per unit (see the module docstring)."""
+        return [
+            rec
+            for part in self.iter_privatize_batch(
+                units, ids, seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty,
+                private_report=private_report, progress=progress, chunk=chunk,
+            )
+            for rec in part
+        ]
+
+    def privatize(self, units: object, **kwargs: Any) -> Any:
+        """Privatize one unit (one record) or an iterable of units (a list); keywords as :meth:`privatize_batch`.
+
+        A ``str``, ``bytes`` or array is one unit (``bytes`` is then refused with a one-line error).
+        """
+        if isinstance(units, (bytes, bytearray, memoryview)):  # iterating them would give integers
+            raise ParameterTypeError(f"units must be a str or an iterable of str, got {type(units).__name__}; "
+                                     'decode them first (e.g. data.decode("utf-8"))')
+        if isinstance(units, Iterable) and not isinstance(units, (str, np.ndarray)):
+            return self.privatize_batch(list(units), **kwargs)
+        return self.privatize_batch([units], **kwargs)[0]
+
+    def transform(self, X: Iterable[object]) -> list[str]:
+        """The released texts of an iterable of units (scikit-learn ``transform``; bags space-joined)."""
+        out = []
+        for rec in self.privatize_batch(list(X)):
+            payload = rec.payload()
+            out.append(payload if isinstance(payload, str) else " ".join(str(w) for w in payload))
+        return out
+
+    def fit_transform(self, X: Iterable[object], y: object = None) -> list[str]:
+        """``fit`` then ``transform``."""
+        X = list(X)
+        return self.fit(X, y).transform(X)

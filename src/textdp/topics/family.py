@@ -1,0 +1,187 @@
+"""The topics family on the one mechanism base: a topic-keyword matrix in, a noisy matrix out.
+
+Registered names (:func:`textdp.mechanisms.get`): ``topicdp`` (analytic Gaussian calibration),
+``topicdp-thesis`` (the thesis calibration), ``topicdp-laplace`` (the Laplace baseline; spelt
+once across families, the n-dimensional Laplace noise of Earth Mover's privacy being another
+thing), ``mvg`` and ``mvg-directional``. Each is a :class:`~textdp.mechanisms.base.Mechanism`:
+parameters from ``__init__``, ``fit`` validates, one batch verb
+``privatize_batch([topic_matrix, ...], seed=...)``, one ``guarantee(ReleaseContext(shape=(m, n)))``.
+
+All take ``epsilon``, ``delta`` (unused by ``topicdp-laplace``, which is pure ε-DP),
+``sensitivity`` (a number, a :class:`~textdp.topics.sensitivity.SampledSensitivity` or ``"worst-case"``;
+none for ``topicdp-laplace``), ``gamma``, ``grid``, ``vocabulary_note`` (the public sentence on the
+vocabulary, :func:`textdp.topics.vocabulary.vocabulary_note`) and ``seed``.
+
+The unit of a batch is a :class:`~textdp.topics.models.TopicMatrix`; its shape ``(m, n)`` is
+public (the release's ``context.shape``). The noise calibrations of
+:mod:`textdp.topics.mechanisms` (:class:`~textdp.topics.mechanisms.TopicDPGaussian`,
+:class:`~textdp.topics.mechanisms.LaplaceBaseline`, :class:`~textdp.topics.mechanisms.MVGMechanism`)
+are the cores: :meth:`TopicsMechanism.noise` builds the one for a shape, and its
+``randomize(matrix, rng)`` is the pure batch function. A release is a :class:`~textdp.topics.mechanisms.TopicRelease`
+(one record: ``release: "matrix"``, the post-processed ``matrix``, the grid-exact ``raw_matrix``,
+the ``keywords``, the compact guarantee; unit ``user``).
+
+>>> import numpy as np
+>>> from textdp.topics.models import TopicMatrix
+>>> tm = TopicMatrix(np.array([[0.5, 0.3], [0.2, 0.1]]), (("a", "b"), ("c", "d")), (0, 1))
+>>> rel = TopicDPLaplace(epsilon=1.0, seed=1).privatize(tm)
+>>> rec = rel.to_record()
+>>> rec["release"], rec["mechanism"], rec["unit"], len(rec["matrix"]), rec["keywords"][1]
+('matrix', 'topicdp-laplace', 'user', 2, ['c', 'd'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from .._validation import check_epsilon, check_probability
+from ..errors import ParameterError, ParameterTypeError
+from ..guarantees import Guarantee
+from ..mechanisms.base import Mechanism, ReleaseContext, SeedLike
+from ..mechanisms.registry import get, names
+from ..samplers import DEFAULT_GRID
+from .mechanisms import TopicGuarantee, TopicMechanism, TopicRelease, build_mechanism, make_release
+from .models import TopicMatrix
+from .sensitivity import SampledSensitivity
+
+__all__ = [
+    "MVG",
+    "MVGDirectional",
+    "TopicDP",
+    "TopicDPLaplace",
+    "TopicDPThesis",
+    "TopicsMechanism",
+    "topics_mechanism",
+]
+
+Sensitivity = float | SampledSensitivity | str | None
+
+
+class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
+    """Base of the topics family (see the module docstring)."""
+
+    family = "topics"
+    releases = "matrix"
+    chunk_size = 1
+    #: the name :func:`textdp.topics.mechanisms.build_mechanism` knows this calibration by
+    calibration: ClassVar[str] = ""
+
+    def __init__(self, *, epsilon: float, delta: float | None = None, sensitivity: Sensitivity = None,
+                 gamma: float | None = None, grid: float = DEFAULT_GRID, vocabulary_note: str | None = None,
+                 seed: SeedLike = None) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.sensitivity = sensitivity
+        self.gamma = gamma
+        self.grid = grid
+        self.vocabulary_note = vocabulary_note
+        self.seed = seed
+
+    def _fit(self) -> None:
+        self.epsilon_ = check_epsilon(self.epsilon)
+        self._check_delta()
+        self.noise((1, 1))  # validates the sensitivity, gamma and grid before any matrix is seen
+
+    def _check_delta(self) -> None:
+        if self.delta is None:
+            raise ParameterError(f"{self.name} needs delta (an (epsilon, delta) guarantee)")
+        check_probability(self.delta, "delta")
+
+    def noise(self, shape: tuple[int, int]) -> TopicMechanism:
+        """The noise calibration for an ``m x n`` release (a function of the parameters and the public shape)."""
+        return build_mechanism(self.calibration, epsilon=self.epsilon_, delta=self.delta or 0.0, m=shape[0],
+                               gamma=self.gamma, sensitivity=self.sensitivity, grid=self.grid)
+
+    def guarantee(self, context: ReleaseContext | None = None) -> TopicGuarantee:
+        """The guarantee of an ``m x n`` release (``context.shape`` is required: the bound depends on it)."""
+        self._ensure_fitted()
+        ctx = context or ReleaseContext(seeded=self.seeded_)
+        if ctx.shape is None:
+            raise ParameterError("the guarantee depends on the matrix shape: pass ReleaseContext(shape=(m, n))")
+        return self.noise(ctx.shape).guarantee(ctx.shape).evolve(seeded=ctx.seeded, empty=ctx.empty,
+                                                                 vocabulary_note=self.vocabulary_note)
+
+    def _prepare(self, unit: object, uid: str) -> TopicMatrix:
+        if not isinstance(unit, TopicMatrix):
+            raise ParameterTypeError(f"unit {uid}: a topics mechanism takes a TopicMatrix, got {type(unit).__name__}")
+        return unit
+
+    def release_context(self, prepared: Sequence[TopicMatrix], *, size: int | None = None,
+                        size_from_data: bool = False, seeded: bool = False,
+                        empty: str = "error") -> ReleaseContext:
+        """The public shape ``(m, n)`` of the batch's matrices (one shape per batch)."""
+        super().release_context(prepared, size=size, size_from_data=size_from_data, seeded=seeded, empty=empty)
+        shapes = {p.shape for p in prepared}
+        if len(shapes) != 1:
+            raise ParameterError(f"one batch releases matrices of one shape, got {sorted(shapes)}")
+        return ReleaseContext(shape=shapes.pop(), seeded=seeded, empty=empty)
+
+    def _privatize(self, prepared: Sequence[TopicMatrix], context: ReleaseContext,
+                   rng: np.random.Generator) -> list[np.ndarray]:
+        assert context.shape is not None
+        core = self.noise(context.shape)
+        return [core.randomize(p.matrix, seed=rng) for p in prepared]
+
+    def _release(self, uid: str, prepared: TopicMatrix, output: np.ndarray | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> TopicRelease:
+        assert isinstance(guarantee, TopicGuarantee) and output is not None  # a matrix is never empty
+        return make_release(uid, prepared, output, guarantee, seeded)
+
+
+def topics_mechanism(name: str, **params: object) -> TopicsMechanism:
+    """The registered topics mechanism ``name`` (:func:`textdp.mechanisms.get`), typed for this family."""
+    mech = get(name, **params)
+    if not isinstance(mech, TopicsMechanism):
+        raise ParameterError(f"{name} is a {mech.family} mechanism, not a topics one; choose one of: "
+                             f"{', '.join(names('topics'))}")
+    return mech
+
+
+class TopicDP(TopicsMechanism):
+    """TopicDP: exact discrete Gaussian noise, analytic calibration (Sharma 2021; CKS20)."""
+
+    name = "topicdp"
+    calibration = "topicdp"
+    reference = "Canonne, Kamath & Steinke 2020; Rubinstein & Alda 2017"
+
+
+class TopicDPThesis(TopicsMechanism):
+    """TopicDP with the thesis's per-entry calibration (the stated delta is the proven one)."""
+
+    name = "topicdp-thesis"
+    calibration = "topicdp-thesis"
+    reference = "Sharma 2021 (thesis calibration); Canonne, Kamath & Steinke 2020"
+
+
+class TopicDPLaplace(TopicsMechanism):
+    """The Laplace baseline: exact discrete Laplace noise, global L1 sensitivity ``2m`` (pure ε-DP).
+
+    ``delta`` is not used (the guarantee's delta is 0); it takes no ``sensitivity`` or ``gamma``.
+    """
+
+    name = "topicdp-laplace"
+    calibration = "topicdp-laplace"
+    reference = "Canonne, Kamath & Steinke 2020 (discrete Laplace)"
+
+    def _check_delta(self) -> None:
+        if self.sensitivity is not None or self.gamma is not None:
+            raise ParameterError("topicdp-laplace has the global L1 sensitivity 2m: it takes no sensitivity or gamma")
+
+
+class MVG(TopicsMechanism):
+    """The matrix-variate Gaussian mechanism, isotropic covariance (Chanyaswad et al. 2018; proven with CKS20)."""
+
+    name = "mvg"
+    calibration = "mvg"
+    reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
+
+
+class MVGDirectional(TopicsMechanism):
+    """The matrix-variate Gaussian mechanism with directional (keyword-rank) precision."""
+
+    name = "mvg-directional"
+    calibration = "mvg-directional"
+    reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
