@@ -21,7 +21,7 @@ import numpy as np
 from .._rng import make_rng
 from .._validation import EPSILON_MAX, EPSILON_MIN, check_epsilon
 from ..errors import DocumentError, ParameterError, ParameterTypeError
-from ..mechanisms import MECHANISM_NAMES, get
+from ..mechanisms import MECHANISM_NAMES, Mechanism, get
 from ..text import resolve_stop_words
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class Workbench:
         self._emb: Embeddings | None = None
         self._lock = threading.Lock()
         self._warn_lock = threading.Lock()  # catch_warnings changes process-wide state: one release at a time
-        self._fitted: OrderedDict[tuple[str, float, int | None], Any] = OrderedDict()
+        self._fitted: OrderedDict[tuple[str, float, int | None], Mechanism] = OrderedDict()
         self._cache_size = cache_size
         self._stops = resolve_stop_words("english")
 
@@ -142,7 +142,7 @@ class Workbench:
                 "max_size": MAX_SIZE, "audit_epsilon_min": AUDIT_EPSILON_RANGE[0],
                 "audit_epsilon_max": AUDIT_EPSILON_RANGE[1], "audit_samples": AUDIT_SAMPLES}
 
-    def mechanism(self, name: str, epsilon: float, size: int | None) -> Any:
+    def mechanism(self, name: str, epsilon: float, size: int | None) -> Mechanism:
         """A fitted mechanism (cached by its public parameters)."""
         key = (name, epsilon, size)
         with self._lock:
