@@ -180,7 +180,7 @@ def duplicate_ids_message(count: int, first: str) -> str:
     return f"{count} {what} an earlier record's id (first: {first!r}); such records cannot be told apart"
 
 
-def iter_jsonl_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+def iter_jsonl_records(path: str | os.PathLike[str]) -> Iterator[dict[str, object]]:
     """Every JSON object of a JSON-lines file (``.gz`` decompressed), in file order.
 
     The one JSONL reader for whole records (users, topics, labels beside the text);

@@ -138,7 +138,7 @@ class SklearnLDA:
 
     def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Fit on ``X`` and return ``(topic_word, prevalence)``."""
-        decomposition: Any = require("sklearn.decomposition", "topics")
+        decomposition = require("sklearn.decomposition", "topics")
         lda = decomposition.LatentDirichletAllocation(
             n_components=self.n_topics,
             max_iter=self.max_iter,
@@ -180,7 +180,7 @@ class TomotopyLDA:
 
     def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Fit on ``X`` (word ids become the tokens) and return ``(topic_word, prevalence)``."""
-        tp: Any = require("tomotopy", "topics-fast")
+        tp = require("tomotopy", "topics-fast")
         X = sparse.csr_matrix(X)
         V = X.shape[1]
         mdl = tp.LDAModel(k=self.n_topics, seed=self.seed, min_cf=0, rm_top=0)
@@ -345,7 +345,7 @@ class UserCorpus:
         order = _user_rows(users, min_user_docs, max_docs_per_user)
         keep = [i for rows in order.values() for i in rows]
         kept_texts = [strip_quoted_text(str(texts[i])) if strip_quoted else str(texts[i]) for i in keep]
-        fe: Any = require("sklearn.feature_extraction.text", "topics")
+        fe = require("sklearn.feature_extraction.text", "topics")
         public = None
         if vocabulary is not None:
             public = (vocabulary if isinstance(vocabulary, PublicVocabulary)
