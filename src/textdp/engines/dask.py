@@ -69,7 +69,7 @@ class DaskBackend:
         processes: bool = True,
         client: Any = None,
         dashboard: bool = False,
-        security: Any = None,
+        security: object = None,
     ) -> None:
         distributed = require("distributed", "dask")
         self._own_cluster = None
