@@ -18,6 +18,7 @@ import numpy as np
 
 from ..embeddings import Embeddings
 from ..io import atomic_writer
+from ..mechanisms import TextMechanism
 from ..pipeline import build_mechanism, iter_privatize_documents, release_kind, write_private_report, write_records
 from .plan import Partition, read_partition
 from .workdir import file_sha256, load_verified_vocabulary
@@ -75,15 +76,16 @@ class _MechKey:
 
 
 @functools.lru_cache(maxsize=4)
-def _fitted(k: _MechKey) -> Any:
+def _fitted(k: _MechKey) -> TextMechanism:
     """The fitted mechanism of this process for ``k`` (read-only afterwards: size and generator are per call)."""
     emb = _load_vocabulary(k.vocab_dir, k.vocab_name, k.vectors_sha256, k.words_sha256)
-    mech: Any = build_mechanism(
+    mech = build_mechanism(
         k.mechanism, epsilon=k.epsilon, embeddings=emb, bag=k.bag, stop_words=k.stop_words, decoder=k.decoder,
         known_source=k.known_source, postprocess=k.postprocess, params=json.loads(k.params),
     )
-    if k.threads and hasattr(getattr(mech, "decoder_", None), "threads"):
-        mech.decoder_.threads = k.threads
+    decoder = getattr(mech, "decoder_", None)
+    if k.threads and decoder is not None and hasattr(decoder, "threads"):
+        decoder.threads = k.threads
     if k.threads and k.decoder != "exact":
         try:
             import faiss
@@ -94,7 +96,7 @@ def _fitted(k: _MechKey) -> Any:
     return mech
 
 
-def _mechanism(s: JobSettings) -> Any:
+def _mechanism(s: JobSettings) -> TextMechanism:
     return _fitted(_MechKey(s.vocab_dir, s.vocab_name, s.vectors_sha256, s.words_sha256, s.epsilon, s.bag, s.stop_words, s.decoder, s.known_source,
                             s.threads, s.mechanism, s.postprocess, s.params))
 
