@@ -5,8 +5,9 @@ The empirical side of TopicDP's user-level guarantee. Following Manzonelli, Zhan
 adapts Carlini et al.'s likelihood-ratio attack (LiRA, IEEE S&P 2022) to LDA:
 
 1. the *released function* is fitted ``models`` times, each time on a random half of the users
-   (each user in with probability 1/2, independently): LDA on the fixed public vocabulary of the
-   :class:`~textdp.topics.UserCorpus`, top ``m`` topics by prevalence and their top ``n``
+   (each user in with probability 1/2, independently): LDA on that database exactly as the release
+   builds it (:func:`~textdp.topics.models.fit_database`: its vocabulary rebuilt from its users by the
+   corpus's public rule, or the public vocabulary), top ``m`` topics by prevalence and their top ``n``
    keywords (:func:`~textdp.topics.extract_topic_matrix`), then the mechanism's noise
    (non-private: none; ``topicdp``, ``topicdp-laplace``, ``mvg``: a fresh release per model);
 2. the attack statistic of user ``u`` on a release ``R`` with keywords ``kw`` is the user's mean
@@ -174,10 +175,12 @@ def _statistic(freqs: np.ndarray, released: np.ndarray, cols: np.ndarray, vocab:
 
 
 def _user_frequencies(corpus: Any) -> np.ndarray:
-    """``(users, V)`` dense word frequencies of each user (row-normalised counts)."""
+    """``(users, V)`` dense word frequencies of each user (row-normalised counts) over every word any database
+    can hold (the corpus's counted columns; a single user's own database would rebuild its own vocabulary)."""
+    counts = corpus.counts if corpus.counts is not None else corpus.X
     rows = []
     for u in range(corpus.n_users):
-        c = np.asarray(corpus.rows_for([u]).sum(axis=0)).reshape(-1)
+        c = np.asarray(counts[corpus._rows([u])].sum(axis=0)).reshape(-1)
         rows.append(c / max(c.sum(), 1.0))
     return np.vstack(rows)
 
@@ -205,6 +208,7 @@ def run_lira(
     """
     from ..topics import SklearnLDA, build_mechanism, extract_topic_matrix
     from ..topics.mechanisms import needs_sensitivity
+    from ..topics.models import fit_database
 
     n_models = check_positive_int(models, "models", minimum=8)
     users = corpus.n_users
@@ -214,22 +218,29 @@ def run_lira(
     member_rng, noise_rng = spawn(gen, 2)
     member = membership_matrix(n_models, users, member_rng)
     freqs = _user_frequencies(corpus)
-    vocab_index = {w: i for i, w in enumerate(corpus.vocabulary)}
+    # every word any database can hold (each shadow database builds its own vocabulary by the public rule)
+    all_words = corpus.columns if corpus.counts is not None else corpus.vocabulary
+    vocab_index = {w: i for i, w in enumerate(all_words)}
     t0 = time.perf_counter()
-    fixed = np.argsort(-np.asarray(corpus.X.sum(axis=0)).reshape(-1), kind="stable")[:n]
+    top_n = np.argsort(-np.asarray(corpus.X.sum(axis=0)).reshape(-1), kind="stable")[:n]
+    fixed_words = [corpus.vocabulary[i] for i in top_n]
+    fixed = np.array([vocab_index[w] for w in fixed_words], dtype=np.int64)
     raw: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in keywords}
     total = n_models + len(mechanisms) * len(keywords)
     for j in range(n_models):
         # the initialisation seed is part of the released function (SklearnLDA): the same for every model
         model = SklearnLDA(n_topics=n_topics, max_iter=max_iter, seed=0)
-        tw, prev = model.fit(corpus.rows_for(np.flatnonzero(member[j])))
+        tw, prev, vocab = fit_database(corpus, model, np.flatnonzero(member[j]))
         if "model" in raw:
-            tm = extract_topic_matrix(tw, prev, corpus.vocabulary, m, n)
+            tm = extract_topic_matrix(tw, prev, vocab, m, n)
             cols = np.array([[vocab_index[w] for w in row] for row in tm.keywords], dtype=np.int64)
             raw["model"].append((tm.matrix, cols))
-        if "fixed" in raw:
+        if "fixed" in raw:  # the same public columns in every release (a word this database lacks weighs 0)
             top = np.argsort(-prev, kind="stable")[:m]
-            raw["fixed"].append((tw[np.ix_(top, fixed)], np.broadcast_to(fixed, (m, n))))
+            local = {w: i for i, w in enumerate(vocab)}
+            padded = np.concatenate([tw[top], np.zeros((m, 1))], axis=1)
+            idx = np.array([local.get(w, len(vocab)) for w in fixed_words], dtype=np.int64)
+            raw["fixed"].append((padded[:, idx], np.broadcast_to(fixed, (m, n))))
         if progress is not None:
             progress(j + 1, total)
     fit_seconds = time.perf_counter() - t0
@@ -243,7 +254,7 @@ def run_lira(
             stats = np.empty((n_models, users))
             for j, (values, cols) in enumerate(raw[mode]):
                 released = values if mech is None else mech.randomize(values, seed=noise_rng)
-                stats[j] = _statistic(freqs, released, cols, len(corpus.vocabulary))
+                stats[j] = _statistic(freqs, released, cols, len(all_words))
             scores = lira_scores(stats, member)
             results = [tpr_at_fpr(scores, member, f) for f in FPRS]
             is_dp = mech is not None and eps is not None

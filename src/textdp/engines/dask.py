@@ -34,6 +34,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..backend import R, T
 from ..errors import PrivacyWarning, require
 
 PLAIN_SCHEDULER_WARNING = (
@@ -68,7 +69,7 @@ class DaskBackend:
         processes: bool = True,
         client: Any = None,
         dashboard: bool = False,
-        security: Any = None,
+        security: object = None,
     ) -> None:
         distributed = require("distributed", "dask")
         self._own_cluster = None
@@ -96,7 +97,7 @@ class DaskBackend:
     def n_workers(self) -> int:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], on_result: Callable[[int, Any], None]) -> None:
+    def map(self, fn: Callable[[T], R], items: Sequence[T], on_result: Callable[[int, R], None]) -> None:
         distributed = require("distributed", "dask")
         if not items:
             return

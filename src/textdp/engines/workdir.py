@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cache import cache_dir, check_private_dir, private_dir
+from .._cache import USER_SECRET, cache_dir, check_private_dir, private_dir, user_secret
 from ..embeddings import Embeddings
 from ..errors import ParameterError
 from ..io import atomic_writer, write_json
@@ -62,16 +62,16 @@ __all__ = [
 
 STATE = "state.json"
 SECRET = "secret.key"
-SALT = ".salt"
+SALT = USER_SECRET[1]
 #: what a run creates in its work directory (all of it is removed at completion)
 OWN_ENTRIES = (STATE, SECRET, "input", "report")
 
 
-def _canonical(obj: Any) -> bytes:
+def _canonical(obj: object) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def _mac(key: bytes, obj: Any) -> str:
+def _mac(key: bytes, obj: object) -> str:
     return hmac.new(key, _canonical(obj), hashlib.sha256).hexdigest()
 
 
@@ -102,16 +102,14 @@ def runs_dir(*, create: bool = False) -> Path:
     return cache_dir("runs", create=create)
 
 
-def default_work_dir(key: dict[str, Any]) -> Path:
+def default_work_dir(key: dict[str, object]) -> Path:
     """``<cache>/runs/<HMAC of the run's identity with a per-user salt>`` (created ``0700``).
 
     The same command finds the same folder again; the name confirms no guess about
     the inputs to anyone without the salt (``runs/.salt``, 0600, in the user's own
     0700 cache).
     """
-    runs = runs_dir(create=True)
-    salt = _read_secret(runs / SALT, 32) or _new_secret(runs / SALT, 32)
-    return runs / _mac(salt, key)[:32]
+    return runs_dir(create=True) / _mac(user_secret(), key)[:32]
 
 
 # -- the authenticated run state -----------------------------------------------------------------
@@ -127,7 +125,7 @@ class RunState:
         self.work, self._secret, self.data, self.resumed = work, secret, data, resumed
 
     @classmethod
-    def open(cls, work: Path, key: dict[str, Any], *, what: str = "the work directory") -> RunState:
+    def open(cls, work: Path, key: dict[str, object], *, what: str = "the work directory") -> RunState:
         """The state of the run ``key`` in ``work`` (created ``0700`` if absent, refused if unsafe).
 
         Raises :class:`~textdp.errors.ParameterError` if ``work`` belongs to another
@@ -277,7 +275,7 @@ class RunInfo:
     bytes: int
     status: str  # "interrupted", "completing" (complete, cleanup unfinished), "unverified" or "old-format"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "age_s": round(self.age_s, 1), "bytes": self.bytes,
                 "status": self.status}
 
