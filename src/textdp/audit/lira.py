@@ -258,7 +258,7 @@ def run_lira(
             scores = lira_scores(stats, member)
             results = [tpr_at_fpr(scores, member, f) for f in FPRS]
             is_dp = mech is not None and eps is not None
-            d = delta if needs_sensitivity(name) else 0.0  # topicdp-laplace is pure epsilon-DP
+            d = delta if mech is not None and needs_sensitivity(name) else 0.0  # topicdp-laplace: pure epsilon-DP
             rows.append(LiraRow(
                 mechanism=name, keywords=mode, epsilon=float(eps) if is_dp and eps is not None else None,
                 delta=d if is_dp else None, trials_in=int(member.sum()), trials_out=int((~member).sum()),
