@@ -365,6 +365,53 @@ def _describe_event(case: AuditCase, atoms: np.ndarray, n_atoms: int, first: str
             "(ranked on a quarter of the samples)")
 
 
+def _select_event(case: AuditCase, out_a: np.ndarray, out_b: np.ndarray, n: int, delta: float,
+                  alpha: float) -> tuple[int, np.ndarray, int, int, np.ndarray, np.ndarray]:
+    """The event chosen on the selection half: ``(direction, atoms, n_atoms, events tried, ev_a, ev_b)``.
+
+    ``ev_a``/``ev_b`` are the atom counts of the evaluation half (never seen by the selection).
+    """
+    n_sel = n // 2
+    # discrete atoms are ranked on the first half of the selection samples and the prefix is
+    # chosen on the second; the tails of a histogram need no ranking
+    n_rank = n_sel // 2 if case.events == "discrete" else 0
+    parts = [out_a[:n_rank], out_b[:n_rank], out_a[n_rank:n_sel], out_b[n_rank:n_sel], out_a[n_sel:], out_b[n_sel:]]
+    ids, n_atoms = _atom_ids(case, parts)
+    rank_a, rank_b, sel_a, sel_b, ev_a, ev_b = (np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids)
+
+    best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
+    n_events = 0
+    for direction, (num, den, rnum, rden) in enumerate(((sel_a, sel_b, rank_a, rank_b),
+                                                        (sel_b, sel_a, rank_b, rank_a))):
+        for order in _candidate_orders(case, rnum, rden, n_atoms):
+            n_events += order.size
+            if order.size == 0:
+                continue
+            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel - n_rank, delta, alpha)
+            k = int(np.argmax(bounds))
+            if bounds[k] > best[0]:
+                best = (float(bounds[k]), direction, order[: k + 1])
+    _, direction, chosen = best
+    return direction, chosen, n_atoms, n_events, ev_a, ev_b
+
+
+def _evaluate_event(ev_a: np.ndarray, ev_b: np.ndarray, direction: int, chosen: np.ndarray, n_eval: int,
+                    delta: float, alpha: float) -> tuple[float, float]:
+    """``(lower bound, point estimate)`` of the loss of the chosen event on the evaluation half."""
+    num_eval, den_eval = (ev_a, ev_b) if direction == 0 else (ev_b, ev_a)
+    ka, kb = float(num_eval[chosen].sum()), float(den_eval[chosen].sum())
+    bound = float(_loss_bound(np.array([ka]), np.array([kb]), n_eval, delta, alpha)[0])
+    lower = max(0.0, bound) if math.isfinite(bound) else 0.0
+    pa, pb = ka / n_eval, kb / n_eval
+    if pa <= delta:
+        estimate = 0.0
+    elif pb == 0.0:
+        estimate = math.inf
+    else:
+        estimate = max(0.0, math.log((pa - delta) / pb))
+    return lower, estimate
+
+
 def run_audit(
     case: AuditCase,
     *,
@@ -415,39 +462,8 @@ def run_audit(
 
     out_a = _draw(case, case.input_a, n, gen, tick)
     out_b = _draw(case, case.input_b, n, gen, tick)
-    n_sel = n // 2
-    n_eval = n - n_sel
-    # discrete atoms are ranked on the first half of the selection samples and the prefix is
-    # chosen on the second; the tails of a histogram need no ranking
-    n_rank = n_sel // 2 if case.events == "discrete" else 0
-    parts = [out_a[:n_rank], out_b[:n_rank], out_a[n_rank:n_sel], out_b[n_rank:n_sel], out_a[n_sel:], out_b[n_sel:]]
-    ids, n_atoms = _atom_ids(case, parts)
-    rank_a, rank_b, sel_a, sel_b, ev_a, ev_b = (np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids)
-
-    best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
-    n_events = 0
-    for direction, (num, den, rnum, rden) in enumerate(((sel_a, sel_b, rank_a, rank_b),
-                                                        (sel_b, sel_a, rank_b, rank_a))):
-        for order in _candidate_orders(case, rnum, rden, n_atoms):
-            n_events += order.size
-            if order.size == 0:
-                continue
-            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel - n_rank, delta, alpha)
-            k = int(np.argmax(bounds))
-            if bounds[k] > best[0]:
-                best = (float(bounds[k]), direction, order[: k + 1])
-    _, direction, chosen = best
-    num_eval, den_eval = (ev_a, ev_b) if direction == 0 else (ev_b, ev_a)
-    ka, kb = float(num_eval[chosen].sum()), float(den_eval[chosen].sum())
-    bound = float(_loss_bound(np.array([ka]), np.array([kb]), n_eval, delta, alpha)[0])
-    lower = max(0.0, bound) if math.isfinite(bound) else 0.0
-    pa, pb = ka / n_eval, kb / n_eval
-    if pa <= delta:
-        estimate = 0.0
-    elif pb == 0.0:
-        estimate = math.inf
-    else:
-        estimate = max(0.0, math.log((pa - delta) / pb))
+    direction, chosen, n_atoms, n_events, ev_a, ev_b = _select_event(case, out_a, out_b, n, delta, alpha)
+    lower, estimate = _evaluate_event(ev_a, ev_b, direction, chosen, n - n // 2, delta, alpha)
     curve = None
     if case.curve is not None:
         curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total,
