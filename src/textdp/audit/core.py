@@ -53,16 +53,17 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import beta as _beta
 
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
-from .curve import CurveResult, PrivacyCurve, curve_test
+from .curve import CurveResult, PrivacyCurve, Sampler, curve_test
 
 __all__ = [
     "EVENT_KINDS",
@@ -83,10 +84,9 @@ MIN_SAMPLES = 200
 #: Most samples per input (the atoms of both samples are kept in memory: ~16 bytes each).
 MAX_SAMPLES = 20_000_000
 
-Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
 
 
-def projection_statistic(a: Any, b: Any) -> Callable[[np.ndarray], np.ndarray]:
+def projection_statistic(a: ArrayLike, b: ArrayLike) -> Callable[[np.ndarray], np.ndarray]:
     """The statistic ``<x - (a + b)/2, a - b> / ||a - b||`` of a batch of outputs ``x``.
 
     For additive noise that is spherical (Gaussian, n-dimensional Laplace) this is the
@@ -146,8 +146,8 @@ class AuditCase:
 
     mechanism: str
     pair: str
-    input_a: Any = field(repr=False)
-    input_b: Any = field(repr=False)
+    input_a: object = field(repr=False)
+    input_b: object = field(repr=False)
     sample: Sampler = field(repr=False)
     claimed_epsilon: float
     claimed_delta: float = 0.0
@@ -174,7 +174,9 @@ class AuditCase:
         """What the auditor keeps of a batch of outputs: the statistic, or the discrete outputs."""
         out = np.asarray(outputs)
         if self.events == "histogram":
-            stat = self.statistic or projection_statistic(self.input_a, self.input_b)
+            # histogram cases without a statistic of their own have vector inputs
+            stat = self.statistic or projection_statistic(cast("ArrayLike", self.input_a),
+                                                          cast("ArrayLike", self.input_b))
             values = np.asarray(stat(out), dtype=np.float64).reshape(-1)
             if values.shape[0] != out.shape[0]:
                 raise ParameterError(f"{self.mechanism}: the statistic returned {values.shape[0]} values "
@@ -237,7 +239,7 @@ class AuditResult:
     seconds: float = 0.0
     curve: CurveResult | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float | bool | dict[str, bool | float | int] | None]:
         """The JSON form: exactly the fields of ``textdp audit --json`` (``inf`` becomes ``null``)."""
         est: float | None = self.estimated_epsilon if math.isfinite(self.estimated_epsilon) else None
         return {
@@ -279,7 +281,7 @@ def _loss_bound(ka: np.ndarray, kb: np.ndarray, n: int, delta: float, alpha: flo
         return np.where(num > 0, np.log(np.maximum(num, 1e-300)) - np.log(pb_hi), -np.inf)
 
 
-def _draw(case: AuditCase, which: Any, n: int, rng: np.random.Generator,
+def _draw(case: AuditCase, which: object, n: int, rng: np.random.Generator,
           tick: Callable[[int], None] | None = None) -> np.ndarray:
     parts = []
     done = 0
