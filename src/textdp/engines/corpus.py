@@ -401,9 +401,8 @@ def obfuscate_corpus(
     settings = replace(settings, size=int(size or 0))
     parts = [part_name(p.index, fmt) for p in plan]
     if manifest is None:
-        fresh: Manifest = {"run": state.run, "settings": public, "size": size,
-                           "documents": sum(p.n_docs for p in plan), "parts": parts}
-        write_json(out_dir / MANIFEST, fresh, private=False)
+        write_json(out_dir / MANIFEST, Manifest(run=state.run, settings=public, size=size,
+                                                documents=sum(p.n_docs for p in plan), parts=parts), private=False)
     todo_idx = [p.index for p in plan if not _part_done(state, out_dir, p.index, fmt, private_report is not None)]
     _run_parts(backend, plan, todo_idx, settings, seed, state, progress)
     if private_report is not None:
