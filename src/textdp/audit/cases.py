@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,7 +45,10 @@ from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
 from ..samplers import discrete_gaussian, discrete_laplace, snap_to_grid
 from .core import AuditCase
-from .curve import PrivacyCurve, exact_profile, simulated_profile
+from .curve import PrivacyCurve, Sampler, exact_profile, simulated_profile
+
+if TYPE_CHECKING:
+    from ..embeddings import Embeddings
 
 __all__ = [
     "EARTH_MOVERS_VOCABULARY",
@@ -98,7 +101,7 @@ CURVE_POINTS = 12
 
 
 # -- privacy curves of the claimed laws ------------------------------------------------------------
-def metric_noise_curve(noisy: Callable[[Any, int, np.random.Generator], np.ndarray], vec_a: np.ndarray,
+def metric_noise_curve(noisy: Sampler, vec_a: np.ndarray,
                        vec_b: np.ndarray, epsilon: float, *, transform: np.ndarray | None = None,
                        what: str = "noisy vectors", simulations: int = CLAIM_SIMULATIONS) -> PrivacyCurve:
     """The curve audit of n-dimensional Laplace noise ``∝ exp(−ε ||T z||)`` (``T = I``: Fernandes et al.).
@@ -139,7 +142,7 @@ def metric_noise_curve(noisy: Callable[[Any, int, np.random.Generator], np.ndarr
     )
 
 
-def exponential_curve(sample: Callable[[Any, int, np.random.Generator], np.ndarray], vectors: np.ndarray,
+def exponential_curve(sample: Sampler, vectors: np.ndarray,
                       a: int, b: int, epsilon: float, *, cap: float = math.inf,
                       what: str = "released words") -> PrivacyCurve:
     """The curve audit of the exponential mechanism ``P(y | x) ∝ exp(−(ε/2) min(||e_x − e_y||, cap))``.
@@ -175,7 +178,7 @@ def exponential_curve(sample: Callable[[Any, int, np.random.Generator], np.ndarr
 
 
 # -- word-level metric DP -------------------------------------------------------------------------
-def choose_word_pair(embeddings: Any, epsilon: float, size: int = 1,
+def choose_word_pair(embeddings: Embeddings, epsilon: float, size: int = 1,
                      pair: tuple[str, str] | None = None, mechanism: str = "audit") -> tuple[tuple[str, str], float]:
     """The audit pair and its Euclidean distance ``d``.
 
@@ -211,7 +214,7 @@ def _pair_text(chosen: tuple[str, str], d: float, n_words: int, eps: float, name
 def word_pair_case(
     mechanism: str,
     privatize: Callable[[np.ndarray, np.random.Generator], np.ndarray],
-    embeddings: Any,
+    embeddings: Embeddings,
     epsilon: float,
     pair: tuple[str, str] | None = None,
     *,
@@ -294,7 +297,7 @@ def metric_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.nd
 def word_noise_case(
     mechanism: str,
     noisy: Callable[[np.ndarray, np.random.Generator], np.ndarray],
-    embeddings: Any,
+    embeddings: Embeddings,
     epsilon: float,
     pair: tuple[str, str] | None = None,
     *,
@@ -342,7 +345,7 @@ def _noise_curve(noisy: Callable[[np.ndarray, np.random.Generator], np.ndarray],
     """The curve of Algorithm 1's noise for bags of one word (the pair of the case)."""
     rows = {id(bag_a): bag_a, id(bag_b): bag_b}
 
-    def one(x: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    def one(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         bag = rows.get(id(x), np.asarray(x))
         return np.asarray(noisy(np.broadcast_to(bag, (n, bag.size)).copy(), rng)).reshape(n, -1)
 
@@ -375,7 +378,7 @@ def earth_movers_case(epsilon: float | None = None, delta: float | None = None, 
     if size == 1:
         from ..mechanisms import earth_movers as _em  # looked up at each call: tests patch its noise
 
-        def noisy(x: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+        def noisy(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
             return np.asarray(_em.noisy_vectors(np.full(n, int(np.asarray(x).reshape(-1)[0])), vectors, eps, rng))
 
         law = metric_noise_curve(noisy, vectors[emb.index[chosen[0]]], vectors[emb.index[chosen[1]]], eps,
@@ -469,7 +472,7 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
 
 
 # -- TopicDP matrix mechanisms ---------------------------------------------------------------------
-def randomizer(mechanism: Any) -> Callable[..., np.ndarray]:
+def randomizer(mechanism: object) -> Callable[..., np.ndarray]:
     """The mechanism's ``randomize(matrix, seed)`` method."""
     fn = getattr(mechanism, "randomize", None)
     if fn is None:
@@ -477,7 +480,7 @@ def randomizer(mechanism: Any) -> Callable[..., np.ndarray]:
     return fn
 
 
-def sample_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.Generator, *,
+def sample_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.random.Generator, *,
                     exact_law: bool = True) -> np.ndarray:
     """``n`` independent releases of ``matrix``: shape ``(n,) + matrix.shape``.
 
@@ -500,7 +503,7 @@ def sample_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.G
     return out
 
 
-def grid_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray | None:
+def grid_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray | None:
     """``n`` releases of a TopicDP / Laplace / MVG mechanism in one vectorised draw, or ``None``.
 
     ``randomize`` of these classes is ``(rint(matrix/g) + Z) g`` with ``Z`` i.i.d. exact discrete
@@ -515,6 +518,7 @@ def grid_releases(mechanism: Any, matrix: np.ndarray, n: int, rng: np.random.Gen
     a = np.asarray(matrix, dtype=np.float64)
     if a.ndim != 2 or type(mechanism) not in (LaplaceBaseline, MVGMechanism, TopicDPGaussian):
         return None
+    assert isinstance(mechanism, (LaplaceBaseline, MVGMechanism, TopicDPGaussian))  # exactly one of them (above)
     law = {LaplaceBaseline: "grid_scale", TopicDPGaussian: "grid_variance", MVGMechanism: "grid_variances"}
     if not callable(getattr(mechanism, law[type(mechanism)], None)):  # the class changed: per-call path
         return None
@@ -552,7 +556,7 @@ def matrix_pair(sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def matrix_case(name: str, mechanism: Any, *, sensitivity: float, claimed_epsilon: float,
+def matrix_case(name: str, mechanism: object, *, sensitivity: float, claimed_epsilon: float,
                 claimed_delta: float = 0.0) -> AuditCase:
     """An audit case for a matrix mechanism with an L2 (Frobenius) sensitivity claim.
 
@@ -578,7 +582,7 @@ def matrix_case(name: str, mechanism: Any, *, sensitivity: float, claimed_epsilo
     )
 
 
-def l1_matrix_case(name: str, mechanism: Any, *, claimed_epsilon: float) -> AuditCase:
+def l1_matrix_case(name: str, mechanism: object, *, claimed_epsilon: float) -> AuditCase:
     """An audit case for a 1-row matrix mechanism with the L1 sensitivity 2 of a probability row.
 
     The pair ``[[1, 0]]`` / ``[[0, 1]]`` moves the row by 2 in L1; events are the tails of

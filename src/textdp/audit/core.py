@@ -53,16 +53,17 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import beta as _beta
 
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
-from .curve import CurveResult, PrivacyCurve, curve_test
+from .curve import CurveResult, PrivacyCurve, Sampler, curve_test
 
 __all__ = [
     "EVENT_KINDS",
@@ -83,10 +84,9 @@ MIN_SAMPLES = 200
 #: Most samples per input (the atoms of both samples are kept in memory: ~16 bytes each).
 MAX_SAMPLES = 20_000_000
 
-Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
 
 
-def projection_statistic(a: Any, b: Any) -> Callable[[np.ndarray], np.ndarray]:
+def projection_statistic(a: ArrayLike, b: ArrayLike) -> Callable[[np.ndarray], np.ndarray]:
     """The statistic ``<x - (a + b)/2, a - b> / ||a - b||`` of a batch of outputs ``x``.
 
     For additive noise that is spherical (Gaussian, n-dimensional Laplace) this is the
@@ -146,8 +146,8 @@ class AuditCase:
 
     mechanism: str
     pair: str
-    input_a: Any = field(repr=False)
-    input_b: Any = field(repr=False)
+    input_a: object = field(repr=False)
+    input_b: object = field(repr=False)
     sample: Sampler = field(repr=False)
     claimed_epsilon: float
     claimed_delta: float = 0.0
@@ -174,7 +174,9 @@ class AuditCase:
         """What the auditor keeps of a batch of outputs: the statistic, or the discrete outputs."""
         out = np.asarray(outputs)
         if self.events == "histogram":
-            stat = self.statistic or projection_statistic(self.input_a, self.input_b)
+            # histogram cases without a statistic of their own have vector inputs
+            stat = self.statistic or projection_statistic(cast("ArrayLike", self.input_a),
+                                                          cast("ArrayLike", self.input_b))
             values = np.asarray(stat(out), dtype=np.float64).reshape(-1)
             if values.shape[0] != out.shape[0]:
                 raise ParameterError(f"{self.mechanism}: the statistic returned {values.shape[0]} values "
@@ -237,7 +239,7 @@ class AuditResult:
     seconds: float = 0.0
     curve: CurveResult | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float | bool | dict[str, bool | float | int] | None]:
         """The JSON form: exactly the fields of ``textdp audit --json`` (``inf`` becomes ``null``)."""
         est: float | None = self.estimated_epsilon if math.isfinite(self.estimated_epsilon) else None
         return {
@@ -279,7 +281,7 @@ def _loss_bound(ka: np.ndarray, kb: np.ndarray, n: int, delta: float, alpha: flo
         return np.where(num > 0, np.log(np.maximum(num, 1e-300)) - np.log(pb_hi), -np.inf)
 
 
-def _draw(case: AuditCase, which: Any, n: int, rng: np.random.Generator,
+def _draw(case: AuditCase, which: object, n: int, rng: np.random.Generator,
           tick: Callable[[int], None] | None = None) -> np.ndarray:
     parts = []
     done = 0
@@ -365,6 +367,53 @@ def _describe_event(case: AuditCase, atoms: np.ndarray, n_atoms: int, first: str
             "(ranked on a quarter of the samples)")
 
 
+def _select_event(case: AuditCase, out_a: np.ndarray, out_b: np.ndarray, n: int, delta: float,
+                  alpha: float) -> tuple[int, np.ndarray, int, int, np.ndarray, np.ndarray]:
+    """The event chosen on the selection half: ``(direction, atoms, n_atoms, events tried, ev_a, ev_b)``.
+
+    ``ev_a``/``ev_b`` are the atom counts of the evaluation half (never seen by the selection).
+    """
+    n_sel = n // 2
+    # discrete atoms are ranked on the first half of the selection samples and the prefix is
+    # chosen on the second; the tails of a histogram need no ranking
+    n_rank = n_sel // 2 if case.events == "discrete" else 0
+    parts = [out_a[:n_rank], out_b[:n_rank], out_a[n_rank:n_sel], out_b[n_rank:n_sel], out_a[n_sel:], out_b[n_sel:]]
+    ids, n_atoms = _atom_ids(case, parts)
+    rank_a, rank_b, sel_a, sel_b, ev_a, ev_b = (np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids)
+
+    best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
+    n_events = 0
+    for direction, (num, den, rnum, rden) in enumerate(((sel_a, sel_b, rank_a, rank_b),
+                                                        (sel_b, sel_a, rank_b, rank_a))):
+        for order in _candidate_orders(case, rnum, rden, n_atoms):
+            n_events += order.size
+            if order.size == 0:
+                continue
+            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel - n_rank, delta, alpha)
+            k = int(np.argmax(bounds))
+            if bounds[k] > best[0]:
+                best = (float(bounds[k]), direction, order[: k + 1])
+    _, direction, chosen = best
+    return direction, chosen, n_atoms, n_events, ev_a, ev_b
+
+
+def _evaluate_event(ev_a: np.ndarray, ev_b: np.ndarray, direction: int, chosen: np.ndarray, n_eval: int,
+                    delta: float, alpha: float) -> tuple[float, float]:
+    """``(lower bound, point estimate)`` of the loss of the chosen event on the evaluation half."""
+    num_eval, den_eval = (ev_a, ev_b) if direction == 0 else (ev_b, ev_a)
+    ka, kb = float(num_eval[chosen].sum()), float(den_eval[chosen].sum())
+    bound = float(_loss_bound(np.array([ka]), np.array([kb]), n_eval, delta, alpha)[0])
+    lower = max(0.0, bound) if math.isfinite(bound) else 0.0
+    pa, pb = ka / n_eval, kb / n_eval
+    if pa <= delta:
+        estimate = 0.0
+    elif pb == 0.0:
+        estimate = math.inf
+    else:
+        estimate = max(0.0, math.log((pa - delta) / pb))
+    return lower, estimate
+
+
 def run_audit(
     case: AuditCase,
     *,
@@ -415,39 +464,8 @@ def run_audit(
 
     out_a = _draw(case, case.input_a, n, gen, tick)
     out_b = _draw(case, case.input_b, n, gen, tick)
-    n_sel = n // 2
-    n_eval = n - n_sel
-    # discrete atoms are ranked on the first half of the selection samples and the prefix is
-    # chosen on the second; the tails of a histogram need no ranking
-    n_rank = n_sel // 2 if case.events == "discrete" else 0
-    parts = [out_a[:n_rank], out_b[:n_rank], out_a[n_rank:n_sel], out_b[n_rank:n_sel], out_a[n_sel:], out_b[n_sel:]]
-    ids, n_atoms = _atom_ids(case, parts)
-    rank_a, rank_b, sel_a, sel_b, ev_a, ev_b = (np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids)
-
-    best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
-    n_events = 0
-    for direction, (num, den, rnum, rden) in enumerate(((sel_a, sel_b, rank_a, rank_b),
-                                                        (sel_b, sel_a, rank_b, rank_a))):
-        for order in _candidate_orders(case, rnum, rden, n_atoms):
-            n_events += order.size
-            if order.size == 0:
-                continue
-            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel - n_rank, delta, alpha)
-            k = int(np.argmax(bounds))
-            if bounds[k] > best[0]:
-                best = (float(bounds[k]), direction, order[: k + 1])
-    _, direction, chosen = best
-    num_eval, den_eval = (ev_a, ev_b) if direction == 0 else (ev_b, ev_a)
-    ka, kb = float(num_eval[chosen].sum()), float(den_eval[chosen].sum())
-    bound = float(_loss_bound(np.array([ka]), np.array([kb]), n_eval, delta, alpha)[0])
-    lower = max(0.0, bound) if math.isfinite(bound) else 0.0
-    pa, pb = ka / n_eval, kb / n_eval
-    if pa <= delta:
-        estimate = 0.0
-    elif pb == 0.0:
-        estimate = math.inf
-    else:
-        estimate = max(0.0, math.log((pa - delta) / pb))
+    direction, chosen, n_atoms, n_events, ev_a, ev_b = _select_event(case, out_a, out_b, n, delta, alpha)
+    lower, estimate = _evaluate_event(ev_a, ev_b, direction, chosen, n - n // 2, delta, alpha)
     curve = None
     if case.curve is not None:
         curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total,

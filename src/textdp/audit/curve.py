@@ -53,6 +53,11 @@ import numpy as np
 from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
 
+#: ``sample(input, n, rng)``: ``n`` outputs of the mechanism under test on one of the audit's two
+#: inputs. The input is whatever the case chose (a word row, a bag of rows, a matrix, a label), so
+#: its type is the sampler's own; textdp only passes it through.
+Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
+
 __all__ = [
     "ClaimedProfile",
     "CurveResult",
@@ -154,7 +159,7 @@ class PrivacyCurve:
         the claim before sampling, so sharing the outputs keeps the union bound valid.
     """
 
-    sample: Callable[[Any, int, np.random.Generator], np.ndarray] = field(repr=False)
+    sample: Sampler = field(repr=False)
     loss: Callable[[np.ndarray], np.ndarray] = field(repr=False)
     claimed: ClaimedProfile = field(repr=False)
     grid: tuple[float, ...]
@@ -187,7 +192,7 @@ class CurveResult:
     grid_points: int
     description: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, bool | float | int]:
         return {
             "passed": self.passed,
             "epsilon_prime": self.epsilon_prime,
@@ -198,7 +203,7 @@ class CurveResult:
         }
 
 
-def _draw(curve: PrivacyCurve, which: Any, n: int, rng: np.random.Generator,
+def _draw(curve: PrivacyCurve, which: object, n: int, rng: np.random.Generator,
           tick: Callable[[int], None]) -> np.ndarray:
     parts = []
     done = 0
@@ -216,7 +221,7 @@ def _draw(curve: PrivacyCurve, which: Any, n: int, rng: np.random.Generator,
     return np.concatenate(parts)
 
 
-def curve_test(curve: PrivacyCurve, input_a: Any, input_b: Any, n: int, rng: np.random.Generator,
+def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rng: np.random.Generator,
                alpha: float, progress: ProgressCallback | None = None, done: int = 0, total: int = 0,
                outputs: tuple[np.ndarray, np.ndarray] | None = None) -> CurveResult:
     """Run the curve audit with ``n`` outputs per input at overall false-alarm level ``alpha``.

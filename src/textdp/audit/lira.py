@@ -9,7 +9,7 @@ adapts Carlini et al.'s likelihood-ratio attack (LiRA, IEEE S&P 2022) to LDA:
    builds it (:func:`~textdp.topics.models.fit_database`: its vocabulary rebuilt from its users by the
    corpus's public rule, or the public vocabulary), top ``m`` topics by prevalence and their top ``n``
    keywords (:func:`~textdp.topics.extract_topic_matrix`), then the mechanism's noise
-   (non-private: none; ``topicdp``, ``topicdp-laplace``, ``mvg``: a fresh release per model);
+   (non-private: none; ``topicdp``, ``laplace``, ``mvg``: a fresh release per model);
 2. the attack statistic of user ``u`` on a release ``R`` with keywords ``kw`` is the user's mean
    log-likelihood under the released topics, ``s(u, R) = Σ_w f_u(w) log(c + q_R(w))`` with ``f_u``
    the user's word frequencies and ``q_R(w)`` the released mass of ``w`` averaged over the topics
@@ -42,7 +42,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import beta as _beta
@@ -51,6 +51,9 @@ from .._rng import make_rng, spawn
 from .._validation import check_positive_int
 from ..errors import ParameterError
 from ..progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from ..topics import UserCorpus
 
 __all__ = ["FPRS", "KEYWORD_MODES", "LiraRow", "lira_scores", "membership_matrix", "run_lira", "tpr_at_fpr"]
 
@@ -78,7 +81,7 @@ class LiraRow:
     tpr_high: tuple[float, ...]
     dp_bound: tuple[float, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float | list[float] | None]:
         return {"mechanism": self.mechanism, "keywords": self.keywords, "epsilon": self.epsilon, "delta": self.delta,
                 "trials_in": self.trials_in, "trials_out": self.trials_out, "auc": self.auc,
                 "fpr": list(FPRS), "tpr": list(self.tpr), "tpr_low": list(self.tpr_low),
@@ -174,7 +177,7 @@ def _statistic(freqs: np.ndarray, released: np.ndarray, cols: np.ndarray, vocab:
     return np.asarray(freqs @ np.log(1.0 / (10.0 * vocab) + q))
 
 
-def _user_frequencies(corpus: Any) -> np.ndarray:
+def _user_frequencies(corpus: UserCorpus) -> np.ndarray:
     """``(users, V)`` dense word frequencies of each user (row-normalised counts) over every word any database
     can hold (the corpus's counted columns; a single user's own database would rebuild its own vocabulary)."""
     counts = corpus.counts if corpus.counts is not None else corpus.X
@@ -185,49 +188,16 @@ def _user_frequencies(corpus: Any) -> np.ndarray:
     return np.vstack(rows)
 
 
-def run_lira(
-    corpus: Any,
-    *,
-    models: int = 64,
-    n_topics: int = 5,
-    m: int = 5,
-    n: int = 20,
-    max_iter: int = 5,
-    mechanisms: Sequence[tuple[str, float | None]] = (("none", None),),
-    keywords: Sequence[str] = KEYWORD_MODES,
-    delta: float = 1e-5,
-    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
-    progress: ProgressCallback | None = None,
-) -> tuple[list[LiraRow], dict[str, Any]]:
-    """Run LiRA on ``corpus`` (a :class:`~textdp.topics.UserCorpus`) for each ``(mechanism, ε)``.
-
-    ``mechanism`` is ``none`` (the non-private release) or a name of
-    :data:`textdp.topics.MECHANISMS`. The ``models`` LDA fits are shared by every mechanism (the
-    noise is drawn per release); ``keywords`` picks the release variants (:data:`KEYWORD_MODES`). Returns the table rows and the public settings of the run
-    (sizes, seconds); the corpus itself is never echoed.
-    """
-    from ..topics import SklearnLDA, build_mechanism, extract_topic_matrix
-    from ..topics.mechanisms import needs_sensitivity
+def _shadow_releases(corpus: UserCorpus, member: np.ndarray, keywords: Sequence[str], *, n_topics: int,
+                     max_iter: int, m: int, n: int, vocab_index: dict[str, int], fixed_words: list[str],
+                     progress: ProgressCallback | None, total: int) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    """The non-private release ``(values, global columns)`` of every shadow database, per keyword mode."""
+    from ..topics import SklearnLDA, extract_topic_matrix
     from ..topics.models import fit_database
 
-    n_models = check_positive_int(models, "models", minimum=8)
-    users = corpus.n_users
-    if users < 4:
-        raise ParameterError("LiRA needs at least 4 users")
-    gen = make_rng(seed)
-    member_rng, noise_rng = spawn(gen, 2)
-    member = membership_matrix(n_models, users, member_rng)
-    freqs = _user_frequencies(corpus)
-    # every word any database can hold (each shadow database builds its own vocabulary by the public rule)
-    all_words = corpus.columns if corpus.counts is not None else corpus.vocabulary
-    vocab_index = {w: i for i, w in enumerate(all_words)}
-    t0 = time.perf_counter()
-    top_n = np.argsort(-np.asarray(corpus.X.sum(axis=0)).reshape(-1), kind="stable")[:n]
-    fixed_words = [corpus.vocabulary[i] for i in top_n]
     fixed = np.array([vocab_index[w] for w in fixed_words], dtype=np.int64)
     raw: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in keywords}
-    total = n_models + len(mechanisms) * len(keywords)
-    for j in range(n_models):
+    for j in range(member.shape[0]):
         # the initialisation seed is part of the released function (SklearnLDA): the same for every model
         model = SklearnLDA(n_topics=n_topics, max_iter=max_iter, seed=0)
         tw, prev, vocab = fit_database(corpus, model, np.flatnonzero(member[j]))
@@ -243,6 +213,64 @@ def run_lira(
             raw["fixed"].append((padded[:, idx], np.broadcast_to(fixed, (m, n))))
         if progress is not None:
             progress(j + 1, total)
+    return raw
+
+
+def _lira_row(name: str, mode: str, eps: float | None, delta: float, scores: np.ndarray,
+              member: np.ndarray) -> LiraRow:
+    """The table row of one ``(mechanism, keywords)``; ``eps`` is ``None`` for a non-private release."""
+    results = [tpr_at_fpr(scores, member, f) for f in FPRS]
+    is_dp = eps is not None
+    d = 0.0 if name == "topicdp-laplace" else delta
+    return LiraRow(
+        mechanism=name, keywords=mode, epsilon=float(eps) if eps is not None else None,
+        delta=d if is_dp else None, trials_in=int(member.sum()), trials_out=int((~member).sum()),
+        auc=_auc(scores, member), tpr=tuple(r[0] for r in results), tpr_low=tuple(r[1] for r in results),
+        tpr_high=tuple(r[2] for r in results),
+        dp_bound=tuple(min(1.0, math.exp(min(float(eps), 700.0)) * f + d) if eps is not None
+                       else 1.0 for f in FPRS))
+
+
+def run_lira(
+    corpus: UserCorpus,
+    *,
+    models: int = 64,
+    n_topics: int = 5,
+    m: int = 5,
+    n: int = 20,
+    max_iter: int = 5,
+    mechanisms: Sequence[tuple[str, float | None]] = (("none", None),),
+    keywords: Sequence[str] = KEYWORD_MODES,
+    delta: float = 1e-5,
+    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[list[LiraRow], dict[str, int | float | str]]:
+    """Run LiRA on ``corpus`` (a :class:`~textdp.topics.UserCorpus`) for each ``(mechanism, ε)``.
+
+    ``mechanism`` is ``none`` (the non-private release) or a name of
+    :data:`textdp.topics.MECHANISMS`. The ``models`` LDA fits are shared by every mechanism (the
+    noise is drawn per release); ``keywords`` picks the release variants (:data:`KEYWORD_MODES`). Returns the table rows and the public settings of the run
+    (sizes, seconds); the corpus itself is never echoed.
+    """
+    from ..topics import build_mechanism
+
+    n_models = check_positive_int(models, "models", minimum=8)
+    users = corpus.n_users
+    if users < 4:
+        raise ParameterError("LiRA needs at least 4 users")
+    gen = make_rng(seed)
+    member_rng, noise_rng = spawn(gen, 2)
+    member = membership_matrix(n_models, users, member_rng)
+    freqs = _user_frequencies(corpus)
+    # every word any database can hold (each shadow database builds its own vocabulary by the public rule)
+    all_words = corpus.columns if corpus.counts is not None else corpus.vocabulary
+    vocab_index = {w: i for i, w in enumerate(all_words)}
+    t0 = time.perf_counter()
+    top_n = np.argsort(-np.asarray(corpus.X.sum(axis=0)).reshape(-1), kind="stable")[:n]
+    fixed_words = [corpus.vocabulary[i] for i in top_n]
+    total = n_models + len(mechanisms) * len(keywords)
+    raw = _shadow_releases(corpus, member, keywords, n_topics=n_topics, max_iter=max_iter, m=m, n=n,
+                           vocab_index=vocab_index, fixed_words=fixed_words, progress=progress, total=total)
     fit_seconds = time.perf_counter() - t0
     rows: list[LiraRow] = []
     sens = math.sqrt(2.0 * m)
@@ -256,20 +284,11 @@ def run_lira(
                 released = values if mech is None else mech.randomize(values, seed=noise_rng)
                 stats[j] = _statistic(freqs, released, cols, len(all_words))
             scores = lira_scores(stats, member)
-            results = [tpr_at_fpr(scores, member, f) for f in FPRS]
-            is_dp = mech is not None and eps is not None
-            d = delta if mech is not None and needs_sensitivity(name) else 0.0  # topicdp-laplace: pure epsilon-DP
-            rows.append(LiraRow(
-                mechanism=name, keywords=mode, epsilon=float(eps) if is_dp and eps is not None else None,
-                delta=d if is_dp else None, trials_in=int(member.sum()), trials_out=int((~member).sum()),
-                auc=_auc(scores, member), tpr=tuple(r[0] for r in results), tpr_low=tuple(r[1] for r in results),
-                tpr_high=tuple(r[2] for r in results),
-                dp_bound=tuple(min(1.0, math.exp(min(float(eps), 700.0)) * f + d) if is_dp and eps is not None
-                               else 1.0 for f in FPRS)))
+            rows.append(_lira_row(name, mode, eps if mech is not None else None, delta, scores, member))
             done += 1
             if progress is not None:
                 progress(done, total)
-    settings = {"models": n_models, "users": users, "n_topics": n_topics, "m": m, "n": n, "max_iter": max_iter,
+    settings: dict[str, int | float | str] = {"models": n_models, "users": users, "n_topics": n_topics, "m": m, "n": n, "max_iter": max_iter,
                 "sensitivity": f"global L2 sqrt(2m) = {sens:.4g}", "delta": delta,
                 "fit_seconds": round(fit_seconds, 1), "seconds": round(time.perf_counter() - t0, 1)}
     return rows, settings

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,12 @@ from ..errors import ParameterError
 from .cases import TARGET_LOSS, WORD_PAIRS, exponential_curve, metric_noise_curve
 from .claims import mahalanobis_inverse_root, tem_threshold, word_claim
 from .core import AuditCase
+from .curve import PrivacyCurve
+
+if TYPE_CHECKING:
+    from ..embeddings import Embeddings
+    from ..mechanisms.exponential import CusText, SanTextPlus
+    from ..mechanisms.word_level import WordLevelMechanism
 
 __all__ = [
     "AUDIT_VOCABULARY",
@@ -68,7 +74,7 @@ SENSITIVE_PAIRS: tuple[tuple[str, str], ...] = (
 GROUP_ANCHOR = "monday"
 
 
-def choose_mechanism_pair(name: str, epsilon: float, embeddings: Any,
+def choose_mechanism_pair(name: str, epsilon: float, embeddings: Embeddings,
                           candidates: Sequence[tuple[str, str]] | None = None,
                           target: float | None = None, **params: Any) -> tuple[str, str]:
     """The candidate pair (in the vocabulary, positive claim) whose claim is closest to ``target``.
@@ -90,7 +96,7 @@ def choose_mechanism_pair(name: str, epsilon: float, embeddings: Any,
     return min(scored)[1]
 
 
-def group_pair(mech: Any, anchor: str = GROUP_ANCHOR) -> tuple[str, str]:
+def group_pair(mech: CusText, anchor: str = GROUP_ANCHOR) -> tuple[str, str]:
     """Two words of ``anchor``'s CusText output set with the largest exact privacy loss.
 
     Uses the mechanism's exact law (``probabilities``) to pick the pair only; the audit itself
@@ -111,11 +117,11 @@ def group_pair(mech: Any, anchor: str = GROUP_ANCHOR) -> tuple[str, str]:
 
 def mechanism_case(
     name: str,
-    mech: Any,
+    mech: WordLevelMechanism,
     pair: tuple[str, str] | None = None,
     *,
     epsilon: float,
-    embeddings: Any = None,
+    embeddings: Embeddings | None = None,
     claim_name: str | None = None,
     curve: bool = True,
     chunk: int = 8_192,
@@ -188,16 +194,18 @@ def mechanism_case(
     )
 
 
-def _curve(kind: str, mech: Any, eps: float, emb: Any, a: int, b: int, sample: Any, **params: Any) -> Any:
+def _curve(kind: str, mech: WordLevelMechanism, eps: float, emb: Embeddings, a: int, b: int,
+           sample: Callable[[int, int, np.random.Generator], np.ndarray], **params: Any) -> PrivacyCurve | None:
     """The privacy curve of the claimed law, where it is known (else ``None``)."""
     vectors = emb.vectors
-    if kind in ("cmp", "mahalanobis") and callable(getattr(mech, "noisy_vectors", None)):
+    noisy_vectors = getattr(mech, "noisy_vectors", None)  # CMP and Mahalanobis (before decoding)
+    if kind in ("cmp", "mahalanobis") and callable(noisy_vectors):
         transform = None
         if kind == "mahalanobis":
             transform = mahalanobis_inverse_root(vectors, float(params.get("lambd", 0.2)))
 
         def noisy(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
-            return np.asarray(mech.noisy_vectors(np.full(n, x, dtype=np.int64), rng))
+            return np.asarray(noisy_vectors(np.full(n, x, dtype=np.int64), rng))
 
         return metric_noise_curve(noisy, vectors[a], vectors[b], eps, transform=transform,
                                   what=f"{kind}'s noisy vectors before decoding")
@@ -209,7 +217,7 @@ def _curve(kind: str, mech: Any, eps: float, emb: Any, a: int, b: int, sample: A
 
 def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
                         vocab_size: int = AUDIT_VOCABULARY, pair: tuple[str, str] | None = None,
-                        mechanism: Any = None, **params: Any) -> AuditCase:
+                        mechanism: WordLevelMechanism | None = None, **params: Any) -> AuditCase:
     """The built-in case of the registered word-level mechanism ``name`` (see the module docstring).
 
     ``mechanism``: sample this (fitted) instance instead of building one (tests pass deliberately
@@ -217,6 +225,8 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     """
     from ..embeddings import load_embeddings
     from ..mechanisms import get
+    from ..mechanisms.exponential import CusText, SanTextPlus
+    from ..mechanisms.word_level import WordLevelMechanism
 
     if delta not in (None, 0, 0.0):
         raise ParameterError(f"{name} is pure (metric) DP (delta = 0); --delta does not apply")
@@ -225,14 +235,16 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     # stop words matter to CusText+ only (they pass through unchanged); the others see vocabulary rows
     stops = {} if name == "custext+" else {"stop_words": None}
     mech = get(name, epsilon=eps, embeddings=emb, **stops, **params).fit() if mechanism is None else mechanism
-    if pair is None and name in ("custext", "custext+"):
+    if not isinstance(mech, WordLevelMechanism):
+        raise ParameterError(f"{name} is not a word-level mechanism ({type(mech).__name__})")
+    if pair is None and name in ("custext", "custext+") and isinstance(mech, CusText):
         pair = group_pair(mech)
-    elif pair is None and name == "santext+":
+    elif pair is None and name == "santext+" and isinstance(mech, SanTextPlus):
         pair = choose_mechanism_pair(name, eps, emb, [p for p in SENSITIVE_PAIRS if _sensitive(mech, p)], **params)
     return mechanism_case(name, mech, pair, epsilon=eps, embeddings=emb, **params)
 
 
-def _sensitive(mech: Any, pair: tuple[str, str]) -> bool:
+def _sensitive(mech: SanTextPlus, pair: tuple[str, str]) -> bool:
     index = mech.embeddings_.index
     return all(w in index and index[w] >= mech.first_sensitive_ for w in pair)
 

@@ -304,14 +304,13 @@ class Group(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: object) -> object:
         # "textdp", also under python -m textdp: the name messages tell the user to type
-        run: dict[str, Any] = {"args": args, "prog_name": prog_name or "textdp", "complete_var": complete_var,
-                               "windows_expand_args": windows_expand_args}
+        prog = prog_name or "textdp"
         if not standalone_mode:
-            return super().main(**run, standalone_mode=False, **extra)
+            return super().main(args, prog, complete_var, False, windows_expand_args, **extra)
         try:
-            rv = super().main(**run, standalone_mode=False, **extra)
+            rv = super().main(args, prog, complete_var, False, windows_expand_args, **extra)
         except click_errors.NoArgsIsHelpError as exc:  # the help was asked for by giving nothing
             print_info(exc.ctx.get_help() if exc.ctx is not None else "")
             sys.exit(0)

@@ -80,6 +80,14 @@ def _read_index(faiss: ModuleType, path: Path) -> Any:
         return None
 
 
+def _ann_cache() -> Path:
+    """``<cache>/ann``, made ``0700`` (with :func:`cache_dir`); a read-only cache is used as it is."""
+    try:
+        return cache_dir("ann", create=True)
+    except OSError:  # the index is then rebuilt in memory (its write fails quietly)
+        return cache_dir("ann")
+
+
 def _write_index(faiss: ModuleType, index: object, path: Path) -> None:
     """Write ``index`` atomically (:func:`textdp.io.atomic_writer`); a read-only cache keeps it in memory."""
     try:
@@ -197,7 +205,7 @@ class ApproximateDecoder:
         self.params = params
         path = None
         if cache is not False:
-            root = Path(cache) if isinstance(cache, (str, os.PathLike)) else cache_dir("ann")
+            root = Path(cache) if isinstance(cache, (str, os.PathLike)) else _ann_cache()
             path = root / f"{vocabulary_fingerprint(vec)}-{params}.faiss"
         index = _read_index(faiss, path) if path is not None else None
         if index is None:

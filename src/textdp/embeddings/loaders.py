@@ -206,6 +206,7 @@ def _store_cached(
         )
     entry = _entry(key)
     try:
+        entry = cache_dir(f"embeddings/{key}", create=True)  # 0700, owned by this user (and its parents)
         (entry / "meta.json").unlink(missing_ok=True)
         with atomic_writer(entry / "vectors.npy", "wb") as fh:
             np.save(fh, arr)

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from .._cache import private_dir
 from .._rng import spawn
@@ -120,6 +120,16 @@ class PublicSettings(TypedDict):
     empty: str
 
 
+class Manifest(TypedDict):
+    """``manifest.json`` of a partitioned release (public: the settings, the part names, a random run token)."""
+
+    run: str
+    settings: PublicSettings
+    size: int | None
+    documents: int
+    parts: list[str]
+
+
 #: A JSON object read back from a file this run wrote (``manifest.json``, ``settings.json``)
 JSONObject = dict[str, object]
 
@@ -182,7 +192,7 @@ def _drop_release_files(out_dir: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def _check_output(out_dir: Path, state: RunState, public: PublicSettings, force: bool) -> dict[str, Any] | None:
+def _check_output(out_dir: Path, state: RunState, public: PublicSettings, force: bool) -> Manifest | None:
     """The manifest of the run being resumed (or ``None``); refuse an output folder of another run.
 
     With ``force`` the release files of another run (a failed or completed one) are removed and
@@ -190,9 +200,9 @@ def _check_output(out_dir: Path, state: RunState, public: PublicSettings, force:
     """
     manifest_path = out_dir / MANIFEST
     if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest: Manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         if state.resumed and manifest.get("run") == state.run and manifest.get("settings") == public:
-            return dict(manifest)
+            return manifest
         if force:
             _drop_release_files(out_dir)  # --force: the other run's release is replaced
             return None
@@ -220,7 +230,7 @@ def _check_output(out_dir: Path, state: RunState, public: PublicSettings, force:
 
 
 def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicSettings,
-              force: bool) -> tuple[RunState, dict[str, Any] | None]:
+              force: bool) -> tuple[RunState, Manifest | None]:
     """The run state (created, or resumed and verified) and the manifest of the run being resumed."""
     state = RunState.open(work, key)
     try:
@@ -248,7 +258,7 @@ def _spiller(state: RunState, text_field: str, id_field: str, input_format: str)
     return spill
 
 
-def _finish_cleanup(state: RunState, out_dir: Path, manifest: dict[str, Any],
+def _finish_cleanup(state: RunState, out_dir: Path, manifest: Manifest,
                     progress: ProgressCallback | None) -> JSONObject | None:
     """The summary of a completed run whose cleanup was interrupted (after finishing it), else ``None``."""
     if not (out_dir / SETTINGS).exists() or not all((out_dir / name).exists() for name in manifest["parts"]):
@@ -270,12 +280,13 @@ def _part_done(state: RunState, out_dir: Path, index: int, fmt: str, report: boo
 def _resolve_size(state: RunState, backend: Backend, plan: Sequence[Partition], settings: JobSettings,
                   on_size_from_data: Callable[[int], None] | None) -> int:
     """The shortest document of the whole input (published as N), measured once per run."""
-    if state.data["resolved_size"] is None:
+    resolved = state.data["resolved_size"]
+    if resolved is None:
         lengths: list[int] = [0] * len(plan)
         backend.map(min_length, [(p, settings) for p in plan], lambda i, r: lengths.__setitem__(i, r))
-        state.data["resolved_size"] = min(lengths)
+        resolved = state.data["resolved_size"] = min(lengths)
         state.save()
-    size = int(state.data["resolved_size"])
+    size = int(resolved)
     if on_size_from_data is not None:
         on_size_from_data(size)
     return size
@@ -393,8 +404,8 @@ def obfuscate_corpus(
     settings = replace(settings, size=int(size or 0))
     parts = [part_name(p.index, fmt) for p in plan]
     if manifest is None:
-        write_json(out_dir / MANIFEST, {"run": state.run, "settings": public, "size": size,
-                                        "documents": sum(p.n_docs for p in plan), "parts": parts}, private=False)
+        write_json(out_dir / MANIFEST, Manifest(run=state.run, settings=public, size=size,
+                                                documents=sum(p.n_docs for p in plan), parts=parts), private=False)
     todo_idx = [p.index for p in plan if not _part_done(state, out_dir, p.index, fmt, private_report is not None)]
     _run_parts(backend, plan, todo_idx, settings, seed, state, progress)
     if private_report is not None:

@@ -32,10 +32,13 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..backend import R, T
 from ..errors import PrivacyWarning, require
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
 
 PLAIN_SCHEDULER_WARNING = (
     "--scheduler {address} is not TLS: anyone who can reach it can run code in its workers, which hold the "
@@ -67,7 +70,7 @@ class DaskBackend:
         *,
         workers: int | None = None,
         processes: bool = True,
-        client: Any = None,
+        client: Client | None = None,
         dashboard: bool = False,
         security: object = None,
     ) -> None:
@@ -125,7 +128,7 @@ class DaskBackend:
         self.close()
 
 
-def _local_cluster(n_workers: int, processes: bool, dashboard: bool) -> Any:
+def _local_cluster(n_workers: int, processes: bool, dashboard: bool) -> LocalCluster:
     """A loopback-only, TLS-authenticated local cluster (see the module notes)."""
     dask = require("dask", "dask")
     distributed = require("distributed", "dask")

@@ -12,7 +12,6 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -134,7 +133,7 @@ def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> Pa
     part, s, gen = job
     docs = read_partition(part, s.text_field, s.id_field)
     bag = entry(s.mechanism).releases == "bag"
-    report: list[dict[str, Any]] | None = [] if s.report_dir is not None else None
+    report: list[dict[str, object]] | None = [] if s.report_dir is not None else None
     n = 0
     target = Path(s.out_dir) / part_name(part.index, s.fmt)
     piece = None if s.report_dir is None else Path(s.report_dir) / part_name(part.index, "jsonl")

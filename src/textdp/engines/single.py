@@ -20,9 +20,9 @@ import contextlib
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from ..errors import DocumentError, ParameterError
 from ..guarantees import ReleaseRecord
@@ -131,9 +131,10 @@ def write_release(
     return dict(settings)
 
 
-def guarantee_decoder_name(guarantee: dict[str, Any]) -> str:
+def guarantee_decoder_name(guarantee: Mapping[str, object]) -> str:
     """The decoder named in a guarantee dict's public parameters (``"none"``: the mechanism decodes nothing)."""
-    return str(guarantee.get("parameters", {}).get("decoder", "none"))
+    params = guarantee.get("parameters", {})
+    return str(params.get("decoder", "none")) if isinstance(params, Mapping) else "none"
 
 
 def obfuscate_file(

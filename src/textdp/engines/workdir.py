@@ -38,7 +38,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -69,6 +69,17 @@ OWN_ENTRIES = (STATE, SECRET, "input", "report")
 
 def _canonical(obj: object) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+class RunStateData(TypedDict):
+    """The authenticated state of a run (``state.json`` in the work directory, with its HMAC)."""
+
+    run: str
+    identity: str
+    resolved_size: int | None
+    complete: bool
+    files: dict[str, str]
+    created_folder: bool
 
 
 def _mac(key: bytes, obj: object) -> str:
@@ -121,7 +132,7 @@ class RunState:
     ``files`` (work-dir-relative or ``out:``-prefixed name -> SHA-256 of what this run wrote).
     """
 
-    def __init__(self, work: Path, secret: bytes, data: dict[str, Any], *, resumed: bool) -> None:
+    def __init__(self, work: Path, secret: bytes, data: RunStateData, *, resumed: bool) -> None:
         self.work, self._secret, self.data, self.resumed = work, secret, data, resumed
 
     @classmethod
@@ -149,9 +160,9 @@ class RunState:
                                      "settings differ); choose another --work-dir")
             return cls(work, secret, data, resumed=True)
         secret = _new_secret(work / SECRET, 32)
-        data = {"run": secrets.token_hex(16), "identity": _mac(secret, key), "resolved_size": None,
-                "complete": False, "files": {}, "created_folder": created}
-        return cls(work, secret, data, resumed=False)
+        fresh: RunStateData = {"run": secrets.token_hex(16), "identity": _mac(secret, key), "resolved_size": None,
+                               "complete": False, "files": {}, "created_folder": created}
+        return cls(work, secret, fresh, resumed=False)
 
     @property
     def run(self) -> str:

@@ -46,17 +46,29 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypedDict
+from typing import NamedTuple, TypedDict
 
 from .._validation import check_choice, check_positive_int
 from ..errors import DocumentError, ParameterError
 from ..io import iter_jsonl_records as read_jsonl
 from ..text import normalize, strip_quoted
 
-__all__ = ["PRESETS", "Construction", "EvaluationSet", "build_evaluation_set", "read_jsonl", "resolve_data_dir", "strip_quoted"]
+__all__ = ["PRESETS", "Construction", "EvaluationSet", "Preset", "build_evaluation_set", "read_jsonl", "resolve_data_dir", "strip_quoted"]
+
+class Preset(TypedDict, total=False):
+    """A corpus's defaults (``path`` is under the data dir; the others are the construction's settings)."""
+
+    path: str
+    topic_field: str
+    filter_field: str
+    max_authors: int
+    strip_quotes: bool
+    n_topics: int
+    authors_per_topic: int
+
 
 #: Corpus defaults for the three development corpora (paths are under the data dir).
-PRESETS: dict[str, dict[str, Any]] = {
+PRESETS: dict[str, Preset] = {
     "reuter_50_50": {"path": "reuter_50_50/reuter_50_50.jsonl.gz"},
     "pan11_enron": {"path": "pan11_enron/pan11_enron.jsonl.gz", "filter_field": "in_candidate_set", "max_authors": 50},
     "20newsgroups": {
@@ -199,14 +211,17 @@ class _Author(NamedTuple):
 
 def _resolve(corpus: str, data_dir: str | os.PathLike[str] | None, o: _Options) -> _Options:
     """The settings: the preset's values for those not given, the path, and validated sizes and splits."""
-    preset = dict(PRESETS.get(corpus, {}))
+    preset = PRESETS.get(corpus, Preset())
     if corpus in _HELD_OUT or any(h in str(corpus) for h in _HELD_OUT):
         raise ParameterError(f"corpus {corpus!r} is held out for final evaluation; use another corpus")
     if preset:
         o.path, o.name = resolve_data_dir(data_dir) / preset["path"], corpus
-        for key in ("topic_field", "filter_field", "max_authors", "n_topics", "authors_per_topic"):
-            if getattr(o, key) is None:
-                setattr(o, key, preset.get(key))
+        # the preset's value for each setting not given
+        o.topic_field = preset.get("topic_field") if o.topic_field is None else o.topic_field
+        o.filter_field = preset.get("filter_field") if o.filter_field is None else o.filter_field
+        o.max_authors = preset.get("max_authors") if o.max_authors is None else o.max_authors
+        o.n_topics = preset.get("n_topics") if o.n_topics is None else o.n_topics
+        o.authors_per_topic = preset.get("authors_per_topic") if o.authors_per_topic is None else o.authors_per_topic
         o.strip_quotes = o.strip_quotes or bool(preset.get("strip_quotes", False))
     else:
         o.path = Path(corpus)

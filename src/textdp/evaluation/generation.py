@@ -155,7 +155,7 @@ def semantic_similarity(inputs: Sequence[str], outputs: Sequence[str]) -> np.nda
 # training corpus
 
 
-def _rows(corpus: str, data_dir: str | Path | None) -> list[dict[str, Any]]:
+def _rows(corpus: str, data_dir: str | Path | None) -> list[dict[str, object]]:
     if corpus not in PRESETS:
         raise ParameterError(f"unknown corpus {corpus!r}; choose one of: {', '.join(PRESETS)}")
     return list(read_jsonl(resolve_data_dir(data_dir) / PRESETS[corpus]["path"]))
@@ -189,7 +189,7 @@ def write_training_corpus(
     for (corpus, n), g in zip(sources.items(), rngs, strict=True):
         sents = [
             s for row in _rows(corpus, data_dir) if row.get("split") == split and isinstance(row.get("text"), str)
-            for s in split_sentences(_clean(corpus, row["text"]))
+            for s in split_sentences(_clean(corpus, str(row["text"])))
         ]
         if not sents:
             raise ParameterError(f"{corpus}: no sentences in split {split!r}")

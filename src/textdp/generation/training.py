@@ -63,7 +63,12 @@ from .sampling import torch_module
 from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
 
 if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.nn import Parameter
+    from torch.optim import Optimizer
+
     from ..embeddings import Embeddings
+    from .model import RewriterNet
 
 __all__ = ["OBJECTIVES", "PRIVATE_MODEL_NOTE", "TrainingResult", "TrainingSettings", "train_rewriter"]
 
@@ -150,7 +155,7 @@ def _batches(n: int, batch_size: int, order: np.ndarray) -> list[np.ndarray]:
     return [order[i : i + batch_size] for i in range(0, n, batch_size)]
 
 
-def _tensors(segs: list[np.ndarray], rng: np.random.Generator, s: TrainingSettings, vocab_size: int) -> dict[str, Any]:
+def _tensors(segs: list[np.ndarray], rng: np.random.Generator, s: TrainingSettings, vocab_size: int) -> dict[str, Tensor]:
     torch = torch_module()
     B = len(segs)
     T = max(len(x) for x in segs)
@@ -367,9 +372,9 @@ def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.n
 class _Run:
     """One training run in progress: the network, its optimiser and its position (checkpointed)."""
 
-    net: Any
-    opt: Any
-    trainable: list[Any]
+    net: RewriterNet
+    opt: Optimizer
+    trainable: list[Parameter]
     settings: TrainingSettings
     ckpt_path: Path
     entropy: int
@@ -424,7 +429,7 @@ class _Run:
                     break
         return loss_value, stop_reason
 
-    def _step(self, tb: dict[str, Any], *, use_embed: bool) -> float:
+    def _step(self, tb: dict[str, Tensor], *, use_embed: bool) -> float:
         """One optimiser step on the batch ``tb``; the loss."""
         torch = torch_module()
         s = self.settings

@@ -14,7 +14,7 @@ import re
 import threading
 import warnings
 from collections import Counter, OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -25,7 +25,21 @@ from ..mechanisms import MECHANISM_NAMES, Mechanism, entry, get
 from ..text import resolve_stop_words
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from ..embeddings import Embeddings
+    from ..guarantees import Guarantee
+    from ..mechanisms.common import DocumentDiagnostics
+
+
+class _Release(Protocol):
+    """What the page shows of a release record (a bag or a text of the word family)."""
+
+    @property
+    def words(self) -> Sequence[str]: ...
+    @property
+    def guarantee(self) -> Guarantee: ...
+    def to_record(self) -> Mapping[str, object]: ...
 
 __all__ = [
     "AUDIT_EPSILON_RANGE",
@@ -159,15 +173,13 @@ class Workbench:
         return mech
 
     # -- one release -------------------------------------------------------------------------------
-    def _release(self, mech: Any, texts: list[str], size: int | None) -> tuple[list[Any], list[Any], list[str]]:
+    def _release(self, mech: Mechanism, texts: list[str],
+                 size: int | None) -> tuple[list[_Release], list[DocumentDiagnostics], list[str]]:
         """``privatize_batch`` with fresh OS entropy and the private diagnostics; warnings returned as notes."""
-        diags: list[Any] = []
-        kwargs: dict[str, object] = {"seed": make_rng(), "private_report": diags}
-        if size is not None:
-            kwargs["size"] = size
+        diags: list[DocumentDiagnostics] = []
         with self._warn_lock, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            docs = mech.privatize_batch(texts, **kwargs)
+            docs = mech.privatize_batch(texts, seed=make_rng(), private_report=diags, size=size)
         return docs, diags, sorted({str(w.message) for w in caught})
 
     def privatize(self, text: object, mechanism: object, epsilon: object, size: object = None) -> dict[str, object]:
@@ -315,7 +327,7 @@ class Workbench:
             raise ParameterError(f"the audit runs for epsilon in [{lo:g}, {hi:g}] (beyond, "
                                  f"{AUDIT_SAMPLES:,} samples cannot resolve the claim); got {eps:g}")
         result = audit(name, epsilon=eps, samples=AUDIT_SAMPLES, seed=None)
-        out = result.to_dict()
+        out: dict[str, object] = dict(result.to_dict())
         out["event"] = result.event
         out["confidence"] = result.confidence
         out["seconds"] = round(result.seconds, 2)
