@@ -150,15 +150,33 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
+def _bad_progress(source: str) -> list[tuple[str, str]]:
+    """``(function, annotation)`` of every ``progress`` parameter not typed as the one callback (unannotated too)."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                if a.arg == "progress":
+                    ann = "(unannotated)" if a.annotation is None else ast.unparse(a.annotation)
+                    if ann not in ("ProgressCallback | None", "StageProgress | None"):
+                        bad.append((node.name, ann))
+    return bad
+
+
 def test_one_progress_signature():
     """Every ``progress`` parameter is a ``ProgressCallback`` (or a ``StageProgress`` for multi-stage runs)."""
-    bad = []
-    for m, p in MODULES.items():
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for a in node.args.args + node.args.kwonlyargs:
-                    if a.arg == "progress" and a.annotation is not None:
-                        ann = ast.unparse(a.annotation)
-                        if ann not in ("ProgressCallback | None", "StageProgress | None"):
-                            bad.append((m, node.name, ann))
+    bad = [(m, *b) for m, p in MODULES.items() for b in _bad_progress(p.read_text(encoding="utf-8"))]
     assert not bad, bad
+
+
+def test_the_progress_check_bites():
+    """An unannotated, a positional-only or a differently typed ``progress`` is reported (b4f2b11 skipped the first)."""
+    planted = (
+        "def a(x, progress=None): ...\n"
+        "def b(x, progress=None, /): ...\n"
+        "def c(*, progress: Callable[[int], None] | None = None): ...\n"
+        "def ok(*, progress: ProgressCallback | None = None): ...\n"
+    )
+    assert _bad_progress(planted) == [("a", "(unannotated)"), ("b", "(unannotated)"),
+                                      ("c", "Callable[[int], None] | None")]

@@ -157,13 +157,11 @@ def test_errors() -> None:
         KoppelAttacker().fit(["a b", "c d"], ["x", "x"])
 
 
-def test_rng_is_a_deprecated_name_of_seed():
-    import warnings
-
+def test_the_seed_has_one_name():
+    """Nothing was released, so ``rng=`` is not kept as an old name of ``seed=``."""
     known = ["aaaa bbbbb cccc dddd", "aaaa cc ee ff gg"]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = KoppelAttacker(n_features=3, trials=5, rng=0).fit(known, ["x", "y"]).attribute(["aaaa cc"]).wins
-    assert [w.category for w in caught] == [DeprecationWarning] and "use seed=" in str(caught[0].message)
-    new = KoppelAttacker(n_features=3, trials=5, seed=0).fit(known, ["x", "y"]).attribute(["aaaa cc"]).wins
-    assert np.array_equal(old, new)
+    with pytest.raises(TypeError, match="rng"):
+        KoppelAttacker(n_features=3, trials=5, rng=0)  # type: ignore[call-arg]
+    a = KoppelAttacker(n_features=3, trials=5, seed=0).fit(known, ["x", "y"]).attribute(["aaaa cc"]).wins
+    b = KoppelAttacker(n_features=3, trials=5, seed=0).fit(known, ["x", "y"]).attribute(["aaaa cc"]).wins
+    assert np.array_equal(a, b)

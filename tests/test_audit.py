@@ -45,7 +45,7 @@ from textdp.topics.mechanisms import (
 )
 
 JSON_KEYS = {"mechanism", "claimed_epsilon", "claimed_delta", "estimated_epsilon", "lower_bound", "samples",
-             "events", "passed", "seeded", "pair"}
+             "events", "passed", "seeded", "pair", "curve"}
 
 
 def randomized_response(epsilon: float) -> AuditCase:

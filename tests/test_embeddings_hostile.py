@@ -10,8 +10,10 @@ exactly the values written, from the file and again from the verified cache.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import struct
+import tempfile
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,3 +245,63 @@ def test_in_memory(arr: np.ndarray, words: list[str] | str) -> None:
 def test_in_memory_garbage(vectors: object) -> None:
     with pytest.raises(EmbeddingsError):
         Embeddings(["a", "b"], vectors)  # type: ignore[arg-type]
+
+
+# -- random bytes and lines through load_embeddings (moved from the CLI fuzz file) -----------------------------
+def _load(name: str, data: bytes, words: bytes | None = None) -> object:
+    from textdp.embeddings import load_embeddings
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / name
+        p.write_bytes(data)
+        kw = {}
+        if words is not None:
+            (Path(d) / "words.txt").write_bytes(words)
+            kw["words_path"] = Path(d) / "words.txt"
+        os.environ["TEXTDP_CACHE_DIR"] = str(Path(d) / "cache")
+        try:
+            emb = load_embeddings(p, **kw)
+        except EmbeddingsError as exc:
+            assert "\n" not in str(exc)
+            return exc
+        finally:
+            os.environ.pop("TEXTDP_CACHE_DIR", None)
+        assert emb.vectors.ndim == 2 and emb.vectors.shape[0] == len(emb.words)
+        return emb
+
+
+TEXT_LINES = st.lists(
+    st.tuples(st.text(st.characters(exclude_categories=("Cs", "Zs", "Cc")), min_size=1, max_size=6),
+              st.lists(st.sampled_from(["0.5", "-1", "1e3", "x", "", "-0"]), min_size=0, max_size=4)),
+    max_size=5,
+).map(lambda rows: "\n".join(" ".join([w, *v]) for w, v in rows).encode("utf-8"))
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.binary(max_size=200), TEXT_LINES), st.sampled_from(["e.txt", "e.vec", "e.bin"]))
+def test_embeddings_files(data, name):
+    _load(name, data)
+
+
+@settings(max_examples=40, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(min_size=1, max_size=200), st.binary(max_size=50))
+def test_embeddings_npy_random_bytes(data, words):
+    _load("e.npy", data, words)
+
+
+def test_embeddings_nan_rejected():
+    out = _load("e.txt", b"cat 0.5 nan\ndog 1 2\n")
+    assert isinstance(out, EmbeddingsError)
+
+
+def test_embeddings_float32_overflow_rejected():
+    out = _load("e.txt", b"cat 0.5 1e40\ndog 1 2\n")
+    assert isinstance(out, EmbeddingsError)
+
+
+def test_empty_npy_rejected():
+    assert isinstance(_load("e.npy", b"", b"cat\n"), EmbeddingsError)
+
+
+def test_word2vec_header_too_large():
+    _load("e.bin", b"1000000000000 50\ncat " + np.zeros(50, "<f4").tobytes())

@@ -200,8 +200,7 @@ def test_mechanism_configs_are_validated() -> None:
 
 
 def test_every_mechanism_in_one_run_on_20newsgroups(glove20k, ng_set, tmp_path: Path) -> None:
-    from textdp.mechanisms import MECHANISM_NAMES
-    from textdp.pipeline import release_kind
+    from textdp.mechanisms import MECHANISM_NAMES, entry
 
     names = list(MECHANISM_NAMES)
     eps = {"random": [9.0], "tem": [3.0], "santext": [3.0], "santext+": [3.0], "custext": [1.0], "custext+": [1.0],
@@ -231,7 +230,7 @@ def test_every_mechanism_in_one_run_on_20newsgroups(glove20k, ng_set, tmp_path: 
     for r in res.rows:
         if r["mechanism"] is not None:
             name = next(m.name for m in cfg.mechanisms if m.label == r["mechanism"])
-            assert r["text"] == release_kind(name)
+            assert r["text"] == entry(name).releases
     # every condition has its noise-aware attackers, and words/s was measured
     for label in labels - {None}:
         models = {r["model"] for r in res.rows if r["mechanism"] == label}

@@ -3,7 +3,7 @@
 Every reader either returns a correct result or raises one ``TextDPError`` with a one-line
 message: never another exception, a traceback, or a hang. Examples are derandomized (the same
 on every run) so the suite is deterministic; the CLI, Parquet and embeddings-loader tests, with
-the ``xfail(strict=True)`` list of known bugs, are in ``test_hostile_cli.py``.
+the ``xfail(strict=True)`` list of known bugs, are in ``test_hostile_cli_fuzz.py``.
 """
 
 from __future__ import annotations

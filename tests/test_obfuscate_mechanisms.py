@@ -21,8 +21,8 @@ from textdp.engines import LocalBackend
 from textdp.engines.corpus import obfuscate_corpus
 from textdp.errors import ParameterError
 from textdp.io import SourcedDocument
-from textdp.mechanisms import MECHANISM_NAMES
-from textdp.pipeline import build_mechanism, privatize_documents, release_kind
+from textdp.mechanisms import MECHANISM_NAMES, entry
+from textdp.pipeline import build_mechanism, privatize_documents
 from textdp.text import ENGLISH_STOP_WORDS, normalize
 
 runner = CliRunner()
@@ -36,7 +36,7 @@ SMALL = {"custext": ["--vocab-size", "20000"], "custext+": ["--vocab-size", "200
 
 
 def _obfuscate(name: str, out: Path, *extra: str) -> tuple[int, str]:
-    size = ["--size", "20"] if release_kind(name) == "bag" else []
+    size = ["--size", "20"] if entry(name).releases == "bag" else []
     args = ["obfuscate", str(EXAMPLE), "-e", "8", "--mechanism", name, "--seed", "5", "-o", str(out), *size,
             *PARAMS.get(name, []), *extra]
     res = runner.invoke(app, args)
@@ -49,7 +49,7 @@ def _check_release(name: str, out: Path) -> dict:
     assert RECORD_KEYS <= set(rec), rec
     assert not INPUT_STATS & set(rec)
     assert rec["mechanism"] == name and rec["seeded"] is True and rec["delta"] == 0.0
-    if release_kind(name) == "bag":
+    if entry(name).releases == "bag":
         assert rec["unit"] == "document" and len(rec["words"]) == 20 and "text" not in rec
     else:
         assert rec["unit"] == "word" and "words" not in rec and rec["text"]

@@ -175,12 +175,19 @@ def test_get_builds_every_name_of_every_family_unfitted():
 
 def test_the_pipeline_tells_mechanisms_apart_by_declarations_not_reflection():
     import ast
+    import re
 
+    import textdp.engines
+    import textdp.evaluation
     import textdp.pipeline
 
     tree = ast.parse(Path(textdp.pipeline.__file__).read_text(encoding="utf-8"))
     calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert not {c for c in calls if c in ("hasattr", "callable", "getattr") or "signature" in c}, calls
+    for path in [*Path(textdp.engines.__file__).parent.glob("*.py"), *Path(textdp.evaluation.__file__).parent.glob("*.py"),
+                 Path(textdp.pipeline.__file__)]:
+        src = path.read_text(encoding="utf-8")
+        assert not re.search(r"signature\(|hasattr\([^)]*mech|callable\([^)]*guarantee|release_kind\(", src), path
 
 
 def test_every_registry_audit_case_exists():
@@ -190,3 +197,25 @@ def test_every_registry_audit_case_exists():
     missing = {e.name: e.audit for e in REGISTRY.values() if e.audit is not None and e.audit not in cases}
     assert not missing, missing
     assert all(entry(n).audit == n for n in MECHANISM_NAMES)  # obfuscate's names are audited under their own name
+
+
+def test_partitioned_runs_follow_the_empty_policy(tmp_path: Path, glove):
+    from textdp.backend import LocalBackend
+    from textdp.engines.corpus import obfuscate_corpus
+
+    inp = tmp_path / "in.jsonl"
+    texts = ["The harbour wall was old.", STOP_LINE, "Gulls circled the boats.", STOP_LINE, "Nets dried in sun."]
+    inp.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
+    kw = {"embeddings": glove.restrict(top_k=20000), "epsilon": 6.0, "size": None, "bag": "truncate",
+          "stop_words": "english", "decoder": "exact", "seed": 3, "backend": LocalBackend(), "partitions": 2,
+          "mechanism": "cmp"}
+    with pytest.raises(DocumentError, match="--empty"):
+        obfuscate_corpus([inp], tmp_path / "a", work_dir=tmp_path / "wa", **kw)
+    report = tmp_path / "private" / "r.jsonl"
+    summary = obfuscate_corpus([inp], tmp_path / "b", work_dir=tmp_path / "wb", empty="skip",
+                               private_report=report, **kw)
+    recs = [validate_record(json.loads(x)) for p in sorted((tmp_path / "b").glob("part-*.jsonl"))
+            for x in p.read_text().splitlines()]
+    assert [r["id"] for r in recs] == ["d0", "d2", "d4"] and all(r["guarantee"]["empty"] == "skip" for r in recs)
+    assert "policy skip" in summary["guarantee"]["statement"]
+    assert sum(bool(json.loads(x).get("emptied")) for x in report.read_text().splitlines()) == 2

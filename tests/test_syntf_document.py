@@ -26,8 +26,9 @@ from textdp.engines.corpus import obfuscate_corpus
 from textdp.errors import DocumentError, ParameterError
 from textdp.guarantees import GUARANTEE_KEYS, Guarantee
 from textdp.io import SourcedDocument
+from textdp.mechanisms import entry
 from textdp.mechanisms.syntf import SynTF, sample_bags, syntf_distribution
-from textdp.pipeline import build_mechanism, privatize_documents, release_kind
+from textdp.pipeline import build_mechanism, privatize_documents
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "letter.txt"
@@ -101,7 +102,7 @@ def test_sparse_sampler_on_the_full_vocabulary_matches_the_law(glove) -> None:
 
 def test_registry_default_uses_the_public_glove_vocabulary() -> None:
     mech = mechanisms.get("syntf", epsilon=2.0, size=6)
-    assert isinstance(mech, SynTF) and mech.releases == "bag" and release_kind("syntf") == "bag"
+    assert isinstance(mech, SynTF) and mech.releases == "bag" and entry("syntf").releases == "bag"
     doc = mech.privatize_batch(["The harbour master counted the boats zorbulax"])[0]
     rec = doc.to_record()
     assert set(rec) == RECORD_KEYS and len(rec["words"]) == 6 and rec["guarantee"]["parameters"]["vocab_size"] == 400_000

@@ -42,13 +42,8 @@ def test_tokenize_punctuation_and_sentences():
     assert split_sentences("  \n\n ") == []
 
 
-def test_normalise_is_a_deprecated_alias_of_normalize():
-    import warnings
+def test_one_spelling_of_normalize():
+    """Nothing was released, so the British ``normalise`` is not kept beside ``normalize``."""
+    import textdp.text
 
-    from textdp.text import normalise, normalize
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert normalise("Über café naïve Chicago's") == normalize("Über café naïve Chicago's")
-    assert [w.category for w in caught] == [DeprecationWarning]
-    assert "normalize()" in str(caught[0].message)
+    assert not hasattr(textdp.text, "normalise") and "normalise" not in textdp.text.__all__

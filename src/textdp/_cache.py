@@ -11,7 +11,11 @@ prepared could hold planted files (issue 19: a planted vocabulary made a release
 its input). :func:`cache_dir` applies it to the cache itself: created ``0700`` when
 missing, refused when unsafe, so everything below it (embeddings, indexes, run
 folders) is out of other users' reach; ``cache_dir(sub, create=True)`` makes the
-subfolder ``0700`` too.
+subfolder ``0700`` too (every cache subfolder should be made this way, never with a plain ``mkdir``).
+
+:func:`user_secret` is the per-user secret key (32 random bytes, ``<cache>/runs/.salt``,
+mode ``0600``): keyed hashes made with it (the default work-directory names of
+partitioned runs, the ``run_key`` of a model card) can be recomputed by this user only.
 
 >>> import os, tempfile
 >>> old = os.environ.pop("TEXTDP_CACHE_DIR", None)
@@ -26,13 +30,20 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import hmac
 import os
+import secrets
 import stat
 from pathlib import Path
 
 from .errors import ParameterError
 
-__all__ = ["cache_dir", "check_private_dir", "private_dir"]
+__all__ = ["USER_SECRET", "cache_dir", "check_private_dir", "keyed_digest", "private_dir", "user_secret"]
+
+#: where :func:`user_secret` lives, under the cache
+USER_SECRET = ("runs", ".salt")
+_SECRET_BYTES = 32
 
 
 def cache_dir(sub: str | None = None, *, create: bool = False) -> Path:
@@ -113,3 +124,46 @@ def private_dir(path: Path, *, what: str = "the work directory") -> Path:
             continue
         os.chmod(d, 0o700)  # whatever the umask
     return check_private_dir(path, what=what)
+
+
+def user_secret() -> bytes:
+    """This user's secret key: 32 random bytes in ``<cache>/runs/.salt`` (mode ``0600``, made once).
+
+    The folder is made and checked with :func:`cache_dir` (``0700``, owned by this user). The
+    file is created race-free (written aside, then hard-linked into place, which fails if
+    another process made it first: both then use the same key); a file of the wrong size
+    is replaced.
+    """
+    folder = cache_dir(USER_SECRET[0], create=True)
+    path = folder / USER_SECRET[1]
+    for _ in range(3):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        if len(data) == _SECRET_BYTES:
+            return data
+        tmp = folder / f".salt-{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(_SECRET_BYTES))
+            if data:  # a damaged key (wrong size): replace it
+                os.replace(tmp, path)
+            else:
+                with contextlib.suppress(FileExistsError):  # made meanwhile by another process: use that one
+                    os.link(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    raise ParameterError(f"cannot create the secret key {path}; check that the textdp cache is writable")
+
+
+def keyed_digest(purpose: str, message: bytes) -> str:
+    """HMAC-SHA256 of ``message`` under :func:`user_secret`, separated by ``purpose`` (hex).
+
+    Only this user can recompute it: a digest of private data made this way confirms
+    no guess of that data to anyone else.
+    """
+    mac = hmac.new(user_secret(), purpose.encode() + b"\0", "sha256")
+    mac.update(message)
+    return mac.hexdigest()

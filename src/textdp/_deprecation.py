@@ -1,8 +1,9 @@
-"""Old names that keep working for one release, with a :class:`DeprecationWarning`.
+"""The one way textdp will rename a keyword argument, once a version has been released.
 
-A leaf module: the one way textdp renames a keyword argument or a function
-(``docs/glossary.md`` lists the names; ``rng=`` became ``seed=``, ``normalise``
-became ``normalize``, ``randomise`` became ``randomize``).
+A leaf module. Nothing has been released yet, so no old name is kept anywhere;
+when a released name changes, decorate the function with
+:func:`renamed_parameter` for one release and list the pair in
+``docs/glossary.md``.
 """
 
 from __future__ import annotations
@@ -10,72 +11,45 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 from .errors import ParameterTypeError
 
-__all__ = ["REMOVAL", "deprecated_alias", "renamed_parameter"]
+__all__ = ["renamed_parameter"]
 
-#: The release in which the deprecated names go.
-REMOVAL = "0.3"
-
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def renamed_parameter(old: str, new: str) -> Callable[[F], F]:
-    """Accept ``old=`` as a deprecated spelling of keyword argument ``new=``.
+def renamed_parameter(old: str, new: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Accept ``old=`` as a deprecated spelling of keyword argument ``new=``, with a :class:`DeprecationWarning`.
 
-    >>> @renamed_parameter("rng", "seed")
-    ... def draw(n, seed=None):
-    ...     return n, seed
+    >>> @renamed_parameter("size_n", "size")
+    ... def draw(n, size=None):
+    ...     return n, size
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as w:
     ...     warnings.simplefilter("always")
-    ...     draw(2, rng=7), w[0].category.__name__
-    ((2, 7), 'DeprecationWarning')
-    >>> draw(2, rng=1, seed=1)
+    ...     draw(2, size_n=7), str(w[0].message)
+    ((2, 7), 'draw(size_n=...) is deprecated; use size=...')
+    >>> draw(2, size_n=1, size=1)
     Traceback (most recent call last):
     ...
-    textdp.errors.ParameterTypeError: draw() got both seed= and its deprecated name rng=; give seed= only
+    textdp.errors.ParameterTypeError: draw() got both size= and its deprecated name size_n=; give size= only
     """
 
-    def decorate(fn: F) -> F:
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         name = fn.__qualname__.replace(".__init__", "")
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             if old in kwargs:
                 if new in kwargs:
                     raise ParameterTypeError(f"{name}() got both {new}= and its deprecated name {old}=; give {new}= only")
-                warnings.warn(f"{name}({old}=...) is deprecated and will be removed in textdp {REMOVAL}; use {new}=...",
-                              DeprecationWarning, stacklevel=2)
+                warnings.warn(f"{name}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=2)
                 kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     return decorate
-
-
-def deprecated_alias(fn: F, old_name: str) -> F:
-    """``fn`` under its old name ``old_name``, warning on every call.
-
-    >>> def normalize(x):
-    ...     return x.lower()
-    >>> normalise = deprecated_alias(normalize, "normalise")
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as w:
-    ...     warnings.simplefilter("always")
-    ...     normalise("A"), str(w[0].message)
-    ('a', 'normalise() is deprecated and will be removed in textdp 0.3; use normalize()')
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        warnings.warn(f"{old_name}() is deprecated and will be removed in textdp {REMOVAL}; use {fn.__name__}()",
-                      DeprecationWarning, stacklevel=2)
-        return fn(*args, **kwargs)
-
-    wrapper.__name__ = wrapper.__qualname__ = old_name
-    wrapper.__doc__ = f"Deprecated alias of :func:`{fn.__name__}` (removed in textdp {REMOVAL})."
-    return wrapper  # type: ignore[return-value]

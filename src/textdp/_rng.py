@@ -43,7 +43,7 @@ CSPRNG_BIT_GENERATORS = frozenset({"AESCounter", "ChaCha"})
 SeedLike = int | np.random.SeedSequence | np.random.Generator | None
 
 
-def _aes(seed: np.random.SeedSequence | None) -> Any:
+def _aes(seed: np.random.SeedSequence | None) -> np.random.BitGenerator:
     """An ``AESCounter`` keyed from ``seed``, or from 128 fresh OS bits when ``seed`` is None."""
     from randomgen import AESCounter  # first use: ~35 ms
 
@@ -64,7 +64,7 @@ class TextDPGenerator(np.random.Generator):
 
     __slots__ = ("__weakref__", "_seeded")
 
-    def __init__(self, bit_generator: Any, seeded: bool = True) -> None:
+    def __init__(self, bit_generator: np.random.BitGenerator, seeded: bool = True) -> None:
         super().__init__(bit_generator)
         self._seeded = bool(seeded)  # unknown provenance counts as seeded
 
@@ -102,8 +102,8 @@ def _seed_sequence(seed: object, what: str = "seed") -> np.random.SeedSequence:
     return np.random.SeedSequence(int(seed))
 
 
-def make_rng(rng: SeedLike = None) -> np.random.Generator:
-    """Return a :class:`numpy.random.Generator` for ``rng``.
+def make_rng(seed: SeedLike = None) -> np.random.Generator:
+    """Return a :class:`numpy.random.Generator` for ``seed``.
 
     ``None`` gives an AES-CTR generator keyed from fresh OS entropy; an ``int`` or a
     :class:`~numpy.random.SeedSequence` gives a reproducible AES-CTR generator keyed
@@ -118,14 +118,14 @@ def make_rng(rng: SeedLike = None) -> np.random.Generator:
     >>> make_rng(g) is g
     True
     """
-    if rng is None:
+    if seed is None:
         return TextDPGenerator(_aes(None), seeded=False)
-    if isinstance(rng, np.random.Generator):
-        return rng
-    return TextDPGenerator(_aes(_seed_sequence(rng, "rng")), seeded=True)
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return TextDPGenerator(_aes(_seed_sequence(seed, "seed")), seeded=True)
 
 
-def spawn(rng: SeedLike, n: int) -> list[np.random.Generator]:
+def spawn(seed: SeedLike, n: int) -> list[np.random.Generator]:
     """``n`` independent generators for parallel work.
 
     * ``None``: each gets its own fresh OS key;
@@ -145,15 +145,15 @@ def spawn(rng: SeedLike, n: int) -> list[np.random.Generator]:
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or int(n) < 0:
         raise ParameterError(f"number of generators must be a non-negative integer, got {n!r}")
     n = int(n)
-    if rng is None:
+    if seed is None:
         return [TextDPGenerator(_aes(None), seeded=False) for _ in range(n)]
-    if isinstance(rng, np.random.Generator):
-        seeded = is_seeded(rng)
-        keys = rng.integers(0, 2**64, size=(n, 2), dtype=np.uint64, endpoint=False)
+    if isinstance(seed, np.random.Generator):
+        seeded = is_seeded(seed)
+        keys = seed.integers(0, 2**64, size=(n, 2), dtype=np.uint64, endpoint=False)
         from randomgen import AESCounter
 
         return [TextDPGenerator(AESCounter(key=k), seeded=seeded) for k in keys]
-    seq = _seed_sequence(rng)
+    seq = _seed_sequence(seed)
     return [
         TextDPGenerator(
             _aes(np.random.SeedSequence(seq.entropy, spawn_key=tuple(seq.spawn_key) + (i,), pool_size=seq.pool_size)),
@@ -163,8 +163,8 @@ def spawn(rng: SeedLike, n: int) -> list[np.random.Generator]:
     ]
 
 
-def is_seeded(rng: SeedLike) -> bool:
-    """Whether outputs drawn with ``rng`` are reproducible from a seed someone holds.
+def is_seeded(seed: SeedLike) -> bool:
+    """Whether outputs drawn with ``seed`` are reproducible from a seed someone holds.
 
     ``False`` only for ``None`` and for generators textdp keyed from OS entropy; a
     generator made outside textdp counts as seeded (textdp cannot vouch for it).
@@ -172,17 +172,17 @@ def is_seeded(rng: SeedLike) -> bool:
     >>> is_seeded(None), is_seeded(5), is_seeded(make_rng()), is_seeded(make_rng(5))
     (False, True, False, True)
     """
-    if rng is None:
+    if seed is None:
         return False
-    if isinstance(rng, TextDPGenerator):
-        return rng.seeded
-    if isinstance(rng, np.random.Generator):
+    if isinstance(seed, TextDPGenerator):
+        return seed.seeded
+    if isinstance(seed, np.random.Generator):
         return True
-    _seed_sequence(rng, "rng")  # validates
+    _seed_sequence(seed, "seed")  # validates
     return True
 
 
-def describe_rng(rng: SeedLike) -> dict[str, Any]:
+def describe_rng(seed: SeedLike) -> dict[str, object]:
     """Public description of a generator for output settings (never its seed or state).
 
     Keys: ``seeded`` (see :func:`is_seeded`), ``bit_generator`` (class name) and
@@ -193,8 +193,8 @@ def describe_rng(rng: SeedLike) -> dict[str, Any]:
     >>> describe_rng(make_rng(4))
     {'seeded': True, 'bit_generator': 'AESCounter', 'csprng': True}
     """
-    if isinstance(rng, np.random.Generator):
-        name = type(rng.bit_generator).__name__
+    if isinstance(seed, np.random.Generator):
+        name = type(seed.bit_generator).__name__
     else:
         name = BIT_GENERATOR
-    return {"seeded": is_seeded(rng), "bit_generator": name, "csprng": name in CSPRNG_BIT_GENERATORS}
+    return {"seeded": is_seeded(seed), "bit_generator": name, "csprng": name in CSPRNG_BIT_GENERATORS}

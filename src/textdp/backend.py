@@ -17,9 +17,12 @@ index) its own random stream, so results are identical under any scheduling.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Protocol, Self, TypeVar, runtime_checkable
 
 __all__ = ["Backend", "LocalBackend"]
+
+T = TypeVar("T")  # an item
+R = TypeVar("R")  # the job's result for it
 
 
 @runtime_checkable
@@ -28,7 +31,7 @@ class Backend(Protocol):
 
     name: str
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], on_result: Callable[[int, Any], None]) -> None:
+    def map(self, fn: Callable[[T], R], items: Sequence[T], on_result: Callable[[int, R], None]) -> None:
         """Run ``fn`` on every item; call ``on_result(index, result)`` in the driver as each finishes."""
         ...
 
@@ -50,7 +53,7 @@ class LocalBackend:
 
     name = "local"
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], on_result: Callable[[int, Any], None]) -> None:
+    def map(self, fn: Callable[[T], R], items: Sequence[T], on_result: Callable[[int, R], None]) -> None:
         for i, item in enumerate(items):
             on_result(i, fn(item))
 

@@ -131,7 +131,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def sequence_ids(docs: list[SourcedDocument], first: int = 0) -> list[str]:
+def sequence_ids(docs: Sequence[SourcedDocument], first: int = 0) -> list[str]:
     """Record ids: each document's own id, else its sequence number ``first + k``.
 
     >>> sequence_ids([SourcedDocument(None, "a", "x"), SourcedDocument("q", "b", "y")], first=5)
@@ -180,7 +180,7 @@ def duplicate_ids_message(count: int, first: str) -> str:
     return f"{count} {what} an earlier record's id (first: {first!r}); such records cannot be told apart"
 
 
-def iter_jsonl_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+def iter_jsonl_records(path: str | os.PathLike[str]) -> Iterator[dict[str, object]]:
     """Every JSON object of a JSON-lines file (``.gz`` decompressed), in file order.
 
     The one JSONL reader for whole records (users, topics, labels beside the text);
@@ -334,7 +334,7 @@ def _move_no_replace(tmp: str, target: Path) -> None:
     os.unlink(tmp)
 
 
-def write_json(path: str | os.PathLike[str], obj: Any, *, overwrite: bool = True, private: bool = True) -> None:
+def write_json(path: str | os.PathLike[str], obj: object, *, overwrite: bool = True, private: bool = True) -> None:
     """Write ``obj`` as indented JSON, atomically (``overwrite``, ``private``: as for :func:`atomic_writer`)."""
     with atomic_writer(path, overwrite=overwrite, private=private) as fh:
         json.dump(obj, fh, indent=2, ensure_ascii=False, allow_nan=False)

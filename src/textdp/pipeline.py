@@ -65,7 +65,6 @@ __all__ = [
     "privatize_documents",
     "release_decoder",
     "release_guarantee",
-    "release_kind",
     "release_settings",
     "write_private_report",
     "write_records",
@@ -74,15 +73,6 @@ __all__ = [
 DEFAULT_MECHANISM = "earth-movers"
 
 OUTPUT_FORMATS = ("jsonl", "text")
-
-
-def release_kind(mechanism: str | TextMechanism) -> str:
-    """What a release of this mechanism (registered name or object) holds: ``"bag"`` or ``"text"``.
-
-    >>> release_kind("earth-movers"), release_kind("cmp")
-    ('bag', 'text')
-    """
-    return entry(mechanism).releases if isinstance(mechanism, str) else mechanism.releases
 
 
 def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -> None:
@@ -112,7 +102,7 @@ def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -
         check_positive_int(size, "size")
 
 
-def parse_params(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, Any]:
+def parse_params(items: Sequence[str] | Mapping[str, object] | None) -> dict[str, object]:
     """Mechanism parameters from ``KEY=VALUE`` strings (CLI ``--param``): JSON values, else strings.
 
     >>> parse_params(["t=0.75", "top_k=20", "lambd=null", "p=0.3"])
@@ -126,7 +116,7 @@ def parse_params(items: Sequence[str] | Mapping[str, Any] | None) -> dict[str, A
         return {}
     if isinstance(items, Mapping):
         return dict(items)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for item in items:
         key, sep, raw = str(item).partition("=")
         key = key.strip().replace("-", "_")
@@ -152,7 +142,7 @@ def build_mechanism(
     decoder: str = "exact",
     known_source: bool = False,
     postprocess: str | None = None,
-    params: Mapping[str, Any] | Sequence[str] | None = None,
+    params: Mapping[str, object] | Sequence[str] | None = None,
 ) -> TextMechanism:
     """A fitted mechanism from the registry, configured from the options ``textdp obfuscate`` offers.
 
@@ -181,7 +171,7 @@ def build_mechanism(
         raise ParameterError(f"{name} is a {e.family} mechanism: use textdp "
                              f"{'rewrite' if e.family == 'sentence' else 'topics'}, not obfuscate")
     own = e.load().param_names()
-    kwargs: dict[str, Any] = parse_params(params)
+    kwargs: dict[str, object] = parse_params(params)
     rate_given = kwargs.get("rate") is not None
     clash = sorted(set(kwargs) & {"epsilon", "embeddings", "seed", "stop_words"})
     if clash:

@@ -60,9 +60,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 from scipy.special import gammainc, gammaincinv, gammaln, logsumexp
@@ -73,6 +72,7 @@ from .._validation import (
     check_positive_int,
     check_probability,
 )
+from ..embeddings import Embeddings, EmbeddingsSource
 from ..errors import ParameterError, ParameterTypeError
 from ..mechanisms import EarthMoversPrivacy
 from ..text import BAG_MODES, make_bag
@@ -270,7 +270,7 @@ class UtilityBound:
         rel = "<=" if self.valid else ">"
         return f"epsilon*e*N*Delta = {lhs:.4g} {rel} n = {self.dim}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["condition"] = self.condition
         return out
@@ -358,9 +358,21 @@ class DocumentGuarantee:
     multiplier_text: str
     epsilon_for_unit_loss: float | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready dict (no inf/NaN: an overflowing multiplier is ``None``)."""
         return asdict(self)
+
+
+def _document_distance(rows: Sequence[np.ndarray], n: int, bag: str, vectors: np.ndarray, metric: str,
+                       names: tuple[str, str]) -> tuple[float, float | None, float | None]:
+    """``(distance, E_d, W_inf)``: W_inf of the word distributions (``sample``) or E_d of the two bags."""
+    if bag == "sample":
+        w_inf = distribution_distance(rows[0], rows[1], vectors, metric=metric)
+        return w_inf, None, w_inf
+    bag_a = make_bag(rows[0], n, bag, doc_id=f"document {names[0]}")
+    bag_b = make_bag(rows[1], n, bag, doc_id=f"document {names[1]}")
+    e_d = bag_distance(bag_a, bag_b, vectors, metric=metric)
+    return e_d, e_d, None
 
 
 def document_guarantee(
@@ -369,7 +381,7 @@ def document_guarantee(
     *,
     epsilon: float,
     size: int | None = None,
-    embeddings: Any = None,
+    embeddings: EmbeddingsSource = None,
     vocab_size: int | None = None,
     bag: str = "truncate",
     stop_words: str | Iterable[str] | None = "english",
@@ -412,46 +424,24 @@ def document_guarantee(
     if metric not in METRICS:
         raise ParameterError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
     check_choice(bag, "bag mode", BAG_MODES)
-    if embeddings is not None and not hasattr(embeddings, "vectors") and not isinstance(embeddings, (str, os.PathLike)):
+    if embeddings is not None and not isinstance(embeddings, (Embeddings, str, os.PathLike)):
         raise ParameterTypeError(f"embeddings must be an Embeddings, a path or None, got {type(embeddings).__name__}")
     mech = EarthMoversPrivacy(
         epsilon=epsilon, size=size, embeddings=embeddings, vocab_size=vocab_size, bag=bag, stop_words=stop_words
     ).fit()
     rows, n_tokens, dropped = mech.prepare([text_a, text_b], list(names))
-    n = size if size is not None else min(r.size for r in rows)
-    n = check_positive_int(n, "size")
+    n = check_positive_int(size if size is not None else min(r.size for r in rows), "size")
     emb = mech.embeddings_
-    e_d: float | None = None
-    w_inf: float | None = None
-    if bag == "sample":
-        w_inf = distance = distribution_distance(rows[0], rows[1], emb.vectors, metric=metric)
-    else:
-        bag_a = make_bag(rows[0], n, bag, doc_id=f"document {names[0]}")
-        bag_b = make_bag(rows[1], n, bag, doc_id=f"document {names[1]}")
-        e_d = distance = bag_distance(bag_a, bag_b, emb.vectors, metric=metric)
+    distance, e_d, w_inf = _document_distance(rows, n, bag, emb.vectors, metric, names)
     loss = privacy_loss(mech.epsilon_, n, distance)
     return DocumentGuarantee(
-        epsilon=mech.epsilon_,
-        size=int(n),
-        metric=metric,
-        bag=bag,
-        distance_name="W_inf" if bag == "sample" else "E_d",
-        embeddings=emb.name,
-        dim=emb.dim,
-        vocab_size=emb.vocab_size,
-        n_tokens_a=int(n_tokens[0]),
-        n_tokens_b=int(n_tokens[1]),
-        dropped_oov_a=int(dropped[0]),
-        dropped_oov_b=int(dropped[1]),
-        words_a=int(rows[0].size),
-        words_b=int(rows[1].size),
-        distance=float(distance),
-        earth_movers_distance=None if e_d is None else float(e_d),
-        wasserstein_infinity=None if w_inf is None else float(w_inf),
-        total_distance=float(n * distance),
-        privacy_loss=loss,
-        log10_multiplier=log10_multiplier(loss),
-        multiplier=multiplier(loss),
+        epsilon=mech.epsilon_, size=int(n), metric=metric, bag=bag, distance_name="W_inf" if bag == "sample" else "E_d",
+        embeddings=emb.name, dim=emb.dim, vocab_size=emb.vocab_size,
+        n_tokens_a=int(n_tokens[0]), n_tokens_b=int(n_tokens[1]), dropped_oov_a=int(dropped[0]),
+        dropped_oov_b=int(dropped[1]), words_a=int(rows[0].size), words_b=int(rows[1].size),
+        distance=float(distance), earth_movers_distance=None if e_d is None else float(e_d),
+        wasserstein_infinity=None if w_inf is None else float(w_inf), total_distance=float(n * distance),
+        privacy_loss=loss, log10_multiplier=log10_multiplier(loss), multiplier=multiplier(loss),
         multiplier_text=format_multiplier(loss),
         epsilon_for_unit_loss=(1.0 / (n * distance)) if distance > 0 else None,
     )

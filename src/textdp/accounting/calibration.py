@@ -38,10 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from .._deprecation import renamed_parameter
 from .._rng import make_rng
 from .._validation import check_epsilon, check_positive_int, check_probability
-from ..embeddings import Embeddings, ExactDecoder, load_embeddings
+from ..embeddings import Decoder, Embeddings, EmbeddingsSource, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError
 from ..mechanisms import laplace_noise, noisy_vectors
 from ..progress import ProgressCallback
@@ -65,9 +64,8 @@ __all__ = [
 DEFAULT_RANKS = (1000, 6000)
 
 
-@renamed_parameter("rng", "seed")
 def calibration_words(
-    embeddings: Any,
+    embeddings: Embeddings,
     n_words: int = 300,
     ranks: tuple[int, int] = DEFAULT_RANKS,
     stop_words: str | Iterable[str] | None = "english",
@@ -230,7 +228,6 @@ class SurvivalCurve:
         w = self.thresholds.shape[0]
         return rng.multinomial(w, np.full(w, 1.0 / w), size=n_boot).astype(np.float64)
 
-    @renamed_parameter("rng", "seed")
     def interval(
         self, epsilon: float, confidence: float = 0.95, n_boot: int = 2000, seed: int | np.random.Generator | None = None
     ) -> tuple[float, float]:
@@ -268,7 +265,6 @@ class SurvivalCurve:
         """The epsilon whose estimated unchanged fraction equals ``target_unchanged``."""
         return self._inverse(check_probability(target_unchanged, "target unchanged fraction"))
 
-    @renamed_parameter("rng", "seed")
     def epsilon_interval(
         self,
         target_unchanged: float,
@@ -300,7 +296,7 @@ class SurvivalCurve:
         return np.repeat(self.words, self.repeats)
 
 
-def _load(embeddings: Any, vocab_size: int | None) -> Any:
+def _load(embeddings: EmbeddingsSource, vocab_size: int | None) -> Embeddings:
     if isinstance(embeddings, Embeddings):
         return embeddings.restrict(top_k=vocab_size) if vocab_size is not None else embeddings
     return load_embeddings(embeddings, vocab_size=vocab_size)
@@ -310,9 +306,8 @@ def _load(embeddings: Any, vocab_size: int | None) -> Any:
 MAX_DRAWS = 1_000_000
 
 
-@renamed_parameter("rng", "seed")
 def survival_curve(
-    embeddings: Any = None,
+    embeddings: EmbeddingsSource = None,
     *,
     words: Sequence[str] | np.ndarray | None = None,
     n_words: int = 300,
@@ -387,16 +382,15 @@ class Calibration:
     dim: int
     vocab_size: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         from dataclasses import asdict
 
         return asdict(self)
 
 
-@renamed_parameter("rng", "seed")
 def calibrate_epsilon(
     target_unchanged: float,
-    embeddings: Any = None,
+    embeddings: EmbeddingsSource = None,
     *,
     curve: SurvivalCurve | None = None,
     confidence: float = 0.95,
@@ -454,19 +448,18 @@ class DiagnosticRow:
     p90_neighbour_rank: float
     within_10_neighbours: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         from dataclasses import asdict
 
         return asdict(self)
 
 
-@renamed_parameter("rng", "seed")
 def diagnose(
     curve: SurvivalCurve,
     epsilons: Iterable[float],
-    embeddings: Any = None,
+    embeddings: EmbeddingsSource = None,
     *,
-    decoder: Any = None,
+    decoder: Decoder | None = None,
     confidence: float = 0.95,
     seed: int | np.random.Generator | None = None,
     progress: ProgressCallback | None = None,

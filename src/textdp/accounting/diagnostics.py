@@ -13,8 +13,6 @@ be published beside the private documents.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..embeddings import Embeddings
@@ -101,7 +99,7 @@ def rank_summary(ranks: np.ndarray) -> dict[str, float]:
     }
 
 
-def report_fields(diag: DocumentDiagnostics, embeddings: Embeddings) -> dict[str, Any]:
+def report_fields(diag: DocumentDiagnostics, embeddings: Embeddings) -> dict[str, object]:
     """The private-report fields of one document (``textdp obfuscate --private-report``).
 
     Returns ``{"n_tokens", "dropped_oov", "n_in_vocabulary", "unchanged_fraction",

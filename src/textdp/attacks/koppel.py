@@ -39,7 +39,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._deprecation import renamed_parameter
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import DocumentError, ParameterError
@@ -151,7 +150,7 @@ class KoppelAttacker:
     feature_fraction : float, optional
         Override the variant's share of features per trial.
     seed : int, numpy.random.Generator or None
-        Seed or generator for the feature subsets and windows (``rng=``: deprecated name).
+        Seed or generator for the feature subsets and windows.
 
     References
     ----------
@@ -171,7 +170,6 @@ class KoppelAttacker:
     ['A', 'B']
     """
 
-    @renamed_parameter("rng", "seed")
     def __init__(
         self,
         variant: str = "pan",
@@ -264,7 +262,6 @@ class KoppelAttacker:
         return np.bincount(ids[ids >= 0], minlength=len(self.features_)).astype(np.float64)
 
     # -------------------------------------------------------------- predict
-    @renamed_parameter("rng", "seed")
     def attribute(
         self,
         unknown: Sequence[object],
@@ -339,7 +336,6 @@ class KoppelAttacker:
             candidates=self.candidates_,
         )
 
-    @renamed_parameter("rng", "seed")
     def predict(self, unknown: Sequence[object], *, seed: int | np.random.Generator | None = None) -> np.ndarray:
         """Predicted candidate label per unknown text (see :meth:`attribute`)."""
         return self.attribute(unknown, seed=seed).labels

@@ -31,6 +31,12 @@ The auditor estimates that quantity from samples, in the style of Google's DP st
 is not a proof of privacy (the auditor only sees the pair and events it tries); a failure at 95%
 confidence is strong evidence of a bug, with a false alarm rate of at most 5% per audit.
 
+Cases whose claimed law is known (n-dimensional Laplace noise, the exponential mechanisms) also
+carry a :class:`~textdp.audit.curve.PrivacyCurve`: the whole privacy profile δ(ε′) of the
+mechanism under test is compared with the claimed law's (:mod:`textdp.audit.curve`), which sees a
+halved noise scale in 50 dimensions where the worst-case event cannot. The two tests then share
+the error budget (``(1 − confidence)/2`` each) and ``passed`` requires both.
+
 References
 ----------
 A. C. Gilbert, A. McMillan. Property testing for differential privacy. Allerton 2018 (and Google's
@@ -47,14 +53,17 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import beta as _beta
 
 from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError, ParameterTypeError
+from ..progress import ProgressCallback
+from .curve import CurveResult, PrivacyCurve, Sampler, curve_test
 
 __all__ = [
     "EVENT_KINDS",
@@ -75,10 +84,9 @@ MIN_SAMPLES = 200
 #: Most samples per input (the atoms of both samples are kept in memory: ~16 bytes each).
 MAX_SAMPLES = 20_000_000
 
-Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
 
 
-def projection_statistic(a: Any, b: Any) -> Callable[[np.ndarray], np.ndarray]:
+def projection_statistic(a: ArrayLike, b: ArrayLike) -> Callable[[np.ndarray], np.ndarray]:
     """The statistic ``<x - (a + b)/2, a - b> / ||a - b||`` of a batch of outputs ``x``.
 
     For additive noise that is spherical (Gaussian, n-dimensional Laplace) this is the
@@ -132,12 +140,14 @@ class AuditCase:
         Number of quantile bins for ``histogram`` (tails are resolved geometrically).
     chunk : int
         Outputs drawn per call of ``sample`` (bounds the memory of one call).
+    curve : PrivacyCurve, optional
+        The claimed law's privacy curve, audited beside the event (:mod:`textdp.audit.curve`).
     """
 
     mechanism: str
     pair: str
-    input_a: Any = field(repr=False)
-    input_b: Any = field(repr=False)
+    input_a: object = field(repr=False)
+    input_b: object = field(repr=False)
     sample: Sampler = field(repr=False)
     claimed_epsilon: float
     claimed_delta: float = 0.0
@@ -145,6 +155,7 @@ class AuditCase:
     statistic: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False)
     bins: int = 128
     chunk: int = 65_536
+    curve: PrivacyCurve | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not callable(self.sample):
@@ -156,12 +167,16 @@ class AuditCase:
             raise ParameterError(f"claimed_delta must lie in [0, 1), got {self.claimed_delta!r}")
         check_positive_int(self.bins, "bins", minimum=2)
         check_positive_int(self.chunk, "chunk")
+        if self.curve is not None and self.curve.reuse_outputs and self.events != "discrete":
+            raise ParameterError("a curve that reuses the event outputs needs discrete events")
 
     def atoms_of(self, outputs: np.ndarray) -> np.ndarray:
         """What the auditor keeps of a batch of outputs: the statistic, or the discrete outputs."""
         out = np.asarray(outputs)
         if self.events == "histogram":
-            stat = self.statistic or projection_statistic(self.input_a, self.input_b)
+            # histogram cases without a statistic of their own have vector inputs
+            stat = self.statistic or projection_statistic(cast("ArrayLike", self.input_a),
+                                                          cast("ArrayLike", self.input_b))
             values = np.asarray(stat(out), dtype=np.float64).reshape(-1)
             if values.shape[0] != out.shape[0]:
                 raise ParameterError(f"{self.mechanism}: the statistic returned {values.shape[0]} values "
@@ -205,6 +220,8 @@ class AuditResult:
         The selected event (public description).
     seconds : float
         Wall time of the audit.
+    curve : CurveResult or None
+        The privacy-curve audit, for cases that carry one (``passed`` requires it to pass too).
     """
 
     mechanism: str
@@ -220,8 +237,9 @@ class AuditResult:
     confidence: float = 0.95
     event: str = ""
     seconds: float = 0.0
+    curve: CurveResult | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float | bool | dict[str, bool | float | int] | None]:
         """The JSON form: exactly the fields of ``textdp audit --json`` (``inf`` becomes ``null``)."""
         est: float | None = self.estimated_epsilon if math.isfinite(self.estimated_epsilon) else None
         return {
@@ -235,6 +253,7 @@ class AuditResult:
             "passed": self.passed,
             "seeded": self.seeded,
             "pair": self.pair,
+            "curve": None if self.curve is None else self.curve.to_dict(),
         }
 
 
@@ -262,7 +281,8 @@ def _loss_bound(ka: np.ndarray, kb: np.ndarray, n: int, delta: float, alpha: flo
         return np.where(num > 0, np.log(np.maximum(num, 1e-300)) - np.log(pb_hi), -np.inf)
 
 
-def _draw(case: AuditCase, which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(case: AuditCase, which: object, n: int, rng: np.random.Generator,
+          tick: Callable[[int], None] | None = None) -> np.ndarray:
     parts = []
     done = 0
     while done < n:
@@ -272,6 +292,8 @@ def _draw(case: AuditCase, which: Any, n: int, rng: np.random.Generator) -> np.n
             raise ParameterError(f"{case.mechanism}: sample(input, {k}, rng) returned {out.shape[0]} outputs")
         parts.append(case.atoms_of(out))
         done += k
+        if tick is not None:
+            tick(k)
     return np.concatenate(parts, axis=0)
 
 
@@ -345,14 +367,64 @@ def _describe_event(case: AuditCase, atoms: np.ndarray, n_atoms: int, first: str
             "(ranked on a quarter of the samples)")
 
 
+def _select_event(case: AuditCase, out_a: np.ndarray, out_b: np.ndarray, n: int, delta: float,
+                  alpha: float) -> tuple[int, np.ndarray, int, int, np.ndarray, np.ndarray]:
+    """The event chosen on the selection half: ``(direction, atoms, n_atoms, events tried, ev_a, ev_b)``.
+
+    ``ev_a``/``ev_b`` are the atom counts of the evaluation half (never seen by the selection).
+    """
+    n_sel = n // 2
+    # discrete atoms are ranked on the first half of the selection samples and the prefix is
+    # chosen on the second; the tails of a histogram need no ranking
+    n_rank = n_sel // 2 if case.events == "discrete" else 0
+    parts = [out_a[:n_rank], out_b[:n_rank], out_a[n_rank:n_sel], out_b[n_rank:n_sel], out_a[n_sel:], out_b[n_sel:]]
+    ids, n_atoms = _atom_ids(case, parts)
+    rank_a, rank_b, sel_a, sel_b, ev_a, ev_b = (np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids)
+
+    best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
+    n_events = 0
+    for direction, (num, den, rnum, rden) in enumerate(((sel_a, sel_b, rank_a, rank_b),
+                                                        (sel_b, sel_a, rank_b, rank_a))):
+        for order in _candidate_orders(case, rnum, rden, n_atoms):
+            n_events += order.size
+            if order.size == 0:
+                continue
+            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel - n_rank, delta, alpha)
+            k = int(np.argmax(bounds))
+            if bounds[k] > best[0]:
+                best = (float(bounds[k]), direction, order[: k + 1])
+    _, direction, chosen = best
+    return direction, chosen, n_atoms, n_events, ev_a, ev_b
+
+
+def _evaluate_event(ev_a: np.ndarray, ev_b: np.ndarray, direction: int, chosen: np.ndarray, n_eval: int,
+                    delta: float, alpha: float) -> tuple[float, float]:
+    """``(lower bound, point estimate)`` of the loss of the chosen event on the evaluation half."""
+    num_eval, den_eval = (ev_a, ev_b) if direction == 0 else (ev_b, ev_a)
+    ka, kb = float(num_eval[chosen].sum()), float(den_eval[chosen].sum())
+    bound = float(_loss_bound(np.array([ka]), np.array([kb]), n_eval, delta, alpha)[0])
+    lower = max(0.0, bound) if math.isfinite(bound) else 0.0
+    pa, pb = ka / n_eval, kb / n_eval
+    if pa <= delta:
+        estimate = 0.0
+    elif pb == 0.0:
+        estimate = math.inf
+    else:
+        estimate = max(0.0, math.log((pa - delta) / pb))
+    return lower, estimate
+
+
 def run_audit(
     case: AuditCase,
     *,
     samples: int = 100_000,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
+    progress: ProgressCallback | None = None,
 ) -> AuditResult:
     """Audit ``case`` with ``samples`` outputs per input (see the module docstring).
+
+    ``progress(done, total)`` is called as outputs are drawn (``total``: all outputs of the audit).
 
     Examples
     --------
@@ -375,45 +447,29 @@ def run_audit(
     if n > MAX_SAMPLES:
         raise ParameterError(f"samples must be <= {MAX_SAMPLES:,} per input (memory); got {n:,}")
     conf = check_probability(confidence, "confidence")
-    alpha = (1.0 - conf) / 2.0
+    # with a curve audit the two tests share the false-alarm budget 1 - confidence
+    budget = (1.0 - conf) / (2.0 if case.curve is not None else 1.0)
+    alpha = budget / 2.0
     delta = case.claimed_delta
     t0 = time.perf_counter()
     gen = make_rng(seed)
-    out_a = _draw(case, case.input_a, n, gen)
-    out_b = _draw(case, case.input_b, n, gen)
-    n_sel = n // 2
-    n_eval = n - n_sel
-    # discrete atoms are ranked on the first half of the selection samples and the prefix is
-    # chosen on the second; the tails of a histogram need no ranking
-    n_rank = n_sel // 2 if case.events == "discrete" else 0
-    parts = [out_a[:n_rank], out_b[:n_rank], out_a[n_rank:n_sel], out_b[n_rank:n_sel], out_a[n_sel:], out_b[n_sel:]]
-    ids, n_atoms = _atom_ids(case, parts)
-    rank_a, rank_b, sel_a, sel_b, ev_a, ev_b = (np.bincount(x, minlength=n_atoms).astype(np.float64) for x in ids)
+    reuse = case.curve is not None and case.curve.reuse_outputs
+    total = 4 * n if case.curve is not None and not reuse else 2 * n
+    counter = [0]
 
-    best = (-np.inf, 0, np.zeros(0, dtype=np.int64))  # (selection bound, direction, atoms)
-    n_events = 0
-    for direction, (num, den, rnum, rden) in enumerate(((sel_a, sel_b, rank_a, rank_b),
-                                                        (sel_b, sel_a, rank_b, rank_a))):
-        for order in _candidate_orders(case, rnum, rden, n_atoms):
-            n_events += order.size
-            if order.size == 0:
-                continue
-            bounds = _loss_bound(np.cumsum(num[order]), np.cumsum(den[order]), n_sel - n_rank, delta, alpha)
-            k = int(np.argmax(bounds))
-            if bounds[k] > best[0]:
-                best = (float(bounds[k]), direction, order[: k + 1])
-    _, direction, chosen = best
-    num_eval, den_eval = (ev_a, ev_b) if direction == 0 else (ev_b, ev_a)
-    ka, kb = float(num_eval[chosen].sum()), float(den_eval[chosen].sum())
-    bound = float(_loss_bound(np.array([ka]), np.array([kb]), n_eval, delta, alpha)[0])
-    lower = max(0.0, bound) if math.isfinite(bound) else 0.0
-    pa, pb = ka / n_eval, kb / n_eval
-    if pa <= delta:
-        estimate = 0.0
-    elif pb == 0.0:
-        estimate = math.inf
-    else:
-        estimate = max(0.0, math.log((pa - delta) / pb))
+    def tick(k: int) -> None:
+        counter[0] += k
+        if progress is not None:
+            progress(counter[0], total)
+
+    out_a = _draw(case, case.input_a, n, gen, tick)
+    out_b = _draw(case, case.input_b, n, gen, tick)
+    direction, chosen, n_atoms, n_events, ev_a, ev_b = _select_event(case, out_a, out_b, n, delta, alpha)
+    lower, estimate = _evaluate_event(ev_a, ev_b, direction, chosen, n - n // 2, delta, alpha)
+    curve = None
+    if case.curve is not None:
+        curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total,
+                           outputs=(out_a, out_b) if reuse else None)
     return AuditResult(
         mechanism=case.mechanism,
         claimed_epsilon=float(case.claimed_epsilon),
@@ -422,11 +478,12 @@ def run_audit(
         lower_bound=lower,
         samples=n,
         events=n_events,
-        passed=bool(lower <= case.claimed_epsilon),
+        passed=bool(lower <= case.claimed_epsilon) and (curve is None or curve.passed),
         seeded=seed is not None,
         pair=case.pair,
         confidence=conf,
         event=_describe_event(case, chosen, n_atoms, "a" if direction == 0 else "b"),
         seconds=time.perf_counter() - t0,
+        curve=curve,
     )
 

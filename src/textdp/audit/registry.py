@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError, ParameterTypeError
+from ..progress import ProgressCallback
 from .core import AuditCase, AuditResult, run_audit
 
 __all__ = ["AuditFactory", "audit", "audit_case", "audit_case_names", "describe_audit_cases",
@@ -85,6 +86,7 @@ def audit(
     samples: int = 100_000,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
+    progress: ProgressCallback | None = None,
 ) -> AuditResult:
     """Audit a registered mechanism (by name) or an :class:`AuditCase`.
 
@@ -102,6 +104,8 @@ def audit(
         Seed for reproducible audits; ``None`` draws fresh OS entropy.
     confidence : float
         Confidence level of the Clopper–Pearson lower bound.
+    progress : callable, optional
+        ``progress(done, total)`` over the outputs drawn (:mod:`textdp.progress`).
 
     Returns
     -------
@@ -112,10 +116,10 @@ def audit(
     --------
     >>> r = audit("laplace", epsilon=1.0, samples=20_000, seed=3)
     >>> r.passed, r.claimed_epsilon, sorted(r.to_dict())[:4]
-    (True, 1.0, ['claimed_delta', 'claimed_epsilon', 'estimated_epsilon', 'events'])
+    (True, 1.0, ['claimed_delta', 'claimed_epsilon', 'curve', 'estimated_epsilon'])
     """
     if isinstance(mechanism, AuditCase):
         case = mechanism
     else:
         case = audit_case(mechanism, epsilon=epsilon, delta=delta)
-    return run_audit(case, samples=samples, seed=seed, confidence=confidence)
+    return run_audit(case, samples=samples, seed=seed, confidence=confidence, progress=progress)

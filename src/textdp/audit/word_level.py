@@ -2,8 +2,10 @@
 
 Each case runs the registered mechanism class itself (``privatize_ids``: its pure batch core,
 vectorised over all samples) on one of two public GloVe words, ``n`` times per word, and audits
-the released words (discrete events). The claim is the mechanism's own per-word bound for the
-pair, :meth:`~textdp.mechanisms.WordLevelMechanism.log_ratio_bound`:
+the released words (discrete events). The claim is the mechanism's per-word bound for the pair,
+computed by :func:`textdp.audit.claims.word_claim` from the public parameters the case was given
+(ε, the vocabulary, β or λ), never read from the mechanism object (whose ``epsilon_`` the sampler
+also reads, so a bug inflating both would go unseen):
 
 * metric DP (``cmp``, ``vickrey``, ``tem``, ``santext``): ``ε·d`` for two words at Euclidean
   distance ``d`` (TEM: ``ε·min(d, γ)``); ``mahalanobis``: ``ε·d_RM``; ``santext+``: ``ε·d`` for two
@@ -18,22 +20,32 @@ the default ε per mechanism (:data:`DEFAULT_EPSILON`) puts the claim near
 
 How much of the claim an audit can show is the mechanism's, not the auditor's: the exponential
 mechanisms ``exp(-ε d / 2)`` realise about half of ``ε·d`` (the other half covers the normaliser),
-and noise-then-decode mechanisms in 50 dimensions far less (see BENCHMARKS.md). A pass is no
-proof; a failure at 95% confidence is strong evidence of a bug.
+and noise-then-decode mechanisms in 50 dimensions far less (see BENCHMARKS.md). So the cases whose
+claimed law is known also audit the whole privacy curve (:mod:`textdp.audit.curve`): ``cmp`` and
+``mahalanobis`` on the noisy vectors before decoding (exact loss of the claimed noise density),
+``santext`` and ``tem`` on the released words (exact loss from the claimed score table). A pass is
+no proof; a failure at 95% confidence is strong evidence of a bug.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError
-from .cases import TARGET_LOSS, WORD_PAIRS
+from .cases import TARGET_LOSS, WORD_PAIRS, exponential_curve, metric_noise_curve
+from .claims import mahalanobis_inverse_root, tem_threshold, word_claim
 from .core import AuditCase
+from .curve import PrivacyCurve
+
+if TYPE_CHECKING:
+    from ..embeddings import Embeddings
+    from ..mechanisms.exponential import CusText, SanTextPlus
+    from ..mechanisms.word_level import WordLevelMechanism
 
 __all__ = [
     "AUDIT_VOCABULARY",
@@ -62,27 +74,29 @@ SENSITIVE_PAIRS: tuple[tuple[str, str], ...] = (
 GROUP_ANCHOR = "monday"
 
 
-def choose_mechanism_pair(mech: Any, candidates: Sequence[tuple[str, str]] | None = None,
-                          target: float | None = None) -> tuple[str, str]:
-    """The candidate pair (in the vocabulary, finite positive claim) whose claim is closest to ``target``.
+def choose_mechanism_pair(name: str, epsilon: float, embeddings: Embeddings,
+                          candidates: Sequence[tuple[str, str]] | None = None,
+                          target: float | None = None, **params: Any) -> tuple[str, str]:
+    """The candidate pair (in the vocabulary, positive claim) whose claim is closest to ``target``.
 
-    The claim is ``mech.log_ratio_bound``; "closest" is on a log scale. ``candidates`` defaults
-    to :data:`textdp.audit.cases.WORD_PAIRS`, ``target`` to :data:`~textdp.audit.cases.TARGET_LOSS`.
+    The claim is :func:`~textdp.audit.claims.word_claim` (public parameters only); "closest" is on
+    a log scale. ``candidates`` defaults to :data:`textdp.audit.cases.WORD_PAIRS`, ``target`` to
+    :data:`~textdp.audit.cases.TARGET_LOSS`.
     """
-    index = mech.embeddings_.index
+    index = embeddings.index
     goal = TARGET_LOSS if target is None else float(target)
     scored = []
     for p in WORD_PAIRS if candidates is None else candidates:
         if p[0] in index and p[1] in index:
-            claim = float(mech.log_ratio_bound(index[p[0]], index[p[1]]))
+            claim = word_claim(name, epsilon, embeddings.vectors, index[p[0]], index[p[1]], **params)
             if math.isfinite(claim) and claim > 0:
                 scored.append((abs(math.log(claim / goal)), p))
     if not scored:
-        raise ParameterError(f"{mech.name}: no audit word pair is in the vocabulary with a finite claim")
+        raise ParameterError(f"{name}: no audit word pair is in the vocabulary with a finite claim")
     return min(scored)[1]
 
 
-def group_pair(mech: Any, anchor: str = GROUP_ANCHOR) -> tuple[str, str]:
+def group_pair(mech: CusText, anchor: str = GROUP_ANCHOR) -> tuple[str, str]:
     """Two words of ``anchor``'s CusText output set with the largest exact privacy loss.
 
     Uses the mechanism's exact law (``probabilities``) to pick the pair only; the audit itself
@@ -103,11 +117,15 @@ def group_pair(mech: Any, anchor: str = GROUP_ANCHOR) -> tuple[str, str]:
 
 def mechanism_case(
     name: str,
-    mech: Any,
+    mech: WordLevelMechanism,
     pair: tuple[str, str] | None = None,
     *,
-    claimed_by: Any = None,
+    epsilon: float,
+    embeddings: Embeddings | None = None,
+    claim_name: str | None = None,
+    curve: bool = True,
     chunk: int = 8_192,
+    **params: Any,
 ) -> AuditCase:
     """An audit case for a fitted word-level mechanism: two words, discrete events (the released word).
 
@@ -116,14 +134,23 @@ def mechanism_case(
     name : str
         Name of the case (the mechanism's registered name for the built-in cases).
     mech : WordLevelMechanism
-        The mechanism to sample (``privatize_ids(ids, rng)``), fitted or not.
+        The mechanism to sample (``privatize_ids(ids, rng)``), fitted or not. It is sampled only:
+        the claim never reads it.
     pair : (str, str), optional
         The two words (default: :func:`choose_mechanism_pair`).
-    claimed_by : WordLevelMechanism, optional
-        Whose ``log_ratio_bound`` is the claim (default ``mech``). Tests pass the correct
-        mechanism here and a deliberately broken one as ``mech``.
+    epsilon : float
+        The public ε the mechanism was asked for: the claim is computed from it.
+    embeddings : Embeddings, optional
+        The public vocabulary the mechanism was given (default: the one it holds).
+    claim_name : str, optional
+        Which mechanism's claim to compute (default ``name``; tests name a broken variant).
+    curve : bool
+        Also audit the privacy curve when the claimed law is known (``cmp``, ``mahalanobis``,
+        ``santext``, ``tem``).
     chunk : int
         Words privatized per call.
+    **params
+        Public parameters of the claim (``beta`` for TEM, ``lambd`` for Mahalanobis).
 
     Examples
     --------
@@ -132,45 +159,74 @@ def mechanism_case(
     >>> from textdp.audit import run_audit
     >>> emb = Embeddings(["a1", "b2", "c3", "d4"], np.eye(4), name="toy")
     >>> m = RandomReplacement(epsilon=1.0, embeddings=emb, stop_words=None).fit()
-    >>> case = mechanism_case("random", m, ("a1", "b2"))
+    >>> case = mechanism_case("random", m, ("a1", "b2"), epsilon=1.0)
     >>> case.claimed_epsilon, run_audit(case, samples=20_000, seed=0).passed
     (1.0, True)
     """
     mech._ensure_fitted()
-    claimer = mech if claimed_by is None else claimed_by
-    claimer._ensure_fitted()
-    emb = mech.embeddings_
-    chosen = choose_mechanism_pair(claimer) if pair is None else pair
+    eps = check_epsilon(epsilon)
+    kind = name if claim_name is None else claim_name
+    emb = mech.embeddings_ if embeddings is None else embeddings
+    chosen = choose_mechanism_pair(kind, eps, emb, **params) if pair is None else pair
     for w in chosen:
         if w not in emb.index:
             raise ParameterError(f"{name}: audit word {w!r} is not in the vocabulary {emb.name}")
     a, b = emb.index[chosen[0]], emb.index[chosen[1]]
-    claim = float(claimer.log_ratio_bound(a, b))
+    claim = word_claim(kind, eps, emb.vectors, a, b, **params)
     if not math.isfinite(claim):
         raise ParameterError(f"{name}: the words {chosen} are not protected from each other (infinite bound)")
 
     def sample(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
         return np.asarray(mech.privatize_ids(np.full(n, x, dtype=np.int64), rng))
 
+    law = _curve(kind, mech, eps, emb, a, b, sample, **params) if curve else None
     return AuditCase(
         mechanism=name,
-        pair=(f"words {chosen[0]!r} vs {chosen[1]!r} ({emb.name}); claim = the mechanism's per-word bound "
-              f"{claim:.4f} ({claimer.metric}); events: released words"),
+        pair=(f"words {chosen[0]!r} vs {chosen[1]!r} ({emb.name}); claim {claim:.4f} computed from the public "
+              f"epsilon={eps:g} and the vocabulary; events: released words"),
         input_a=a,
         input_b=b,
         sample=sample,
         claimed_epsilon=claim,
         events="discrete",
         chunk=check_positive_int(chunk, "chunk"),
+        curve=law,
     )
+
+
+def _curve(kind: str, mech: WordLevelMechanism, eps: float, emb: Embeddings, a: int, b: int,
+           sample: Callable[[int, int, np.random.Generator], np.ndarray], **params: Any) -> PrivacyCurve | None:
+    """The privacy curve of the claimed law, where it is known (else ``None``)."""
+    vectors = emb.vectors
+    noisy_vectors = getattr(mech, "noisy_vectors", None)  # CMP and Mahalanobis (before decoding)
+    if kind in ("cmp", "mahalanobis") and callable(noisy_vectors):
+        transform = None
+        if kind == "mahalanobis":
+            transform = mahalanobis_inverse_root(vectors, float(params.get("lambd", 0.2)))
+
+        def noisy(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
+            return np.asarray(noisy_vectors(np.full(n, x, dtype=np.int64), rng))
+
+        return metric_noise_curve(noisy, vectors[a], vectors[b], eps, transform=transform,
+                                  what=f"{kind}'s noisy vectors before decoding")
+    if kind in ("santext", "tem"):
+        cap = tem_threshold(eps, float(params.get("beta", 0.001)), vectors.shape[0]) if kind == "tem" else math.inf
+        return exponential_curve(sample, vectors, a, b, eps, cap=cap, what=f"{kind}'s released words")
+    return None
 
 
 def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
                         vocab_size: int = AUDIT_VOCABULARY, pair: tuple[str, str] | None = None,
-                        **params: Any) -> AuditCase:
-    """The built-in case of the registered word-level mechanism ``name`` (see the module docstring)."""
+                        mechanism: WordLevelMechanism | None = None, **params: Any) -> AuditCase:
+    """The built-in case of the registered word-level mechanism ``name`` (see the module docstring).
+
+    ``mechanism``: sample this (fitted) instance instead of building one (tests pass deliberately
+    broken variants; the claim still comes from ``epsilon`` and the public vocabulary).
+    """
     from ..embeddings import load_embeddings
     from ..mechanisms import get
+    from ..mechanisms.exponential import CusText, SanTextPlus
+    from ..mechanisms.word_level import WordLevelMechanism
 
     if delta not in (None, 0, 0.0):
         raise ParameterError(f"{name} is pure (metric) DP (delta = 0); --delta does not apply")
@@ -178,15 +234,17 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
     # stop words matter to CusText+ only (they pass through unchanged); the others see vocabulary rows
     stops = {} if name == "custext+" else {"stop_words": None}
-    mech = get(name, epsilon=eps, embeddings=emb, **stops, **params).fit()
-    if pair is None and name in ("custext", "custext+"):
+    mech = get(name, epsilon=eps, embeddings=emb, **stops, **params).fit() if mechanism is None else mechanism
+    if not isinstance(mech, WordLevelMechanism):
+        raise ParameterError(f"{name} is not a word-level mechanism ({type(mech).__name__})")
+    if pair is None and name in ("custext", "custext+") and isinstance(mech, CusText):
         pair = group_pair(mech)
-    elif pair is None and name == "santext+":
-        pair = choose_mechanism_pair(mech, [p for p in SENSITIVE_PAIRS if _sensitive(mech, p)])
-    return mechanism_case(name, mech, pair)
+    elif pair is None and name == "santext+" and isinstance(mech, SanTextPlus):
+        pair = choose_mechanism_pair(name, eps, emb, [p for p in SENSITIVE_PAIRS if _sensitive(mech, p)], **params)
+    return mechanism_case(name, mech, pair, epsilon=eps, embeddings=emb, **params)
 
 
-def _sensitive(mech: Any, pair: tuple[str, str]) -> bool:
+def _sensitive(mech: SanTextPlus, pair: tuple[str, str]) -> bool:
     index = mech.embeddings_.index
     return all(w in index and index[w] >= mech.first_sensitive_ for w in pair)
 

@@ -15,7 +15,7 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -31,11 +31,13 @@ from rich.progress import (
 )
 from rich.text import Text
 from typer._click import exceptions as click_errors  # typer's own copy of click raises these
+from typer._click.core import Context, Parameter
 from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
 from ..errors import OutputExistsError, ParameterError, TextDPError
 from ..progress import ProgressCallback, StageProgress
+from ._choices import InputFormat
 
 EPSILON_OPTION_HELP = (
     f"Privacy parameter, in [{EPSILON_MIN:g}, {EPSILON_MAX:g}]. Smaller = more noise = more privacy. Noise per "
@@ -54,6 +56,14 @@ EPSILON_HELP_TEXT = (
 )
 
 FORCE_HELP = "Replace existing output files. Default: refuse. An input is never replaced, even with --force."
+
+# -- options that several commands declare the same way (one name per concept: docs/glossary.md) ----------
+ForceOption = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+TextFieldOption = Annotated[str, typer.Option(help="Text field of JSONL input.")]
+StopWordsOption = Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")]
+VocabSizeOption = Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")]
+InputFormatOption = Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130
@@ -234,14 +244,14 @@ def _plain_help(text: str | None) -> str | None:
     return None if text is None else escape(_reflow(text))
 
 
-def _quiet_flags(params: list[Any]) -> list[Any]:
+def _quiet_flags(params: list[Parameter]) -> list[Parameter]:
     for p in params:  # a flag takes no value: do not show a type such as <bool>
         if (getattr(p, "is_flag", False) or getattr(p, "count", False)) and p.metavar is None:
             p.metavar = ""
     return params
 
 
-def _usage_pieces(command: Any, ctx: Any) -> list[str]:
+def _usage_pieces(command: TyperCommand, ctx: Context) -> list[str]:
     """``[OPTIONS] CORPUS [FILES]...``: arguments in upper case, optional ones in brackets (click's style)."""
     pieces = [command.options_metavar] if command.options_metavar else []
     for p in command.get_params(ctx):
@@ -265,18 +275,19 @@ class Command(TyperCommand):
             if getattr(p, "help", None):
                 p.help = _plain_help(p.help)  # type: ignore[attr-defined]
 
-    def get_params(self, ctx: Any) -> list[Any]:
+    def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))
 
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         return _usage_pieces(self, ctx)
 
 
 def _usage_error_line(exc: click_errors.ClickException) -> str:
     """A click usage error as one line: what is wrong, and where the help is."""
     msg = " ".join(exc.format_message().replace("Value error, ", "").split())
-    param: Any = getattr(exc, "param", None)
-    if isinstance(exc, click_errors.MissingParameter) and getattr(param, "param_type_name", "") == "argument":
+    param: Parameter | None = getattr(exc, "param", None)
+    if (isinstance(exc, click_errors.MissingParameter) and param is not None
+            and getattr(param, "param_type_name", "") == "argument"):
         msg = f"missing argument {(param.metavar or param.name or '').upper()}"  # as the usage line names it
     ctx = getattr(exc, "ctx", None)
     if isinstance(exc, click_errors.UsageError) and ctx is not None:
@@ -293,14 +304,13 @@ class Group(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: object) -> object:
         # "textdp", also under python -m textdp: the name messages tell the user to type
-        run: dict[str, Any] = {"args": args, "prog_name": prog_name or "textdp", "complete_var": complete_var,
-                               "windows_expand_args": windows_expand_args}
+        prog = prog_name or "textdp"
         if not standalone_mode:
-            return super().main(**run, standalone_mode=False, **extra)
+            return super().main(args, prog, complete_var, False, windows_expand_args, **extra)
         try:
-            rv = super().main(**run, standalone_mode=False, **extra)
+            rv = super().main(args, prog, complete_var, False, windows_expand_args, **extra)
         except click_errors.NoArgsIsHelpError as exc:  # the help was asked for by giving nothing
             print_info(exc.ctx.get_help() if exc.ctx is not None else "")
             sys.exit(0)
@@ -320,5 +330,5 @@ class Group(TyperGroup):
             if getattr(p, "help", None):
                 p.help = _plain_help(p.help)  # type: ignore[attr-defined]
 
-    def get_params(self, ctx: Any) -> list[Any]:
+    def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))

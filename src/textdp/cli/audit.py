@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,7 +19,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ParameterError, TextDPError
-from ._common import err_console
+from ._common import bar_progress, err_console, progress_bar
+
+_LIRA = "Membership inference (--attack lira)"
 
 #: The ε range the auditor accepts (claims beyond ~ln(samples) cannot be resolved anyway).
 EPSILON_RANGE = (1e-3, 100.0)
@@ -29,12 +32,19 @@ AUDIT_HELP = (
     "The auditor samples the mechanism many times on two neighbouring inputs chosen where its privacy "
     "loss should be largest, and computes a Clopper-Pearson lower confidence bound on that loss from "
     "the frequencies of output events (decoded words, or tails of a one-dimensional statistic). "
-    "Half of the samples choose the event, the other half bound it. The audit PASSES when the lower "
-    "bound is at most the claimed epsilon (for metric DP: epsilon times the distance of the pair), "
-    "and flags a VIOLATION otherwise. A pass is evidence, not a proof.\n\n"
+    "Half of the samples choose the event, the other half bound it. Where the claimed law is known "
+    "(earth-movers, cmp, mahalanobis, santext, tem) the whole privacy curve delta(eps') of the "
+    "outputs is also compared with the claimed law's, which catches weakened noise in 50 "
+    "dimensions. The audit PASSES when the lower bound is at most the claimed epsilon (for metric "
+    "DP: epsilon times the distance of the pair) and the curve stays within the claimed one, and "
+    "flags a VIOLATION otherwise. A pass is evidence, not a proof.\n\n"
     "Exit status: 0 = passed, 1 = violation flagged, 2 = bad input.\n\n"
+    "With --attack lira (topicdp only) it runs a user-level membership-inference attack (LiRA with "
+    "shadow LDA models on random halves of the users) against the non-private, TopicDP, Laplace and "
+    "MVG releases of a corpus and prints TPR at 0.1% and 1% FPR (docs/topics-membership.md).\n\n"
     "Examples: `textdp audit --list`; `textdp audit laplace -e 1 --seed 1`; "
-    "`textdp audit topicdp -e 2 --delta 1e-5 --samples 1000000 --json`."
+    "`textdp audit topicdp -e 2 --delta 1e-5 --samples 1000000 --json`; "
+    "`textdp audit topicdp --attack lira --corpus enron.jsonl.gz --seed 1`."
 )
 
 
@@ -84,10 +94,20 @@ def _table(r: Any) -> Table:
     table.add_row("pair", escape(r.pair))
     table.add_row("claimed epsilon", claim)
     table.add_row("estimated epsilon (plug-in)", _fmt(r.estimated_epsilon))
-    table.add_row(f"lower bound ({r.confidence:.0%} Clopper-Pearson)", _fmt(r.lower_bound))
+    level = (f"{1 - (1 - r.confidence) / 2:.1%} Clopper-Pearson; {r.confidence:.0%} with the curve"
+             if r.curve is not None else f"{r.confidence:.0%} Clopper-Pearson")
+    table.add_row(f"lower bound ({level})", _fmt(r.lower_bound))
     table.add_row("samples per input", f"{r.samples:,}")
     table.add_row("candidate events", f"{r.events:,}")
     table.add_row("selected event", escape(r.event))
+    if r.curve is not None:
+        c = r.curve
+        table.add_row("privacy curve", escape(c.description))
+        table.add_row("curve: closest eps'", f"{c.epsilon_prime:.4f} ({c.grid_points} tested)")
+        table.add_row("curve: delta(eps') lower bound / estimate / claimed law",
+                      f"{c.delta_lower:.4f} / {c.delta_estimate:.4f} / {c.delta_claimed:.4f}")
+        table.add_row("curve verdict", "[green]within the claimed curve[/]" if c.passed
+                      else "[bold red]above the claimed curve[/]")
     table.add_row("seeded", str(r.seeded).lower())
     table.add_row("time", f"{r.seconds:.1f} s")
     table.add_row("verdict", verdict)
@@ -109,6 +129,24 @@ def audit(
     confidence: Annotated[float, typer.Option(help="Confidence level of the lower bound.")] = 0.95,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
     list_cases: Annotated[bool, typer.Option("--list", help="List the mechanisms that can be audited.")] = False,
+    attack: Annotated[str, typer.Option(help="privacy: the statistical audit; lira: membership inference "
+                                        "with shadow models on a corpus (topicdp only).",
+                                        rich_help_panel=_LIRA)] = "privacy",
+    corpus: Annotated[Path | None, typer.Option(help="JSON-lines corpus of users' documents (--attack lira).",
+                                                show_default=False, rich_help_panel=_LIRA)] = None,
+    user_field: Annotated[str, typer.Option(help="Field naming the user.", rich_help_panel=_LIRA)] = "author",
+    models: Annotated[int, typer.Option(help="Shadow models (each on a random half of the users).",
+                                        rich_help_panel=_LIRA)] = 64,
+    topics: Annotated[int, typer.Option(help="LDA topics (all released: m = topics).",
+                                        rich_help_panel=_LIRA)] = 5,
+    keywords: Annotated[int, typer.Option(help="Keywords per topic (n).", rich_help_panel=_LIRA)] = 20,
+    vocabulary: Annotated[int, typer.Option(help="Vocabulary size of the corpus.", rich_help_panel=_LIRA)] = 500,
+    max_docs_per_user: Annotated[int, typer.Option(help="Documents kept per user.",
+                                                   rich_help_panel=_LIRA)] = 30,
+    min_user_docs: Annotated[int, typer.Option(help="Users with fewer documents are dropped.",
+                                               rich_help_panel=_LIRA)] = 1,
+    epsilons: Annotated[str, typer.Option(help="Comma-separated epsilons of the private releases.",
+                                          rich_help_panel=_LIRA)] = "1,10,100,1000",
 ) -> None:
     """Audit a mechanism's claimed epsilon empirically (exit 0 = passed, 1 = violation, 2 = bad input)."""
     with _errors():
@@ -129,15 +167,69 @@ def audit(
             return
         if mechanism is None:
             raise ParameterError("name a mechanism to audit (textdp audit --list shows them)")
+        if attack not in ("privacy", "lira"):
+            raise ParameterError(f"unknown --attack {attack!r}; choose privacy or lira")
+        if attack == "lira":
+            _lira(mechanism, corpus, user_field, models, topics, keywords, vocabulary, max_docs_per_user,
+                  min_user_docs, epsilons, delta, seed, as_json)
+            return
         _check_range(epsilon)
-        result = run(mechanism, epsilon=epsilon, delta=delta, samples=_samples(samples), seed=seed,
-                     confidence=confidence)
+        n = _samples(samples)
+        with progress_bar() as bar:  # on stderr, only on a terminal
+            task = bar.add_task(f"auditing {mechanism}", total=2 * n)
+            result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed,
+                         confidence=confidence, progress=bar_progress(bar, task))
         if as_json:
             typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False, ensure_ascii=False))
         else:
             Console(highlight=False, soft_wrap=True).print(_table(result))
     if not result.passed:
         raise typer.Exit(1)
+
+
+def _lira(mechanism: str, corpus: Path | None, user_field: str, models: int, topics: int, keywords: int,
+          vocabulary: int, max_docs_per_user: int, min_user_docs: int, epsilons: str, delta: float | None,
+          seed: int | None, as_json: bool) -> None:
+    """``--attack lira``: the membership-inference table (:mod:`textdp.audit.lira`)."""
+    from ..audit.lira import FPRS, run_lira
+    from ..topics import UserCorpus
+
+    if mechanism != "topicdp":
+        raise ParameterError("--attack lira runs on topic-model releases: use `textdp audit topicdp --attack lira`")
+    if corpus is None:
+        raise ParameterError("--attack lira needs --corpus FILE.jsonl[.gz] (documents with a user field)")
+    if not corpus.is_file():
+        raise ParameterError(f"--corpus {corpus} is not a file")
+    try:
+        eps = [float(x) for x in epsilons.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(f"--epsilons must be comma-separated numbers, got {epsilons!r}") from None
+    if not eps or not all(math.isfinite(e) and e > 0 for e in eps):
+        raise ParameterError(f"--epsilons must be positive numbers, got {epsilons!r}")
+    dlt = 1e-5 if delta is None else delta
+    users = UserCorpus.from_jsonl(corpus, user_field=user_field, max_docs_per_user=max_docs_per_user,
+                                  max_features=vocabulary, min_df=3, min_user_docs=min_user_docs)
+    mechs: list[tuple[str, float | None]] = [("none", None)]
+    mechs += [(name, e) for name in ("topicdp", "topicdp-laplace", "mvg") for e in eps]
+    with progress_bar(disable=as_json) as bar:
+        task = bar.add_task("LiRA: shadow models", total=models)
+        rows, settings = run_lira(users, models=models, n_topics=topics, m=topics, n=keywords, mechanisms=mechs,
+                                  delta=dlt, seed=seed, progress=bar_progress(bar, task))
+    if as_json:
+        typer.echo(json.dumps({"settings": settings, "rows": [r.to_dict() for r in rows]}, indent=2))
+        return
+    table = Table(title=f"LiRA membership inference, user level ({models} shadow models, "
+                        f"{rows[0].trials_in + rows[0].trials_out:,} trials)")
+    for col in ("keywords", "release", "epsilon", "AUC", *(f"TPR @ {f:.1%} FPR [95% CI]" for f in FPRS),
+                *(f"DP bound @ {f:.1%}" for f in FPRS)):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r.keywords, r.mechanism, "-" if r.epsilon is None else f"{r.epsilon:g}", f"{r.auc:.3f}",
+                      *(f"{t:.2%} [{lo:.2%}, {hi:.2%}]" for t, lo, hi in zip(r.tpr, r.tpr_low, r.tpr_high,
+                                                                            strict=True)),
+                      *("-" if r.epsilon is None else f"{b:.2%}" for b in r.dp_bound))
+    Console(highlight=False, soft_wrap=True).print(table)
+    typer.echo(f"settings: {json.dumps(settings)}")
 
 
 def register(app: typer.Typer) -> None:

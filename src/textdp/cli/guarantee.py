@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +18,8 @@ from ._choices import BagMode, InputFormat, Metric
 from ._common import (
     EPSILON_HELP_TEXT,
     EPSILON_OPTION_HELP,
+    StopWordsOption,
+    VocabSizeOption,
     bar_progress,
     cli_errors,
     parse_stop_words,
@@ -24,8 +27,13 @@ from ._common import (
     progress_bar,
 )
 
+if TYPE_CHECKING:
+    from ..accounting.bounds import DocumentGuarantee
+    from ..accounting.calibration import Calibration, DiagnosticRow
+    from ..embeddings import Embeddings
 
-def _load(embeddings: Path | None, words: Path | None, vocab_size: int | None) -> Any:
+
+def _load(embeddings: Path | None, words: Path | None, vocab_size: int | None) -> Embeddings:
     from ..embeddings import load_embeddings
 
     return load_embeddings(embeddings, words_path=words, vocab_size=vocab_size)
@@ -52,34 +60,59 @@ def _read_document(path: Path, *, text_field: str, input_format: str) -> str:
     return docs[0][1]
 
 
-def _dump(obj: dict[str, Any]) -> str:
+def _dump(obj: dict[str, object]) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=2)
 
 
+DocA = Annotated[Path, typer.Argument(
+    help="First document: a text file, or a JSONL file holding one document ('-': standard input).",
+    show_default=False)]
+DocB = Annotated[Path, typer.Argument(help="Second document, likewise.", show_default=False)]
+Epsilon = Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)]
+Size = Annotated[int | None, typer.Option(
+    "--size", "-n", help="Bag size N of the release. Default: the shorter document's in-vocabulary length.")]
+Bag = Annotated[BagMode, typer.Option(
+    help="How the release forms bags: truncate (first N words; bound exp(epsilon*N*E_d) between the bags) or "
+    "sample (N words drawn from the document; bound exp(epsilon*N*W_inf) between the documents' word "
+    "distributions).")]
+MetricOption = Annotated[Metric, typer.Option(
+    help="Ground metric between word vectors. The theorem uses euclidean; manhattan gives a larger, still valid "
+    "loss.")]
+EmbeddingsPath = Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")]
+WordsPath = Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")]
+TextField = Annotated[str, typer.Option(help="Text field of JSONL input (as for obfuscate).")]
+InputFormatAsObfuscate = Annotated[InputFormat, typer.Option(
+    help="auto: JSONL by file name, else plain text (as for obfuscate).")]
+UnusedSeed = Annotated[int | None, typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")]
+TargetUnchanged = Annotated[float, typer.Option(
+    "--target-unchanged", "-t", help="Fraction of words the release should keep unchanged (0-1). 0.5 = about half "
+    "of the words survive.")]
+NWords = Annotated[int, typer.Option("--n-words", help="Number of calibration words.")]
+RankMin = Annotated[int, typer.Option(help="Lowest frequency rank of the calibration words.")]
+RankMax = Annotated[int, typer.Option(help="Highest frequency rank of the calibration words.")]
+CalibrationWords = Annotated[Path | None, typer.Option(
+    help="Use these words (one per line) instead of a random sample.")]
+Repeats = Annotated[int, typer.Option(help="Noise draws per word.")]
+Epsilons = Annotated[str, typer.Option(
+    help="Comma-separated epsilons for the diagnostic table (the calibrated one is added). Empty: no table.")]
+Confidence = Annotated[float, typer.Option(help="Confidence level of the intervals.")]
+Seed = Annotated[int | None, typer.Option(help="Seed (word sample and noise). Default: fresh entropy.")]
+
+
 def guarantee(
-    doc_a: Annotated[Path, typer.Argument(help="First document: a text file, or a JSONL file holding one "
-                                          "document ('-': standard input).", show_default=False)],
-    doc_b: Annotated[Path, typer.Argument(help="Second document, likewise.", show_default=False)],
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)] = ...,  # type: ignore[assignment]
-    size: Annotated[
-        int | None,
-        typer.Option("--size", "-n", help="Bag size N of the release. Default: the shorter document's "
-                     "in-vocabulary length."),
-    ] = None,
-    bag: Annotated[BagMode, typer.Option(help="How the release forms bags: truncate (first N words; bound "
-                                         "exp(epsilon*N*E_d) between the bags) or sample (N words drawn from the "
-                                         "document; bound exp(epsilon*N*W_inf) between the documents' word "
-                                         "distributions).")] = BagMode.truncate,
-    metric: Annotated[Metric, typer.Option(help="Ground metric between word vectors. The theorem uses euclidean; "
-                                           "manhattan gives a larger, still valid loss.")] = Metric.euclidean,
-    embeddings: Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
-    words: Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")] = None,
-    vocab_size: Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
-    stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
-    text_field: Annotated[str, typer.Option(help="Text field of JSONL input (as for obfuscate).")] = "text",
-    input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text (as for "
-                                                      "obfuscate).")] = InputFormat.auto,
-    seed: Annotated[int | None, typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")] = None,
+    doc_a: DocA,
+    doc_b: DocB,
+    epsilon: Epsilon = ...,  # type: ignore[assignment]
+    size: Size = None,
+    bag: Bag = BagMode.truncate,
+    metric: MetricOption = Metric.euclidean,
+    embeddings: EmbeddingsPath = None,
+    words: WordsPath = None,
+    vocab_size: VocabSizeOption = None,
+    stop_words: StopWordsOption = "english",
+    text_field: TextField = "text",
+    input_format: InputFormatAsObfuscate = InputFormat.auto,
+    seed: UnusedSeed = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
 ) -> None:
     """How distinguishable two documents stay after Earth Mover's privacy.
@@ -123,52 +156,49 @@ def guarantee(
             out["documents"] = [str(doc_a), str(doc_b)]
             typer.echo(_dump(out))
             return
-        console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
-        for name, tokens, oov, inv in (
-            (doc_a.name, g.n_tokens_a, g.dropped_oov_a, g.words_a),
-            (doc_b.name, g.n_tokens_b, g.dropped_oov_b, g.words_b),
-        ):
-            what = f"-> bag of {g.size}" if g.bag == "truncate" else f"-> {g.size} words drawn from them"
-            console.print(f"{name}: {tokens} words after normalisation, {oov} unknown, {inv} in vocabulary {what}")
-        d = g.distance_name
-        table = Table(title=f"Earth Mover's privacy guarantee (epsilon={g.epsilon:g}, N={g.size}, bag={g.bag})",
-                      show_header=False)
-        table.add_column("quantity")
-        table.add_column("value", justify="right")
-        if g.bag == "sample":
-            table.add_row(f"W_inf of the word distributions ({g.metric}, {g.embeddings})", f"{g.distance:.4f}")
-        else:
-            table.add_row(f"E_d ({g.metric}, {g.embeddings})", f"{g.distance:.4f}")
-            table.add_row("N * E_d (matched distance)", f"{g.total_distance:.3f}")
-        table.add_row(f"privacy loss epsilon*N*{d}", f"{g.privacy_loss:.3f} nats")
-        table.add_row(f"multiplier exp(epsilon*N*{d})", g.multiplier_text)
-        if g.epsilon_for_unit_loss is not None:
-            table.add_row("epsilon giving a loss of 1", f"{g.epsilon_for_unit_loss:.3g}")
-        console.print(table)
+        _print_guarantee(g, (doc_a.name, doc_b.name))
+
+
+def _print_guarantee(g: DocumentGuarantee, names: tuple[str, str]) -> None:
+    """The guarantee of two documents as a table."""
+    console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+    for name, tokens, oov, inv in (
+        (names[0], g.n_tokens_a, g.dropped_oov_a, g.words_a),
+        (names[1], g.n_tokens_b, g.dropped_oov_b, g.words_b),
+    ):
+        what = f"-> bag of {g.size}" if g.bag == "truncate" else f"-> {g.size} words drawn from them"
+        console.print(f"{name}: {tokens} words after normalisation, {oov} unknown, {inv} in vocabulary {what}")
+    d = g.distance_name
+    table = Table(title=f"Earth Mover's privacy guarantee (epsilon={g.epsilon:g}, N={g.size}, bag={g.bag})",
+                  show_header=False)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    if g.bag == "sample":
+        table.add_row(f"W_inf of the word distributions ({g.metric}, {g.embeddings})", f"{g.distance:.4f}")
+    else:
+        table.add_row(f"E_d ({g.metric}, {g.embeddings})", f"{g.distance:.4f}")
+        table.add_row("N * E_d (matched distance)", f"{g.total_distance:.3f}")
+    table.add_row(f"privacy loss epsilon*N*{d}", f"{g.privacy_loss:.3f} nats")
+    table.add_row(f"multiplier exp(epsilon*N*{d})", g.multiplier_text)
+    if g.epsilon_for_unit_loss is not None:
+        table.add_row("epsilon giving a loss of 1", f"{g.epsilon_for_unit_loss:.3g}")
+    console.print(table)
 
 
 def calibrate(
-    target_unchanged: Annotated[
-        float, typer.Option("--target-unchanged", "-t", help="Fraction of words the release should keep unchanged "
-                            "(0-1). 0.5 = about half of the words survive.")
-    ] = 0.5,
-    embeddings: Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")] = None,
-    words: Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")] = None,
-    vocab_size: Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")] = None,
-    n_words: Annotated[int, typer.Option("--n-words", help="Number of calibration words.")] = 300,
-    rank_min: Annotated[int, typer.Option(help="Lowest frequency rank of the calibration words.")] = 1000,
-    rank_max: Annotated[int, typer.Option(help="Highest frequency rank of the calibration words.")] = 6000,
-    calibration_words: Annotated[
-        Path | None, typer.Option(help="Use these words (one per line) instead of a random sample.")
-    ] = None,
-    repeats: Annotated[int, typer.Option(help="Noise draws per word.")] = 3,
-    epsilons: Annotated[
-        str, typer.Option(help="Comma-separated epsilons for the diagnostic table (the calibrated one is added). "
-                          "Empty: no table.")
-    ] = "4,7,10,20,40",
-    stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
-    confidence: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
-    seed: Annotated[int | None, typer.Option(help="Seed (word sample and noise). Default: fresh entropy.")] = None,
+    target_unchanged: TargetUnchanged = 0.5,
+    embeddings: EmbeddingsPath = None,
+    words: WordsPath = None,
+    vocab_size: VocabSizeOption = None,
+    n_words: NWords = 300,
+    rank_min: RankMin = 1000,
+    rank_max: RankMax = 6000,
+    calibration_words: CalibrationWords = None,
+    repeats: Repeats = 3,
+    epsilons: Epsilons = "4,7,10,20,40",
+    stop_words: StopWordsOption = "english",
+    confidence: Confidence = 0.95,
+    seed: Seed = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of tables.")] = False,
 ) -> None:
     """Find the epsilon that keeps a target fraction of words unchanged, and show what epsilons do.
@@ -212,35 +242,36 @@ def calibrate(
             out["diagnostics"] = [r.to_dict() for r in rows]
             typer.echo(_dump(out))
             return
-        console = Console(highlight=False, markup=False, emoji=False)
-        if not console.is_terminal:
-            console = Console(highlight=False, markup=False, emoji=False, width=110)
-        pct = f"{confidence:.0%}"
-        console.print(
-            f"epsilon = {cal.epsilon:.3g} keeps {cal.target_unchanged:.0%} of words unchanged "
-            f"({pct} interval {cal.epsilon_low:.3g}-{cal.epsilon_high:.3g}; {cal.n_words} words x {cal.repeats} draws, "
-            f"{cal.embeddings}, n={cal.dim}, V={cal.vocab_size})"
+        _print_calibration(cal, rows, confidence)
+
+
+def _print_calibration(cal: Calibration, rows: Sequence[DiagnosticRow], confidence: float) -> None:
+    """The calibrated epsilon, and the table of what each epsilon does to words."""
+    console = Console(highlight=False, markup=False, emoji=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, markup=False, emoji=False, width=110)
+    pct = f"{confidence:.0%}"
+    console.print(
+        f"epsilon = {cal.epsilon:.3g} keeps {cal.target_unchanged:.0%} of words unchanged "
+        f"({pct} interval {cal.epsilon_low:.3g}-{cal.epsilon_high:.3g}; {cal.n_words} words x {cal.repeats} draws, "
+        f"{cal.embeddings}, n={cal.dim}, V={cal.vocab_size})"
+    )
+    if not rows:
+        return
+    table = Table(title="What epsilon does to words")
+    for col in ("epsilon", "noise length", "unchanged", f"{pct} CI", "mean rank", "median rank",
+                "p90 rank", "rank<=10"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        mark = " *" if math.isclose(r.epsilon, cal.epsilon) else ""
+        table.add_row(
+            f"{r.epsilon:.3g}{mark}", f"{r.mean_noise_length:.2f}", f"{r.unchanged_fraction:.3f}",
+            f"{r.unchanged_low:.3f}-{r.unchanged_high:.3f}", f"{r.mean_neighbour_rank:.1f}",
+            f"{r.median_neighbour_rank:.0f}", f"{r.p90_neighbour_rank:.0f}", f"{r.within_10_neighbours:.3f}",
         )
-        if rows:
-            table = Table(title="What epsilon does to words")
-            for col in ("epsilon", "noise length", "unchanged", f"{pct} CI", "mean rank", "median rank",
-                        "p90 rank", "rank<=10"):
-                table.add_column(col, justify="right")
-            for r in rows:
-                mark = " *" if math.isclose(r.epsilon, cal.epsilon) else ""
-                table.add_row(
-                    f"{r.epsilon:.3g}{mark}",
-                    f"{r.mean_noise_length:.2f}",
-                    f"{r.unchanged_fraction:.3f}",
-                    f"{r.unchanged_low:.3f}-{r.unchanged_high:.3f}",
-                    f"{r.mean_neighbour_rank:.1f}",
-                    f"{r.median_neighbour_rank:.0f}",
-                    f"{r.p90_neighbour_rank:.0f}",
-                    f"{r.within_10_neighbours:.3f}",
-                )
-            console.print(table)
-            console.print("rank = position of the output word among the input word's nearest neighbours "
-                          "(0 = unchanged); * = calibrated epsilon")
+    console.print(table)
+    console.print("rank = position of the output word among the input word's nearest neighbours "
+                  "(0 = unchanged); * = calibrated epsilon")
 
 
 def register(app: typer.Typer) -> None:

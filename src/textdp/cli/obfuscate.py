@@ -3,44 +3,32 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sys
-import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sized
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import Annotated, Protocol
 
+import numpy as np
 import typer
+from rich.progress import Progress
 
 from .._validation import check_epsilon, check_positive_int, check_size
-from ..embeddings import load_embeddings, output_vocabulary, vocabulary_fingerprint
-from ..errors import DocumentError, ParameterError, PrivacyWarning
+from ..backend import Backend
+from ..embeddings import Embeddings, load_embeddings, output_vocabulary, vocabulary_fingerprint
+from ..engines.single import check_duplicate_ids, check_file_outputs, open_release, write_release
+from ..errors import ParameterError, PrivacyWarning
 from ..io import (
-    atomic_writer,
     check_output_paths,
     duplicate_ids_message,
-    find_duplicate_ids,
     read_documents,
     read_sourced_documents,
     same_file,
     sequence_ids,
-    settings_path,
-    write_json,
 )
 from ..mechanisms.common import SIZE_FROM_DATA_WARNING
-from ..pipeline import (
-    build_mechanism,
-    check_private_report_path,
-    check_size_options,
-    iter_privatize_documents,
-    mechanism_guarantee,
-    parse_params,
-    release_guarantee,
-    release_settings,
-    write_private_report,
-    write_records,
-)
+from ..pipeline import build_mechanism, check_private_report_path, check_size_options, parse_params
 from ..text import normalize
 from ._choices import BagMode, EmptyPolicy, InputFormat, OutputFormat, OutputVocab, PostProcess
 from ._choices import Decoder as DecoderName
@@ -48,9 +36,13 @@ from ._choices import Mechanism as MechanismName
 from ._choices import ObfuscateEngine as EngineName
 from ._common import (
     EPSILON_OPTION_HELP,
-    FORCE_HELP,
+    ForceOption,
+    InputFormatOption,
     Interrupted,
     InterruptedRun,
+    StopWordsOption,
+    TextFieldOption,
+    VocabSizeOption,
     bar_progress,
     cli_errors,
     parse_stop_words,
@@ -87,16 +79,6 @@ def _warn_duplicates(count: int, first: str) -> None:
                   "(--strict-ids refuses such input)")
 
 
-@contextlib.contextmanager
-def _stdout_when_done() -> Iterator[IO[str]]:
-    """A file that goes to standard output only once everything is written (nothing partial on errors)."""
-    with tempfile.SpooledTemporaryFile(max_size=32 << 20, mode="w+", encoding="utf-8", newline="\n") as tmp:
-        yield tmp
-        tmp.seek(0)
-        shutil.copyfileobj(tmp, sys.stdout)
-        sys.stdout.flush()
-
-
 def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
     """The words of a public ``--domain-vocab`` corpus, and its documents' texts (to spot an input inside it).
 
@@ -118,7 +100,7 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
 
 def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
     """``--epsilon`` is required unless the mechanism derives it from its own parameter (random: ``rate``)."""
-    from ..mechanisms import mechanism_class
+    from ..mechanisms.registry import mechanism_class
 
     if epsilon is not None:
         check_epsilon(epsilon)
@@ -132,6 +114,12 @@ def _stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
+class _Decoder(Protocol):
+    """What :class:`_CountingDecoder` needs of a nearest-word decoder."""
+
+    def decode(self, z: np.ndarray, /, *args: object, **kwargs: object) -> Sized: ...
+
+
 class _CountingDecoder:
     """A mechanism's nearest-word decoder that reports how many words it decoded.
 
@@ -141,145 +129,199 @@ class _CountingDecoder:
     Decoding is unchanged: every call and attribute goes to the wrapped decoder.
     """
 
-    def __init__(self, inner: Any, on_words: Any) -> None:
+    def __init__(self, inner: _Decoder, on_words: Callable[[int], object]) -> None:
         self._inner = inner
         self._on_words = on_words
 
-    def decode(self, z: Any, *args: Any, **kwargs: Any) -> Any:
+    def decode(self, z: np.ndarray, /, *args: object, **kwargs: object) -> Sized:
         out = self._inner.decode(z, *args, **kwargs)
         self._on_words(len(out))
         return out
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 
 
-def _count_words(mech: Any, bar: Any, total: int | None) -> None:
+def _count_words(mech: object, bar: Progress, total: int | None) -> None:
     """Add a "words" task to ``bar`` that moves as ``mech`` decodes (mechanisms with a decoder)."""
     inner = getattr(mech, "decoder_", None)
     if inner is None or not hasattr(inner, "decode"):
         return
     task = bar.add_task("words decoded", total=total)
-    mech.decoder_ = _CountingDecoder(inner, lambda n: bar.advance(task, n))
+    setattr(mech, "decoder_", _CountingDecoder(inner, lambda n: bar.advance(task, n)))  # noqa: B010 - any mechanism
+
+
+# -- the options, declared once ---------------------------------------------------------------------------
+Files = Annotated[list[Path] | None, typer.Argument(
+    help="Text files (one document each) or JSONL files (one document per line). None or '-' reads standard input.",
+    show_default=False, metavar="FILES")]
+Epsilon = Annotated[float | None, typer.Option(
+    "--epsilon", "-e", help=EPSILON_OPTION_HELP + " Required, except for random with --param rate=R (its epsilon "
+    "then follows from the rate).", show_default=False)]
+MechanismOption = Annotated[MechanismName, typer.Option(
+    metavar="NAME", help="Mechanism (README table). Bags of --size words: earth-movers and syntf. Text, each word "
+    "replaced in place (no --size): cmp, mahalanobis, vickrey, tem, santext, santext+, custext, custext+ and random.")]
+PostProcessOption = Annotated[PostProcess | None, typer.Option(
+    help="mbr: decode to the posterior medoid among the noisy vector's nearest words (semantic neighbours; "
+    "earth-movers and cmp). Post-processing: the guarantee is unchanged.")]
+Params = Annotated[list[str] | None, typer.Option(
+    metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for vickrey, lambd=0.2, "
+    "beta=0.001, p=0.3, top_k=20, rate=0.3).")]
+Size = Annotated[int | None, typer.Option(
+    "--size", "-n", help="Bag size N, required by the bag mechanisms (earth-movers, syntf) unless --size-from-data, "
+    "refused by the text mechanisms: every document becomes exactly N words (the guarantee compares bags of equal "
+    "size). N is public: it is written in every record.")]
+SizeFromData = Annotated[bool, typer.Option(
+    "--size-from-data", help="Instead of --size, use the shortest document's in-vocabulary length as N (the "
+    "paper's protocol). N is published, so this REVEALS that length.")]
+Bag = Annotated[BagMode, typer.Option(
+    help="truncate: first N words (paper's experiments); sample: N words drawn with replacement (works for short "
+    "documents; guarantee epsilon*N*W_inf between documents).")]
+EmbeddingsPath = Annotated[Path | None, typer.Option(
+    help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with --words). Default: GloVe 6B 50d.")]
+WordsPath = Annotated[Path | None, typer.Option(help="Words file (one per line) for a .npy matrix.")]
+DomainVocab = Annotated[Path | None, typer.Option(
+    help="Restrict the vocabulary to words of this PUBLIC text/JSONL corpus (avoids out-of-domain outputs). Do not "
+    "derive it from the private documents themselves.")]
+OutputVocabOption = Annotated[OutputVocab, typer.Option(
+    help="full: any vocabulary row may be released; words: only letter words that are not stop words (no "
+    "punctuation tokens, numbers or stop words in the output).")]
+Seed = Annotated[int | None, typer.Option(
+    help="Seed for a reproducible experiment (never recorded; anyone who knows it can undo the noise). Default: "
+    "fresh OS entropy (use that for real releases).")]
+Output = Annotated[Path | None, typer.Option(
+    "--output", "-o", help="Output file (written atomically), or the output folder of a partitioned run. Default: "
+    "stdout.")]
+Format = Annotated[OutputFormat, typer.Option("--format", help="jsonl records or the private words as text.")]
+IdField = Annotated[str, typer.Option(
+    help="Id field of JSONL input (copied to the record; without it, ids are sequence numbers 0, 1, 2, ...).")]
+PrivateReport = Annotated[Path | None, typer.Option(
+    help="Write a PRIVATE report here (JSONL, one line per record id): where each document came from, its token "
+    "and unknown-word counts, the unchanged fraction and mean neighbour rank. It describes the input: never "
+    "publish it.")]
+RemovedReport = Annotated[bool, typer.Option(hidden=True, help="Removed: use --private-report PATH.")]
+DecoderOption = Annotated[DecoderName, typer.Option(
+    metavar="NAME", help="Nearest-word decoder. exact (default), faiss-exact, torch: identical results. "
+    "approximate/hnsw, ivf: faster, opt-in; decoding is post-processing so the guarantee is unchanged, but some "
+    "words differ from exact decoding.")]
+KnownSource = Annotated[bool, typer.Option(
+    "--known-source", help="Let the decoder use the input words to skip work (same words; faster at epsilon >= "
+    "~35). Its running time then depends on the private words, a timing side channel the guarantee does not "
+    "cover: for experiments only.")]
+EngineOption = Annotated[EngineName, typer.Option(
+    metavar="NAME", help="auto, single, local or dask. single: one process, one output file. local/dask: "
+    "partitioned, resumable output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet or "
+    "inputs >= 64 MB or when --scheduler/--partitions is given, else single.")]
+Scheduler = Annotated[str | None, typer.Option(
+    help="Address of a running Dask scheduler: tls://host:8786, with the client certificates in the Dask "
+    "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in the "
+    "workers, which hold the texts and the generator keys (warned).")]
+Dashboard = Annotated[bool, typer.Option(
+    "--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by default: any local user "
+    "could read it).")]
+Partitions = Annotated[int | None, typer.Option(
+    help="Number of partitions (default: one per 500 documents). Part of the run's identity: the same seed and "
+    "partitions give the same output.")]
+Workers = Annotated[int | None, typer.Option(
+    help="Worker processes of the local Dask cluster (default: one per core).")]
+WorkDir = Annotated[Path | None, typer.Option(
+    help="Private work directory of a partitioned run (resume key, spilled inputs, vocabulary; workers must be "
+    "able to read it). Default: under the textdp cache, found again by the same command. Never inside the "
+    "output.")]
+StrictIds = Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)]
+Empty = Annotated[EmptyPolicy, typer.Option(metavar="POLICY", help=EMPTY_HELP)]
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What ``textdp obfuscate`` was given (one field per option)."""
+
+    files: list[Path] | None
+    epsilon: float | None
+    mechanism: MechanismName
+    postprocess: PostProcess | None
+    param: list[str] | None
+    size: int | None
+    size_from_data: bool
+    bag: BagMode
+    embeddings: Path | None
+    words: Path | None
+    vocab_size: int | None
+    domain_vocab: Path | None
+    stop_words: str
+    output_vocab: OutputVocab
+    seed: int | None
+    output: Path | None
+    fmt: OutputFormat
+    text_field: str
+    id_field: str
+    input_format: InputFormat
+    private_report: Path | None
+    report: bool
+    decoder: DecoderName
+    known_source: bool
+    engine: EngineName
+    scheduler: str | None
+    dashboard: bool
+    partitions: int | None
+    workers: int | None
+    work_dir: Path | None
+    force: bool
+    strict_ids: bool
+    empty: EmptyPolicy
+
+    @property
+    def inputs(self) -> list[Path]:
+        return list(self.files or [])
+
+    @property
+    def mech_name(self) -> str:
+        return MechanismName(self.mechanism).value
+
+    @property
+    def post(self) -> str | None:
+        return self.postprocess.value if self.postprocess else None
+
+    @property
+    def read_too(self) -> list[Path | None]:
+        """Every file the command reads: no output may replace one."""
+        return [*self.inputs, self.embeddings, self.words, self.domain_vocab]
 
 
 def obfuscate(
-    files: Annotated[
-        list[Path] | None,
-        typer.Argument(help="Text files (one document each) or JSONL files (one document per line). "
-                       "None or '-' reads standard input.", show_default=False, metavar="FILES"),
-    ] = None,
-    epsilon: Annotated[
-        float | None, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP + " Required, except for random "
-                                   "with --param rate=R (its epsilon then follows from the rate).",
-                                   show_default=False)
-    ] = None,
-    mechanism: Annotated[
-        MechanismName, typer.Option(metavar="NAME", help="Mechanism (README table). Bags of --size words: "
-                                    "earth-movers and syntf. Text, each word replaced in place (no --size): cmp, "
-                                    "mahalanobis, vickrey, tem, santext, santext+, custext, custext+ and random.")
-    ] = "earth-movers",  # type: ignore[assignment]
-    postprocess: Annotated[
-        PostProcess | None, typer.Option(help="mbr: decode to the posterior medoid among the noisy vector's "
-                                            "nearest words (semantic neighbours; earth-movers and cmp). "
-                                            "Post-processing: the guarantee is unchanged.")
-    ] = None,
-    param: Annotated[
-        list[str] | None, typer.Option(metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for "
-                                          "vickrey, lambd=0.2, beta=0.001, p=0.3, top_k=20, rate=0.3).")
-    ] = None,
-    size: Annotated[
-        int | None,
-        typer.Option("--size", "-n", help="Bag size N, required by the bag mechanisms (earth-movers, syntf) "
-                     "unless --size-from-data, refused by the text mechanisms: every document becomes exactly N "
-                     "words (the guarantee compares bags of equal size). N is public: it is written in every "
-                     "record."),
-    ] = None,
-    size_from_data: Annotated[
-        bool, typer.Option("--size-from-data", help="Instead of --size, use the shortest document's in-vocabulary "
-                           "length as N (the paper's protocol). N is published, so this REVEALS that length.")
-    ] = False,
-    bag: Annotated[BagMode, typer.Option(help="truncate: first N words (paper's experiments); sample: N words "
-                                         "drawn with replacement (works for short documents; guarantee "
-                                         "epsilon*N*W_inf between documents).")] = BagMode.truncate,
-    embeddings: Annotated[
-        Path | None, typer.Option(help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with "
-                                     "--words). Default: GloVe 6B 50d.")
-    ] = None,
-    words: Annotated[Path | None, typer.Option(help="Words file (one per line) for a .npy matrix.")] = None,
-    vocab_size: Annotated[
-        int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")
-    ] = None,
-    domain_vocab: Annotated[
-        Path | None,
-        typer.Option(help="Restrict the vocabulary to words of this PUBLIC text/JSONL corpus (avoids "
-                     "out-of-domain outputs). Do not derive it from the private documents themselves."),
-    ] = None,
-    stop_words: Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")] = "english",
-    output_vocab: Annotated[
-        OutputVocab, typer.Option(help="full: any vocabulary row may be released; words: only letter words that are "
-                                  "not stop words (no punctuation tokens, numbers or stop words in the output).")
-    ] = OutputVocab.full,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for a reproducible experiment (never recorded; anyone who knows it "
-                                    "can undo the noise). Default: fresh OS entropy (use that for real releases).")
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Output file (written atomically), or the output "
-                                     "folder of a partitioned run. Default: stdout.")
-    ] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", help="jsonl records or the private words as text.")] = OutputFormat.jsonl,
-    text_field: Annotated[str, typer.Option(help="Text field of JSONL input.")] = "text",
-    id_field: Annotated[str, typer.Option(help="Id field of JSONL input (copied to the record; without it, ids "
-                                          "are sequence numbers 0, 1, 2, ...).")] = "id",
-    input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
-    private_report: Annotated[
-        Path | None, typer.Option(help="Write a PRIVATE report here (JSONL, one line per record id): where each "
-                                     "document came from, its token and unknown-word counts, the unchanged "
-                                     "fraction and mean neighbour rank. It describes the input: never publish it.")
-    ] = None,
-    report: Annotated[bool, typer.Option(hidden=True, help="Removed: use --private-report PATH.")] = False,
-    decoder: Annotated[
-        DecoderName, typer.Option(metavar="NAME", help="Nearest-word decoder. exact (default), faiss-exact, "
-                                  "torch: identical "
-                                  "results. approximate/hnsw, ivf: faster, opt-in; decoding is post-processing so "
-                                  "the guarantee is unchanged, but some words differ from exact decoding.")
-    ] = DecoderName.exact,
-    known_source: Annotated[
-        bool, typer.Option("--known-source", help="Let the decoder use the input words to skip work (same words; faster at "
-                           "epsilon >= ~35). Its running time then depends on the private words, a timing side "
-                           "channel the guarantee does not cover: for experiments only.")
-    ] = False,
-    engine: Annotated[
-        EngineName, typer.Option(metavar="NAME", help="auto, single, local or dask. single: one process, one output file. local/dask: partitioned, resumable "
-                                 "output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet "
-                                 "or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")
-    ] = EngineName.auto,
-    scheduler: Annotated[
-        str | None, typer.Option(help="Address of a running Dask scheduler: tls://host:8786, with the client "
-                                 "certificates in the Dask configuration (distributed.comm.tls.*). A plain tcp:// "
-                                 "scheduler lets anyone who reaches it run code in the workers, which hold the "
-                                 "texts and the generator keys (warned).")
-    ] = None,
-    dashboard: Annotated[
-        bool, typer.Option("--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by "
-                           "default: any local user could read it).")
-    ] = False,
-    partitions: Annotated[
-        int | None, typer.Option(help="Number of partitions (default: one per 500 documents). Part of the "
-                                    "run's identity: the same seed and partitions give the same output.")
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")
-    ] = None,
-    work_dir: Annotated[
-        Path | None, typer.Option(help="Private work directory of a partitioned run (resume key, spilled "
-                                     "inputs, vocabulary; workers must be able to read it). Default: under the "
-                                     "textdp cache, found again by the same command. Never inside the output.")
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    strict_ids: Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)] = False,
-    empty: Annotated[EmptyPolicy, typer.Option(metavar="POLICY", help=EMPTY_HELP)] = EmptyPolicy.error,
+    files: Files = None,
+    epsilon: Epsilon = None,
+    mechanism: MechanismOption = "earth-movers",  # type: ignore[assignment]
+    postprocess: PostProcessOption = None,
+    param: Params = None,
+    size: Size = None,
+    size_from_data: SizeFromData = False,
+    bag: Bag = BagMode.truncate,
+    embeddings: EmbeddingsPath = None,
+    words: WordsPath = None,
+    vocab_size: VocabSizeOption = None,
+    domain_vocab: DomainVocab = None,
+    stop_words: StopWordsOption = "english",
+    output_vocab: OutputVocabOption = OutputVocab.full,
+    seed: Seed = None,
+    output: Output = None,
+    fmt: Format = OutputFormat.jsonl,
+    text_field: TextFieldOption = "text",
+    id_field: IdField = "id",
+    input_format: InputFormatOption = InputFormat.auto,
+    private_report: PrivateReport = None,
+    report: RemovedReport = False,
+    decoder: DecoderOption = DecoderName.exact,
+    known_source: KnownSource = False,
+    engine: EngineOption = EngineName.auto,
+    scheduler: Scheduler = None,
+    dashboard: Dashboard = False,
+    partitions: Partitions = None,
+    workers: Workers = None,
+    work_dir: WorkDir = None,
+    force: ForceOption = False,
+    strict_ids: StrictIds = False,
+    empty: Empty = EmptyPolicy.error,
 ) -> None:
     """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
 
@@ -297,155 +339,115 @@ def obfuscate(
     part files plus manifest.json and settings.json (public); the run's private state lives in
     --work-dir; re-running the same command after a crash finishes the missing parts only.
     """
+    o = _Options(**locals())  # the parameters, and nothing else yet
     with cli_errors():
-        if report:
-            raise ParameterError("--report was removed: its fields describe the private input; "
-                                 "use --private-report PATH (never publish that file)")
-        check_size_options(MechanismName(mechanism).value, size, size_from_data)
-        mech_name, post, params = MechanismName(mechanism).value, postprocess and postprocess.value, parse_params(param)
-        _check_epsilon_option(mech_name, epsilon)
-        if size is not None:
-            check_size(size)
-        stops = parse_stop_words(stop_words)
-        inputs = list(files or [])
-        partitioned = _partitioned(engine, inputs, scheduler or dashboard, partitions)
-        if partitioned and epsilon is None:
-            raise ParameterError("partitioned runs need --epsilon (--param rate=R runs with --engine single)")
-        read_too = [*inputs, embeddings, words, domain_vocab]
+        stops, partitioned = _check_options(o)
+        domain, domain_texts = _domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None else (None, set())
+        emb = load_embeddings(o.embeddings, words_path=o.words, vocab_size=o.vocab_size, domain_words=domain)
+        emb = output_vocabulary(emb, o.output_vocab.value, stops)
+        extra: dict[str, object] = {"vocab_size_limit": o.vocab_size, "domain_vocab": o.domain_vocab is not None,
+                                    "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
-            if private_report is not None:
-                check_private_report_path(private_report, output=output, inputs=inputs, partitioned=True)
-                check_output_paths([("--private-report", private_report)], inputs=read_too, force=force,
-                                   existing=False)  # an existing one: refused by the run, unless it is complete
+            _run_partitioned(o, emb, stops, extra)
         else:
-            check_output_paths(
-                [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
-                 ("--private-report", private_report)],
-                inputs=read_too, force=force,
-            )
-        domain, domain_texts = _domain_words(domain_vocab, inputs) if domain_vocab is not None else (None, set())
-        emb = load_embeddings(embeddings, words_path=words, vocab_size=vocab_size, domain_words=domain)
-        emb = output_vocabulary(emb, output_vocab.value, stops)
-        extra = {"vocab_size_limit": vocab_size, "domain_vocab": domain_vocab is not None,
-                 "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
-        if partitioned:
-            if empty is not EmptyPolicy.error:
-                raise ParameterError("--empty skip|empty applies to --engine single for now; partitioned runs stop "
-                                     "on a line with no in-vocabulary word")
-            _run_partitioned(
-                inputs, output, emb, epsilon=epsilon, size=size, size_from_data=size_from_data,
-                bag=bag.value, stops=stops, decoder=decoder.value, known_source=known_source, seed=seed,
-                engine=engine, scheduler=scheduler, partitions=partitions, workers=workers, dashboard=dashboard,
-                text_field=text_field,
-                id_field=id_field, input_format=input_format.value, fmt=fmt.value, work_dir=work_dir,
-                private_report=private_report, extra=extra, force=force, strict_ids=strict_ids,
-                mechanism=mech_name, postprocess=post, params=params,
-            )
-            return
-        mech = build_mechanism(
-            mech_name, epsilon=epsilon,  # type: ignore[arg-type]  # None: random derives it from its rate
-            size=size, size_from_data=size_from_data, embeddings=emb, bag=bag.value,
-            stop_words=stops, seed=seed, decoder=decoder.value, known_source=known_source, postprocess=post,
-            params=params,
-        )
-        if all(str(f) == "-" for f in inputs) and _stdin_is_terminal():
-            print_info("reading documents from standard input (type them, then Ctrl-D); give FILES to read files "
-                       "(see: textdp obfuscate --help)")
-        docs = read_sourced_documents(inputs, text_field=text_field, id_field=id_field,
-                                      input_format=input_format.value)
-        if not docs:
-            raise ParameterError("no documents in the input")
-        inside = sum(d.text.strip() in domain_texts for d in docs) if domain_texts else 0
-        if inside:
-            print_warning(f"{inside} input document(s) appear verbatim in --domain-vocab {domain_vocab}; the "
-                          "vocabulary must come from PUBLIC text, not from the documents being privatized")
-        ids = sequence_ids(docs)
-        n_dup, first_dup = find_duplicate_ids(lambda: ids)
-        if n_dup and first_dup is not None:
-            if strict_ids:
-                raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
-            _warn_duplicates(n_dup, first_dup)
-        report_rows: list[dict[str, Any]] = []
-        first: Any = None
-        n_records = 0
-        sink = _stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
-        small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000 and (size or 0) < 20_000
-        with sink as fh, progress_bar(disable=small) as bar, \
-                warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", PrivacyWarning)
-            task = bar.add_task("obfuscating (documents)", total=len(docs))
-            _count_words(mech, bar, size * len(docs) if size is not None else None)
-            for job in iter_privatize_documents(mech, docs, private_report=private_report is not None,
-                                                empty=empty.value, progress=bar_progress(bar, task)):
-                write_records(fh, job.records, fmt.value)  # as they come: memory stays bounded
-                first = first if first is not None or not job.documents else job.documents[0]
-                n_records += len(job.records)
-                report_rows.extend(job.report or [])
-            guarantee = (release_guarantee(first) if first is not None else  # every line skipped
-                         mechanism_guarantee(mech, size=size if size is not None else 1, seeded=seed is not None,
-                                             empty=empty.value))
-            settings = release_settings(
-                guarantee, engine="single", documents=n_records, decoder=guarantee_decoder_name(guarantee),
-                known_source=known_source, stop_words=stops, fmt=fmt.value, extra=extra,
-            )
-            # the small files first; the release itself is moved into place last
-            if private_report is not None:
-                write_private_report(private_report, report_rows, overwrite=force)
-            if output is not None:
-                write_json(settings_path(output), settings, overwrite=force, private=False)
-        for w in caught:
-            if issubclass(w.category, PrivacyWarning):
-                print_warning(w.message)
-            else:  # pragma: no cover - other warnings keep their usual route
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            _run_single(o, emb, stops, extra, domain_texts)
 
 
-def guarantee_decoder_name(guarantee: dict[str, Any]) -> str:
-    """The decoder named in a guarantee dict's public parameters (``"none"``: the mechanism decodes nothing)."""
-    return str(guarantee.get("parameters", {}).get("decoder", "none"))
+def _check_options(o: _Options) -> tuple[str | None, bool]:
+    """Validate the options before any work; return the stop-word list and whether the run is partitioned."""
+    if o.report:
+        raise ParameterError("--report was removed: its fields describe the private input; "
+                             "use --private-report PATH (never publish that file)")
+    check_size_options(o.mech_name, o.size, o.size_from_data)
+    parse_params(o.param)
+    _check_epsilon_option(o.mech_name, o.epsilon)
+    if o.size is not None:
+        check_size(o.size)
+    stops = parse_stop_words(o.stop_words)
+    partitioned = _partitioned(o.engine, o.inputs, o.scheduler or o.dashboard, o.partitions)
+    if partitioned and o.epsilon is None:
+        raise ParameterError("partitioned runs need --epsilon (--param rate=R runs with --engine single)")
+    if not partitioned:
+        check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force)
+    elif o.private_report is not None:
+        check_private_report_path(o.private_report, output=o.output, inputs=o.inputs, partitioned=True)
+        check_output_paths([("--private-report", o.private_report)], inputs=o.read_too, force=o.force,
+                           existing=False)  # an existing one: refused by the run, unless it is complete
+    return stops, partitioned
 
 
-def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine: EngineName,
-                     scheduler: str | None, workers: int | None, dashboard: bool, **kw: Any) -> None:
-    from ..engines import get_backend
+def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str, object],
+                domain_texts: set[str]) -> None:
+    """One process, one output file (or standard output): :func:`textdp.engines.single.obfuscate_file`."""
+    mech = build_mechanism(
+        o.mech_name, epsilon=o.epsilon,  # type: ignore[arg-type]  # None: random derives it from its rate
+        size=o.size, size_from_data=o.size_from_data, embeddings=emb, bag=o.bag.value,
+        stop_words=stops, seed=o.seed, decoder=o.decoder.value, known_source=o.known_source, postprocess=o.post,
+        params=parse_params(o.param),
+    )
+    if all(str(f) == "-" for f in o.inputs) and _stdin_is_terminal():
+        print_info("reading documents from standard input (type them, then Ctrl-D); give FILES to read files "
+                   "(see: textdp obfuscate --help)")
+    docs = read_sourced_documents(o.inputs, text_field=o.text_field, id_field=o.id_field,
+                                  input_format=o.input_format.value)
+    inside = sum(d.text.strip() in domain_texts for d in docs) if domain_texts else 0
+    if inside:
+        print_warning(f"{inside} input document(s) appear verbatim in --domain-vocab {o.domain_vocab}; the "
+                      "vocabulary must come from PUBLIC text, not from the documents being privatized")
+    small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000 and (o.size or 0) < 20_000
+    check_duplicate_ids(lambda: sequence_ids(docs), strict=o.strict_ids, on_duplicate_ids=_warn_duplicates)
+    with open_release(o.output, force=o.force) as fh, progress_bar(disable=small) as bar, \
+            _privacy_warnings_on_stderr():  # the release goes out last, after the bar and the small files
+        task = bar.add_task("obfuscating (documents)", total=len(docs))
+        _count_words(mech, bar, o.size * len(docs) if o.size is not None else None)
+        write_release(fh, mech, docs, o.output, fmt=o.fmt.value, known_source=o.known_source, stop_words=stops,
+                      extra=extra, private_report=o.private_report, force=o.force, empty=o.empty.value,
+                      size=o.size, seeded=o.seed is not None, progress=bar_progress(bar, task))
+
+
+@contextlib.contextmanager
+def _privacy_warnings_on_stderr() -> Iterator[None]:
+    """Print the :class:`~textdp.errors.PrivacyWarning` raised inside as ``warning: ...`` lines, at the end."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, PrivacyWarning):
+            print_warning(w.message)
+        else:  # pragma: no cover - other warnings keep their usual route
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str, object]) -> None:
+    """A partitioned, resumable run: :func:`textdp.engines.corpus.obfuscate_corpus` on a backend."""
     from ..engines.corpus import MANIFEST, obfuscate_corpus
 
+    output, files = o.output, o.inputs
     if output is None:
         raise ParameterError("partitioned runs need --output DIRECTORY (part files + manifest.json)")
     if not files or any(str(f) == "-" for f in files):
         raise ParameterError("partitioned runs read files, not standard input")
-    if kw["input_format"] == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
+    if o.input_format.value == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
         raise ParameterError("--input-format text cannot read Parquet")
-    if kw["partitions"] is not None:
-        check_positive_int(kw["partitions"], "partitions")
-    if workers is not None:
-        check_positive_int(workers, "workers")
-    name = "local" if engine is EngineName.local else "dask"
-
-    def warn_size(n: int) -> None:
-        print_warning(SIZE_FROM_DATA_WARNING.format(n=n))
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", PrivacyWarning)
-        backend = get_backend(name, scheduler=scheduler, workers=workers, dashboard=dashboard)
-    for w in caught:
-        print_warning(w.message)
-    link = getattr(backend, "dashboard_link", None)
-    if link:
-        print_info(f"dashboard: {link}")
+    if o.partitions is not None:
+        check_positive_int(o.partitions, "partitions")
+    if o.workers is not None:
+        check_positive_int(o.workers, "workers")
+    backend = _backend(o)
     try:
         with progress_bar() as bar:
             task = bar.add_task("obfuscating (documents)", total=None)
             obfuscate_corpus(
-                files, output, embeddings=emb, epsilon=kw["epsilon"], size=kw["size"],
-                size_from_data=kw["size_from_data"], bag=kw["bag"], stop_words=kw["stops"], decoder=kw["decoder"],
-                known_source=kw["known_source"], seed=kw["seed"], backend=backend, partitions=kw["partitions"],
-                text_field=kw["text_field"], id_field=kw["id_field"], input_format=kw["input_format"],
-                fmt=kw["fmt"], work_dir=kw["work_dir"], private_report=kw["private_report"],
-                extra_settings=kw["extra"], on_size_from_data=warn_size, mechanism=kw["mechanism"],
-                postprocess=kw["postprocess"], params=kw["params"],
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-                force=kw["force"], strict_ids=kw["strict_ids"], on_duplicate_ids=_warn_duplicates,
+                files, output, embeddings=emb, epsilon=o.epsilon,  # type: ignore[arg-type]  # checked: not None
+                size=o.size, size_from_data=o.size_from_data, bag=o.bag.value, stop_words=stops,
+                decoder=o.decoder.value, known_source=o.known_source, seed=o.seed, backend=backend,
+                partitions=o.partitions, text_field=o.text_field, id_field=o.id_field,
+                input_format=o.input_format.value, fmt=o.fmt.value, work_dir=o.work_dir,
+                private_report=o.private_report, extra_settings=extra,
+                on_size_from_data=lambda n: print_warning(SIZE_FROM_DATA_WARNING.format(n=n)),
+                mechanism=o.mech_name, postprocess=o.post, params=parse_params(o.param),
+                progress=bar_progress(bar, task), force=o.force, strict_ids=o.strict_ids,
+                on_duplicate_ids=_warn_duplicates, empty=o.empty.value,
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else 130
@@ -454,12 +456,28 @@ def _run_partitioned(files: list[Path], output: Path | None, emb: Any, *, engine
         backend.close()
 
 
+def _backend(o: _Options) -> Backend:
+    """The engine's backend (its privacy warnings, e.g. a plain tcp:// scheduler, on stderr)."""
+    from ..engines import get_backend
+
+    name = "local" if o.engine is EngineName.local else "dask"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyWarning)
+        backend = get_backend(name, scheduler=o.scheduler, workers=o.workers, dashboard=o.dashboard)
+    for w in caught:
+        print_warning(w.message)
+    link = getattr(backend, "dashboard_link", None)
+    if link:
+        print_info(f"dashboard: {link}")
+    return backend
+
+
 def _interrupted_message(output: Path, manifest_name: str) -> str:
     """What an interrupted partitioned run leaves behind, truthfully."""
     import json
 
     done = sorted(p.name for p in output.glob("part-*") if p.is_file()) if output.is_dir() else []
-    total: Any = "?"
+    total: int | str = "?"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         total = len(json.loads((output / manifest_name).read_text(encoding="utf-8"))["parts"])
     if not (output / manifest_name).exists():

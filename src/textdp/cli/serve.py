@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -72,7 +72,7 @@ def serve(
         from ..errors import require
 
         require("starlette", "serve")
-        uvicorn: Any = require("uvicorn", "serve")
+        uvicorn = require("uvicorn", "serve")
         from ..serve.app import create_app
         from ..serve.core import Workbench
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,14 +17,25 @@ from ..topics.names import MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITI
 from ._choices import Engine as EngineName
 from ._common import (
     FORCE_HELP,
+    ForceOption,
     Interrupted,
     InterruptedRun,
+    QuietOption,
     check_report_folder,
     cli_errors,
     print_info,
     print_warning,
     progress_bar,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..backend import Backend
+    from ..topics import SampledSensitivity, SensitivitySampler, UserCorpus
+    from ..topics.mechanisms import TopicMechanism
+    from ..topics.models import TopicModel
+    from ..topics.vocabulary import PublicVocabulary
 
 TOPICS_HELP = (
     "Release the topic-keyword matrix of an LDA model (top --topics topics x top --keywords words) "
@@ -60,7 +74,7 @@ STRIP_HELP = ("Drop quoted-reply ('>', '|') and '... writes:' lines: they are ot
               "(recommended for e-mail / Usenet such as 20newsgroups).")
 
 
-def _one_of(choices: tuple[str, ...]) -> Any:
+def _one_of(choices: tuple[str, ...]) -> Callable[[str | None], str | None]:
     """Typer callback accepting only ``choices`` (the library's tuple of names)."""
 
     def check(value: str | None) -> str | None:
@@ -76,7 +90,7 @@ def _choices(names: tuple[str, ...]) -> str:
 
 
 def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_user_docs: int,
-          max_features: int, strip_quotes: bool, vocabulary: Any = None) -> Any:
+          max_features: int, strip_quotes: bool, vocabulary: PublicVocabulary | None = None) -> UserCorpus:
     from ..topics import UserCorpus
 
     return UserCorpus.from_jsonl(corpus, user_field=user_field, text_field=text_field,
@@ -137,7 +151,7 @@ def _engine_options(engine: EngineName, workers: int | None, scheduler: str | No
     return engine, workers
 
 
-def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> Any:
+def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> Backend | None:
     """The execution engine for the sampler (``None`` = in this process)."""
     if engine is EngineName.local:
         return None
@@ -146,7 +160,8 @@ def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> 
     return get_backend("dask", scheduler=scheduler, workers=workers)
 
 
-def _sample(sampler: Any, gamma: float, seed: Any, quiet: bool) -> Any:
+def _sample(sampler: SensitivitySampler, gamma: float, seed: np.random.Generator,
+            quiet: bool) -> dict[tuple[int, int], SampledSensitivity]:
     """Run the sampler; an interrupt says truthfully what the cache keeps and that re-running resumes."""
     from ..topics import sampler_parameters
 
@@ -160,7 +175,7 @@ def _sample(sampler: Any, gamma: float, seed: Any, quiet: bool) -> Any:
         raise InterruptedRun(_interrupted_message(sampler, total), status) from None
 
 
-def _interrupted_message(sampler: Any, total: int) -> str:
+def _interrupted_message(sampler: SensitivitySampler, total: int) -> str:
     """What an interrupted sensitivity sampler leaves behind (read back from its cache file)."""
     if sampler.cache_path is None:
         return ("no release was written; the sensitivity samples drawn so far are lost (--no-cache); "
@@ -191,7 +206,7 @@ def _check_paths(corpus: Path, output: Path | None, private_report: Path | None,
     )
 
 
-def _write_all(files: list[tuple[Path, Any, bool]], force: bool) -> None:
+def _write_all(files: list[tuple[Path, object, bool]], force: bool) -> None:
     """Write ``(path, object, private)`` JSON files in order; on an interrupt remove the ones written so far."""
     done: list[Path] = []
     try:
@@ -204,176 +219,265 @@ def _write_all(files: list[tuple[Path, Any, bool]], force: bool) -> None:
         raise
 
 
+Corpus = Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")]
+UserField = Annotated[str, typer.Option(help="JSON field naming the user (the unit of privacy).")]
+TextField = Annotated[str, typer.Option(help="JSON field with the document text.")]
+MaxDocsPerUser = Annotated[int, typer.Option(
+    help="Contribution bound: first N documents of each user (0 = no bound). Part of the released function.")]
+MinUserDocs = Annotated[int, typer.Option(help="Drop users with fewer documents.")]
+StripQuotes = Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)]
+Delta = Annotated[float, typer.Option(help=DELTA_HELP)]
+EngineOption = Annotated[EngineName, typer.Option(help=ENGINE_HELP)]
+DeprecatedJobs = Annotated[int | None, typer.Option(
+    "--jobs", "-j", hidden=True, help="Deprecated: use --engine dask --workers N.")]
+TopicModelOption = Annotated[str, typer.Option(
+    help="Topic model: sklearn LDA or tomotopy LDA." + _choices(TOPIC_MODELS), callback=_one_of(TOPIC_MODELS))]
+
+ReleaseOutput = Annotated[Path | None, typer.Option(
+    "--output", "-o", help="Write the release JSON here (and OUTPUT.settings.json); default or '-': stdout.")]
+PrivateReport = Annotated[Path | None, typer.Option(
+    help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise scale, "
+    "timings, paths). Never publish it; it must differ from --output.")]
+MechanismOption = Annotated[str, typer.Option(
+    help=MECHANISM_HELP + _choices(MECHANISMS), callback=_one_of(MECHANISMS))]
+DeprecatedBackend = Annotated[str | None, typer.Option(
+    "--backend", hidden=True, help="Deprecated: use --topic-model.", callback=_one_of(TOPIC_MODELS))]
+Neighbours = Annotated[str, typer.Option(
+    help="add-remove one user (default) or replace one (thesis)." + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))]
+GridBits = Annotated[int, typer.Option(
+    help="Released values are exact multiples of 2^-GRID_BITS (floating-point-safe noise).")]
+Workers = Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")]
+Scheduler = Annotated[str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")]
+CacheDir = Annotated[Path | None, typer.Option(
+    help="Cache of sampled distances (default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")]
+Seed = Annotated[int | None, typer.Option(
+    help="Seed for sampling and noise (default: OS entropy; a published seed lets anyone undo the noise).")]
+
+
+@dataclass(frozen=True)
+class _TopicsOptions:
+    """What ``textdp topics`` was given (one field per option)."""
+
+    corpus: Path
+    output: Path | None
+    private_report: Path | None
+    user_field: str
+    text_field: str
+    n_topics: int
+    n_keywords: int
+    n_keywords_short: int | None
+    model_topics: int
+    epsilon: float
+    delta: float
+    gamma: float
+    mechanism: str
+    topic_model: str
+    backend_deprecated: str | None
+    max_iter: int
+    model_seed: int
+    max_docs_per_user: int
+    min_user_docs: int
+    max_features: int
+    vocabulary: str
+    strip_quotes: bool
+    per_db_users: int
+    neighbours: str
+    sensitivity: str
+    grid_bits: int
+    engine: EngineName
+    workers: int | None
+    scheduler: str | None
+    jobs: int | None
+    cache_dir: Path | None
+    no_cache: bool
+    seed: int | None
+    quiet: bool
+    force: bool
+
+
+@dataclass(frozen=True)
+class _TopicsRun:
+    """The checked options: the release's shape, the sensitivity choice, the engine."""
+
+    m: int
+    n: int
+    K: int
+    sensitivity: str | float
+    grid: float
+    engine: EngineName
+    workers: int | None
+    output: Path | None
+    topic_model: str
+
+
 def topics(
-    corpus: Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the release JSON here "
-                                                   "(and OUTPUT.settings.json); default or '-': stdout.")] = None,
-    private_report: Annotated[Path | None, typer.Option(
-        help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise "
-             "scale, timings, paths). Never publish it; it must differ from --output.")] = None,
-    user_field: Annotated[str, typer.Option(help="JSON field naming the user (the unit of privacy).")] = "author",
-    text_field: Annotated[str, typer.Option(help="JSON field with the document text.")] = "text",
+    corpus: Corpus,
+    output: ReleaseOutput = None,
+    private_report: PrivateReport = None,
+    user_field: UserField = "author",
+    text_field: TextField = "text",
     n_topics: Annotated[int, typer.Option("--topics", "-m", help="Topics m to release (top by prevalence).")] = 10,
     n_keywords: Annotated[int, typer.Option("--keywords", help="Keywords n per topic.")] = 10,
-    n_keywords_short: Annotated[int | None, typer.Option("-n", hidden=True,
-                                                            help="Deprecated: use --keywords.")] = None,
+    n_keywords_short: Annotated[int | None, typer.Option("-n", hidden=True, help="Deprecated: use --keywords.")] = None,
     model_topics: Annotated[int, typer.Option(help="Topics K fitted (0 = max(--topics, 10)).")] = 0,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPS_HELP)] = 3.0,
-    delta: Annotated[float, typer.Option(help=DELTA_HELP)] = 1e-4,
+    delta: Delta = 1e-4,
     gamma: Annotated[float, typer.Option(help=GAMMA_HELP)] = 0.1,
-    mechanism: Annotated[str, typer.Option(help=MECHANISM_HELP + _choices(MECHANISMS),
-                                           callback=_one_of(MECHANISMS))] = "topicdp",
-    topic_model: Annotated[str, typer.Option(help="Topic model: sklearn LDA or tomotopy LDA." + _choices(TOPIC_MODELS),
-                                             callback=_one_of(TOPIC_MODELS))] = "sklearn",
-    backend_deprecated: Annotated[str | None, typer.Option(
-        "--backend", hidden=True, help="Deprecated: use --topic-model.", callback=_one_of(TOPIC_MODELS))
-    ] = None,
+    mechanism: MechanismOption = "topicdp",
+    topic_model: TopicModelOption = "sklearn",
+    backend_deprecated: DeprecatedBackend = None,
     max_iter: Annotated[int, typer.Option(help="LDA passes (tomotopy: x20 Gibbs iterations).")] = 10,
     model_seed: Annotated[int, typer.Option(help="Fixed seed of the LDA initialisation (defines the function).")] = 0,
-    max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound: first N documents of each user "
-                                                   "(0 = no bound). Part of the released function.")] = 30,
-    min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
+    max_docs_per_user: MaxDocsPerUser = 30,
+    min_user_docs: MinUserDocs = 1,
     max_features: Annotated[int, typer.Option(help="Size of the corpus vocabulary (--vocabulary corpus).")] = 2000,
     vocabulary: Annotated[str, typer.Option(help=VOCABULARY_HELP)] = "corpus",
-    strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
+    strip_quotes: StripQuotes = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
-    neighbours: Annotated[str, typer.Option(help="add-remove one user (default) or replace one (thesis)."
-                                            + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))] = "add-remove",
+    neighbours: Neighbours = "add-remove",
     sensitivity: Annotated[str, typer.Option(help=SENSITIVITY_HELP)] = "sampled",
-    grid_bits: Annotated[int, typer.Option(help="Released values are exact multiples of 2^-GRID_BITS "
-                                           "(floating-point-safe noise).")] = 20,
-    engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
-    workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster "
-                                                   "(default: one per core).")] = None,
-    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler "
-                                                     "(e.g. tcp://host:8786).")] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", hidden=True,
-                                                help="Deprecated: use --engine dask --workers N.")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances "
-                                                      "(default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")] = None,
+    grid_bits: GridBits = 20,
+    engine: EngineOption = EngineName.local,
+    workers: Workers = None,
+    scheduler: Scheduler = None,
+    jobs: DeprecatedJobs = None,
+    cache_dir: CacheDir = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-    seed: Annotated[int | None, typer.Option(help="Seed for sampling and noise (default: OS entropy; "
-                                                "a published seed lets anyone undo the noise).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+    seed: Seed = None,
+    quiet: QuietOption = False,
+    force: ForceOption = False,
 ) -> None:
     """Release a noisy topic-keyword matrix with user-level (random) differential privacy."""
+    o = _TopicsOptions(**locals())  # the parameters, and nothing else yet
     with cli_errors():
         from .._rng import spawn
-        from .._validation import (
-            check_choice,
-            check_epsilon,
-            check_positive_int,
-            check_probability,
-        )
-        from ..topics import (
-            SensitivitySampler,
-            default_cache_dir,
-            extract_topic_matrix,
-            make_topic_model,
-        )
+        from ..topics import extract_topic_matrix, make_topic_model
         from ..topics.family import topics_mechanism
-        from ..topics.mechanisms import needs_sensitivity
         from ..topics.models import fit_database
         from ..topics.vocabulary import public_vocabulary, vocabulary_note
 
-        check_epsilon(epsilon)
-        check_probability(delta, "delta")
-        check_probability(gamma, "gamma")
-        check_choice(mechanism, "mechanism", MECHANISMS)
-        if n_keywords_short is not None:
-            _warn("-n for keywords is deprecated (-n is the bag size elsewhere); use --keywords")
-            n_keywords = n_keywords_short
-        if backend_deprecated is not None:
-            _warn("--backend is deprecated (a backend is an execution engine); use --topic-model")
-            topic_model = backend_deprecated
-        engine, workers = _engine_options(engine, workers, scheduler, jobs)
-        m = check_positive_int(n_topics, "--topics")
-        n = check_positive_int(n_keywords, "--keywords")
-        K = _check_topic_counts(m, model_topics)
-        sens_choice = _sensitivity_option(sensitivity)
-        grid = 2.0 ** -check_positive_int(grid_bits, "--grid-bits", minimum=0)
-        if output is not None and str(output) == "-":
-            output = None  # "-" is standard output, as everywhere else
-        _check_paths(corpus, output, private_report, force)
-        public_vocab = public_vocabulary(vocabulary, inputs=[corpus])
-        sampler_seed, release_seed = spawn(seed, 2)  # separate streams: sampling never shifts the noise
+        run = _check_topics_options(o)
+        public_vocab = public_vocabulary(o.vocabulary, inputs=[o.corpus])
+        sampler_seed, release_seed = spawn(o.seed, 2)  # separate streams: sampling never shifts the noise
         t0 = time.perf_counter()
-        data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes,
-                     public_vocab)
-        model = make_topic_model(topic_model, n_topics=K, max_iter=max_iter, seed=model_seed)
+        data = _load(o.corpus, o.user_field, o.text_field, o.max_docs_per_user, o.min_user_docs, o.max_features,
+                     o.strip_quotes, public_vocab)
+        model = make_topic_model(run.topic_model, n_topics=run.K, max_iter=o.max_iter, seed=o.model_seed)
         t_fit = time.perf_counter()
         tw, prev, vocab = fit_database(data, model)  # the released function; the sampler measures this one
         fit_seconds = time.perf_counter() - t_fit
-        tm = extract_topic_matrix(tw, prev, vocab, m, n)
-        private: dict[str, Any] = {"sensitivity_source": "global L1 bound 2m (public)"}
-        sens_value: float | str | None = None
-        sampled_gamma: float | None = None
-        source = "global" if not needs_sensitivity(mechanism) else str(sens_choice) if isinstance(
-            sens_choice, str) else "supplied"
-        if needs_sensitivity(mechanism):
-            if sens_choice == "worst-case":
-                sens_value = "worst-case"
-                private["sensitivity_source"] = "worst case sqrt(2m) (public)"
-            elif not isinstance(sens_choice, str):
-                sens_value = float(sens_choice)
-                private["sensitivity_source"] = "supplied by the user"
-            else:
-                backend = _backend(engine, workers, scheduler)
-                try:
-                    sizes = sorted({(k, k) for k in range(2, min(K, 10) + 1)} | {(m, n)})
-                    cache = None if no_cache else (cache_dir or default_cache_dir())
-                    sampler = SensitivitySampler(
-                        corpus=data, model=model, sizes=sizes, backend=backend,
-                        n_users=per_db_users or None, neighbours=neighbours, cache_dir=cache)
-                    sampled = _sample(sampler, gamma, sampler_seed, quiet)[(m, n)]
-                finally:
-                    if backend is not None:
-                        backend.close()
-                sens_value, sampled_gamma = sampled.value, sampled.gamma
-                private.update(sensitivity_source="sampled", sensitivity_sampling=sampled.to_dict(),
-                               cache_dir=None if cache is None else str(cache))
+        tm = extract_topic_matrix(tw, prev, vocab, run.m, run.n)
+        source, sens_value, sampled_gamma, private = _sensitivity(o, run, data, model, sampler_seed)
         # the registered mechanism (one base for every family); its calibration gives the private sigma below
-        family = topics_mechanism(mechanism, epsilon=epsilon, delta=delta, gamma=sampled_gamma, sensitivity=sens_value,
-                     grid=grid, seed=release_seed, vocabulary_note=vocabulary_note(data.settings, source))
-        mech = family.fit().noise((m, n))
-        (rel,) = family.privatize_batch([tm], ["topics"], seeded=seed is not None)
-        record: dict[str, Any] = rel.to_record()  # the one record layout (textdp/schemas/record.schema.json)
-        settings = {
-            "textdp_version": __version__, "command": "topics", "user_field": user_field, "text_field": text_field,
-            "corpus_settings": data.settings, "model": model.settings(), "mechanism": mechanism,
-            "epsilon": epsilon, "delta": delta, "gamma": gamma if source == "sampled" else None,
-            "topics": m, "keywords": n, "grid": grid, "neighbours": neighbours,
-            "per_db_users": per_db_users or "all users of the corpus (count in the private report)",
-            "sensitivity": (None if not needs_sensitivity(mechanism) else
-                            "supplied (value in the private report)" if source == "supplied" else source),
-            "engine": engine.value, "seeded": seed is not None,  # never the seed: it would undo the noise
-            "guarantee": rel.guarantee.to_dict(),  # the full statement, once (records carry the compact form)
-        }
-        files: list[tuple[Path, Any, bool]] = []  # (path, object, private): the release is written last
-        if private_report is not None:
-            sigma: dict[str, Any] = {}
-            if hasattr(mech, "sigma"):
-                sigma["noise_sigma"] = mech.sigma((m, n))
-            if hasattr(mech, "column_variances"):
-                sigma["noise_column_variances"] = [float(v) for v in mech.column_variances((m, n))]
-            files.append((private_report, {
-                "warning": "PRIVATE: describes the private corpus; never publish this file",
-                "command": "topics", "corpus": str(corpus), "release": None if output is None else str(output),
-                "n_users": data.n_users, "n_docs": data.n_docs,
-                "per_db_users": per_db_users or data.n_users,
-                "sensitivity": getattr(mech, "sensitivity", None) if sens_value == "worst-case" else sens_value,
-                **private, **sigma,
-                "fit_seconds": round(fit_seconds, 3), "seconds": round(time.perf_counter() - t0, 3)}, True))
-        if output is not None:
-            files += [(settings_path(output), settings, False), (output, record, False)]
-        _write_all(files, force)
-        if output is None:
-            import json
-
+        family = topics_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, gamma=sampled_gamma,
+                                  sensitivity=sens_value, grid=run.grid, seed=release_seed,
+                                  vocabulary_note=vocabulary_note(data.settings, source))
+        mech = family.fit().noise((run.m, run.n))
+        (rel,) = family.privatize_batch([tm], ["topics"], seeded=o.seed is not None)
+        record = rel.to_record()  # the one record layout (textdp/schemas/record.schema.json)
+        files: list[tuple[Path, object, bool]] = []  # (path, object, private): the release is written last
+        if o.private_report is not None:
+            private.update(fit_seconds=round(fit_seconds, 3), seconds=round(time.perf_counter() - t0, 3))
+            files.append((o.private_report, _private_report(o, run, data, mech, sens_value, private), True))
+        if run.output is not None:
+            settings = _release_settings(o, run, data.settings, model.settings(), source)
+            settings["guarantee"] = rel.guarantee.to_dict()  # the full statement, once (records: the compact form)
+            files += [(settings_path(run.output), settings, False), (run.output, record, False)]
+        _write_all(files, o.force)
+        if run.output is None:
             typer.echo(json.dumps(record, indent=2))
         else:
-            print_info(f"wrote {output} ({rel.guarantee.mechanism}, epsilon {rel.guarantee.epsilon:g})")
+            print_info(f"wrote {run.output} ({rel.guarantee.mechanism}, epsilon {rel.guarantee.epsilon:g})")
+
+
+def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
+    """Check every option before any data is read (one-line errors; deprecated spellings warned)."""
+    from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+
+    check_epsilon(o.epsilon)
+    check_probability(o.delta, "delta")
+    check_probability(o.gamma, "gamma")
+    check_choice(o.mechanism, "mechanism", MECHANISMS)
+    n_keywords, topic_model = o.n_keywords, o.topic_model
+    if o.n_keywords_short is not None:
+        _warn("-n for keywords is deprecated (-n is the bag size elsewhere); use --keywords")
+        n_keywords = o.n_keywords_short
+    if o.backend_deprecated is not None:
+        _warn("--backend is deprecated (a backend is an execution engine); use --topic-model")
+        topic_model = o.backend_deprecated
+    engine, workers = _engine_options(o.engine, o.workers, o.scheduler, o.jobs)
+    m = check_positive_int(o.n_topics, "--topics")
+    n = check_positive_int(n_keywords, "--keywords")
+    K = _check_topic_counts(m, o.model_topics)
+    sens_choice = _sensitivity_option(o.sensitivity)
+    grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
+    output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
+    _check_paths(o.corpus, output, o.private_report, o.force)
+    return _TopicsRun(m=m, n=n, K=K, sensitivity=sens_choice, grid=grid, engine=engine, workers=workers,
+                      output=output, topic_model=topic_model)
+
+
+def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: TopicModel,
+                 sampler_seed: np.random.Generator) -> tuple[str, float | str | None, float | None, dict[str, object]]:
+    """The sensitivity the mechanism is calibrated to: its source, value, sampled gamma, and private notes."""
+    from ..topics import SensitivitySampler, default_cache_dir
+    from ..topics.mechanisms import needs_sensitivity
+
+    private: dict[str, object] = {"sensitivity_source": "global L1 bound 2m (public)"}
+    if not needs_sensitivity(o.mechanism):
+        return "global", None, None, private
+    if run.sensitivity == "worst-case":
+        private["sensitivity_source"] = "worst case sqrt(2m) (public)"
+        return "worst-case", "worst-case", None, private
+    if not isinstance(run.sensitivity, str):
+        private["sensitivity_source"] = "supplied by the user"
+        return "supplied", float(run.sensitivity), None, private
+    backend = _backend(run.engine, run.workers, o.scheduler)
+    try:
+        sizes = sorted({(k, k) for k in range(2, min(run.K, 10) + 1)} | {(run.m, run.n)})
+        cache = None if o.no_cache else (o.cache_dir or default_cache_dir())
+        sampler = SensitivitySampler(corpus=data, model=model, sizes=sizes, backend=backend,
+                                     n_users=o.per_db_users or None, neighbours=o.neighbours, cache_dir=cache)
+        sampled = _sample(sampler, o.gamma, sampler_seed, o.quiet)[(run.m, run.n)]
+    finally:
+        if backend is not None:
+            backend.close()
+    private.update(sensitivity_source="sampled", sensitivity_sampling=sampled.to_dict(),
+                   cache_dir=None if cache is None else str(cache))
+    return run.sensitivity, sampled.value, sampled.gamma, private
+
+
+def _release_settings(o: _TopicsOptions, run: _TopicsRun, corpus_settings: object, model_settings: object,
+                      source: str) -> dict[str, object]:
+    """The public ``OUTPUT.settings.json``: parameters only, never the seed (it would undo the noise)."""
+    from ..topics.mechanisms import needs_sensitivity
+
+    return {
+        "textdp_version": __version__, "command": "topics", "user_field": o.user_field, "text_field": o.text_field,
+        "corpus_settings": corpus_settings, "model": model_settings, "mechanism": o.mechanism,
+        "epsilon": o.epsilon, "delta": o.delta, "gamma": o.gamma if source == "sampled" else None,
+        "topics": run.m, "keywords": run.n, "grid": run.grid, "neighbours": o.neighbours,
+        "per_db_users": o.per_db_users or "all users of the corpus (count in the private report)",
+        "sensitivity": (None if not needs_sensitivity(o.mechanism) else
+                        "supplied (value in the private report)" if source == "supplied" else source),
+        "engine": run.engine.value, "seeded": o.seed is not None,
+    }
+
+
+def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: TopicMechanism,
+                    sens_value: float | str | None, private: dict[str, object]) -> dict[str, object]:
+    """The PRIVATE report: counts, the sensitivity and the noise scale, timings, paths."""
+    from ..topics.sensitivity import worst_case_sensitivity
+
+    sigma = mech.private_scale((run.m, run.n))  # PRIVATE: the noise scale reveals a sampled sensitivity
+    timings = {k: private.pop(k) for k in ("fit_seconds", "seconds")}
+    return {
+        "warning": "PRIVATE: describes the private corpus; never publish this file",
+        "command": "topics", "corpus": str(o.corpus), "release": None if run.output is None else str(run.output),
+        "n_users": data.n_users, "n_docs": data.n_docs, "per_db_users": o.per_db_users or data.n_users,
+        "sensitivity": worst_case_sensitivity(run.m) if sens_value == "worst-case" else sens_value,
+        **private, **sigma, **timings,
+    }
 
 
 def topics_report(

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypedDict, Unpack
 
 import typer
 
@@ -15,67 +15,101 @@ from ..errors import ParameterError
 from ._choices import InputFormat, Objective, OutputLayer, VocabSource
 from ._common import (
     EXIT_SIGINT,
+    InputFormatOption,
     Interrupted,
     InterruptedRun,
+    QuietOption,
+    TextFieldOption,
     bar_progress,
     cli_errors,
     print_info,
     progress_bar,
 )
 
+if TYPE_CHECKING:
+    from ..embeddings import Embeddings
+    from ..generation.training import TrainingResult, TrainingSettings
+
+
+Corpus = Annotated[list[Path], typer.Argument(
+    help="Training text: text files (one document each) or JSONL / JSONL.gz files (one document per line).",
+    show_default=False)]
+ModelDir = Annotated[Path, typer.Option("--output", "-o", help="Model directory to write (or to resume).")]
+MaxSentences = Annotated[int | None, typer.Option(
+    help="Train on at most N sentence segments (a uniform sample, drawn with the training seed).")]
+Epochs = Annotated[int, typer.Option(help="Passes over the training segments.")]
+Seed = Annotated[int | None, typer.Option(
+    help="Seed (initialisation, batch order, word dropout, reward words). Default: fresh OS entropy.")]
+ObjectiveOption = Annotated[Objective, typer.Option(
+    help="er-ae: reconstruction, then 10*L_embed + L_rec after the warm-up (the ER-AE model). reconstruction: "
+    "L_rec only (AE-DP's model).")]
+Public = Annotated[bool, typer.Option(
+    "--public", help="Declare the training corpus PUBLIC. Rewrites then default to --model-data public. Without it "
+    "the model card says the model is private (it was trained without privacy).")]
+Description = Annotated[str | None, typer.Option(
+    help="What the training data is, for the model card (default: not described; the card never names the "
+    "training files unless --card-names-data).")]
+CardNamesData = Annotated[bool, typer.Option(
+    "--card-names-data", help="Write the training file names (as the default description) and the seed into the "
+    "model card. Off by default: the card travels with the model.")]
+MaxSteps = Annotated[int | None, typer.Option(
+    help="Stop after S training steps in this run and still write a usable model; the same command continues it.")]
+MaxMinutes = Annotated[float | None, typer.Option(
+    help="Stop after the step that passes M minutes in this run and still write a usable model; the same command "
+    "continues it.")]
+VocabSize = Annotated[int, typer.Option(help="Vocabulary words K (plus 4 special tokens).")]
+VocabSourceOption = Annotated[VocabSource, typer.Option(
+    help="corpus: the K most frequent training words with a GloVe vector. glove: GloVe's K first words (public, "
+    "independent of the training data).")]
+MaxLength = Annotated[int, typer.Option(
+    help="L_max: tokens per sentence segment (longer sentences are cut) and steps per generated sentence.")]
+BatchSize = Annotated[int, typer.Option(help="Segments per training step.")]
+WarmupFraction = Annotated[float, typer.Option(help="er-ae: share of the steps trained on L_rec only.")]
+DecoderHidden = Annotated[int, typer.Option(help="Generator GRU units.")]
+EncoderHidden = Annotated[int, typer.Option(help="Encoder GRU units per direction.")]
+Latent = Annotated[int, typer.Option(help="Size of the latent z.")]
+OutputLayerOption = Annotated[OutputLayer, typer.Option(
+    help="dense: a dense layer over the vocabulary (the authors'). embedding: project to the 50-d embedding space "
+    "and score every token by its frozen embedding (about 5x fewer operations; a CPU-sized choice).")]
+Bf16 = Annotated[bool, typer.Option(
+    "--bf16", help="bfloat16 autocast for the matrix products (faster on CPUs with AVX-512 BF16; slightly "
+    "different numbers).")]
+Threads = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
+CheckpointEvery = Annotated[int, typer.Option(help="Steps between checkpoints.")]
+InitFrom = Annotated[Path | None, typer.Option(
+    help="Start from the checkpoint of another run in progress whose steps so far were all reconstruction-only "
+    "(same seed, data and settings except --objective and --warmup-fraction): the AE-DP model can share the "
+    "ER-AE run's warm-up.")]
+
 
 def train_rewriter_command(
-    corpus: Annotated[list[Path], typer.Argument(help="Training text: text files (one document each) or JSONL / "
-                                                 "JSONL.gz files (one document per line).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Model directory to write (or to resume).")] = ...,  # type: ignore[assignment]
-    max_sentences: Annotated[int | None, typer.Option(help="Train on at most N sentence segments (a uniform "
-                                                         "sample, drawn with the training seed).")] = None,
-    epochs: Annotated[int, typer.Option(help="Passes over the training segments.")] = 4,
-    seed: Annotated[int | None, typer.Option(help="Seed (initialisation, batch order, word dropout, reward "
-                                                "words). Default: fresh OS entropy.")] = None,
-    objective: Annotated[Objective, typer.Option(help="er-ae: reconstruction, then 10*L_embed + L_rec after the "
-                                                 "warm-up (the ER-AE model). reconstruction: L_rec only (AE-DP's "
-                                                 "model).")] = Objective.er_ae,
-    public: Annotated[bool, typer.Option("--public", help="Declare the training corpus PUBLIC. Rewrites then "
-                                         "default to --model-data public. Without it the model card says the model "
-                                         "is private (it was trained without privacy).")] = False,
-    description: Annotated[str | None, typer.Option(help="What the training data is, for the model card "
-                                                       "(default: not described; the card never names the "
-                                                       "training files unless --card-names-data).")] = None,
-    card_names_data: Annotated[bool, typer.Option("--card-names-data", help="Write the training file names (as the "
-                                                  "default description) and the seed into the model card. Off by "
-                                                  "default: the card travels with the model.")] = False,
-    max_steps: Annotated[int | None, typer.Option(help="Stop after S training steps in this run and still write a "
-                                                  "usable model; the same command continues it.")] = None,
-    max_minutes: Annotated[float | None, typer.Option(help="Stop after the step that passes M minutes in this run "
-                                                      "and still write a usable model; the same command continues "
-                                                      "it.")] = None,
-    vocab_size: Annotated[int, typer.Option(help="Vocabulary words K (plus 4 special tokens).")] = 10_000,
-    vocab_source: Annotated[VocabSource, typer.Option(help="corpus: the K most frequent training words with a "
-                                                      "GloVe vector. glove: GloVe's K first words (public, "
-                                                      "independent of the training data).")] = VocabSource.corpus,
-    max_length: Annotated[int, typer.Option(help="L_max: tokens per sentence segment (longer sentences are cut) "
-                                            "and steps per generated sentence.")] = 32,
-    batch_size: Annotated[int, typer.Option(help="Segments per training step.")] = 128,
-    warmup_fraction: Annotated[float, typer.Option(help="er-ae: share of the steps trained on L_rec only.")] = 0.25,
-    decoder_hidden: Annotated[int, typer.Option(help="Generator GRU units.")] = 256,
-    encoder_hidden: Annotated[int, typer.Option(help="Encoder GRU units per direction.")] = 128,
-    latent: Annotated[int, typer.Option(help="Size of the latent z.")] = 128,
-    output_layer: Annotated[OutputLayer, typer.Option(help="dense: a dense layer over the vocabulary (the authors'). "
-                                                      "embedding: project to the 50-d embedding space and score every "
-                                                      "token by its frozen embedding (about 5x fewer operations; a "
-                                                      "CPU-sized choice).")] = OutputLayer.dense,
-    bf16: Annotated[bool, typer.Option("--bf16", help="bfloat16 autocast for the matrix products (faster on CPUs "
-                                       "with AVX-512 BF16; slightly different numbers).")] = False,
-    threads: Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")] = None,
-    checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 100,
-    init_from: Annotated[Path | None, typer.Option(help="Start from the checkpoint of another run in progress "
-                                                      "whose steps so far were all reconstruction-only (same seed, "
-                                                      "data and settings except --objective and --warmup-fraction): the "
-                                                      "AE-DP model can share the ER-AE run's warm-up.")] = None,
-    text_field: Annotated[str, typer.Option(help="Text field of JSONL input.")] = "text",
-    input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    corpus: Corpus,
+    output: ModelDir = ...,  # type: ignore[assignment]
+    max_sentences: MaxSentences = None,
+    epochs: Epochs = 4,
+    seed: Seed = None,
+    objective: ObjectiveOption = Objective.er_ae,
+    public: Public = False,
+    description: Description = None,
+    card_names_data: CardNamesData = False,
+    max_steps: MaxSteps = None,
+    max_minutes: MaxMinutes = None,
+    vocab_size: VocabSize = 10_000,
+    vocab_source: VocabSourceOption = VocabSource.corpus,
+    max_length: MaxLength = 32,
+    batch_size: BatchSize = 128,
+    warmup_fraction: WarmupFraction = 0.25,
+    decoder_hidden: DecoderHidden = 256,
+    encoder_hidden: EncoderHidden = 128,
+    latent: Latent = 128,
+    output_layer: OutputLayerOption = OutputLayer.dense,
+    bf16: Bf16 = False,
+    threads: Threads = None,
+    checkpoint_every: CheckpointEvery = 100,
+    init_from: InitFrom = None,
+    text_field: TextFieldOption = "text",
+    input_format: InputFormatOption = InputFormat.auto,
+    quiet: QuietOption = False,
 ) -> None:
     """Train the sentence-rewriting model used by `textdp rewrite` (extra [generation]).
 
@@ -85,12 +119,9 @@ def train_rewriter_command(
     description, the settings and the vocabulary, never the text. A model trained on private data is private.
     """
     with cli_errors():
-        from .._rng import make_rng
         from ..embeddings import load_embeddings
         from ..generation.sampling import torch_module
-        from ..generation.training import TrainingSettings, train_rewriter
-        from ..generation.vocab import segment_text
-        from ..io import check_output_paths, read_documents
+        from ..generation.training import TrainingSettings
 
         torch = torch_module()
         if threads is not None:
@@ -102,18 +133,8 @@ def train_rewriter_command(
             output_layer=output_layer.value, epochs=epochs,
             batch_size=batch_size, warmup_fraction=warmup_fraction, bf16=bf16, seed=seed,
         )
-        check_output_paths([("--output's " + name, output / name) for name in
-                            ("card.json", "model.pt", "vocab.txt", "config.json", "checkpoint.pt")],
-                           inputs=list(corpus), force=True)  # the model's files never replace a training file
-        docs = read_documents(list(corpus), text_field=text_field, input_format=input_format.value)
-        segments = [s for _, text in docs for s in segment_text(text, max_length)]
-        if not segments:
-            raise ParameterError("no sentences in the training corpus")
-        if max_sentences is not None:
-            check_positive_int(max_sentences, "--max-sentences")
-            if len(segments) > max_sentences:
-                pick = make_rng(seed).choice(len(segments), size=max_sentences, replace=False)
-                segments = [segments[i] for i in sorted(pick.tolist())]
+        segments = _training_segments(corpus, output, text_field=text_field, input_format=input_format.value,
+                                      max_length=max_length, max_sentences=max_sentences, seed=seed)
         if max_minutes is not None and not (0 < max_minutes < float("inf")):
             raise ParameterError(f"--max-minutes must be a positive number, got {max_minutes!r}")
         if max_steps is not None:
@@ -121,41 +142,81 @@ def train_rewriter_command(
         emb = load_embeddings()
         desc = description or (", ".join(p.name for p in corpus) if card_names_data else
                                 "not described (the training files are named only with --card-names-data)")
-        saved = {"step": 0}
-        with progress_bar(disable=quiet) as bar:
-            task = bar.add_task("training", total=None)
+        res = _train(segments, output, emb, settings, quiet=quiet, data_description=desc, declared_public=public,
+                     checkpoint_every=checkpoint_every, init_from=init_from, max_steps=max_steps,
+                     max_minutes=max_minutes, card_names_data=card_names_data)
+        _say_result(res, output, len(segments))
 
-            log_lines = not quiet and not sys.stderr.isatty()
-            t_start = time.perf_counter()
 
-            progress = bar_progress(bar, task)
+def _training_segments(corpus: list[Path], output: Path, *, text_field: str, input_format: str, max_length: int,
+                       max_sentences: int | None, seed: int | None) -> list[list[str]]:
+    """The training sentence segments (a seeded uniform sample of ``max_sentences``), read after the path checks."""
+    from .._rng import make_rng
+    from ..generation.vocab import segment_text
+    from ..io import check_output_paths, read_documents
 
-            def on_loss(step: int, loss: float) -> None:
-                bar.update(task, description=f"training (loss {loss:.1f})")
-                total = int(bar.tasks[0].total or 0)
-                if log_lines and (step % 50 == 0 or step == total):  # no terminal: a line every 50 steps
-                    print_info(f"step {step}/{total} loss {loss:.2f} ({time.perf_counter() - t_start:.0f} s)")
+    check_output_paths([("--output's " + name, output / name) for name in
+                        ("card.json", "model.pt", "vocab.txt", "config.json", "checkpoint.pt")],
+                       inputs=list(corpus), force=True)  # the model's files never replace a training file
+    docs = read_documents(list(corpus), text_field=text_field, input_format=input_format)
+    segments = [s for _, text in docs for s in segment_text(text, max_length)]
+    if not segments:
+        raise ParameterError("no sentences in the training corpus")
+    if max_sentences is not None:
+        check_positive_int(max_sentences, "--max-sentences")
+        if len(segments) > max_sentences:
+            pick = make_rng(seed).choice(len(segments), size=max_sentences, replace=False)
+            segments = [segments[i] for i in sorted(pick.tolist())]
+    return segments
 
-            try:
-                res = train_rewriter(
-                    segments, output, emb, settings, data_description=desc, declared_public=public,
-                    checkpoint_every=checkpoint_every, progress=progress, on_loss=on_loss, init_from=init_from,
-                    max_steps=max_steps, max_minutes=max_minutes,
-                    card_names_data=card_names_data, on_checkpoint=lambda step: saved.update(step=step),
-                )
-            except (KeyboardInterrupt, Interrupted) as exc:
-                status = exc.status if isinstance(exc, Interrupted) else EXIT_SIGINT
-                raise InterruptedRun(_interrupted_message(output, saved["step"]), status) from None
-        if res.already_trained:
-            print_info(f"{output} already holds this trained model (its files match their hashes); nothing to do")
-        elif res.stopped_early:
-            print_info(f"stopped by the budget at step {res.steps} of {res.planned_steps}: {output} holds a usable "
-                       "model (its card says stopped_early); run the same command again to continue training")
-        elif res.resumed_from_step:
-            print_info(f"resumed at step {res.resumed_from_step}; finished at step {res.steps}")
-        typer.echo(json.dumps({"model_dir": str(output), "steps": res.steps, "resumed_from_step": res.resumed_from_step,
-                               "seconds": round(res.seconds, 1), "already_trained": res.already_trained,
-                               "stopped_early": res.stopped_early, "segments": len(segments)}))
+
+def _train(segments: list[list[str]], output: Path, emb: Embeddings, settings: TrainingSettings, *, quiet: bool,
+           **kw: Unpack[_TrainingOptions]) -> TrainingResult:
+    """:func:`textdp.generation.training.train_rewriter` with a progress bar (or a log line every 50 steps)."""
+    from ..generation.training import train_rewriter
+
+    saved = {"step": 0}
+    with progress_bar(disable=quiet) as bar:
+        task = bar.add_task("training", total=None)
+        log_lines = not quiet and not sys.stderr.isatty()
+        t_start = time.perf_counter()
+
+        def on_loss(step: int, loss: float) -> None:
+            bar.update(task, description=f"training (loss {loss:.1f})")
+            total = int(bar.tasks[0].total or 0)
+            if log_lines and (step % 50 == 0 or step == total):  # no terminal: a line every 50 steps
+                print_info(f"step {step}/{total} loss {loss:.2f} ({time.perf_counter() - t_start:.0f} s)")
+
+        try:
+            return train_rewriter(segments, output, emb, settings, progress=bar_progress(bar, task), on_loss=on_loss,
+                                  on_checkpoint=lambda step: saved.update(step=step), **kw)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            status = exc.status if isinstance(exc, Interrupted) else EXIT_SIGINT
+            raise InterruptedRun(_interrupted_message(output, saved["step"]), status) from None
+
+
+class _TrainingOptions(TypedDict):
+    data_description: str
+    declared_public: bool
+    checkpoint_every: int
+    init_from: Path | None
+    max_steps: int | None
+    max_minutes: float | None
+    card_names_data: bool
+
+
+def _say_result(res: TrainingResult, output: Path, n_segments: int) -> None:
+    """What the run did: a line on stderr, and a JSON summary on stdout."""
+    if res.already_trained:
+        print_info(f"{output} already holds this trained model (its files match their hashes); nothing to do")
+    elif res.stopped_early:
+        print_info(f"stopped by the budget at step {res.steps} of {res.planned_steps}: {output} holds a usable "
+                   "model (its card says stopped_early); run the same command again to continue training")
+    elif res.resumed_from_step:
+        print_info(f"resumed at step {res.resumed_from_step}; finished at step {res.steps}")
+    typer.echo(json.dumps({"model_dir": str(output), "steps": res.steps, "resumed_from_step": res.resumed_from_step,
+                           "seconds": round(res.seconds, 1), "already_trained": res.already_trained,
+                           "stopped_early": res.stopped_early, "segments": n_segments}))
 
 
 def _interrupted_message(output: Path, checkpoint_step: int) -> str:

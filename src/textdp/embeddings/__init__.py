@@ -32,7 +32,7 @@ from .ann import (
     make_decoder,
     vocabulary_fingerprint,
 )
-from .core import OUTPUT_VOCABULARIES, Embeddings, EmbeddingsLike, output_vocabulary
+from .core import OUTPUT_VOCABULARIES, Embeddings, EmbeddingsLike, EmbeddingsSource, output_vocabulary
 from .decode import ExactDecoder, nearest_words
 from .loaders import cache_dir, load_default_embeddings, load_embeddings
 
@@ -43,6 +43,7 @@ __all__ = [
     "Decoder",
     "Embeddings",
     "EmbeddingsLike",
+    "EmbeddingsSource",
     "ExactDecoder",
     "FaissExactDecoder",
     "cache_dir",

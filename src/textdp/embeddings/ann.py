@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 import numpy as np
@@ -63,11 +64,11 @@ def vocabulary_fingerprint(vectors: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def _faiss() -> Any:
+def _faiss() -> ModuleType:
     return require("faiss", "faiss")
 
 
-def _read_index(faiss: Any, path: Path) -> Any:
+def _read_index(faiss: ModuleType, path: Path) -> Any:
     """A cached faiss index, or ``None`` if absent or damaged (then it is rebuilt)."""
     try:
         data = path.read_bytes()
@@ -79,7 +80,15 @@ def _read_index(faiss: Any, path: Path) -> Any:
         return None
 
 
-def _write_index(faiss: Any, index: Any, path: Path) -> None:
+def _ann_cache() -> Path:
+    """``<cache>/ann``, made ``0700`` (with :func:`cache_dir`); a read-only cache is used as it is."""
+    try:
+        return cache_dir("ann", create=True)
+    except OSError:  # the index is then rebuilt in memory (its write fails quietly)
+        return cache_dir("ann")
+
+
+def _write_index(faiss: ModuleType, index: object, path: Path) -> None:
     """Write ``index`` atomically (:func:`textdp.io.atomic_writer`); a read-only cache keeps it in memory."""
     try:
         data = faiss.serialize_index(index)
@@ -196,7 +205,7 @@ class ApproximateDecoder:
         self.params = params
         path = None
         if cache is not False:
-            root = Path(cache) if isinstance(cache, (str, os.PathLike)) else cache_dir("ann")
+            root = Path(cache) if isinstance(cache, (str, os.PathLike)) else _ann_cache()
             path = root / f"{vocabulary_fingerprint(vec)}-{params}.faiss"
         index = _read_index(faiss, path) if path is not None else None
         if index is None:

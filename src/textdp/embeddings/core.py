@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -230,6 +231,10 @@ def check_finite(words: Sequence[str], vectors: np.ndarray, name: str) -> None:
 
 #: Output vocabularies: ``"full"`` (every row) or ``"words"`` (only tokens the normaliser can produce).
 OUTPUT_VOCABULARIES = ("full", "words")
+
+
+#: What an API taking embeddings accepts: loaded ones, a file path, or ``None`` for GloVe 6B 50d.
+EmbeddingsSource = Embeddings | str | os.PathLike[str] | None
 
 
 def output_vocabulary(

@@ -78,7 +78,7 @@ class TorchDecoder:
         return out
 
 
-def best_decoder(vectors: np.ndarray) -> Any:
+def best_decoder(vectors: np.ndarray) -> TorchDecoder | ExactDecoder:
     """The fastest exact decoder available here: torch on CUDA if present, else numpy."""
     if cuda_available():
         return TorchDecoder(vectors)

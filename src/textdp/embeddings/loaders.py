@@ -32,7 +32,6 @@ import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from tokenize import TokenError
-from typing import Any
 
 import numpy as np
 
@@ -178,7 +177,7 @@ def _load_cached(key: str, name: str, expected: dict[str, str] | None = None) ->
 
 
 def _store_cached(
-    key: str, words: list[str], vectors: np.ndarray, name: str, sources: dict[str, Any],
+    key: str, words: list[str], vectors: np.ndarray, name: str, sources: dict[str, object],
     expected: dict[str, str] | None = None,
 ) -> Embeddings:
     """Validate, write a cache entry (data first, ``meta.json`` last) and return it memory-mapped."""
@@ -207,6 +206,7 @@ def _store_cached(
         )
     entry = _entry(key)
     try:
+        entry = cache_dir(f"embeddings/{key}", create=True)  # 0700, owned by this user (and its parents)
         (entry / "meta.json").unlink(missing_ok=True)
         with atomic_writer(entry / "vectors.npy", "wb") as fh:
             np.save(fh, arr)
@@ -220,8 +220,8 @@ def _store_cached(
     return cached if cached is not None else Embeddings._validated(words, arr, name)
 
 
-def _source_record(*paths: Path) -> dict[str, Any]:
-    out = {}
+def _source_record(*paths: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
     for p in paths:
         st = p.stat()
         out[p.name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _file_digest(p)}
@@ -362,6 +362,42 @@ def _detect_format(path: Path) -> str:
     return "text"
 
 
+def _load_npy_source(p: Path, words_path: str | os.PathLike[str] | None, label: str,
+                     rebuild_cache: bool) -> Embeddings:
+    """A ``.npy`` matrix with its words file: memory-mapped if C-ordered float32, else through the cache."""
+    if words_path is None:
+        for cand in (p.with_suffix(".words.txt"), p.parent / "words.txt"):
+            if cand.is_file():
+                words_path = cand
+                break
+        else:
+            raise EmbeddingsError(f"{p}: a .npy matrix needs a words file (--words PATH)")
+    wp = Path(words_path)
+    words = _read_words(wp)
+    arr = _load_npy(p)
+    if arr.shape[0] != len(words):
+        raise EmbeddingsError(f"{p} has {arr.shape[0]} vectors but {wp} has {len(words)} words")
+    if arr.dtype == np.float32 and arr.flags.c_contiguous:
+        return Embeddings(words, arr, name=label)  # in place; checked finite
+    key = _stat_key([p, wp], "npy")
+    if rebuild_cache:
+        shutil.rmtree(_entry(key), ignore_errors=True)
+    return _load_cached(key, label) or _store_cached(key, words, arr, label, _source_record(p, wp))
+
+
+def _load_file_source(p: Path, kind: str, label: str, rebuild_cache: bool) -> Embeddings:
+    """A text or word2vec binary file, converted once into the verified cache."""
+    key = _stat_key([p], kind)
+    if rebuild_cache:
+        shutil.rmtree(_entry(key), ignore_errors=True)
+    cached = _load_cached(key, label)
+    if cached is not None:
+        return cached
+    parse = _parse_text_format if kind == "text" else _parse_word2vec_binary
+    words, arr = parse(p)
+    return _store_cached(key, words, arr, label, _source_record(p))
+
+
 def load_embeddings(
     path: str | os.PathLike[str] | None = None,
     *,
@@ -422,36 +458,9 @@ def load_embeddings(
             raise EmbeddingsError(f"unknown embeddings format {kind!r}; choose text, word2vec-binary or npy")
         label = str(name) if name is not None else p.name
         if kind == "npy":
-            if words_path is None:
-                for cand in (p.with_suffix(".words.txt"), p.parent / "words.txt"):
-                    if cand.is_file():
-                        words_path = cand
-                        break
-                else:
-                    raise EmbeddingsError(f"{p}: a .npy matrix needs a words file (--words PATH)")
-            wp = Path(words_path)
-            words = _read_words(wp)
-            arr = _load_npy(p)
-            if arr.shape[0] != len(words):
-                raise EmbeddingsError(f"{p} has {arr.shape[0]} vectors but {wp} has {len(words)} words")
-            if arr.dtype == np.float32 and arr.flags.c_contiguous:
-                emb = Embeddings(words, arr, name=label)  # in place; checked finite
-            else:
-                key = _stat_key([p, wp], "npy")
-                if rebuild_cache:
-                    shutil.rmtree(_entry(key), ignore_errors=True)
-                emb = _load_cached(key, label) or _store_cached(key, words, arr, label, _source_record(p, wp))
+            emb = _load_npy_source(p, words_path, label, rebuild_cache)
         else:
-            key = _stat_key([p], kind)
-            if rebuild_cache:
-                shutil.rmtree(_entry(key), ignore_errors=True)
-            cached = _load_cached(key, label)
-            if cached is not None:
-                emb = cached
-            else:
-                parse = _parse_text_format if kind == "text" else _parse_word2vec_binary
-                words, arr = parse(p)
-                emb = _store_cached(key, words, arr, label, _source_record(p))
+            emb = _load_file_source(p, kind, label, rebuild_cache)
     if vocab_size is not None or domain_words is not None:
         emb = emb.restrict(top_k=vocab_size, words=domain_words)
     return emb

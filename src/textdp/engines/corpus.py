@@ -36,14 +36,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from .._cache import private_dir
 from .._rng import spawn
+from .._validation import check_choice
 from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError
-from ..io import atomic_writer, duplicate_ids_message, find_duplicate_ids, write_json
+from ..guarantees import EMPTY_POLICIES
+from ..io import atomic_writer, write_json
+from ..mechanisms import TextMechanism, entry
 from ..pipeline import (
     DEFAULT_MECHANISM,
     build_mechanism,
@@ -51,7 +54,6 @@ from ..pipeline import (
     mechanism_decoder,
     mechanism_guarantee,
     parse_params,
-    release_kind,
     release_settings,
 )
 from ..progress import ProgressCallback
@@ -66,6 +68,7 @@ from .plan import (
     read_partition,
     write_spill,
 )
+from .single import check_duplicate_ids
 from .workdir import RunState, default_work_dir, file_sha256, save_vocabulary, vocabulary_digests
 
 __all__ = [
@@ -93,6 +96,44 @@ SAVE_EVERY_S = 1.0  # how often the run state records finished parts (the rest a
 _ = _mechanism  # re-exported for tests that inspect a worker's cached mechanism
 
 
+class PublicSettings(TypedDict):
+    """The public parameters of a partitioned run (``manifest.json``'s ``settings``; part of its identity)."""
+
+    mechanism: str
+    postprocess: str | None
+    params: dict[str, object]
+    epsilon: float
+    size: int | None
+    size_from_data: bool
+    bag: str
+    stop_words: str | None
+    decoder: str
+    known_source: bool
+    embeddings: str
+    vocabulary_fingerprint: str
+    format: str
+    partitions: int | None
+    text_field: str
+    id_field: str
+    input_format: str
+    seeded: bool
+    empty: str
+
+
+class Manifest(TypedDict):
+    """``manifest.json`` of a partitioned release (public: the settings, the part names, a random run token)."""
+
+    run: str
+    settings: PublicSettings
+    size: int | None
+    documents: int
+    parts: list[str]
+
+
+#: A JSON object read back from a file this run wrote (``manifest.json``, ``settings.json``)
+JSONObject = dict[str, object]
+
+
 def _inside(path: Path, folder: Path) -> bool:
     p, f = path.resolve(), folder.resolve()
     return p == f or p.is_relative_to(f)
@@ -101,7 +142,7 @@ def _inside(path: Path, folder: Path) -> bool:
 # -- before any work: options, folders, the run's identity ----------------------------------------
 def _check_size(mechanism: str, size: int | None, size_from_data: bool) -> bool:
     """Validate the size options; return whether ``size_from_data`` is in effect."""
-    if release_kind(mechanism) == "bag":
+    if entry(mechanism).releases == "bag":
         if size is None and not size_from_data:
             raise ParameterError(
                 "the bag size N must be public: pass --size N (size=N), or --size-from-data to use the shortest "
@@ -129,8 +170,8 @@ def _check_folders(out_dir: Path, work: Path | None, private_report: Path | None
         raise ParameterError(f"the output folder {out_dir} is inside the work directory {work}")
 
 
-def _run_key(paths: Sequence[Path], out_dir: Path, public: dict[str, Any], seed: int | None,
-             private_report: bool) -> dict[str, Any]:
+def _run_key(paths: Sequence[Path], out_dir: Path, public: PublicSettings, seed: int | None,
+             private_report: bool) -> dict[str, object]:
     """The run's private identity: never stored, only keyed hashes of it (see :mod:`textdp.engines.workdir`)."""
     inputs = []
     for p in paths:
@@ -151,7 +192,7 @@ def _drop_release_files(out_dir: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def _check_output(out_dir: Path, state: RunState, public: dict[str, Any], force: bool) -> dict[str, Any] | None:
+def _check_output(out_dir: Path, state: RunState, public: PublicSettings, force: bool) -> Manifest | None:
     """The manifest of the run being resumed (or ``None``); refuse an output folder of another run.
 
     With ``force`` the release files of another run (a failed or completed one) are removed and
@@ -159,9 +200,9 @@ def _check_output(out_dir: Path, state: RunState, public: dict[str, Any], force:
     """
     manifest_path = out_dir / MANIFEST
     if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest: Manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         if state.resumed and manifest.get("run") == state.run and manifest.get("settings") == public:
-            return dict(manifest)
+            return manifest
         if force:
             _drop_release_files(out_dir)  # --force: the other run's release is replaced
             return None
@@ -188,8 +229,8 @@ def _check_output(out_dir: Path, state: RunState, public: dict[str, Any], force:
     return None
 
 
-def _open_run(work: Path, key: dict[str, Any], out_dir: Path, public: dict[str, Any],
-              force: bool) -> tuple[RunState, dict[str, Any] | None]:
+def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicSettings,
+              force: bool) -> tuple[RunState, Manifest | None]:
     """The run state (created, or resumed and verified) and the manifest of the run being resumed."""
     state = RunState.open(work, key)
     try:
@@ -217,8 +258,8 @@ def _spiller(state: RunState, text_field: str, id_field: str, input_format: str)
     return spill
 
 
-def _finish_cleanup(state: RunState, out_dir: Path, manifest: dict[str, Any],
-                    progress: ProgressCallback | None) -> dict[str, Any] | None:
+def _finish_cleanup(state: RunState, out_dir: Path, manifest: Manifest,
+                    progress: ProgressCallback | None) -> JSONObject | None:
     """The summary of a completed run whose cleanup was interrupted (after finishing it), else ``None``."""
     if not (out_dir / SETTINGS).exists() or not all((out_dir / name).exists() for name in manifest["parts"]):
         return None
@@ -226,18 +267,6 @@ def _finish_cleanup(state: RunState, out_dir: Path, manifest: dict[str, Any],
     if progress is not None:
         progress(manifest["documents"], manifest["documents"])
     return dict(json.loads((out_dir / SETTINGS).read_text(encoding="utf-8")))
-
-
-def _check_ids(plan: Sequence[Partition], text_field: str, id_field: str, strict: bool,
-               on_duplicate_ids: Callable[[int, str], None] | None) -> None:
-    if not (strict or on_duplicate_ids is not None):
-        return
-    n_dup, first_dup = find_duplicate_ids(lambda: partition_ids(plan, text_field, id_field))
-    if n_dup and first_dup is not None:
-        if strict:
-            raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
-        if on_duplicate_ids is not None:
-            on_duplicate_ids(n_dup, first_dup)
 
 
 def _part_done(state: RunState, out_dir: Path, index: int, fmt: str, report: bool) -> bool:
@@ -251,12 +280,13 @@ def _part_done(state: RunState, out_dir: Path, index: int, fmt: str, report: boo
 def _resolve_size(state: RunState, backend: Backend, plan: Sequence[Partition], settings: JobSettings,
                   on_size_from_data: Callable[[int], None] | None) -> int:
     """The shortest document of the whole input (published as N), measured once per run."""
-    if state.data["resolved_size"] is None:
+    resolved = state.data["resolved_size"]
+    if resolved is None:
         lengths: list[int] = [0] * len(plan)
         backend.map(min_length, [(p, settings) for p in plan], lambda i, r: lengths.__setitem__(i, r))
-        state.data["resolved_size"] = min(lengths)
+        resolved = state.data["resolved_size"] = min(lengths)
         state.save()
-    size = int(state.data["resolved_size"])
+    size = int(resolved)
     if on_size_from_data is not None:
         on_size_from_data(size)
     return size
@@ -310,11 +340,11 @@ def obfuscate_corpus(
     stop_words: str | None, decoder: str, seed: int | None, backend: Backend, size_from_data: bool = False,
     known_source: bool = False, partitions: int | None = None, text_field: str = "text", id_field: str = "id",
     input_format: str = "auto", fmt: str = "jsonl", work_dir: Path | None = None, private_report: Path | None = None,
-    extra_settings: dict[str, Any] | None = None, progress: ProgressCallback | None = None,
+    extra_settings: dict[str, object] | None = None, progress: ProgressCallback | None = None,
     on_size_from_data: Callable[[int], None] | None = None, force: bool = False, strict_ids: bool = False,
     on_duplicate_ids: Callable[[int, str], None] | None = None, mechanism: str = DEFAULT_MECHANISM,
-    postprocess: str | None = None, params: dict[str, Any] | Sequence[str] | None = None,
-) -> dict[str, Any]:
+    postprocess: str | None = None, params: dict[str, object] | Sequence[str] | None = None, empty: str = "error",
+) -> JSONObject:
     """Run a registered mechanism over ``paths`` into ``out_dir`` (partitioned, resumable).
 
     ``mechanism`` is a registered name (default ``earth-movers``); ``postprocess``
@@ -347,12 +377,13 @@ def obfuscate_corpus(
     )
     _check_folders(out_dir, None if work_dir is None else Path(work_dir), private_report, force=force)
     fp = vocabulary_fingerprint(embeddings.vectors)
-    public = {
+    public: PublicSettings = {
         "mechanism": mechanism, "postprocess": postprocess, "params": mech_params,
         "epsilon": float(epsilon), "size": size, "size_from_data": bool(size_from_data), "bag": bag,
         "stop_words": stop_words, "decoder": decoder, "known_source": bool(known_source),
         "embeddings": embeddings.name, "vocabulary_fingerprint": fp, "format": fmt, "partitions": partitions,
         "text_field": text_field, "id_field": id_field, "input_format": input_format, "seeded": seed is not None,
+        "empty": check_choice(empty, "empty policy", EMPTY_POLICIES),
     }
     key = _run_key(paths, out_dir, public, seed, private_report is not None)
     work = Path(work_dir) if work_dir is not None else default_work_dir(key)
@@ -365,15 +396,16 @@ def obfuscate_corpus(
     state.save()
     plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
                            input_format=input_format, spill=_spiller(state, text_field, id_field, input_format))
-    _check_ids(plan, text_field, id_field, strict_ids, on_duplicate_ids)
+    check_duplicate_ids(lambda: partition_ids(plan, text_field, id_field), strict=strict_ids,
+                        on_duplicate_ids=on_duplicate_ids)
     settings = _prepare_jobs(state, out_dir, embeddings, backend, public, report=private_report is not None)
-    if size is None and release_kind(mechanism) == "bag":
+    if size is None and entry(mechanism).releases == "bag":
         size = _resolve_size(state, backend, plan, settings, on_size_from_data)
     settings = replace(settings, size=int(size or 0))
     parts = [part_name(p.index, fmt) for p in plan]
     if manifest is None:
-        write_json(out_dir / MANIFEST, {"run": state.run, "settings": public, "size": size,
-                                        "documents": sum(p.n_docs for p in plan), "parts": parts}, private=False)
+        write_json(out_dir / MANIFEST, Manifest(run=state.run, settings=public, size=size,
+                                                documents=sum(p.n_docs for p in plan), parts=parts), private=False)
     todo_idx = [p.index for p in plan if not _part_done(state, out_dir, p.index, fmt, private_report is not None)]
     _run_parts(backend, plan, todo_idx, settings, seed, state, progress)
     if private_report is not None:
@@ -385,13 +417,13 @@ def obfuscate_corpus(
     return summary
 
 
-def _summary(driver_mech: Any, backend: Backend, plan: Sequence[Partition], public: dict[str, Any],
-             size: int | None, extra_settings: dict[str, Any] | None) -> dict[str, Any]:
+def _summary(driver_mech: TextMechanism, backend: Backend, plan: Sequence[Partition], public: PublicSettings,
+             size: int | None, extra_settings: dict[str, object] | None) -> JSONObject:
     """The public ``settings.json`` of the completed run."""
-    is_bag = release_kind(public["mechanism"]) == "bag"
+    is_bag = entry(public["mechanism"]).releases == "bag"
     guarantee = mechanism_guarantee(
         driver_mech, size=int(size) if is_bag and size is not None else None, seeded=public["seeded"],
-        size_from_data=bool(public["size_from_data"]) and is_bag,
+        size_from_data=bool(public["size_from_data"]) and is_bag, empty=public["empty"],
     )
     parts = [part_name(p.index, public["format"]) for p in plan]
     return release_settings(
@@ -402,7 +434,7 @@ def _summary(driver_mech: Any, backend: Backend, plan: Sequence[Partition], publ
     )
 
 
-def _prepare_jobs(state: RunState, out_dir: Path, embeddings: Embeddings, backend: Backend, public: dict[str, Any],
+def _prepare_jobs(state: RunState, out_dir: Path, embeddings: Embeddings, backend: Backend, public: PublicSettings,
                   *, report: bool) -> JobSettings:
     """Ready the output folder and the private files the jobs read; return the jobs' settings."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -421,5 +453,5 @@ def _prepare_jobs(state: RunState, out_dir: Path, embeddings: Embeddings, backen
         out_dir=str(out_dir), report_dir=None if report_dir is None else str(report_dir), seeded=public["seeded"],
         size_from_data=public["size_from_data"], vectors_sha256=vectors_sha256, words_sha256=words_sha256,
         threads=threads, mechanism=public["mechanism"], postprocess=public["postprocess"],
-        params=json.dumps(public["params"], sort_keys=True),
+        params=json.dumps(public["params"], sort_keys=True), empty=public["empty"],
     )

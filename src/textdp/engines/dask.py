@@ -32,9 +32,13 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
+from ..backend import R, T
 from ..errors import PrivacyWarning, require
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
 
 PLAIN_SCHEDULER_WARNING = (
     "--scheduler {address} is not TLS: anyone who can reach it can run code in its workers, which hold the "
@@ -66,9 +70,9 @@ class DaskBackend:
         *,
         workers: int | None = None,
         processes: bool = True,
-        client: Any = None,
+        client: Client | None = None,
         dashboard: bool = False,
-        security: Any = None,
+        security: object = None,
     ) -> None:
         distributed = require("distributed", "dask")
         self._own_cluster = None
@@ -96,7 +100,7 @@ class DaskBackend:
     def n_workers(self) -> int:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any], on_result: Callable[[int, Any], None]) -> None:
+    def map(self, fn: Callable[[T], R], items: Sequence[T], on_result: Callable[[int, R], None]) -> None:
         distributed = require("distributed", "dask")
         if not items:
             return
@@ -124,7 +128,7 @@ class DaskBackend:
         self.close()
 
 
-def _local_cluster(n_workers: int, processes: bool, dashboard: bool) -> Any:
+def _local_cluster(n_workers: int, processes: bool, dashboard: bool) -> LocalCluster:
     """A loopback-only, TLS-authenticated local cluster (see the module notes)."""
     dask = require("dask", "dask")
     distributed = require("distributed", "dask")

@@ -12,13 +12,13 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..embeddings import Embeddings
 from ..io import atomic_writer
-from ..pipeline import build_mechanism, iter_privatize_documents, release_kind, write_private_report, write_records
+from ..mechanisms import TextMechanism, entry
+from ..pipeline import build_mechanism, iter_privatize_documents, write_private_report, write_records
 from .plan import Partition, read_partition
 from .workdir import file_sha256, load_verified_vocabulary
 
@@ -50,6 +50,7 @@ class JobSettings:
     mechanism: str = "earth-movers"
     postprocess: str | None = None
     params: str = "{}"  # JSON of the mechanism's own parameters (hashable)
+    empty: str = "error"  # the policy for a document with no in-vocabulary word (stated in the guarantee)
 
 
 @functools.lru_cache(maxsize=4)
@@ -75,15 +76,15 @@ class _MechKey:
 
 
 @functools.lru_cache(maxsize=4)
-def _fitted(k: _MechKey) -> Any:
+def _fitted(k: _MechKey) -> TextMechanism:
     """The fitted mechanism of this process for ``k`` (read-only afterwards: size and generator are per call)."""
     emb = _load_vocabulary(k.vocab_dir, k.vocab_name, k.vectors_sha256, k.words_sha256)
-    mech: Any = build_mechanism(
+    mech = build_mechanism(
         k.mechanism, epsilon=k.epsilon, embeddings=emb, bag=k.bag, stop_words=k.stop_words, decoder=k.decoder,
         known_source=k.known_source, postprocess=k.postprocess, params=json.loads(k.params),
     )
-    if k.threads and hasattr(getattr(mech, "decoder_", None), "threads"):
-        mech.decoder_.threads = k.threads
+    if k.threads:
+        mech.limit_threads(k.threads)
     if k.threads and k.decoder != "exact":
         try:
             import faiss
@@ -94,7 +95,7 @@ def _fitted(k: _MechKey) -> Any:
     return mech
 
 
-def _mechanism(s: JobSettings) -> Any:
+def _mechanism(s: JobSettings) -> TextMechanism:
     return _fitted(_MechKey(s.vocab_dir, s.vocab_name, s.vectors_sha256, s.words_sha256, s.epsilon, s.bag, s.stop_words, s.decoder, s.known_source,
                             s.threads, s.mechanism, s.postprocess, s.params))
 
@@ -131,15 +132,15 @@ def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> Pa
     """
     part, s, gen = job
     docs = read_partition(part, s.text_field, s.id_field)
-    bag = release_kind(s.mechanism) == "bag"
-    report: list[dict[str, Any]] | None = [] if s.report_dir is not None else None
+    bag = entry(s.mechanism).releases == "bag"
+    report: list[dict[str, object]] | None = [] if s.report_dir is not None else None
     n = 0
     target = Path(s.out_dir) / part_name(part.index, s.fmt)
     piece = None if s.report_dir is None else Path(s.report_dir) / part_name(part.index, "jsonl")
     with atomic_writer(target, private=False) as fh:
         for result in iter_privatize_documents(
             _mechanism(s), docs, first=part.first, size=s.size if bag else None, seed=gen, seeded=s.seeded,
-            size_from_data=s.size_from_data and bag, private_report=report is not None,
+            size_from_data=s.size_from_data and bag, empty=s.empty, private_report=report is not None,
         ):
             write_records(fh, result.records, s.fmt)
             n += len(result.records)

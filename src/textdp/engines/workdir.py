@@ -38,11 +38,11 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
-from .._cache import cache_dir, check_private_dir, private_dir
+from .._cache import USER_SECRET, cache_dir, check_private_dir, private_dir, user_secret
 from ..embeddings import Embeddings
 from ..errors import ParameterError
 from ..io import atomic_writer, write_json
@@ -62,16 +62,27 @@ __all__ = [
 
 STATE = "state.json"
 SECRET = "secret.key"
-SALT = ".salt"
+SALT = USER_SECRET[1]
 #: what a run creates in its work directory (all of it is removed at completion)
 OWN_ENTRIES = (STATE, SECRET, "input", "report")
 
 
-def _canonical(obj: Any) -> bytes:
+def _canonical(obj: object) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def _mac(key: bytes, obj: Any) -> str:
+class RunStateData(TypedDict):
+    """The authenticated state of a run (``state.json`` in the work directory, with its HMAC)."""
+
+    run: str
+    identity: str
+    resolved_size: int | None
+    complete: bool
+    files: dict[str, str]
+    created_folder: bool
+
+
+def _mac(key: bytes, obj: object) -> str:
     return hmac.new(key, _canonical(obj), hashlib.sha256).hexdigest()
 
 
@@ -102,16 +113,14 @@ def runs_dir(*, create: bool = False) -> Path:
     return cache_dir("runs", create=create)
 
 
-def default_work_dir(key: dict[str, Any]) -> Path:
+def default_work_dir(key: dict[str, object]) -> Path:
     """``<cache>/runs/<HMAC of the run's identity with a per-user salt>`` (created ``0700``).
 
     The same command finds the same folder again; the name confirms no guess about
     the inputs to anyone without the salt (``runs/.salt``, 0600, in the user's own
     0700 cache).
     """
-    runs = runs_dir(create=True)
-    salt = _read_secret(runs / SALT, 32) or _new_secret(runs / SALT, 32)
-    return runs / _mac(salt, key)[:32]
+    return runs_dir(create=True) / _mac(user_secret(), key)[:32]
 
 
 # -- the authenticated run state -----------------------------------------------------------------
@@ -123,11 +132,11 @@ class RunState:
     ``files`` (work-dir-relative or ``out:``-prefixed name -> SHA-256 of what this run wrote).
     """
 
-    def __init__(self, work: Path, secret: bytes, data: dict[str, Any], *, resumed: bool) -> None:
+    def __init__(self, work: Path, secret: bytes, data: RunStateData, *, resumed: bool) -> None:
         self.work, self._secret, self.data, self.resumed = work, secret, data, resumed
 
     @classmethod
-    def open(cls, work: Path, key: dict[str, Any], *, what: str = "the work directory") -> RunState:
+    def open(cls, work: Path, key: dict[str, object], *, what: str = "the work directory") -> RunState:
         """The state of the run ``key`` in ``work`` (created ``0700`` if absent, refused if unsafe).
 
         Raises :class:`~textdp.errors.ParameterError` if ``work`` belongs to another
@@ -151,9 +160,9 @@ class RunState:
                                      "settings differ); choose another --work-dir")
             return cls(work, secret, data, resumed=True)
         secret = _new_secret(work / SECRET, 32)
-        data = {"run": secrets.token_hex(16), "identity": _mac(secret, key), "resolved_size": None,
-                "complete": False, "files": {}, "created_folder": created}
-        return cls(work, secret, data, resumed=False)
+        fresh: RunStateData = {"run": secrets.token_hex(16), "identity": _mac(secret, key), "resolved_size": None,
+                               "complete": False, "files": {}, "created_folder": created}
+        return cls(work, secret, fresh, resumed=False)
 
     @property
     def run(self) -> str:
@@ -277,7 +286,7 @@ class RunInfo:
     bytes: int
     status: str  # "interrupted", "completing" (complete, cleanup unfinished), "unverified" or "old-format"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "age_s": round(self.age_s, 1), "bytes": self.bytes,
                 "status": self.status}
 

@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -47,11 +47,16 @@ from ..progress import StageProgress
 from ..text import split_sentences, tokenize
 from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
 
+if TYPE_CHECKING:
+    from ..generation.rewriter import Rewriter
+
 __all__ = [
     "FUNCTION_WORDS",
     "AuthorshipDocuments",
     "Condition",
     "GenerationConfig",
+    "SweepResult",
+    "SweepRow",
     "generation_config_from_dict",
     "load_authorship_documents",
     "load_generation_config",
@@ -150,7 +155,7 @@ def semantic_similarity(inputs: Sequence[str], outputs: Sequence[str]) -> np.nda
 # training corpus
 
 
-def _rows(corpus: str, data_dir: str | Path | None) -> list[dict[str, Any]]:
+def _rows(corpus: str, data_dir: str | Path | None) -> list[dict[str, object]]:
     if corpus not in PRESETS:
         raise ParameterError(f"unknown corpus {corpus!r}; choose one of: {', '.join(PRESETS)}")
     return list(read_jsonl(resolve_data_dir(data_dir) / PRESETS[corpus]["path"]))
@@ -184,7 +189,7 @@ def write_training_corpus(
     for (corpus, n), g in zip(sources.items(), rngs, strict=True):
         sents = [
             s for row in _rows(corpus, data_dir) if row.get("split") == split and isinstance(row.get("text"), str)
-            for s in split_sentences(_clean(corpus, row["text"]))
+            for s in split_sentences(_clean(corpus, str(row["text"])))
         ]
         if not sents:
             raise ParameterError(f"{corpus}: no sentences in split {split!r}")
@@ -211,7 +216,7 @@ class AuthorshipDocuments:
     test_ids: list[str]
     test_texts: list[str]
     test_labels: list[str]
-    construction: dict[str, Any] = field(default_factory=dict)
+    construction: dict[str, object] = field(default_factory=dict)
 
 
 def load_authorship_documents(
@@ -301,7 +306,7 @@ class GenerationConfig:
     bootstrap: int = 1000
     output: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain-data form (``settings.json``)."""
         return asdict(self)
 
@@ -336,7 +341,7 @@ def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = No
         if key not in m:
             raise ParameterError(f"config [models] needs {key} = a model directory from textdp train-rewriter")
 
-    def path(v: Any) -> str:
+    def path(v: object) -> str:
         p = Path(str(v)).expanduser()
         return str((base_dir / p).resolve()) if base_dir is not None and not p.is_absolute() else str(p)
 
@@ -416,27 +421,131 @@ def sweep_conditions(cfg: GenerationConfig, vocab_output_size: int, vocab_words:
     return out
 
 
+class Measures(TypedDict, total=False):
+    """What :class:`_Measurer` gives a set of rewritten documents (every key; Earth Mover's rows lack the CI)."""
+
+    authorship: float
+    authorship_ci: list[float]
+    chance: float
+    semantic_similarity: float | None
+    document_similarity: float
+    stylometric: float
+
+
+class SweepRow(Measures, total=False):
+    """One row of a sweep's ``results.json``: a condition (or the original text) and its measures."""
+
+    table: str
+    mechanism: str
+    epsilon: float | None
+    variant: str
+    er_ae_epsilon: float | None
+    bound: float | None
+    per_token: float
+    seconds: float
+    rewrite_seconds: float
+    sentences: int
+    guarantee: str
+
+
+class SweepResult(TypedDict):
+    """What :func:`run_generation_sweep` returns (``results.json``)."""
+
+    settings: dict[str, object]
+    construction: dict[str, object]
+    max_length: int
+    vocab_output_size: int
+    rows: list[SweepRow]
+    timings: dict[str, float]
+    note: str
+
+
+class _Measurer:
+    """The metrics of the sweep against the original test documents (attacker fitted once on the originals)."""
+
+    def __init__(self, cfg: GenerationConfig, docs: AuthorshipDocuments, original_docs: list[str],
+                 seg_texts: list[str], sample: np.ndarray) -> None:
+        from ..attacks.char_ngrams import CharNgramAttacker
+        from ..attacks.sentence import SentenceEmbeddingAttacker
+        from .stats import chance_accuracy
+
+        self.cfg, self.original_docs, self.seg_texts, self.sample = cfg, original_docs, seg_texts, sample
+        self.attacker = CharNgramAttacker().fit([normalize_text(t) for t in docs.train_texts], docs.train_labels)
+        self.chance = chance_accuracy(docs.train_labels)
+        self.embedder = SentenceEmbeddingAttacker()
+        self.orig_doc_emb = self.embedder.embed(original_docs)
+        self.labels = np.array(docs.test_labels, dtype=object)
+
+    def __call__(self, outputs_docs: list[str], outputs_sents: list[str] | None,
+                 boot: np.random.Generator) -> Measures:
+        from .stats import bootstrap_ci
+
+        correct = self.attacker.predict(outputs_docs) == self.labels
+        lo, hi = bootstrap_ci(correct, boot, n_boot=self.cfg.bootstrap)
+        emb = self.embedder.embed([t if t.strip() else "." for t in outputs_docs])
+        doc_sim = float(np.mean(np.sum(emb * self.orig_doc_emb, axis=1)))
+        sent_sim = None
+        if outputs_sents is not None:
+            sent_sim = float(np.mean(semantic_similarity([self.seg_texts[i] for i in self.sample],
+                                                         [outputs_sents[i] for i in self.sample])))
+        style = float(np.mean(stylometric_distance(self.original_docs, outputs_docs)))
+        return Measures(authorship=float(correct.mean()), authorship_ci=[lo, hi], chance=self.chance,
+                        semantic_similarity=sent_sim, document_similarity=doc_sim, stylometric=style)
+
+
+def _condition_row(cond: Condition, rw: Rewriter, cfg: GenerationConfig, doc_list: list[tuple[str, str]],
+                   test_segments: list[list[list[str]]], measure: _Measurer, rng: np.random.Generator,
+                   boot: np.random.Generator) -> SweepRow:
+    """Rewrite the test documents under ``cond`` and measure them (one row of the sweep)."""
+    from ..generation.rewriter import RewriteSettings, rewrite_documents
+
+    t1 = time.perf_counter()
+    n_sent = sum(len(segs) for segs in test_segments)
+    settings = RewriteSettings(mechanism=cond.mechanism, epsilon=cond.epsilon,
+                               variant=cond.variant if cond.variant != "-" else "autoregressive",
+                               model_data=cfg.model_data, unit="sentence")
+    records, _ = rewrite_documents(rw, doc_list, settings, rng, seeded=True)
+    out_sents = [r["text"] for r in records]
+    if len(out_sents) != n_sent:
+        raise RuntimeError("rewrite returned a different number of sentences")  # pragma: no cover
+    per_doc: list[str] = []
+    pos = 0
+    for segs in test_segments:
+        per_doc.append(" ".join(t for t in out_sents[pos : pos + len(segs)] if t))
+        pos += len(segs)
+    rewrite_seconds = time.perf_counter() - t1
+    m = measure(per_doc, out_sents, boot)
+    g = records[0]["guarantee"]
+    return SweepRow(table=cond.table, mechanism=cond.mechanism, epsilon=cond.epsilon, variant=cond.variant,
+                    er_ae_epsilon=cond.er_ae_epsilon, bound=g["epsilon"], per_token=g["parameters"]["per_token"],
+                    **m, seconds=round(time.perf_counter() - t1, 1), rewrite_seconds=round(rewrite_seconds, 1),
+                    sentences=n_sent)
+
+
+def _rewriters(cfg: GenerationConfig) -> tuple[Rewriter, Rewriter]:
+    from ..generation.rewriter import Rewriter
+
+    er, ae = Rewriter(cfg.er_ae_model), Rewriter(cfg.ae_model)
+    if er.vocab.tokens != ae.vocab.tokens or er.max_length != ae.max_length:
+        raise ParameterError("the ER-AE and AE models must share the vocabulary and max length (train both on one corpus)")
+    return er, ae
+
+
 def run_generation_sweep(
     cfg: GenerationConfig, *, progress: StageProgress | None = None
-) -> dict[str, Any]:
+) -> SweepResult:
     """Rewrite the test documents under every condition and measure them (see the module docstring).
 
     Returns a JSON-ready dict: ``rows`` (one per condition plus the original text),
     ``settings``, ``construction``, ``timings``.
     """
-    from ..attacks.char_ngrams import CharNgramAttacker
-    from ..attacks.sentence import SentenceEmbeddingAttacker
-    from ..generation.rewriter import Rewriter, RewriteSettings, rewrite_documents
     from ..generation.vocab import detokenize
-    from .stats import bootstrap_ci, chance_accuracy
 
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     docs = load_authorship_documents(cfg.corpus, data_dir=cfg.data_dir, authors=cfg.authors,
                                      train_docs=cfg.train_docs, test_docs=cfg.test_docs, seed=cfg.seed)
-    er, ae = Rewriter(cfg.er_ae_model), Rewriter(cfg.ae_model)
-    if er.vocab.tokens != ae.vocab.tokens or er.max_length != ae.max_length:
-        raise ParameterError("the ER-AE and AE models must share the vocabulary and max length (train both on one corpus)")
+    er, ae = _rewriters(cfg)
     L = er.max_length
     conds = sweep_conditions(cfg, er.vocab.output_size, len(er.vocab.words), L)
     seqs = np.random.SeedSequence(cfg.seed).spawn(4)  # rewriting, sentence sample, bootstrap, attacker
@@ -449,90 +558,51 @@ def run_generation_sweep(
     original_docs = [" ".join(detokenize(s) for s in segs) for segs in test_segments]
     n_sent = len(seg_texts)
     sample = np.sort(make_rng(seqs[1]).choice(n_sent, size=min(cfg.similarity_sentences, n_sent), replace=False))
-
     t0 = time.perf_counter()
-    attacker = CharNgramAttacker().fit([normalize_text(t) for t in docs.train_texts], docs.train_labels)
-    chance = chance_accuracy(docs.train_labels)
-    embedder = SentenceEmbeddingAttacker()
-    orig_doc_emb = embedder.embed(original_docs)
+    measure = _Measurer(cfg, docs, original_docs, seg_texts, sample)
     timings["setup"] = time.perf_counter() - t0
-    labels = np.array(docs.test_labels, dtype=object)
 
-    def measure(outputs_docs: list[str], outputs_sents: list[str] | None, boot: np.random.Generator) -> dict[str, Any]:
-        pred = attacker.predict(outputs_docs)
-        correct = pred == labels
-        lo, hi = bootstrap_ci(correct, boot, n_boot=cfg.bootstrap)
-        emb = embedder.embed([t if t.strip() else "." for t in outputs_docs])
-        doc_sim = float(np.mean(np.sum(emb * orig_doc_emb, axis=1)))
-        sent_sim = None
-        if outputs_sents is not None:
-            sent_sim = float(np.mean(semantic_similarity([seg_texts[i] for i in sample], [outputs_sents[i] for i in sample])))
-        style = float(np.mean(stylometric_distance(original_docs, outputs_docs)))
-        return {"authorship": float(correct.mean()), "authorship_ci": [lo, hi], "chance": chance,
-                "semantic_similarity": sent_sim, "document_similarity": doc_sim, "stylometric": style}
-
-    rows: list[dict[str, Any]] = []
-    rows.append({"table": "reference", "mechanism": "original", "epsilon": None, "variant": "-", "bound": 0.0,
-                 **measure(original_docs, seg_texts, boot_rngs[-1]), "seconds": 0.0})
+    rows = [SweepRow(table="reference", mechanism="original", epsilon=None, variant="-", bound=0.0,
+                     **measure(original_docs, seg_texts, boot_rngs[-1]), seconds=0.0)]
     doc_list = list(zip(docs.test_ids, docs.test_texts, strict=True))
     done_task = ProgressCounter(progress("conditions", len(conds)) if progress else None, len(conds))
     for ci, cond in enumerate(conds):
-        t1 = time.perf_counter()
         rw = er if cond.mechanism == "er-ae" else ae
-        settings = RewriteSettings(mechanism=cond.mechanism, epsilon=cond.epsilon,
-                                   variant=cond.variant if cond.variant != "-" else "autoregressive",
-                                   model_data=cfg.model_data, unit="sentence")
-        records, _ = rewrite_documents(rw, doc_list, settings, cond_rngs[ci], seeded=True)
-        out_sents = [r["text"] for r in records]
-        if len(out_sents) != n_sent:
-            raise RuntimeError("rewrite returned a different number of sentences")  # pragma: no cover
-        per_doc: list[str] = []
-        pos = 0
-        for segs in test_segments:
-            per_doc.append(" ".join(t for t in out_sents[pos : pos + len(segs)] if t))
-            pos += len(segs)
-        rewrite_seconds = time.perf_counter() - t1
-        m = measure(per_doc, out_sents, boot_rngs[ci])
-        g = records[0]["guarantee"]
-        rows.append({"table": cond.table, "mechanism": cond.mechanism, "epsilon": cond.epsilon,
-                     "variant": cond.variant, "er_ae_epsilon": cond.er_ae_epsilon, "bound": g["epsilon"],
-                     "per_token": g["parameters"]["per_token"], **m, "seconds": round(time.perf_counter() - t1, 1),
-                     "rewrite_seconds": round(rewrite_seconds, 1), "sentences": n_sent})
+        rows.append(_condition_row(cond, rw, cfg, doc_list, test_segments, measure, cond_rngs[ci], boot_rngs[ci]))
         done_task(1)
-    em_rows = _earth_movers_rows(cfg, docs, original_docs, attacker, embedder, orig_doc_emb, labels, chance,
-                                 spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
-    rows.extend(em_rows)
+    rows += _earth_movers_rows(cfg, docs, measure, spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
     timings["total"] = time.perf_counter() - t_start
-    return {"settings": cfg.to_dict(), "construction": docs.construction, "max_length": L,
-            "vocab_output_size": er.vocab.output_size, "rows": rows, "timings": timings,
-            "note": "semantic similarity: all-MiniLM-L6-v2 cosine, a stand-in for the Universal Sentence Encoder"}
+    return SweepResult(settings=cfg.to_dict(), construction=docs.construction, max_length=L,
+                       vocab_output_size=er.vocab.output_size, rows=rows, timings=timings,
+                       note="semantic similarity: all-MiniLM-L6-v2 cosine, a stand-in for the Universal Sentence "
+                            "Encoder")
 
 
-def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, original_docs: list[str], attacker: Any,
-                       embedder: Any, orig_doc_emb: np.ndarray, labels: np.ndarray, chance: float,
-                       rngs: list[np.random.Generator]) -> list[dict[str, Any]]:
+def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, measure: _Measurer,
+                       rngs: list[np.random.Generator]) -> list[SweepRow]:
     if not cfg.earth_movers_epsilons:
         return []
     from ..mechanisms import EarthMoversPrivacy
 
-    rows = []
+    rows: list[SweepRow] = []
     for e, g in zip(cfg.earth_movers_epsilons, rngs, strict=False):
         t0 = time.perf_counter()
         mech = EarthMoversPrivacy(epsilon=e, size=cfg.earth_movers_size, bag="sample", seed=g).fit()
         outs = mech.transform(docs.test_texts)
-        pred = attacker.predict(outs)
-        emb = embedder.embed(outs)
-        rows.append({"table": "earth-movers", "mechanism": "earth-movers", "epsilon": e, "variant": "-",
-                     "bound": None, "authorship": float(np.mean(pred == labels)), "chance": chance,
-                     "semantic_similarity": None, "document_similarity": float(np.mean(np.sum(emb * orig_doc_emb, 1))),
-                     "stylometric": float(np.mean(stylometric_distance(original_docs, outs))),
-                     "seconds": round(time.perf_counter() - t0, 1),
-                     "guarantee": f"epsilon*N*E_d-privacy, epsilon={e:g}, N={cfg.earth_movers_size} (not comparable "
-                                  "to the per-sentence bounds)"})
+        pred = measure.attacker.predict(outs)
+        emb = measure.embedder.embed(outs)
+        rows.append(SweepRow(
+            table="earth-movers", mechanism="earth-movers", epsilon=e, variant="-", bound=None,
+            authorship=float(np.mean(pred == measure.labels)), chance=measure.chance, semantic_similarity=None,
+            document_similarity=float(np.mean(np.sum(emb * measure.orig_doc_emb, 1))),
+            stylometric=float(np.mean(stylometric_distance(measure.original_docs, outs))),
+            seconds=round(time.perf_counter() - t0, 1),
+            guarantee=f"epsilon*N*E_d-privacy, epsilon={e:g}, N={cfg.earth_movers_size} (not comparable to the "
+                      "per-sentence bounds)"))
     return rows
 
 
-def _fmt(x: Any, nd: int = 3) -> str:
+def _fmt(x: object, nd: int = 3) -> str:
     if x is None:
         return "–"
     if isinstance(x, float):
@@ -540,7 +610,7 @@ def _fmt(x: Any, nd: int = 3) -> str:
     return str(x)
 
 
-def render_generation_markdown(result: dict[str, Any]) -> str:
+def render_generation_markdown(result: SweepResult) -> str:
     """Table-1-style markdown of a sweep result (one table per ``table`` kind)."""
     rows = result["rows"]
     lines = []
@@ -565,7 +635,7 @@ def render_generation_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_privacy_utility(result: dict[str, Any], path: str | Path, title: str) -> Path:
+def plot_privacy_utility(result: SweepResult, path: str | Path, title: str) -> Path:
     """PNG: authorship accuracy against document similarity, one line per mechanism (extra ``eval``)."""
     from ..errors import require
 
@@ -575,7 +645,7 @@ def plot_privacy_utility(result: dict[str, Any], path: str | Path, title: str) -
 
     rows = [r for r in result["rows"] if r["table"] in ("equal-bound", "earth-movers", "reference")]
     fig, ax = plt.subplots(figsize=(7, 4.8), dpi=110)
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[SweepRow]] = defaultdict(list)
     for r in rows:
         key = r["mechanism"] if r["variant"] in ("-", "autoregressive") else f"{r['mechanism']} ({r['variant']})"
         groups[key].append(r)
@@ -604,7 +674,7 @@ def plot_privacy_utility(result: dict[str, Any], path: str | Path, title: str) -
     return out
 
 
-def write_generation_report(result: dict[str, Any], out_dir: str | Path, *, plots: bool = True) -> list[Path]:
+def write_generation_report(result: SweepResult, out_dir: str | Path, *, plots: bool = True) -> list[Path]:
     """``results.json``, ``report.md`` and (optionally) ``privacy_utility.png`` in ``out_dir``."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,14 @@ and one privacy-utility plot with every mechanism.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import require
+
+if TYPE_CHECKING:
+    from .scoring import Row
 
 __all__ = ["plot_comparison", "plot_results"]
 
@@ -32,11 +36,11 @@ def _x_positions(epsilons: list[float]) -> tuple[dict[float | None, float], list
     return pos, ticks, labels
 
 
-def _labels(main: list[dict[str, Any]]) -> list[str | None]:
+def _labels(main: Sequence[Row]) -> list[str | None]:
     return [m for m in dict.fromkeys(r.get("mechanism") for r in main) if m is not None] or [None]
 
 
-def _curve(main: list[dict[str, Any]], label: str | None) -> list[tuple[float | None, float, float | None]]:
+def _curve(main: Sequence[Row], label: str | None) -> list[tuple[float | None, float, float | None]]:
     """(epsilon, strongest attacker / chance, first utility accuracy) per condition of ``label`` plus its baseline."""
     mine = [r for r in main if r.get("mechanism") == label]
     release = next((r.get("text", "bag") for r in mine), "bag")
@@ -51,7 +55,7 @@ def _curve(main: list[dict[str, Any]], label: str | None) -> list[tuple[float | 
     return out
 
 
-def plot_comparison(rows: list[dict[str, Any]], path: Path, title: str) -> Path | None:
+def plot_comparison(rows: Sequence[Row], path: Path, title: str) -> Path | None:
     """One privacy-utility plot with every mechanism: topic accuracy against the strongest attacker / chance.
 
     Each mechanism is a line through its epsilons (labelled), starting at the
@@ -95,7 +99,7 @@ def plot_comparison(rows: list[dict[str, Any]], path: Path, title: str) -> Path 
     return path
 
 
-def plot_results(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
+def plot_results(rows: Sequence[Row], out_dir: Path, title: str) -> list[Path]:
     """Write ``attacks.png``, ``utility.png`` and ``privacy_utility.png``; return their paths."""
     mpl = require("matplotlib", "eval")
     mpl.use("Agg")

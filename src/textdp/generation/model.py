@@ -38,7 +38,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -47,7 +47,13 @@ from ..errors import ParameterError
 from .sampling import torch_module
 from .vocab import END, PAD, START, UNK
 
-__all__ = ["CLIP_HIGH", "CLIP_LOW", "ModelConfig", "build_network", "generate", "losses"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+    from torch import Tensor
+    from torch.nn import Parameter
+
+__all__ = ["CLIP_HIGH", "CLIP_LOW", "ModelConfig", "RewriterNet", "build_network", "generate", "losses"]
 
 CLIP_LOW, CLIP_HIGH = 1e-5, 0.85
 #: ``dense``: a dense layer over the vocabulary (the authors'); ``embedding``: a dense layer to the
@@ -80,21 +86,41 @@ class ModelConfig:
         if self.vocab_size < 6:
             raise ParameterError("vocab_size must be at least 6 (4 special tokens and 2 words)")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, int | str]:
         """Plain-data form (``config.json``)."""
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
+    def from_dict(cls, d: Mapping[str, object]) -> ModelConfig:
         """Inverse of :meth:`to_dict` (unknown keys are an error)."""
         try:
-            return cls(**d)
+            return cls(**d)  # type: ignore[arg-type]  # unknown keys and bad values are checked here
         except TypeError as exc:
             raise ParameterError(f"bad model config: {exc}") from None
 
 
+class RewriterNet(Protocol):
+    """What training, generation and the rewriter use of the network (a ``torch.nn.Module``)."""
+
+    config: ModelConfig
+    reward_emb: Tensor
+
+    def table(self) -> Tensor: ...
+    def encode(self, ids: Tensor, lengths: Tensor) -> Tensor: ...
+    def initial_state(self, z: Tensor) -> Tensor: ...
+    def decoder_logits(self, z: Tensor, dec_in: Tensor) -> Tensor: ...
+    def project(self, h: Tensor, table: Tensor) -> Tensor: ...
+    def step(self, z: Tensor, prev: Tensor, h: Tensor, table: Tensor) -> tuple[Tensor, Tensor]: ...
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]: ...
+    def named_parameters(self) -> Iterator[tuple[str, Parameter]]: ...
+    def state_dict(self) -> dict[str, Tensor]: ...
+    def load_state_dict(self, state_dict: Mapping[str, Tensor]) -> object: ...
+    def train(self, mode: bool = True) -> object: ...
+    def eval(self) -> object: ...
+
+
 @lru_cache(maxsize=1)
-def _network_class() -> type:
+def _network_class() -> Callable[[ModelConfig, np.ndarray], RewriterNet]:
     torch = torch_module()
     nn = torch.nn
     F = torch.nn.functional
@@ -128,30 +154,30 @@ def _network_class() -> type:
             reward[4:, : c.embedding_dim] = unit
             self.register_buffer("reward_emb", torch.from_numpy(reward), persistent=False)
 
-        def table(self) -> Any:
+        def table(self) -> Tensor:
             return torch.cat([self.special_emb, self.word_emb], 0)
 
-        def encode(self, ids: Any, lengths: Any) -> Any:
+        def encode(self, ids: Tensor, lengths: Tensor) -> Tensor:
             x = F.embedding(ids, self.table())
             packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
             _, h = self.encoder(packed)
             return self.to_z(torch.cat([h[0], h[1]], -1))
 
-        def initial_state(self, z: Any) -> Any:
+        def initial_state(self, z: Tensor) -> Tensor:
             return F.elu(self.init_state(z))[None]
 
-        def decoder_logits(self, z: Any, dec_in: Any) -> Any:
+        def decoder_logits(self, z: Tensor, dec_in: Tensor) -> Tensor:
             x = F.embedding(dec_in, self.table())
             zz = z[:, None, :].expand(-1, dec_in.shape[1], -1)
             h, _ = self.decoder(torch.cat([x, zz], -1), self.initial_state(z))
             return self.project(h, self.table())
 
-        def project(self, h: Any, table: Any) -> Any:
+        def project(self, h: Tensor, table: Tensor) -> Tensor:
             if self.config.output_layer == "dense":
                 return self.out(h)
             return self.out_proj(h) @ table.T + self.out_bias
 
-        def step(self, z: Any, prev: Any, h: Any, table: Any) -> tuple[Any, Any]:
+        def step(self, z: Tensor, prev: Tensor, h: Tensor, table: Tensor) -> tuple[Tensor, Tensor]:
             x = F.embedding(prev, table)[:, None, :]
             o, h = self.decoder(torch.cat([x, z[:, None, :]], -1), h)
             return self.project(o[:, 0], table), h
@@ -159,7 +185,7 @@ def _network_class() -> type:
     return RewriterNetwork
 
 
-def build_network(config: ModelConfig, word_vectors: np.ndarray, rng: np.random.Generator | None = None) -> Any:
+def build_network(config: ModelConfig, word_vectors: np.ndarray, rng: np.random.Generator | None = None) -> RewriterNet:
     """The network with parameters initialised from ``rng`` (or left for ``load_state_dict`` when ``None``)."""
     torch = torch_module()
     net = _network_class()(config, word_vectors)
@@ -193,16 +219,16 @@ def _initial_value(name: str, shape: tuple[int, ...], rng: np.random.Generator) 
 
 
 def losses(
-    net: Any,
-    enc_ids: Any,
-    enc_len: Any,
-    dec_in: Any,
-    dec_out: Any,
-    mask: Any,
-    random_ids: Any | None = None,
+    net: RewriterNet,
+    enc_ids: Tensor,
+    enc_len: Tensor,
+    dec_in: Tensor,
+    dec_out: Tensor,
+    mask: Tensor,
+    random_ids: Tensor | None = None,
     *,
     k: int = 5,
-) -> tuple[Any, Any | None]:
+) -> tuple[Tensor, Tensor | None]:
     """``(L_rec, L_embed)`` of a batch (``L_embed`` is ``None`` without ``random_ids``).
 
     ``dec_in`` is ``<start>`` + the (word-dropped) sentence, ``dec_out`` the sentence +
@@ -219,7 +245,7 @@ def losses(
     lo, hi = math.log(CLIP_LOW), math.log(CLIP_HIGH)
     target = net.reward_emb[dec_out][..., None, :]
 
-    def term(lp: Any, idx: Any) -> Any:
+    def term(lp: Tensor, idx: Tensor) -> Tensor:
         gamma = (net.reward_emb[idx] * target).sum(-1).clamp(CLIP_LOW, CLIP_HIGH)
         return (gamma * lp.clamp(lo, hi)).mean(-1)
 
@@ -230,12 +256,12 @@ def losses(
 
 
 def generate(
-    net: Any,
-    enc_ids: Any,
-    enc_len: Any,
-    choose: Callable[[Any], Any],
+    net: RewriterNet,
+    enc_ids: Tensor,
+    enc_len: Tensor,
+    choose: Callable[[Tensor], Tensor],
     *,
-    allowed: Any,
+    allowed: Tensor,
     max_length: int,
     teacher_forcing: bool = False,
 ) -> np.ndarray:

@@ -47,11 +47,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import __version__
+from .._cache import keyed_digest
 from .._rng import make_rng, spawn
 from .._validation import check_choice, check_positive_int
 from ..errors import ParameterError, TextDPError
@@ -60,6 +61,14 @@ from ..progress import ProgressCallback
 from .model import OUTPUT_LAYERS, ModelConfig, build_network, losses
 from .sampling import torch_module
 from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.nn import Parameter
+    from torch.optim import Optimizer
+
+    from ..embeddings import Embeddings
+    from .model import RewriterNet
 
 __all__ = ["OBJECTIVES", "PRIVATE_MODEL_NOTE", "TrainingResult", "TrainingSettings", "train_rewriter"]
 
@@ -115,7 +124,7 @@ class TrainingSettings:
         if not (self.learning_rate > 0 and self.clip_norm > 0 and self.embed_weight >= 0):
             raise ParameterError("learning_rate and clip_norm must be > 0 and embed_weight >= 0")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain-data form."""
         return asdict(self)
 
@@ -146,7 +155,7 @@ def _batches(n: int, batch_size: int, order: np.ndarray) -> list[np.ndarray]:
     return [order[i : i + batch_size] for i in range(0, n, batch_size)]
 
 
-def _tensors(segs: list[np.ndarray], rng: np.random.Generator, s: TrainingSettings, vocab_size: int) -> dict[str, Any]:
+def _tensors(segs: list[np.ndarray], rng: np.random.Generator, s: TrainingSettings, vocab_size: int) -> dict[str, Tensor]:
     torch = torch_module()
     B = len(segs)
     T = max(len(x) for x in segs)
@@ -167,7 +176,7 @@ def _tensors(segs: list[np.ndarray], rng: np.random.Generator, s: TrainingSettin
     }
 
 
-def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+def _save_checkpoint(path: Path, state: dict[str, object]) -> None:
     torch = torch_module()
     with atomic_writer(path, "wb") as fh:
         torch.save(state, fh)
@@ -176,7 +185,7 @@ def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
 def train_rewriter(
     segments: Sequence[Sequence[str]],
     model_dir: str | Path,
-    embeddings: Any,
+    embeddings: Embeddings,
     settings: TrainingSettings | None = None,
     *,
     data_description: str,
@@ -212,12 +221,9 @@ def train_rewriter(
         default to ``--model-data public``).
     checkpoint_every : int
         Steps between checkpoints.
-    progress : callable, optional
-        ``progress(step, total_steps)`` after every step (:mod:`textdp.progress`).
-    on_step : callable, optional
-        ``on_step(step)`` after every step (tests use it to interrupt a run).
-    on_loss : callable, optional
-        ``on_loss(step, loss)`` after every step (the training loss, for a log or a bar).
+    progress, on_step, on_loss : callable, optional
+        Called after every step: ``progress(step, total_steps)`` (:mod:`textdp.progress`),
+        ``on_step(step)`` (tests use it to interrupt a run), ``on_loss(step, loss)`` (for a log or a bar).
     init_from : path, optional
         Another model directory whose training is in progress: start from its checkpoint
         if every step it took was a reconstruction-only step and its settings and data
@@ -225,8 +231,8 @@ def train_rewriter(
         ``er-ae`` run and a ``reconstruction`` run with the same seed and data are then
         identical by construction, so the AE-DP model can share them.
     max_steps, max_minutes : optional
-        A budget for this call: stop after this many steps, or after the step that
-        passes this many minutes (the CLI's ``--max-steps``/``--max-minutes``), and still write a usable model (its card says
+        A budget for this call (the CLI's ``--max-steps``/``--max-minutes``): stop after this many steps, or
+        after the step that passes this many minutes, and still write a usable model (its card says
         ``stopped_early``; the checkpoint stays, so calling again continues).
     card_names_data : bool
         Write the training seed in the card. Off by default: the card names neither the
@@ -236,16 +242,65 @@ def train_rewriter(
         ``on_checkpoint(step)`` after every checkpoint (the CLI says what an interrupted
         run left).
     """
-    torch = torch_module()
     s = settings or TrainingSettings()
-    checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
+    out = Path(model_dir)
+    _check_call(out, checkpoint_every, max_steps, max_minutes)
+    vocab, data, run_key = _training_data(segments, embeddings, s)
+    done = _already_trained(out, run_key)
+    if done is not None:
+        return done
+    config, word_vectors, steps_per_epoch, total, warmup = _plan(vocab, len(data), embeddings, s)
+    run = _start(out, config, vocab, word_vectors, s, run_key, total, init_from, on_checkpoint)
+    loss_value, stop_reason = run.train(data, vocab.size, steps_per_epoch, warmup, total, checkpoint_every,
+                                        max_steps=max_steps, max_minutes=max_minutes, progress=progress,
+                                        on_step=on_step, on_loss=on_loss)
+    seconds = run.elapsed + time.perf_counter() - run.t0
+    _write_model(run, _card(run, config, embeddings.name, s, total=total, warmup=warmup, seconds=seconds,
+                            stop_reason=stop_reason, card_names_data=card_names_data, vocab=vocab,
+                            data={"description": data_description, "segments": len(data),
+                                  "declared_public": bool(declared_public)}), done=stop_reason is None)
+    return TrainingResult(str(out), run.step, run.resumed_from, seconds, loss_value,
+                          stopped_early=stop_reason is not None, planned_steps=total)
+
+
+def _write_model(run: _Run, card: dict[str, object], *, done: bool) -> None:
+    """``model.pt`` and then the card (which records its hash); the checkpoint goes once the training is done."""
+    torch = torch_module()
+    out = run.ckpt_path.parent
+    with atomic_writer(out / "model.pt", "wb") as fh:
+        torch.save(run.net.state_dict(), fh)
+    card["files"] = {name: file_sha256(out / name) for name in MODEL_FILES}
+    write_json(out / "card.json", card)
+    if done:
+        run.ckpt_path.unlink(missing_ok=True)
+
+
+def _plan(vocab: Vocabulary, n_segments: int, embeddings: Embeddings,
+          s: TrainingSettings) -> tuple[ModelConfig, np.ndarray, int, int, int]:
+    """The network's configuration, its frozen word vectors, and the steps: per epoch, in all, of warm-up."""
+    config = ModelConfig(vocab_size=vocab.size, embedding_dim=embeddings.dim, encoder_hidden=s.encoder_hidden,
+                         latent=s.latent, decoder_hidden=s.decoder_hidden, max_length=s.max_length,
+                         output_layer=s.output_layer)
+    word_vectors = np.asarray(embeddings.vectors[[embeddings.index[w] for w in vocab.words]], dtype=np.float32)
+    steps_per_epoch = math.ceil(n_segments / s.batch_size)
+    total = steps_per_epoch * s.epochs
+    warmup = round(s.warmup_fraction * total) if s.objective == "er-ae" else total
+    return config, word_vectors, steps_per_epoch, total, warmup
+
+
+def _check_call(out: Path, checkpoint_every: int, max_steps: int | None, max_minutes: float | None) -> None:
+    check_positive_int(checkpoint_every, "checkpoint_every")
     if max_steps is not None:
         check_positive_int(max_steps, "max_steps")
     if max_minutes is not None and not (max_minutes > 0 and math.isfinite(max_minutes)):
         raise ParameterError(f"max_minutes must be a positive number, got {max_minutes!r}")
-    out = Path(model_dir)
     if out.exists() and not out.is_dir():
         raise ParameterError(f"{out} exists and is not a directory")
+
+
+def _training_data(segments: Sequence[Sequence[str]], embeddings: Embeddings,
+                   s: TrainingSettings) -> tuple[Vocabulary, list[np.ndarray], dict[str, object]]:
+    """The vocabulary, the encoded segments and the run's identity (settings + data; private)."""
     segs_tok = [list(x) for x in segments if len(x) > 0]
     if not segs_tok:
         raise TextDPError("no training sentences")
@@ -254,9 +309,12 @@ def train_rewriter(
         raise ParameterError(f"{too_long} training segments are longer than max_length={s.max_length}")
     vocab = build_vocabulary(segs_tok, embeddings.words, s.vocab_size, source=s.vocab_source)
     data = [vocab.encode(x) for x in segs_tok]
-    fingerprint = _data_fingerprint(data)
-    run_key = {"settings": _settings_key(s), "data": fingerprint, "vocabulary": len(vocab.tokens)}
+    run_key = {"settings": _settings_key(s), "data": _data_fingerprint(data), "vocabulary": len(vocab.tokens)}
+    return vocab, data, run_key
 
+
+def _already_trained(out: Path, run_key: dict[str, object]) -> TrainingResult | None:
+    """The result of a complete run of these settings and data already in ``out``; refuse anything else."""
     card_path, ckpt_path = out / "card.json", out / "checkpoint.pt"
     if card_path.exists():
         card = _read_card(card_path)
@@ -269,17 +327,17 @@ def train_rewriter(
                                   None, already_trained=True)
     if out.exists() and any(out.iterdir()) and not ckpt_path.exists():
         raise ParameterError(f"{out} is not empty and holds no checkpoint of this run; choose a new --output")
+    return None
 
-    config = ModelConfig(vocab_size=vocab.size, embedding_dim=embeddings.dim, encoder_hidden=s.encoder_hidden,
-                         latent=s.latent, decoder_hidden=s.decoder_hidden, max_length=s.max_length,
-                         output_layer=s.output_layer)
-    word_vectors = np.asarray(embeddings.vectors[[embeddings.index[w] for w in vocab.words]], dtype=np.float32)
-    steps_per_epoch = math.ceil(len(data) / s.batch_size)
-    total = steps_per_epoch * s.epochs
-    warmup = round(s.warmup_fraction * total) if s.objective == "er-ae" else total
 
+def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.ndarray, s: TrainingSettings, run_key: dict[str, object],
+           total: int, init_from: str | Path | None, on_checkpoint: Callable[[int], None] | None) -> _Run:
+    """The network and optimiser (fresh, resumed from this run's checkpoint, or from ``init_from``'s); the
+    vocabulary and the configuration are written once the checkpoint is accepted."""
+    torch = torch_module()
+    ckpt_path = out / "checkpoint.pt"
     state: dict[str, Any] | None = None
-    shared_from: dict[str, Any] | None = None
+    shared_from: dict[str, object] | None = None
     if ckpt_path.exists():
         state = torch.load(ckpt_path, weights_only=True)
         if state.get("run_key") != run_key:
@@ -287,7 +345,7 @@ def train_rewriter(
         entropy = int(state["entropy"])
         shared_from = state.get("shared_from")
     elif init_from is not None:
-        state = _shared_start(Path(init_from), run_key, total)
+        state = _shared_start(Path(init_from), run_key, s, total)
         entropy = int(state["entropy"])
         shared_from = {"model_dir": str(init_from), "steps": int(state["step"])}
     else:
@@ -296,133 +354,171 @@ def train_rewriter(
     net = build_network(config, word_vectors, init_rng)
     trainable = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.Adam(trainable, lr=s.learning_rate)
-    step, start_epoch, start_batch, elapsed = 0, 0, 0, 0.0
+    run = _Run(net=net, opt=opt, trainable=trainable, settings=s, ckpt_path=ckpt_path, entropy=entropy,
+               run_key=run_key, shared_from=shared_from, on_checkpoint=on_checkpoint)
     if state is not None:
         net.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        step, start_epoch, start_batch = int(state["step"]), int(state["epoch"]), int(state["batch"])
-        elapsed = float(state["elapsed"])
-    resumed_from = step
+        run.step, run.start_epoch, run.start_batch = int(state["step"]), int(state["epoch"]), int(state["batch"])
+        run.elapsed = float(state["elapsed"])
+    run.resumed_from = run.step
     out.mkdir(parents=True, exist_ok=True)
     vocab.save(out / "vocab.txt")
     write_json(out / "config.json", config.to_dict())
+    return run
 
-    def checkpoint(epoch: int, batch: int) -> None:
-        _save_checkpoint(ckpt_path, {
-            "model": net.state_dict(), "optimizer": opt.state_dict(), "step": step, "epoch": epoch, "batch": batch,
-            "elapsed": elapsed + time.perf_counter() - t0, "entropy": str(entropy), "run_key": run_key,
-            "shared_from": shared_from,
+
+@dataclass
+class _Run:
+    """One training run in progress: the network, its optimiser and its position (checkpointed)."""
+
+    net: RewriterNet
+    opt: Optimizer
+    trainable: list[Parameter]
+    settings: TrainingSettings
+    ckpt_path: Path
+    entropy: int
+    run_key: dict[str, object]
+    shared_from: dict[str, object] | None
+    on_checkpoint: Callable[[int], None] | None
+    step: int = 0
+    start_epoch: int = 0
+    start_batch: int = 0
+    elapsed: float = 0.0
+    resumed_from: int = 0
+    t0: float = 0.0
+
+    def checkpoint(self, epoch: int, batch: int) -> None:
+        _save_checkpoint(self.ckpt_path, {
+            "model": self.net.state_dict(), "optimizer": self.opt.state_dict(), "step": self.step, "epoch": epoch,
+            "batch": batch, "elapsed": self.elapsed + time.perf_counter() - self.t0, "entropy": str(self.entropy),
+            "run_key": self.run_key, "shared_from": self.shared_from,
         })
-        if on_checkpoint is not None:
-            on_checkpoint(step)
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(self.step)
 
-    t0 = time.perf_counter()
-    loss_value: float | None = None
-    stop_reason: str | None = None
-    net.train()
-    for epoch in range(start_epoch, s.epochs):
-        if stop_reason is not None:
-            break
-        epoch_seq = np.random.SeedSequence(entropy).spawn(s.epochs)[epoch]
-        order_rng, *batch_rngs = spawn(epoch_seq, steps_per_epoch + 1)
-        batches = _batches(len(data), s.batch_size, order_rng.permutation(len(data)))
-        for bi in range(start_batch if epoch == start_epoch else 0, len(batches)):
-            tb = _tensors([data[i] for i in batches[bi]], batch_rngs[bi], s, vocab.size)
-            use_embed = step >= warmup
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
-                l_rec, l_embed = losses(net, tb["enc"], tb["len"], tb["dec_in"], tb["dec_out"], tb["mask"],
-                                        tb["random"] if use_embed else None, k=s.reward_k)
-                loss = l_rec if l_embed is None else s.embed_weight * l_embed + l_rec
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(trainable, s.clip_norm)
-            opt.step()
-            step += 1
-            loss_value = float(loss.detach())
-            if not math.isfinite(loss_value):
-                raise TextDPError(f"training diverged at step {step} (loss {loss_value}); lower the learning rate")
-            if progress is not None:
-                progress(step, total)
-            if on_loss is not None:
-                on_loss(step, loss_value)
-            if max_steps is not None and step - resumed_from >= max_steps:
-                stop_reason = f"step budget ({max_steps} steps in this run)"
-            elif max_minutes is not None and time.perf_counter() - t0 >= 60.0 * max_minutes:
-                stop_reason = f"time budget ({max_minutes:g} minutes in this run)"
-            if stop_reason is not None and step >= total:
-                stop_reason = None  # the budget ran out on the last step: the training is complete
-            if step % checkpoint_every == 0 or bi == len(batches) - 1 or stop_reason is not None:
-                nxt = (epoch, bi + 1) if bi + 1 < len(batches) else (epoch + 1, 0)
-                checkpoint(*nxt)
-            if on_step is not None:
-                on_step(step)
+    def train(self, data: list[np.ndarray], vocab_size: int, steps_per_epoch: int, warmup: int, total: int,
+              checkpoint_every: int, *, max_steps: int | None, max_minutes: float | None,
+              progress: ProgressCallback | None, on_step: Callable[[int], None] | None,
+              on_loss: Callable[[int, float], None] | None) -> tuple[float | None, str | None]:
+        """Train to the end or to the budget; return the last loss and why it stopped early (``None``: it did not)."""
+        s = self.settings
+        self.t0 = time.perf_counter()
+        loss_value: float | None = None
+        stop_reason: str | None = None
+        self.net.train()
+        for epoch in range(self.start_epoch, s.epochs):
             if stop_reason is not None:
                 break
-    seconds = elapsed + time.perf_counter() - t0
-    with atomic_writer(out / "model.pt", "wb") as fh:
-        torch.save(net.state_dict(), fh)
+            epoch_seq = np.random.SeedSequence(self.entropy).spawn(s.epochs)[epoch]
+            order_rng, *batch_rngs = spawn(epoch_seq, steps_per_epoch + 1)
+            batches = _batches(len(data), s.batch_size, order_rng.permutation(len(data)))
+            for bi in range(self.start_batch if epoch == self.start_epoch else 0, len(batches)):
+                tb = _tensors([data[i] for i in batches[bi]], batch_rngs[bi], s, vocab_size)
+                loss_value = self._step(tb, use_embed=self.step >= warmup)
+                if progress is not None:
+                    progress(self.step, total)
+                if on_loss is not None:
+                    on_loss(self.step, loss_value)
+                stop_reason = self._budget_spent(total, max_steps, max_minutes)
+                if self.step % checkpoint_every == 0 or bi == len(batches) - 1 or stop_reason is not None:
+                    self.checkpoint(*((epoch, bi + 1) if bi + 1 < len(batches) else (epoch + 1, 0)))
+                if on_step is not None:
+                    on_step(self.step)
+                if stop_reason is not None:
+                    break
+        return loss_value, stop_reason
+
+    def _step(self, tb: dict[str, Tensor], *, use_embed: bool) -> float:
+        """One optimiser step on the batch ``tb``; the loss."""
+        torch = torch_module()
+        s = self.settings
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.bf16):
+            l_rec, l_embed = losses(self.net, tb["enc"], tb["len"], tb["dec_in"], tb["dec_out"], tb["mask"],
+                                    tb["random"] if use_embed else None, k=s.reward_k)
+            loss = l_rec if l_embed is None else s.embed_weight * l_embed + l_rec
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.trainable, s.clip_norm)
+        self.opt.step()
+        self.step += 1
+        loss_value = float(loss.detach())
+        if not math.isfinite(loss_value):
+            raise TextDPError(f"training diverged at step {self.step} (loss {loss_value}); lower the learning rate")
+        return loss_value
+
+    def _budget_spent(self, total: int, max_steps: int | None, max_minutes: float | None) -> str | None:
+        """Why this call stops now (``None``: it goes on; a budget spent on the last step ends nothing early)."""
+        reason = None
+        if max_steps is not None and self.step - self.resumed_from >= max_steps:
+            reason = f"step budget ({max_steps} steps in this run)"
+        elif max_minutes is not None and time.perf_counter() - self.t0 >= 60.0 * max_minutes:
+            reason = f"time budget ({max_minutes:g} minutes in this run)"
+        return None if reason is not None and self.step >= total else reason
+
+
+def _card(run: _Run, config: ModelConfig, embeddings_name: str, s: TrainingSettings, *,
+          total: int, warmup: int, seconds: float, stop_reason: str | None, card_names_data: bool,
+          vocab: Vocabulary, data: dict[str, object]) -> dict[str, object]:
+    """The model card (see the module notes): never the text, the seed or the file names unless asked."""
+    step, shared_from = run.step, run.shared_from
     training = {k: v for k, v in s.to_dict().items() if k != "seed" or card_names_data}
-    card = {
+    return {
         "textdp_version": __version__,
         "complete": True,
         "model": "er-ae" if s.objective == "er-ae" else "ae (reconstruction only; the AE-DP baseline's model)",
         "architecture": {**config.to_dict(), "encoder": "bidirectional GRU", "generator": "GRU, input [emb(prev); z], "
-                         "initial state ELU(Dense(z))", "embeddings": f"{embeddings.name} (frozen)"},
+                         "initial state ELU(Dense(z))", "embeddings": f"{embeddings_name} (frozen)"},
         "training": {**training, "steps": step, "planned_steps": total, "warmup_steps": warmup,
                      "seconds": round(seconds, 1),
                      "stopped_early": None if stop_reason is None else {
                          "reason": stop_reason, "note": f"trained {step} of {total} steps; the model is usable, and "
                          "the same textdp train-rewriter command continues from checkpoint.pt"},
-                     "resumed_from_step": resumed_from if resumed_from else None,
+                     "resumed_from_step": run.resumed_from if run.resumed_from else None,
                      "shared_steps": None if shared_from is None else {
                          "steps": shared_from["steps"], "note": "these first steps (reconstruction only) were taken "
                          "from another run with the same seed, data and settings, identical by construction"},
                      "seed_note": ("fresh OS entropy (not recorded)" if s.seed is None else "seeded (the seed is "
                                    "written only when asked: card_names_data)" if not card_names_data else None)},
-        "data": {"description": data_description, "segments": len(data), "declared_public": bool(declared_public)},
+        "data": data,
         "vocabulary": {"size": vocab.size, "words": len(vocab.words), "file": "vocab.txt",
                        "source": ("the most frequent training words that have a GloVe vector" if s.vocab_source ==
                                   "corpus" else "the first words of GloVe 6B (public; independent of the training data)"),
                        "depends_on_training_data": s.vocab_source == "corpus"},
         "privacy": PRIVATE_MODEL_NOTE,
-        "run_key": _public_key(run_key),
+        "run_key": _public_key(run.run_key),
         # names the model in rewrite settings: random, so it fingerprints neither the data nor the weights
         "model_id": secrets.token_hex(16),
-        "files": {name: file_sha256(out / name) for name in MODEL_FILES},
+        "files": {},  # the hashes of MODEL_FILES, filled in once model.pt is written
     }
-    write_json(card_path, card)
-    if stop_reason is None:
-        ckpt_path.unlink(missing_ok=True)
-    return TrainingResult(str(out), step, resumed_from, seconds, loss_value, stopped_early=stop_reason is not None,
-                          planned_steps=total)
 
 
 #: Settings added after checkpoints were first written: left out of the run key at these values,
 #: so that an older checkpoint of the same run still resumes.
-_LATER_DEFAULTS: dict[str, Any] = {"output_layer": "dense"}
+_LATER_DEFAULTS: dict[str, object] = {"output_layer": "dense"}
 
 
-def _settings_key(s: TrainingSettings) -> dict[str, Any]:
+def _settings_key(s: TrainingSettings) -> dict[str, object]:
     return {k: v for k, v in s.to_dict().items() if not (k in _LATER_DEFAULTS and _LATER_DEFAULTS[k] == v)}
 
 
-def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, Any]:
+def _shared_start(src: Path, run_key: dict[str, object], s_ours: TrainingSettings, total: int) -> dict[str, Any]:
     """The checkpoint of ``src`` if it may start this run (see ``init_from``)."""
     torch = torch_module()
     path = src / "checkpoint.pt"
     if not path.exists():
         raise ParameterError(f"--init-from {src}: no checkpoint (the run finished or never started)")
     state = torch.load(path, weights_only=True)
-    theirs, ours = dict(state["run_key"]), run_key
+    theirs = dict(state["run_key"])
     loose = ("objective", "warmup_fraction")
-    same = (theirs["data"] == ours["data"] and theirs["vocabulary"] == ours["vocabulary"]
+    same = (theirs["data"] == run_key["data"] and theirs["vocabulary"] == run_key["vocabulary"]
             and {k: v for k, v in theirs["settings"].items() if k not in loose}
-            == {k: v for k, v in ours["settings"].items() if k not in loose})
+            == {k: v for k, v in _settings_key(s_ours).items() if k not in loose})
     if not same:
         raise ParameterError(f"--init-from {src}: that run has other settings or data")
     s = theirs["settings"]
     their_warmup = round(s["warmup_fraction"] * total) if s["objective"] == "er-ae" else total
-    our_warmup = round(ours["settings"]["warmup_fraction"] * total) if ours["settings"]["objective"] == "er-ae" else total
+    our_warmup = round(s_ours.warmup_fraction * total) if s_ours.objective == "er-ae" else total
     if int(state["step"]) > min(their_warmup, our_warmup):
         raise ParameterError(f"--init-from {src}: its checkpoint (step {state['step']}) is past the shared "
                              "reconstruction-only steps")
@@ -430,9 +526,15 @@ def _shared_start(src: Path, run_key: dict[str, Any], total: int) -> dict[str, A
     return dict(state)
 
 
-def _public_key(run_key: dict[str, Any]) -> str:
-    """A digest identifying the run (settings + data) without storing anything readable about the data."""
-    return hashlib.sha256(json.dumps(run_key, sort_keys=True).encode()).hexdigest()[:32]
+def _public_key(run_key: dict[str, object]) -> str:
+    """The card's ``run_key``: a keyed hash of the run's identity (settings + data), for its owner only.
+
+    HMAC-SHA256 under this user's secret key (:func:`textdp._cache.user_secret`, 0600 in the
+    private cache), not a plain hash: anyone holding the card and a guessed training corpus
+    could recompute a plain hash and confirm the guess; only the owner can recompute this one
+    (to say that a folder "already holds this trained model").
+    """
+    return keyed_digest("textdp model card run_key", json.dumps(run_key, sort_keys=True).encode())[:32]
 
 
 def load_card(model_dir: str | Path) -> dict[str, Any]:

@@ -342,7 +342,10 @@ class Mechanism(ABC, Generic[P, O, R]):
 
         A ``str``, ``bytes`` or array is one unit (``bytes`` is then refused with a one-line error).
         """
-        if isinstance(units, Iterable) and not isinstance(units, (str, bytes, np.ndarray)):
+        if isinstance(units, (bytes, bytearray, memoryview)):  # iterating them would give integers
+            raise ParameterTypeError(f"units must be a str or an iterable of str, got {type(units).__name__}; "
+                                     'decode them first (e.g. data.decode("utf-8"))')
+        if isinstance(units, Iterable) and not isinstance(units, (str, np.ndarray)):
             return self.privatize_batch(list(units), **kwargs)
         return self.privatize_batch([units], **kwargs)[0]
 

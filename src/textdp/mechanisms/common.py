@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 
 from .._validation import check_size, check_texts
-from ..embeddings import Embeddings, load_embeddings
+from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import Guarantee, ReleaseRecord
 from ..text import normalize
@@ -210,6 +210,13 @@ class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
         if batch is None:
             return self.privatize_batch([str(units)], **kwargs)[0]
         return self.privatize_batch(batch, **kwargs)
+
+    def limit_threads(self, n: int) -> None:
+        """Let this mechanism's exact nearest-word decoder use at most ``n`` threads (others: nothing to do)."""
+        self._ensure_fitted()
+        decoder = vars(self).get("decoder_")
+        if isinstance(decoder, ExactDecoder):
+            decoder.threads = max(1, int(n))
 
     def prepare(self, texts: Sequence[str], ids: Sequence[str] | None = None
                 ) -> tuple[list[np.ndarray], list[int], list[int]]:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
@@ -115,7 +115,7 @@ class _Guard:
         return None
 
 
-async def _body(request: Request) -> dict[str, Any]:
+async def _body(request: Request) -> dict[str, object]:
     """The JSON object of the request (read up to :data:`MAX_BODY_BYTES`); :class:`_BadRequest` otherwise."""
     chunks: list[bytes] = []
     size = 0
@@ -166,7 +166,7 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
             return _error("not found", 404)
         return Response(_static(name), media_type=_STATIC[name], headers=_HEADERS)
 
-    async def call(fn: Any, *args: Any) -> JSONResponse:
+    async def call(fn: Callable[..., object], *args: object) -> JSONResponse:
         try:
             return JSONResponse(await run_in_threadpool(fn, *args), headers=_HEADERS)
         except TextDPError as exc:
@@ -179,7 +179,8 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
     async def mechanisms(request: Request) -> JSONResponse:
         return await call(lambda: {"mechanisms": wb.mechanisms(), "limits": wb.limits()})
 
-    def endpoint(fn: Any, fields: tuple[str, ...], required: tuple[str, ...]) -> Any:
+    def endpoint(fn: Callable[..., object], fields: tuple[str, ...],
+                 required: tuple[str, ...]) -> Callable[[Request], Awaitable[Response]]:
         async def handler(request: Request) -> Response:
             try:
                 data = await _body(request)

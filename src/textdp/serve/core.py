@@ -9,19 +9,37 @@ draws fresh OS entropy (:func:`textdp._rng.make_rng` with no seed): the page has
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import warnings
 from collections import Counter, OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .._rng import make_rng
 from .._validation import EPSILON_MAX, EPSILON_MIN, check_epsilon
 from ..errors import DocumentError, ParameterError, ParameterTypeError
-from ..mechanisms import MECHANISM_NAMES, entry, get
+from ..mechanisms import MECHANISM_NAMES, Mechanism, entry, get
 from ..text import resolve_stop_words
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ..embeddings import Embeddings
+    from ..guarantees import Guarantee
+    from ..mechanisms.common import DocumentDiagnostics
+
+
+class _Release(Protocol):
+    """What the page shows of a release record (a bag or a text of the word family)."""
+
+    @property
+    def words(self) -> Sequence[str]: ...
+    @property
+    def guarantee(self) -> Guarantee: ...
+    def to_record(self) -> Mapping[str, object]: ...
 
 __all__ = [
     "AUDIT_EPSILON_RANGE",
@@ -54,7 +72,7 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 _NOT_COVERED = re.compile(r"\s*Not covered:\s*", re.IGNORECASE)
 
 
-def _check_text(text: Any) -> str:
+def _check_text(text: object) -> str:
     if not isinstance(text, str):
         raise ParameterTypeError(f"text must be a string, got {type(text).__name__}")
     if not text.strip():
@@ -65,19 +83,19 @@ def _check_text(text: Any) -> str:
     return text
 
 
-def _check_mechanism(name: Any) -> str:
+def _check_mechanism(name: object) -> str:
     if not isinstance(name, str) or name not in MECHANISM_NAMES:
         raise ParameterError(f"unknown mechanism {name!r}; choose one of: {', '.join(MECHANISM_NAMES)}")
     return name
 
 
-def _check_epsilon(value: Any) -> float:
+def _check_epsilon(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ParameterTypeError(f"epsilon must be a number, got {type(value).__name__}")
     return check_epsilon(float(value))
 
 
-def _check_size(name: str, size: Any) -> int | None:
+def _check_size(name: str, size: object) -> int | None:
     if name not in BAG_MECHANISMS:
         return None
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_SIZE:
@@ -108,17 +126,17 @@ class Workbench:
         Fitted mechanisms kept (keyed by public parameters only: name, ε, N).
     """
 
-    def __init__(self, embeddings: Any = None, cache_size: int = 24) -> None:
+    def __init__(self, embeddings: Embeddings | str | os.PathLike[str] | None = None, cache_size: int = 24) -> None:
         self._source = embeddings
-        self._emb: Any = None
+        self._emb: Embeddings | None = None
         self._lock = threading.Lock()
         self._warn_lock = threading.Lock()  # catch_warnings changes process-wide state: one release at a time
-        self._fitted: OrderedDict[tuple[str, float, int | None], Any] = OrderedDict()
+        self._fitted: OrderedDict[tuple[str, float, int | None], Mechanism] = OrderedDict()
         self._cache_size = cache_size
         self._stops = resolve_stop_words("english")
 
     @property
-    def embeddings(self) -> Any:
+    def embeddings(self) -> Embeddings:
         with self._lock:
             if self._emb is None:
                 from ..embeddings import Embeddings, load_embeddings
@@ -126,19 +144,19 @@ class Workbench:
                 self._emb = self._source if isinstance(self._source, Embeddings) else load_embeddings(self._source)
             return self._emb
 
-    def mechanisms(self) -> list[dict[str, Any]]:
+    def mechanisms(self) -> list[dict[str, object]]:
         """Every registered mechanism with its release kind and default ε."""
         return [
             {"name": n, "kind": "bag" if n in BAG_MECHANISMS else "text", "epsilon": DEFAULT_EPSILON.get(n, 3.0)}
             for n in MECHANISM_NAMES
         ]
 
-    def limits(self) -> dict[str, Any]:
+    def limits(self) -> dict[str, object]:
         return {"epsilon_min": EPSILON_MIN, "epsilon_max": EPSILON_MAX, "max_text_chars": MAX_TEXT_CHARS,
                 "max_size": MAX_SIZE, "audit_epsilon_min": AUDIT_EPSILON_RANGE[0],
                 "audit_epsilon_max": AUDIT_EPSILON_RANGE[1], "audit_samples": AUDIT_SAMPLES}
 
-    def mechanism(self, name: str, epsilon: float, size: int | None) -> Any:
+    def mechanism(self, name: str, epsilon: float, size: int | None) -> Mechanism:
         """A fitted mechanism (cached by its public parameters)."""
         key = (name, epsilon, size)
         with self._lock:
@@ -146,7 +164,7 @@ class Workbench:
                 self._fitted.move_to_end(key)
                 return self._fitted[key]
         emb = self.embeddings
-        kwargs: dict[str, Any] = {"size": size} if size is not None else {}
+        kwargs: dict[str, object] = {"size": size} if size is not None else {}
         mech = get(name, epsilon=epsilon, embeddings=emb, **kwargs).fit()
         with self._lock:
             self._fitted[key] = mech
@@ -155,18 +173,16 @@ class Workbench:
         return mech
 
     # -- one release -------------------------------------------------------------------------------
-    def _release(self, mech: Any, texts: list[str], size: int | None) -> tuple[list[Any], list[Any], list[str]]:
+    def _release(self, mech: Mechanism, texts: list[str],
+                 size: int | None) -> tuple[list[_Release], list[DocumentDiagnostics], list[str]]:
         """``privatize_batch`` with fresh OS entropy and the private diagnostics; warnings returned as notes."""
-        diags: list[Any] = []
-        kwargs: dict[str, Any] = {"seed": make_rng(), "private_report": diags}
-        if size is not None:
-            kwargs["size"] = size
+        diags: list[DocumentDiagnostics] = []
         with self._warn_lock, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            docs = mech.privatize_batch(texts, **kwargs)
+            docs = mech.privatize_batch(texts, seed=make_rng(), private_report=diags, size=size)
         return docs, diags, sorted({str(w.message) for w in caught})
 
-    def privatize(self, text: Any, mechanism: Any, epsilon: Any, size: Any = None) -> dict[str, Any]:
+    def privatize(self, text: object, mechanism: object, epsilon: object, size: object = None) -> dict[str, object]:
         """One private release of ``text``: output words (kept ones marked), input spans, kept fraction, guarantee.
 
         The release record is exactly what ``textdp obfuscate`` would write for this text; the input spans and
@@ -218,10 +234,10 @@ class Workbench:
             "notes": notes,
         }
 
-    def _spans(self, text: str, kept: Counter[str], bag_size: int | None) -> list[list[Any]]:
+    def _spans(self, text: str, kept: Counter[str], bag_size: int | None) -> list[list[object]]:
         """The input as ``[text, class]`` pieces: ``kept`` / ``replaced`` / ``dropped`` words, ``None`` between."""
         index = self.embeddings.index
-        spans: list[list[Any]] = []
+        spans: list[list[object]] = []
         pos = 0
         protected = 0
         left = Counter(kept)
@@ -246,7 +262,7 @@ class Workbench:
         return spans
 
     # -- kept fraction against ε ------------------------------------------------------------------
-    def curve(self, text: Any, mechanism: Any, target: Any = 0.5, size: Any = None) -> dict[str, Any]:
+    def curve(self, text: object, mechanism: object, target: object = 0.5, size: object = None) -> dict[str, object]:
         """Kept fraction against ε for this text, and the ε that keeps ``target`` of its words.
 
         ``earth-movers``: the exact survival curve of :func:`textdp.accounting.calibration.survival_curve`
@@ -300,7 +316,7 @@ class Workbench:
                 "why": why, "method": method}
 
     # -- audit ------------------------------------------------------------------------------------
-    def audit(self, mechanism: Any, epsilon: Any) -> dict[str, Any]:
+    def audit(self, mechanism: object, epsilon: object) -> dict[str, object]:
         """Run the mechanism's registered audit case (public neighbouring pair; not the text) at ``epsilon``."""
         from ..audit import audit
 
@@ -311,7 +327,7 @@ class Workbench:
             raise ParameterError(f"the audit runs for epsilon in [{lo:g}, {hi:g}] (beyond, "
                                  f"{AUDIT_SAMPLES:,} samples cannot resolve the claim); got {eps:g}")
         result = audit(name, epsilon=eps, samples=AUDIT_SAMPLES, seed=None)
-        out = result.to_dict()
+        out: dict[str, object] = dict(result.to_dict())
         out["event"] = result.event
         out["confidence"] = result.confidence
         out["seconds"] = round(result.seconds, 2)

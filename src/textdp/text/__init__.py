@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._deprecation import deprecated_alias
 from .._validation import check_choice, check_size
 from ..errors import DocumentError, ParameterTypeError
 
@@ -39,7 +38,6 @@ __all__ = [
     "ENGLISH_STOP_WORDS",
     "Bag",
     "make_bag",
-    "normalise",
     "normalize",
     "resolve_stop_words",
     "split_sentences",
@@ -213,10 +211,6 @@ def normalize(text: str, stop_words: str | Iterable[str] | None = "english") -> 
     """
     stops = resolve_stop_words(stop_words)
     return [t for t in tokenize(text) if len(t) > 1 and t not in stops]
-
-
-#: Deprecated British spelling (one spelling family: ``tokenize``, ``normalize``, ``privatize``).
-normalise = deprecated_alias(normalize, "normalise")
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
@@ -82,11 +81,11 @@ class TopicFeatureSelector:
         self.stop_words = stop_words
         self.min_df = min_df
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, object]:
         """Constructor parameters (scikit-learn protocol)."""
         return {"n_features": self.n_features, "method": self.method, "stop_words": self.stop_words, "min_df": self.min_df}
 
-    def set_params(self, **params: Any) -> TopicFeatureSelector:
+    def set_params(self, **params: object) -> TopicFeatureSelector:
         """Set constructor parameters (call :meth:`fit_public` again)."""
         for k, v in params.items():
             if k not in self.get_params():
@@ -95,7 +94,7 @@ class TopicFeatureSelector:
         self.__dict__.pop("vocabulary_", None)
         return self
 
-    def fit_public(self, texts: Sequence[str], labels: Sequence[Any]) -> TopicFeatureSelector:
+    def fit_public(self, texts: Sequence[str], labels: Sequence[Hashable]) -> TopicFeatureSelector:
         """Choose the vocabulary on a *public* labelled corpus (never on the texts to protect)."""
         n = check_positive_int(self.n_features, "n_features")
         check_choice(self.method, "selection method", SELECTION_METHODS)

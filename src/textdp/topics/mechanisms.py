@@ -403,6 +403,11 @@ class _GridMechanism:
     def _check_shape(self, shape: tuple[int, int]) -> None:
         """Refuse shapes the mechanism cannot serve (before any noise is drawn)."""
 
+    def private_scale(self, shape: tuple[int, int]) -> dict[str, object]:
+        """PRIVATE: the noise scale of an ``m x n`` release, for ``--private-report`` only (it reveals a
+        sampled sensitivity). Empty when the scale is public (the Laplace baseline's ``2m/epsilon``)."""
+        return {}
+
     def randomize(self, matrix: np.ndarray, seed: SeedLike = None) -> np.ndarray:
         """The noisy matrix (before post-processing): ``(rint(matrix/g) + Z) * g``, exact multiples of ``g``.
 
@@ -494,6 +499,9 @@ class TopicDPGaussian(_GridMechanism):
         """σ² of the integer noise, in grid units, as the exact rational the sampler uses."""
         s = self.grid_sensitivity(shape) / math.sqrt(2.0 * self.rho(shape)) * (1.0 + 1e-12)
         return Fraction(s * s)
+
+    def private_scale(self, shape: tuple[int, int]) -> dict[str, object]:
+        return {"noise_sigma": self.sigma(shape)}
 
     def sigma(self, shape: tuple[int, int]) -> float:
         """Noise standard deviation per entry in value units (private when Δ was sampled)."""
@@ -654,6 +662,9 @@ class MVGMechanism(_GridMechanism):
         sup = self.sup_norm if self.sup_norm is not None else math.sqrt(m)
         return mvg_precision_budget(self.epsilon, self.delta, self._rounded(shape), sup, m, n)
 
+    def private_scale(self, shape: tuple[int, int]) -> dict[str, object]:
+        return {"noise_column_variances": [float(v) for v in self.column_variances(shape)]}
+
     def column_variances(self, shape: tuple[int, int]) -> np.ndarray:
         """Per-column noise variance ``1/θ_j`` in value units (row covariance is the identity)."""
         m, n = shape
@@ -730,6 +741,8 @@ class TopicMechanism(Protocol):
     def grid(self) -> float: ...
 
     def randomize(self, matrix: np.ndarray, seed: SeedLike = None) -> np.ndarray: ...
+
+    def private_scale(self, shape: tuple[int, int]) -> dict[str, object]: ...
 
     def guarantee(self, shape: tuple[int, int]) -> TopicGuarantee: ...
 

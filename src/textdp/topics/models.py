@@ -138,7 +138,7 @@ class SklearnLDA:
 
     def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Fit on ``X`` and return ``(topic_word, prevalence)``."""
-        decomposition: Any = require("sklearn.decomposition", "topics")
+        decomposition = require("sklearn.decomposition", "topics")
         lda = decomposition.LatentDirichletAllocation(
             n_components=self.n_topics,
             max_iter=self.max_iter,
@@ -180,7 +180,7 @@ class TomotopyLDA:
 
     def fit(self, X: sparse.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Fit on ``X`` (word ids become the tokens) and return ``(topic_word, prevalence)``."""
-        tp: Any = require("tomotopy", "topics-fast")
+        tp = require("tomotopy", "topics-fast")
         X = sparse.csr_matrix(X)
         V = X.shape[1]
         mdl = tp.LDAModel(k=self.n_topics, seed=self.seed, min_cf=0, rm_top=0)
@@ -216,6 +216,38 @@ def make_topic_model(name: str = "sklearn", *, n_topics: int = 10, max_iter: int
     if name == "tomotopy":
         return TomotopyLDA(n_topics=n_topics, iterations=max(max_iter, 1) * 20, seed=seed)
     raise ParameterError(f"unknown topic model {name!r}; choose one of: {', '.join(TOPIC_MODELS)}")
+
+
+def _user_rows(users: Sequence[object], min_user_docs: int, max_docs_per_user: int | None) -> dict[str, list[int]]:
+    """Each kept user's document indices in input order: users with fewer than ``min_user_docs`` documents
+    dropped, the first ``max_docs_per_user`` kept; at least two users, else a :class:`DocumentError`."""
+    counts: dict[str, int] = {}
+    for u in users:
+        if u is not None:
+            counts[str(u)] = counts.get(str(u), 0) + 1
+    order: dict[str, list[int]] = {}
+    for i, u in enumerate(users):
+        if u is None or counts[str(u)] < min_user_docs:
+            continue
+        rows = order.setdefault(str(u), [])
+        if max_docs_per_user is None or len(rows) < max_docs_per_user:
+            rows.append(i)
+    if len(order) < 2:
+        raise DocumentError("the corpus needs at least two users with documents")
+    return order
+
+
+def _corpus_fingerprint(texts: Sequence[str], users: Sequence[object], keep: Sequence[int],
+                        settings: dict[str, object], public: PublicVocabulary | None) -> str:
+    """The cache key of a corpus: its kept (user, text) pairs, its settings and its public vocabulary."""
+    h = hashlib.sha256()
+    for i in keep:
+        h.update(str(users[i]).encode("utf-8", "replace") + b"\0")
+        h.update(str(texts[i]).encode("utf-8", "replace") + b"\1")
+    h.update(json.dumps({**settings, "version": CORPUS_VERSION}, sort_keys=True).encode())
+    if public is not None:
+        h.update("\n".join(public.words).encode("utf-8"))
+    return h.hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -310,23 +342,10 @@ class UserCorpus:
         check_positive_int(min_df, "min_df")
         if max_docs_per_user is not None:
             check_positive_int(max_docs_per_user, "max_docs_per_user")
-        counts: dict[str, int] = {}
-        for u in users:
-            if u is None:
-                continue
-            counts[str(u)] = counts.get(str(u), 0) + 1
-        order: dict[str, list[int]] = {}
-        for i, u in enumerate(users):
-            if u is None or counts[str(u)] < min_user_docs:
-                continue
-            rows = order.setdefault(str(u), [])
-            if max_docs_per_user is None or len(rows) < max_docs_per_user:
-                rows.append(i)
-        if len(order) < 2:
-            raise DocumentError("the corpus needs at least two users with documents")
+        order = _user_rows(users, min_user_docs, max_docs_per_user)
         keep = [i for rows in order.values() for i in rows]
         kept_texts = [strip_quoted_text(str(texts[i])) if strip_quoted else str(texts[i]) for i in keep]
-        fe: Any = require("sklearn.feature_extraction.text", "topics")
+        fe = require("sklearn.feature_extraction.text", "topics")
         public = None
         if vocabulary is not None:
             public = (vocabulary if isinstance(vocabulary, PublicVocabulary)
@@ -352,15 +371,9 @@ class UserCorpus:
                             max_features=max_features, min_df=min_df, max_df=max_df)
         else:
             settings["vocabulary"] = f"public: {public.name}"
-        h = hashlib.sha256()
-        for i in keep:
-            h.update(str(users[i]).encode("utf-8", "replace") + b"\0")
-            h.update(str(texts[i]).encode("utf-8", "replace") + b"\1")
-        h.update(json.dumps({**settings, "version": CORPUS_VERSION}, sort_keys=True).encode())
-        if public is not None:
-            h.update("\n".join(public.words).encode("utf-8"))
+        fingerprint = _corpus_fingerprint(texts, users, keep, settings, public)
         base = cls(X=full, vocabulary=columns, users=tuple(order), user_rows=user_rows,
-                   max_docs_per_user=max_docs_per_user, fingerprint=h.hexdigest()[:24], settings=settings,
+                   max_docs_per_user=max_docs_per_user, fingerprint=fingerprint, settings=settings,
                    counts=full, columns=columns, rule=rule)
         X, vocab = base.database(range(len(order)))
         return replace(base, X=X, vocabulary=vocab)

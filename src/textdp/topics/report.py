@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TypedDict
 
 import numpy as np
 
@@ -56,7 +57,57 @@ class ReportConfig:
     max_samples: int = 700
     mechanisms: tuple[str, ...] = MECHANISMS
     bar_topics: tuple[int, ...] = (2, 4, 5, 9)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+#: One point of a sweep: its coordinates (``epsilon``, ``gamma``, ``size``, ``sensitivity``) and, under
+#: each mechanism's name, its mean metrics.
+SweepPoint = dict[str, float | dict[str, float]]
+
+
+class ReportResults(TypedDict):
+    """``results.json`` of :func:`run_report` (an experiment on the corpus, never a release)."""
+
+    not_a_release: str
+    corpus: str
+    corpus_settings: dict[str, object]
+    n_docs: int
+    model: dict[str, object]
+    n_users: int
+    per_db_users: int
+    neighbours: str
+    delta: float
+    gamma: float
+    epsilon: float
+    repeats: int
+    fit_seconds: float
+    sampling_seconds: float
+    sampling_cache_hit: bool
+    pool_samples: int
+    skipped_gammas: dict[str, int]
+    sensitivity: dict[str, dict[str, float]]
+    sample_quantiles_10x10: dict[float, float]
+    vs_epsilon: list[SweepPoint]
+    vs_gamma: list[SweepPoint]
+    vs_size: dict[str, list[SweepPoint]]
+    keywords: list[list[str]]
+    true_matrix: list[list[float]]
+    bars: dict[str, list[list[float]]]
+    mechanisms: list[str]
+
+
+def _coordinate(point: SweepPoint, key: str) -> float:
+    value = point[key]
+    if isinstance(value, dict):
+        raise TypeError(f"{key!r} is a mechanism of the sweep, not a coordinate")
+    return value
+
+
+def _score(point: SweepPoint, mechanism: str, metric: str) -> float:
+    value = point[mechanism]
+    if not isinstance(value, dict):
+        raise TypeError(f"{mechanism!r} is a coordinate of the sweep, not a mechanism")
+    return value[metric]
 
 
 def _evaluate(true: np.ndarray, mech: TopicMechanism, repeats: int, gen: np.random.Generator) -> dict[str, float]:
@@ -74,7 +125,7 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
                config: ReportConfig | None = None, backend: Backend | None = None,
                cache_dir: str | Path | None = None, seed: int | None = None,
                progress: ProgressCallback | None = None,
-               log: Callable[[str], None] | None = None) -> dict[str, Any]:
+               log: Callable[[str], None] | None = None) -> ReportResults:
     """Run the sweeps, write ``results.json``, the figures and ``report.md`` to ``out_dir``.
 
     This is an *experiment* on a corpus, not a release: ``results.json`` holds the
@@ -118,9 +169,9 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
         return res
 
     say("sweeping epsilon, gamma and size")
-    vs_eps = [{"epsilon": e, **point(e, cfg.gamma, K)} for e in cfg.epsilons]
-    vs_gamma = [{"gamma": g, "sensitivity": sens[g][K], **point(cfg.epsilon, g, K)} for g in sorted(feasible)]
-    vs_size = {str(e): [{"size": k, "sensitivity": sens[cfg.gamma][k], **point(e, cfg.gamma, k)}
+    vs_eps: list[SweepPoint] = [{"epsilon": e, **point(e, cfg.gamma, K)} for e in cfg.epsilons]
+    vs_gamma: list[SweepPoint] = [{"gamma": g, "sensitivity": sens[g][K], **point(cfg.epsilon, g, K)} for g in sorted(feasible)]
+    vs_size: dict[str, list[SweepPoint]] = {str(e): [{"size": k, "sensitivity": sens[cfg.gamma][k], **point(e, cfg.gamma, k)}
                         for k in cfg.sizes] for e in cfg.size_epsilons}
     # keyword bar charts at the default point
     bars = {}
@@ -128,7 +179,7 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
         mech = build_mechanism(mname, epsilon=cfg.epsilon, delta=cfg.delta, gamma=cfg.gamma,
                                sensitivity=sens[cfg.gamma][K], m=K)
         bars[mname] = postprocess(mech.randomize(true[K].matrix, seed=gen)).tolist()
-    results: dict[str, Any] = {
+    results: ReportResults = {
         "not_a_release": "experiment on the corpus: holds the true matrix and private statistics; never publish",
         "corpus": name, "corpus_settings": corpus.settings, "n_docs": corpus.n_docs, "model": model.settings(),
         "n_users": corpus.n_users, "per_db_users": sampler.n_users, "neighbours": sampler.neighbours,
@@ -147,20 +198,20 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
     return results
 
 
-def _figures(res: dict[str, Any], out: Path, cfg: ReportConfig) -> list[str]:
-    matplotlib: Any = require("matplotlib", "plot")
+def _figures(res: ReportResults, out: Path, cfg: ReportConfig) -> list[str]:
+    matplotlib: ModuleType = require("matplotlib", "plot")
     matplotlib.use("Agg")
-    plt: Any = require("matplotlib.pyplot", "plot")
+    plt: ModuleType = require("matplotlib.pyplot", "plot")
     mechs = res["mechanisms"]
     name = res["corpus"]
     files: list[str] = []
 
-    def grid(rows: list[dict[str, Any]], xkey: str, title: str, fname: str, xlabel: str) -> None:
+    def grid(rows: list[SweepPoint], xkey: str, title: str, fname: str, xlabel: str) -> None:
         fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
-        xs = [r[xkey] for r in rows]
+        xs = [_coordinate(r, xkey) for r in rows]
         for ax, metric in zip(axes, METRIC_LABELS):
             for mname in mechs:
-                ax.plot(xs, [r[mname][metric] for r in rows], marker="o", ms=3, label=LABELS.get(mname, mname))
+                ax.plot(xs, [_score(r, mname, metric) for r in rows], marker="o", ms=3, label=LABELS.get(mname, mname))
             ax.set_xlabel(xlabel)
             ax.set_title(METRIC_LABELS[metric])
             if metric != "kendall_tau":
@@ -208,15 +259,15 @@ def _figures(res: dict[str, Any], out: Path, cfg: ReportConfig) -> list[str]:
     return files
 
 
-def _table(rows: Sequence[dict[str, Any]], key: str, mechs: Sequence[str], metric: str) -> str:
+def _table(rows: Sequence[SweepPoint], key: str, mechs: Sequence[str], metric: str) -> str:
     head = f"| {key} | " + " | ".join(mechs) + " |\n|---|" + "---|" * len(mechs) + "\n"
     body = ""
     for r in rows:
-        body += f"| {r[key]:g} | " + " | ".join(f"{r[m][metric]:.4g}" for m in mechs) + " |\n"
+        body += f"| {_coordinate(r, key):g} | " + " | ".join(f"{_score(r, m, metric):.4g}" for m in mechs) + " |\n"
     return head + body
 
 
-def _markdown(res: dict[str, Any], out: Path, figs: list[str], cfg: ReportConfig) -> None:
+def _markdown(res: ReportResults, out: Path, figs: list[str], cfg: ReportConfig) -> None:
     mechs = res["mechanisms"]
     sens = res["sensitivity"]
     K = max(cfg.sizes)
@@ -251,7 +302,7 @@ def _markdown(res: dict[str, Any], out: Path, figs: list[str], cfg: ReportConfig
     total = 0
     for r in res["vs_epsilon"]:
         for metric in METRIC_LABELS:
-            best = min(mechs, key=lambda m: r[m][metric])
+            best = min(mechs, key=lambda m: _score(r, m, metric))
             wins[best] += 1
             total += 1
     lines += ["## Ranking", "", "Best mechanism per (epsilon, metric) on the epsilon sweep: "

@@ -248,8 +248,11 @@ class SampledSensitivity:
 
 
 def default_cache_dir() -> Path:
-    """The ``topics`` subdirectory of :func:`textdp._cache.cache_dir`."""
-    return cache_dir("topics")
+    """The ``topics`` subdirectory of :func:`textdp._cache.cache_dir` (made ``0700`` when it can be)."""
+    try:
+        return cache_dir("topics", create=True)
+    except OSError:  # a read-only cache: samples are not stored (their write fails as it always did)
+        return cache_dir("topics")
 
 
 # --- the job (pure, runs wherever the backend puts it) ---------------------------------
