@@ -84,12 +84,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from .._validation import check_choice, check_epsilon, check_probability
 from ..errors import ParameterError, require
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "BOUND_PROCEDURES",
@@ -111,7 +116,7 @@ BOUND_PROCEDURES = ("fixed", "public-quantiles", "probability")
 SAMPLERS = ("inverse-cdf", "gumbel")
 
 
-def _torch() -> Any:
+def _torch() -> ModuleType:
     return require("torch", "generation")
 
 
@@ -156,7 +161,7 @@ class ClipBounds:
         """The sampling temperature ``T = 2Δ/ε`` of an ε-DP step."""
         return 2.0 * self.width / check_epsilon(epsilon)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Public JSON form (written in every record)."""
         return {"low": self.low, "high": self.high, "width": self.width, "procedure": self.procedure,
                 "source": self.source}
@@ -178,7 +183,7 @@ def per_token_epsilon(temperature: float, bounds: ClipBounds) -> float:
     return 2.0 * bounds.width / t
 
 
-def quantile_bounds(public_logits: Any, *, low_quantile: float = 0.01, high_quantile: float = 0.99,
+def quantile_bounds(public_logits: npt.ArrayLike, *, low_quantile: float = 0.01, high_quantile: float = 0.99,
                     source: str = "") -> ClipBounds:
     """Bounds from quantiles of logits computed by the same model on **public** text.
 
@@ -216,7 +221,8 @@ def refuse_truncation(top_k: int | None = None, top_p: float | None = None) -> N
             "from the full vocabulary with clipped logits")
 
 
-def clipped_log_weights(scores: Any, *, epsilon: float, bounds: ClipBounds, allowed: Any | None = None) -> Any:
+def clipped_log_weights(scores: Tensor, *, epsilon: float, bounds: ClipBounds,
+                        allowed: Tensor | None = None) -> Tensor:
     """``ε (clip(s, a, b) − b) / (2Δ)`` in float64 (``-inf`` outside ``allowed``), a ``(B, V)`` tensor.
 
     ``allowed`` is a public ``(V,)`` or ``(B, V)`` bool mask (default: every token).
@@ -237,8 +243,8 @@ def clipped_log_weights(scores: Any, *, epsilon: float, bounds: ClipBounds, allo
     return logw
 
 
-def sample_log_weights(log_weights: Any, rng: np.random.Generator | None = None, *, method: str = "inverse-cdf",
-                       uniforms: Any | None = None) -> Any:
+def sample_log_weights(log_weights: Tensor, rng: np.random.Generator | None = None, *, method: str = "inverse-cdf",
+                       uniforms: Tensor | None = None) -> Tensor:
     """One draw per row with ``P(j) ∝ exp(log_weights[j])`` (``-inf``: never drawn); ``(B,)`` int64.
 
     Randomness: ``uniforms`` if given (``(B, 1)`` for inverse-CDF, ``(B, V)`` for Gumbel),
@@ -277,8 +283,8 @@ def sample_log_weights(log_weights: Any, rng: np.random.Generator | None = None,
     return idx.squeeze(1)
 
 
-def exponential_step(scores: Any, rng: np.random.Generator, *, epsilon: float, bounds: ClipBounds,
-                     allowed: Any | None = None, method: str = "inverse-cdf") -> Any:
+def exponential_step(scores: Tensor, rng: np.random.Generator, *, epsilon: float, bounds: ClipBounds,
+                     allowed: Tensor | None = None, method: str = "inverse-cdf") -> Tensor:
     """One ε-DP step for every row of ``scores`` ``(B, V)``: ``P(w) ∝ exp(ε clip(s_w) / (2Δ))``.
 
     See the module docstring for the theorem. ``allowed`` is a **public** mask.

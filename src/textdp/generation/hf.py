@@ -24,10 +24,13 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._validation import check_choice
 from ..errors import ParameterError, require
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = ["MODEL_KINDS", "LanguageModel", "load_language_model", "model_kind"]
 
@@ -44,14 +47,14 @@ class LanguageModel:
     model: Any
     tokenizer: Any
     kind: str
-    identity: dict[str, Any]
+    identity: dict[str, object]
 
     @property
     def special_ids(self) -> frozenset[int]:
         """Ids of the tokenizer's special tokens (pad, unk, mask, ...)."""
         return frozenset(int(i) for i in self.tokenizer.all_special_ids)
 
-    def output_mask(self, *, keep: tuple[int | None, ...] = ()) -> Any:
+    def output_mask(self, *, keep: tuple[int | None, ...] = ()) -> Tensor:
         """Public bool mask over the model's output vocabulary: real tokens, plus ``keep`` (e.g. the end token).
 
         Excluded: special tokens and ids the tokenizer does not know (padded embedding rows).
@@ -69,7 +72,7 @@ class LanguageModel:
         return mask
 
 
-def model_kind(config: dict[str, Any]) -> str | None:
+def model_kind(config: dict[str, object]) -> str | None:
     """``causal``, ``seq2seq``, ``masked`` or None, from a ``config.json`` dict.
 
     >>> model_kind({"architectures": ["GPT2LMHeadModel"]}), model_kind({"is_encoder_decoder": True})
@@ -79,7 +82,10 @@ def model_kind(config: dict[str, Any]) -> str | None:
     """
     if config.get("is_encoder_decoder"):
         return "seq2seq"
-    for arch in config.get("architectures") or ():
+    archs = config.get("architectures")
+    for arch in archs if isinstance(archs, list) else ():
+        if not isinstance(arch, str):
+            continue
         if arch.endswith("ForMaskedLM"):
             return "masked"
         if arch.endswith(("ForCausalLM", "LMHeadModel")):

@@ -13,8 +13,9 @@ torch's global generator is never used.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,10 +24,16 @@ from .decoding import ClipBounds, exponential_step
 from .hf import LanguageModel
 from .lm_settings import LMSettings, dp_bart_sigma
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
+#: one decoding step: the previous tokens ``(B,)`` -> the next logits ``(B, V)``
+Step = Callable[["Tensor"], "Tensor"]
+
 __all__ = ["clip_and_noise", "dp_bart", "dp_mlm", "dp_paraphrase", "dp_prompt"]
 
 
-def _torch() -> Any:
+def _torch() -> ModuleType:
     return require("torch", "generation")
 
 
@@ -46,7 +53,7 @@ def _decode(lm: LanguageModel, rows: Iterable[Sequence[int]]) -> list[str]:
             for r in rows]
 
 
-def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Any, Any]:
+def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Tensor, Tensor]:
     torch = _torch()
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -59,7 +66,7 @@ def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Any, A
     return ids, mask
 
 
-def _sample_steps(step: Any, first: Any, s: LMSettings, rng: np.random.Generator | None, allowed: Any,
+def _sample_steps(step: Step, first: Tensor, s: LMSettings, rng: np.random.Generator | None, allowed: Tensor,
                   eos: int) -> list[list[int]]:
     """Up to ``s.max_new_tokens`` tokens per row: ``step(prev_ids) -> logits`` after the ``first`` logits.
 
@@ -114,7 +121,7 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: n
             res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
             state["past"] = res.past_key_values
 
-            def step(prev: Any, state: dict[str, Any] = state) -> Any:
+            def step(prev: Tensor, state: dict[str, Any] = state) -> Tensor:
                 state["mask"] = torch.cat([state["mask"], torch.ones_like(state["mask"][:, :1])], 1)
                 state["pos"] = state["pos"] + 1
                 r = model(input_ids=prev[:, None], attention_mask=state["mask"], position_ids=state["pos"],
@@ -126,7 +133,7 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: n
     return out
 
 
-def _encode(lm: LanguageModel, texts: Sequence[str], s: LMSettings, *, fixed: bool) -> tuple[Any, Any]:
+def _encode(lm: LanguageModel, texts: Sequence[str], s: LMSettings, *, fixed: bool) -> tuple[Tensor, Tensor]:
     pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else _eos(lm)
     rows = [lm.tokenizer(t, add_special_tokens=True, truncation=True, max_length=s.max_tokens)["input_ids"]
             for t in texts]
@@ -136,8 +143,8 @@ def _encode(lm: LanguageModel, texts: Sequence[str], s: LMSettings, *, fixed: bo
     return ids, (mask if not fixed else (ids != pad).long())
 
 
-def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Any, s: LMSettings, rng: np.random.Generator | None,
-                  allowed: Any) -> list[list[int]]:
+def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: LMSettings, rng: np.random.Generator | None,
+                  allowed: Tensor) -> list[list[int]]:
     """Decode from encoder states: ε-DP draws (``rng`` given) or greedy over ``allowed`` (``rng`` None, DP-BART)."""
     torch = _torch()
     model = lm.model
@@ -148,7 +155,7 @@ def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Any, s: LMSettings,
     B = enc_out.last_hidden_state.shape[0]
     state: dict[str, Any] = {}
 
-    def step(prev: Any) -> Any:
+    def step(prev: Tensor) -> Tensor:
         r = model(encoder_outputs=enc_out, attention_mask=enc_mask, decoder_input_ids=prev[:, None],
                   past_key_values=state.get("past"), use_cache=True)
         state["past"] = r.past_key_values
@@ -160,7 +167,7 @@ def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Any, s: LMSettings,
 
 
 def _seq2seq(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator,
-             noise: Any = None) -> list[str]:
+             noise: Callable[[Tensor], Tensor] | None = None) -> list[str]:
     """Encode each batch, optionally ``noise(encoder_states) -> states`` (DP-BART), and decode.
 
     Without ``noise`` every token is an ε-DP draw and the decoder gets the encoder's mask; with
@@ -186,7 +193,8 @@ def dp_paraphrase(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rn
     return _seq2seq(lm, sentences, s, rng)
 
 
-def clip_and_noise(hidden: Any, bounds: ClipBounds, sigma: float, rng: np.random.Generator) -> Any:
+def clip_and_noise(hidden: Tensor | np.ndarray, bounds: ClipBounds, sigma: float,
+                   rng: np.random.Generator) -> Tensor:
     """DP-BART's core: clip every coordinate to ``bounds``, add independent ``N(0, σ²)`` to each.
 
     ``hidden`` is ``(B, n, d)``; the noise has the same shape (one draw per coordinate *and*
