@@ -44,7 +44,8 @@ no record, ``empty`` an empty one; the guarantee says which lines were emptied i
 ``private_report`` a list (or callable) receiving one PRIVATE diagnostics object per unit
 (emptied ones included); ``progress(done, total)`` after each chunk. Every unit is validated
 before any noise is drawn. :meth:`iter_privatize_batch` yields the same records a chunk at a
-time; :meth:`privatize` takes one unit (or an iterable); :meth:`transform` returns texts.
+time; :meth:`privatize` takes one unit (or an iterable); :meth:`transform` returns texts. Both take the
+same keywords as :class:`BatchOptions` (a ``TypedDict``, checked by mypy).
 
 **The one guarantee method** ``guarantee(context=None) -> Guarantee``: ``context`` is a
 :class:`ReleaseContext`, what the release depends on beyond the parameters (bag size, matrix
