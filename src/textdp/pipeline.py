@@ -39,7 +39,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -53,6 +53,7 @@ from .progress import ProgressCallback
 
 __all__ = [
     "DEFAULT_MECHANISM",
+    "JobOptions",
     "JobResult",
     "build_mechanism",
     "check_private_report_path",
@@ -300,19 +301,21 @@ def privatize_documents(
     return JobResult(documents, records, report)
 
 
-def iter_privatize_documents(
-    mech: TextMechanism,
-    docs: Sequence[SourcedDocument],
-    *,
-    first: int = 0,
-    size: int | None = None,
-    seed: int | np.random.Generator | None = None,
-    seeded: bool | None = None,
-    size_from_data: bool = False,
-    empty: str = "error",
-    private_report: bool = False,
-    progress: ProgressCallback | None = None,
-) -> Iterator[JobResult]:
+class JobOptions(TypedDict, total=False):
+    """The keyword options of the document job (:func:`privatize_documents` documents each)."""
+
+    first: int
+    size: int | None
+    seed: int | np.random.Generator | None
+    seeded: bool | None
+    size_from_data: bool
+    empty: str
+    private_report: bool
+    progress: ProgressCallback | None
+
+
+def iter_privatize_documents(mech: TextMechanism, docs: Sequence[SourcedDocument],
+                             **options: Unpack[JobOptions]) -> Iterator[JobResult]:
     """:func:`privatize_documents`, one chunk of documents at a time (same arguments).
 
     Every document is validated before the first chunk is noised; write each
@@ -321,14 +324,15 @@ def iter_privatize_documents(
     (:meth:`textdp.mechanisms.Mechanism.iter_privatize_batch`).
     """
     docs = list(docs)
-    ids = sequence_ids(docs, first)
-    diags: list[DocumentDiagnostics] | None = [] if private_report else None
+    ids = sequence_ids(docs, options.get("first", 0))
+    diags: list[DocumentDiagnostics] | None = [] if options.get("private_report") else None
     if not docs:
         return
     pos = 0
     for part in mech.iter_privatize_batch(
-        [d.text for d in docs], ids, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
-        empty=empty, private_report=diags, progress=progress,
+        [d.text for d in docs], ids, size=options.get("size"), seed=options.get("seed"), seeded=options.get("seeded"),
+        size_from_data=options.get("size_from_data", False), empty=options.get("empty", "error"),
+        private_report=diags, progress=options.get("progress"),
     ):
         report = None
         if diags is not None:

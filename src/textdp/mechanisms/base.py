@@ -44,7 +44,8 @@ no record, ``empty`` an empty one; the guarantee says which lines were emptied i
 ``private_report`` a list (or callable) receiving one PRIVATE diagnostics object per unit
 (emptied ones included); ``progress(done, total)`` after each chunk. Every unit is validated
 before any noise is drawn. :meth:`iter_privatize_batch` yields the same records a chunk at a
-time; :meth:`privatize` takes one unit (or an iterable); :meth:`transform` returns texts.
+time; :meth:`privatize` takes one unit (or an iterable); :meth:`transform` returns texts. Both take the
+same keywords as :class:`BatchOptions` (a ``TypedDict``, checked by mypy).
 
 **The one guarantee method** ``guarantee(context=None) -> Guarantee``: ``context`` is a
 :class:`ReleaseContext`, what the release depends on beyond the parameters (bag size, matrix
@@ -68,7 +69,7 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypedDict, TypeVar, Unpack
 
 import numpy as np
 
@@ -78,7 +79,7 @@ from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..guarantees import EMPTY_POLICIES, RELEASE_FORMS, Guarantee, ReleaseRecord
 from ..progress import ProgressCallback
 
-__all__ = ["FAMILIES", "Mechanism", "PrivateReport", "ReleaseContext", "SeedLike", "check_ids"]
+__all__ = ["FAMILIES", "BatchOptions", "Mechanism", "PrivateReport", "ReleaseContext", "SeedLike", "check_ids"]
 
 #: the mechanism families (the registry groups names by them)
 FAMILIES = ("document", "word", "sentence", "topics")
@@ -91,6 +92,19 @@ R = TypeVar("R", bound=ReleaseRecord)  # the release record type
 PrivateReport = list[Any] | Callable[[Any], None]
 
 _PARAM_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+class BatchOptions(TypedDict, total=False):
+    """The keyword options of the one batch verb (:meth:`Mechanism.privatize_batch` documents each)."""
+
+    seed: SeedLike
+    seeded: bool | None
+    size: int | None
+    size_from_data: bool
+    empty: str
+    private_report: PrivateReport | None
+    progress: ProgressCallback | None
+    chunk: int | None
 
 
 @dataclass(frozen=True)
@@ -257,21 +271,12 @@ class Mechanism(ABC, Generic[P, O, R]):
         return ReleaseContext(seeded=seeded, empty=empty)
 
     # -- the verbs -------------------------------------------------------------------------------
-    def iter_privatize_batch(
-        self,
-        units: Iterable[object],
-        ids: Sequence[object] | None = None,
-        *,
-        seed: SeedLike = None,
-        seeded: bool | None = None,
-        size: int | None = None,
-        size_from_data: bool = False,
-        empty: str = "error",
-        private_report: PrivateReport | None = None,
-        progress: ProgressCallback | None = None,
-        chunk: int | None = None,
-    ) -> Iterator[list[R]]:
+    def iter_privatize_batch(self, units: Iterable[object], ids: Sequence[object] | None = None,
+                             **options: Unpack[BatchOptions]) -> Iterator[list[R]]:
         """:meth:`privatize_batch`, yielded a chunk of units at a time (same arguments)."""
+        seed, seeded, size = options.get("seed"), options.get("seeded"), options.get("size")
+        empty, private_report, progress = options.get("empty", "error"), options.get("private_report"), options.get(
+            "progress")
         self._ensure_fitted()
         check_choice(empty, "empty policy", EMPTY_POLICIES)
         units = list(units)
@@ -287,14 +292,15 @@ class Mechanism(ABC, Generic[P, O, R]):
         if seeded is None:
             seeded = is_seeded(seed) if seed is not None else self.seeded_
         live = [p for p, e in zip(prepared, emptied, strict=True) if not e]
-        context = self.release_context(live, size=size, size_from_data=size_from_data, seeded=bool(seeded),
+        context = self.release_context(live, size=size, size_from_data=options.get("size_from_data", False),
+                                       seeded=bool(seeded),
                                        empty=empty)
         guarantee = self.guarantee(context)
         gen = self.rng_ if seed is None else make_rng(seed)
         emit = None
         if private_report is not None:
             emit = private_report.append if isinstance(private_report, list) else private_report
-        per_chunk = max(1, min(int(chunk or self.chunk_size), self._chunk_limit(context)))
+        per_chunk = max(1, min(int(options.get("chunk") or self.chunk_size), self._chunk_limit(context)))
         for start in range(0, len(units), per_chunk):
             idx = range(start, min(start + per_chunk, len(units)))
             todo = [i for i in idx if not emptied[i]]
@@ -337,7 +343,7 @@ class Mechanism(ABC, Generic[P, O, R]):
             for rec in part
         ]
 
-    def privatize(self, units: object, **kwargs: Any) -> Any:
+    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> Any:
         """Privatize one unit (one record) or an iterable of units (a list); keywords as :meth:`privatize_batch`.
 
         A ``str``, ``bytes`` or array is one unit (``bytes`` is then refused with a one-line error).

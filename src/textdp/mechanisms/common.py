@@ -15,7 +15,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, Unpack
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import Guarantee, ReleaseRecord
 from ..text import normalize
-from .base import Mechanism, ReleaseContext
+from .base import BatchOptions, Mechanism, ReleaseContext
 
 __all__ = [
     "SIZE_FROM_DATA_WARNING", "WORDS_PER_BLOCK", "BagMechanism", "BagOutput", "DocumentDiagnostics", "PreparedText",
@@ -201,7 +201,7 @@ class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
         return (f"document {uid}: no in-vocabulary word: none of its {prepared.n_tokens} words is in the vocabulary "
                 f"({emb.name}, {emb.vocab_size} words)")
 
-    def privatize(self, units: object, **kwargs: Any) -> Any:
+    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> Any:
         """Privatize one text (one record) or an iterable of texts (a list); keywords as :meth:`privatize_batch`.
 
         ``bytes`` and ``None`` are refused in one line (iterating bytes would give integers).

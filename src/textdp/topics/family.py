@@ -33,7 +33,6 @@ the ``keywords``, the compact guarantee; unit ``user``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 
@@ -66,8 +65,6 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     family = "topics"
     releases = "matrix"
     chunk_size = 1
-    #: the name :func:`textdp.topics.mechanisms.build_mechanism` knows this calibration by
-    calibration: ClassVar[str] = ""
 
     def __init__(self, *, epsilon: float, delta: float | None = None, sensitivity: Sensitivity = None,
                  gamma: float | None = None, grid: float = DEFAULT_GRID, vocabulary_note: str | None = None,
@@ -92,7 +89,7 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
 
     def noise(self, shape: tuple[int, int]) -> TopicMechanism:
         """The noise calibration for an ``m x n`` release (a function of the parameters and the public shape)."""
-        return build_mechanism(self.calibration, epsilon=self.epsilon_, delta=self.delta or 0.0, m=shape[0],
+        return build_mechanism(self.name, epsilon=self.epsilon_, delta=self.delta or 0.0, m=shape[0],
                                gamma=self.gamma, sensitivity=self.sensitivity, grid=self.grid)
 
     def guarantee(self, context: ReleaseContext | None = None) -> TopicGuarantee:
@@ -144,7 +141,6 @@ class TopicDP(TopicsMechanism):
     """TopicDP: exact discrete Gaussian noise, analytic calibration (Sharma 2021; CKS20)."""
 
     name = "topicdp"
-    calibration = "topicdp"
     reference = "Canonne, Kamath & Steinke 2020; Rubinstein & Alda 2017"
 
 
@@ -152,7 +148,6 @@ class TopicDPThesis(TopicsMechanism):
     """TopicDP with the thesis's per-entry calibration (the stated delta is the proven one)."""
 
     name = "topicdp-thesis"
-    calibration = "topicdp-thesis"
     reference = "Sharma 2021 (thesis calibration); Canonne, Kamath & Steinke 2020"
 
 
@@ -163,7 +158,6 @@ class TopicDPLaplace(TopicsMechanism):
     """
 
     name = "topicdp-laplace"
-    calibration = "topicdp-laplace"
     reference = "Canonne, Kamath & Steinke 2020 (discrete Laplace)"
 
     def _check_delta(self) -> None:
@@ -175,7 +169,6 @@ class MVG(TopicsMechanism):
     """The matrix-variate Gaussian mechanism, isotropic covariance (Chanyaswad et al. 2018; proven with CKS20)."""
 
     name = "mvg"
-    calibration = "mvg"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
 
 
@@ -183,5 +176,4 @@ class MVGDirectional(TopicsMechanism):
     """The matrix-variate Gaussian mechanism with directional (keyword-rank) precision."""
 
     name = "mvg-directional"
-    calibration = "mvg-directional"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
