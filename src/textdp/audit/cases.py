@@ -211,6 +211,27 @@ def _pair_text(chosen: tuple[str, str], d: float, n_words: int, eps: float, name
             f"claim epsilon*N*E_d = {eps:g}*{n_words}*{d:.4f}; events: {what}")
 
 
+def _word_bags(embeddings: Embeddings, eps: float, n_words: int, pair: tuple[str, str] | None,
+               mechanism: str) -> tuple[tuple[str, str], float, np.ndarray, np.ndarray]:
+    """The audit pair, its distance, and the two bags of ``n_words`` copies of each word (row ids)."""
+    chosen, d = choose_word_pair(embeddings, eps, n_words, pair, mechanism)
+    index = embeddings.index
+    bag_a = np.full(n_words, index[chosen[0]], dtype=np.int64)
+    bag_b = np.full(n_words, index[chosen[1]], dtype=np.int64)
+    return chosen, d, bag_a, bag_b
+
+
+def _copies_sampler(
+    batch: Callable[[np.ndarray, np.random.Generator], np.ndarray],
+) -> Callable[[np.ndarray, int, np.random.Generator], np.ndarray]:
+    """``sample(bag, n, rng)``: ``batch`` run on a ``(n, N)`` batch of ``n`` copies of ``bag``."""
+
+    def sample(bag: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(batch(np.broadcast_to(bag, (n, bag.size)).copy(), rng))
+
+    return sample
+
+
 def word_pair_case(
     mechanism: str,
     privatize: Callable[[np.ndarray, np.random.Generator], np.ndarray],
@@ -253,20 +274,14 @@ def word_pair_case(
     """
     eps = check_epsilon(epsilon)
     n_words = check_positive_int(size, "size")
-    chosen, d = choose_word_pair(embeddings, eps, n_words, pair, mechanism)
-    index = embeddings.index
-    bag_a = np.full(n_words, index[chosen[0]], dtype=np.int64)
-    bag_b = np.full(n_words, index[chosen[1]], dtype=np.int64)
-
-    def sample(bag: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(privatize(np.broadcast_to(bag, (n, bag.size)).copy(), rng))
+    chosen, d, bag_a, bag_b = _word_bags(embeddings, eps, n_words, pair, mechanism)
 
     return AuditCase(
         mechanism=mechanism,
         pair=_pair_text(chosen, d, n_words, eps, embeddings.name, "decoded words"),
         input_a=bag_a,
         input_b=bag_b,
-        sample=sample,
+        sample=_copies_sampler(privatize),
         claimed_epsilon=eps * n_words * d if claimed_epsilon is None else float(claimed_epsilon),
         events="discrete",
         chunk=chunk,
@@ -316,14 +331,8 @@ def word_noise_case(
     """
     eps = check_epsilon(epsilon)
     n_words = check_positive_int(size, "size")
-    chosen, d = choose_word_pair(embeddings, eps, n_words, pair, mechanism)
-    index = embeddings.index
-    bag_a = np.full(n_words, index[chosen[0]], dtype=np.int64)
-    bag_b = np.full(n_words, index[chosen[1]], dtype=np.int64)
+    chosen, d, bag_a, bag_b = _word_bags(embeddings, eps, n_words, pair, mechanism)
     vec = embeddings.vectors
-
-    def sample(bag: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(noisy(np.broadcast_to(bag, (n, bag.size)).copy(), rng))
 
     return AuditCase(
         mechanism=mechanism,
@@ -331,7 +340,7 @@ def word_noise_case(
                         "tails of the likelihood-ratio statistic of the noisy vectors"),
         input_a=bag_a,
         input_b=bag_b,
-        sample=sample,
+        sample=_copies_sampler(noisy),
         claimed_epsilon=eps * n_words * d if claimed_epsilon is None else float(claimed_epsilon),
         events="histogram",
         statistic=metric_likelihood_statistic(vec[bag_a], vec[bag_b]),
@@ -345,9 +354,10 @@ def _noise_curve(noisy: Callable[[np.ndarray, np.random.Generator], np.ndarray],
     """The curve of Algorithm 1's noise for bags of one word (the pair of the case)."""
     rows = {id(bag_a): bag_a, id(bag_b): bag_b}
 
+    sample = _copies_sampler(noisy)
+
     def one(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        bag = rows.get(id(x), np.asarray(x))
-        return np.asarray(noisy(np.broadcast_to(bag, (n, bag.size)).copy(), rng)).reshape(n, -1)
+        return sample(rows.get(id(x), np.asarray(x)), n, rng).reshape(n, -1)
 
     return metric_noise_curve(one, vectors[bag_a[0]], vectors[bag_b[0]], eps, what="Algorithm 1's noisy vectors")
 

@@ -263,17 +263,22 @@ def _usage_pieces(command: TyperCommand, ctx: Context) -> list[str]:
     return pieces
 
 
+def _plain_helps(command: TyperCommand | TyperGroup) -> None:
+    """Make the help of ``command`` and of each of its parameters plain text (escaped for rich)."""
+    command.help = _plain_help(command.help)
+    for p in command.params:
+        if getattr(p, "help", None):
+            p.help = _plain_help(p.help)  # type: ignore[attr-defined]
+
+
 class Command(TyperCommand):
     """A command whose help is plain text (escaped for rich), whose flags show no ``<bool>`` and whose
     usage line names its arguments the same way in every command (``CORPUS``, ``[FILES]...``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.help = _plain_help(self.help)
+        _plain_helps(self)
         self.short_help = _plain_help(self.short_help)
-        for p in self.params:
-            if getattr(p, "help", None):
-                p.help = _plain_help(p.help)  # type: ignore[attr-defined]
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))
@@ -325,10 +330,7 @@ class Group(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.help = _plain_help(self.help)
-        for p in self.params:
-            if getattr(p, "help", None):
-                p.help = _plain_help(p.help)  # type: ignore[attr-defined]
+        _plain_helps(self)
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))

@@ -366,8 +366,7 @@ def obfuscate_corpus(
     ``private_report``. Repeated record ids are reported before any part is written
     (``on_duplicate_ids(count, first_id)``), or refused with ``strict_ids=True``.
     """
-    out_dir = Path(out_dir)
-    paths = [Path(p) for p in paths]
+    out_dir, paths = Path(out_dir), [Path(p) for p in paths]
     size_from_data = _check_size(mechanism, size, size_from_data)
     mech_params = parse_params(params)
     # the driver builds the mechanism once: options are checked before any work, and it states the guarantee

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar, Unpack
 
 import numpy as np
 
-from .._validation import check_size, check_texts
+from .._validation import check_epsilon, check_size, check_texts
 from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import Guarantee, ReleaseRecord
@@ -250,6 +250,20 @@ class BagMechanism(TextMechanism[BagOutput, PrivateDocument]):
 
     size: int | None
     size_from_data: bool
+
+    def _check_epsilon_and_size(self) -> None:
+        """Check ε (setting ``epsilon_``) and the constructor's bag size, when given."""
+        self.epsilon_ = check_epsilon(self.epsilon)
+        if self.size is not None:
+            check_size(self.size)
+
+    def _guarantee_context(self, context: ReleaseContext | None) -> tuple[ReleaseContext, int]:
+        """A guarantee's release context (default: the constructor's ``size``) and its checked bag size N."""
+        self._ensure_fitted()
+        ctx = context or ReleaseContext(size=self.size, seeded=self.seeded_)
+        if ctx.size is None:
+            raise ParameterError("the guarantee depends on the bag size N: pass ReleaseContext(size=N)")
+        return ctx, check_size(ctx.size)
 
     def release_context(self, prepared: Sequence[PreparedText], *, size: int | None = None,
                         size_from_data: bool = False, seeded: bool = False,

@@ -51,7 +51,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from .._rng import make_rng
-from .._validation import check_choice, check_epsilon, check_size
+from .._validation import check_choice, check_epsilon
 from ..embeddings import (
     DECODERS,
     Decoder,
@@ -59,7 +59,6 @@ from ..embeddings import (
     ExactDecoder,
     make_decoder,
 )
-from ..errors import ParameterError
 from ..guarantees import EARTH_MOVERS_REFERENCE, EarthMoversGuarantee
 from ..text import BAG_MODES, make_bag
 from .base import ReleaseContext, SeedLike
@@ -235,9 +234,7 @@ class EarthMoversPrivacy(BagMechanism):
     chunk_size = 128
 
     def _fit(self) -> None:
-        self.epsilon_ = check_epsilon(self.epsilon)
-        if self.size is not None:
-            check_size(self.size)
+        self._check_epsilon_and_size()
         check_choice(self.bag, "bag mode", BAG_MODES)
         emb = self._load_embeddings()
         check_choice(self.decoder, "decoder", DECODERS)
@@ -249,13 +246,10 @@ class EarthMoversPrivacy(BagMechanism):
 
     def guarantee(self, context: ReleaseContext | None = None) -> EarthMoversGuarantee:
         """The guarantee of a release with bag size ``context.size`` (default: the constructor's ``size``)."""
-        self._ensure_fitted()
-        ctx = context or ReleaseContext(size=self.size, seeded=self.seeded_)
-        if ctx.size is None:
-            raise ParameterError("the guarantee depends on the bag size N: pass ReleaseContext(size=N)")
+        ctx, size = self._guarantee_context(context)
         emb = self.embeddings_
         return EarthMoversGuarantee(
-            epsilon=self.epsilon_, size=check_size(ctx.size), dim=emb.dim, vocab_size=emb.vocab_size,
+            epsilon=self.epsilon_, size=size, dim=emb.dim, vocab_size=emb.vocab_size,
             embeddings=emb.name, bag=self.bag, size_from_data=ctx.size_from_data, seeded=ctx.seeded,
             empty=ctx.empty, decoder=str(getattr(self.decoder_, "name", self.decoder)),
         )

@@ -437,21 +437,16 @@ class SynTF(BagMechanism):
         self.variant = variant
 
     def _fit(self) -> None:
-        self.epsilon_ = check_epsilon(self.epsilon)
-        if self.size is not None:
-            check_size(self.size)
+        self._check_epsilon_and_size()
         check_choice(self.variant, "SynTF variant", SYNTF_VARIANTS)
         if self._load_embeddings().vocab_size < 2:
             raise ParameterError("SynTF needs a vocabulary of at least 2 words")
 
     def guarantee(self, context: ReleaseContext | None = None) -> SynTFGuarantee:
         """The guarantee of a release with bag size ``context.size`` (default: the constructor's ``size``)."""
-        self._ensure_fitted()
-        ctx = context or ReleaseContext(size=self.size, seeded=self.seeded_)
-        if ctx.size is None:
-            raise ParameterError("the guarantee depends on the bag size N: pass ReleaseContext(size=N)")
+        ctx, size = self._guarantee_context(context)
         return SynTFGuarantee(
-            epsilon=self.epsilon_, size=check_size(ctx.size), vocab_size=self.embeddings_.vocab_size,
+            epsilon=self.epsilon_, size=size, vocab_size=self.embeddings_.vocab_size,
             variant=self.variant, embeddings=self.embeddings_.name, size_from_data=ctx.size_from_data,
             seeded=ctx.seeded, empty=ctx.empty,
         )

@@ -390,6 +390,14 @@ def _source(sensitivity: object, gamma: float | None, source: str | None) -> str
     return "sampled" if gamma is not None or isinstance(sensitivity, SampledSensitivity) else "supplied"
 
 
+def _check_privacy(epsilon: float, delta: float, sensitivity: float | SampledSensitivity, gamma: float | None,
+                   source: str | None) -> tuple[float, float, float, float | None, str]:
+    """Checked ``(ε, δ, Δ, γ, sensitivity source)`` of a mechanism with a supplied or sampled sensitivity."""
+    eps, d, s = check_epsilon(epsilon), check_probability(delta, "delta"), _check_sensitivity(sensitivity)
+    g = _resolve_gamma(sensitivity, gamma)
+    return eps, d, s, g, _source(sensitivity, g, source)
+
+
 class _GridMechanism:
     """Shared ``randomize``: round to the grid, add exact integer noise, scale back."""
 
@@ -473,11 +481,8 @@ class TopicDPGaussian(_GridMechanism):
     def __init__(self, *, epsilon: float, delta: float, sensitivity: float | SampledSensitivity,
                  gamma: float | None = None, calibration: str = "analytic", grid: float = DEFAULT_GRID,
                  sensitivity_source: str | None = None) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_probability(delta, "delta")
-        self.sensitivity = _check_sensitivity(sensitivity)
-        self.gamma = _resolve_gamma(sensitivity, gamma)
-        self.sensitivity_source = _source(sensitivity, self.gamma, sensitivity_source)
+        self.epsilon, self.delta, self.sensitivity, self.gamma, self.sensitivity_source = _check_privacy(
+            epsilon, delta, sensitivity, gamma, sensitivity_source)
         self.calibration = check_choice(calibration, "calibration", ("analytic", "thesis"))
         self.grid = check_grid(grid)
         self.name = "topicdp" if self.calibration == "analytic" else "topicdp-thesis"
@@ -635,11 +640,8 @@ class MVGMechanism(_GridMechanism):
                  gamma: float | None = None, sup_norm: float | None = None,
                  covariance: str = "isotropic", precision_weights: np.ndarray | None = None,
                  grid: float = DEFAULT_GRID, sensitivity_source: str | None = None) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_probability(delta, "delta")
-        self.sensitivity = _check_sensitivity(sensitivity)
-        self.gamma = _resolve_gamma(sensitivity, gamma)
-        self.sensitivity_source = _source(sensitivity, self.gamma, sensitivity_source)
+        self.epsilon, self.delta, self.sensitivity, self.gamma, self.sensitivity_source = _check_privacy(
+            epsilon, delta, sensitivity, gamma, sensitivity_source)
         self.sup_norm = None if sup_norm is None else _check_sensitivity(sup_norm, "sup_norm")
         self.covariance = check_choice(covariance, "covariance", ("isotropic", "directional"))
         self.grid = check_grid(grid)
