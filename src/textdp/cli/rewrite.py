@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,7 +14,16 @@ from .._validation import check_positive_int
 from ..errors import ParameterError
 from ._choices import Engine, InputFormat, ModelData, Unit, Variant
 from ._choices import RewriteMechanism as Mechanism
-from ._common import FORCE_HELP, bar_stages, cli_errors, print_info, progress_bar
+from ._common import (
+    ForceOption,
+    InputFormatOption,
+    QuietOption,
+    TextFieldOption,
+    bar_stages,
+    cli_errors,
+    print_info,
+    progress_bar,
+)
 from .rewrite_lm import LM_HELP, LMOptions, charge_ledger, check_other_options, run_lm_rewrite
 
 REWRITE_EPSILON_HELP = (
@@ -25,47 +35,91 @@ REWRITE_EPSILON_HELP = (
 )
 
 
+ModelDirArgument = Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or a local "
+                                                "Hugging Face directory (dp-*).", show_default=False)]
+InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one document each) or JSONL files (one "
+                                                      "document per line); '-' reads standard input.",
+                                                      show_default=False)]
+EpsilonOption = Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)]
+MechanismOption = Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism; a "
+                                                    "model trained with --objective er-ae), ae-dp (one exponential "
+                                                    "mechanism over the vocabulary; a model trained with --objective "
+                                                    "reconstruction), syntf-sentence (a bag of words), "
+                                                    "random-sentence (uniform random replacement); language models: "
+                                                    "dp-prompt, dp-paraphrase, dp-mlm, dp-bart "
+                                                    "(docs/lm-rewriting.md).")]
+OutputOption = Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing "
+                                            "file is refused unless --force).")]
+UnitOption = Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "
+                                          "guarantee's unit is always the sentence.")]
+SeedOption = Annotated[int | None, typer.Option(help="Seed for a reproducible experiment. Default: fresh OS entropy "
+                                                "(use that for real releases).")]
+VariantOption = Annotated[Variant, typer.Option(metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own "
+                                                "draws) or teacher-forced (fed the private input, the authors' "
+                                                "code).")]
+ModelDataOption = Annotated[ModelData, typer.Option(metavar="KIND", help="Which data the model saw. public/disjoint: "
+                                                    "the guarantee covers the rewriting step. same/unknown: it does "
+                                                    "not cover what the model memorised. auto: public if the model "
+                                                    "card says so, else unknown.")]
+WordFractionOption = Annotated[float, typer.Option(help="er-ae: share of epsilon for the draw inside the chosen set "
+                                                   "(counted).")]
+PrivateReportOption = Annotated[Path | None, typer.Option(help="Write per-document diagnostics (segments, tokens, "
+                                                          "out-of-vocabulary tokens) here. They describe the private "
+                                                          "input: keep this file private.")]
+EngineOption = Annotated[Engine, typer.Option(help="Where partitions run: local (this process) or dask.")]
+SchedulerOption = Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")]
+WorkersOption = Annotated[int | None, typer.Option(help="Local Dask workers.")]
+PartitionSizeOption = Annotated[int, typer.Option(help="Documents per partition (part of the run's identity: the "
+                                                  "same seed and partition size give the same output).")]
+BatchSizeOption = Annotated[int, typer.Option(help="Sentences generated together.")]
+ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
+IdFieldOption = Annotated[str, typer.Option(help="Id field of JSONL input.")]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The options both paths read (the ER-AE family path reads the rest as arguments)."""
+
+    model_dir: Path
+    inputs: list[Path]
+    mechanism: str
+    epsilon: float
+    output: Path
+    unit: str
+    seed: int | None
+    private_report: Path | None
+    batch_size: int
+    text_field: str
+    id_field: str
+    input_format: str
+    force: bool
+    quiet: bool
+    opts: LMOptions
+
+
 def rewrite_command(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or a local Hugging "
-                                              "Face directory (dp-*).", show_default=False)],
-    inputs: Annotated[list[Path], typer.Argument(help="Text files (one document each) or JSONL files (one document "
-                                                 "per line); '-' reads standard input.", show_default=False)],
-    epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)] = ...,  # type: ignore[assignment]
-    mechanism: Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism; a model trained with "
-                                                 "--objective er-ae), ae-dp (one exponential mechanism over the "
-                                                 "vocabulary; a model trained with --objective reconstruction), "
-                                                 "syntf-sentence (a bag of words), random-sentence (uniform random "
-                                                 "replacement); language models: dp-prompt, dp-paraphrase, dp-mlm, dp-bart "
-                                                 "(docs/lm-rewriting.md).")] = Mechanism.er_ae,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing file "
-                                         "is refused unless --force).")] = ...,  # type: ignore[assignment]
-    unit: Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "
-                                       "guarantee's unit is always the sentence.")] = Unit.document,
-    seed: Annotated[int | None, typer.Option(help="Seed for a reproducible experiment. Default: fresh OS entropy "
-                                                "(use that for real releases).")] = None,
-    variant: Annotated[Variant, typer.Option(metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own draws) or teacher-forced "
-                                             "(fed the private input, the authors' code).")] = Variant.autoregressive,
-    model_data: Annotated[ModelData, typer.Option(metavar="KIND", help="Which data the model saw. public/disjoint: the guarantee "
-                                                  "covers the rewriting step. same/unknown: it does not cover what "
-                                                  "the model memorised. auto: public if the model card says so, else "
-                                                  "unknown.")] = ModelData.auto,
-    word_fraction: Annotated[float, typer.Option(help="er-ae: share of epsilon for the draw inside the chosen set "
-                                                 "(counted).")] = 0.1,
-    private_report: Annotated[Path | None, typer.Option(help="Write per-document diagnostics (segments, tokens, "
-                                                           "out-of-vocabulary tokens) here. They describe the private "
-                                                           "input: keep this file private.")] = None,
-    engine: Annotated[Engine, typer.Option(help="Where partitions run: local (this process) or dask.")] = Engine.local,
-    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
-    workers: Annotated[int | None, typer.Option(help="Local Dask workers.")] = None,
-    partition_size: Annotated[int, typer.Option(help="Documents per partition (part of the run's identity: the same "
-                                                "seed and partition size give the same output).")] = 256,
-    batch_size: Annotated[int, typer.Option(help="Sentences generated together.")] = 256,
-    threads: Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")] = None,
-    text_field: Annotated[str, typer.Option(help="Text field of JSONL input.")] = "text",
-    id_field: Annotated[str, typer.Option(help="Id field of JSONL input.")] = "id",
-    input_format: Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")] = InputFormat.auto,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    model_dir: ModelDirArgument,
+    inputs: InputsArgument,
+    epsilon: EpsilonOption = ...,  # type: ignore[assignment]
+    mechanism: MechanismOption = Mechanism.er_ae,
+    output: OutputOption = ...,  # type: ignore[assignment]
+    unit: UnitOption = Unit.document,
+    seed: SeedOption = None,
+    variant: VariantOption = Variant.autoregressive,
+    model_data: ModelDataOption = ModelData.auto,
+    word_fraction: WordFractionOption = 0.1,
+    private_report: PrivateReportOption = None,
+    engine: EngineOption = Engine.local,
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
+    partition_size: PartitionSizeOption = 256,
+    batch_size: BatchSizeOption = 256,
+    threads: ThreadsOption = None,
+    text_field: TextFieldOption = "text",
+    id_field: IdFieldOption = "id",
+    input_format: InputFormatOption = InputFormat.auto,
+    force: ForceOption = False,
+    quiet: QuietOption = False,
     clip: Annotated[str | None, LM_HELP["clip"]] = None,
     clip_public: Annotated[Path | None, LM_HELP["clip_public"]] = None,
     delta: Annotated[float, LM_HELP["delta"]] = 1e-5,
@@ -88,93 +142,127 @@ def rewrite_command(
     with cli_errors():
         lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, copy_stopwords, top_k, top_p, ledger,
                             budget)
-        if mechanism.value.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)
-            if engine is not Engine.local or scheduler or workers:
-                raise ParameterError(f"{mechanism.value} runs in this process (--engine local); use --threads")
-            if threads is not None:
-                from ..generation.sampling import torch_module as _torch_module
+        run = _Run(model_dir, list(inputs), mechanism.value, epsilon, output, unit.value, seed, private_report,
+                   batch_size, text_field, id_field, input_format.value, force, quiet, lm_opts)
+        if run.mechanism.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)
+            _rewrite_lm(run, engine=engine, scheduler=scheduler, workers=workers, threads=threads)
+        else:
+            _rewrite_family(run, variant=variant.value, model_data=model_data.value, word_fraction=word_fraction,
+                            engine=engine, scheduler=scheduler, workers=workers, partition_size=partition_size,
+                            threads=threads)
 
-                check_positive_int(threads, "--threads")
-                _torch_module().set_num_threads(threads)
-            return run_lm_rewrite(model_dir, list(inputs), mechanism=mechanism.value, epsilon=epsilon, output=output,
-                                  unit=unit.value, seed=seed, private_report=private_report, batch_size=batch_size,
-                                  text_field=text_field, id_field=id_field, input_format=input_format.value,
-                                  force=force, quiet=quiet, opts=lm_opts)
-        check_other_options(mechanism.value, lm_opts, output)
-        from .._rng import spawn
-        from ..generation.rewriter import RewriteSettings, load_rewriter
+
+def _set_threads(threads: int | None) -> None:
+    """--threads: torch's intra-op threads (checked, then set; nothing when not given)."""
+    if threads is not None:
         from ..generation.sampling import torch_module
-        from ..io import (
-            atomic_writer,
-            check_output_paths,
-            read_documents,
-            settings_path,
-            write_json,
-        )
-        from ..mechanisms import ReleaseContext
 
-        torch = torch_module()
-        if threads is not None:
-            check_positive_int(threads, "--threads")
-            torch.set_num_threads(threads)
-        check_positive_int(partition_size, "--partition-size")
-        model_files = [model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]
-        check_output_paths([("--output", output), ("settings", settings_path(output)),
-                            ("--private-report", private_report)], inputs=[*inputs, *model_files, ledger], force=force)
-        settings = RewriteSettings(mechanism=mechanism.value, epsilon=epsilon, variant=variant.value,
-                                   word_fraction=word_fraction, model_data=model_data.value, unit=unit.value,
-                                   batch_size=batch_size)
-        rewriter = load_rewriter(str(model_dir.resolve()))
-        _check_objective(model_dir, rewriter.card, mechanism.value)
-        # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
-        guarantee = settings.mechanism_for(rewriter).guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
-        docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format.value)
-        if not docs:
-            raise ParameterError("no documents in the input")
-        if not any(d[1].strip() for d in docs):
-            raise ParameterError("every input document is empty")
-        charges: dict[str, tuple[float, float]] = {}  # --ledger: segments x the per-segment bound, per document
-        for doc_id, text in docs:
-            m = len(rewriter.segments(text))
-            e, d = charges.get(doc_id, (0.0, 0.0))
-            charges[doc_id] = (e + m * guarantee.epsilon, d + m * guarantee.delta)
-        charge_ledger(lm_opts, charges, mechanism=mechanism.value, unit=guarantee.unit)
-        parts = [docs[i : i + partition_size] for i in range(0, len(docs), partition_size)]
-        rngs = spawn(seed, len(parts))
-        items = [(str(model_dir.resolve()), settings.to_dict(), part, g, seed is not None) for part, g in zip(parts, rngs, strict=True)]
-        results: list[Any] = [None] * len(items)
-        backend = _backend(engine, scheduler, workers)
-        try:
-            with progress_bar(disable=quiet) as bar:
-                task = bar.add_task(f"rewriting ({mechanism.value})", total=len(docs))
+        check_positive_int(threads, "--threads")
+        torch_module().set_num_threads(threads)
 
-                def on_result(i: int, res: Any) -> None:
-                    results[i] = res
-                    bar.advance(task, len(items[i][2]))
 
-                backend.map(rewrite_partition, items, on_result)
-        finally:
-            backend.close()
-        records = [r for res in results for r in res[0]]
-        with atomic_writer(output, overwrite=force, private=False) as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-        write_json(settings_path(output), {
-            "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
-            "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
-            "seeded": seed is not None,  # never the seed itself: it would let anyone undo the noise
-            "engine": engine.value, "partition_size": partition_size, "mechanism": guarantee.mechanism,
-            "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
-            "guarantee": guarantee.to_dict(),
-        }, overwrite=force, private=False)
-        if private_report is not None:
-            write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",
-                                        "documents": [d for res in results for d in res[1]]}, overwrite=force)
-        print_info(
-            f"wrote {len(records)} records to {output}; guarantee: epsilon = {guarantee.epsilon:.4g} per sentence "
-            f"({guarantee.max_length} steps x {guarantee.per_token:.4g} per step)"
-            + ("" if guarantee.covered else "; NOT covering what the model memorised (--model-data "
-               f"{guarantee.model_data})"))
+def _rewrite_lm(run: _Run, *, engine: Engine, scheduler: str | None, workers: int | None,
+                threads: int | None) -> None:
+    """The dp-* path: one process (no engine), then :func:`textdp.cli.rewrite_lm.run_lm_rewrite`."""
+    if engine is not Engine.local or scheduler or workers:
+        raise ParameterError(f"{run.mechanism} runs in this process (--engine local); use --threads")
+    _set_threads(threads)
+    run_lm_rewrite(run.model_dir, run.inputs, mechanism=run.mechanism, epsilon=run.epsilon, output=run.output,
+                   unit=run.unit, seed=run.seed, private_report=run.private_report, batch_size=run.batch_size,
+                   text_field=run.text_field, id_field=run.id_field, input_format=run.input_format,
+                   force=run.force, quiet=run.quiet, opts=run.opts)
+
+
+def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: float, engine: Engine,
+                    scheduler: str | None, workers: int | None, partition_size: int, threads: int | None) -> None:
+    """The ER-AE family path (er-ae, ae-dp, syntf-sentence, random-sentence) in the privacy order.
+
+    Check every path, load the model, state the guarantee, charge the ledger (an over-budget release is refused
+    before anything is generated), rewrite the partitions on the engine, then write records and settings.
+    """
+    from ..generation.rewriter import RewriteSettings, load_rewriter
+    from ..io import check_output_paths, read_documents, settings_path
+    from ..mechanisms import ReleaseContext
+
+    check_other_options(run.mechanism, run.opts, run.output)
+    _set_threads(threads)
+    check_positive_int(partition_size, "--partition-size")
+    model_files = [run.model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]
+    check_output_paths([("--output", run.output), ("settings", settings_path(run.output)),
+                        ("--private-report", run.private_report)],
+                       inputs=[*run.inputs, *model_files, run.opts.ledger], force=run.force)
+    settings = RewriteSettings(mechanism=run.mechanism, epsilon=run.epsilon, variant=variant,
+                               word_fraction=word_fraction, model_data=model_data, unit=run.unit,
+                               batch_size=run.batch_size)
+    rewriter = load_rewriter(str(run.model_dir.resolve()))
+    _check_objective(run.model_dir, rewriter.card, run.mechanism)
+    # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
+    guarantee = settings.mechanism_for(rewriter).guarantee(ReleaseContext(seeded=run.seed is not None, empty="empty"))
+    docs = read_documents(run.inputs, text_field=run.text_field, id_field=run.id_field,
+                          input_format=run.input_format)
+    if not docs:
+        raise ParameterError("no documents in the input")
+    if not any(d[1].strip() for d in docs):
+        raise ParameterError("every input document is empty")
+    charges: dict[str, tuple[float, float]] = {}  # --ledger: segments x the per-segment bound, per document
+    for doc_id, text in docs:
+        m = len(rewriter.segments(text))
+        e, d = charges.get(doc_id, (0.0, 0.0))
+        charges[doc_id] = (e + m * guarantee.epsilon, d + m * guarantee.delta)
+    charge_ledger(run.opts, charges, mechanism=run.mechanism, unit=guarantee.unit)
+    results = _rewrite_partitions(run, settings.to_dict(), docs, partition_size,
+                                  _backend(engine, scheduler, workers))
+    records = [r for res in results for r in res[0]]
+    _write_family(run, records, [d for res in results for d in res[1]], {
+        "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
+        "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
+        "seeded": run.seed is not None,  # never the seed itself: it would let anyone undo the noise
+        "engine": engine.value, "partition_size": partition_size, "mechanism": guarantee.mechanism,
+        "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
+        "guarantee": guarantee.to_dict(),
+    })
+    print_info(
+        f"wrote {len(records)} records to {run.output}; guarantee: epsilon = {guarantee.epsilon:.4g} per sentence "
+        f"({guarantee.max_length} steps x {guarantee.per_token:.4g} per step)"
+        + ("" if guarantee.covered else "; NOT covering what the model memorised (--model-data "
+           f"{guarantee.model_data})"))
+
+
+def _rewrite_partitions(run: _Run, settings: dict[str, Any], docs: list[tuple[str, str]], partition_size: int,
+                        backend: Any) -> list[Any]:
+    """Rewrite the documents partition by partition on ``backend`` (one spawned generator per partition)."""
+    from .._rng import spawn
+
+    parts = [docs[i : i + partition_size] for i in range(0, len(docs), partition_size)]
+    rngs = spawn(run.seed, len(parts))
+    where = str(run.model_dir.resolve())
+    items = [(where, settings, part, g, run.seed is not None) for part, g in zip(parts, rngs, strict=True)]
+    results: list[Any] = [None] * len(items)
+    try:
+        with progress_bar(disable=run.quiet) as bar:
+            task = bar.add_task(f"rewriting ({run.mechanism})", total=len(docs))
+
+            def on_result(i: int, res: Any) -> None:
+                results[i] = res
+                bar.advance(task, len(items[i][2]))
+
+            backend.map(rewrite_partition, items, on_result)
+    finally:
+        backend.close()
+    return results
+
+
+def _write_family(run: _Run, records: list[dict[str, Any]], diagnostics: list[Any], settings: dict[str, Any]) -> None:
+    """Write the records and their settings (public), and the per-document counts to --private-report only."""
+    from ..io import atomic_writer, settings_path, write_json
+
+    with atomic_writer(run.output, overwrite=run.force, private=False) as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+    write_json(settings_path(run.output), settings, overwrite=run.force, private=False)
+    if run.private_report is not None:
+        write_json(run.private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",
+                                        "documents": diagnostics}, overwrite=run.force)
 
 
 #: The training objective each model-based mechanism is defined with (train-rewriter --objective).
