@@ -92,3 +92,13 @@ def test_lm_rows_wrong_model_kind_is_the_loaders_error(models):
                                                           "clip": [-2, 2]}})
     with pytest.raises(ParameterError, match="nope"):
         lm_rows(missing, DOCS, _measure, spawn(0, 2), spawn(1, 2))
+
+
+def test_sweep_checks_the_model_folders_before_anything_else(models, tmp_path):
+    from textdp.evaluation.generation import run_generation_sweep
+
+    cfg = generation_config_from_dict({**BASE, "corpus": {"name": "reuter_50_50", "data_dir": str(tmp_path / "none")},
+                                       "lm": {"models": {"dp-prompt": str(models / "masked")}, "clip": [-2, 2]}})
+    with pytest.raises(ParameterError) as err:  # the model's kind, not the missing corpus or ER-AE folders
+        run_generation_sweep(cfg)
+    assert "\n" not in str(err.value) and "masked" in str(err.value)

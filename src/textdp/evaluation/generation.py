@@ -62,6 +62,7 @@ __all__ = [
     "GenerationConfig",
     "SweepResult",
     "SweepRow",
+    "check_lm_models",
     "generation_config_from_dict",
     "lm_rows",
     "load_authorship_documents",
@@ -588,6 +589,7 @@ def run_generation_sweep(
 
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
+    check_lm_models(cfg)  # a missing or wrong model folder fails now, not after hours of sweep
     docs = load_authorship_documents(cfg.corpus, data_dir=cfg.data_dir, authors=cfg.authors,
                                      train_docs=cfg.train_docs, test_docs=cfg.test_docs, seed=cfg.seed)
     er, ae = _rewriters(cfg)
@@ -648,6 +650,17 @@ def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, measure
             guarantee=f"epsilon*N*E_d-privacy, epsilon={e:g}, N={cfg.earth_movers_size} (not comparable to the "
                       "per-sentence bounds)"))
     return rows
+
+
+def check_lm_models(cfg: GenerationConfig) -> None:
+    """Load every ``[lm]`` model folder as its rewriter's kind (the loader's one-line error otherwise)."""
+    if not cfg.lm_models:
+        return
+    from ..generation.hf import load_language_model
+    from ..generation.lm_settings import MECHANISM_KIND
+
+    for name, model_dir in cfg.lm_models.items():
+        load_language_model(str(Path(model_dir).resolve()), MECHANISM_KIND[name])
 
 
 def lm_rows(cfg: GenerationConfig, doc_list: Sequence[tuple[str, str]],
