@@ -74,8 +74,9 @@ def test_lm_rows_run_each_rewriter_over_the_grid(models):
         ("dp-prompt", 1.0), ("dp-prompt", 50.0), ("dp-mlm", 1.0), ("dp-mlm", 50.0)]
     for r in rows:
         assert r["table"] == "lm" and r["bound"] > 0 and np.isfinite(r["stylometric"])
-    # dp-mlm at epsilon 1 per sentence: the per-token share is epsilon / tokens, so it is below 1
-    assert 0 < rows[2]["per_token"] < rows[3]["per_token"]
+    # the grid's epsilon is the token-level rewriters' epsilon per token; the row's bound composes the tokens
+    assert [r["per_token"] for r in rows] == [1.0, 50.0, 1.0, 50.0]
+    assert rows[2]["bound"] == pytest.approx(32 * 1.0) and rows[0]["bound"] == pytest.approx(4 * 1.0)
     md = render_generation_markdown({"rows": [{"table": "reference", "mechanism": "original", "variant": "-",
                                                "epsilon": None, "authorship": 0.0, "chance": 0.5,
                                                "stylometric": 0.0, "document_similarity": 1.0}, *rows]})  # type: ignore[typeddict-item]

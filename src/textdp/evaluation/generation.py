@@ -668,10 +668,10 @@ def lm_rows(cfg: GenerationConfig, doc_list: Sequence[tuple[str, str]],
             rngs: Sequence[np.random.Generator], boots: Sequence[np.random.Generator]) -> list[SweepRow]:
     """The ``[lm]`` rows: each configured language-model rewriter at each ε of the grid, on the same documents.
 
-    ``ε`` is the rewriter's own parameter (per sentence for dp-paraphrase, dp-mlm and
-    dp-bart, per document for dp-prompt; dp-bart adds ``cfg.lm_delta``); the row's
-    ``bound`` is the record's guarantee per unit, so it is not the ER-AE bound ``B`` of
-    the equal-bound table. Sentence similarity is not computed (dp-prompt rewrites whole
+    ``ε`` is the rewriter's own parameter (per token for dp-prompt, dp-paraphrase and
+    dp-mlm; per sentence for dp-bart, with ``cfg.lm_delta``); the row's ``bound`` is the
+    record's guarantee per unit (composed over the tokens), not calibrated to the ER-AE
+    bound ``B`` of the equal-bound table. Sentence similarity is not computed (dp-prompt rewrites whole
     documents, so sentences do not pair up); the document measures are the sweep's.
     The bounds are public: ``cfg.lm_clip`` for every model, or quantiles on
     ``cfg.lm_clip_public`` computed per model (:func:`textdp.generation.lm.public_bounds`).
