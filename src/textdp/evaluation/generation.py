@@ -22,6 +22,11 @@ other mechanisms are calibrated to the same ``B`` (AE-DP and Random-R: ``B / L_m
 token; SynTF: ``B`` per sentence). :func:`write_training_corpus` writes the rewriter's
 training sentences from the corpora's *train* splits (disjoint from the evaluated test
 documents), so the guarantee's model case is ``disjoint``.
+
+An optional ``[lm]`` table adds the language-model rewriters (``dp-prompt``,
+``dp-paraphrase``, ``dp-mlm``, ``dp-bart``): :func:`lm_rows` runs each configured one at
+each ε of the grid (its own ε, not calibrated to ``B``) on the same test documents, with
+the same document measures, in a table ``lm`` of the same report and plot.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import re
 import time
 import tomllib
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -57,7 +62,9 @@ __all__ = [
     "GenerationConfig",
     "SweepResult",
     "SweepRow",
+    "check_lm_models",
     "generation_config_from_dict",
+    "lm_rows",
     "load_authorship_documents",
     "load_generation_config",
     "normalize_text",
@@ -305,6 +312,11 @@ class GenerationConfig:
     seed: int = 0
     bootstrap: int = 1000
     output: str | None = None
+    lm_models: dict[str, str] = field(default_factory=dict)
+    lm_clip: list[float] | None = None
+    lm_clip_public: str | None = None
+    lm_delta: float = 1e-5
+    lm_max_new_tokens: int = 32
 
     def to_dict(self) -> dict[str, object]:
         """Plain-data form (``settings.json``)."""
@@ -312,7 +324,7 @@ class GenerationConfig:
 
 
 def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = None) -> GenerationConfig:
-    """Validate a parsed TOML config (sections ``[corpus]``, ``[models]``, ``[sweep]``, ``[earth_movers]``, ``[run]``).
+    """Validate a parsed TOML config (``[corpus]``, ``[models]``, ``[sweep]``, ``[earth_movers]``, ``[run]``, ``[lm]``).
 
     >>> cfg = generation_config_from_dict({"corpus": {"name": "reuter_50_50"},
     ...     "models": {"er_ae": "m1", "ae": "m2"}, "sweep": {"epsilons": [1, 5]}})
@@ -325,7 +337,8 @@ def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = No
         raise ParameterTypeError("config must be a TOML table")
     allowed = {"corpus": {"name", "data_dir", "authors", "train_docs", "test_docs", "similarity_sentences"},
                "models": {"er_ae", "ae", "model_data"}, "sweep": {"epsilons", "variants", "nominal_table"},
-               "earth_movers": {"epsilons", "size"}, "run": {"seed", "bootstrap", "output"}}
+               "earth_movers": {"epsilons", "size"}, "run": {"seed", "bootstrap", "output"},
+               "lm": {"models", "clip", "clip_public", "delta", "max_new_tokens"}}
     unknown = set(d) - set(allowed)
     if unknown:
         raise ParameterError(f"unknown config section(s): {', '.join(sorted(unknown))}")
@@ -352,6 +365,7 @@ def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = No
     for v in variants:
         check_choice(v, "variant", ("autoregressive", "teacher-forced"))
     data_dir = c.get("data_dir")
+    lm_models, lm_clip, lm_clip_public = _lm_config(d.get("lm", {}), path)
     return GenerationConfig(
         corpus=str(c["name"]), er_ae_model=path(m["er_ae"]), ae_model=path(m["ae"]),
         epsilons=[check_epsilon(e) for e in eps], data_dir=None if data_dir is None else path(data_dir),
@@ -367,7 +381,39 @@ def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = No
         seed=check_positive_int(run.get("seed", 0), "seed", minimum=0),
         bootstrap=check_positive_int(run.get("bootstrap", 1000), "bootstrap"),
         output=run.get("output"),
+        lm_models=lm_models, lm_clip=lm_clip, lm_clip_public=lm_clip_public,
+        lm_delta=float(check_epsilon(d.get("lm", {}).get("delta", 1e-5))),
+        lm_max_new_tokens=check_positive_int(d.get("lm", {}).get("max_new_tokens", 32), "max_new_tokens"),
     )
+
+
+def _lm_config(lm: dict[str, Any], path: Any) -> tuple[dict[str, str], list[float] | None, str | None]:
+    """The ``[lm]`` table: ``models = {name = DIR}`` (sentence-family LM rewriters) and ``clip`` or ``clip_public``."""
+    from ..generation.lm_settings import LM_MECHANISMS
+    from ..mechanisms.registry import names
+
+    if not lm:
+        return {}, None, None
+    models = lm.get("models")
+    if not isinstance(models, dict) or not models:
+        raise ParameterError('config [lm] needs models = { "dp-prompt" = "DIR", ... } (local model directories)')
+    allowed = tuple(n for n in names("sentence") if n in LM_MECHANISMS)
+    for name in models:
+        if name not in allowed:
+            raise ParameterError(f"config [lm]: unknown language-model rewriter {name!r}; choose from: "
+                                 f"{', '.join(allowed)}")
+    if ("clip" in lm) == ("clip_public" in lm):
+        raise ParameterError("config [lm] needs the public clipping bounds: clip = [low, high], or clip_public = "
+                             "FILE (public text); see docs/lm-rewriting.md")
+    clip = None
+    if "clip" in lm:
+        c = lm["clip"]
+        if not (isinstance(c, list) and len(c) == 2 and all(isinstance(x, (int, float)) for x in c)
+                and float(c[0]) < float(c[1])):
+            raise ParameterError(f"config [lm] clip must be [low, high] with low < high, got {c!r}")
+        clip = [float(c[0]), float(c[1])]
+    return ({str(k): path(v) for k, v in models.items()}, clip,
+            None if "clip_public" not in lm else path(lm["clip_public"]))
 
 
 def load_generation_config(path: str | Path) -> GenerationConfig:
@@ -543,6 +589,7 @@ def run_generation_sweep(
 
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
+    check_lm_models(cfg)  # a missing or wrong model folder fails now, not after hours of sweep
     docs = load_authorship_documents(cfg.corpus, data_dir=cfg.data_dir, authors=cfg.authors,
                                      train_docs=cfg.train_docs, test_docs=cfg.test_docs, seed=cfg.seed)
     er, ae = _rewriters(cfg)
@@ -571,6 +618,9 @@ def run_generation_sweep(
         rows.append(_condition_row(cond, rw, cfg, doc_list, test_segments, measure, cond_rngs[ci], boot_rngs[ci]))
         done_task(1)
     rows += _earth_movers_rows(cfg, docs, measure, spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
+    n_lm = len(cfg.lm_models) * len(cfg.epsilons)
+    rows += lm_rows(cfg, doc_list, measure, spawn(np.random.SeedSequence([cfg.seed, 1]), max(n_lm, 1)),
+                    spawn(np.random.SeedSequence([cfg.seed, 2]), max(n_lm, 1)))
     timings["total"] = time.perf_counter() - t_start
     return SweepResult(settings=cfg.to_dict(), construction=docs.construction, max_length=L,
                        vocab_output_size=er.vocab.output_size, rows=rows, timings=timings,
@@ -602,6 +652,69 @@ def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, measure
     return rows
 
 
+def check_lm_models(cfg: GenerationConfig) -> None:
+    """Load every ``[lm]`` model folder as its rewriter's kind (the loader's one-line error otherwise)."""
+    if not cfg.lm_models:
+        return
+    from ..generation.hf import load_language_model
+    from ..generation.lm_settings import MECHANISM_KIND
+
+    for name, model_dir in cfg.lm_models.items():
+        load_language_model(str(Path(model_dir).resolve()), MECHANISM_KIND[name])
+
+
+def lm_rows(cfg: GenerationConfig, doc_list: Sequence[tuple[str, str]],
+            measure: Callable[[list[str], list[str] | None, np.random.Generator], Measures],
+            rngs: Sequence[np.random.Generator], boots: Sequence[np.random.Generator]) -> list[SweepRow]:
+    """The ``[lm]`` rows: each configured language-model rewriter at each ε of the grid, on the same documents.
+
+    ``ε`` is the rewriter's own parameter (per token for dp-prompt, dp-paraphrase and
+    dp-mlm; per sentence for dp-bart, with ``cfg.lm_delta``); the row's ``bound`` is the
+    record's guarantee per unit (composed over the tokens), not calibrated to the ER-AE
+    bound ``B`` of the equal-bound table. Sentence similarity is not computed (dp-prompt rewrites whole
+    documents, so sentences do not pair up); the document measures are the sweep's.
+    The bounds are public: ``cfg.lm_clip`` for every model, or quantiles on
+    ``cfg.lm_clip_public`` computed per model (:func:`textdp.generation.lm.public_bounds`).
+    """
+    if not cfg.lm_models:
+        return []
+    from ..generation.decoding import ClipBounds
+    from ..generation.lm import public_bounds
+    from ..generation.lm_family import LMRewriter, rewrite_lm_documents
+    from ..io import read_documents
+    from ..mechanisms import get
+
+    public = None if cfg.lm_clip_public is None else [t for _, t in read_documents([Path(cfg.lm_clip_public)])]
+    rows: list[SweepRow] = []
+    k = 0
+    for name, model_dir in cfg.lm_models.items():
+        where = str(Path(model_dir).resolve())
+        if public is not None:
+            bounds = public_bounds(where, name, public, source=f"public text {cfg.lm_clip_public} (config [lm])")
+        else:
+            assert cfg.lm_clip is not None
+            bounds = ClipBounds(cfg.lm_clip[0], cfg.lm_clip[1], "fixed", "given in the config ([lm] clip)")
+        for e in cfg.epsilons:
+            t0 = time.perf_counter()
+            mech = get(name, epsilon=e, model=where, clip=bounds, max_new_tokens=cfg.lm_max_new_tokens,
+                       **({"delta": cfg.lm_delta} if name == "dp-bart" else {}))
+            assert isinstance(mech, LMRewriter)
+            mech.fit()
+            records, _ = rewrite_lm_documents(mech, list(doc_list), rngs[k], record_unit="document", seeded=True)
+            outs = [str(r["text"]) for r in records]
+            rewrite_seconds = time.perf_counter() - t0
+            m = measure(outs, None, boots[k])
+            g = records[0]["guarantee"]
+            rows.append(SweepRow(table="lm", mechanism=name, epsilon=e, variant="-", er_ae_epsilon=None,
+                                 bound=g["epsilon"], per_token=g["parameters"].get("per_token"), **m,
+                                 seconds=round(time.perf_counter() - t0, 1),
+                                 rewrite_seconds=round(rewrite_seconds, 1),
+                                 guarantee=f"{name}: epsilon={g['epsilon']:g} per {g['unit']} (see the records' "
+                                           "adjacency; not the ER-AE bound)"))
+            k += 1
+    return rows
+
+
 def _fmt(x: object, nd: int = 3) -> str:
     if x is None:
         return "–"
@@ -619,7 +732,8 @@ def render_generation_markdown(result: SweepResult) -> str:
     sep = "|" + "---|" * 9
     for table, title in (("equal-bound", "Equal per-sentence bound (ER-AE's ε sets B; others calibrated to B)"),
                          ("nominal", "Equal nominal ε per step (the authors' framing; SynTF at ε per term)"),
-                         ("earth-movers", "Earth Mover's privacy on the same documents (bags of words)")):
+                         ("earth-movers", "Earth Mover's privacy on the same documents (bags of words)"),
+                         ("lm", "Language-model rewriters on the same documents (ε: each rewriter's own, per unit)")):
         sel = [r for r in rows if r["table"] in (table, "reference")]
         if len(sel) <= 1:
             continue
@@ -643,7 +757,7 @@ def plot_privacy_utility(result: SweepResult, path: str | Path, title: str) -> P
     mpl.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in result["rows"] if r["table"] in ("equal-bound", "earth-movers", "reference")]
+    rows = [r for r in result["rows"] if r["table"] in ("equal-bound", "earth-movers", "lm", "reference")]
     fig, ax = plt.subplots(figsize=(7, 4.8), dpi=110)
     groups: dict[str, list[SweepRow]] = defaultdict(list)
     for r in rows:
