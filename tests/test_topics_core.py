@@ -10,6 +10,13 @@ from record_schema import validate_record
 from scipy import stats
 
 from textdp._rng import make_rng
+from textdp.accounting.gaussian import (
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+    gaussian_delta,
+    mvg_precision_budget,
+    thesis_gaussian_sigma,
+)
 from textdp.errors import ParameterError, ParameterTypeError
 from textdp.guarantees import GUARANTEE_KEYS, Guarantee
 from textdp.topics import (
@@ -21,21 +28,16 @@ from textdp.topics import (
     TopicMatrix,
     TopicRelease,
     align_topics,
-    analytic_gaussian_sigma,
     build_mechanism,
-    classic_gaussian_sigma,
     extract_topic_matrix,
-    gaussian_delta,
     kendall_tau_distance,
     keyword_rank_distance,
     l1_distance,
-    mvg_precision_budget,
     postprocess,
     release_topics,
     rmse,
     row_euclidean_distance,
     sampler_parameters,
-    thesis_gaussian_sigma,
     topic_matrix_distance,
 )
 
