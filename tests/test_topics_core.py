@@ -284,17 +284,6 @@ def test_release_names_come_from_the_guarantee_not_isinstance() -> None:
     assert rel.mechanism == "custom" and rel.guarantee.to_dict()["statement"] == "a test statement; nothing covered"
 
 
-def test_randomise_is_a_deprecated_alias() -> None:
-    mech = LaplaceBaseline(epsilon=1.0, m=1)
-    with pytest.warns(DeprecationWarning, match="randomize"):
-        a = mech.randomise(np.zeros((1, 2)), rng=4)
-    assert np.array_equal(a, mech.randomize(np.zeros((1, 2)), seed=4))
-    tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
-    with pytest.warns(DeprecationWarning, match="seed"):
-        rel = release_topics(tm, mech, rng=4)
-    assert rel.raw_matrix == release_topics(tm, mech, seed=4).raw_matrix
-
-
 def test_mechanism_factory() -> None:
     assert build_mechanism("topicdp-laplace", epsilon=2, delta=1e-4, m=3).sensitivity == 6.0
     with pytest.raises(ParameterError, match="needs a sensitivity"):

@@ -56,7 +56,6 @@ is applied to the noisy matrix; it never weakens DP.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
@@ -180,11 +179,6 @@ def _is_seeded(seed: SeedLike) -> bool:
     if callable(is_seeded):
         return bool(is_seeded(seed))
     return seed is not None
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
-                  DeprecationWarning, stacklevel=3)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,11 +312,6 @@ class _GridMechanism:
         if z.dtype == object or np.any(np.abs(z) >= 2**52 - np.abs(k)):
             raise ParameterError(f"the noise exceeds the range of the grid {self.grid:g}; use a coarser grid")
         return (k + z).astype(np.float64) * self.grid
-
-    def randomise(self, matrix: np.ndarray, rng: SeedLike = None) -> np.ndarray:
-        """Deprecated alias of :meth:`randomize` (``rng`` is now ``seed``)."""
-        _deprecated(f"{type(self).__name__}.randomise(matrix, rng=...)", "randomize(matrix, seed=...)")
-        return self.randomize(matrix, seed=rng)
 
 
 class TopicDPGaussian(_GridMechanism):
@@ -756,10 +745,10 @@ class TopicRelease(ReleaseRecord):
 
 
 def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLike = None, *,
-                   rng: SeedLike = None, vocabulary_note: str | None = None) -> TopicRelease:
+                   vocabulary_note: str | None = None) -> TopicRelease:
     """Randomize ``topics.matrix`` with ``mechanism``, post-process, and record it.
 
-    ``seed`` as in :func:`textdp._rng.make_rng` (``rng=`` is a deprecated alias).
+    ``seed`` as in :func:`textdp._rng.make_rng`.
     ``vocabulary_note``: the record's sentence on the vocabulary
     (:func:`textdp.topics.vocabulary.vocabulary_note`).
 
@@ -768,10 +757,6 @@ def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLik
     >>> r.mechanism, r.delta, r.gamma, len(r.matrix[0]), r.seeded
     ('topicdp-laplace', 0.0, None, 2, True)
     """
-    if rng is not None:
-        _deprecated("release_topics(..., rng=...)", "release_topics(..., seed=...)")
-        if seed is None:
-            seed = rng
     if not isinstance(topics, TopicMatrix):
         raise ParameterTypeError(f"topics must be a TopicMatrix, got {type(topics).__name__}")
     guarantee = mechanism.guarantee(topics.shape)  # validates before any noise is drawn
