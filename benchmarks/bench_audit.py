@@ -34,6 +34,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from textdp.accounting.gaussian import (
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+)
 from textdp.audit import AuditCase, audit, audit_case_names, run_audit
 from textdp.audit.cases import (
     TOPIC_SENSITIVITY,
@@ -43,8 +47,6 @@ from textdp.audit.cases import (
 )
 from textdp.topics.mechanisms import (
     TopicDPGaussian,
-    analytic_gaussian_sigma,
-    classic_gaussian_sigma,
 )
 
 #: (mechanism, epsilon, delta) rows; None = the case's default.

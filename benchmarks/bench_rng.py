@@ -161,20 +161,20 @@ def topicdp(repeats: int, m: int, n: int) -> None:
     corpus = UserCorpus.from_texts([r["text"] for r in rows], [r["author"] for r in rows],
                                    max_docs_per_user=30, max_features=2000)
     mech = TopicDPGaussian(epsilon=3.0, delta=1e-4, sensitivity=0.1, gamma=0.1)
-    randomize = getattr(mech, "randomize", None) or mech.randomise
+    randomize = mech.randomize
     kinds = ["PCG64", "AESCounter"]
 
     def release(kind: str) -> None:
         model = make_topic_model("sklearn", n_topics=10, max_iter=10, seed=0)
         tw, prev = model.fit(corpus.X)
         tm = extract_topic_matrix(tw, prev, corpus.vocabulary, m, n)
-        randomize(tm.matrix, rng=MAKERS[kind]())
+        randomize(tm.matrix, seed=MAKERS[kind]())
 
     matrix = np.full((m, n), 0.01)
 
     def noise_only(kind: str) -> None:
         for _ in range(1000):
-            randomize(matrix, rng=MAKERS[kind]())
+            randomize(matrix, seed=MAKERS[kind]())
 
     t_rel = min_times({k: partial(release, k) for k in kinds}, repeats)
     report(f"(b) TopicDP Gaussian release: LDA fit on {corpus.X.shape[0]:,} Enron documents "

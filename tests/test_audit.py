@@ -15,6 +15,10 @@ import pytest
 from scipy.stats import binomtest
 from typer.testing import CliRunner
 
+from textdp.accounting.gaussian import (
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+)
 from textdp.audit import (
     AuditCase,
     AuditResult,
@@ -40,8 +44,6 @@ from textdp.mechanisms.laplace import laplace_noise
 from textdp.topics.mechanisms import (
     MVGMechanism,
     TopicDPGaussian,
-    analytic_gaussian_sigma,
-    classic_gaussian_sigma,
 )
 
 JSON_KEYS = {"mechanism", "claimed_epsilon", "claimed_delta", "estimated_epsilon", "lower_bound", "samples",

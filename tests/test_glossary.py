@@ -86,11 +86,6 @@ SEED_NAMES_LEFT = {
     "textdp.generation.rewriter.rewrite_documents",
     "textdp.mechanisms.syntf.syntf",
     "textdp.mechanisms.word_level.WordLevelMechanism.privatize_ids",
-    "textdp.topics.mechanisms._GridMechanism.randomise",
-    "textdp.topics.mechanisms.release_topics",
-    "textdp.topics.models.SklearnLDA",
-    "textdp.topics.sensitivity.SensitivitySampler.draw",
-    "textdp.topics.sensitivity.SensitivitySampler.sample",
 }
 
 
@@ -145,8 +140,6 @@ _ISE_WORDS = {"noise", "denoise", "precise", "concise", "raise", "rise", "arise"
               "revise", "devise", "supervise", "compromise", "surprise", "enterprise", "expertise", "premise",
               "disguise", "paradise", "cruise", "bruise", "poise", "praise", "guise", "improvise", "comprise",
               "excise", "demise", "treatise", "advertise", "chastise", "despise"}
-#: -ise names left in files owned by other work of issue 20 (``TopicMechanism.randomise``); must still exist.
-SPELLINGS_LEFT = {"randomise"}
 
 
 def _british(names) -> list[str]:
@@ -177,9 +170,7 @@ def _api_and_cli_names():
 
 def test_one_spelling_family():
     """Every public name, parameter, command and option uses -ize (tokenize, normalize, privatize, randomize)."""
-    bad = set(_british(_api_and_cli_names()))
-    assert sorted(bad - SPELLINGS_LEFT) == []
-    assert sorted(SPELLINGS_LEFT - bad) == [], "fixed: remove these from SPELLINGS_LEFT"
+    assert sorted(set(_british(_api_and_cli_names()))) == []
 
 
 def test_the_spelling_check_bites():

@@ -135,7 +135,7 @@ def test_dp_bart_noise_is_independent_per_coordinate_and_token_with_the_analytic
     s = _settings("dp-bart", epsilon=2.0, max_tokens=8)
     sens, sigma = dp_bart_sigma(s, 16)
     assert sens == pytest.approx(0.3 * math.sqrt(16 * 8))
-    from textdp.topics.mechanisms import gaussian_delta
+    from textdp.accounting.gaussian import gaussian_delta
 
     assert gaussian_delta(sigma, 2.0, sens) <= 1e-5 < gaussian_delta(sigma * 0.99, 2.0, sens)
     h = torch.full((400, 8, 16), 5.0)  # clipped to 0.1

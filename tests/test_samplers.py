@@ -156,7 +156,7 @@ def test_zcdp_conversion_is_below_the_classic_bound_and_monotone(eps: float) -> 
 
 
 def test_discrete_sigma_is_a_little_above_the_continuous_analytic_one() -> None:
-    from textdp.topics import analytic_gaussian_sigma
+    from textdp.accounting.gaussian import analytic_gaussian_sigma
 
     for eps in (0.5, 1.0, 3.0, 10.0):
         ratio = discrete_gaussian_sigma(eps, 1e-4, 1.0) / analytic_gaussian_sigma(eps, 1e-4, 1.0)

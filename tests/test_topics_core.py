@@ -10,6 +10,13 @@ from record_schema import validate_record
 from scipy import stats
 
 from textdp._rng import make_rng
+from textdp.accounting.gaussian import (
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+    gaussian_delta,
+    mvg_precision_budget,
+    thesis_gaussian_sigma,
+)
 from textdp.errors import ParameterError, ParameterTypeError
 from textdp.guarantees import GUARANTEE_KEYS, Guarantee
 from textdp.topics import (
@@ -21,21 +28,16 @@ from textdp.topics import (
     TopicMatrix,
     TopicRelease,
     align_topics,
-    analytic_gaussian_sigma,
     build_mechanism,
-    classic_gaussian_sigma,
     extract_topic_matrix,
-    gaussian_delta,
     kendall_tau_distance,
     keyword_rank_distance,
     l1_distance,
-    mvg_precision_budget,
     postprocess,
     release_topics,
     rmse,
     row_euclidean_distance,
     sampler_parameters,
-    thesis_gaussian_sigma,
     topic_matrix_distance,
 )
 
@@ -280,17 +282,6 @@ def test_release_names_come_from_the_guarantee_not_isinstance() -> None:
     tm = TopicMatrix(np.array([[0.5, 0.25]]), (("a", "b"),), (0,))
     rel = release_topics(tm, Custom())
     assert rel.mechanism == "custom" and rel.guarantee.to_dict()["statement"] == "a test statement; nothing covered"
-
-
-def test_randomise_is_a_deprecated_alias() -> None:
-    mech = LaplaceBaseline(epsilon=1.0, m=1)
-    with pytest.warns(DeprecationWarning, match="randomize"):
-        a = mech.randomise(np.zeros((1, 2)), rng=4)
-    assert np.array_equal(a, mech.randomize(np.zeros((1, 2)), seed=4))
-    tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
-    with pytest.warns(DeprecationWarning, match="seed"):
-        rel = release_topics(tm, mech, rng=4)
-    assert rel.raw_matrix == release_topics(tm, mech, seed=4).raw_matrix
 
 
 def test_mechanism_factory() -> None:

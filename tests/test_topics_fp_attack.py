@@ -21,12 +21,14 @@ import numpy as np
 import pytest
 
 from textdp._rng import make_rng
+from textdp.accounting.gaussian import (
+    analytic_gaussian_sigma,
+)
 from textdp.topics import (
     LaplaceBaseline,
     MVGMechanism,
     TopicDPGaussian,
     TopicMatrix,
-    analytic_gaussian_sigma,
     release_topics,
 )
 

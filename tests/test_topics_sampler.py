@@ -91,14 +91,10 @@ def test_sampler_order_statistic_cache_and_extension(corpus: UserCorpus, model: 
     assert np.array_equal(more[: p.n_samples, 1], np.array(r.samples))
 
 
-def test_sampler_is_reproducible_and_deprecated_names_warn(corpus: UserCorpus, model: SklearnLDA) -> None:
+def test_sampler_is_reproducible(corpus: UserCorpus, model: SklearnLDA) -> None:
     a = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)]).draw(6, seed=5)[0]
     b = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], chunk_size=4).draw(6, seed=5)[0]
     assert np.array_equal(a, b)  # the same whatever the chunking
-    with pytest.warns(DeprecationWarning, match="backend"):
-        old = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], n_jobs=2)
-    with pytest.warns(DeprecationWarning, match="seed"):
-        assert np.array_equal(old.draw(6, rng=5)[0], a)
     c = SensitivitySampler(corpus=corpus, model=model, sizes=[(3, 3)], neighbours="replace").draw(6, seed=5)[0]
     assert c.shape == (6, 1)
 
@@ -252,15 +248,18 @@ def test_cli_release_noise_does_not_depend_on_the_sampler_cache(tmp_path: Path) 
     assert a["raw_matrix"] == b["raw_matrix"]  # the noise stream never shifts with the sampler's work
 
 
-def test_cli_deprecated_options_warn_and_still_work(tmp_path: Path) -> None:
+def test_cli_removed_aliases_are_refused(tmp_path: Path) -> None:
+    """The pre-release aliases (``-n`` for keywords, ``--jobs``/``-j``, ``--backend``) are gone (exit 2)."""
     from textdp.cli import app
 
     src = _write_jsonl(tmp_path / "c.jsonl")
-    r = CliRunner().invoke(app, ["topics", str(src), "--mechanism", "topicdp-laplace", "--topics", "2", "-n", "3",
-                                 "--model-topics", "3", "--jobs", "1", "--backend", "sklearn", "-q",
-                                 "-o", str(tmp_path / "r.json")])
+    base = ["topics", str(src), "--mechanism", "topicdp-laplace", "--topics", "2", "--model-topics", "3", "-q"]
+    for i, old in enumerate((["-n", "3"], ["--jobs", "1"], ["-j", "1"], ["--backend", "sklearn"])):
+        r = CliRunner().invoke(app, [*base, *old, "-o", str(tmp_path / f"r{i}.json")])
+        assert r.exit_code == 2, (old, r.output)
+        assert not (tmp_path / f"r{i}.json").exists()
+    r = CliRunner().invoke(app, [*base, "--keywords", "3", "--topic-model", "sklearn", "-o", str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output
-    assert "--jobs is deprecated" in r.output and "--keywords" in r.output and "--topic-model" in r.output
     assert len(json.loads((tmp_path / "r.json").read_text())["keywords"][0]) == 3
 
 

@@ -6,6 +6,8 @@
   utility bounds (Thm 4.2, Thm A2).
 * :mod:`~textdp.accounting.calibration` - the epsilon that keeps a target share of words.
 * :mod:`~textdp.accounting.diagnostics` - neighbour ranks and per-document report fields.
+* :mod:`~textdp.accounting.gaussian` - σ of the Gaussian mechanism (Balle & Wang 2018, Thm 8) and the
+  matrix-variate Gaussian condition (Chanyaswad et al. 2018, Thm 3).
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from ._common import (
     check_report_folder,
     cli_errors,
     print_info,
-    print_warning,
     progress_bar,
 )
 
@@ -130,20 +129,11 @@ def _check_topic_counts(m: int, model_topics: int) -> int:
     return K
 
 
-def _warn(message: str) -> None:
-    print_warning(message)
-
-
-def _engine_options(engine: EngineName, workers: int | None, scheduler: str | None,
-                    jobs: int | None) -> tuple[EngineName, int | None]:
-    """Check the engine options early, honouring the deprecated ``--jobs``."""
+def _engine_options(engine: EngineName, workers: int | None, scheduler: str | None) -> tuple[EngineName, int | None]:
+    """Check the engine options early."""
     from .._validation import check_positive_int
     from ..errors import ParameterError
 
-    if jobs is not None:
-        _warn("--jobs is deprecated and will be removed in the next release; use --engine dask --workers N")
-        if check_positive_int(jobs, "--jobs") > 1 and engine is EngineName.local and not scheduler:
-            engine, workers = EngineName.dask, workers or jobs
     if workers is not None:
         check_positive_int(workers, "--workers")
     if engine is EngineName.local and scheduler:
@@ -228,8 +218,6 @@ MinUserDocs = Annotated[int, typer.Option(help="Drop users with fewer documents.
 StripQuotes = Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)]
 Delta = Annotated[float, typer.Option(help=DELTA_HELP)]
 EngineOption = Annotated[EngineName, typer.Option(help=ENGINE_HELP)]
-DeprecatedJobs = Annotated[int | None, typer.Option(
-    "--jobs", "-j", hidden=True, help="Deprecated: use --engine dask --workers N.")]
 TopicModelOption = Annotated[str, typer.Option(
     help="Topic model: sklearn LDA or tomotopy LDA." + _choices(TOPIC_MODELS), callback=_one_of(TOPIC_MODELS))]
 
@@ -240,8 +228,6 @@ PrivateReport = Annotated[Path | None, typer.Option(
     "timings, paths). Never publish it; it must differ from --output.")]
 MechanismOption = Annotated[str, typer.Option(
     help=MECHANISM_HELP + _choices(MECHANISMS), callback=_one_of(MECHANISMS))]
-DeprecatedBackend = Annotated[str | None, typer.Option(
-    "--backend", hidden=True, help="Deprecated: use --topic-model.", callback=_one_of(TOPIC_MODELS))]
 Neighbours = Annotated[str, typer.Option(
     help="add-remove one user (default) or replace one (thesis)." + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))]
 GridBits = Annotated[int, typer.Option(
@@ -265,14 +251,12 @@ class _TopicsOptions:
     text_field: str
     n_topics: int
     n_keywords: int
-    n_keywords_short: int | None
     model_topics: int
     epsilon: float
     delta: float
     gamma: float
     mechanism: str
     topic_model: str
-    backend_deprecated: str | None
     max_iter: int
     model_seed: int
     max_docs_per_user: int
@@ -287,7 +271,6 @@ class _TopicsOptions:
     engine: EngineName
     workers: int | None
     scheduler: str | None
-    jobs: int | None
     cache_dir: Path | None
     no_cache: bool
     seed: int | None
@@ -318,14 +301,12 @@ def topics(
     text_field: TextField = "text",
     n_topics: Annotated[int, typer.Option("--topics", "-m", help="Topics m to release (top by prevalence).")] = 10,
     n_keywords: Annotated[int, typer.Option("--keywords", help="Keywords n per topic.")] = 10,
-    n_keywords_short: Annotated[int | None, typer.Option("-n", hidden=True, help="Deprecated: use --keywords.")] = None,
     model_topics: Annotated[int, typer.Option(help="Topics K fitted (0 = max(--topics, 10)).")] = 0,
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPS_HELP)] = 3.0,
     delta: Delta = 1e-4,
     gamma: Annotated[float, typer.Option(help=GAMMA_HELP)] = 0.1,
     mechanism: MechanismOption = "topicdp",
     topic_model: TopicModelOption = "sklearn",
-    backend_deprecated: DeprecatedBackend = None,
     max_iter: Annotated[int, typer.Option(help="LDA passes (tomotopy: x20 Gibbs iterations).")] = 10,
     model_seed: Annotated[int, typer.Option(help="Fixed seed of the LDA initialisation (defines the function).")] = 0,
     max_docs_per_user: MaxDocsPerUser = 30,
@@ -340,7 +321,6 @@ def topics(
     engine: EngineOption = EngineName.local,
     workers: Workers = None,
     scheduler: Scheduler = None,
-    jobs: DeprecatedJobs = None,
     cache_dir: CacheDir = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
     seed: Seed = None,
@@ -391,30 +371,23 @@ def topics(
 
 
 def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
-    """Check every option before any data is read (one-line errors; deprecated spellings warned)."""
+    """Check every option before any data is read (one-line errors)."""
     from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
 
     check_epsilon(o.epsilon)
     check_probability(o.delta, "delta")
     check_probability(o.gamma, "gamma")
     check_choice(o.mechanism, "mechanism", MECHANISMS)
-    n_keywords, topic_model = o.n_keywords, o.topic_model
-    if o.n_keywords_short is not None:
-        _warn("-n for keywords is deprecated (-n is the bag size elsewhere); use --keywords")
-        n_keywords = o.n_keywords_short
-    if o.backend_deprecated is not None:
-        _warn("--backend is deprecated (a backend is an execution engine); use --topic-model")
-        topic_model = o.backend_deprecated
-    engine, workers = _engine_options(o.engine, o.workers, o.scheduler, o.jobs)
+    engine, workers = _engine_options(o.engine, o.workers, o.scheduler)
     m = check_positive_int(o.n_topics, "--topics")
-    n = check_positive_int(n_keywords, "--keywords")
+    n = check_positive_int(o.n_keywords, "--keywords")
     K = _check_topic_counts(m, o.model_topics)
     sens_choice = _sensitivity_option(o.sensitivity)
     grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
     output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
     _check_paths(o.corpus, output, o.private_report, o.force)
     return _TopicsRun(m=m, n=n, K=K, sensitivity=sens_choice, grid=grid, engine=engine, workers=workers,
-                      output=output, topic_model=topic_model)
+                      output=output, topic_model=o.topic_model)
 
 
 def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: TopicModel,
@@ -503,8 +476,6 @@ def topics_report(
     engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
     workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster.")] = None,
     scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", hidden=True,
-                                                help="Deprecated: use --engine dask --workers N.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed (default: OS entropy).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -525,7 +496,7 @@ def topics_report(
         check_probability(delta, "delta")
         check_probability(gamma, "gamma")
         check_report_folder(output, force)  # before minutes of work, not after
-        engine, workers = _engine_options(engine, workers, scheduler, jobs)
+        engine, workers = _engine_options(engine, workers, scheduler)
         data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes)
         model = make_topic_model(topic_model, n_topics=10, max_iter=max_iter, seed=0)
         cfg = ReportConfig(delta=delta, gamma=gamma, epsilon=epsilon,

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+from ..accounting.gaussian import analytic_gaussian_sigma
 from ..errors import ParameterError
-from ..topics.mechanisms import analytic_gaussian_sigma
 from .decoding import SAMPLERS, ClipBounds, refuse_truncation
 
 __all__ = ["DP_PROMPT_TEMPLATE", "LM_MECHANISMS", "MECHANISM_KIND", "LMSettings", "dp_bart_sigma"]

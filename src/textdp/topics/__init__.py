@@ -41,15 +41,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
         TopicGuarantee,
         TopicMechanism,
         TopicRelease,
-        analytic_gaussian_sigma,
         build_mechanism,
-        classic_gaussian_sigma,
-        gaussian_delta,
-        mvg_precision_budget,
         needs_sensitivity,
         postprocess,
         release_topics,
-        thesis_gaussian_sigma,
     )
     from .metrics import (
         all_metrics,
@@ -84,9 +79,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         ("DEFAULT_GRID", "KEYWORD_NOTE", "LaplaceBaseline", "MVGMechanism", "TopicDPGaussian", "TopicGuarantee",
-         "TopicMechanism", "TopicRelease", "analytic_gaussian_sigma", "build_mechanism", "classic_gaussian_sigma",
-         "gaussian_delta", "mvg_precision_budget", "needs_sensitivity", "postprocess", "release_topics",
-         "thesis_gaussian_sigma"), "mechanisms"),
+         "TopicMechanism", "TopicRelease", "build_mechanism", "needs_sensitivity", "postprocess",
+         "release_topics"), "mechanisms"),
     **dict.fromkeys(
         ("all_metrics", "kendall_tau_distance", "keyword_rank_distance", "l1_distance", "rmse",
          "row_euclidean_distance"), "metrics"),
@@ -121,18 +115,14 @@ __all__ = [
     "UserCorpus",
     "align_topics",
     "all_metrics",
-    "analytic_gaussian_sigma",
     "build_mechanism",
-    "classic_gaussian_sigma",
     "default_cache_dir",
     "draw_neighbours",
     "extract_topic_matrix",
-    "gaussian_delta",
     "kendall_tau_distance",
     "keyword_rank_distance",
     "l1_distance",
     "make_topic_model",
-    "mvg_precision_budget",
     "needs_sensitivity",
     "postprocess",
     "release_topics",
@@ -140,7 +130,6 @@ __all__ = [
     "rmse",
     "row_euclidean_distance",
     "sampler_parameters",
-    "thesis_gaussian_sigma",
     "topic_matrix_distance",
 ]
 

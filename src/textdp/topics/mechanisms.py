@@ -56,13 +56,11 @@ is applied to the noisy matrix; it never weakens DP.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
 
 from .. import _rng
 from .._rng import make_rng
@@ -72,6 +70,7 @@ from .._validation import (
     check_positive_int,
     check_probability,
 )
+from ..accounting.gaussian import mvg_precision_budget
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee, ReleaseRecord
 from ..samplers import (
@@ -98,15 +97,10 @@ __all__ = [
     "TopicGuarantee",
     "TopicMechanism",
     "TopicRelease",
-    "analytic_gaussian_sigma",
     "build_mechanism",
-    "classic_gaussian_sigma",
-    "gaussian_delta",
-    "mvg_precision_budget",
     "needs_sensitivity",
     "postprocess",
     "release_topics",
-    "thesis_gaussian_sigma",
 ]
 
 
@@ -154,105 +148,6 @@ def _grid_text(grid: float) -> str:
     return f"2^{e}"
 
 
-def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
-    """Exact δ of the Gaussian mechanism (Balle & Wang 2018, Theorem 8).
-
-    ``N(0, σ² I)`` added to a query of L2 sensitivity Δ is (ε, δ)-DP iff
-    ``Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ) <= δ``; this returns the left side.
-
-    >>> round(gaussian_delta(1.0, 1.0, 1.0), 4)
-    0.1269
-    """
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    return float(ndtr(a - b) - math.exp(epsilon + float(log_ndtr(-a - b))))
-
-
-def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Smallest σ (to 1e-12 relative) with ``gaussian_delta(σ, ε, Δ) <= δ``.
-
-    δ(σ) decreases in σ, so bisection on log σ finds it; the returned σ is the
-    upper end of the final bracket, hence always satisfies the inequality.
-
-    >>> s = analytic_gaussian_sigma(3.0, 1e-4, 1.0)
-    >>> gaussian_delta(s, 3.0, 1.0) <= 1e-4 < gaussian_delta(s * 0.999, 3.0, 1.0)
-    True
-    """
-    eps = check_epsilon(epsilon)
-    d = check_probability(delta, "delta")
-    sens = _check_sensitivity(sensitivity)
-    lo, hi = sens * 1e-6, sens
-    while gaussian_delta(hi, eps, sens) > d:
-        lo, hi = hi, hi * 2.0
-    while gaussian_delta(lo, eps, sens) <= d:
-        hi, lo = lo, lo / 2.0
-    for _ in range(200):
-        mid = math.sqrt(lo * hi)
-        if gaussian_delta(mid, eps, sens) <= d:
-            hi = mid
-        else:
-            lo = mid
-        if hi / lo - 1.0 < 1e-12:
-            break
-    return hi
-
-
-def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Dwork & Roth's ``Δ sqrt(2 ln(1.25/δ)) / ε`` (proven only for ε < 1).
-
-    >>> round(classic_gaussian_sigma(0.5, 1e-5, 1.0), 3)
-    9.69
-    """
-    eps = check_epsilon(epsilon)
-    d = check_probability(delta, "delta")
-    return _check_sensitivity(sensitivity) * math.sqrt(2.0 * math.log(1.25 / d)) / eps
-
-
-def thesis_gaussian_sigma(epsilon: float, delta: float, sensitivity: float, m: int, n: int) -> float:
-    """The thesis's Algorithm 2: classic σ with the per-entry budget ``ε/(mn)``.
-
-    >>> thesis_gaussian_sigma(3.0, 1e-4, 1.0, 10, 10) == classic_gaussian_sigma(0.03, 1e-4, 1.0)
-    True
-    """
-    m = check_positive_int(m, "m")
-    n = check_positive_int(n, "n")
-    return classic_gaussian_sigma(check_epsilon(epsilon) / (m * n), delta, sensitivity)
-
-
-def _harmonic(r: int, power: float = 1.0) -> float:
-    return float(sum(i ** -power for i in range(1, r + 1)))
-
-
-def mvg_precision_budget(epsilon: float, delta: float, sensitivity: float, sup_norm: float,
-                         m: int, n: int) -> float:
-    """Right side of the MVG sufficient condition (Chanyaswad et al. 2018, Thm. 3).
-
-    The MVG mechanism ``f(X) + Z``, ``Z ~ MVG_{m,n}(0, Σ, Ψ)``, is (ε, δ)-DP if
-    ``||σ(Σ^{-1})||_2 ||σ(Ψ^{-1})||_2 <= (-β + sqrt(β² + 8αε))² / (4α²)`` with
-    ``r = min(m, n)``, ``H_r`` and ``H_{r,1/2}`` the generalised harmonic
-    numbers of order r (powers 1 and 1/2), ``γ = sup ||f(X)||_F``, ``s_2`` the
-    L2 sensitivity, ``ζ(δ) = 2 sqrt(-mn ln δ) - 2 ln δ + mn``,
-    ``α = (H_r + H_{r,1/2}) γ² + 2 H_r γ s_2`` and ``β = 2 (mn)^{1/4} H_r s_2 ζ(δ)``.
-
-    >>> round(mvg_precision_budget(1.0, 0.1, 1.0, 1.0, 1, 1), 6)
-    0.012723
-    """
-    eps = check_epsilon(epsilon)
-    d = check_probability(delta, "delta")
-    s2 = _check_sensitivity(sensitivity)
-    g = _check_sensitivity(sup_norm, "sup_norm")
-    m = check_positive_int(m, "m")
-    n = check_positive_int(n, "n")
-    r = min(m, n)
-    hr, hr_half = _harmonic(r), _harmonic(r, 0.5)
-    zeta = 2.0 * math.sqrt(-m * n * math.log(d)) - 2.0 * math.log(d) + m * n
-    alpha = (hr + hr_half) * g * g + 2.0 * hr * g * s2
-    beta = 2.0 * (m * n) ** 0.25 * hr * s2 * zeta
-    # (-β + sqrt(β² + 8αε))² / (4α²), written as (2ε / (β + sqrt(β² + 8αε)))² · 4 to avoid cancellation
-    root = math.sqrt(beta * beta + 8.0 * alpha * eps)
-    return (4.0 * eps / (beta + root)) ** 2
-
-
 def postprocess(matrix: np.ndarray) -> np.ndarray:
     """Clip to [0, 1] and scale rows whose sum exceeds 1 down to sum 1.
 
@@ -284,11 +179,6 @@ def _is_seeded(seed: SeedLike) -> bool:
     if callable(is_seeded):
         return bool(is_seeded(seed))
     return seed is not None
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated and will be removed in the next release; use {new}",
-                  DeprecationWarning, stacklevel=3)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -430,11 +320,6 @@ class _GridMechanism:
         if z.dtype == object or np.any(np.abs(z) >= 2**52 - np.abs(k)):
             raise ParameterError(f"the noise exceeds the range of the grid {self.grid:g}; use a coarser grid")
         return (k + z).astype(np.float64) * self.grid
-
-    def randomise(self, matrix: np.ndarray, rng: SeedLike = None) -> np.ndarray:
-        """Deprecated alias of :meth:`randomize` (``rng`` is now ``seed``)."""
-        _deprecated(f"{type(self).__name__}.randomise(matrix, rng=...)", "randomize(matrix, seed=...)")
-        return self.randomize(matrix, seed=rng)
 
 
 class TopicDPGaussian(_GridMechanism):
@@ -612,7 +497,7 @@ class MVGMechanism(_GridMechanism):
     ``Z = Σ^{1/2} N Ψ^{1/2}`` with row covariance ``Σ = I_m`` and column
     covariance ``Ψ = diag(1/θ_j)``, where the precisions θ use the whole budget
     ``||σ(Σ^{-1})||_2 ||σ(Ψ^{-1})||_2 = sqrt(m) ||θ||_2 = P`` of
-    :func:`mvg_precision_budget` (computed with the sensitivity of the
+    :func:`textdp.accounting.gaussian.mvg_precision_budget` (computed with the sensitivity of the
     grid-rounded matrix):
 
     * ``"isotropic"``: equal θ (i.i.d. noise of variance ``sqrt(mn)/P``);
@@ -862,10 +747,10 @@ class TopicRelease(ReleaseRecord):
 
 
 def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLike = None, *,
-                   rng: SeedLike = None, vocabulary_note: str | None = None) -> TopicRelease:
+                   vocabulary_note: str | None = None) -> TopicRelease:
     """Randomize ``topics.matrix`` with ``mechanism``, post-process, and record it.
 
-    ``seed`` as in :func:`textdp._rng.make_rng` (``rng=`` is a deprecated alias).
+    ``seed`` as in :func:`textdp._rng.make_rng`.
     ``vocabulary_note``: the record's sentence on the vocabulary
     (:func:`textdp.topics.vocabulary.vocabulary_note`).
 
@@ -874,10 +759,6 @@ def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLik
     >>> r.mechanism, r.delta, r.gamma, len(r.matrix[0]), r.seeded
     ('topicdp-laplace', 0.0, None, 2, True)
     """
-    if rng is not None:
-        _deprecated("release_topics(..., rng=...)", "release_topics(..., seed=...)")
-        if seed is None:
-            seed = rng
     if not isinstance(topics, TopicMatrix):
         raise ParameterTypeError(f"topics must be a TopicMatrix, got {type(topics).__name__}")
     guarantee = mechanism.guarantee(topics.shape)  # validates before any noise is drawn

@@ -30,9 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -112,7 +111,7 @@ class SklearnLDA:
     seed : int
         Seed of the data-independent initialisation of ``components_``; part of
         the definition of the released function, not a source of privacy noise
-        (scikit-learn's ``random_state``; ``random_state=`` here is a deprecated name).
+        (scikit-learn's ``random_state``).
     doc_topic_prior, topic_word_prior : float or None
         Dirichlet priors (scikit-learn's default ``1/K`` when None).
 
@@ -125,13 +124,8 @@ class SklearnLDA:
     seed: int = 0
     doc_topic_prior: float | None = None
     topic_word_prior: float | None = None
-    random_state: InitVar[int | None] = None
 
-    def __post_init__(self, random_state: int | None) -> None:
-        if random_state is not None:
-            warnings.warn("SklearnLDA(random_state=...) is deprecated and will be removed in textdp 0.3; use seed=...",
-                          DeprecationWarning, stacklevel=3)
-            object.__setattr__(self, "seed", random_state)
+    def __post_init__(self) -> None:
         _check_topics(self.n_topics)
         check_positive_int(self.max_iter, "max_iter")
         check_positive_int(self.seed, "seed", minimum=0)

@@ -89,7 +89,6 @@ import json
 import math
 import numbers
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -346,8 +345,6 @@ class SensitivitySampler:
     chunk_size : int or None
         Pairs per job (default: 1 in process; about four jobs per worker,
         at most 10 pairs each, for a backend with ``n_workers()``).
-    n_jobs : int or None
-        Deprecated: use ``backend``.
 
     Examples
     --------
@@ -362,15 +359,11 @@ class SensitivitySampler:
     def __init__(self, *, corpus: UserCorpus, model: TopicModel,
                  sizes: Sequence[tuple[int, int]] = ((10, 10),), n_users: int | None = None,
                  neighbours: str = "add-remove", backend: Backend | None = None,
-                 cache_dir: str | Path | None = None, chunk_size: int | None = None,
-                 n_jobs: int | None = None) -> None:
+                 cache_dir: str | Path | None = None, chunk_size: int | None = None) -> None:
         if not isinstance(corpus, UserCorpus):
             raise ParameterError(f"corpus must be a UserCorpus, got {type(corpus).__name__}")
         if not isinstance(model, TopicModel):
             raise ParameterError("model must implement TopicModel (fit(X) and settings())")
-        if n_jobs is not None:
-            warnings.warn("SensitivitySampler(n_jobs=...) is deprecated and ignored; pass "
-                          "backend=textdp.engines.get_backend('dask', workers=n)", DeprecationWarning, stacklevel=2)
         self.corpus = corpus
         self.model = model
         self.sizes = [(check_positive_int(m, "m"), check_positive_int(n, "n")) for m, n in sizes]
@@ -434,17 +427,12 @@ class SensitivitySampler:
 
     # sampling ------------------------------------------------------------------
     def draw(self, n_samples: int, *, seed: int | np.random.SeedSequence | np.random.Generator | None = None,
-             progress: ProgressCallback | None = None,
-             rng: int | np.random.Generator | None = None) -> tuple[np.ndarray, bool, float]:
+             progress: ProgressCallback | None = None) -> tuple[np.ndarray, bool, float]:
         """Return ``(samples, cache_hit, seconds)``; ``samples`` is ``n_samples x len(sizes)``.
 
         Sample ``i`` uses the generator ``textdp._rng.spawn(seed, n)[i]``; cached
-        samples are reused and only the missing ones are drawn. ``rng=`` is a
-        deprecated alias of ``seed=``.
+        samples are reused and only the missing ones are drawn.
         """
-        if rng is not None:
-            warnings.warn("draw(rng=...) is deprecated; use seed=...", DeprecationWarning, stacklevel=2)
-            seed = rng if seed is None else seed
         check_positive_int(n_samples, "n_samples")
         samples = self._load()
         have = len(samples)
@@ -481,12 +469,8 @@ class SensitivitySampler:
         return np.asarray(samples[:n_samples], dtype=float), have >= n_samples, time.perf_counter() - t0
 
     def sample(self, gamma: float, *, seed: int | np.random.SeedSequence | np.random.Generator | None = None,
-               progress: ProgressCallback | None = None,
-               rng: int | np.random.Generator | None = None) -> dict[tuple[int, int], SampledSensitivity]:
+               progress: ProgressCallback | None = None) -> dict[tuple[int, int], SampledSensitivity]:
         """Sampled sensitivity for ``gamma``, one :class:`SampledSensitivity` per size."""
-        if rng is not None:
-            warnings.warn("sample(rng=...) is deprecated; use seed=...", DeprecationWarning, stacklevel=2)
-            seed = rng if seed is None else seed
         params = sampler_parameters(gamma)
         samples, hit, seconds = self.draw(params.n_samples, seed=seed, progress=progress)
         out: dict[tuple[int, int], SampledSensitivity] = {}
