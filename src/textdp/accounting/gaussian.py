@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 
-def _check_sensitivity(value: object, name: str = "sensitivity") -> float:
+def check_sensitivity(value: object, name: str = "sensitivity") -> float:
+    """A finite real number > 0 (a one-line error otherwise)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise ParameterTypeError(f"{name} must be a real number, got {type(value).__name__}")
     v = float(value)
@@ -70,7 +71,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     """
     eps = check_epsilon(epsilon)
     d = check_probability(delta, "delta")
-    sens = _check_sensitivity(sensitivity)
+    sens = check_sensitivity(sensitivity)
     lo, hi = sens * 1e-6, sens
     while gaussian_delta(hi, eps, sens) > d:
         lo, hi = hi, hi * 2.0
@@ -95,7 +96,7 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> 
     """
     eps = check_epsilon(epsilon)
     d = check_probability(delta, "delta")
-    return _check_sensitivity(sensitivity) * math.sqrt(2.0 * math.log(1.25 / d)) / eps
+    return check_sensitivity(sensitivity) * math.sqrt(2.0 * math.log(1.25 / d)) / eps
 
 
 def thesis_gaussian_sigma(epsilon: float, delta: float, sensitivity: float, m: int, n: int) -> float:
@@ -129,8 +130,8 @@ def mvg_precision_budget(epsilon: float, delta: float, sensitivity: float, sup_n
     """
     eps = check_epsilon(epsilon)
     d = check_probability(delta, "delta")
-    s2 = _check_sensitivity(sensitivity)
-    g = _check_sensitivity(sup_norm, "sup_norm")
+    s2 = check_sensitivity(sensitivity)
+    g = check_sensitivity(sup_norm, "sup_norm")
     m = check_positive_int(m, "m")
     n = check_positive_int(n, "n")
     r = min(m, n)

@@ -70,7 +70,7 @@ from .._validation import (
     check_positive_int,
     check_probability,
 )
-from ..accounting.gaussian import mvg_precision_budget
+from ..accounting.gaussian import check_sensitivity, mvg_precision_budget
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee, ReleaseRecord
 from ..samplers import (
@@ -121,14 +121,8 @@ _SENSITIVITY_NOT_RELEASED = (
 
 
 def _check_sensitivity(value: object, name: str = "sensitivity") -> float:
-    if isinstance(value, SampledSensitivity):
-        value = value.value
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ParameterTypeError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
-    return v
+    """``check_sensitivity``, also taking a :class:`SampledSensitivity` (its value)."""
+    return check_sensitivity(value.value if isinstance(value, SampledSensitivity) else value, name)
 
 
 def _resolve_gamma(sensitivity: object, gamma: float | None) -> float | None:
