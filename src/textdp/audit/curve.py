@@ -91,9 +91,10 @@ def exact_profile(logp_a: np.ndarray, logp_b: np.ndarray) -> ClaimedProfile:
     """The exact profile ``Σ_o (p_a(o) − e^{ε′} p_b(o))₊`` of two claimed discrete laws (log-probabilities).
 
     >>> import math
+    >>> from textdp._rng import make_rng
     >>> e = 1.0; p = math.exp(e) / (1 + math.exp(e))
     >>> f = exact_profile(np.log([p, 1 - p]), np.log([1 - p, p]))
-    >>> pt, up = f(np.array([0.0, 1.0]), 0.05, np.random.default_rng(0))
+    >>> pt, up = f(np.array([0.0, 1.0]), 0.05, make_rng(0))
     >>> pt.round(4).tolist()  # randomised response: (e^ε - e^ε') / (1 + e^ε)
     [0.4621, 0.0]
     """
@@ -229,17 +230,18 @@ def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rn
     ``outputs``: the ``(a, b)`` outputs already drawn (``reuse_outputs``); else they are drawn here.
 
     >>> import math
+    >>> from textdp._rng import make_rng
     >>> def rr(bit, n, rng):
     ...     return np.where(rng.random(n) < math.e / (1 + math.e), bit, 1 - bit)
     >>> p = math.e / (1 + math.e)
     >>> def loss(o):  # randomised response at the claimed eps = 1
     ...     return np.where(o == 0, 1.0, -1.0)
     >>> c = PrivacyCurve(rr, loss, exact_profile(np.log([p, 1 - p]), np.log([1 - p, p])), (0.0, 0.5))
-    >>> curve_test(c, 0, 1, 20_000, np.random.default_rng(0), 0.05).passed
+    >>> curve_test(c, 0, 1, 20_000, make_rng(0), 0.05).passed
     True
     >>> def rr2(bit, n, rng):  # eps = 2 in the sampler, claim eps = 1
     ...     return np.where(rng.random(n) < math.e**2 / (1 + math.e**2), bit, 1 - bit)
-    >>> r = curve_test(PrivacyCurve(rr2, loss, c.claimed, c.grid), 0, 1, 20_000, np.random.default_rng(0), 0.05)
+    >>> r = curve_test(PrivacyCurve(rr2, loss, c.claimed, c.grid), 0, 1, 20_000, make_rng(0), 0.05)
     >>> r.passed, round(r.delta_estimate, 2), round(r.delta_claimed, 3)
     (False, 0.69, 0.288)
     """

@@ -105,7 +105,7 @@ def lira_scores(stats: np.ndarray, member: np.ndarray) -> np.ndarray:
     ``stats[j, u]``: the statistic of user ``u`` on release ``j``; ``member[j, u]``: whether ``u``
     was in release ``j``'s training set. Returns ``scores[j, u]`` (larger: more likely a member).
 
-    >>> rng = np.random.default_rng(0)
+    >>> rng = make_rng(0)
     >>> member = membership_matrix(40, 30, rng)
     >>> stats = rng.normal(size=(40, 30)) + 3.0 * member
     >>> s = lira_scores(stats, member)

@@ -233,12 +233,13 @@ def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicS
               force: bool) -> tuple[RunState, Manifest | None]:
     """The run state (created, or resumed and verified) and the manifest of the run being resumed."""
     state = RunState.open(work, key)
+    checked = False
     try:
         manifest = _check_output(out_dir, state, public, force)
-    except Exception:
-        if not state.resumed:  # leave nothing behind for a run that never started
+        checked = True
+    finally:
+        if not checked and not state.resumed:  # refused: leave nothing behind for a run that never started
             state.remove()
-        raise
     return state, manifest
 
 
