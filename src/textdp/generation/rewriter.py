@@ -401,11 +401,9 @@ class AEDP(SentenceMechanism):
         return self.model_.generate(segments, choose, variant=self.variant, batch_size=self.batch_size)
 
 
-class SynTFSentence(SentenceMechanism):
-    """SynTF per sentence: a bag of ``max_length`` words over the model's vocabulary (no network)."""
+class _VocabularySentence(SentenceMechanism):
+    """A sentence mechanism that uses only the model's vocabulary and card, never its network."""
 
-    name = "syntf-sentence"
-    reference = "Weggenmann & Kerschbaum, SIGIR 2018"
     uses_model = False
 
     def __init__(self, *, epsilon: float, model: Rewriter | str | Path, model_data: str = "auto",
@@ -414,6 +412,13 @@ class SynTFSentence(SentenceMechanism):
         self.model = model
         self.model_data = model_data
         self.seed = seed
+
+
+class SynTFSentence(_VocabularySentence):
+    """SynTF per sentence: a bag of ``max_length`` words over the model's vocabulary (no network)."""
+
+    name = "syntf-sentence"
+    reference = "Weggenmann & Kerschbaum, SIGIR 2018"
 
     def bound(self) -> RewriteGuarantee:
         m = self.model_
@@ -438,7 +443,7 @@ class SynTFSentence(SentenceMechanism):
         return out
 
 
-class RandomSentence(SentenceMechanism):
+class RandomSentence(_VocabularySentence):
     """Random-R: the word family's :class:`~textdp.mechanisms.RandomReplacement` core over the model's vocabulary.
 
     ``epsilon`` is per token; out-of-vocabulary tokens are dropped (never released), exactly as
@@ -447,14 +452,6 @@ class RandomSentence(SentenceMechanism):
 
     name = "random-sentence"
     reference = "k-ary randomised response (Kairouz, Oh & Viswanath 2014)"
-    uses_model = False
-
-    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, model_data: str = "auto",
-                 seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.model = model
-        self.model_data = model_data
-        self.seed = seed
 
     def _setup(self) -> None:
         words = self.model_.vocab.words
