@@ -13,6 +13,8 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -255,6 +257,39 @@ def test_runs_list_and_clean(tmp_path, toy_emb, monkeypatch):
     # the output of the abandoned run is now refused (its key is gone): never mixed with a new run
     res = runner.invoke(app, [*_cli_args(tmp_path, toy_emb, inputs), "-o", str(tmp_path / "out")])
     assert res.exit_code == 2 and "different run" in res.stderr
+
+
+def test_a_running_job_is_locked_and_never_cleaned(tmp_path, toy_emb, monkeypatch):
+    """A second process on the same job is refused, and ``runs clean`` keeps a running job's state."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(cache))
+    inputs = _inputs(tmp_path / "in")
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        obfuscate_corpus(inputs, out, **_kw(toy_emb, backend=_Crash(1)))
+    (work,) = [d for d in (cache / "runs").iterdir() if d.is_dir()]
+    rows = [json.loads(line) for line in runner.invoke(app, ["runs", "list", "--json"]).stdout.splitlines()]
+    assert [r["status"] for r in rows] == ["interrupted"]  # the crashed run released its lock
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(120)",
+         str(work / "run.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        rows = [json.loads(line) for line in runner.invoke(app, ["runs", "list", "--json"]).stdout.splitlines()]
+        assert [r["status"] for r in rows] == ["running"]
+        res = runner.invoke(app, ["runs", "clean", work.name])
+        assert res.exit_code == 2 and "is running" in res.stderr
+        res = runner.invoke(app, ["runs", "clean", "--all"])
+        assert res.exit_code == 0 and work.is_dir()
+        with pytest.raises(ParameterError, match="another textdp process is running this job"):
+            obfuscate_corpus(inputs, out, **_kw(toy_emb))
+    finally:
+        holder.kill()
+        holder.communicate()
+    summary = obfuscate_corpus(inputs, out, **_kw(toy_emb))  # the lock is free again: the run resumes
+    assert summary["mechanism"] == "earth-movers" and not work.exists()
 
 
 def test_the_cache_is_created_private_and_a_squatted_one_is_refused(tmp_path, monkeypatch):

@@ -33,7 +33,8 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
@@ -229,18 +230,25 @@ def _check_output(out_dir: Path, state: RunState, public: PublicSettings, force:
     return None
 
 
+@contextmanager
 def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicSettings,
-              force: bool) -> tuple[RunState, Manifest | None]:
-    """The run state (created, or resumed and verified) and the manifest of the run being resumed."""
+              force: bool) -> Iterator[tuple[RunState, Manifest | None]]:
+    """The run state (created, or resumed and verified) and the manifest of the run being resumed.
+
+    The run's lock is held while the ``with`` block runs and released however it ends.
+    """
     state = RunState.open(work, key)
-    checked = False
     try:
-        manifest = _check_output(out_dir, state, public, force)
-        checked = True
+        checked = False
+        try:
+            manifest = _check_output(out_dir, state, public, force)
+            checked = True
+        finally:
+            if not checked and not state.resumed:  # refused: leave nothing behind for a run that never started
+                state.remove()
+        yield state, manifest
     finally:
-        if not checked and not state.resumed:  # refused: leave nothing behind for a run that never started
-            state.remove()
-    return state, manifest
+        state.close()
 
 
 # -- the work ----------------------------------------------------------------------------------------
@@ -388,33 +396,33 @@ def obfuscate_corpus(
     key = _run_key(paths, out_dir, public, seed, private_report is not None)
     work = Path(work_dir) if work_dir is not None else default_work_dir(key)
     _check_folders(out_dir, work, None)
-    state, manifest = _open_run(work, key, out_dir, public, force)
-    if state.data["complete"] and manifest is not None:  # killed while cleaning up: only that is left
-        done = _finish_cleanup(state, out_dir, manifest, progress)
-        if done is not None:
-            return done
-    state.save()
-    plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
-                           input_format=input_format, spill=_spiller(state, text_field, id_field, input_format))
-    check_duplicate_ids(lambda: partition_ids(plan, text_field, id_field), strict=strict_ids,
-                        on_duplicate_ids=on_duplicate_ids)
-    settings = _prepare_jobs(state, out_dir, embeddings, backend, public, report=private_report is not None)
-    if size is None and entry(mechanism).releases == "bag":
-        size = _resolve_size(state, backend, plan, settings, on_size_from_data)
-    settings = replace(settings, size=int(size or 0))
-    parts = [part_name(p.index, fmt) for p in plan]
-    if manifest is None:
-        write_json(out_dir / MANIFEST, Manifest(run=state.run, settings=public, size=size,
-                                                documents=sum(p.n_docs for p in plan), parts=parts), private=False)
-    todo_idx = [p.index for p in plan if not _part_done(state, out_dir, p.index, fmt, private_report is not None)]
-    _run_parts(backend, plan, todo_idx, settings, seed, state, progress)
-    if private_report is not None:
-        _join_private_report(state, plan, Path(private_report), force)
-    summary = _summary(driver_mech, backend, plan, public, size, extra_settings)
-    write_json(out_dir / SETTINGS, summary, private=False)
-    # complete: delete every private copy and the run's key, so nothing names or fingerprints the inputs
-    state.complete()
-    return summary
+    with _open_run(work, key, out_dir, public, force) as (state, manifest):
+        if state.data["complete"] and manifest is not None:  # killed while cleaning up: only that is left
+            done = _finish_cleanup(state, out_dir, manifest, progress)
+            if done is not None:
+                return done
+        state.save()
+        plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
+                               input_format=input_format, spill=_spiller(state, text_field, id_field, input_format))
+        check_duplicate_ids(lambda: partition_ids(plan, text_field, id_field), strict=strict_ids,
+                            on_duplicate_ids=on_duplicate_ids)
+        settings = _prepare_jobs(state, out_dir, embeddings, backend, public, report=private_report is not None)
+        if size is None and entry(mechanism).releases == "bag":
+            size = _resolve_size(state, backend, plan, settings, on_size_from_data)
+        settings = replace(settings, size=int(size or 0))
+        parts = [part_name(p.index, fmt) for p in plan]
+        if manifest is None:
+            write_json(out_dir / MANIFEST, Manifest(run=state.run, settings=public, size=size,
+                                                    documents=sum(p.n_docs for p in plan), parts=parts), private=False)
+        todo_idx = [p.index for p in plan if not _part_done(state, out_dir, p.index, fmt, private_report is not None)]
+        _run_parts(backend, plan, todo_idx, settings, seed, state, progress)
+        if private_report is not None:
+            _join_private_report(state, plan, Path(private_report), force)
+        summary = _summary(driver_mech, backend, plan, public, size, extra_settings)
+        write_json(out_dir / SETTINGS, summary, private=False)
+        # complete: delete every private copy and the run's key, so nothing names or fingerprints the inputs
+        state.complete()
+        return summary
 
 
 def _summary(driver_mech: TextMechanism, backend: Backend, plan: Sequence[Partition], public: PublicSettings,

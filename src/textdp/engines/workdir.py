@@ -23,12 +23,18 @@ squatted work dir with a planted vocabulary made a release copy its input):
   default work directory is an HMAC of the run's identity with a per-user salt
   (``runs/.salt``), so even an abandoned run's folder name confirms no guess.
 
+* a running job holds an exclusive lock on ``run.lock`` in its work directory (``flock``,
+  released when the process ends, however it ends): a second process started on the
+  same job is refused in one line instead of interleaving writes with the first, and
+  :func:`clean_runs` never deletes a running job's state.
+
 Abandoned runs are listed and removed with :func:`list_runs` / :func:`clean_runs`
 (``textdp runs list|clean``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -63,8 +69,51 @@ __all__ = [
 STATE = "state.json"
 SECRET = "secret.key"
 SALT = USER_SECRET[1]
+LOCK = "run.lock"
 #: what a run creates in its work directory (all of it is removed at completion)
-OWN_ENTRIES = (STATE, SECRET, "input", "report")
+OWN_ENTRIES = (STATE, SECRET, "input", "report", LOCK)
+#: the run locks this process holds (work directory -> locked descriptor)
+_HELD: dict[str, int] = {}
+
+
+def _lock_run(work: Path) -> None:
+    """Take the run's exclusive lock (held until :meth:`RunState.remove` or the process ends).
+
+    A process that already holds it (a run resumed in the same process) keeps it.
+    """
+    if str(work) in _HELD:
+        return
+    fd = os.open(work / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ParameterError(f"another textdp process is running this job (its work directory {work} is "
+                             "locked); wait for it to finish, or stop it and run the command again") from None
+    _HELD[str(work)] = fd
+
+
+def _unlock_run(work: Path) -> None:
+    fd = _HELD.pop(str(work), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _running(d: Path) -> bool:
+    """Some process (this one included) holds the run lock of the work directory ``d``."""
+    if str(d) in _HELD:
+        return True
+    try:
+        fd = os.open(d / LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def _canonical(obj: object) -> bytes:
@@ -144,6 +193,7 @@ class RunState:
         """
         created = not (Path(work).exists() or Path(work).is_symlink())
         work = private_dir(Path(work), what=what)
+        _lock_run(work)
         secret = _read_secret(work / SECRET, 32)
         state_path = work / STATE
         if secret is not None and state_path.exists():
@@ -153,9 +203,11 @@ class RunState:
             except (OSError, ValueError, KeyError, AttributeError):
                 mac, data = None, {}
             if mac is None or not hmac.compare_digest(str(mac), _mac(secret, data)):
+                _unlock_run(work)
                 raise ParameterError(f"the run state in {work} does not verify (it was modified or damaged); "
                                      "delete that folder, or choose another --work-dir")
             if not hmac.compare_digest(str(data.get("identity")), _mac(secret, key)):
+                _unlock_run(work)
                 raise ParameterError(f"the work directory {work} belongs to a different run (inputs, output or "
                                      "settings differ); choose another --work-dir")
             return cls(work, secret, data, resumed=True)
@@ -167,6 +219,10 @@ class RunState:
     @property
     def run(self) -> str:
         return str(self.data["run"])
+
+    def close(self) -> None:
+        """Release the run's lock (the private state stays, for a later resume)."""
+        _unlock_run(self.work)
 
     def save(self) -> None:
         """Write the state with its HMAC (atomically, 0600)."""
@@ -205,6 +261,7 @@ class RunState:
             shutil.rmtree(p, ignore_errors=True)
         for p in self.work.glob(".*.tmp"):  # an atomic write cut short by a killed run
             p.unlink(missing_ok=True)
+        _unlock_run(self.work)
         if folder_too:
             try:
                 self.work.rmdir()
@@ -284,7 +341,9 @@ class RunInfo:
     path: Path
     age_s: float
     bytes: int
-    status: str  # "interrupted", "completing" (complete, cleanup unfinished), "unverified" or "old-format"
+    #: "running" (a process holds its lock), "interrupted", "completing" (complete, cleanup unfinished),
+    #: "unverified" or "old-format"
+    status: str
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "age_s": round(self.age_s, 1), "bytes": self.bytes,
@@ -292,6 +351,8 @@ class RunInfo:
 
 
 def _status(d: Path) -> str:
+    if _running(d):
+        return "running"
     if (d / "key.json").exists() and not (d / STATE).exists():
         return "old-format"  # written by textdp before issue 19: holds input paths in plain text
     secret = _read_secret(d / SECRET, 32)
@@ -323,13 +384,19 @@ def list_runs() -> list[RunInfo]:
 
 
 def clean_runs(name: str | None = None, *, all_runs: bool = False) -> list[RunInfo]:
-    """Delete one run folder (``name``, as :func:`list_runs` shows it) or all of them; return what was deleted."""
+    """Delete one run folder (``name``, as :func:`list_runs` shows it) or all of them; return what was deleted.
+
+    A running job's folder is never deleted: naming it is refused, ``all_runs`` skips it.
+    """
     if (name is None) == (not all_runs):
         raise ParameterError("name one run (textdp runs list shows them) or pass --all, not both")
     runs = list_runs()
     chosen = runs if all_runs else [r for r in runs if r.name == name]
     if not chosen:
         raise ParameterError(f"no run named {name!r} in {runs_dir()} (textdp runs list shows them)")
-    for r in chosen:
+    if not all_runs and chosen[0].status == "running":
+        raise ParameterError(f"run {name} is running (a textdp process holds its lock); stop that process first")
+    idle = [r for r in chosen if r.status != "running"]
+    for r in idle:
         shutil.rmtree(r.path)
-    return chosen
+    return idle

@@ -1,7 +1,7 @@
 """The language-model rewriters as mechanisms of the one base (:class:`textdp.mechanisms.base.Mechanism`).
 
-``dp-prompt``, ``dp-paraphrase``, ``dp-mlm`` and ``dp-bart`` join the sentence family: parameters read
-from ``__init__`` (scikit-learn style), ``fit`` loads the model (offline, safetensors only) and checks its
+``dp-prompt``, ``dp-paraphrase``, ``dp-mlm`` and ``dp-bart`` join the sentence family: parameters declared
+once on :class:`LMRewriter` (scikit-learn style), ``fit`` loads the model (offline, safetensors only) and checks its
 kind, ``privatize_batch`` is the one batch verb, and ``guarantee(context)`` returns an
 :class:`~textdp.generation.lm.LMGuarantee` (per token, per sentence, per document, adjacency, bounds).
 The maths, the derivations and the decoding are in :mod:`textdp.generation.lm`,
@@ -23,55 +23,42 @@ import numpy as np
 
 from .._rng import SeedLike
 from ..errors import ParameterError, ParameterTypeError
-from ..guarantees import Guarantee
-from ..mechanisms.base import Mechanism, ReleaseContext
+from ..mechanisms.base import ReleaseContext
 from ..progress import ProgressCallback
 from .decoding import ClipBounds
 from .hf import load_language_model
 from .lm import REFERENCES, LMGuarantee, guarantee_of, rewrite_texts, units_of
 from .lm_settings import DP_PROMPT_TEMPLATE, MECHANISM_KIND, LMSettings
-from .rewriter import RewrittenText
+from .rewriter import TextRewriter
 
 __all__ = ["DPBART", "DPMLM", "DPParaphrase", "DPPrompt", "LMRewriter", "rewrite_lm_documents"]
 
 Units = list[str]
 
 
-class LMRewriter(Mechanism[Units, Units, RewrittenText]):
+class LMRewriter(TextRewriter[str]):
     """Base of the four language-model rewriters (parameters: :class:`~textdp.generation.lm_settings.LMSettings`).
 
     ``model`` is a local Hugging Face directory of the mechanism's kind; ``clip`` the public
     clipping bounds, a :class:`~textdp.generation.decoding.ClipBounds` or ``(low, high)``.
     """
 
-    family = "sentence"
-    releases = "sentence"
     chunk_size = 64
 
-    settings_: LMSettings
-    model_dir_: str
-    bound_: LMGuarantee
-
-    def __init__(self, epsilon: float | None = None, model: str | Path | None = None,
-                 clip: ClipBounds | tuple[float, float] | None = None, *, delta: float | None = None,
-                 max_new_tokens: int = 32, max_tokens: int = 32, max_input_tokens: int = 256,
-                 copy_stopwords: bool = True, prompt: str = DP_PROMPT_TEMPLATE, batch_size: int = 16,
-                 sampler: str = "inverse-cdf", top_k: int | None = None, top_p: float | None = None,
-                 seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.model = model
-        self.clip = clip
-        self.delta = delta
-        self.max_new_tokens = max_new_tokens
-        self.max_tokens = max_tokens
-        self.max_input_tokens = max_input_tokens
-        self.copy_stopwords = copy_stopwords
-        self.prompt = prompt
-        self.batch_size = batch_size
-        self.sampler = sampler
-        self.top_k = top_k
-        self.top_p = top_p
-        self.seed = seed
+    epsilon: float | None = None
+    model: str | Path | None = None
+    clip: ClipBounds | tuple[float, float] | None = None
+    delta: float | None = None
+    max_new_tokens: int = 32
+    max_tokens: int = 32
+    max_input_tokens: int = 256
+    copy_stopwords: bool = True
+    prompt: str = DP_PROMPT_TEMPLATE
+    batch_size: int = 16
+    sampler: str = "inverse-cdf"
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: SeedLike = None
 
     def _fit(self) -> None:
         if self.epsilon is None:
@@ -99,63 +86,70 @@ class LMRewriter(Mechanism[Units, Units, RewrittenText]):
         ctx = context or ReleaseContext(seeded=self.seeded_)
         return self.bound_.evolve(seeded=ctx.seeded, empty=ctx.empty)
 
-    def _prepare(self, unit: object, uid: str) -> Units:
-        if not isinstance(unit, str):
-            raise ParameterTypeError(f"document {uid}: text must be a str, got {type(unit).__name__}")
-        return self.units(unit)
-
     def units(self, text: str) -> Units:
         """The privacy units of ``text`` (:func:`~textdp.generation.lm.units_of` with the model's tokenizer)."""
         self._ensure_fitted()
         tokenizer = load_language_model(self.model_dir_, MECHANISM_KIND[self.name]).tokenizer
         return units_of(text, self.settings_, tokenizer)
 
-    def _is_empty(self, prepared: Units) -> bool:
-        return not prepared
+    def rewrite_units(self, units: Sequence[str], rng: np.random.Generator) -> Units:
+        return rewrite_texts(self.model_dir_, list(units), self.settings_, rng)
 
-    def _empty_message(self, uid: str, prepared: Units) -> str:
-        return f"document {uid}: nothing to rewrite"
-
-    def _privatize(self, prepared: Sequence[Units], context: ReleaseContext,
-                   rng: np.random.Generator) -> list[Units]:
-        flat = [u for units in prepared for u in units]
-        out = rewrite_texts(self.model_dir_, flat, self.settings_, rng)
-        cuts = np.cumsum([0] + [len(units) for units in prepared])
-        return [out[cuts[i] : cuts[i + 1]] for i in range(len(prepared))]
-
-    def _release(self, uid: str, prepared: Units, output: Units | None, context: ReleaseContext,
-                 guarantee: Guarantee, seeded: bool) -> RewrittenText:
-        texts = tuple(output or ())
-        return RewrittenText(id=uid, guarantee=guarantee, seeded=seeded, content=" ".join(t for t in texts if t),
-                             units=len(texts), sentences=texts)
+    def unit_text(self, unit: str) -> str:
+        return unit
 
     def _diagnose(self, uid: str, prepared: Units, output: Units | None) -> dict[str, Any]:
         return {"id": uid, "units": len(prepared), "characters": sum(len(u) for u in prepared)}
 
 
 class DPPrompt(LMRewriter):
-    """DP-Prompt (Utpala et al. 2023): a causal LM paraphrases each document, clipped (:mod:`textdp.generation.lm`)."""
+    """DP-Prompt (Utpala et al. 2023): a causal LM, prompted with the paper's template, paraphrases each document.
+
+    Each of the ``n = max_new_tokens`` tokens is an exponential-mechanism draw over the clipped
+    logits (temperature ``2 Delta / epsilon``, the whole vocabulary). Guarantee: ``n epsilon`` per
+    document for any two documents cut to ``max_input_tokens`` tokens (adaptive composition;
+    the end token is drawn, so the length is covered). Unit: the document.
+    """
 
     name = "dp-prompt"
     reference = REFERENCES["dp-prompt"]
 
 
 class DPParaphrase(LMRewriter):
-    """DP-Paraphrase (Mattern et al. 2022): a seq2seq paraphraser, every token an ε-DP draw."""
+    """DP-Paraphrase (Mattern et al. 2022): a sequence-to-sequence paraphraser rewrites each sentence.
+
+    Every generated token is an ε-DP draw over clipped logits, so a sentence costs
+    ``max_new_tokens * epsilon`` for any two sentences (its length covered). A document of
+    ``m`` sentences composes to ``m`` times that; ``m`` itself is not covered. Unit: the sentence.
+    """
 
     name = "dp-paraphrase"
     reference = REFERENCES["dp-paraphrase"]
 
 
 class DPMLM(LMRewriter):
-    """DP-MLM (Meisenbacher et al. 2024): a masked LM replaces one token at a time (same skeleton)."""
+    """DP-MLM (Meisenbacher et al. 2024): a masked LM replaces one token at a time.
+
+    The input is the sentence followed by its copy with one token masked; the replacement is
+    an ε-DP draw at the mask. Guarantee: ``r epsilon`` per sentence (``r`` replaced tokens,
+    at most ``max_tokens``; the record states ``max_tokens * epsilon``) between sentences of the
+    **same skeleton**: as many tokens and, with ``copy_stopwords``, the same stop words and
+    punctuation in place, which are released as they are.
+    """
 
     name = "dp-mlm"
     reference = REFERENCES["dp-mlm"]
 
 
 class DPBART(LMRewriter):
-    """DP-BART (Igamberdiev & Habernal 2023): clipped encoder output + Gaussian noise per coordinate and token."""
+    """DP-BART-CLV (Igamberdiev & Habernal 2023): noisy encoder output, decoded.
+
+    The encoder output of the sentence (padded or cut to ``max_tokens``) is clipped to
+    ``clip`` per coordinate and every coordinate of every token gets its own ``N(0, sigma^2)``,
+    ``sigma`` from the analytic Gaussian mechanism (Balle & Wang 2018) for the L2 sensitivity
+    ``(c_max - c_min) sqrt(d n)``. Guarantee: ``(epsilon, delta)``-DP per sentence for any two
+    sentences; the noisy matrix is never released, only the greedily decoded tokens.
+    """
 
     name = "dp-bart"
     reference = REFERENCES["dp-bart"]

@@ -1,8 +1,8 @@
 """Rewriting text with a trained model: the sentence family of mechanisms, with honest records.
 
 :class:`Rewriter` loads a model directory (:mod:`textdp.generation.training`). The sentence
-family's mechanisms derive from :class:`SentenceMechanism` (itself a
-:class:`textdp.mechanisms.base.Mechanism`: parameters from ``__init__``, ``fit`` loads the
+family's mechanisms derive from :class:`TextRewriter` (itself a
+:class:`textdp.mechanisms.base.Mechanism`: parameters declared as fields, ``fit`` loads the
 model, one batch verb ``privatize_batch(texts, ids, seed=...)``, one ``guarantee(context)``);
 each is registered under one name (:func:`textdp.mechanisms.get`):
 
@@ -29,9 +29,9 @@ per-segment bound (:class:`~textdp.guarantees.ReleaseRecord`). Two generation va
 ``max_length`` steps and stop when the mechanism draws the end token, so the output length is
 covered by the bound.
 
-A new sentence mechanism (e.g. a language-model rewriter) subclasses :class:`SentenceMechanism`,
-declares ``name`` and its ``__init__`` parameters (``epsilon``, ``model``, ``seed``, ...), and
-supplies :meth:`SentenceMechanism.rewrite_segments` (segments, rng -> output tokens) and
+A new sentence mechanism on a textdp model subclasses :class:`SentenceMechanism`, declares
+``name`` and its own parameters as fields (``epsilon``, ``model``, ``model_data`` and ``seed`` are
+declared there), and supplies :meth:`SentenceMechanism.rewrite_segments` (segments, rng -> output tokens) and
 :meth:`SentenceMechanism.bound` (its :class:`~textdp.generation.accounting.RewriteGuarantee`).
 
 :func:`rewrite_documents` is the pure batch function ``(documents, rng) -> records`` the CLI
@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -240,26 +240,77 @@ class RewrittenText(ReleaseRecord):
 
 
 Segments = list[list[str]]
+S = TypeVar("S")  # one privacy unit of a text (a token list, or a string)
 
 
-class SentenceMechanism(Mechanism[Segments, Segments, RewrittenText]):
-    """Base of the sentence family (see the module docstring): texts in, rewritten texts out.
+class TextRewriter(Mechanism[list[S], list[S], RewrittenText], Generic[S]):
+    """Base of the sentence family: a text is cut into privacy units, each rewritten, then joined.
 
-    Parameters every subclass takes: ``epsilon``, ``model`` (a :class:`Rewriter` or a model
-    directory), ``model_data`` (which data the model saw: ``public``, ``disjoint``, ``same``,
-    ``unknown`` or ``auto``) and ``seed``.
+    The batch loop is here once: a text's units come from :meth:`units`, all units of a
+    chunk are rewritten in one :meth:`rewrite_units` call (a pure batch function of the units
+    and ``rng``) and cut back per text; a text with no unit follows the ``empty`` policy. The
+    release is a :class:`RewrittenText` (``units`` = its number of units). Subclasses:
+    :class:`SentenceMechanism` (a trained textdp model; units are token lists) and
+    :class:`~textdp.generation.lm_family.LMRewriter` (a language model; units are strings).
     """
 
     family = "sentence"
     releases = "sentence"
+
+    @abstractmethod
+    def units(self, text: str) -> list[S]:
+        """The privacy units of ``text`` (PRIVATE)."""
+
+    @abstractmethod
+    def rewrite_units(self, units: Sequence[S], rng: np.random.Generator) -> list[S]:
+        """The rewritten form of every unit (a pure batch function of ``units`` and ``rng``)."""
+
+    @abstractmethod
+    def unit_text(self, unit: S) -> str:
+        """A rewritten unit as text."""
+
+    def _prepare(self, unit: object, uid: str) -> list[S]:
+        if not isinstance(unit, str):
+            raise ParameterTypeError(f"document {uid}: text must be a str, got {type(unit).__name__}")
+        return self.units(unit)
+
+    def _is_empty(self, prepared: list[S]) -> bool:
+        return not prepared
+
+    def _empty_message(self, uid: str, prepared: list[S]) -> str:
+        return f"document {uid}: nothing to rewrite"
+
+    def _privatize(self, prepared: Sequence[list[S]], context: ReleaseContext,
+                   rng: np.random.Generator) -> list[list[S]]:
+        flat = [u for units in prepared for u in units]
+        out = self.rewrite_units(flat, rng)
+        cuts = np.cumsum([0] + [len(units) for units in prepared])
+        return [out[cuts[i] : cuts[i + 1]] for i in range(len(prepared))]
+
+    def _release(self, uid: str, prepared: list[S], output: list[S] | None, context: ReleaseContext,
+                 guarantee: Guarantee, seeded: bool) -> RewrittenText:
+        texts = tuple(self.unit_text(o) for o in (output or []))
+        return RewrittenText(id=uid, guarantee=guarantee, seeded=seeded, content=" ".join(t for t in texts if t),
+                             units=len(texts), sentences=texts)
+
+
+class SentenceMechanism(TextRewriter[list[str]]):
+    """The sentence mechanisms on a trained textdp model (see the module docstring).
+
+    Parameters every subclass takes: ``epsilon``, ``model`` (a :class:`Rewriter` or a model
+    directory), ``model_data`` (which data the model saw: ``public``, ``disjoint``, ``same``,
+    ``unknown`` or ``auto``) and ``seed``. A unit is a segment of at most ``L_max`` tokens.
+    """
+
     #: every segment of a batch is rewritten in one call (the model batches by ``batch_size`` itself)
     chunk_size = 1 << 62
     #: the bound depends on a trained model (else only on its vocabulary)
     uses_model: ClassVar[bool] = True
 
+    epsilon: float
     model: Rewriter | str | Path
-    model_data: str
-    model_: Rewriter
+    model_data: str = "auto"
+    seed: SeedLike = None
 
     def _fit(self) -> None:
         self.epsilon_ = check_epsilon(self.epsilon)
@@ -293,30 +344,16 @@ class SentenceMechanism(Mechanism[Segments, Segments, RewrittenText]):
         ctx = context or ReleaseContext(seeded=self.seeded_)
         return self.bound().evolve(seeded=ctx.seeded, empty=ctx.empty)
 
-    def _prepare(self, unit: object, uid: str) -> Segments:
-        if not isinstance(unit, str):
-            raise ParameterTypeError(f"document {uid}: text must be a str, got {type(unit).__name__}")
-        return self.model_.segments(unit)
+    def units(self, text: str) -> Segments:
+        """The segments of ``text`` (at most ``L_max`` tokens each; PRIVATE)."""
+        return self.model_.segments(text)
 
-    def _is_empty(self, prepared: Segments) -> bool:
-        return not prepared
+    def rewrite_units(self, units: Sequence[list[str]], rng: np.random.Generator) -> Segments:
+        self.model_.check_segments(units)
+        return self.rewrite_segments(units, rng)
 
-    def _empty_message(self, uid: str, prepared: Segments) -> str:
-        return f"document {uid}: no words to rewrite"
-
-    def _privatize(self, prepared: Sequence[Segments], context: ReleaseContext,
-                   rng: np.random.Generator) -> list[Segments]:
-        flat = [s for segs in prepared for s in segs]
-        self.model_.check_segments(flat)
-        out = self.rewrite_segments(flat, rng)
-        bounds = np.cumsum([0] + [len(segs) for segs in prepared])
-        return [out[bounds[i] : bounds[i + 1]] for i in range(len(prepared))]
-
-    def _release(self, uid: str, prepared: Segments, output: Segments | None, context: ReleaseContext,
-                 guarantee: Guarantee, seeded: bool) -> RewrittenText:
-        texts = tuple(detokenize(o) for o in (output or []))
-        return RewrittenText(id=uid, guarantee=guarantee, seeded=seeded, content=" ".join(t for t in texts if t),
-                             units=len(texts), sentences=texts)
+    def unit_text(self, unit: list[str]) -> str:
+        return detokenize(unit)
 
     def _diagnose(self, uid: str, prepared: Segments, output: Segments | None) -> dict[str, Any]:
         vocab = self.model_.vocab
@@ -336,17 +373,10 @@ class ERAE(SentenceMechanism):
     name = "er-ae"
     reference = "Bo, Ding, Fung & Iqbal, NAACL 2021"
 
-    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, variant: str = "autoregressive",
-                 word_fraction: float = 0.1, k: int = 5, model_data: str = "auto", batch_size: int = 256,
-                 seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.model = model
-        self.variant = variant
-        self.word_fraction = word_fraction
-        self.k = k
-        self.model_data = model_data
-        self.batch_size = batch_size
-        self.seed = seed
+    variant: str = "autoregressive"
+    word_fraction: float = 0.1
+    k: int = 5
+    batch_size: int = 256
 
     def _setup(self) -> None:
         check_choice(self.variant, "variant", VARIANTS)
@@ -374,14 +404,8 @@ class AEDP(SentenceMechanism):
     name = "ae-dp"
     reference = "Bo, Ding, Fung & Iqbal, NAACL 2021 (baseline); McSherry & Talwar 2007"
 
-    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, variant: str = "autoregressive",
-                 model_data: str = "auto", batch_size: int = 256, seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.model = model
-        self.variant = variant
-        self.model_data = model_data
-        self.batch_size = batch_size
-        self.seed = seed
+    variant: str = "autoregressive"
+    batch_size: int = 256
 
     def _setup(self) -> None:
         check_choice(self.variant, "variant", VARIANTS)
@@ -405,13 +429,6 @@ class _VocabularySentence(SentenceMechanism):
     """A sentence mechanism that uses only the model's vocabulary and card, never its network."""
 
     uses_model = False
-
-    def __init__(self, *, epsilon: float, model: Rewriter | str | Path, model_data: str = "auto",
-                 seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.model = model
-        self.model_data = model_data
-        self.seed = seed
 
 
 class SynTFSentence(_VocabularySentence):

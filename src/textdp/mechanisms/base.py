@@ -19,10 +19,17 @@ The API (scikit-learn style, what a new mechanism implements and what callers us
 ``epsilon_from``
     the parameter ε can be derived from instead (``random``: ``rate``), or ``None``.
 
-**Parameters** are the keyword arguments of ``__init__``, stored unchanged under the same
-names (as in scikit-learn: no validation in ``__init__``). :meth:`get_params` /
-:meth:`set_params` read them from ``__init__``'s signature, once, here (the only
-``inspect.signature`` in the library). Every mechanism takes ``epsilon`` and ``seed``.
+**Parameters** are declared once, as annotated class attributes: every subclass of
+:class:`Mechanism` is made a keyword-only dataclass (``kw_only=True, eq=False, repr=False``,
+applied by ``__init_subclass__`` and announced to type checkers by ``dataclass_transform``),
+so a family base declares its shared parameters (``epsilon``, ``embeddings``, ``seed``, ...)
+and a mechanism adds only its own (``beta: float = 0.001``). The generated ``__init__``
+stores them unchanged under the same names (as in scikit-learn: no validation in
+``__init__``); :meth:`param_names` reads the dataclass fields, so the constructor, the
+parameter list, :meth:`get_params`, :meth:`set_params`, the CLI and the settings files cannot
+disagree. Every mechanism takes ``epsilon`` and ``seed``. Annotations that are not parameters
+are ``ClassVar`` (class-level declarations) or live on :class:`Mechanism` itself (fitted
+attributes, which are never constructor arguments).
 
 **fit(X=None, y=None)** validates the parameters and loads the public data (embeddings, a
 model); fitted attributes end in ``_`` (``epsilon_``, ``embeddings_``, ``rng_``, ``seeded_``).
@@ -65,11 +72,11 @@ shape, seeded, empty policy); :meth:`release_context` builds it for a batch.
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Self, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypedDict, TypeVar, Unpack, cast, dataclass_transform
 
 import numpy as np
 
@@ -78,6 +85,9 @@ from .._validation import check_choice
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..guarantees import EMPTY_POLICIES, RELEASE_FORMS, Guarantee, ReleaseRecord
 from ..progress import ProgressCallback
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["FAMILIES", "BatchOptions", "Mechanism", "PrivateReport", "ReleaseContext", "SeedLike", "check_ids"]
 
@@ -90,9 +100,6 @@ R = TypeVar("R", bound=ReleaseRecord)  # the release record type
 
 #: receives PRIVATE per-unit diagnostics: a list to append to, or a callable
 PrivateReport = list[Any] | Callable[[Any], None]
-
-_PARAM_NAMES: dict[type, tuple[str, ...]] = {}
-
 
 class BatchOptions(TypedDict, total=False):
     """The keyword options of the one batch verb (:meth:`Mechanism.privatize_batch` documents each)."""
@@ -148,8 +155,12 @@ def check_ids(ids: Sequence[object] | None, n: int) -> list[str]:
     return [str(x) for x in ids]
 
 
+@dataclass_transform(kw_only_default=True, eq_default=False)
 class Mechanism(ABC, Generic[P, O, R]):
-    """Base of every mechanism (see the module docstring for the API)."""
+    """Base of every mechanism (see the module docstring for the API).
+
+    Every subclass is a keyword-only dataclass of its parameters (the module docstring says why).
+    """
 
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
@@ -171,18 +182,17 @@ class Mechanism(ABC, Generic[P, O, R]):
             raise TypeError(f"{cls.__name__}.family must be one of {FAMILIES}")
         if cls.releases and cls.releases not in RELEASE_FORMS:
             raise TypeError(f"{cls.__name__}.releases must be one of {RELEASE_FORMS}")
+        if "__init__" in vars(cls):
+            raise TypeError(f"{cls.__name__}: declare the parameters as annotated class attributes "
+                            "(a dataclass field each), not in __init__")
+        dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
 
     # -- scikit-learn protocol -------------------------------------------------------------
     @classmethod
     def param_names(cls) -> tuple[str, ...]:
-        """The constructor's parameters, read once from ``__init__``'s signature (scikit-learn's way)."""
-        names = _PARAM_NAMES.get(cls)
-        if names is None:
-            sig = inspect.signature(cls.__init__)
-            names = tuple(p.name for p in sig.parameters.values() if p.name != "self"
-                          and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
-            _PARAM_NAMES[cls] = names
-        return names
+        """The constructor's parameters: the dataclass fields, in declaration order (family base first)."""
+        data_class = cast("type[DataclassInstance]", cls)
+        return tuple(f.name for f in dataclasses.fields(data_class) if f.init)
 
     def get_params(self, deep: bool = True) -> dict[str, object]:
         """Constructor parameters (scikit-learn protocol)."""

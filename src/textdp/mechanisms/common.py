@@ -24,7 +24,7 @@ from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import Guarantee, ReleaseRecord
 from ..text import normalize
-from .base import BatchOptions, Mechanism, ReleaseContext
+from .base import BatchOptions, Mechanism, ReleaseContext, SeedLike
 
 __all__ = [
     "SIZE_FROM_DATA_WARNING", "WORDS_PER_BLOCK", "BagMechanism", "BagOutput", "DocumentDiagnostics", "PreparedText",
@@ -163,17 +163,31 @@ class PrivateDocument(ReleaseRecord):
 class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
     """Texts in: normalised, looked up in the public vocabulary (OOV tokens dropped, never released).
 
-    A subclass has the constructor parameters ``embeddings``, ``vocab_size`` and ``stop_words``
-    (and ``epsilon``, ``seed``); ``_fit`` calls :meth:`_load_embeddings`.
+    The parameters every text mechanism takes are declared here, once (a mechanism adds its own
+    below them); ``_fit`` calls :meth:`_load_embeddings`.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter (its unit is the family's: per word, per unit of distance, per document).
+    embeddings : Embeddings, path or None
+        The public vocabulary; ``None`` loads GloVe 6B 50d (400,000 words).
+    vocab_size : int, optional
+        Keep the K most frequent words.
+    stop_words : "english", iterable or None
+        Removed before the mechanism (never released).
+    seed : int, Generator, SeedSequence or None
+        ``None`` (the default) uses fresh OS entropy; a seed is for experiments.
     """
 
     #: stop words are kept in place (CusText+), not removed before the mechanism
     keeps_stop_words: ClassVar[bool] = False
 
-    embeddings: Embeddings | str | os.PathLike[str] | None
-    vocab_size: int | None
-    stop_words: str | Iterable[str] | None
-    embeddings_: Embeddings
+    epsilon: float | None
+    embeddings: Embeddings | str | os.PathLike[str] | None = None
+    vocab_size: int | None = None
+    stop_words: str | Iterable[str] | None = "english"
+    seed: SeedLike = None
 
     def _load_embeddings(self) -> Embeddings:
         self.embeddings_ = resolve_embeddings(self.embeddings, self.vocab_size)
@@ -241,15 +255,18 @@ class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
 class BagMechanism(TextMechanism[BagOutput, PrivateDocument]):
     """The document family: every document becomes a bag of exactly N words (N public).
 
-    A subclass has the parameters ``size`` and ``size_from_data`` and supplies
-    ``_privatize`` (prepared documents -> one :class:`BagOutput` each) and ``guarantee``.
+    Parameters (besides :class:`TextMechanism`'s): ``size``, the public bag size N (or per call),
+    and ``size_from_data`` (take N from the data, which the guarantee then says it reveals). A
+    subclass supplies ``_privatize`` (prepared documents -> one :class:`BagOutput` each) and
+    ``guarantee``.
     """
 
     family = "document"
     releases = "bag"
 
-    size: int | None
-    size_from_data: bool
+    epsilon: float
+    size: int | None = None
+    size_from_data: bool = False
 
     def _check_epsilon_and_size(self) -> None:
         """Check ε (setting ``epsilon_``) and the constructor's bag size, when given."""

@@ -45,8 +45,7 @@ Design choices, and why:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -55,7 +54,6 @@ from .._validation import check_choice, check_epsilon
 from ..embeddings import (
     DECODERS,
     Decoder,
-    Embeddings,
     ExactDecoder,
     make_decoder,
 )
@@ -180,6 +178,7 @@ class EarthMoversPrivacy(BagMechanism):
 
     Examples
     --------
+    >>> from textdp.embeddings import Embeddings
     >>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
     >>> mech = EarthMoversPrivacy(epsilon=1e6, size=2, embeddings=emb, stop_words=None, seed=0)
     >>> doc = mech.privatize("dog cat unicorn")
@@ -200,34 +199,11 @@ class EarthMoversPrivacy(BagMechanism):
     ['dog car']
     """
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        size: int | None = None,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        bag: str = "truncate",
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        decoder: str = "exact",
-        size_from_data: bool = False,
-        known_source: bool = False,
-        postprocess: str | None = None,
-        candidates: int = 64,
-    ) -> None:
-        self.epsilon = epsilon
-        self.size = size
-        self.embeddings = embeddings
-        self.vocab_size = vocab_size
-        self.bag = bag
-        self.stop_words = stop_words
-        self.seed = seed
-        self.decoder = decoder
-        self.size_from_data = size_from_data
-        self.known_source = known_source
-        self.postprocess = postprocess
-        self.candidates = candidates
+    bag: str = "truncate"
+    decoder: str = "exact"
+    known_source: bool = False
+    postprocess: str | None = None
+    candidates: int = 64
 
     name = "earth-movers"
     reference = EARTH_MOVERS_REFERENCE

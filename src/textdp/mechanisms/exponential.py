@@ -14,8 +14,6 @@ matrix: scores are computed per vocabulary block with one float64 GEMM.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -30,7 +28,7 @@ from .kernels import (
     pairwise_distances,
     sample_by_distance,
 )
-from .word_level import SeedLike, WordLevelMechanism, composition
+from .word_level import WordLevelMechanism, composition
 
 __all__ = ["TEM", "CusText", "CusTextPlus", "RandomReplacement", "SanText", "SanTextPlus", "custext_groups"]
 
@@ -164,18 +162,7 @@ class TEM(_VocabularyExponential):
     name = "tem"
     reference = TEM_REFERENCE
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        beta: float = 0.001,
-    ) -> None:
-        super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
-        self.beta = beta
+    beta: float = 0.001
 
     def _setup(self, emb: Embeddings) -> None:
         super()._setup(emb)
@@ -282,20 +269,8 @@ class SanTextPlus(_VocabularyExponential):
     name = "santext+"
     reference = SANTEXT_REFERENCE
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        p: float = 0.3,
-        sensitive_fraction: float = 0.9,
-    ) -> None:
-        super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
-        self.p = p
-        self.sensitive_fraction = sensitive_fraction
+    p: float = 0.3
+    sensitive_fraction: float = 0.9
 
     def _setup(self, emb: Embeddings) -> None:
         super()._setup(emb)
@@ -505,18 +480,7 @@ class CusText(WordLevelMechanism):
     metric = "discrete"
     keeps_stop_words = False
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        top_k: int = 20,
-    ) -> None:
-        super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
-        self.top_k = top_k
+    top_k: int = 20
 
     def _setup(self, emb: Embeddings) -> None:
         self._v64 = np.ascontiguousarray(emb.vectors, dtype=np.float64)
@@ -655,18 +619,8 @@ class RandomReplacement(WordLevelMechanism):
     reference = "Warner 1965 randomised response; k-ary randomised response (Kairouz, Oh & Viswanath 2014)"
     metric = "discrete"
 
-    def __init__(
-        self,
-        *,
-        epsilon: float | None = None,
-        rate: float | None = None,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-    ) -> None:
-        super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
-        self.rate = rate
+    epsilon: float | None = None
+    rate: float | None = None
 
     def _check_epsilon(self) -> float:
         if (self.epsilon is None) == (self.rate is None):

@@ -16,9 +16,6 @@ guarantee of the noise carries over unchanged.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
-
 import numpy as np
 
 from .._validation import check_choice
@@ -27,7 +24,7 @@ from ..errors import ParameterError, ParameterTypeError
 from .kernels import augment32, nearest_k
 from .laplace import laplace_noise, sample_direction, sample_radius
 from .mbr import POSTPROCESSORS, MBRDecoder
-from .word_level import SeedLike, WordLevelMechanism, composition
+from .word_level import WordLevelMechanism, composition
 
 __all__ = ["CMP", "POSTPROCESSORS", "MBRDecoder", "Mahalanobis", "Vickrey"]
 
@@ -44,7 +41,64 @@ VICKREY_REFERENCE = (
     "Xu, Aggarwal, Feyisetan & Teissier, 'On a Utilitarian Approach to Privacy Preserving Text Generation', "
     "PrivateNLP@NAACL 2021 (Vickrey mechanism: first/second nearest neighbour with threshold t)"
 )
-class CMP(WordLevelMechanism):
+class _NoisyVector(WordLevelMechanism):
+    """Noise in embedding space, then a release that reads only the noisy vector (CMP, Mahalanobis, Vickrey).
+
+    Shared machinery: the float64 vectors, CMP's n-dimensional Laplace noise (a subclass may
+    shape it), ``core = release(noisy_vectors(ids))`` and the Euclidean log-ratio bound.
+    """
+
+    def _setup(self, emb: Embeddings) -> None:
+        self._v64 = emb.vectors.astype(np.float64)
+        self._sq = np.einsum("ij,ij->i", self._v64, self._v64)
+
+    def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """``(count, n)`` noise vectors of this mechanism."""
+        return laplace_noise(count, self.embeddings_.dim, self.epsilon_, rng)
+
+    def noisy_vectors(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``e_w + Z`` for each row of ``ids`` (``(n,)`` -> ``(n, d)``)."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        return self._v64[ids] + self.noise(ids.size, rng)
+
+    def release(self, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The released rows for noisy vectors: a function of the noisy vectors (and public data) only."""
+        raise NotImplementedError
+
+    def core(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Noise, then :meth:`release` (pure given the fitted parameters, ``ids`` and ``rng``)."""
+        return self.release(self.noisy_vectors(ids, rng), rng)
+
+    def log_ratio_bound(self, x: int, x2: int) -> float:
+        """``epsilon ||e_x - e_x2||_2``."""
+        self._ensure_fitted()
+        return float(self.epsilon_ * np.linalg.norm(self._v64[x] - self._v64[x2]))
+
+
+class _Decoded(_NoisyVector):
+    """A noisy-vector mechanism released by a nearest-word decoder (parameter ``decoder``)."""
+
+    decoder: str = "exact"
+
+    def _setup(self, emb: Embeddings) -> None:
+        super()._setup(emb)
+        self.decoder_: Decoder = self._make_decoder(emb)
+
+    def _make_decoder(self, emb: Embeddings) -> Decoder:
+        check_choice(self.decoder, "decoder", DECODERS)
+        return make_decoder(self.decoder, emb.vectors)
+
+    def release(self, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The nearest word of each noisy vector (the decoder gets no source rows)."""
+        return self.decoder_.decode(noisy)
+
+    def _public_params(self) -> dict[str, object]:
+        out = super()._public_params()
+        out["decoder"] = getattr(self.decoder_, "name", self.decoder)
+        return out
+
+
+class CMP(_Decoded):
     """Calibrated multivariate perturbation (CMP), per word, in place.
 
     Each in-vocabulary word ``w`` becomes ``argmin_u ||e_u - (e_w + Z)||`` where ``Z`` has
@@ -89,55 +143,17 @@ class CMP(WordLevelMechanism):
     name = "cmp"
     reference = CMP_REFERENCE
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        decoder: str = "exact",
-        postprocess: str | None = None,
-        candidates: int = 64,
-    ) -> None:
-        super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
-        self.decoder = decoder
-        self.postprocess = postprocess
-        self.candidates = candidates
-
-    def _setup(self, emb: Embeddings) -> None:
-        self._v64 = emb.vectors.astype(np.float64)
-        self._sq = np.einsum("ij,ij->i", self._v64, self._v64)
-        self.decoder_: Decoder = self._make_decoder(emb)
+    postprocess: str | None = None
+    candidates: int = 64
 
     def _make_decoder(self, emb: Embeddings) -> Decoder:
         if self.postprocess is not None:
             check_choice(self.postprocess, "postprocess", POSTPROCESSORS)
             return MBRDecoder(emb.vectors, epsilon=self.epsilon_, candidates=self.candidates)
-        check_choice(self.decoder, "decoder", DECODERS)
-        return make_decoder(self.decoder, emb.vectors)
-
-    def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        """``(count, n)`` noise vectors of this mechanism."""
-        return laplace_noise(count, self.embeddings_.dim, self.epsilon_, rng)
-
-    def noisy_vectors(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``e_w + Z`` for each row of ``ids`` (``(n,)`` -> ``(n, d)``)."""
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        return self._v64[ids] + self.noise(ids.size, rng)
-
-    def release(self, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The released rows for noisy vectors: a function of the noisy vectors (and public data) only."""
-        return self.decoder_.decode(noisy)
-
-    def core(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Noise, then :meth:`release` (pure given the fitted parameters, ``ids`` and ``rng``)."""
-        return self.release(self.noisy_vectors(ids, rng), rng)
+        return super()._make_decoder(emb)
 
     def _public_params(self) -> dict[str, object]:
         out = super()._public_params()
-        out["decoder"] = getattr(self.decoder_, "name", self.decoder)
         if self.postprocess is not None:
             out["postprocess"] = self.postprocess
             out["candidates"] = self.candidates
@@ -160,13 +176,8 @@ class CMP(WordLevelMechanism):
             + " " + self._not_covered()
         )
 
-    def log_ratio_bound(self, x: int, x2: int) -> float:
-        """``epsilon ||e_x - e_x2||_2``."""
-        self._ensure_fitted()
-        return float(self.epsilon_ * np.linalg.norm(self._v64[x] - self._v64[x2]))
 
-
-class Mahalanobis(CMP):
+class Mahalanobis(_Decoded):
     """Regularised-Mahalanobis perturbation (elliptical noise), per word, in place.
 
     With ``Sigma`` the sample covariance of the (public) embedding vectors, scaled to
@@ -201,22 +212,7 @@ class Mahalanobis(CMP):
     reference = MAHALANOBIS_REFERENCE
     metric = "regularized-mahalanobis"
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        lambd: float = 0.2,
-        decoder: str = "exact",
-    ) -> None:
-        super().__init__(
-            epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed,
-            decoder=decoder,
-        )
-        self.lambd = lambd
+    lambd: float = 0.2
 
     def _setup(self, emb: Embeddings) -> None:
         super()._setup(emb)
@@ -288,7 +284,7 @@ def regularized_sqrt(vectors: np.ndarray, lambd: float) -> tuple[np.ndarray, np.
     return root, inv
 
 
-class Vickrey(CMP):
+class Vickrey(_NoisyVector):
     """The Vickrey mechanism: first or second nearest neighbour of the noisy vector.
 
     The noisy vector ``z`` is CMP's (``lambd=None``) or the Mahalanobis mechanism's
@@ -314,20 +310,8 @@ class Vickrey(CMP):
     name = "vickrey"
     reference = VICKREY_REFERENCE
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        t: float = 0.5,
-        lambd: float | None = None,
-    ) -> None:
-        super().__init__(epsilon=epsilon, embeddings=embeddings, vocab_size=vocab_size, stop_words=stop_words, seed=seed)
-        self.t = t
-        self.lambd = lambd
+    t: float = 0.5
+    lambd: float | None = None
 
     def _setup(self, emb: Embeddings) -> None:
         if isinstance(self.t, bool) or not isinstance(self.t, (int, float, np.floating)) or not 0 <= float(self.t) <= 1:
@@ -360,7 +344,7 @@ class Vickrey(CMP):
         return np.where(first, rows[:, 0], rows[:, 1])
 
     def _public_params(self) -> dict[str, object]:
-        out = WordLevelMechanism._public_params(self)  # Vickrey's own decoding: no decoder parameter
+        out = super()._public_params()  # Vickrey's own decoding: no decoder parameter
         out["t"] = float(self.t)
         if self.lambd is not None:
             out["lambd"] = float(self.lambd)

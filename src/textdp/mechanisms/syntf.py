@@ -56,15 +56,13 @@ rewriter's ``syntf-sentence`` calls the same pure functions over the model's voc
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int, check_size
-from ..embeddings import Embeddings
 from ..errors import ParameterError
 from ..guarantees import Guarantee
 from .base import ReleaseContext, SeedLike
@@ -415,26 +413,7 @@ class SynTF(BagMechanism):
     #: documents per chunk (sampling is O(k + N) per document, whatever V)
     chunk_size = 1024
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        size: int | None = None,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-        size_from_data: bool = False,
-        variant: str = "weights",
-    ) -> None:
-        self.epsilon = epsilon
-        self.size = size
-        self.embeddings = embeddings
-        self.vocab_size = vocab_size
-        self.stop_words = stop_words
-        self.seed = seed
-        self.size_from_data = size_from_data
-        self.variant = variant
+    variant: str = "weights"
 
     def _fit(self) -> None:
         self._check_epsilon_and_size()

@@ -20,8 +20,7 @@ exactly one word per protected input word).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -134,7 +133,8 @@ class PrivateText(ReleaseRecord):
 class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
     """Base of the word family: scikit-learn style estimators that replace each word in place.
 
-    Subclasses set ``name``, ``reference`` and ``metric`` and implement :meth:`_setup`
+    The parameters are :class:`~textdp.mechanisms.common.TextMechanism`'s; a subclass declares
+    its own below them, sets ``name``, ``reference`` and ``metric`` and implements :meth:`_setup`
     (precomputation at ``fit``), :meth:`core` (the pure batch function ``(ids, rng) -> ids``)
     and :meth:`_statement`; they may extend :meth:`_public_params`.
     """
@@ -144,21 +144,6 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
     metric: ClassVar[str] = "euclidean"
     #: one chunk (the core draws over all words of the batch, WORDS_PER_CALL at a time)
     chunk_size = 1 << 62
-
-    def __init__(
-        self,
-        *,
-        epsilon: float | None,
-        embeddings: Embeddings | str | os.PathLike[str] | None = None,
-        vocab_size: int | None = None,
-        stop_words: str | Iterable[str] | None = "english",
-        seed: SeedLike = None,
-    ) -> None:
-        self.epsilon = epsilon
-        self.embeddings = embeddings
-        self.vocab_size = vocab_size
-        self.stop_words = stop_words
-        self.seed = seed
 
     def _fit(self) -> None:
         self.epsilon_ = self._check_epsilon()

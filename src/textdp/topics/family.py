@@ -4,7 +4,7 @@ Registered names (:func:`textdp.mechanisms.get`): ``topicdp`` (analytic Gaussian
 ``topicdp-thesis`` (the thesis calibration), ``topicdp-laplace`` (the Laplace baseline; spelt
 once across families, the n-dimensional Laplace noise of Earth Mover's privacy being another
 thing), ``mvg`` and ``mvg-directional``. Each is a :class:`~textdp.mechanisms.base.Mechanism`:
-parameters from ``__init__``, ``fit`` validates, one batch verb
+parameters declared once on :class:`TopicsMechanism`, ``fit`` validates, one batch verb
 ``privatize_batch([topic_matrix, ...], seed=...)``, one ``guarantee(ReleaseContext(shape=(m, n)))``.
 
 All take ``epsilon``, ``delta`` (unused by ``topicdp-laplace``, which is pure ε-DP),
@@ -66,16 +66,13 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     releases = "matrix"
     chunk_size = 1
 
-    def __init__(self, *, epsilon: float, delta: float | None = None, sensitivity: Sensitivity = None,
-                 gamma: float | None = None, grid: float = DEFAULT_GRID, vocabulary_note: str | None = None,
-                 seed: SeedLike = None) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.sensitivity = sensitivity
-        self.gamma = gamma
-        self.grid = grid
-        self.vocabulary_note = vocabulary_note
-        self.seed = seed
+    epsilon: float
+    delta: float | None = None
+    sensitivity: Sensitivity = None
+    gamma: float | None = None
+    grid: float = DEFAULT_GRID
+    vocabulary_note: str | None = None
+    seed: SeedLike = None
 
     def _fit(self) -> None:
         self.epsilon_ = check_epsilon(self.epsilon)
@@ -138,14 +135,33 @@ def topics_mechanism(name: str, **params: object) -> TopicsMechanism:
 
 
 class TopicDP(TopicsMechanism):
-    """TopicDP: exact discrete Gaussian noise, analytic calibration (Sharma 2021; CKS20)."""
+    """TopicDP: exact discrete Gaussian noise on the grid, analytic calibration (Sharma 2021; CKS20).
+
+    Noise law: every entry of the grid-rounded ``m x n`` matrix gets an independent discrete
+    Gaussian ``N_Z(0, sigma^2)`` in grid units, ``sigma = Delta_g / sqrt(2 rho)`` with
+    ``Delta_g = Delta/g + sqrt(mn)`` and ``rho`` the largest value with
+    ``zcdp_delta(rho, epsilon) <= delta`` (CKS20 Theorem 14 and Corollary 13).
+
+    Guarantee: ``(epsilon, delta)``-DP per user for the released matrix when ``sensitivity``
+    is a proven bound; with a :class:`~textdp.topics.sensitivity.SampledSensitivity` it is
+    random DP with confidence ``gamma`` (the guarantee says so). The vocabulary and the shape
+    are covered only as ``vocabulary_note`` states.
+    """
 
     name = "topicdp"
     reference = "Canonne, Kamath & Steinke 2020; Rubinstein & Alda 2017"
 
 
 class TopicDPThesis(TopicsMechanism):
-    """TopicDP with the thesis's per-entry calibration (the stated delta is the proven one)."""
+    """TopicDP with the thesis's calibration, ``sigma = Delta' sqrt(2 ln(1.25/delta)) mn / epsilon`` (Sharma 2021, Alg. 2).
+
+    The budget is split as ``epsilon/(mn)`` per entry, far noisier than needed since ``Delta``
+    already bounds the whole matrix; the thesis's own composition argument would give only
+    ``(epsilon, mn delta)``. The release is proven with CKS20 instead: the noise is
+    ``rho``-zCDP with ``rho = (epsilon/mn)^2 / (4 ln(1.25/delta))``, and the stated delta is the
+    larger of the CKS20 delta at ``epsilon`` and the requested one. Same unit (user) and caveats
+    as :class:`TopicDP`.
+    """
 
     name = "topicdp-thesis"
     reference = "Sharma 2021 (thesis calibration); Canonne, Kamath & Steinke 2020"
@@ -166,14 +182,27 @@ class TopicDPLaplace(TopicsMechanism):
 
 
 class MVG(TopicsMechanism):
-    """The matrix-variate Gaussian mechanism, isotropic covariance (Chanyaswad et al. 2018; proven with CKS20)."""
+    """The matrix-variate Gaussian mechanism with isotropic covariance (Chanyaswad et al., CCS 2018).
+
+    ``Z = Sigma^(1/2) N Psi^(1/2)`` with ``Sigma = I_m`` and equal column precisions spending the
+    whole budget ``P`` of :func:`textdp.accounting.gaussian.mvg_precision_budget`: i.i.d. entries
+    of variance ``sqrt(mn)/P``. Their Theorem 3 is for continuous noise, so the discretised
+    release is proven with CKS20 (``rho = Delta_g^2 / (2 min_j sigma_j^2)``), checked against
+    ``delta`` before any noise is drawn.
+    """
 
     name = "mvg"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
 
 
 class MVGDirectional(TopicsMechanism):
-    """The matrix-variate Gaussian mechanism with directional (keyword-rank) precision."""
+    """The matrix-variate Gaussian mechanism with directional precision over keyword ranks.
+
+    As :class:`MVG`, but the column precisions are proportional to the public weights
+    ``n, n-1, ..., 1`` (less noise on the top-ranked keywords): the paper's directional-noise
+    design with a data-independent direction, so the same CKS20 proof applies with the
+    smallest column variance.
+    """
 
     name = "mvg-directional"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
