@@ -27,9 +27,20 @@ and a mechanism adds only its own (``beta: float = 0.001``). The generated ``__i
 stores them unchanged under the same names (as in scikit-learn: no validation in
 ``__init__``); :meth:`param_names` reads the dataclass fields, so the constructor, the
 parameter list, :meth:`get_params`, :meth:`set_params`, the CLI and the settings files cannot
-disagree. Every mechanism takes ``epsilon`` and ``seed``. Annotations that are not parameters
-are ``ClassVar`` (class-level declarations) or live on :class:`Mechanism` itself (fitted
-attributes, which are never constructor arguments).
+disagree. Every mechanism takes ``epsilon`` and ``seed``. On a subclass, an annotation that
+is not a parameter must be a ``ClassVar`` (a class-level declaration); fitted attributes are
+assigned in ``_fit`` without a class annotation (only :class:`Mechanism`, which is not a
+dataclass, annotates the common ones). A hand-written ``__init__`` is refused at class
+creation, so a parameter cannot be kept in two places. A new word mechanism is, in full::
+
+    class Uniform(WordLevelMechanism):
+        name = "uniform"                         # class-level declarations
+        reference = "..."
+        metric = "discrete"
+        floor: float = 0.0                       # its own parameter, after the family's
+
+        def core(self, ids, rng): ...            # the pure batch function
+        def _statement(self): ...                # the guarantee, in words
 
 **fit(X=None, y=None)** validates the parameters and loads the public data (embeddings, a
 model); fitted attributes end in ``_`` (``epsilon_``, ``embeddings_``, ``rng_``, ``seeded_``).
