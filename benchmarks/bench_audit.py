@@ -42,7 +42,6 @@ from textdp.audit import AuditCase, audit, audit_case_names, run_audit
 from textdp.audit.cases import (
     TOPIC_SENSITIVITY,
     matrix_case,
-    word_noise_case,
     word_pair_case,
 )
 from textdp.topics.mechanisms import (
@@ -136,10 +135,12 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
 
     out += [
         ("earth-movers, radius Gamma(1, 1/eps)", 10.0, word_pair_case("earth-movers", decoded, emb, 10.0)),
-        ("earth-movers-noise, scale / 2", 10.0, word_noise_case("earth-movers-noise", noisy(0.5), emb, 10.0)),
-        ("earth-movers-noise, scale / 4", 10.0, word_noise_case("earth-movers-noise", noisy(0.25), emb, 10.0)),
+        ("earth-movers-noise, scale / 2", 10.0,
+         word_pair_case("earth-movers-noise", noisy(0.5), emb, 10.0, observe="noise")),
+        ("earth-movers-noise, scale / 4", 10.0,
+         word_pair_case("earth-movers-noise", noisy(0.25), emb, 10.0, observe="noise")),
         ("earth-movers-noise, coordinate-wise Laplace", 10.0,
-         word_noise_case("earth-movers-noise", noisy(1.0, coordinate=True), emb, 10.0)),
+         word_pair_case("earth-movers-noise", noisy(1.0, coordinate=True), emb, 10.0, observe="noise")),
     ]
     out += word_level_broken_cases()
     return out

@@ -35,7 +35,6 @@ from textdp.audit.cases import (
     choose_word_pair,
     l1_matrix_case,
     matrix_case,
-    word_noise_case,
     word_pair_case,
 )
 from textdp.cli import app
@@ -256,8 +255,20 @@ def test_earth_movers_noise_sampler(glove5k, label, noise, flagged):
         base = vec[ids.reshape(-1)].astype(np.float64)
         return (base + noise(ids.size, rng)).reshape(ids.shape + (vec.shape[1],))
 
-    case = word_noise_case("em-noise", noisy, glove5k, 10.0)
+    case = word_pair_case("em-noise", noisy, glove5k, 10.0, observe="noise")
     assert run_audit(case, samples=100_000, seed=7).passed is not flagged, label
+
+
+def test_word_pair_case_observes_words_or_noise_only(glove5k):
+    def ids_out(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return ids
+
+    words = word_pair_case("em", ids_out, glove5k, 10.0)
+    noise = word_pair_case("em", ids_out, glove5k, 10.0, observe="noise")
+    assert (words.events, words.chunk, words.curve) == ("discrete", 16_384, None)
+    assert (noise.events, noise.chunk, noise.curve is not None) == ("histogram", 65_536, True)
+    with pytest.raises(ParameterError, match="observe must be 'words' or 'noise'"):
+        word_pair_case("em", ids_out, glove5k, 10.0, observe="vectors")  # type: ignore[arg-type]
 
 
 def test_earth_movers_noise_registered_case_passes():

@@ -18,11 +18,12 @@ from scipy.stats import ks_2samp
 import textdp.mechanisms.earth_movers as em_module
 import textdp.mechanisms.exponential as exp_module
 import textdp.mechanisms.perturbation as pert_module
-from textdp.audit import audit, audit_case, run_audit
+from textdp.audit import AuditCase, audit, audit_case, run_audit
 from textdp.audit.cases import grid_releases, metric_noise_curve
 from textdp.audit.claims import tem_threshold, word_claim
 from textdp.audit.curve import PrivacyCurve, curve_test, exact_profile, hockey_stick, simulated_profile
 from textdp.audit.word_level import word_mechanism_case
+from textdp.errors import ParameterError
 from textdp.mechanisms import get
 from textdp.mechanisms.exponential import tem_gamma
 from textdp.topics.mechanisms import LaplaceBaseline, MVGMechanism, TopicDPGaussian
@@ -84,6 +85,18 @@ def test_curve_flags_a_stronger_sampler_and_passes_the_claimed_one():
     assert curve_test(_rr_curve(1.0), 0, 1, 20_000, rng, 0.05).passed
     assert not curve_test(_rr_curve(1.3), 0, 1, 20_000, rng, 0.05).passed  # 30% more epsilon
     assert curve_test(_rr_curve(0.5), 0, 1, 20_000, rng, 0.05).passed  # more noise than claimed: fine
+
+
+def test_a_sampler_returning_too_few_outputs_is_refused_by_both_audits():
+    def short(bit, n, rng):  # one output too few: the two audits draw through one chunked loop
+        return _rr(1.0)(bit, max(n - 1, 1), rng)
+
+    curve = PrivacyCurve(short, _rr_curve(1.0).loss, _rr_curve(1.0).claimed, (0.0, 0.5))
+    with pytest.raises(ParameterError, match=r"^the curve sampler: sample\(input, 1000, rng\) returned 999 outputs$"):
+        curve_test(curve, 0, 1, 1_000, np.random.default_rng(4), 0.05)
+    case = AuditCase(mechanism="rr-short", pair="bits 0 vs 1", input_a=0, input_b=1, sample=short, claimed_epsilon=1.0)
+    with pytest.raises(ParameterError, match=r"^rr-short: sample\(input, 2000, rng\) returned 1999 outputs$"):
+        run_audit(case, samples=2_000, seed=4)
 
 
 def test_curve_false_alarm_rate_is_controlled():

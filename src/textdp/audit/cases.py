@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -72,7 +72,6 @@ __all__ = [
     "sample_releases",
     "syntf_case",
     "topicdp_case",
-    "word_noise_case",
     "word_pair_case",
 ]
 
@@ -234,14 +233,15 @@ def _copies_sampler(
 
 def word_pair_case(
     mechanism: str,
-    privatize: Callable[[np.ndarray, np.random.Generator], np.ndarray],
+    release: Callable[[np.ndarray, np.random.Generator], np.ndarray],
     embeddings: Embeddings,
     epsilon: float,
     pair: tuple[str, str] | None = None,
     *,
     size: int = 1,
     claimed_epsilon: float | None = None,
-    chunk: int = 16_384,
+    observe: Literal["words", "noise"] = "words",
+    chunk: int | None = None,
     curve: PrivacyCurve | None = None,
 ) -> AuditCase:
     """An audit case for a word-level metric-DP mechanism: two bags of ``size`` equal words.
@@ -258,9 +258,9 @@ def word_pair_case(
     ----------
     mechanism : str
         Registered name.
-    privatize : callable
-        ``privatize(ids, rng) -> ids``: the mechanism on a ``(B, N)`` batch of vocabulary rows;
-        the outputs (decoded rows) are the events.
+    release : callable
+        ``release(ids, rng)`` on a ``(B, N)`` batch of vocabulary rows: the decoded rows
+        (``observe="words"``) or the ``(B, N, d)`` noisy vectors (``observe="noise"``).
     embeddings : Embeddings
         The public vocabulary (the pair must be in it).
     epsilon : float
@@ -271,20 +271,44 @@ def word_pair_case(
         Bag size N (both bags repeat their word N times, so ``E_d = d``).
     claimed_epsilon : float, optional
         The claim for this pair; default ``ε·N·E_d = ε·N·d`` (Theorem 5.1 of Fernandes et al.).
+    observe : {"words", "noise"}
+        ``words``: each decoded bag is an event. ``noise``: the noisy vectors of Algorithm 1 of
+        Fernandes et al. before decoding, events are tails of their likelihood-ratio statistic
+        (:func:`metric_likelihood_statistic`). The guarantee holds for these vectors already
+        (decoding is post-processing), and they resolve a far larger share of the claim than
+        decoded words, so sampler bugs (a wrong radius law, coordinate-wise noise) show up at
+        affordable sample sizes.
+    chunk : int, optional
+        Outputs drawn per call (default 16,384 words, 65,536 noisy vectors).
+    curve : PrivacyCurve, optional
+        The curve audit (default: none for words; for noise with N = 1, the exact curve of
+        n-dimensional Laplace noise, :func:`metric_noise_curve`).
     """
+    if observe not in ("words", "noise"):
+        raise ParameterError(f"observe must be 'words' or 'noise', got {observe!r}")
     eps = check_epsilon(epsilon)
     n_words = check_positive_int(size, "size")
     chosen, d, bag_a, bag_b = _word_bags(embeddings, eps, n_words, pair, mechanism)
-
+    statistic: Callable[[np.ndarray], np.ndarray] | None = None
+    if observe == "words":
+        what, events, default_chunk = "decoded words", "discrete", 16_384
+    else:
+        what = "tails of the likelihood-ratio statistic of the noisy vectors"
+        events, default_chunk = "histogram", 65_536
+        vec = embeddings.vectors
+        statistic = metric_likelihood_statistic(vec[bag_a], vec[bag_b])
+        if curve is None and n_words == 1:
+            curve = _noise_curve(release, vec, bag_a, bag_b, eps)
     return AuditCase(
         mechanism=mechanism,
-        pair=_pair_text(chosen, d, n_words, eps, embeddings.name, "decoded words"),
+        pair=_pair_text(chosen, d, n_words, eps, embeddings.name, what),
         input_a=bag_a,
         input_b=bag_b,
-        sample=_copies_sampler(privatize),
+        sample=_copies_sampler(release),
         claimed_epsilon=eps * n_words * d if claimed_epsilon is None else float(claimed_epsilon),
-        events="discrete",
-        chunk=chunk,
+        events=events,
+        statistic=statistic,
+        chunk=default_chunk if chunk is None else chunk,
         curve=curve,
     )
 
@@ -307,46 +331,6 @@ def metric_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.nd
         return np.asarray((np.linalg.norm(z64 - b64, axis=-1) - np.linalg.norm(z64 - a64, axis=-1)).sum(axis=-1))
 
     return statistic
-
-
-def word_noise_case(
-    mechanism: str,
-    noisy: Callable[[np.ndarray, np.random.Generator], np.ndarray],
-    embeddings: Embeddings,
-    epsilon: float,
-    pair: tuple[str, str] | None = None,
-    *,
-    size: int = 1,
-    claimed_epsilon: float | None = None,
-    chunk: int = 65_536,
-    curve: bool = True,
-) -> AuditCase:
-    """Like :func:`word_pair_case`, but auditing the noisy vectors before decoding.
-
-    ``noisy(ids, rng)`` maps a ``(B, N)`` batch of rows to ``(B, N, d)`` noisy vectors (Algorithm
-    1 of Fernandes et al.). The metric-DP guarantee holds for these vectors already (decoding is
-    post-processing), and their likelihood-ratio statistic (:func:`metric_likelihood_statistic`)
-    resolves a far larger share of the claimed loss than decoded words, so sampler bugs (a wrong
-    radius law, coordinate-wise noise) show up at affordable sample sizes.
-    """
-    eps = check_epsilon(epsilon)
-    n_words = check_positive_int(size, "size")
-    chosen, d, bag_a, bag_b = _word_bags(embeddings, eps, n_words, pair, mechanism)
-    vec = embeddings.vectors
-
-    return AuditCase(
-        mechanism=mechanism,
-        pair=_pair_text(chosen, d, n_words, eps, embeddings.name,
-                        "tails of the likelihood-ratio statistic of the noisy vectors"),
-        input_a=bag_a,
-        input_b=bag_b,
-        sample=_copies_sampler(noisy),
-        claimed_epsilon=eps * n_words * d if claimed_epsilon is None else float(claimed_epsilon),
-        events="histogram",
-        statistic=metric_likelihood_statistic(vec[bag_a], vec[bag_b]),
-        chunk=chunk,
-        curve=_noise_curve(noisy, vec, bag_a, bag_b, eps) if curve and n_words == 1 else None,
-    )
 
 
 def _noise_curve(noisy: Callable[[np.ndarray, np.random.Generator], np.ndarray], vectors: np.ndarray,
@@ -432,7 +416,7 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
         sampler = _em.noisy_vectors if noisy is None else noisy  # looked up per call: tests patch it
         return sampler(ids, vectors, eps, rng)
 
-    return word_noise_case(name, noisy_batch, emb, eps, pair, size=size)
+    return word_pair_case(name, noisy_batch, emb, eps, pair, size=size, observe="noise")
 
 
 #: The public vocabulary of the ``syntf`` case (all among GloVe's 5,000 most frequent words).

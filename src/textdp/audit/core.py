@@ -63,7 +63,7 @@ from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
-from .curve import CurveResult, PrivacyCurve, Sampler, curve_test
+from .curve import CurveResult, PrivacyCurve, Sampler, curve_test, draw_in_chunks
 
 __all__ = [
     "EVENT_KINDS",
@@ -283,18 +283,8 @@ def _loss_bound(ka: np.ndarray, kb: np.ndarray, n: int, delta: float, alpha: flo
 
 def _draw(case: AuditCase, which: object, n: int, rng: np.random.Generator,
           tick: Callable[[int], None] | None = None) -> np.ndarray:
-    parts = []
-    done = 0
-    while done < n:
-        k = min(case.chunk, n - done)
-        out = np.asarray(case.sample(which, k, rng))
-        if out.shape[0] != k:
-            raise ParameterError(f"{case.mechanism}: sample(input, {k}, rng) returned {out.shape[0]} outputs")
-        parts.append(case.atoms_of(out))
-        done += k
-        if tick is not None:
-            tick(k)
-    return np.concatenate(parts, axis=0)
+    """``n`` outputs from ``which``, kept as the case's atoms."""
+    return draw_in_chunks(case.sample, which, n, case.chunk, rng, case.atoms_of, case.mechanism, tick)
 
 
 def _histogram_edges(values: np.ndarray, bins: int) -> np.ndarray:

@@ -63,6 +63,7 @@ __all__ = [
     "CurveResult",
     "PrivacyCurve",
     "curve_test",
+    "draw_in_chunks",
     "exact_profile",
     "hockey_stick",
     "simulated_profile",
@@ -204,22 +205,39 @@ class CurveResult:
         }
 
 
-def _draw(curve: PrivacyCurve, which: object, n: int, rng: np.random.Generator,
-          tick: Callable[[int], None]) -> np.ndarray:
+def draw_in_chunks(sample: Sampler, which: object, n: int, chunk: int, rng: np.random.Generator,
+                   keep: Callable[[np.ndarray], np.ndarray], who: str,
+                   tick: Callable[[int], None] | None = None) -> np.ndarray:
+    """``n`` outputs of ``sample(which, k, rng)`` drawn ``chunk`` at a time, each chunk reduced by ``keep``.
+
+    Only the kept parts (atoms, loss values) stay in memory; ``tick(k)`` follows each chunk.
+    The event audit and the curve audit both draw this way.
+    """
     parts = []
     done = 0
     while done < n:
-        k = min(curve.chunk, n - done)
-        out = np.asarray(curve.sample(which, k, rng))
+        k = min(chunk, n - done)
+        out = np.asarray(sample(which, k, rng))
         if out.shape[0] != k:
-            raise ParameterError(f"the curve sampler returned {out.shape[0]} outputs for {k}")
-        loss = np.asarray(curve.loss(out), dtype=np.float64).reshape(-1)
-        if loss.size != k or not np.all(np.isfinite(loss)):
-            raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
-        parts.append(loss)
+            raise ParameterError(f"{who}: sample(input, {k}, rng) returned {out.shape[0]} outputs")
+        parts.append(keep(out))
         done += k
-        tick(k)
-    return np.concatenate(parts)
+        if tick is not None:
+            tick(k)
+    return np.concatenate(parts, axis=0)
+
+
+def _draw(curve: PrivacyCurve, which: object, n: int, rng: np.random.Generator,
+          tick: Callable[[int], None]) -> np.ndarray:
+    """``n`` values of the claimed privacy loss of the outputs from ``which``."""
+
+    def loss(out: np.ndarray) -> np.ndarray:
+        values = np.asarray(curve.loss(out), dtype=np.float64).reshape(-1)
+        if values.size != out.shape[0] or not np.all(np.isfinite(values)):
+            raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
+        return values
+
+    return draw_in_chunks(curve.sample, which, n, curve.chunk, rng, loss, "the curve sampler", tick)
 
 
 def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rng: np.random.Generator,

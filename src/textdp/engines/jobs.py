@@ -4,6 +4,12 @@ A job is a pure function of its partition, the small :class:`JobSettings` and it
 own generator. The vocabulary travels by path and is memory-mapped by each worker
 (one copy per machine), after checking it has the SHA-256 the driver computed from
 its own verified embeddings (:func:`textdp.engines.workdir.load_verified_vocabulary`).
+
+**Spark recipe.** Keep the same pure job: ``rdd = sc.parallelize(plan, len(plan))``, put the
+work directory on shared storage (private to the user), then
+``rdd.map(lambda p: run_partition((p, settings, gens[p.index])))`` with
+``gens = spawn(seed, len(plan))``; the part files and the manifest work unchanged, so resuming
+is re-submitting the job.
 """
 
 from __future__ import annotations
