@@ -36,8 +36,9 @@ from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
 from ..errors import OutputExistsError, ParameterError, TextDPError
+from ..io import INPUT_FORMATS
 from ..progress import ProgressCallback, StageProgress
-from ._choices import InputFormat
+from ._choices import choice
 
 EPSILON_OPTION_HELP = (
     f"Privacy parameter, in [{EPSILON_MIN:g}, {EPSILON_MAX:g}]. Smaller = more noise = more privacy. Noise per "
@@ -63,7 +64,7 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress ba
 TextFieldOption = Annotated[str, typer.Option(help="Text field of JSONL input.")]
 StopWordsOption = Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")]
 VocabSizeOption = Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")]
-InputFormatOption = Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")]
+InputFormatOption = Annotated[str, choice(INPUT_FORMATS, help="auto: JSONL by file name, else plain text.")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130
