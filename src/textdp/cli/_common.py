@@ -65,6 +65,17 @@ TextFieldOption = Annotated[str, typer.Option(help="Text field of JSONL input.")
 StopWordsOption = Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")]
 VocabSizeOption = Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")]
 InputFormatOption = Annotated[str, choice(INPUT_FORMATS, help="auto: JSONL by file name, else plain text.")]
+IdFieldOption = Annotated[str, typer.Option(
+    help="Id field of JSONL input (copied to the record; without it, ids are sequence numbers 0, 1, 2, ...).")]
+SeedOption = Annotated[int | None, typer.Option(
+    help="Seed for a reproducible experiment (never recorded; anyone who knows it can undo the noise). Default: "
+    "fresh OS entropy (use that for real releases).")]
+SchedulerOption = Annotated[str | None, typer.Option(
+    help="Address of a running Dask scheduler: tls://host:8786, with the client certificates in the Dask "
+    "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in the "
+    "workers, which hold the texts and the generator keys (warned).")]
+WorkersOption = Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")]
+ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130

@@ -27,7 +27,6 @@ from ._common import (
     bar_progress,
     cli_errors,
     parse_stop_words,
-    print_warning,
     progress_bar,
 )
 
@@ -84,7 +83,6 @@ MetricOption = Annotated[str, choice(
     "loss.")]
 EmbeddingsPath = Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")]
 WordsPath = Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")]
-UnusedSeed = Annotated[int | None, typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")]
 TargetUnchanged = Annotated[float, typer.Option(
     "--target-unchanged", "-t", help="Fraction of words the release should keep unchanged (0-1). 0.5 = about half "
     "of the words survive.")]
@@ -113,7 +111,6 @@ def guarantee(
     stop_words: StopWordsOption = "english",
     text_field: TextFieldOption = "text",
     input_format: InputFormatOption = "auto",
-    seed: UnusedSeed = None,
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
 ) -> None:
     """How distinguishable two documents stay after Earth Mover's privacy.
@@ -130,8 +127,6 @@ def guarantee(
     from ..accounting.bounds import document_guarantee
 
     with cli_errors():
-        if seed is not None:
-            print_warning("--seed is no longer used: the bounds are deterministic")
         check_epsilon(epsilon)
         if size is not None:
             check_size(size)

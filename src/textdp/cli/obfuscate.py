@@ -45,12 +45,16 @@ from ._choices import choice
 from ._common import (
     EPSILON_OPTION_HELP,
     ForceOption,
+    IdFieldOption,
     InputFormatOption,
     Interrupted,
     InterruptedRun,
+    SchedulerOption,
+    SeedOption,
     StopWordsOption,
     TextFieldOption,
     VocabSizeOption,
+    WorkersOption,
     bar_progress,
     cli_errors,
     parse_stop_words,
@@ -194,20 +198,14 @@ DomainVocab = Annotated[Path | None, typer.Option(
 OutputVocabOption = Annotated[str, choice(
     OUTPUT_VOCABULARIES, help="full: any vocabulary row may be released; words: only letter words that are not stop words (no "
     "punctuation tokens, numbers or stop words in the output).")]
-Seed = Annotated[int | None, typer.Option(
-    help="Seed for a reproducible experiment (never recorded; anyone who knows it can undo the noise). Default: "
-    "fresh OS entropy (use that for real releases).")]
 Output = Annotated[Path | None, typer.Option(
     "--output", "-o", help="Output file (written atomically), or the output folder of a partitioned run. Default: "
     "stdout.")]
 Format = Annotated[str, choice(OUTPUT_FORMATS, "--format", help="jsonl records or the private words as text.")]
-IdField = Annotated[str, typer.Option(
-    help="Id field of JSONL input (copied to the record; without it, ids are sequence numbers 0, 1, 2, ...).")]
 PrivateReport = Annotated[Path | None, typer.Option(
     help="Write a PRIVATE report here (JSONL, one line per record id): where each document came from, its token "
     "and unknown-word counts, the unchanged fraction and mean neighbour rank. It describes the input: never "
     "publish it.")]
-RemovedReport = Annotated[bool, typer.Option(hidden=True, help="Removed: use --private-report PATH.")]
 DecoderOption = Annotated[str, choice(
     DECODERS, metavar="NAME", help="Nearest-word decoder. exact (default), faiss-exact, torch: identical results. "
     "approximate/hnsw, ivf: faster, opt-in; decoding is post-processing so the guarantee is unchanged, but some "
@@ -220,18 +218,12 @@ EngineOption = Annotated[str, choice(
     ("auto", "single", *ENGINES), metavar="NAME", help="auto, single, local or dask. single: one process, one output file. local/dask: "
     "partitioned, resumable output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet or "
     "inputs >= 64 MB or when --scheduler/--partitions is given, else single.")]
-Scheduler = Annotated[str | None, typer.Option(
-    help="Address of a running Dask scheduler: tls://host:8786, with the client certificates in the Dask "
-    "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in the "
-    "workers, which hold the texts and the generator keys (warned).")]
 Dashboard = Annotated[bool, typer.Option(
     "--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by default: any local user "
     "could read it).")]
 Partitions = Annotated[int | None, typer.Option(
     help="Number of partitions (default: one per 500 documents). Part of the run's identity: the same seed and "
     "partitions give the same output.")]
-Workers = Annotated[int | None, typer.Option(
-    help="Worker processes of the local Dask cluster (default: one per core).")]
 WorkDir = Annotated[Path | None, typer.Option(
     help="Private work directory of a partitioned run (resume key, spilled inputs, vocabulary; workers must be "
     "able to read it). Default: under the textdp cache, found again by the same command. Never inside the "
@@ -265,7 +257,6 @@ class _Options:
     id_field: str
     input_format: str
     private_report: Path | None
-    report: bool
     decoder: str
     known_source: bool
     engine: str
@@ -303,21 +294,20 @@ def obfuscate(
     domain_vocab: DomainVocab = None,
     stop_words: StopWordsOption = "english",
     output_vocab: OutputVocabOption = "full",
-    seed: Seed = None,
+    seed: SeedOption = None,
     output: Output = None,
     fmt: Format = "jsonl",
     text_field: TextFieldOption = "text",
-    id_field: IdField = "id",
+    id_field: IdFieldOption = "id",
     input_format: InputFormatOption = "auto",
     private_report: PrivateReport = None,
-    report: RemovedReport = False,
     decoder: DecoderOption = "exact",
     known_source: KnownSource = False,
     engine: EngineOption = "auto",
-    scheduler: Scheduler = None,
+    scheduler: SchedulerOption = None,
     dashboard: Dashboard = False,
     partitions: Partitions = None,
-    workers: Workers = None,
+    workers: WorkersOption = None,
     work_dir: WorkDir = None,
     force: ForceOption = False,
     strict_ids: StrictIds = False,
@@ -355,9 +345,6 @@ def obfuscate(
 
 def _check_options(o: _Options) -> tuple[str | None, bool]:
     """Validate the options before any work; return the stop-word list and whether the run is partitioned."""
-    if o.report:
-        raise ParameterError("--report was removed: its fields describe the private input; "
-                             "use --private-report PATH (never publish that file)")
     check_size_options(o.mechanism, o.size, o.size_from_data)
     parse_params(o.param)
     _check_epsilon_option(o.mechanism, o.epsilon)

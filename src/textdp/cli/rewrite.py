@@ -19,9 +19,14 @@ from ..mechanisms import names
 from ._choices import choice
 from ._common import (
     ForceOption,
+    IdFieldOption,
     InputFormatOption,
     QuietOption,
+    SchedulerOption,
+    SeedOption,
     TextFieldOption,
+    ThreadsOption,
+    WorkersOption,
     bar_stages,
     cli_errors,
     print_info,
@@ -55,8 +60,6 @@ OutputOption = Annotated[Path, typer.Option("--output", "-o", help="Output JSONL
                                             "file is refused unless --force).")]
 UnitOption = Annotated[str, choice(UNITS, help="Records per sentence segment or per document (segments joined). The "
                                           "guarantee's unit is always the sentence.")]
-SeedOption = Annotated[int | None, typer.Option(help="Seed for a reproducible experiment. Default: fresh OS entropy "
-                                                "(use that for real releases).")]
 VariantOption = Annotated[str, choice(VARIANTS, metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own "
                                                 "draws) or teacher-forced (fed the private input, the authors' "
                                                 "code).")]
@@ -70,13 +73,9 @@ PrivateReportOption = Annotated[Path | None, typer.Option(help="Write per-docume
                                                           "out-of-vocabulary tokens) here. They describe the private "
                                                           "input: keep this file private.")]
 EngineOption = Annotated[str, choice(ENGINES, help="Where partitions run: local (this process) or dask.")]
-SchedulerOption = Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")]
-WorkersOption = Annotated[int | None, typer.Option(help="Local Dask workers.")]
 PartitionSizeOption = Annotated[int, typer.Option(help="Documents per partition (part of the run's identity: the "
                                                   "same seed and partition size give the same output).")]
 BatchSizeOption = Annotated[int, typer.Option(help="Sentences generated together.")]
-ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
-IdFieldOption = Annotated[str, typer.Option(help="Id field of JSONL input.")]
 
 
 @dataclass(frozen=True)

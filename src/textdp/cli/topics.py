@@ -21,6 +21,9 @@ from ._common import (
     Interrupted,
     InterruptedRun,
     QuietOption,
+    SchedulerOption,
+    SeedOption,
+    WorkersOption,
     check_report_folder,
     cli_errors,
     print_info,
@@ -214,12 +217,8 @@ MechanismOption = Annotated[str, choice(MECHANISMS, help=MECHANISM_HELP)]
 Neighbours = Annotated[str, choice(NEIGHBOURS, help="add-remove one user (default) or replace one (thesis).")]
 GridBits = Annotated[int, typer.Option(
     help="Released values are exact multiples of 2^-GRID_BITS (floating-point-safe noise).")]
-Workers = Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")]
-Scheduler = Annotated[str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")]
 CacheDir = Annotated[Path | None, typer.Option(
     help="Cache of sampled distances (default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")]
-Seed = Annotated[int | None, typer.Option(
-    help="Seed for sampling and noise (default: OS entropy; a published seed lets anyone undo the noise).")]
 
 
 @dataclass(frozen=True)
@@ -301,11 +300,11 @@ def topics(
     sensitivity: Annotated[str, typer.Option(help=SENSITIVITY_HELP)] = "sampled",
     grid_bits: GridBits = 20,
     engine: EngineOption = "local",
-    workers: Workers = None,
-    scheduler: Scheduler = None,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     cache_dir: CacheDir = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-    seed: Seed = None,
+    seed: SeedOption = None,
     quiet: QuietOption = False,
     force: ForceOption = False,
 ) -> None:
@@ -436,13 +435,13 @@ def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: 
 
 
 def topics_report(
-    corpus: Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")],
+    corpus: Corpus,
     output: Annotated[Path, typer.Option("--output", "-o", help="Report folder (figures, results.json, "
                                          "report.md).")] = Path("reports/topics"),
     name: Annotated[str | None, typer.Option(help="Corpus name in titles (default: file stem).")] = None,
-    user_field: Annotated[str, typer.Option(help="JSON field naming the user.")] = "author",
-    text_field: Annotated[str, typer.Option(help="JSON field with the document text.")] = "text",
-    delta: Annotated[float, typer.Option(help=DELTA_HELP)] = 1e-4,
+    user_field: UserField = "author",
+    text_field: TextField = "text",
+    delta: Delta = 1e-4,
     gamma: Annotated[float, typer.Option(help="gamma of the epsilon and size sweeps. " + GAMMA_HELP)] = 0.1,
     epsilon: Annotated[float, typer.Option(help="epsilon of the gamma sweep and bar charts. " + EPS_HELP)] = 3.0,
     repeats: Annotated[int, typer.Option(help="Noise draws averaged per point.")] = 20,
@@ -451,15 +450,15 @@ def topics_report(
     topic_model: TopicModelOption = "sklearn",
     max_iter: Annotated[int, typer.Option(help="LDA passes.")] = 10,
     max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound per user (0 = none).")] = 30,
-    min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
+    min_user_docs: MinUserDocs = 1,
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
-    strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
+    strip_quotes: StripQuotes = False,
     engine: EngineOption = "local",
-    workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster.")] = None,
-    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (default: OS entropy).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
+    cache_dir: CacheDir = None,
+    seed: SeedOption = None,
+    quiet: QuietOption = False,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
                                         "or empty.")] = False,
 ) -> None:

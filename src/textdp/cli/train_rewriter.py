@@ -22,6 +22,7 @@ from ._common import (
     InterruptedRun,
     QuietOption,
     TextFieldOption,
+    ThreadsOption,
     bar_progress,
     cli_errors,
     print_info,
@@ -76,7 +77,6 @@ OutputLayerOption = Annotated[str, choice(
 Bf16 = Annotated[bool, typer.Option(
     "--bf16", help="bfloat16 autocast for the matrix products (faster on CPUs with AVX-512 BF16; slightly "
     "different numbers).")]
-Threads = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
 CheckpointEvery = Annotated[int, typer.Option(help="Steps between checkpoints.")]
 InitFrom = Annotated[Path | None, typer.Option(
     help="Start from the checkpoint of another run in progress whose steps so far were all reconstruction-only "
@@ -106,7 +106,7 @@ def train_rewriter_command(
     latent: Latent = 128,
     output_layer: OutputLayerOption = "dense",
     bf16: Bf16 = False,
-    threads: Threads = None,
+    threads: ThreadsOption = None,
     checkpoint_every: CheckpointEvery = 100,
     init_from: InitFrom = None,
     text_field: TextFieldOption = "text",
