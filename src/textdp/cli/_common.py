@@ -61,6 +61,8 @@ FORCE_HELP = "Replace existing output files. Default: refuse. An input is never 
 # -- options that several commands declare the same way (one name per concept: docs/glossary.md) ----------
 ForceOption = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ReportForceOption = Annotated[bool, typer.Option(
+    "--force", help=FORCE_HELP + " The report folder must otherwise be new or empty.")]
 TextFieldOption = Annotated[str, typer.Option(help="Text field of JSONL input.")]
 StopWordsOption = Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")]
 VocabSizeOption = Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")]
@@ -74,7 +76,8 @@ SchedulerOption = Annotated[str | None, typer.Option(
     help="Address of a running Dask scheduler: tls://host:8786, with the client certificates in the Dask "
     "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in the "
     "workers, which hold the texts and the generator keys (warned).")]
-WorkersOption = Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")]
+WorkersOption = Annotated[int | None, typer.Option(
+    help="Worker processes of the local Dask cluster (default: one per core).")]
 ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).

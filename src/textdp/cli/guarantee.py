@@ -75,12 +75,12 @@ Epsilon = Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_H
 Size = Annotated[int | None, typer.Option(
     "--size", "-n", help="Bag size N of the release. Default: the shorter document's in-vocabulary length.")]
 Bag = Annotated[str, choice(
-    BAG_MODES, help="How the release forms bags: truncate (first N words; bound exp(epsilon*N*E_d) between the bags) or "
-    "sample (N words drawn from the document; bound exp(epsilon*N*W_inf) between the documents' word "
+    BAG_MODES, help="How the release forms bags: truncate (first N words; bound exp(epsilon*N*E_d) between the "
+    "bags) or sample (N words drawn from the document; bound exp(epsilon*N*W_inf) between the documents' word "
     "distributions).")]
 MetricOption = Annotated[str, choice(
-    METRICS, help="Ground metric between word vectors. The theorem uses euclidean; manhattan gives a larger, still valid "
-    "loss.")]
+    METRICS, help="Ground metric between word vectors. The theorem uses euclidean; manhattan gives a larger, still "
+    "valid loss.")]
 EmbeddingsPath = Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")]
 WordsPath = Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")]
 TargetUnchanged = Annotated[float, typer.Option(

@@ -171,11 +171,12 @@ Epsilon = Annotated[float | None, typer.Option(
     "--epsilon", "-e", help=EPSILON_OPTION_HELP + " Required, except for random with --param rate=R (its epsilon "
     "then follows from the rate).", show_default=False)]
 MechanismOption = Annotated[str, choice(
-    MECHANISM_NAMES, metavar="NAME", help="Mechanism (README table). Bags of --size words: earth-movers and syntf. Text, each word "
-    "replaced in place (no --size): cmp, mahalanobis, vickrey, tem, santext, santext+, custext, custext+ and random.")]
+    MECHANISM_NAMES, metavar="NAME", help="Mechanism (README table). Bags of --size words: earth-movers and syntf. "
+    "Text, each word replaced in place (no --size): cmp, mahalanobis, vickrey, tem, santext, santext+, custext, "
+    "custext+ and random.")]
 PostProcessOption = Annotated[str | None, choice(
-    POSTPROCESSORS, help="mbr: decode to the posterior medoid among the noisy vector's nearest words (semantic neighbours; "
-    "earth-movers and cmp). Post-processing: the guarantee is unchanged.")]
+    POSTPROCESSORS, help="mbr: decode to the posterior medoid among the noisy vector's nearest words (semantic "
+    "neighbours; earth-movers and cmp). Post-processing: the guarantee is unchanged.")]
 Params = Annotated[list[str] | None, typer.Option(
     metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for vickrey, lambd=0.2, "
     "beta=0.001, p=0.3, top_k=20, rate=0.3).")]
@@ -187,8 +188,8 @@ SizeFromData = Annotated[bool, typer.Option(
     "--size-from-data", help="Instead of --size, use the shortest document's in-vocabulary length as N (the "
     "paper's protocol). N is published, so this REVEALS that length.")]
 Bag = Annotated[str, choice(
-    BAG_MODES, help="truncate: first N words (paper's experiments); sample: N words drawn with replacement (works for short "
-    "documents; guarantee epsilon*N*W_inf between documents).")]
+    BAG_MODES, help="truncate: first N words (paper's experiments); sample: N words drawn with replacement (works "
+    "for short documents; guarantee epsilon*N*W_inf between documents).")]
 EmbeddingsPath = Annotated[Path | None, typer.Option(
     help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with --words). Default: GloVe 6B 50d.")]
 WordsPath = Annotated[Path | None, typer.Option(help="Words file (one per line) for a .npy matrix.")]
@@ -196,8 +197,8 @@ DomainVocab = Annotated[Path | None, typer.Option(
     help="Restrict the vocabulary to words of this PUBLIC text/JSONL corpus (avoids out-of-domain outputs). Do not "
     "derive it from the private documents themselves.")]
 OutputVocabOption = Annotated[str, choice(
-    OUTPUT_VOCABULARIES, help="full: any vocabulary row may be released; words: only letter words that are not stop words (no "
-    "punctuation tokens, numbers or stop words in the output).")]
+    OUTPUT_VOCABULARIES, help="full: any vocabulary row may be released; words: only letter words that are not "
+    "stop words (no punctuation tokens, numbers or stop words in the output).")]
 Output = Annotated[Path | None, typer.Option(
     "--output", "-o", help="Output file (written atomically), or the output folder of a partitioned run. Default: "
     "stdout.")]
@@ -215,9 +216,9 @@ KnownSource = Annotated[bool, typer.Option(
     "~35). Its running time then depends on the private words, a timing side channel the guarantee does not "
     "cover: for experiments only.")]
 EngineOption = Annotated[str, choice(
-    ("auto", "single", *ENGINES), metavar="NAME", help="auto, single, local or dask. single: one process, one output file. local/dask: "
-    "partitioned, resumable output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet or "
-    "inputs >= 64 MB or when --scheduler/--partitions is given, else single.")]
+    ("auto", "single", *ENGINES), metavar="NAME", help="auto, single, local or dask. single: one process, one "
+    "output file. local/dask: partitioned, resumable output directory (dask: a local cluster, or --scheduler). "
+    "auto: dask for Parquet or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")]
 Dashboard = Annotated[bool, typer.Option(
     "--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by default: any local user "
     "could read it).")]

@@ -49,24 +49,23 @@ InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one docu
                                                       "document per line); '-' reads standard input.",
                                                       show_default=False)]
 EpsilonOption = Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)]
-MechanismOption = Annotated[str, choice(names("sentence"), metavar="NAME", help="er-ae (two-set exponential mechanism; a "
-                                                    "model trained with --objective er-ae), ae-dp (one exponential "
-                                                    "mechanism over the vocabulary; a model trained with --objective "
-                                                    "reconstruction), syntf-sentence (a bag of words), "
-                                                    "random-sentence (uniform random replacement); language models: "
-                                                    "dp-prompt, dp-paraphrase, dp-mlm, dp-bart "
-                                                    "(docs/lm-rewriting.md).")]
+MechanismOption = Annotated[str, choice(
+    names("sentence"), metavar="NAME", help="er-ae (two-set exponential mechanism; a model trained with "
+    "--objective er-ae), ae-dp (one exponential mechanism over the vocabulary; a model trained with --objective "
+    "reconstruction), syntf-sentence (a bag of words), random-sentence (uniform random replacement); language "
+    "models: dp-prompt, dp-paraphrase, dp-mlm, dp-bart (docs/lm-rewriting.md).")]
 OutputOption = Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing "
                                             "file is refused unless --force).")]
-UnitOption = Annotated[str, choice(UNITS, help="Records per sentence segment or per document (segments joined). The "
-                                          "guarantee's unit is always the sentence.")]
-VariantOption = Annotated[str, choice(VARIANTS, metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own "
-                                                "draws) or teacher-forced (fed the private input, the authors' "
-                                                "code).")]
-ModelDataOption = Annotated[str, choice(("auto", *MODEL_DATA_CASES), metavar="KIND", help="Which data the model saw. public/disjoint: "
-                                                    "the guarantee covers the rewriting step. same/unknown: it does "
-                                                    "not cover what the model memorised. auto: public if the model "
-                                                    "card says so, else unknown.")]
+UnitOption = Annotated[str, choice(
+    UNITS, help="Records per sentence segment or per document (segments joined). The guarantee's unit is always "
+    "the sentence.")]
+VariantOption = Annotated[str, choice(
+    VARIANTS, metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own draws) or teacher-forced (fed the "
+    "private input, the authors' code).")]
+ModelDataOption = Annotated[str, choice(
+    ("auto", *MODEL_DATA_CASES), metavar="KIND", help="Which data the model saw. public/disjoint: the guarantee "
+    "covers the rewriting step. same/unknown: it does not cover what the model memorised. auto: public if the "
+    "model card says so, else unknown.")]
 WordFractionOption = Annotated[float, typer.Option(help="er-ae: share of epsilon for the draw inside the chosen set "
                                                    "(counted).")]
 PrivateReportOption = Annotated[Path | None, typer.Option(help="Write per-document diagnostics (segments, tokens, "
@@ -304,9 +303,9 @@ def evaluate_generation_command(
     write_training_corpus: Annotated[Path | None, typer.Option(help="Instead of the sweep, write the rewriter's "
                                                                   "training sentences (train splits of the three "
                                                                   "development corpora) to this JSONL file.")] = None,
-    threads: Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")] = None,
+    threads: ThreadsOption = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plot.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """The epsilon sweep of ER-AE, AE-DP, SynTF and Random-R (and Earth Mover's privacy) on an evaluation corpus.
 

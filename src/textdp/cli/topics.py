@@ -16,11 +16,11 @@ from ..io import check_output_paths, same_file, settings_path, write_json
 from ..topics.names import MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
 from ._choices import choice
 from ._common import (
-    FORCE_HELP,
     ForceOption,
     Interrupted,
     InterruptedRun,
     QuietOption,
+    ReportForceOption,
     SchedulerOption,
     SeedOption,
     WorkersOption,
@@ -459,8 +459,7 @@ def topics_report(
     cache_dir: CacheDir = None,
     seed: SeedOption = None,
     quiet: QuietOption = False,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
-                                        "or empty.")] = False,
+    force: ReportForceOption = False,
 ) -> None:
     """Sweep TopicDP, MVG and Laplace and draw the thesis's figures: an experiment, not a release.
 

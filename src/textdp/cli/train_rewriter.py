@@ -44,8 +44,8 @@ Epochs = Annotated[int, typer.Option(help="Passes over the training segments.")]
 Seed = Annotated[int | None, typer.Option(
     help="Seed (initialisation, batch order, word dropout, reward words). Default: fresh OS entropy.")]
 ObjectiveOption = Annotated[str, choice(
-    OBJECTIVES, help="er-ae: reconstruction, then 10*L_embed + L_rec after the warm-up (the ER-AE model). reconstruction: "
-    "L_rec only (AE-DP's model).")]
+    OBJECTIVES, help="er-ae: reconstruction, then 10*L_embed + L_rec after the warm-up (the ER-AE model). "
+    "reconstruction: L_rec only (AE-DP's model).")]
 Public = Annotated[bool, typer.Option(
     "--public", help="Declare the training corpus PUBLIC. Rewrites then default to --model-data public. Without it "
     "the model card says the model is private (it was trained without privacy).")]
@@ -62,8 +62,8 @@ MaxMinutes = Annotated[float | None, typer.Option(
     "continues it.")]
 VocabSize = Annotated[int, typer.Option(help="Vocabulary words K (plus 4 special tokens).")]
 VocabSourceOption = Annotated[str, choice(
-    VOCAB_SOURCES, help="corpus: the K most frequent training words with a GloVe vector. glove: GloVe's K first words (public, "
-    "independent of the training data).")]
+    VOCAB_SOURCES, help="corpus: the K most frequent training words with a GloVe vector. glove: GloVe's K first "
+    "words (public, independent of the training data).")]
 MaxLength = Annotated[int, typer.Option(
     help="L_max: tokens per sentence segment (longer sentences are cut) and steps per generated sentence.")]
 BatchSize = Annotated[int, typer.Option(help="Segments per training step.")]
@@ -72,8 +72,9 @@ DecoderHidden = Annotated[int, typer.Option(help="Generator GRU units.")]
 EncoderHidden = Annotated[int, typer.Option(help="Encoder GRU units per direction.")]
 Latent = Annotated[int, typer.Option(help="Size of the latent z.")]
 OutputLayerOption = Annotated[str, choice(
-    OUTPUT_LAYERS, help="dense: a dense layer over the vocabulary (the authors'). embedding: project to the 50-d embedding space "
-    "and score every token by its frozen embedding (about 5x fewer operations; a CPU-sized choice).")]
+    OUTPUT_LAYERS, help="dense: a dense layer over the vocabulary (the authors'). embedding: project to the 50-d "
+    "embedding space and score every token by its frozen embedding (about 5x fewer operations; a CPU-sized "
+    "choice).")]
 Bf16 = Annotated[bool, typer.Option(
     "--bf16", help="bfloat16 autocast for the matrix products (faster on CPUs with AVX-512 BF16; slightly "
     "different numbers).")]
