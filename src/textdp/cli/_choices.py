@@ -42,7 +42,7 @@ def _completion(names: tuple[str, ...]) -> Callable[[str], list[str]]:
 
 
 def choice(names: tuple[str, ...], *param_decls: str, help: str, metavar: str | None = None,
-           hidden: bool = False) -> OptionInfo:
+           rich_help_panel: str | None = None) -> OptionInfo:
     """A :func:`typer.Option` whose value must be one of ``names`` (the library's own tuple).
 
     Parameters
@@ -55,8 +55,8 @@ def choice(names: tuple[str, ...], *param_decls: str, help: str, metavar: str | 
         The help text.
     metavar : str, optional
         Shown instead of the list of names (for long lists the help text describes, e.g. ``NAME``).
-    hidden : bool
-        Hide the option from ``--help``.
+    rich_help_panel : str, optional
+        The ``--help`` panel that lists the option (default: Options).
 
     Examples
     --------
@@ -68,5 +68,6 @@ def choice(names: tuple[str, ...], *param_decls: str, help: str, metavar: str | 
     """
     if not names:  # pragma: no cover - a developer error
         raise ValueError("a choice option needs at least one name")
-    return typer.Option(*param_decls, help=help, metavar=metavar or f"<{'|'.join(names)}>", hidden=hidden,
-                        callback=_one_of(tuple(names)), autocompletion=_completion(tuple(names)))
+    return typer.Option(*param_decls, help=help, metavar=metavar or f"<{'|'.join(names)}>",
+                        rich_help_panel=rich_help_panel, callback=_one_of(tuple(names)),
+                        autocompletion=_completion(tuple(names)))

@@ -72,12 +72,15 @@ IdFieldOption = Annotated[str, typer.Option(
 SeedOption = Annotated[int | None, typer.Option(
     help="Seed for a reproducible experiment (never recorded; anyone who knows it can undo the noise). Default: "
     "fresh OS entropy (use that for real releases).")]
+#: The --help panel of the options that say where the work runs (--engine, --scheduler, --workers, ...).
+ENGINE_PANEL = "Engine"
 SchedulerOption = Annotated[str | None, typer.Option(
+    rich_help_panel=ENGINE_PANEL,
     help="Address of a running Dask scheduler: tls://host:8786, with the client certificates in the Dask "
-    "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in the "
-    "workers, which hold the texts and the generator keys (warned).")]
+    "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in "
+    "the workers, which hold the texts and the generator keys (warned).")]
 WorkersOption = Annotated[int | None, typer.Option(
-    help="Worker processes of the local Dask cluster (default: one per core).")]
+    rich_help_panel=ENGINE_PANEL, help="Worker processes of the local Dask cluster (default: one per core).")]
 ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).

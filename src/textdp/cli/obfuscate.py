@@ -43,6 +43,7 @@ from ..pipeline import OUTPUT_FORMATS, build_mechanism, check_private_report_pat
 from ..text import BAG_MODES, normalize
 from ._choices import choice
 from ._common import (
+    ENGINE_PANEL,
     EPSILON_OPTION_HELP,
     ForceOption,
     IdFieldOption,
@@ -216,19 +217,21 @@ KnownSource = Annotated[bool, typer.Option(
     "~35). Its running time then depends on the private words, a timing side channel the guarantee does not "
     "cover: for experiments only.")]
 EngineOption = Annotated[str, choice(
-    ("auto", "single", *ENGINES), metavar="NAME", help="auto, single, local or dask. single: one process, one "
-    "output file. local/dask: partitioned, resumable output directory (dask: a local cluster, or --scheduler). "
-    "auto: dask for Parquet or inputs >= 64 MB or when --scheduler/--partitions is given, else single.")]
+    ("auto", "single", *ENGINES), metavar="NAME", rich_help_panel=ENGINE_PANEL,
+    help="auto, single, local or dask. single: one process, one output file. local/dask: partitioned, resumable "
+    "output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet or inputs >= 64 MB or "
+    "when --scheduler/--partitions is given, else single.")]
 Dashboard = Annotated[bool, typer.Option(
-    "--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by default: any local user "
-    "could read it).")]
+    "--dashboard", rich_help_panel=ENGINE_PANEL,
+    help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by default: any local user could read it).")]
 Partitions = Annotated[int | None, typer.Option(
+    rich_help_panel=ENGINE_PANEL,
     help="Number of partitions (default: one per 500 documents). Part of the run's identity: the same seed and "
     "partitions give the same output.")]
 WorkDir = Annotated[Path | None, typer.Option(
-    help="Private work directory of a partitioned run (resume key, spilled inputs, vocabulary; workers must be "
-    "able to read it). Default: under the textdp cache, found again by the same command. Never inside the "
-    "output.")]
+    rich_help_panel=ENGINE_PANEL,
+    help="Private work directory of a partitioned run (resume key, spilled inputs, vocabulary; workers must be able "
+    "to read it). Default: under the textdp cache, found again by the same command. Never inside the output.")]
 StrictIds = Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)]
 Empty = Annotated[str, choice(EMPTY_POLICIES, metavar="POLICY", help=EMPTY_HELP)]
 

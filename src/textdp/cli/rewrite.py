@@ -18,6 +18,7 @@ from ..generation.rewriter import UNITS, VARIANTS
 from ..mechanisms import names
 from ._choices import choice
 from ._common import (
+    ENGINE_PANEL,
     ForceOption,
     IdFieldOption,
     InputFormatOption,
@@ -71,9 +72,11 @@ WordFractionOption = Annotated[float, typer.Option(help="er-ae: share of epsilon
 PrivateReportOption = Annotated[Path | None, typer.Option(help="Write per-document diagnostics (segments, tokens, "
                                                           "out-of-vocabulary tokens) here. They describe the private "
                                                           "input: keep this file private.")]
-EngineOption = Annotated[str, choice(ENGINES, help="Where partitions run: local (this process) or dask.")]
-PartitionSizeOption = Annotated[int, typer.Option(help="Documents per partition (part of the run's identity: the "
-                                                  "same seed and partition size give the same output).")]
+EngineOption = Annotated[str, choice(
+    ENGINES, rich_help_panel=ENGINE_PANEL, help="Where partitions run: local (this process) or dask.")]
+PartitionSizeOption = Annotated[int, typer.Option(
+    rich_help_panel=ENGINE_PANEL, help="Documents per partition (part of the run's identity: the same seed and "
+    "partition size give the same output).")]
 BatchSizeOption = Annotated[int, typer.Option(help="Sentences generated together.")]
 
 

@@ -16,6 +16,7 @@ from ..io import check_output_paths, same_file, settings_path, write_json
 from ..topics.names import MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
 from ._choices import choice
 from ._common import (
+    ENGINE_PANEL,
     ForceOption,
     Interrupted,
     InterruptedRun,
@@ -205,7 +206,7 @@ MaxDocsPerUser = Annotated[int, typer.Option(
 MinUserDocs = Annotated[int, typer.Option(help="Drop users with fewer documents.")]
 StripQuotes = Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)]
 Delta = Annotated[float, typer.Option(help=DELTA_HELP)]
-EngineOption = Annotated[str, choice(ENGINES, help=ENGINE_HELP)]
+EngineOption = Annotated[str, choice(ENGINES, rich_help_panel=ENGINE_PANEL, help=ENGINE_HELP)]
 TopicModelOption = Annotated[str, choice(TOPIC_MODELS, help="Topic model: sklearn LDA or tomotopy LDA.")]
 
 ReleaseOutput = Annotated[Path | None, typer.Option(
