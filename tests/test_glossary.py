@@ -328,3 +328,14 @@ def test_cli_choices_are_declared_once():
                 own = isinstance(first, ast.Tuple) and all(isinstance(e, ast.Constant) for e in first.elts)
                 assert not own, f"{path.name}:{node.lineno} lists its own names; pass the library's tuple"
     assert calls >= 20
+
+
+def test_a_name_outside_the_choices_is_a_one_line_usage_error():
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    for command, option, offered, _ in _choice_options():
+        res = runner.invoke(app, [command, option, "no-such-name"])
+        lines = [line for line in res.stderr.splitlines() if line.strip()]
+        assert res.exit_code == 2, (command, option, res.output)
+        assert len(lines) == 1 and option in lines[0] and all(repr(n) in lines[0] for n in offered), lines
