@@ -270,18 +270,72 @@ def test_the_glossary_checks_bite():
     assert _resolves("textdp.progress.StageProgress") and _resolves("Guarantee.unit")
 
 
-def test_cli_choices_are_the_library_tuples_and_defined_once():
+def _choice_options():
+    """(command, option, names offered, default) for every choice option: what shell completion offers."""
+    from typer._click import Context
+
+    for name, cmd in _commands().items():
+        ctx = Context(cmd)
+        for p in cmd.params:
+            offered = tuple(c.value for c in p.shell_complete(ctx, "") if c.type == "plain")
+            if offered:
+                yield name, p.opts[0], offered, p.default
+
+
+def test_cli_choices_are_the_library_tuples():
+    """Every choice option offers exactly a tuple the library validates with (plus the CLI's own ``auto``)."""
+    from textdp.accounting.emd import METRICS
+    from textdp.embeddings import OUTPUT_VOCABULARIES
+    from textdp.generation.accounting import MODEL_DATA_CASES
+    from textdp.generation.model import OUTPUT_LAYERS
+    from textdp.generation.rewriter import UNITS, VARIANTS
+    from textdp.generation.training import OBJECTIVES, VOCAB_SOURCES
+    from textdp.guarantees import EMPTY_POLICIES
+    from textdp.io import INPUT_FORMATS
+    from textdp.mechanisms import names
+    from textdp.mechanisms.mbr import POSTPROCESSORS
+    from textdp.pipeline import OUTPUT_FORMATS
+    from textdp.topics.names import NEIGHBOURS
+
+    library = {INPUT_FORMATS, OUTPUT_FORMATS, EMPTY_POLICIES, BAG_MODES, METRICS, DECODERS, MECHANISM_NAMES,
+               OUTPUT_VOCABULARIES, POSTPROCESSORS, ENGINES, ("auto", "single", *ENGINES), names("sentence"), UNITS,
+               VARIANTS, ("auto", *MODEL_DATA_CASES), OBJECTIVES, VOCAB_SOURCES, OUTPUT_LAYERS, TOPIC_MECHANISMS,
+               TOPIC_MODELS, NEIGHBOURS}
+    found = list(_choice_options())
+    assert {(c, o) for c, o, _, _ in found} >= {("obfuscate", "--mechanism"), ("rewrite", "--mechanism"),
+                                                ("topics", "--mechanism"), ("obfuscate", "--input-format")}
+    for command, option, offered, default in found:
+        assert tuple(offered) in library, (command, option, offered)
+        assert default is None or default in offered, (command, option, default)
+
+
+def test_cli_choices_are_declared_once():
+    """No CLI enum or literal list of names: a choice option reads the library's tuple (``choice(NAMES, ...)``)."""
     import ast
 
     import textdp.cli as cli_pkg
-    from textdp.cli._choices import CHOICES
 
-    for enum, values in CHOICES:
-        assert tuple(m.value for m in enum) == tuple(values), enum.__name__
+    calls = 0
     for path in Path(cli_pkg.__file__).parent.glob("*.py"):
-        if path.name == "_choices.py":
-            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         enums = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
-                 and any(ast.unparse(b) in ("Enum", "str") for b in n.bases)]
-        assert not enums, f"{path.name} defines its own choices {enums}; add them to cli/_choices.py"
+                 and any(ast.unparse(b).split(".")[-1] in ("Enum", "StrEnum") for b in n.bases)]
+        assert not enums, f"{path.name} declares choices {enums} again; pass the library's tuple to choice()"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "choice" and node.args:
+                calls += 1
+                first = node.args[0]
+                own = isinstance(first, ast.Tuple) and all(isinstance(e, ast.Constant) for e in first.elts)
+                assert not own, f"{path.name}:{node.lineno} lists its own names; pass the library's tuple"
+    assert calls >= 20
+
+
+def test_a_name_outside_the_choices_is_a_one_line_usage_error():
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    for command, option, offered, _ in _choice_options():
+        res = runner.invoke(app, [command, option, "no-such-name"])
+        lines = [line for line in res.stderr.splitlines() if line.strip()]
+        assert res.exit_code == 2, (command, option, res.output)
+        assert len(lines) == 1 and option in lines[0] and all(repr(n) in lines[0] for n in offered), lines

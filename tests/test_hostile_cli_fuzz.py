@@ -14,7 +14,6 @@ they are the phase-2 list of issue 10.
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer._click import Context
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -90,6 +90,7 @@ def _option_pairs(command: str) -> st.SearchStrategy[list[str]]:
     name = BASES[command][0]
     click_cmd = get_command(app).commands[name]  # type: ignore[attr-defined]
     skip = SKIP_OPTIONS | SKIP_FOR.get(name, set())
+    ctx = Context(click_cmd)
     choices = []
     for p in click_cmd.params:
         names = [n for n in (*p.opts, *p.secondary_opts) if n.startswith("-") and n not in skip]
@@ -98,10 +99,8 @@ def _option_pairs(command: str) -> st.SearchStrategy[list[str]]:
         if getattr(p, "is_flag", False):
             choices.append(st.sampled_from(names).map(lambda n: [n]))
             continue
-        pool = list(VALUES)
-        annotation = getattr(getattr(p, "type_descriptor", None), "annotation", None)
-        if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-            pool += [str(c.value) for c in annotation] * 3
+        pool = list(VALUES)  # a choice option: also its names (what shell completion offers)
+        pool += [str(c.value) for c in p.shell_complete(ctx, "") if c.type == "plain"] * 3
         choices.append(st.tuples(st.sampled_from(names), st.sampled_from(pool)).map(list))
     return st.one_of(choices)
 

@@ -185,7 +185,7 @@ def test_single_file_records_hold_no_input_statistics(tmp_path):
     (row,) = [json.loads(line) for line in report.read_text().splitlines()]
     assert row["id"] == "0" and row["source"] == str(doc) and row["dropped_oov"] == 1
     assert row["n_tokens"] == len(normalize(doc.read_text()))
-    # the removed --report (diagnostics inside the records) is refused with the replacement named
+    # --report (diagnostics inside the records) does not exist: the usage error names --private-report
     res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "5", "--report"])
     assert res.exit_code == 2 and "--private-report" in res.stderr
 

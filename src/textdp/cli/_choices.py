@@ -1,186 +1,73 @@
-"""The choice options of the command line, one enum per concept, built from the library's tuples.
+"""Choice options of the command line: one helper, fed the tuple of names the library validates with.
 
-Typer needs an :class:`~enum.Enum` per choice option; each one here is checked, when
-the CLI is imported, against the tuple the library validates with (``DECODERS``,
-``BAG_MODES``, ``ENGINES``, ...), so the CLI can never offer a name the library
-refuses, or miss one it accepts. Commands import their choices from here only.
+A choice option is declared once, where the library declares the names (``INPUT_FORMATS``,
+``BAG_MODES``, ``names("sentence")``, ...); the command line reads that tuple, so it can never
+offer a name the library refuses, or miss one it accepts::
+
+    Bag = Annotated[str, choice(BAG_MODES, help="truncate: first N words; sample: ...")]
+
+The option's value is the plain name (a ``str``), exactly what the library takes. ``--help``
+lists the names (``<truncate|sample>``), a name outside them is a one-line usage error (exit 2),
+and shell completion offers them.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+from collections.abc import Callable
 
-from ..accounting.emd import METRICS
-from ..embeddings import DECODERS, OUTPUT_VOCABULARIES
-from ..engines import ENGINES
-from ..generation.accounting import MODEL_DATA_CASES
-from ..generation.model import OUTPUT_LAYERS
-from ..generation.rewriter import UNITS, VARIANTS
-from ..generation.training import OBJECTIVES, VOCAB_SOURCES
-from ..guarantees import EMPTY_POLICIES
-from ..io import INPUT_FORMATS
-from ..mechanisms import MECHANISM_NAMES, names
-from ..mechanisms.mbr import POSTPROCESSORS
-from ..pipeline import OUTPUT_FORMATS
-from ..text import BAG_MODES
+import typer
+from typer.models import OptionInfo
 
-__all__ = [
-    "CHOICES",
-    "BagMode",
-    "Decoder",
-    "EmptyPolicy",
-    "Engine",
-    "InputFormat",
-    "Mechanism",
-    "Metric",
-    "ModelData",
-    "ObfuscateEngine",
-    "Objective",
-    "OutputFormat",
-    "OutputLayer",
-    "OutputVocab",
-    "PostProcess",
-    "RewriteMechanism",
-    "Unit",
-    "Variant",
-    "VocabSource",
-]
+__all__ = ["choice"]
 
 
-class InputFormat(str, Enum):
-    auto = "auto"
-    text = "text"
-    jsonl = "jsonl"
+def _one_of(names: tuple[str, ...]) -> Callable[[str | None], str | None]:
+    """Typer callback accepting ``None`` (an optional option left out) or one of ``names``."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in names:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, names))}.")
+        return value
+
+    return check
 
 
-class OutputFormat(str, Enum):
-    jsonl = "jsonl"
-    text = "text"
+def _completion(names: tuple[str, ...]) -> Callable[[str], list[str]]:
+    """Shell completion: the names that start with what was typed."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [n for n in names if n.startswith(incomplete)]
+
+    return complete
 
 
-class EmptyPolicy(str, Enum):
-    """What to do with a line that has no in-vocabulary word (``textdp.guarantees.EMPTY_POLICIES``)."""
+def choice(names: tuple[str, ...], *param_decls: str, help: str, metavar: str | None = None,
+           rich_help_panel: str | None = None) -> OptionInfo:
+    """A :func:`typer.Option` whose value must be one of ``names`` (the library's own tuple).
 
-    error = "error"
-    skip = "skip"
-    empty = "empty"
+    Parameters
+    ----------
+    names : tuple of str
+        The accepted names, in the order ``--help`` lists them.
+    *param_decls : str
+        The option's spellings (default: from the parameter name, as :func:`typer.Option`).
+    help : str
+        The help text.
+    metavar : str, optional
+        Shown instead of the list of names (for long lists the help text describes, e.g. ``NAME``).
+    rich_help_panel : str, optional
+        The ``--help`` panel that lists the option (default: Options).
 
-
-class BagMode(str, Enum):
-    truncate = "truncate"
-    sample = "sample"
-
-
-class Metric(str, Enum):
-    euclidean = "euclidean"
-    manhattan = "manhattan"
-
-
-class Decoder(str, Enum):
-    exact = "exact"
-    faiss_exact = "faiss-exact"
-    torch = "torch"
-    approximate = "approximate"
-    hnsw = "hnsw"
-    ivf = "ivf"
-
-
-#: Every registered mechanism (its names hold ``-`` and ``+``: members are reached by value).
-Mechanism = Enum("Mechanism", {n: n for n in MECHANISM_NAMES}, type=str)  # type: ignore[misc]
-
-
-class OutputVocab(str, Enum):
-    full = "full"
-    words = "words"
-
-
-class PostProcess(str, Enum):
-    mbr = "mbr"
-
-
-class Engine(str, Enum):
-    local = "local"
-    dask = "dask"
-
-
-class ObfuscateEngine(str, Enum):
-    """``textdp obfuscate``: the engines, plus ``auto`` (choose by input) and ``single`` (no partitions)."""
-
-    auto = "auto"
-    single = "single"
-    local = "local"
-    dask = "dask"
-
-
-class RewriteMechanism(str, Enum):
-    er_ae = "er-ae"
-    ae_dp = "ae-dp"
-    syntf_sentence = "syntf-sentence"
-    random_sentence = "random-sentence"
-    dp_prompt = "dp-prompt"
-    dp_paraphrase = "dp-paraphrase"
-    dp_mlm = "dp-mlm"
-    dp_bart = "dp-bart"
-
-
-class Unit(str, Enum):
-    sentence = "sentence"
-    document = "document"
-
-
-class Variant(str, Enum):
-    autoregressive = "autoregressive"
-    teacher_forced = "teacher-forced"
-
-
-class ModelData(str, Enum):
-    """Which data the rewriting model saw; ``auto`` reads the model card."""
-
-    auto = "auto"
-    public = "public"
-    disjoint = "disjoint"
-    same = "same"
-    unknown = "unknown"
-
-
-class Objective(str, Enum):
-    er_ae = "er-ae"
-    reconstruction = "reconstruction"
-
-
-class VocabSource(str, Enum):
-    corpus = "corpus"
-    glove = "glove"
-
-
-class OutputLayer(str, Enum):
-    dense = "dense"
-    embedding = "embedding"
-
-
-#: Each CLI enum and the library tuple it must equal (checked at import).
-CHOICES: tuple[tuple[type[Enum], tuple[str, ...]], ...] = (
-    (InputFormat, INPUT_FORMATS),
-    (OutputFormat, OUTPUT_FORMATS),
-    (EmptyPolicy, EMPTY_POLICIES),
-    (BagMode, BAG_MODES),
-    (Metric, METRICS),
-    (Decoder, DECODERS),
-    (Mechanism, MECHANISM_NAMES),
-    (OutputVocab, OUTPUT_VOCABULARIES),
-    (PostProcess, POSTPROCESSORS),
-    (Engine, ENGINES),
-    (ObfuscateEngine, ("auto", "single", *ENGINES)),
-    (RewriteMechanism, names("sentence")),
-    (Unit, UNITS),
-    (Variant, VARIANTS),
-    (ModelData, ("auto", *MODEL_DATA_CASES)),
-    (Objective, OBJECTIVES),
-    (VocabSource, VOCAB_SOURCES),
-    (OutputLayer, OUTPUT_LAYERS),
-)
-
-for _enum, _values in CHOICES:
-    if tuple(m.value for m in _enum) != tuple(_values):  # pragma: no cover - a developer error, caught by CI
-        raise RuntimeError(f"CLI choices {_enum.__name__} {[m.value for m in _enum]} differ from the library's "
-                           f"{list(_values)}; update textdp/cli/_choices.py")
+    Examples
+    --------
+    >>> info = choice(("truncate", "sample"), help="How to make a bag.")
+    >>> info.metavar
+    '<truncate|sample>'
+    >>> info.callback("sample")
+    'sample'
+    """
+    if not names:  # pragma: no cover - a developer error
+        raise ValueError("a choice option needs at least one name")
+    return typer.Option(*param_decls, help=help, metavar=metavar or f"<{'|'.join(names)}>",
+                        rich_help_panel=rich_help_panel, callback=_one_of(tuple(names)),
+                        autocompletion=_completion(tuple(names)))

@@ -36,8 +36,9 @@ from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
 from ..errors import OutputExistsError, ParameterError, TextDPError
+from ..io import INPUT_FORMATS
 from ..progress import ProgressCallback, StageProgress
-from ._choices import InputFormat
+from ._choices import choice
 
 EPSILON_OPTION_HELP = (
     f"Privacy parameter, in [{EPSILON_MIN:g}, {EPSILON_MAX:g}]. Smaller = more noise = more privacy. Noise per "
@@ -60,10 +61,27 @@ FORCE_HELP = "Replace existing output files. Default: refuse. An input is never 
 # -- options that several commands declare the same way (one name per concept: docs/glossary.md) ----------
 ForceOption = Annotated[bool, typer.Option("--force", help=FORCE_HELP)]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+ReportForceOption = Annotated[bool, typer.Option(
+    "--force", help=FORCE_HELP + " The report folder must otherwise be new or empty.")]
 TextFieldOption = Annotated[str, typer.Option(help="Text field of JSONL input.")]
 StopWordsOption = Annotated[str, typer.Option(help="'english' (318 words) or 'none'.")]
 VocabSizeOption = Annotated[int | None, typer.Option("--vocab-size", "-k", help="Keep only the K most frequent words.")]
-InputFormatOption = Annotated[InputFormat, typer.Option(help="auto: JSONL by file name, else plain text.")]
+InputFormatOption = Annotated[str, choice(INPUT_FORMATS, help="auto: JSONL by file name, else plain text.")]
+IdFieldOption = Annotated[str, typer.Option(
+    help="Id field of JSONL input (copied to the record; without it, ids are sequence numbers 0, 1, 2, ...).")]
+SeedOption = Annotated[int | None, typer.Option(
+    help="Seed for a reproducible experiment (never recorded; anyone who knows it can undo the noise). Default: "
+    "fresh OS entropy (use that for real releases).")]
+#: The --help panel of the options that say where the work runs (--engine, --scheduler, --workers, ...).
+ENGINE_PANEL = "Engine"
+SchedulerOption = Annotated[str | None, typer.Option(
+    rich_help_panel=ENGINE_PANEL,
+    help="Address of a running Dask scheduler: tls://host:8786, with the client certificates in the Dask "
+    "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in "
+    "the workers, which hold the texts and the generator keys (warned).")]
+WorkersOption = Annotated[int | None, typer.Option(
+    rich_help_panel=ENGINE_PANEL, help="Worker processes of the local Dask cluster (default: one per core).")]
+ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from ._common import (
-    FORCE_HELP,
+    QuietOption,
+    ReportForceOption,
     bar_stages,
     check_report_folder,
     cli_errors,
@@ -27,10 +28,9 @@ def register(app: typer.Typer) -> None:
                                                "[run].")],
         output: Annotated[Path | None, typer.Option("--output", "-o", help="Report folder (default: [run] output, "
                                                     "else report-<corpus>).")] = None,
-        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+        quiet: QuietOption = False,
         no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
-        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
-                                            "or empty.")] = False,
+        force: ReportForceOption = False,
     ) -> None:
         """Attack and classify privatised snippets over an epsilon grid; write a report folder.
 

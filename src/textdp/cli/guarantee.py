@@ -13,17 +13,20 @@ from rich.console import Console
 from rich.table import Table
 
 from .._validation import check_epsilon, check_size
+from ..accounting.emd import METRICS
 from ..errors import DocumentError, ParameterError
-from ._choices import BagMode, InputFormat, Metric
+from ..text import BAG_MODES
+from ._choices import choice
 from ._common import (
     EPSILON_HELP_TEXT,
     EPSILON_OPTION_HELP,
+    InputFormatOption,
     StopWordsOption,
+    TextFieldOption,
     VocabSizeOption,
     bar_progress,
     cli_errors,
     parse_stop_words,
-    print_warning,
     progress_bar,
 )
 
@@ -71,19 +74,15 @@ DocB = Annotated[Path, typer.Argument(help="Second document, likewise.", show_de
 Epsilon = Annotated[float, typer.Option("--epsilon", "-e", help=EPSILON_OPTION_HELP)]
 Size = Annotated[int | None, typer.Option(
     "--size", "-n", help="Bag size N of the release. Default: the shorter document's in-vocabulary length.")]
-Bag = Annotated[BagMode, typer.Option(
-    help="How the release forms bags: truncate (first N words; bound exp(epsilon*N*E_d) between the bags) or "
-    "sample (N words drawn from the document; bound exp(epsilon*N*W_inf) between the documents' word "
+Bag = Annotated[str, choice(
+    BAG_MODES, help="How the release forms bags: truncate (first N words; bound exp(epsilon*N*E_d) between the "
+    "bags) or sample (N words drawn from the document; bound exp(epsilon*N*W_inf) between the documents' word "
     "distributions).")]
-MetricOption = Annotated[Metric, typer.Option(
-    help="Ground metric between word vectors. The theorem uses euclidean; manhattan gives a larger, still valid "
-    "loss.")]
+MetricOption = Annotated[str, choice(
+    METRICS, help="Ground metric between word vectors. The theorem uses euclidean; manhattan gives a larger, still "
+    "valid loss.")]
 EmbeddingsPath = Annotated[Path | None, typer.Option(help="Embeddings file. Default: GloVe 6B 50d.")]
 WordsPath = Annotated[Path | None, typer.Option(help="Words file for a .npy matrix.")]
-TextField = Annotated[str, typer.Option(help="Text field of JSONL input (as for obfuscate).")]
-InputFormatAsObfuscate = Annotated[InputFormat, typer.Option(
-    help="auto: JSONL by file name, else plain text (as for obfuscate).")]
-UnusedSeed = Annotated[int | None, typer.Option(hidden=True, help="No longer used (the bounds are deterministic).")]
 TargetUnchanged = Annotated[float, typer.Option(
     "--target-unchanged", "-t", help="Fraction of words the release should keep unchanged (0-1). 0.5 = about half "
     "of the words survive.")]
@@ -104,15 +103,14 @@ def guarantee(
     doc_b: DocB,
     epsilon: Epsilon = ...,  # type: ignore[assignment]
     size: Size = None,
-    bag: Bag = BagMode.truncate,
-    metric: MetricOption = Metric.euclidean,
+    bag: Bag = "truncate",
+    metric: MetricOption = "euclidean",
     embeddings: EmbeddingsPath = None,
     words: WordsPath = None,
     vocab_size: VocabSizeOption = None,
     stop_words: StopWordsOption = "english",
-    text_field: TextField = "text",
-    input_format: InputFormatAsObfuscate = InputFormat.auto,
-    seed: UnusedSeed = None,
+    text_field: TextFieldOption = "text",
+    input_format: InputFormatOption = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Emit a JSON object instead of a table.")] = False,
 ) -> None:
     """How distinguishable two documents stay after Earth Mover's privacy.
@@ -129,16 +127,14 @@ def guarantee(
     from ..accounting.bounds import document_guarantee
 
     with cli_errors():
-        if seed is not None:
-            print_warning("--seed is no longer used: the bounds are deterministic")
         check_epsilon(epsilon)
         if size is not None:
             check_size(size)
         stops = parse_stop_words(stop_words)
         if str(doc_a) == "-" and str(doc_b) == "-":
             raise ParameterError("only one of the two documents can be standard input ('-')")
-        text_a = _read_document(doc_a, text_field=text_field, input_format=input_format.value)
-        text_b = _read_document(doc_b, text_field=text_field, input_format=input_format.value)
+        text_a = _read_document(doc_a, text_field=text_field, input_format=input_format)
+        text_b = _read_document(doc_b, text_field=text_field, input_format=input_format)
         emb = _load(embeddings, words, vocab_size)
         g = document_guarantee(
             text_a,
@@ -146,9 +142,9 @@ def guarantee(
             epsilon=epsilon,
             size=size,
             embeddings=emb,
-            bag=bag.value,
+            bag=bag,
             stop_words=stops,
-            metric=metric.value,
+            metric=metric,
             names=(doc_a.name, doc_b.name),
         )
         if as_json:

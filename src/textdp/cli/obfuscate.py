@@ -16,9 +16,18 @@ from rich.progress import Progress
 
 from .._validation import check_epsilon, check_positive_int, check_size
 from ..backend import Backend
-from ..embeddings import Embeddings, load_embeddings, output_vocabulary, vocabulary_fingerprint
+from ..embeddings import (
+    DECODERS,
+    OUTPUT_VOCABULARIES,
+    Embeddings,
+    load_embeddings,
+    output_vocabulary,
+    vocabulary_fingerprint,
+)
+from ..engines import ENGINES
 from ..engines.single import check_duplicate_ids, check_file_outputs, open_release, write_release
 from ..errors import ParameterError, PrivacyWarning
+from ..guarantees import EMPTY_POLICIES
 from ..io import (
     check_output_paths,
     duplicate_ids_message,
@@ -27,22 +36,26 @@ from ..io import (
     same_file,
     sequence_ids,
 )
+from ..mechanisms import MECHANISM_NAMES
 from ..mechanisms.common import SIZE_FROM_DATA_WARNING
-from ..pipeline import build_mechanism, check_private_report_path, check_size_options, parse_params
-from ..text import normalize
-from ._choices import BagMode, EmptyPolicy, InputFormat, OutputFormat, OutputVocab, PostProcess
-from ._choices import Decoder as DecoderName
-from ._choices import Mechanism as MechanismName
-from ._choices import ObfuscateEngine as EngineName
+from ..mechanisms.mbr import POSTPROCESSORS
+from ..pipeline import OUTPUT_FORMATS, build_mechanism, check_private_report_path, check_size_options, parse_params
+from ..text import BAG_MODES, normalize
+from ._choices import choice
 from ._common import (
+    ENGINE_PANEL,
     EPSILON_OPTION_HELP,
     ForceOption,
+    IdFieldOption,
     InputFormatOption,
     Interrupted,
     InterruptedRun,
+    SchedulerOption,
+    SeedOption,
     StopWordsOption,
     TextFieldOption,
     VocabSizeOption,
+    WorkersOption,
     bar_progress,
     cli_errors,
     parse_stop_words,
@@ -54,12 +67,12 @@ from ._common import (
 LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
 
 
-def _partitioned(engine: EngineName, files: list[Path], scheduler: str | bool | None, partitions: int | None) -> bool:
-    if engine is EngineName.single:
+def _partitioned(engine: str, files: list[Path], scheduler: str | bool | None, partitions: int | None) -> bool:
+    if engine == "single":
         if scheduler or partitions:
             raise ParameterError("--scheduler, --dashboard and --partitions need --engine local or dask")
         return False
-    if engine is not EngineName.auto or scheduler or partitions:
+    if engine != "auto" or scheduler or partitions:
         return True
     real = [f for f in files if str(f) != "-"]
     if any(f.name.lower().endswith((".parquet", ".pq")) for f in real):
@@ -158,12 +171,13 @@ Files = Annotated[list[Path] | None, typer.Argument(
 Epsilon = Annotated[float | None, typer.Option(
     "--epsilon", "-e", help=EPSILON_OPTION_HELP + " Required, except for random with --param rate=R (its epsilon "
     "then follows from the rate).", show_default=False)]
-MechanismOption = Annotated[MechanismName, typer.Option(
-    metavar="NAME", help="Mechanism (README table). Bags of --size words: earth-movers and syntf. Text, each word "
-    "replaced in place (no --size): cmp, mahalanobis, vickrey, tem, santext, santext+, custext, custext+ and random.")]
-PostProcessOption = Annotated[PostProcess | None, typer.Option(
-    help="mbr: decode to the posterior medoid among the noisy vector's nearest words (semantic neighbours; "
-    "earth-movers and cmp). Post-processing: the guarantee is unchanged.")]
+MechanismOption = Annotated[str, choice(
+    MECHANISM_NAMES, metavar="NAME", help="Mechanism (README table). Bags of --size words: earth-movers and syntf. "
+    "Text, each word replaced in place (no --size): cmp, mahalanobis, vickrey, tem, santext, santext+, custext, "
+    "custext+ and random.")]
+PostProcessOption = Annotated[str | None, choice(
+    POSTPROCESSORS, help="mbr: decode to the posterior medoid among the noisy vector's nearest words (semantic "
+    "neighbours; earth-movers and cmp). Post-processing: the guarantee is unchanged.")]
 Params = Annotated[list[str] | None, typer.Option(
     metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for vickrey, lambd=0.2, "
     "beta=0.001, p=0.3, top_k=20, rate=0.3).")]
@@ -174,62 +188,52 @@ Size = Annotated[int | None, typer.Option(
 SizeFromData = Annotated[bool, typer.Option(
     "--size-from-data", help="Instead of --size, use the shortest document's in-vocabulary length as N (the "
     "paper's protocol). N is published, so this REVEALS that length.")]
-Bag = Annotated[BagMode, typer.Option(
-    help="truncate: first N words (paper's experiments); sample: N words drawn with replacement (works for short "
-    "documents; guarantee epsilon*N*W_inf between documents).")]
+Bag = Annotated[str, choice(
+    BAG_MODES, help="truncate: first N words (paper's experiments); sample: N words drawn with replacement (works "
+    "for short documents; guarantee epsilon*N*W_inf between documents).")]
 EmbeddingsPath = Annotated[Path | None, typer.Option(
     help="Embeddings file (GloVe/word2vec text, word2vec .bin, or .npy with --words). Default: GloVe 6B 50d.")]
 WordsPath = Annotated[Path | None, typer.Option(help="Words file (one per line) for a .npy matrix.")]
 DomainVocab = Annotated[Path | None, typer.Option(
     help="Restrict the vocabulary to words of this PUBLIC text/JSONL corpus (avoids out-of-domain outputs). Do not "
     "derive it from the private documents themselves.")]
-OutputVocabOption = Annotated[OutputVocab, typer.Option(
-    help="full: any vocabulary row may be released; words: only letter words that are not stop words (no "
-    "punctuation tokens, numbers or stop words in the output).")]
-Seed = Annotated[int | None, typer.Option(
-    help="Seed for a reproducible experiment (never recorded; anyone who knows it can undo the noise). Default: "
-    "fresh OS entropy (use that for real releases).")]
+OutputVocabOption = Annotated[str, choice(
+    OUTPUT_VOCABULARIES, help="full: any vocabulary row may be released; words: only letter words that are not "
+    "stop words (no punctuation tokens, numbers or stop words in the output).")]
 Output = Annotated[Path | None, typer.Option(
     "--output", "-o", help="Output file (written atomically), or the output folder of a partitioned run. Default: "
     "stdout.")]
-Format = Annotated[OutputFormat, typer.Option("--format", help="jsonl records or the private words as text.")]
-IdField = Annotated[str, typer.Option(
-    help="Id field of JSONL input (copied to the record; without it, ids are sequence numbers 0, 1, 2, ...).")]
+Format = Annotated[str, choice(OUTPUT_FORMATS, "--format", help="jsonl records or the private words as text.")]
 PrivateReport = Annotated[Path | None, typer.Option(
     help="Write a PRIVATE report here (JSONL, one line per record id): where each document came from, its token "
     "and unknown-word counts, the unchanged fraction and mean neighbour rank. It describes the input: never "
     "publish it.")]
-RemovedReport = Annotated[bool, typer.Option(hidden=True, help="Removed: use --private-report PATH.")]
-DecoderOption = Annotated[DecoderName, typer.Option(
-    metavar="NAME", help="Nearest-word decoder. exact (default), faiss-exact, torch: identical results. "
+DecoderOption = Annotated[str, choice(
+    DECODERS, metavar="NAME", help="Nearest-word decoder. exact (default), faiss-exact, torch: identical results. "
     "approximate/hnsw, ivf: faster, opt-in; decoding is post-processing so the guarantee is unchanged, but some "
     "words differ from exact decoding.")]
 KnownSource = Annotated[bool, typer.Option(
     "--known-source", help="Let the decoder use the input words to skip work (same words; faster at epsilon >= "
     "~35). Its running time then depends on the private words, a timing side channel the guarantee does not "
     "cover: for experiments only.")]
-EngineOption = Annotated[EngineName, typer.Option(
-    metavar="NAME", help="auto, single, local or dask. single: one process, one output file. local/dask: "
-    "partitioned, resumable output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet or "
-    "inputs >= 64 MB or when --scheduler/--partitions is given, else single.")]
-Scheduler = Annotated[str | None, typer.Option(
-    help="Address of a running Dask scheduler: tls://host:8786, with the client certificates in the Dask "
-    "configuration (distributed.comm.tls.*). A plain tcp:// scheduler lets anyone who reaches it run code in the "
-    "workers, which hold the texts and the generator keys (warned).")]
+EngineOption = Annotated[str, choice(
+    ("auto", "single", *ENGINES), metavar="NAME", rich_help_panel=ENGINE_PANEL,
+    help="auto, single, local or dask. single: one process, one output file. local/dask: partitioned, resumable "
+    "output directory (dask: a local cluster, or --scheduler). auto: dask for Parquet or inputs >= 64 MB or "
+    "when --scheduler/--partitions is given, else single.")]
 Dashboard = Annotated[bool, typer.Option(
-    "--dashboard", help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by default: any local user "
-    "could read it).")]
+    "--dashboard", rich_help_panel=ENGINE_PANEL,
+    help="Serve the local Dask cluster's dashboard on 127.0.0.1 (off by default: any local user could read it).")]
 Partitions = Annotated[int | None, typer.Option(
+    rich_help_panel=ENGINE_PANEL,
     help="Number of partitions (default: one per 500 documents). Part of the run's identity: the same seed and "
     "partitions give the same output.")]
-Workers = Annotated[int | None, typer.Option(
-    help="Worker processes of the local Dask cluster (default: one per core).")]
 WorkDir = Annotated[Path | None, typer.Option(
-    help="Private work directory of a partitioned run (resume key, spilled inputs, vocabulary; workers must be "
-    "able to read it). Default: under the textdp cache, found again by the same command. Never inside the "
-    "output.")]
+    rich_help_panel=ENGINE_PANEL,
+    help="Private work directory of a partitioned run (resume key, spilled inputs, vocabulary; workers must be able "
+    "to read it). Default: under the textdp cache, found again by the same command. Never inside the output.")]
 StrictIds = Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)]
-Empty = Annotated[EmptyPolicy, typer.Option(metavar="POLICY", help=EMPTY_HELP)]
+Empty = Annotated[str, choice(EMPTY_POLICIES, metavar="POLICY", help=EMPTY_HELP)]
 
 
 @dataclass(frozen=True)
@@ -238,29 +242,28 @@ class _Options:
 
     files: list[Path] | None
     epsilon: float | None
-    mechanism: MechanismName
-    postprocess: PostProcess | None
+    mechanism: str
+    postprocess: str | None
     param: list[str] | None
     size: int | None
     size_from_data: bool
-    bag: BagMode
+    bag: str
     embeddings: Path | None
     words: Path | None
     vocab_size: int | None
     domain_vocab: Path | None
     stop_words: str
-    output_vocab: OutputVocab
+    output_vocab: str
     seed: int | None
     output: Path | None
-    fmt: OutputFormat
+    fmt: str
     text_field: str
     id_field: str
-    input_format: InputFormat
+    input_format: str
     private_report: Path | None
-    report: bool
-    decoder: DecoderName
+    decoder: str
     known_source: bool
-    engine: EngineName
+    engine: str
     scheduler: str | None
     dashboard: bool
     partitions: int | None
@@ -268,19 +271,11 @@ class _Options:
     work_dir: Path | None
     force: bool
     strict_ids: bool
-    empty: EmptyPolicy
+    empty: str
 
     @property
     def inputs(self) -> list[Path]:
         return list(self.files or [])
-
-    @property
-    def mech_name(self) -> str:
-        return MechanismName(self.mechanism).value
-
-    @property
-    def post(self) -> str | None:
-        return self.postprocess.value if self.postprocess else None
 
     @property
     def read_too(self) -> list[Path | None]:
@@ -291,37 +286,36 @@ class _Options:
 def obfuscate(
     files: Files = None,
     epsilon: Epsilon = None,
-    mechanism: MechanismOption = "earth-movers",  # type: ignore[assignment]
+    mechanism: MechanismOption = "earth-movers",
     postprocess: PostProcessOption = None,
     param: Params = None,
     size: Size = None,
     size_from_data: SizeFromData = False,
-    bag: Bag = BagMode.truncate,
+    bag: Bag = "truncate",
     embeddings: EmbeddingsPath = None,
     words: WordsPath = None,
     vocab_size: VocabSizeOption = None,
     domain_vocab: DomainVocab = None,
     stop_words: StopWordsOption = "english",
-    output_vocab: OutputVocabOption = OutputVocab.full,
-    seed: Seed = None,
+    output_vocab: OutputVocabOption = "full",
+    seed: SeedOption = None,
     output: Output = None,
-    fmt: Format = OutputFormat.jsonl,
+    fmt: Format = "jsonl",
     text_field: TextFieldOption = "text",
-    id_field: IdField = "id",
-    input_format: InputFormatOption = InputFormat.auto,
+    id_field: IdFieldOption = "id",
+    input_format: InputFormatOption = "auto",
     private_report: PrivateReport = None,
-    report: RemovedReport = False,
-    decoder: DecoderOption = DecoderName.exact,
+    decoder: DecoderOption = "exact",
     known_source: KnownSource = False,
-    engine: EngineOption = EngineName.auto,
-    scheduler: Scheduler = None,
+    engine: EngineOption = "auto",
+    scheduler: SchedulerOption = None,
     dashboard: Dashboard = False,
     partitions: Partitions = None,
-    workers: Workers = None,
+    workers: WorkersOption = None,
     work_dir: WorkDir = None,
     force: ForceOption = False,
     strict_ids: StrictIds = False,
-    empty: Empty = EmptyPolicy.error,
+    empty: Empty = "error",
 ) -> None:
     """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
 
@@ -344,7 +338,7 @@ def obfuscate(
         stops, partitioned = _check_options(o)
         domain, domain_texts = _domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None else (None, set())
         emb = load_embeddings(o.embeddings, words_path=o.words, vocab_size=o.vocab_size, domain_words=domain)
-        emb = output_vocabulary(emb, o.output_vocab.value, stops)
+        emb = output_vocabulary(emb, o.output_vocab, stops)
         extra: dict[str, object] = {"vocab_size_limit": o.vocab_size, "domain_vocab": o.domain_vocab is not None,
                                     "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
         if partitioned:
@@ -355,12 +349,9 @@ def obfuscate(
 
 def _check_options(o: _Options) -> tuple[str | None, bool]:
     """Validate the options before any work; return the stop-word list and whether the run is partitioned."""
-    if o.report:
-        raise ParameterError("--report was removed: its fields describe the private input; "
-                             "use --private-report PATH (never publish that file)")
-    check_size_options(o.mech_name, o.size, o.size_from_data)
+    check_size_options(o.mechanism, o.size, o.size_from_data)
     parse_params(o.param)
-    _check_epsilon_option(o.mech_name, o.epsilon)
+    _check_epsilon_option(o.mechanism, o.epsilon)
     if o.size is not None:
         check_size(o.size)
     stops = parse_stop_words(o.stop_words)
@@ -380,16 +371,16 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
                 domain_texts: set[str]) -> None:
     """One process, one output file (or standard output): :func:`textdp.engines.single.obfuscate_file`."""
     mech = build_mechanism(
-        o.mech_name, epsilon=o.epsilon,  # type: ignore[arg-type]  # None: random derives it from its rate
-        size=o.size, size_from_data=o.size_from_data, embeddings=emb, bag=o.bag.value,
-        stop_words=stops, seed=o.seed, decoder=o.decoder.value, known_source=o.known_source, postprocess=o.post,
+        o.mechanism, epsilon=o.epsilon,  # type: ignore[arg-type]  # None: random derives it from its rate
+        size=o.size, size_from_data=o.size_from_data, embeddings=emb, bag=o.bag,
+        stop_words=stops, seed=o.seed, decoder=o.decoder, known_source=o.known_source, postprocess=o.postprocess,
         params=parse_params(o.param),
     )
     if all(str(f) == "-" for f in o.inputs) and _stdin_is_terminal():
         print_info("reading documents from standard input (type them, then Ctrl-D); give FILES to read files "
                    "(see: textdp obfuscate --help)")
     docs = read_sourced_documents(o.inputs, text_field=o.text_field, id_field=o.id_field,
-                                  input_format=o.input_format.value)
+                                  input_format=o.input_format)
     inside = sum(d.text.strip() in domain_texts for d in docs) if domain_texts else 0
     if inside:
         print_warning(f"{inside} input document(s) appear verbatim in --domain-vocab {o.domain_vocab}; the "
@@ -400,8 +391,8 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
             _privacy_warnings_on_stderr():  # the release goes out last, after the bar and the small files
         task = bar.add_task("obfuscating (documents)", total=len(docs))
         _count_words(mech, bar, o.size * len(docs) if o.size is not None else None)
-        write_release(fh, mech, docs, o.output, fmt=o.fmt.value, known_source=o.known_source, stop_words=stops,
-                      extra=extra, private_report=o.private_report, force=o.force, empty=o.empty.value,
+        write_release(fh, mech, docs, o.output, fmt=o.fmt, known_source=o.known_source, stop_words=stops,
+                      extra=extra, private_report=o.private_report, force=o.force, empty=o.empty,
                       size=o.size, seeded=o.seed is not None, progress=bar_progress(bar, task))
 
 
@@ -427,7 +418,7 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
         raise ParameterError("partitioned runs need --output DIRECTORY (part files + manifest.json)")
     if not files or any(str(f) == "-" for f in files):
         raise ParameterError("partitioned runs read files, not standard input")
-    if o.input_format.value == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
+    if o.input_format == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
         raise ParameterError("--input-format text cannot read Parquet")
     if o.partitions is not None:
         check_positive_int(o.partitions, "partitions")
@@ -439,15 +430,15 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
             task = bar.add_task("obfuscating (documents)", total=None)
             obfuscate_corpus(
                 files, output, embeddings=emb, epsilon=o.epsilon,  # type: ignore[arg-type]  # checked: not None
-                size=o.size, size_from_data=o.size_from_data, bag=o.bag.value, stop_words=stops,
-                decoder=o.decoder.value, known_source=o.known_source, seed=o.seed, backend=backend,
+                size=o.size, size_from_data=o.size_from_data, bag=o.bag, stop_words=stops,
+                decoder=o.decoder, known_source=o.known_source, seed=o.seed, backend=backend,
                 partitions=o.partitions, text_field=o.text_field, id_field=o.id_field,
-                input_format=o.input_format.value, fmt=o.fmt.value, work_dir=o.work_dir,
+                input_format=o.input_format, fmt=o.fmt, work_dir=o.work_dir,
                 private_report=o.private_report, extra_settings=extra,
                 on_size_from_data=lambda n: print_warning(SIZE_FROM_DATA_WARNING.format(n=n)),
-                mechanism=o.mech_name, postprocess=o.post, params=parse_params(o.param),
+                mechanism=o.mechanism, postprocess=o.postprocess, params=parse_params(o.param),
                 progress=bar_progress(bar, task), force=o.force, strict_ids=o.strict_ids,
-                on_duplicate_ids=_warn_duplicates, empty=o.empty.value,
+                on_duplicate_ids=_warn_duplicates, empty=o.empty,
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else 130
@@ -460,7 +451,7 @@ def _backend(o: _Options) -> Backend:
     """The engine's backend (its privacy warnings, e.g. a plain tcp:// scheduler, on stderr)."""
     from ..engines import get_backend
 
-    name = "local" if o.engine is EngineName.local else "dask"
+    name = "local" if o.engine == "local" else "dask"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyWarning)
         backend = get_backend(name, scheduler=o.scheduler, workers=o.workers, dashboard=o.dashboard)

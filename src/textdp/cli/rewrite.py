@@ -11,14 +11,23 @@ import typer
 
 from .. import __version__
 from .._validation import check_positive_int
+from ..engines import ENGINES
 from ..errors import ParameterError
-from ._choices import Engine, InputFormat, ModelData, Unit, Variant
-from ._choices import RewriteMechanism as Mechanism
+from ..generation.accounting import MODEL_DATA_CASES
+from ..generation.rewriter import UNITS, VARIANTS
+from ..mechanisms import names
+from ._choices import choice
 from ._common import (
+    ENGINE_PANEL,
     ForceOption,
+    IdFieldOption,
     InputFormatOption,
     QuietOption,
+    SchedulerOption,
+    SeedOption,
     TextFieldOption,
+    ThreadsOption,
+    WorkersOption,
     bar_stages,
     cli_errors,
     print_info,
@@ -41,39 +50,34 @@ InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one docu
                                                       "document per line); '-' reads standard input.",
                                                       show_default=False)]
 EpsilonOption = Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)]
-MechanismOption = Annotated[Mechanism, typer.Option(metavar="NAME", help="er-ae (two-set exponential mechanism; a "
-                                                    "model trained with --objective er-ae), ae-dp (one exponential "
-                                                    "mechanism over the vocabulary; a model trained with --objective "
-                                                    "reconstruction), syntf-sentence (a bag of words), "
-                                                    "random-sentence (uniform random replacement); language models: "
-                                                    "dp-prompt, dp-paraphrase, dp-mlm, dp-bart "
-                                                    "(docs/lm-rewriting.md).")]
+MechanismOption = Annotated[str, choice(
+    names("sentence"), metavar="NAME", help="er-ae (two-set exponential mechanism; a model trained with "
+    "--objective er-ae), ae-dp (one exponential mechanism over the vocabulary; a model trained with --objective "
+    "reconstruction), syntf-sentence (a bag of words), random-sentence (uniform random replacement); language "
+    "models: dp-prompt, dp-paraphrase, dp-mlm, dp-bart (docs/lm-rewriting.md).")]
 OutputOption = Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing "
                                             "file is refused unless --force).")]
-UnitOption = Annotated[Unit, typer.Option(help="Records per sentence segment or per document (segments joined). The "
-                                          "guarantee's unit is always the sentence.")]
-SeedOption = Annotated[int | None, typer.Option(help="Seed for a reproducible experiment. Default: fresh OS entropy "
-                                                "(use that for real releases).")]
-VariantOption = Annotated[Variant, typer.Option(metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own "
-                                                "draws) or teacher-forced (fed the private input, the authors' "
-                                                "code).")]
-ModelDataOption = Annotated[ModelData, typer.Option(metavar="KIND", help="Which data the model saw. public/disjoint: "
-                                                    "the guarantee covers the rewriting step. same/unknown: it does "
-                                                    "not cover what the model memorised. auto: public if the model "
-                                                    "card says so, else unknown.")]
+UnitOption = Annotated[str, choice(
+    UNITS, help="Records per sentence segment or per document (segments joined). The guarantee's unit is always "
+    "the sentence.")]
+VariantOption = Annotated[str, choice(
+    VARIANTS, metavar="MODE", help="er-ae/ae-dp: autoregressive (fed its own draws) or teacher-forced (fed the "
+    "private input, the authors' code).")]
+ModelDataOption = Annotated[str, choice(
+    ("auto", *MODEL_DATA_CASES), metavar="KIND", help="Which data the model saw. public/disjoint: the guarantee "
+    "covers the rewriting step. same/unknown: it does not cover what the model memorised. auto: public if the "
+    "model card says so, else unknown.")]
 WordFractionOption = Annotated[float, typer.Option(help="er-ae: share of epsilon for the draw inside the chosen set "
                                                    "(counted).")]
 PrivateReportOption = Annotated[Path | None, typer.Option(help="Write per-document diagnostics (segments, tokens, "
                                                           "out-of-vocabulary tokens) here. They describe the private "
                                                           "input: keep this file private.")]
-EngineOption = Annotated[Engine, typer.Option(help="Where partitions run: local (this process) or dask.")]
-SchedulerOption = Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")]
-WorkersOption = Annotated[int | None, typer.Option(help="Local Dask workers.")]
-PartitionSizeOption = Annotated[int, typer.Option(help="Documents per partition (part of the run's identity: the "
-                                                  "same seed and partition size give the same output).")]
+EngineOption = Annotated[str, choice(
+    ENGINES, rich_help_panel=ENGINE_PANEL, help="Where partitions run: local (this process) or dask.")]
+PartitionSizeOption = Annotated[int, typer.Option(
+    rich_help_panel=ENGINE_PANEL, help="Documents per partition (part of the run's identity: the same seed and "
+    "partition size give the same output).")]
 BatchSizeOption = Annotated[int, typer.Option(help="Sentences generated together.")]
-ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
-IdFieldOption = Annotated[str, typer.Option(help="Id field of JSONL input.")]
 
 
 @dataclass(frozen=True)
@@ -101,15 +105,15 @@ def rewrite_command(
     model_dir: ModelDirArgument,
     inputs: InputsArgument,
     epsilon: EpsilonOption = ...,  # type: ignore[assignment]
-    mechanism: MechanismOption = Mechanism.er_ae,
+    mechanism: MechanismOption = "er-ae",
     output: OutputOption = ...,  # type: ignore[assignment]
-    unit: UnitOption = Unit.document,
+    unit: UnitOption = "document",
     seed: SeedOption = None,
-    variant: VariantOption = Variant.autoregressive,
-    model_data: ModelDataOption = ModelData.auto,
+    variant: VariantOption = "autoregressive",
+    model_data: ModelDataOption = "auto",
     word_fraction: WordFractionOption = 0.1,
     private_report: PrivateReportOption = None,
-    engine: EngineOption = Engine.local,
+    engine: EngineOption = "local",
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
     partition_size: PartitionSizeOption = 256,
@@ -117,7 +121,7 @@ def rewrite_command(
     threads: ThreadsOption = None,
     text_field: TextFieldOption = "text",
     id_field: IdFieldOption = "id",
-    input_format: InputFormatOption = InputFormat.auto,
+    input_format: InputFormatOption = "auto",
     force: ForceOption = False,
     quiet: QuietOption = False,
     clip: Annotated[str | None, LM_HELP["clip"]] = None,
@@ -142,12 +146,12 @@ def rewrite_command(
     with cli_errors():
         lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, copy_stopwords, top_k, top_p, ledger,
                             budget)
-        run = _Run(model_dir, list(inputs), mechanism.value, epsilon, output, unit.value, seed, private_report,
-                   batch_size, text_field, id_field, input_format.value, force, quiet, lm_opts)
+        run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,
+                   batch_size, text_field, id_field, input_format, force, quiet, lm_opts)
         if run.mechanism.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)
             _rewrite_lm(run, engine=engine, scheduler=scheduler, workers=workers, threads=threads)
         else:
-            _rewrite_family(run, variant=variant.value, model_data=model_data.value, word_fraction=word_fraction,
+            _rewrite_family(run, variant=variant, model_data=model_data, word_fraction=word_fraction,
                             engine=engine, scheduler=scheduler, workers=workers, partition_size=partition_size,
                             threads=threads)
 
@@ -161,10 +165,10 @@ def _set_threads(threads: int | None) -> None:
         torch_module().set_num_threads(threads)
 
 
-def _rewrite_lm(run: _Run, *, engine: Engine, scheduler: str | None, workers: int | None,
+def _rewrite_lm(run: _Run, *, engine: str, scheduler: str | None, workers: int | None,
                 threads: int | None) -> None:
     """The dp-* path: one process (no engine), then :func:`textdp.cli.rewrite_lm.run_lm_rewrite`."""
-    if engine is not Engine.local or scheduler or workers:
+    if engine != "local" or scheduler or workers:
         raise ParameterError(f"{run.mechanism} runs in this process (--engine local); use --threads")
     _set_threads(threads)
     run_lm_rewrite(run.model_dir, run.inputs, mechanism=run.mechanism, epsilon=run.epsilon, output=run.output,
@@ -173,7 +177,7 @@ def _rewrite_lm(run: _Run, *, engine: Engine, scheduler: str | None, workers: in
                    force=run.force, quiet=run.quiet, opts=run.opts)
 
 
-def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: float, engine: Engine,
+def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: float, engine: str,
                     scheduler: str | None, workers: int | None, partition_size: int, threads: int | None) -> None:
     """The ER-AE family path (er-ae, ae-dp, syntf-sentence, random-sentence) in the privacy order.
 
@@ -217,7 +221,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
         "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
         "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
         "seeded": run.seed is not None,  # never the seed itself: it would let anyone undo the noise
-        "engine": engine.value, "partition_size": partition_size, "mechanism": guarantee.mechanism,
+        "engine": engine, "partition_size": partition_size, "mechanism": guarantee.mechanism,
         "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
         "guarantee": guarantee.to_dict(),
     })
@@ -286,12 +290,12 @@ def rewrite_partition(item: tuple[str, dict[str, Any], list[tuple[str, str]], An
     return rewrite_documents(load_rewriter(model_dir), docs, RewriteSettings(**settings), rng, seeded=seeded)
 
 
-def _backend(engine: Engine, scheduler: str | None, workers: int | None) -> Any:
+def _backend(engine: str, scheduler: str | None, workers: int | None) -> Any:
     from ..engines import get_backend
 
-    if engine is Engine.local and (scheduler or workers):
+    if engine == "local" and (scheduler or workers):
         raise ParameterError("--scheduler and --workers need --engine dask")
-    return get_backend(engine.value, scheduler=scheduler, workers=workers)
+    return get_backend(engine, scheduler=scheduler, workers=workers)
 
 
 def evaluate_generation_command(
@@ -302,9 +306,9 @@ def evaluate_generation_command(
     write_training_corpus: Annotated[Path | None, typer.Option(help="Instead of the sweep, write the rewriter's "
                                                                   "training sentences (train splits of the three "
                                                                   "development corpora) to this JSONL file.")] = None,
-    threads: Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")] = None,
+    threads: ThreadsOption = None,
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plot.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """The epsilon sweep of ER-AE, AE-DP, SynTF and Random-R (and Earth Mover's privacy) on an evaluation corpus.
 

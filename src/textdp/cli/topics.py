@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,15 +11,20 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import __version__
+from ..engines import ENGINES
 from ..io import check_output_paths, same_file, settings_path, write_json
 from ..topics.names import MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
-from ._choices import Engine as EngineName
+from ._choices import choice
 from ._common import (
-    FORCE_HELP,
+    ENGINE_PANEL,
     ForceOption,
     Interrupted,
     InterruptedRun,
     QuietOption,
+    ReportForceOption,
+    SchedulerOption,
+    SeedOption,
+    WorkersOption,
     check_report_folder,
     cli_errors,
     print_info,
@@ -73,21 +77,6 @@ STRIP_HELP = ("Drop quoted-reply ('>', '|') and '... writes:' lines: they are ot
               "(recommended for e-mail / Usenet such as 20newsgroups).")
 
 
-def _one_of(choices: tuple[str, ...]) -> Callable[[str | None], str | None]:
-    """Typer callback accepting only ``choices`` (the library's tuple of names)."""
-
-    def check(value: str | None) -> str | None:
-        if value is not None and value not in choices:
-            raise typer.BadParameter(f"{value!r} is not one of: {', '.join(choices)}")
-        return value
-
-    return check
-
-
-def _choices(names: tuple[str, ...]) -> str:
-    return " One of: " + ", ".join(names) + "."
-
-
 def _load(corpus: Path, user_field: str, text_field: str, max_docs: int, min_user_docs: int,
           max_features: int, strip_quotes: bool, vocabulary: PublicVocabulary | None = None) -> UserCorpus:
     from ..topics import UserCorpus
@@ -129,21 +118,21 @@ def _check_topic_counts(m: int, model_topics: int) -> int:
     return K
 
 
-def _engine_options(engine: EngineName, workers: int | None, scheduler: str | None) -> tuple[EngineName, int | None]:
+def _engine_options(engine: str, workers: int | None, scheduler: str | None) -> tuple[str, int | None]:
     """Check the engine options early."""
     from .._validation import check_positive_int
     from ..errors import ParameterError
 
     if workers is not None:
         check_positive_int(workers, "--workers")
-    if engine is EngineName.local and scheduler:
+    if engine == "local" and scheduler:
         raise ParameterError("--scheduler needs --engine dask")
     return engine, workers
 
 
-def _backend(engine: EngineName, workers: int | None, scheduler: str | None) -> Backend | None:
+def _backend(engine: str, workers: int | None, scheduler: str | None) -> Backend | None:
     """The execution engine for the sampler (``None`` = in this process)."""
-    if engine is EngineName.local:
+    if engine == "local":
         return None
     from ..engines import get_backend
 
@@ -217,27 +206,20 @@ MaxDocsPerUser = Annotated[int, typer.Option(
 MinUserDocs = Annotated[int, typer.Option(help="Drop users with fewer documents.")]
 StripQuotes = Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)]
 Delta = Annotated[float, typer.Option(help=DELTA_HELP)]
-EngineOption = Annotated[EngineName, typer.Option(help=ENGINE_HELP)]
-TopicModelOption = Annotated[str, typer.Option(
-    help="Topic model: sklearn LDA or tomotopy LDA." + _choices(TOPIC_MODELS), callback=_one_of(TOPIC_MODELS))]
+EngineOption = Annotated[str, choice(ENGINES, rich_help_panel=ENGINE_PANEL, help=ENGINE_HELP)]
+TopicModelOption = Annotated[str, choice(TOPIC_MODELS, help="Topic model: sklearn LDA or tomotopy LDA.")]
 
 ReleaseOutput = Annotated[Path | None, typer.Option(
     "--output", "-o", help="Write the release JSON here (and OUTPUT.settings.json); default or '-': stdout.")]
 PrivateReport = Annotated[Path | None, typer.Option(
     help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise scale, "
     "timings, paths). Never publish it; it must differ from --output.")]
-MechanismOption = Annotated[str, typer.Option(
-    help=MECHANISM_HELP + _choices(MECHANISMS), callback=_one_of(MECHANISMS))]
-Neighbours = Annotated[str, typer.Option(
-    help="add-remove one user (default) or replace one (thesis)." + _choices(NEIGHBOURS), callback=_one_of(NEIGHBOURS))]
+MechanismOption = Annotated[str, choice(MECHANISMS, help=MECHANISM_HELP)]
+Neighbours = Annotated[str, choice(NEIGHBOURS, help="add-remove one user (default) or replace one (thesis).")]
 GridBits = Annotated[int, typer.Option(
     help="Released values are exact multiples of 2^-GRID_BITS (floating-point-safe noise).")]
-Workers = Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster (default: one per core).")]
-Scheduler = Annotated[str | None, typer.Option(help="Address of a running Dask scheduler (e.g. tcp://host:8786).")]
 CacheDir = Annotated[Path | None, typer.Option(
     help="Cache of sampled distances (default $TEXTDP_CACHE_DIR or ~/.cache/textdp).")]
-Seed = Annotated[int | None, typer.Option(
-    help="Seed for sampling and noise (default: OS entropy; a published seed lets anyone undo the noise).")]
 
 
 @dataclass(frozen=True)
@@ -268,7 +250,7 @@ class _TopicsOptions:
     neighbours: str
     sensitivity: str
     grid_bits: int
-    engine: EngineName
+    engine: str
     workers: int | None
     scheduler: str | None
     cache_dir: Path | None
@@ -287,7 +269,7 @@ class _TopicsRun:
     K: int
     sensitivity: str | float
     grid: float
-    engine: EngineName
+    engine: str
     workers: int | None
     output: Path | None
     topic_model: str
@@ -318,12 +300,12 @@ def topics(
     neighbours: Neighbours = "add-remove",
     sensitivity: Annotated[str, typer.Option(help=SENSITIVITY_HELP)] = "sampled",
     grid_bits: GridBits = 20,
-    engine: EngineOption = EngineName.local,
-    workers: Workers = None,
-    scheduler: Scheduler = None,
+    engine: EngineOption = "local",
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
     cache_dir: CacheDir = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-    seed: Seed = None,
+    seed: SeedOption = None,
     quiet: QuietOption = False,
     force: ForceOption = False,
 ) -> None:
@@ -433,7 +415,7 @@ def _release_settings(o: _TopicsOptions, run: _TopicsRun, corpus_settings: objec
         "per_db_users": o.per_db_users or "all users of the corpus (count in the private report)",
         "sensitivity": (None if not needs_sensitivity(o.mechanism) else
                         "supplied (value in the private report)" if source == "supplied" else source),
-        "engine": run.engine.value, "seeded": o.seed is not None,
+        "engine": run.engine, "seeded": o.seed is not None,
     }
 
 
@@ -454,33 +436,31 @@ def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: 
 
 
 def topics_report(
-    corpus: Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")],
+    corpus: Corpus,
     output: Annotated[Path, typer.Option("--output", "-o", help="Report folder (figures, results.json, "
                                          "report.md).")] = Path("reports/topics"),
     name: Annotated[str | None, typer.Option(help="Corpus name in titles (default: file stem).")] = None,
-    user_field: Annotated[str, typer.Option(help="JSON field naming the user.")] = "author",
-    text_field: Annotated[str, typer.Option(help="JSON field with the document text.")] = "text",
-    delta: Annotated[float, typer.Option(help=DELTA_HELP)] = 1e-4,
+    user_field: UserField = "author",
+    text_field: TextField = "text",
+    delta: Delta = 1e-4,
     gamma: Annotated[float, typer.Option(help="gamma of the epsilon and size sweeps. " + GAMMA_HELP)] = 0.1,
     epsilon: Annotated[float, typer.Option(help="epsilon of the gamma sweep and bar charts. " + EPS_HELP)] = 3.0,
     repeats: Annotated[int, typer.Option(help="Noise draws averaged per point.")] = 20,
     max_samples: Annotated[int, typer.Option(help="Largest sensitivity sample to draw; gammas needing more "
                                              "are reported as skipped (gamma=0.02 needs 9498).")] = 700,
-    topic_model: Annotated[str, typer.Option(help="Topic model." + _choices(TOPIC_MODELS),
-                                             callback=_one_of(TOPIC_MODELS))] = "sklearn",
+    topic_model: TopicModelOption = "sklearn",
     max_iter: Annotated[int, typer.Option(help="LDA passes.")] = 10,
     max_docs_per_user: Annotated[int, typer.Option(help="Contribution bound per user (0 = none).")] = 30,
-    min_user_docs: Annotated[int, typer.Option(help="Drop users with fewer documents.")] = 1,
+    min_user_docs: MinUserDocs = 1,
     max_features: Annotated[int, typer.Option(help="Vocabulary size.")] = 2000,
-    strip_quotes: Annotated[bool, typer.Option("--strip-quotes", help=STRIP_HELP)] = False,
-    engine: Annotated[EngineName, typer.Option(help=ENGINE_HELP)] = EngineName.local,
-    workers: Annotated[int | None, typer.Option(help="Worker processes of the local Dask cluster.")] = None,
-    scheduler: Annotated[str | None, typer.Option(help="Address of a running Dask scheduler.")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="Cache of sampled distances.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (default: OS entropy).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP + " The report folder must otherwise be new "
-                                        "or empty.")] = False,
+    strip_quotes: StripQuotes = False,
+    engine: EngineOption = "local",
+    workers: WorkersOption = None,
+    scheduler: SchedulerOption = None,
+    cache_dir: CacheDir = None,
+    seed: SeedOption = None,
+    quiet: QuietOption = False,
+    force: ReportForceOption = False,
 ) -> None:
     """Sweep TopicDP, MVG and Laplace and draw the thesis's figures: an experiment, not a release.
 
@@ -525,7 +505,7 @@ def topics_report(
             "textdp_version": __version__, "command": "topics-report", "corpus": str(corpus),
             "user_field": user_field, "corpus_settings": data.settings, "model": model.settings(),
             "delta": delta, "gamma": gamma, "epsilon": epsilon, "repeats": repeats,
-            "max_samples": max_samples, "seeded": seed is not None, "engine": engine.value,  # never the seed
+            "max_samples": max_samples, "seeded": seed is not None, "engine": engine,  # never the seed
             "sampling_seconds": res["sampling_seconds"]})
         print_info(f"wrote {output / 'report.md'}")
 

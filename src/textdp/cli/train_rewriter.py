@@ -12,7 +12,9 @@ import typer
 
 from .._validation import check_positive_int
 from ..errors import ParameterError
-from ._choices import InputFormat, Objective, OutputLayer, VocabSource
+from ..generation.model import OUTPUT_LAYERS
+from ..generation.training import OBJECTIVES, VOCAB_SOURCES
+from ._choices import choice
 from ._common import (
     EXIT_SIGINT,
     InputFormatOption,
@@ -20,6 +22,7 @@ from ._common import (
     InterruptedRun,
     QuietOption,
     TextFieldOption,
+    ThreadsOption,
     bar_progress,
     cli_errors,
     print_info,
@@ -40,9 +43,9 @@ MaxSentences = Annotated[int | None, typer.Option(
 Epochs = Annotated[int, typer.Option(help="Passes over the training segments.")]
 Seed = Annotated[int | None, typer.Option(
     help="Seed (initialisation, batch order, word dropout, reward words). Default: fresh OS entropy.")]
-ObjectiveOption = Annotated[Objective, typer.Option(
-    help="er-ae: reconstruction, then 10*L_embed + L_rec after the warm-up (the ER-AE model). reconstruction: "
-    "L_rec only (AE-DP's model).")]
+ObjectiveOption = Annotated[str, choice(
+    OBJECTIVES, help="er-ae: reconstruction, then 10*L_embed + L_rec after the warm-up (the ER-AE model). "
+    "reconstruction: L_rec only (AE-DP's model).")]
 Public = Annotated[bool, typer.Option(
     "--public", help="Declare the training corpus PUBLIC. Rewrites then default to --model-data public. Without it "
     "the model card says the model is private (it was trained without privacy).")]
@@ -58,9 +61,9 @@ MaxMinutes = Annotated[float | None, typer.Option(
     help="Stop after the step that passes M minutes in this run and still write a usable model; the same command "
     "continues it.")]
 VocabSize = Annotated[int, typer.Option(help="Vocabulary words K (plus 4 special tokens).")]
-VocabSourceOption = Annotated[VocabSource, typer.Option(
-    help="corpus: the K most frequent training words with a GloVe vector. glove: GloVe's K first words (public, "
-    "independent of the training data).")]
+VocabSourceOption = Annotated[str, choice(
+    VOCAB_SOURCES, help="corpus: the K most frequent training words with a GloVe vector. glove: GloVe's K first "
+    "words (public, independent of the training data).")]
 MaxLength = Annotated[int, typer.Option(
     help="L_max: tokens per sentence segment (longer sentences are cut) and steps per generated sentence.")]
 BatchSize = Annotated[int, typer.Option(help="Segments per training step.")]
@@ -68,13 +71,13 @@ WarmupFraction = Annotated[float, typer.Option(help="er-ae: share of the steps t
 DecoderHidden = Annotated[int, typer.Option(help="Generator GRU units.")]
 EncoderHidden = Annotated[int, typer.Option(help="Encoder GRU units per direction.")]
 Latent = Annotated[int, typer.Option(help="Size of the latent z.")]
-OutputLayerOption = Annotated[OutputLayer, typer.Option(
-    help="dense: a dense layer over the vocabulary (the authors'). embedding: project to the 50-d embedding space "
-    "and score every token by its frozen embedding (about 5x fewer operations; a CPU-sized choice).")]
+OutputLayerOption = Annotated[str, choice(
+    OUTPUT_LAYERS, help="dense: a dense layer over the vocabulary (the authors'). embedding: project to the 50-d "
+    "embedding space and score every token by its frozen embedding (about 5x fewer operations; a CPU-sized "
+    "choice).")]
 Bf16 = Annotated[bool, typer.Option(
     "--bf16", help="bfloat16 autocast for the matrix products (faster on CPUs with AVX-512 BF16; slightly "
     "different numbers).")]
-Threads = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
 CheckpointEvery = Annotated[int, typer.Option(help="Steps between checkpoints.")]
 InitFrom = Annotated[Path | None, typer.Option(
     help="Start from the checkpoint of another run in progress whose steps so far were all reconstruction-only "
@@ -88,27 +91,27 @@ def train_rewriter_command(
     max_sentences: MaxSentences = None,
     epochs: Epochs = 4,
     seed: Seed = None,
-    objective: ObjectiveOption = Objective.er_ae,
+    objective: ObjectiveOption = "er-ae",
     public: Public = False,
     description: Description = None,
     card_names_data: CardNamesData = False,
     max_steps: MaxSteps = None,
     max_minutes: MaxMinutes = None,
     vocab_size: VocabSize = 10_000,
-    vocab_source: VocabSourceOption = VocabSource.corpus,
+    vocab_source: VocabSourceOption = "corpus",
     max_length: MaxLength = 32,
     batch_size: BatchSize = 128,
     warmup_fraction: WarmupFraction = 0.25,
     decoder_hidden: DecoderHidden = 256,
     encoder_hidden: EncoderHidden = 128,
     latent: Latent = 128,
-    output_layer: OutputLayerOption = OutputLayer.dense,
+    output_layer: OutputLayerOption = "dense",
     bf16: Bf16 = False,
-    threads: Threads = None,
+    threads: ThreadsOption = None,
     checkpoint_every: CheckpointEvery = 100,
     init_from: InitFrom = None,
     text_field: TextFieldOption = "text",
-    input_format: InputFormatOption = InputFormat.auto,
+    input_format: InputFormatOption = "auto",
     quiet: QuietOption = False,
 ) -> None:
     """Train the sentence-rewriting model used by `textdp rewrite` (extra [generation]).
@@ -128,12 +131,12 @@ def train_rewriter_command(
             check_positive_int(threads, "--threads")
             torch.set_num_threads(threads)
         settings = TrainingSettings(
-            objective=objective.value, vocab_size=vocab_size, vocab_source=vocab_source.value, max_length=max_length,
+            objective=objective, vocab_size=vocab_size, vocab_source=vocab_source, max_length=max_length,
             encoder_hidden=encoder_hidden, latent=latent, decoder_hidden=decoder_hidden,
-            output_layer=output_layer.value, epochs=epochs,
+            output_layer=output_layer, epochs=epochs,
             batch_size=batch_size, warmup_fraction=warmup_fraction, bf16=bf16, seed=seed,
         )
-        segments = _training_segments(corpus, output, text_field=text_field, input_format=input_format.value,
+        segments = _training_segments(corpus, output, text_field=text_field, input_format=input_format,
                                       max_length=max_length, max_sentences=max_sentences, seed=seed)
         if max_minutes is not None and not (0 < max_minutes < float("inf")):
             raise ParameterError(f"--max-minutes must be a positive number, got {max_minutes!r}")
