@@ -272,12 +272,11 @@ def word_pair_case(
     claimed_epsilon : float, optional
         The claim for this pair; default ``ε·N·E_d = ε·N·d`` (Theorem 5.1 of Fernandes et al.).
     observe : {"words", "noise"}
-        ``words``: each decoded bag is an event. ``noise``: the noisy vectors of Algorithm 1 of
-        Fernandes et al. before decoding, events are tails of their likelihood-ratio statistic
-        (:func:`metric_likelihood_statistic`). The guarantee holds for these vectors already
-        (decoding is post-processing), and they resolve a far larger share of the claim than
-        decoded words, so sampler bugs (a wrong radius law, coordinate-wise noise) show up at
-        affordable sample sizes.
+        ``words``: each decoded bag is an event. ``noise``: the noisy vectors of Fernandes et al.'s
+        Algorithm 1 before decoding; events are tails of their likelihood-ratio statistic
+        (:func:`metric_likelihood_statistic`). The guarantee already holds for them (decoding is
+        post-processing) and they resolve far more of the claim, so sampler bugs (a wrong radius
+        law, coordinate-wise noise) show at affordable sample sizes.
     chunk : int, optional
         Outputs drawn per call (default 16,384 words, 65,536 noisy vectors).
     curve : PrivacyCurve, optional

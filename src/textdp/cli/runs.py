@@ -41,9 +41,10 @@ def list_command(
 ) -> None:
     """List the run folders: name, age, size, status (never the inputs' names).
 
-    status: interrupted (resumable by the same command), completing (finished; its
-    cleanup was cut short), unverified (its state does not verify) or old-format
-    (written by an older textdp: it holds input paths in plain text).
+    status: running (a textdp process is working on it now; clean leaves it alone),
+    interrupted (resumable by the same command), completing (finished; its cleanup was
+    cut short), unverified (its state does not verify) or old-format (written by an
+    older textdp: it holds input paths in plain text).
     """
     from ..engines.workdir import list_runs, runs_dir
 
@@ -69,7 +70,8 @@ def clean_command(
 ) -> None:
     """Delete a run's private state (spilled inputs, vocabulary, report pieces, keys).
 
-    The run can no longer be resumed: its output folder must then be deleted too.
+    The run can no longer be resumed: its output folder must then be deleted too. A
+    running job is never deleted (naming it is an error; --all skips it).
     """
     from ..engines.workdir import clean_runs
 
