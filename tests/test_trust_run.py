@@ -292,6 +292,19 @@ def test_a_running_job_is_locked_and_never_cleaned(tmp_path, toy_emb, monkeypatc
     assert summary["mechanism"] == "earth-movers" and not work.exists()
 
 
+def test_a_run_refused_for_bad_input_leaves_no_private_state(tmp_path, toy_emb, monkeypatch):
+    """Bad input is a one-line error and leaves no run folder behind (nothing to resume)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(cache))
+    inputs = _inputs(tmp_path / "in")
+    bad = tmp_path / "in" / "zz-bad.jsonl"
+    bad.write_text('{"id": "x", "body": "no text field here"}\n')
+    res = runner.invoke(app, [*_cli_args(tmp_path, toy_emb, [*inputs, bad]), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 2 and res.stderr.startswith("error:") and len(res.stderr.strip().splitlines()) == 1
+    assert not [d for d in (cache / "runs").iterdir() if d.is_dir()]
+    assert runner.invoke(app, ["runs", "list", "--json"]).stdout == ""
+
+
 def test_the_cache_is_created_private_and_a_squatted_one_is_refused(tmp_path, monkeypatch):
     from textdp._cache import cache_dir
 

@@ -44,7 +44,7 @@ from .._rng import spawn
 from .._validation import check_choice
 from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
-from ..errors import DocumentError, OutputExistsError, ParameterError
+from ..errors import DocumentError, OutputExistsError, ParameterError, TextDPError
 from ..guarantees import EMPTY_POLICIES
 from ..io import atomic_writer, write_json
 from ..mechanisms import TextMechanism, entry
@@ -235,18 +235,20 @@ def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicS
               force: bool) -> Iterator[tuple[RunState, Manifest | None]]:
     """The run state (created, or resumed and verified) and the manifest of the run being resumed.
 
-    The run's lock is held while the ``with`` block runs and released however it ends.
+    The run's lock is held while the ``with`` block runs and released however it ends. A new
+    run refused with a one-line error (a :class:`~textdp.errors.TextDPError`: bad input,
+    options or output folder) leaves no private state behind: there is nothing to resume,
+    since the same command fails the same way. An interrupted one (Ctrl-C, a crash, a lost
+    worker) keeps it, so that the same command resumes.
     """
     state = RunState.open(work, key)
     try:
-        checked = False
-        try:
-            manifest = _check_output(out_dir, state, public, force)
-            checked = True
-        finally:
-            if not checked and not state.resumed:  # refused: leave nothing behind for a run that never started
-                state.remove()
+        manifest = _check_output(out_dir, state, public, force)
         yield state, manifest
+    except TextDPError:
+        if not state.resumed:
+            state.remove()
+        raise
     finally:
         state.close()
 
