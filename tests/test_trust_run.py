@@ -282,7 +282,7 @@ def test_a_running_job_is_locked_and_never_cleaned(tmp_path, toy_emb, monkeypatc
         res = runner.invoke(app, ["runs", "clean", work.name])
         assert res.exit_code == 2 and "is running" in res.stderr
         res = runner.invoke(app, ["runs", "clean", "--all"])
-        assert res.exit_code == 0 and work.is_dir()
+        assert res.exit_code == 0 and work.is_dir() and f"kept {work.name} (running" in res.stderr
         with pytest.raises(ParameterError, match="another textdp process is running this job"):
             obfuscate_corpus(inputs, out, **_kw(toy_emb))
     finally:

@@ -73,11 +73,14 @@ def clean_command(
     The run can no longer be resumed: its output folder must then be deleted too. A
     running job is never deleted (naming it is an error; --all skips it).
     """
-    from ..engines.workdir import clean_runs
+    from ..engines.workdir import clean_runs, list_runs
 
     with cli_errors():
         for r in clean_runs(run, all_runs=all_runs):
             print_info(f"deleted {r.name} ({r.status}, {_size(r.bytes)})")
+        for r in list_runs() if all_runs else []:
+            if r.status == "running":
+                print_info(f"kept {r.name} (running: a textdp process is working on it)")
 
 
 def register(app: typer.Typer) -> None:
