@@ -105,3 +105,19 @@ def test_mahalanobis_takes_no_postprocess_and_vickrey_no_decoder():
     rec = get("mahalanobis", epsilon=1e6, embeddings=emb, stop_words=None, seed=0).privatize("cat dog car")
     assert rec.words == ("cat", "dog", "car")
     assert dict(rec.guarantee.parameters)["decoder"] == "exact"
+
+
+def test_lm_rewriter_options_match_the_frozen_settings():
+    """``LMRewriter`` (the estimator's parameters) and ``LMSettings`` (the frozen, validated settings the
+    decoding and the audit take) declare the same decoding options: same names, same defaults."""
+    from textdp.generation.lm_family import LMRewriter
+    from textdp.generation.lm_settings import LMSettings
+
+    own = {f.name: f.default for f in dataclasses.fields(LMSettings)}
+    estimator = {f.name: f.default for f in dataclasses.fields(LMRewriter)}
+    shared = set(own) & set(estimator)
+    assert shared >= {"max_new_tokens", "max_tokens", "max_input_tokens", "copy_stopwords", "prompt",
+                      "batch_size", "sampler", "top_k", "top_p", "delta", "epsilon"}
+    assert set(own) - shared == {"mechanism", "bounds"}  # the estimator has name and clip for these
+    for name in shared - {"epsilon", "delta"}:  # required / mechanism-dependent there
+        assert estimator[name] == own[name], name
