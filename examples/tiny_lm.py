@@ -46,8 +46,11 @@ def tokenizer(extra_words: int = 0):
 
 
 def build(out: Path, kind: str, *, hidden: int = 32, layers: int = 2, extra_words: int = 0, seed: int = 0,
-          init: float = 0.5) -> Path:
+          init: float = 0.5, positions: int | None = None) -> Path:
     """Write a tiny random model of ``kind`` to ``out`` (safetensors) and return ``out``.
+
+    ``positions``: the positions the model embeds (default 512 for causal, the prompt of dp-prompt
+    around a 256-token document plus the generated tokens; 256 for the others).
 
     ``init`` is the standard deviation of the random weights: 0.5 (not transformers' 0.02) spreads the logits
     over a few units, so that the clipping bounds and the sampling law matter in the tests.
@@ -68,19 +71,19 @@ def build(out: Path, kind: str, *, hidden: int = 32, layers: int = 2, extra_word
     tok = tokenizer(extra_words)
     v, ids = len(tok), tok.convert_tokens_to_ids
     if kind == "causal":
-        model = GPT2LMHeadModel(GPT2Config(vocab_size=v, n_positions=256, n_embd=hidden, n_layer=layers, n_head=2, initializer_range=init,
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=v, n_positions=positions or 512, n_embd=hidden, n_layer=layers, n_head=2, initializer_range=init,
                                            bos_token_id=ids("<s>"), eos_token_id=ids("</s>"),
                                            pad_token_id=ids("[PAD]")))
     elif kind == "seq2seq":
         model = BartForConditionalGeneration(BartConfig(
             vocab_size=v, d_model=hidden, encoder_layers=layers, decoder_layers=layers, encoder_attention_heads=2,
             decoder_attention_heads=2, encoder_ffn_dim=2 * hidden, decoder_ffn_dim=2 * hidden,
-            max_position_embeddings=256, init_std=init, pad_token_id=ids("[PAD]"), bos_token_id=ids("<s>"),
+            max_position_embeddings=positions or 256, init_std=init, pad_token_id=ids("[PAD]"), bos_token_id=ids("<s>"),
             eos_token_id=ids("</s>"), decoder_start_token_id=ids("</s>"), forced_eos_token_id=None))
     elif kind == "masked":
         model = BertForMaskedLM(BertConfig(vocab_size=v, hidden_size=hidden, num_hidden_layers=layers,
                                            num_attention_heads=2, intermediate_size=2 * hidden,
-                                           max_position_embeddings=256, initializer_range=init,
+                                           max_position_embeddings=positions or 256, initializer_range=init,
                                            pad_token_id=ids("[PAD]")))
     else:
         raise SystemExit(f"error: kind must be one of {', '.join(KINDS)}")
@@ -97,9 +100,11 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=32)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--extra-words", type=int, default=0)
+    ap.add_argument("--positions", type=int, default=None, help="positions the model embeds (its context)")
     a = ap.parse_args()
     for kind in KINDS if a.kind == "all" else (a.kind,):
-        build(a.out / kind, kind, hidden=a.hidden, layers=a.layers, extra_words=a.extra_words)
+        build(a.out / kind, kind, hidden=a.hidden, layers=a.layers, extra_words=a.extra_words,
+              positions=a.positions)
         print(f"wrote {a.out / kind}")
 
 

@@ -229,3 +229,23 @@ def test_long_sentences_are_rewritten_in_pieces_not_cut(models):
     assert len(pieces) == 5 and " ".join(pieces) == long and all(len(p.split()) <= 10 for p in pieces)
     rec = rewrite_lm_documents(mech, [("x", long)], 1)[0][0]
     assert rec["units"] == 5 and len(re.findall(r"\w+|[^\w\s]", rec["text"])) == 49  # nothing dropped
+
+
+def test_settings_that_overflow_the_model_context_are_refused_before_any_text(tmp_path):
+    """dp-prompt on a GPT-2 with 128 positions: the default cut (256 document tokens) cannot fit, so ``fit``
+    refuses it in one line, whatever the documents; a smaller public cut works and long documents are cut."""
+    from textdp.mechanisms import get
+
+    small = str(_tiny().build(tmp_path / "causal128", "causal", positions=128))
+    mech = get("dp-prompt", epsilon=2.0, model=small, clip=(-3.0, 3.0), max_new_tokens=8)
+    with pytest.raises(ParameterError, match=r"need \d+ positions, but the model has 128; lower --max-input-tokens"):
+        mech.fit()
+    mech.set_params(max_input_tokens=100)
+    long_doc = " ".join(SENTENCES * 60)  # ~500 tokens: cut to 100
+    (rec,) = mech.privatize_batch([long_doc], seed=1)
+    assert rec.units == 1 and isinstance(rec.content, str)
+    assert rec.to_record()["guarantee"]["parameters"]["adjacency"].startswith("any two documents (cut to 100 tokens)")
+    masked = str(_tiny().build(tmp_path / "masked40", "masked", positions=40))
+    with pytest.raises(ParameterError, match="dp-mlm: a sentence of max_tokens=32 and its masked copy need 67"):
+        get("dp-mlm", epsilon=2.0, model=masked, clip=(-1.0, 1.0)).fit()
+    get("dp-mlm", epsilon=2.0, model=masked, clip=(-1.0, 1.0), max_tokens=16).fit()

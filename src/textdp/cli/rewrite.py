@@ -129,6 +129,7 @@ def rewrite_command(
     delta: Annotated[float, LM_HELP["delta"]] = 1e-5,
     max_new_tokens: Annotated[int, LM_HELP["max_new_tokens"]] = 32,
     max_tokens: Annotated[int, LM_HELP["max_tokens"]] = 32,
+    max_input_tokens: Annotated[int, LM_HELP["max_input_tokens"]] = 256,
     copy_stopwords: Annotated[bool, LM_HELP["copy_stopwords"]] = True,
     top_k: Annotated[int | None, LM_HELP["top_k"]] = None,
     top_p: Annotated[float | None, LM_HELP["top_p"]] = None,
@@ -144,8 +145,8 @@ def rewrite_command(
     settings file.
     """
     with cli_errors():
-        lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, copy_stopwords, top_k, top_p, ledger,
-                            budget)
+        lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, max_input_tokens, copy_stopwords, top_k,
+                            top_p, ledger, budget)
         run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,
                    batch_size, text_field, id_field, input_format, force, quiet, lm_opts)
         if run.mechanism.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)

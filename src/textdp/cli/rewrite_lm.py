@@ -29,6 +29,7 @@ class LMOptions:
     delta: float
     max_new_tokens: int
     max_tokens: int
+    max_input_tokens: int
     copy_stopwords: bool
     top_k: int | None
     top_p: float | None
@@ -109,7 +110,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     _check_ledger(opts, output)
     where = str(model_dir.resolve())
     mech = get(mechanism, epsilon=epsilon, model=where, clip=_bounds(where, mechanism, opts), max_tokens=opts.max_tokens,
-               max_new_tokens=opts.max_new_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
+               max_new_tokens=opts.max_new_tokens, max_input_tokens=opts.max_input_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
                top_k=opts.top_k, top_p=opts.top_p, **({"delta": opts.delta} if mechanism == "dp-bart" else {}))
     assert isinstance(mech, LMRewriter)
     mech.fit()
@@ -158,6 +159,8 @@ LM_HELP: dict[str, Any] = {
     "max_new_tokens": typer.Option(help="dp-prompt, dp-paraphrase: tokens generated per unit (steps composed); "
                                    "dp-bart: decoding length."),
     "max_tokens": typer.Option(help="dp-paraphrase, dp-mlm, dp-bart: input tokens per sentence (longer are cut)."),
+    "max_input_tokens": typer.Option(help="dp-prompt: document tokens put in the prompt (longer documents are cut; "
+                                     "the cut is public, stated in the guarantee)."),
     "copy_stopwords": typer.Option("--copy-stopwords/--replace-stopwords", help="dp-mlm: copy stop words and "
                                    "punctuation (the paper; they are then released) or replace every token."),
     "top_k": typer.Option(help="Refused: top-k keeps tokens chosen from private logits (no finite epsilon)."),

@@ -296,8 +296,13 @@ def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *
 
 
 def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:
-    """The guarantee of ``settings`` with the model of ``model_dir`` (its hidden size, for dp-bart)."""
+    """The guarantee of ``settings`` with the model of ``model_dir`` (its hidden size, for dp-bart).
+
+    Settings whose longest input does not fit the model's positions are refused here
+    (:func:`~textdp.generation.lm_decode.check_context`).
+    """
     lm = load_language_model(model_dir, MECHANISM_KIND[settings.mechanism])
+    lm_decode.check_context(lm, settings)
     hidden = getattr(lm.model.config, "d_model", None) or getattr(lm.model.config, "hidden_size", None)
     return lm_guarantee(settings, hidden)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 #: one decoding step: the previous tokens ``(B,)`` -> the next logits ``(B, V)``
 Step = Callable[["Tensor"], "Tensor"]
 
-__all__ = ["clip_and_noise", "dp_bart", "dp_mlm", "dp_paraphrase", "dp_prompt"]
+__all__ = ["check_context", "clip_and_noise", "context_length", "dp_bart", "dp_mlm", "dp_paraphrase", "dp_prompt"]
 
 
 def _torch() -> ModuleType:
@@ -93,6 +93,52 @@ def _sample_steps(step: Step, first: Tensor, s: LMSettings, rng: np.random.Gener
             break
         logits = step(ids)
     return out
+
+
+#: model types whose learned positions start after the padding index (``pad_token_id + 1`` rows unusable)
+_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "camembert"})
+
+
+def context_length(config: Any) -> int | None:
+    """The most positions the model can embed (``None``: no fixed limit, e.g. T5's relative positions)."""
+    for key in ("n_positions", "max_position_embeddings", "n_ctx"):
+        n = getattr(config, key, None)
+        if isinstance(n, int) and n > 0:
+            if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
+                n -= int(getattr(config, "pad_token_id", 0) or 0) + 1
+            return n
+    return None
+
+
+def check_context(lm: LanguageModel, s: LMSettings) -> None:
+    """Refuse settings whose longest public input does not fit the model's positions (before any text is seen).
+
+    The cuts are public (``max_input_tokens``, ``max_tokens``, ``max_new_tokens``), so the longest
+    input a mechanism can build is known in advance: dp-prompt's prompt around a document cut to
+    ``max_input_tokens`` plus the generated tokens; dp-mlm's sentence and its masked copy; the
+    seq2seq encoder's ``max_tokens`` and decoder's ``max_new_tokens + 1``. Checking this here, and not
+    per document, means no error ever depends on a private text's length.
+    """
+    limit = context_length(lm.model.config)
+    if limit is None:
+        return
+    if s.mechanism == "dp-prompt":
+        tok = lm.tokenizer
+        head, _, tail = s.prompt.partition("{document}")
+        frame = sum(len(tok(part, add_special_tokens=False)["input_ids"]) for part in (head, tail) if part)
+        need, what = frame + s.max_input_tokens + s.max_new_tokens, (
+            f"the prompt ({frame} tokens) around a document cut to max_input_tokens={s.max_input_tokens}, plus "
+            f"max_new_tokens={s.max_new_tokens}")
+        fix = "lower --max-input-tokens (the cut is public and stated in the guarantee) or --max-new-tokens"
+    elif s.mechanism == "dp-mlm":
+        need, what = 2 * s.max_tokens + 3, f"a sentence of max_tokens={s.max_tokens} and its masked copy"
+        fix = "lower --max-tokens"
+    else:
+        need, what = max(s.max_tokens, s.max_new_tokens + 1), (
+            f"max_tokens={s.max_tokens} input tokens and max_new_tokens={s.max_new_tokens} output tokens")
+        fix = "lower --max-tokens or --max-new-tokens"
+    if need > limit:
+        raise ParameterError(f"{s.mechanism}: {what} need {need} positions, but the model has {limit}; {fix}")
 
 
 def _batches(n: int, size: int) -> Iterable[range]:
