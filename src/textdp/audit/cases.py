@@ -44,6 +44,7 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
 from ..samplers import discrete_gaussian, discrete_laplace, snap_to_grid
+from .claims import log_normalize
 from .core import AuditCase
 from .curve import PrivacyCurve, Sampler, exact_profile, simulated_profile
 
@@ -155,10 +156,7 @@ def exponential_curve(sample: Sampler, vectors: np.ndarray,
     v = np.asarray(vectors, dtype=np.float64)
 
     def logp(x: int) -> np.ndarray:
-        d = np.minimum(np.linalg.norm(v - v[x], axis=1), cap)
-        s = -0.5 * eps * d
-        m = float(s.max())
-        return np.asarray(s - (m + math.log(float(np.exp(s - m).sum()))))
+        return log_normalize(-0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap))
 
     law = f"the claimed score table (epsilon={eps:g}" + (f", cap {cap:.4g})" if math.isfinite(cap) else ")")
     return table_curve(sample, logp(a), logp(b), what=what, law=law)

@@ -41,6 +41,7 @@ __all__ = [
     "METRIC_CLAIMS",
     "PURE_CLAIMS",
     "custext_logp",
+    "log_normalize",
     "mahalanobis_inverse_root",
     "randomized_response_logp",
     "tem_threshold",
@@ -142,7 +143,16 @@ def custext_logp(vectors: np.ndarray, epsilon: float, top_k: int, rows: tuple[in
         members = np.flatnonzero(groups == groups[x])
         d = np.linalg.norm(v[members] - v[x], axis=1)
         span = float(d.max() - d.min())
-        s = -0.5 * float(epsilon) * (d - d.min()) / (span if span > 0 else 1.0)
-        m = float(s.max())
-        out[i, members] = s - (m + math.log(float(np.exp(s - m).sum())))
+        out[i, members] = log_normalize(-0.5 * float(epsilon) * (d - d.min()) / (span if span > 0 else 1.0))
     return out
+
+
+def log_normalize(scores: np.ndarray) -> np.ndarray:
+    """``scores − ln Σ exp(scores)``: log-probabilities of the law ``∝ exp(scores)`` (stable in log space).
+
+    >>> np.exp(log_normalize(np.log(np.array([1.0, 3.0])))).round(12).tolist()
+    [0.25, 0.75]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    m = float(s.max())
+    return np.asarray(s - (m + math.log(float(np.exp(s - m).sum()))))
