@@ -1,8 +1,10 @@
 """The privacy-curve audit and claims independent of the mechanism object (issue 21).
 
 The bugs are planted from the test side, never in the mechanism files: the noise sampler a
-mechanism module uses is monkeypatched (noise scale x0.5, epsilon x3), or a subclass inflates the
-mechanism's ``epsilon_`` so that the sampler AND ``log_ratio_bound`` move together. Every planted
+mechanism module uses is monkeypatched (noise scale x0.5, epsilon x3), a subclass inflates the
+mechanism's ``epsilon_`` so that the sampler AND ``log_ratio_bound`` move together, or a mechanism
+built with other parameters (``random`` at half the rate, CusText at epsilon x2 / x1.2) is sampled
+against the public claim (``mechanism=`` of ``word_mechanism_case``). Every planted
 bug is a real violation of the public claim; the unpatched mechanisms pass the same audits (their
 false-alarm rate over 20 seeds is measured by benchmarks/bench_audit.py, BENCHMARKS.md).
 """
