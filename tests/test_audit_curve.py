@@ -1,8 +1,10 @@
 """The privacy-curve audit and claims independent of the mechanism object (issue 21).
 
 The bugs are planted from the test side, never in the mechanism files: the noise sampler a
-mechanism module uses is monkeypatched (noise scale x0.5, epsilon x3), or a subclass inflates the
-mechanism's ``epsilon_`` so that the sampler AND ``log_ratio_bound`` move together. Every planted
+mechanism module uses is monkeypatched (noise scale x0.5, epsilon x3), a subclass inflates the
+mechanism's ``epsilon_`` so that the sampler AND ``log_ratio_bound`` move together, or a mechanism
+built with other parameters (``random`` at half the rate, CusText at epsilon x2 / x1.2) is sampled
+against the public claim (``mechanism=`` of ``word_mechanism_case``). Every planted
 bug is a real violation of the public claim; the unpatched mechanisms pass the same audits (their
 false-alarm rate over 20 seeds is measured by benchmarks/bench_audit.py, BENCHMARKS.md).
 """
@@ -20,9 +22,9 @@ import textdp.mechanisms.exponential as exp_module
 import textdp.mechanisms.perturbation as pert_module
 from textdp.audit import AuditCase, audit, audit_case, run_audit
 from textdp.audit.cases import grid_releases, metric_noise_curve
-from textdp.audit.claims import tem_threshold, word_claim
+from textdp.audit.claims import custext_logp, randomized_response_logp, tem_threshold, word_claim
 from textdp.audit.curve import PrivacyCurve, curve_test, exact_profile, hockey_stick, simulated_profile
-from textdp.audit.word_level import word_mechanism_case
+from textdp.audit.word_level import group_pair, word_mechanism_case
 from textdp.errors import ParameterError
 from textdp.mechanisms import get
 from textdp.mechanisms.exponential import tem_gamma
@@ -106,7 +108,7 @@ def test_curve_false_alarm_rate_is_controlled():
 
 
 # -- done-when of issue 21: noise x0.5 flagged at CI size, correct mechanisms pass -----------------------
-@pytest.mark.parametrize("name", ["earth-movers", "cmp", "santext", "tem"])
+@pytest.mark.parametrize("name", ["earth-movers", "cmp", "vickrey", "santext", "tem"])
 def test_half_noise_is_flagged_and_the_real_mechanism_passes(monkeypatch, name):
     ok = audit(name, samples=CI_SAMPLES, seed=21)
     assert ok.passed and ok.curve is not None and ok.curve.passed, ok
@@ -161,7 +163,7 @@ def test_claims_are_recomputed_from_public_parameters(glove5k):
         mech = get(name, epsilon=2.0, embeddings=glove5k, stop_words=None).fit()
         assert word_claim(name, 2.0, vec, a, b) == pytest.approx(mech.log_ratio_bound(a, b), rel=1e-5), name
     assert tem_threshold(2.0, 0.001, 5000) == pytest.approx(tem_gamma(2.0, 0.001, 5000))
-    assert audit_case("tem").curve is not None and audit_case("random").curve is None
+    assert audit_case("tem").curve is not None and audit_case("santext+").curve is None
 
 
 def test_metric_noise_curve_claim_is_independent_of_the_sampler(glove5k):
@@ -171,6 +173,67 @@ def test_metric_noise_curve_claim_is_independent_of_the_sampler(glove5k):
     curve = metric_noise_curve(lambda x, n, rng: np.zeros((n, vec.shape[1])), vec[a], vec[b], 10.0, simulations=50_000)
     pt, _ = curve.claimed(np.array([0.0]), 0.05, np.random.default_rng(0))
     assert 0.15 < pt[0] < 0.25  # total variation of the claimed 50-d Laplace pair (eps*d = 3.5)
+
+
+# -- vickrey, random and custext: claimed laws from public parameters, planted bugs flagged by the curve ----
+def _audits(name, epsilon, bad, pair=None, **params):
+    """The seeded CI-size audits of the real mechanism and of ``bad`` (the same public claim)."""
+    ok = run_audit(word_mechanism_case(name, epsilon, pair=pair, **params), samples=CI_SAMPLES, seed=26)
+    broken = run_audit(word_mechanism_case(name, epsilon, pair=pair, mechanism=bad, **params),
+                       samples=CI_SAMPLES, seed=26)
+    assert ok.passed and ok.curve is not None and ok.curve.passed, ok
+    assert broken.curve is not None and not broken.curve.passed and not broken.passed, broken
+    assert broken.claimed_epsilon == ok.claimed_epsilon and broken.curve.delta_lower > broken.curve.delta_claimed
+    return ok, broken
+
+
+def test_vickrey_with_mahalanobis_noise_halved_is_flagged(monkeypatch, glove5k):
+    radius = pert_module.sample_radius
+    ok = run_audit(word_mechanism_case("vickrey", 10.0, lambd=0.2), samples=CI_SAMPLES, seed=26)
+    case = word_mechanism_case("vickrey", 10.0, lambd=0.2)
+    mech = get("vickrey", epsilon=10.0, lambd=0.2, embeddings=glove5k, stop_words=None).fit()
+    assert case.claimed_epsilon == pytest.approx(mech.log_ratio_bound(case.input_a, case.input_b))  # eps*d_RM
+    assert case.claimed_epsilon != pytest.approx(word_claim("vickrey", 10.0, glove5k.vectors, case.input_a,
+                                                            case.input_b))  # not the Euclidean claim
+    monkeypatch.setattr(pert_module, "sample_radius", lambda k, n, e, rng: radius(k, n, 2.0 * e, rng))
+    bad = run_audit(word_mechanism_case("vickrey", 10.0, lambd=0.2), samples=CI_SAMPLES, seed=26)
+    assert ok.passed and ok.curve.passed and not bad.curve.passed and not bad.passed, (ok, bad)
+    assert "threshold rule" in bad.curve.description
+
+
+def test_random_replacement_at_half_the_rate_is_flagged(glove5k):
+    v = glove5k.vocab_size
+    rate = v / (v + math.expm1(3.0))
+    bad = get("random", rate=rate / 2, embeddings=glove5k, stop_words=None).fit()  # too little noise
+    _audits("random", 3.0, bad)
+
+
+@pytest.mark.parametrize("name", ["custext", "custext+"])
+@pytest.mark.parametrize("factor", [2.0, 1.2])
+def test_custext_with_a_larger_epsilon_in_the_sampler_is_flagged(glove5k, name, factor):
+    stops = {} if name == "custext+" else {"stop_words": None}
+    pair = group_pair(get(name, epsilon=3.0, embeddings=glove5k, **stops).fit())
+    bad = get(name, epsilon=3.0 * factor, embeddings=glove5k, **stops).fit()
+    _, broken = _audits(name, 3.0, bad, pair=pair)
+    if factor < 2:  # the worst-case event alone stays below the claim: only the curve sees epsilon x1.2
+        assert broken.lower_bound < broken.claimed_epsilon
+
+
+def test_claimed_discrete_laws_are_the_mechanisms_own(glove5k):
+    """The audit's independent arithmetic reproduces the exact laws of the correct mechanisms."""
+    vec = glove5k.vectors
+    rr = get("random", epsilon=3.0, embeddings=glove5k, stop_words=None).fit()
+    cus = get("custext", epsilon=3.0, embeddings=glove5k, stop_words=None).fit()
+    a, b = (glove5k.index[w] for w in group_pair(cus))
+    assert np.allclose(np.exp(randomized_response_logp(3.0, glove5k.vocab_size, a)), rr.probabilities(a),
+                       rtol=1e-12, atol=0)
+    law = np.exp(custext_logp(vec, 3.0, 20, (a, b)))
+    assert np.allclose(law, np.stack([cus.probabilities(a), cus.probabilities(b)]), rtol=1e-9, atol=1e-15)
+    other = int(np.flatnonzero(cus.groups_ != cus.groups_[a])[0])  # another output set: disjoint outputs
+    with pytest.raises(ParameterError, match="different supports"):
+        word_mechanism_case("custext", 3.0, pair=(glove5k.words[a], glove5k.words[other]))
+    with pytest.raises(ParameterError, match="stop words are released unchanged"):
+        word_mechanism_case("custext+", 3.0, pair=("the", glove5k.words[a]))
 
 
 # -- the vectorised topic releases are the mechanisms' own law ------------------------------------------

@@ -44,6 +44,7 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
 from ..samplers import discrete_gaussian, discrete_laplace, snap_to_grid
+from .claims import log_normalize
 from .core import AuditCase
 from .curve import PrivacyCurve, Sampler, exact_profile, simulated_profile
 
@@ -71,6 +72,7 @@ __all__ = [
     "randomizer",
     "sample_releases",
     "syntf_case",
+    "table_curve",
     "topicdp_case",
     "word_pair_case",
 ]
@@ -154,13 +156,32 @@ def exponential_curve(sample: Sampler, vectors: np.ndarray,
     v = np.asarray(vectors, dtype=np.float64)
 
     def logp(x: int) -> np.ndarray:
-        d = np.minimum(np.linalg.norm(v - v[x], axis=1), cap)
-        s = -0.5 * eps * d
-        m = float(s.max())
-        return np.asarray(s - (m + math.log(float(np.exp(s - m).sum()))))
+        return log_normalize(-0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap))
 
-    la, lb = logp(a), logp(b)
-    table = la - lb
+    law = f"the claimed score table (epsilon={eps:g}" + (f", cap {cap:.4g})" if math.isfinite(cap) else ")")
+    return table_curve(sample, logp(a), logp(b), what=what, law=law)
+
+
+def table_curve(sample: Sampler, logp_a: np.ndarray, logp_b: np.ndarray, *, what: str = "released words",
+                law: str = "the claimed law") -> PrivacyCurve:
+    """The curve audit of a claimed discrete law over vocabulary rows, given its two log-probability vectors.
+
+    The loss of output ``o`` is ``logp_a[o] − logp_b[o]`` (an output impossible under both claimed
+    laws has loss 0: it is in no event ``{L > ε′}``, ε′ ≥ 0); the claimed profile is exact
+    (:func:`~textdp.audit.curve.exact_profile`); the curve reuses the event audit's released rows.
+    Used by the exponential mechanisms (:func:`exponential_curve`), ``random`` and ``custext``.
+
+    >>> c = table_curve(lambda x, n, rng: np.full(n, x), np.log([0.6, 0.2, 0.2]), np.log([0.2, 0.6, 0.2]))
+    >>> c.loss(np.array([0, 1, 2])).round(4).tolist(), round(float(c.grid[-1]), 4)
+    ([1.0986, -1.0986, 0.0], 0.824)
+    """
+    la = np.asarray(logp_a, dtype=np.float64).reshape(-1)
+    lb = np.asarray(logp_b, dtype=np.float64).reshape(-1)
+    both = np.isneginf(la)
+    if la.shape != lb.shape or np.any(both != np.isneginf(lb)):
+        raise ParameterError("the two claimed laws have different supports: the pair is not protected "
+                             "from each other (infinite privacy loss)")
+    table = np.where(both, 0.0, la) - np.where(both, 0.0, lb)
     top = float(np.max(np.abs(table)))
 
     def loss(o: np.ndarray) -> np.ndarray:
@@ -170,7 +191,7 @@ def exponential_curve(sample: Sampler, vectors: np.ndarray,
         sample=sample, loss=loss, claimed=exact_profile(la, lb),
         grid=tuple(np.linspace(0.0, 0.75 * top, CURVE_POINTS)),
         description=(f"{what}: delta(eps') at {CURVE_POINTS} eps' in [0, {0.75 * top:.3g}] vs the exact profile of "
-                     f"the claimed score table (epsilon={eps:g}" + (f", cap {cap:.4g})" if math.isfinite(cap) else ")")),
+                     f"{law}"),
         chunk=16_384,
         reuse_outputs=True,
     )

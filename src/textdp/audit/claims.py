@@ -11,7 +11,14 @@ parameters (TEM's β, Mahalanobis' λ), with their own arithmetic:
   (Carvalho et al., Algorithm 1 and Thm. 3);
 * ``mahalanobis``: ``ε·||Σ_λ^{-1/2}(e_a − e_b)||₂`` with ``Σ_λ = λ Σ + (1 − λ) I`` and Σ the sample
   covariance of the vocabulary scaled to trace n (Xu et al. 2020, Def. 3);
+* ``vickrey``: ``ε·||e_a − e_b||₂``, or ``ε·d_RM`` when it was given ``lambd`` (its noise is then
+  the Mahalanobis noise; the threshold rule is post-processing);
 * ε-DP per word (``custext``, ``custext+``, ``random``): ``ε``.
+
+The exact claimed laws of the discrete ε-DP mechanisms, for the curve audit
+(:mod:`textdp.audit.curve`), are recomputed here too: :func:`randomized_response_logp` (``random``,
+from ε and |V|) and :func:`custext_logp` (``custext``/``custext+``, from ε, ``top_k`` and the public
+grouping :func:`textdp.mechanisms.exponential.custext_groups` of the vocabulary).
 
 >>> import numpy as np
 >>> vec = np.array([[0.0, 0.0], [3.0, 4.0], [1.0, 0.0]])
@@ -30,7 +37,16 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["METRIC_CLAIMS", "PURE_CLAIMS", "mahalanobis_inverse_root", "tem_threshold", "word_claim"]
+__all__ = [
+    "METRIC_CLAIMS",
+    "PURE_CLAIMS",
+    "custext_logp",
+    "log_normalize",
+    "mahalanobis_inverse_root",
+    "randomized_response_logp",
+    "tem_threshold",
+    "word_claim",
+]
 
 #: Mechanisms whose per-word claim is ``ε`` times a distance of the pair.
 METRIC_CLAIMS = ("cmp", "vickrey", "santext", "santext+", "tem", "mahalanobis")
@@ -41,6 +57,8 @@ PURE_CLAIMS = ("custext", "custext+", "random")
 TEM_BETA = 0.001
 #: Mahalanobis' public default λ.
 MAHALANOBIS_LAMBDA = 0.2
+#: CusText's public default output-set size ``top_k``.
+CUSTEXT_TOP_K = 20
 
 
 def tem_threshold(epsilon: float, beta: float, vocab_size: int) -> float:
@@ -69,7 +87,7 @@ def word_claim(name: str, epsilon: float, vectors: np.ndarray, a: int, b: int, *
     """The per-word privacy-loss claim of mechanism ``name`` for words ``a`` and ``b`` (rows of ``vectors``).
 
     ``params``: the public parameters the mechanism was built with (``beta`` for TEM, ``lambd`` for
-    Mahalanobis; defaults as the mechanisms'). Nothing here reads a mechanism object.
+    Mahalanobis and Vickrey; defaults as the mechanisms'). Nothing here reads a mechanism object.
     """
     eps = float(epsilon)
     if name in PURE_CLAIMS:
@@ -77,11 +95,64 @@ def word_claim(name: str, epsilon: float, vectors: np.ndarray, a: int, b: int, *
     if name not in METRIC_CLAIMS:
         raise ParameterError(f"no independent claim for mechanism {name!r}")
     diff = np.asarray(vectors[a], dtype=np.float64) - np.asarray(vectors[b], dtype=np.float64)
-    if name == "mahalanobis":
-        lam = float(params.get("lambd", MAHALANOBIS_LAMBDA))
-        return eps * float(np.linalg.norm(diff @ mahalanobis_inverse_root(vectors, lam)))
+    lambd = params.get("lambd", MAHALANOBIS_LAMBDA if name == "mahalanobis" else None)
+    if name in ("mahalanobis", "vickrey") and lambd is not None:
+        return eps * float(np.linalg.norm(diff @ mahalanobis_inverse_root(vectors, float(lambd))))
     d = float(np.linalg.norm(diff))
     if name == "tem":
         gamma = tem_threshold(eps, float(params.get("beta", TEM_BETA)), int(np.asarray(vectors).shape[0]))
         return eps * min(d, gamma)
     return eps * d
+
+
+def randomized_response_logp(epsilon: float, vocab_size: int, x: int) -> np.ndarray:
+    """``ln P(· | x)`` of |V|-ary randomised response at ε (``random``), from ε and |V| only.
+
+    With ``r = |V|/(|V| + e^ε − 1)``: ``P(x | x) = 1 − r + r/|V| = e^ε/(|V| + e^ε − 1)`` and
+    ``P(y | x) = r/|V| = 1/(|V| + e^ε − 1)`` for ``y ≠ x``.
+
+    >>> np.exp(randomized_response_logp(math.log(3.0), 3, 0)).round(4).tolist()
+    [0.6, 0.2, 0.2]
+    """
+    v = int(vocab_size)
+    if v < 2 or not 0 <= int(x) < v:
+        raise ParameterError(f"randomised response needs at least 2 words and a row in range, got {v}, {x}")
+    out = np.full(v, -math.log(v + math.expm1(float(epsilon))))
+    out[int(x)] += float(epsilon)
+    return out
+
+
+def custext_logp(vectors: np.ndarray, epsilon: float, top_k: int, rows: tuple[int, ...]) -> np.ndarray:
+    """``ln P(· | x)`` of CusText for each ``x`` of ``rows``: ``(len(rows), |V|)``, ``-inf`` outside x's output set.
+
+    The output sets are the public partition :func:`~textdp.mechanisms.exponential.custext_groups`
+    of the vocabulary (a function of the vectors and ``top_k`` only); inside the set ``G`` of ``x``
+    the weights are ``exp((ε/2) u(x, y))`` with ``u = −(d − min_G d(x, ·))/(max_G d(x, ·) − min_G d(x, ·))``
+    (Chen et al. 2023, Euclidean ``d``), normalised here in log space.
+
+    >>> lp = custext_logp(np.array([[0.0], [1.0], [10.0], [10.5]]), 2.0, 2, (0, 1))
+    >>> np.exp(lp).round(4).tolist()
+    [[0.7311, 0.2689, 0.0, 0.0], [0.2689, 0.7311, 0.0, 0.0]]
+    """
+    from ..mechanisms.exponential import custext_groups
+
+    v = np.asarray(vectors, dtype=np.float64)
+    groups = custext_groups(v, int(top_k))
+    out = np.full((len(rows), v.shape[0]), -np.inf)
+    for i, x in enumerate(rows):
+        members = np.flatnonzero(groups == groups[x])
+        d = np.linalg.norm(v[members] - v[x], axis=1)
+        span = float(d.max() - d.min())
+        out[i, members] = log_normalize(-0.5 * float(epsilon) * (d - d.min()) / (span if span > 0 else 1.0))
+    return out
+
+
+def log_normalize(scores: np.ndarray) -> np.ndarray:
+    """``scores − ln Σ exp(scores)``: log-probabilities of the law ``∝ exp(scores)`` (stable in log space).
+
+    >>> np.exp(log_normalize(np.log(np.array([1.0, 3.0])))).round(12).tolist()
+    [0.25, 0.75]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    m = float(s.max())
+    return np.asarray(s - (m + math.log(float(np.exp(s - m).sum()))))

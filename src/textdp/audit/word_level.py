@@ -21,10 +21,23 @@ the default ε per mechanism (:data:`DEFAULT_EPSILON`) puts the claim near
 How much of the claim an audit can show is the mechanism's, not the auditor's: the exponential
 mechanisms ``exp(-ε d / 2)`` realise about half of ``ε·d`` (the other half covers the normaliser),
 and noise-then-decode mechanisms in 50 dimensions far less (see BENCHMARKS.md). So the cases whose
-claimed law is known also audit the whole privacy curve (:mod:`textdp.audit.curve`): ``cmp`` and
-``mahalanobis`` on the noisy vectors before decoding (exact loss of the claimed noise density),
-``santext`` and ``tem`` on the released words (exact loss from the claimed score table). A pass is
-no proof; a failure at 95% confidence is strong evidence of a bug.
+claimed law is known also audit the whole privacy curve (:mod:`textdp.audit.curve`), with the
+claimed law computed from the public parameters only (:mod:`textdp.audit.claims`):
+
+* ``cmp``, ``mahalanobis`` and ``vickrey`` on the noisy vectors before decoding (exact loss of the
+  claimed noise density; Vickrey's threshold rule is post-processing of its noisy vector, and with
+  ``lambd`` its noise and claim are the Mahalanobis ones);
+* ``santext`` and ``tem`` on the released words (exact loss from the claimed score table);
+* ``random`` on the released words: the exact law of |V|-ary randomised response at ε
+  (:func:`~textdp.audit.claims.randomized_response_logp`);
+* ``custext`` and ``custext+`` on the released words: CusText's exact law in the output set of the
+  pair, the sets recomputed from the public vocabulary and ``top_k``
+  (:func:`~textdp.audit.claims.custext_logp`); CusText+ differs only in releasing stop words
+  unchanged, and its pair is two non-stop words, whose law is CusText's.
+
+``santext+`` has the event test only (no curve yet: for two sensitive words its law is the
+exponential mechanism over the sensitive words, which would need the public frequency split
+recomputed here). A pass is no proof; a failure at 95% confidence is strong evidence of a bug.
 """
 
 from __future__ import annotations
@@ -37,8 +50,18 @@ import numpy as np
 
 from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError
-from .cases import TARGET_LOSS, WORD_PAIRS, exponential_curve, metric_noise_curve
-from .claims import mahalanobis_inverse_root, tem_threshold, word_claim
+from ..text import resolve_stop_words
+from .cases import TARGET_LOSS, WORD_PAIRS, exponential_curve, metric_noise_curve, table_curve
+from .claims import (
+    CUSTEXT_TOP_K,
+    MAHALANOBIS_LAMBDA,
+    TEM_BETA,
+    custext_logp,
+    mahalanobis_inverse_root,
+    randomized_response_logp,
+    tem_threshold,
+    word_claim,
+)
 from .core import AuditCase
 from .curve import PrivacyCurve
 
@@ -145,12 +168,12 @@ def mechanism_case(
     claim_name : str, optional
         Which mechanism's claim to compute (default ``name``; tests name a broken variant).
     curve : bool
-        Also audit the privacy curve when the claimed law is known (``cmp``, ``mahalanobis``,
-        ``santext``, ``tem``).
+        Also audit the privacy curve when the claimed law is known (every name but ``santext+``).
     chunk : int
         Words privatized per call.
     **params
-        Public parameters of the claim (``beta`` for TEM, ``lambd`` for Mahalanobis).
+        Public parameters of the claim (``beta`` for TEM, ``lambd`` for Mahalanobis and Vickrey,
+        ``top_k`` for CusText, ``stop_words`` for CusText+).
 
     Examples
     --------
@@ -196,22 +219,35 @@ def mechanism_case(
 
 def _curve(kind: str, mech: WordLevelMechanism, eps: float, emb: Embeddings, a: int, b: int,
            sample: Callable[[int, int, np.random.Generator], np.ndarray], **params: Any) -> PrivacyCurve | None:
-    """The privacy curve of the claimed law, where it is known (else ``None``)."""
+    """The privacy curve of the claimed law, where it is known (else ``None``); public parameters only."""
     vectors = emb.vectors
-    noisy_vectors = getattr(mech, "noisy_vectors", None)  # CMP and Mahalanobis (before decoding)
-    if kind in ("cmp", "mahalanobis") and callable(noisy_vectors):
-        transform = None
-        if kind == "mahalanobis":
-            transform = mahalanobis_inverse_root(vectors, float(params.get("lambd", 0.2)))
+    noisy_vectors = getattr(mech, "noisy_vectors", None)  # CMP, Mahalanobis, Vickrey (before decoding)
+    if kind in ("cmp", "mahalanobis", "vickrey") and callable(noisy_vectors):
+        lambd = params.get("lambd", MAHALANOBIS_LAMBDA if kind == "mahalanobis" else None)
+        transform = None if lambd is None else mahalanobis_inverse_root(vectors, float(lambd))
 
         def noisy(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
             return np.asarray(noisy_vectors(np.full(n, x, dtype=np.int64), rng))
 
         return metric_noise_curve(noisy, vectors[a], vectors[b], eps, transform=transform,
-                                  what=f"{kind}'s noisy vectors before decoding")
+                                  what=f"{kind}'s noisy vectors before " + ("its threshold rule" if kind == "vickrey"
+                                                                            else "decoding"))
     if kind in ("santext", "tem"):
-        cap = tem_threshold(eps, float(params.get("beta", 0.001)), vectors.shape[0]) if kind == "tem" else math.inf
+        cap = tem_threshold(eps, float(params.get("beta", TEM_BETA)), vectors.shape[0]) if kind == "tem" else math.inf
         return exponential_curve(sample, vectors, a, b, eps, cap=cap, what=f"{kind}'s released words")
+    if kind == "random":
+        v = vectors.shape[0]
+        return table_curve(sample, randomized_response_logp(eps, v, a), randomized_response_logp(eps, v, b),
+                           what="random's released words",
+                           law=f"|V|-ary randomised response (epsilon={eps:g}, |V|={v})")
+    if kind in ("custext", "custext+"):
+        stops = resolve_stop_words(params.get("stop_words", "english")) if kind == "custext+" else frozenset()
+        if emb.words[a] in stops or emb.words[b] in stops:  # CusText+ releases stop words unchanged
+            raise ParameterError(f"{kind}: stop words are released unchanged (not protected); audit two other words")
+        top_k = int(params.get("top_k", CUSTEXT_TOP_K))
+        la, lb = custext_logp(vectors, eps, top_k, (a, b))
+        return table_curve(sample, la, lb, what=f"{kind}'s released words",
+                           law=f"CusText's law (epsilon={eps:g}, top_k={top_k}, output sets from the vocabulary)")
     return None
 
 
