@@ -121,3 +121,21 @@ def test_lm_rewriter_options_match_the_frozen_settings():
     assert set(own) - shared == {"mechanism", "bounds"}  # the estimator has name and clip for these
     for name in shared - {"epsilon", "delta"}:  # required / mechanism-dependent there
         assert estimator[name] == own[name], name
+
+
+def test_clone_and_pickle_with_real_embeddings(glove):
+    """scikit-learn's ``clone`` (GridSearchCV, Pipelines) and process pools work with an ``Embeddings`` parameter."""
+    import pickle
+
+    from sklearn.model_selection import ParameterGrid
+
+    emb = glove.restrict(2000)
+    mech = get("cmp", epsilon=10.0, embeddings=emb, seed=3)
+    for params in ParameterGrid({"epsilon": [5.0, 20.0]}):
+        cloned = clone(mech).set_params(**params)
+        assert cloned.embeddings is emb and cloned.epsilon == params["epsilon"]
+    back = pickle.loads(pickle.dumps(emb))
+    assert back.words == emb.words and np.array_equal(back.vectors, emb.vectors) and back.name == emb.name
+    assert not back.vectors.flags.writeable and back.index["the"] == emb.index["the"]
+    again = pickle.loads(pickle.dumps(mech.fit()))
+    assert again.privatize("the market rose sharply today", seed=1).text == mech.privatize("the market rose sharply today", seed=1).text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
@@ -103,6 +103,18 @@ class Embeddings:
 
     def __repr__(self) -> str:
         return f"Embeddings(name={self.name!r}, vocab_size={self.vocab_size}, dim={self.dim})"
+
+    # immutable (read-only vectors, a read-only index): copies share it, as scikit-learn's ``clone`` expects
+    def __copy__(self) -> Embeddings:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Embeddings:
+        return self
+
+    def __reduce__(self) -> tuple[Callable[[Sequence[str], np.ndarray, str], Embeddings],
+                                  tuple[tuple[str, ...], np.ndarray, str]]:
+        """Pickle by words, vectors and name (for process pools such as joblib's)."""
+        return (Embeddings._validated, (self.words, np.asarray(self.vectors), self.name))
 
     def __len__(self) -> int:
         return len(self.words)
