@@ -22,7 +22,13 @@ import textdp.mechanisms.exponential as exp_module
 import textdp.mechanisms.perturbation as pert_module
 from textdp.audit import AuditCase, audit, audit_case, run_audit
 from textdp.audit.cases import grid_releases, metric_noise_curve
-from textdp.audit.claims import custext_logp, randomized_response_logp, tem_threshold, word_claim
+from textdp.audit.claims import (
+    custext_logp,
+    first_sensitive_row,
+    randomized_response_logp,
+    tem_threshold,
+    word_claim,
+)
 from textdp.audit.curve import PrivacyCurve, curve_test, exact_profile, hockey_stick, simulated_profile
 from textdp.audit.word_level import group_pair, word_mechanism_case
 from textdp.errors import ParameterError
@@ -163,7 +169,7 @@ def test_claims_are_recomputed_from_public_parameters(glove5k):
         mech = get(name, epsilon=2.0, embeddings=glove5k, stop_words=None).fit()
         assert word_claim(name, 2.0, vec, a, b) == pytest.approx(mech.log_ratio_bound(a, b), rel=1e-5), name
     assert tem_threshold(2.0, 0.001, 5000) == pytest.approx(tem_gamma(2.0, 0.001, 5000))
-    assert audit_case("tem").curve is not None and audit_case("santext+").curve is None
+    assert audit_case("tem").curve is not None and audit_case("santext+").curve is not None
 
 
 def test_metric_noise_curve_claim_is_independent_of_the_sampler(glove5k):
@@ -234,6 +240,27 @@ def test_claimed_discrete_laws_are_the_mechanisms_own(glove5k):
         word_mechanism_case("custext", 3.0, pair=(glove5k.words[a], glove5k.words[other]))
     with pytest.raises(ParameterError, match="stop words are released unchanged"):
         word_mechanism_case("custext+", 3.0, pair=("the", glove5k.words[a]))
+
+
+def test_santext_plus_curve_uses_the_public_sensitive_split(glove5k):
+    """SanText+ on two sensitive words: the audit's law (exponential mechanism over the sensitive rows,
+    split recomputed from V and sensitive_fraction) is the mechanism's own, and epsilon x1.5 in the
+    sampler is flagged by the curve."""
+    mech = get("santext+", epsilon=2.0, embeddings=glove5k, stop_words=None).fit()
+    assert first_sensitive_row(glove5k.vocab_size) == mech.first_sensitive_
+    case = word_mechanism_case("santext+", 2.0)
+    a, b = int(case.input_a), int(case.input_b)
+    assert min(a, b) >= mech.first_sensitive_
+    rows = np.arange(glove5k.vocab_size)
+    p_a = mech.probabilities(int(a))
+    loss = case.curve.loss(rows)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expect = np.where(p_a > 0, np.log(p_a) - np.log(mech.probabilities(int(b))), 0.0)
+    assert np.allclose(loss, expect, atol=1e-9)
+    bad = get("santext+", epsilon=3.0, embeddings=glove5k, stop_words=None).fit()
+    _audits("santext+", 2.0, bad)
+    with pytest.raises(ParameterError, match="two sensitive words"):
+        word_mechanism_case("santext+", 2.0, pair=("the", glove5k.words[int(a)]))
 
 
 # -- the vectorised topic releases are the mechanisms' own law ------------------------------------------

@@ -144,11 +144,12 @@ def metric_noise_curve(noisy: Sampler, vec_a: np.ndarray,
 
 
 def exponential_curve(sample: Sampler, vectors: np.ndarray,
-                      a: int, b: int, epsilon: float, *, cap: float = math.inf,
+                      a: int, b: int, epsilon: float, *, cap: float = math.inf, first: int = 0,
                       what: str = "released words") -> PrivacyCurve:
     """The curve audit of the exponential mechanism ``P(y | x) ∝ exp(−(ε/2) min(||e_x − e_y||, cap))``.
 
-    SanText (``cap = inf``) and TEM (``cap = γ``; its Gumbel race has exactly this law). The score
+    SanText (``cap = inf``), TEM (``cap = γ``; its Gumbel race has exactly this law) and SanText+
+    for two sensitive words (outputs: the sensitive rows ``first, first + 1, ...`` only). The score
     tables of ``a`` and ``b`` are computed here from the public vocabulary and ε; the claimed profile
     is exact. ``sample(x, n, rng)`` returns released word rows from the mechanism under test.
     """
@@ -156,7 +157,9 @@ def exponential_curve(sample: Sampler, vectors: np.ndarray,
     v = np.asarray(vectors, dtype=np.float64)
 
     def logp(x: int) -> np.ndarray:
-        return log_normalize(-0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap))
+        scores = -0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap)
+        scores[:first] = -np.inf
+        return log_normalize(scores)
 
     law = f"the claimed score table (epsilon={eps:g}" + (f", cap {cap:.4g})" if math.isfinite(cap) else ")")
     return table_curve(sample, logp(a), logp(b), what=what, law=law)

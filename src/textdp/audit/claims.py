@@ -55,6 +55,20 @@ PURE_CLAIMS = ("custext", "custext+", "random")
 
 #: TEM's public default β (probability of leaving ``L_x``), as in the mechanism's signature.
 TEM_BETA = 0.001
+#: SanText+'s public default share of sensitive (least frequent) words, as in the mechanism's declaration.
+SANTEXT_SENSITIVE_FRACTION = 0.9
+
+
+def first_sensitive_row(vocab_size: int, sensitive_fraction: float = SANTEXT_SENSITIVE_FRACTION) -> int:
+    """SanText+'s first sensitive row: the ``round(w V)`` least frequent rows (at least one) are sensitive.
+
+    Recomputed from the public ``V`` and ``w`` (Yue et al. 2021, Section 4.3), never read from the mechanism.
+
+    >>> first_sensitive_row(5000), first_sensitive_row(10, 0.25)
+    (500, 8)
+    """
+    v = int(vocab_size)
+    return v - max(1, round(float(sensitive_fraction) * v))
 #: Mahalanobis' public default λ.
 MAHALANOBIS_LAMBDA = 0.2
 #: CusText's public default output-set size ``top_k``.

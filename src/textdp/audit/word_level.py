@@ -35,9 +35,11 @@ claimed law computed from the public parameters only (:mod:`textdp.audit.claims`
   (:func:`~textdp.audit.claims.custext_logp`); CusText+ differs only in releasing stop words
   unchanged, and its pair is two non-stop words, whose law is CusText's.
 
-``santext+`` has the event test only (no curve yet: for two sensitive words its law is the
-exponential mechanism over the sensitive words, which would need the public frequency split
-recomputed here). A pass is no proof; a failure at 95% confidence is strong evidence of a bug.
+* ``santext+`` on the released words of two sensitive words: the exponential mechanism over the
+  sensitive rows only, the frequency split recomputed from the public ``V`` and
+  ``sensitive_fraction`` (:func:`~textdp.audit.claims.first_sensitive_row`).
+
+A pass is no proof; a failure at 95% confidence is strong evidence of a bug.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ from .cases import TARGET_LOSS, WORD_PAIRS, exponential_curve, metric_noise_curv
 from .claims import (
     CUSTEXT_TOP_K,
     MAHALANOBIS_LAMBDA,
+    SANTEXT_SENSITIVE_FRACTION,
     TEM_BETA,
     custext_logp,
+    first_sensitive_row,
     mahalanobis_inverse_root,
     randomized_response_logp,
     tem_threshold,
@@ -168,7 +172,7 @@ def mechanism_case(
     claim_name : str, optional
         Which mechanism's claim to compute (default ``name``; tests name a broken variant).
     curve : bool
-        Also audit the privacy curve when the claimed law is known (every name but ``santext+``).
+        Also audit the privacy curve (the claimed law is known for every name).
     chunk : int
         Words privatized per call.
     **params
@@ -235,6 +239,14 @@ def _curve(kind: str, mech: WordLevelMechanism, eps: float, emb: Embeddings, a: 
     if kind in ("santext", "tem"):
         cap = tem_threshold(eps, float(params.get("beta", TEM_BETA)), vectors.shape[0]) if kind == "tem" else math.inf
         return exponential_curve(sample, vectors, a, b, eps, cap=cap, what=f"{kind}'s released words")
+    if kind == "santext+":
+        first = first_sensitive_row(vectors.shape[0], float(params.get("sensitive_fraction",
+                                                                       SANTEXT_SENSITIVE_FRACTION)))
+        if min(a, b) < first:
+            raise ParameterError("santext+: the curve audit takes two sensitive words (the least frequent rows); "
+                                 "a non-sensitive word is released verbatim with probability 1 - p")
+        return exponential_curve(sample, vectors, a, b, eps, first=first,
+                                 what="santext+'s released words (two sensitive words)")
     if kind == "random":
         v = vectors.shape[0]
         return table_curve(sample, randomized_response_logp(eps, v, a), randomized_response_logp(eps, v, b),
