@@ -19,6 +19,7 @@ from textdp import mechanisms
 from textdp._rng import make_rng
 from textdp.audit import audit
 from textdp.audit.cases import syntf_case
+from textdp.audit.claims import syntf_logp
 from textdp.audit.core import run_audit
 from textdp.cli import app
 from textdp.engines import LocalBackend
@@ -208,5 +209,24 @@ def test_audit_passes_and_a_doubled_epsilon_is_flagged() -> None:
         return sample_bags(terms, weights, v, 2 * eps, n, rng)
 
     assert not run_audit(syntf_case(3.0, sampler=doubled), samples=40_000, seed=5).passed
+    assert r.curve is not None and r.curve.passed  # the privacy curve against the exact one-term law
+
+
+def test_audit_curve_law_is_the_mechanisms_and_a_small_epsilon_error_is_flagged_by_the_curve() -> None:
+    """The curve's claimed law (from ε, |V| and the documents only) is SynTF's own; ε×1.15 inside the sampler
+    stays below the claim for the worst-case event but is flagged by the curve."""
+    case = syntf_case(3.0)
+    for doc in (case.input_a, case.input_b):  # the ten-word audit vocabulary
+        w = np.zeros(10)
+        w[doc] = 1.0
+        assert np.allclose(np.exp(syntf_logp(3.0, 10, doc)), syntf_distribution(w, 3.0, 1), rtol=1e-12)
+
+    def slightly(terms, weights, v, eps, n, rng):
+        return sample_bags(terms, weights, v, 1.15 * eps, n, rng)
+
+    bad = run_audit(syntf_case(3.0, sampler=slightly), samples=40_000, seed=5)
+    assert not bad.passed and bad.curve is not None and not bad.curve.passed
+    assert bad.lower_bound < bad.claimed_epsilon  # the event test alone misses it
+    assert syntf_case(3.0, size=3).curve is None  # bags of N > 1: the event test only
     with pytest.raises(ParameterError, match="delta does not apply"):
         syntf_case(3.0, delta=1e-5)

@@ -44,7 +44,7 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
 from ..samplers import discrete_gaussian, discrete_laplace, snap_to_grid
-from .claims import log_normalize
+from .claims import log_normalize, syntf_logp
 from .core import AuditCase
 from .curve import PrivacyCurve, Sampler, exact_profile, simulated_profile
 
@@ -454,7 +454,9 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     Document ``a`` = ``monday``, document ``b`` = the other nine words once each; both are given
     to the sampler as their distinct vocabulary rows and counts, the released bags of ``size``
     rows are the events. Default ε = 3 (claimed ε per document). ``sampler`` (same signature as
-    ``sample_bags``) replaces the mechanism, to show that a wrong law is flagged.
+    ``sample_bags``) replaces the mechanism, to show that a wrong law is flagged. With ``size=1``
+    (the default) the privacy curve is audited too, against the exact one-term law
+    (:func:`~textdp.audit.claims.syntf_logp`, computed from ε, |V| and the two documents only).
     """
     from ..embeddings import load_embeddings
     from ..mechanisms.syntf import sample_bags
@@ -485,6 +487,8 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
         claimed_epsilon=eps,
         events="discrete",
         chunk=16_384,
+        curve=table_curve(sample, syntf_logp(eps, v, doc_a), syntf_logp(eps, v, doc_b), what="syntf's released terms",
+                          law=f"SynTF's one-term law (epsilon={eps:g}, |V|={v})") if n_words == 1 else None,
     )
 
 

@@ -119,6 +119,21 @@ def word_claim(name: str, epsilon: float, vectors: np.ndarray, a: int, b: int, *
     return eps * d
 
 
+def syntf_logp(epsilon: float, vocab_size: int, doc_rows: np.ndarray, size: int = 1) -> np.ndarray:
+    """``ln P(t | x)`` of one SynTF term (``variant="weights"``), from ε, |V|, the document's rows and N only.
+
+    Unit weights on the document's distinct rows give ``x̃ = 1`` there, ``0`` elsewhere, and each of
+    the N terms is drawn with ``P(t) ∝ exp(ε x̃_t / (2N))`` (Weggenmann & Kerschbaum 2018; the
+    multinomial factorisation in :mod:`textdp.mechanisms.syntf`).
+
+    >>> np.exp(syntf_logp(2 * math.log(3.0), 3, np.array([0]))).round(4).tolist()
+    [0.6, 0.2, 0.2]
+    """
+    x = np.zeros(int(vocab_size))
+    x[np.asarray(doc_rows, dtype=np.int64)] = 1.0
+    return log_normalize(float(epsilon) * x / (2.0 * int(size)))
+
+
 def randomized_response_logp(epsilon: float, vocab_size: int, x: int) -> np.ndarray:
     """``ln P(· | x)`` of |V|-ary randomised response at ε (``random``), from ε and |V| only.
 
