@@ -43,10 +43,11 @@ import numpy as np
 
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
-from ..samplers import discrete_gaussian, discrete_laplace, snap_to_grid
-from .claims import log_normalize, syntf_logp
+from ..samplers import DEFAULT_GRID, discrete_gaussian, discrete_laplace, snap_to_grid
+from .claims import laplace_grid_scale, log_normalize, mvg_grid_variances, syntf_logp, topicdp_grid_variance
 from .core import AuditCase
-from .curve import PrivacyCurve, Sampler, exact_profile, simulated_profile
+from .curve import CURVE_POINTS, PrivacyCurve, Sampler, exact_profile, simulated_profile
+from .grid_curves import gaussian_entry_curve, laplace_pair_curve
 
 if TYPE_CHECKING:
     from ..embeddings import Embeddings
@@ -97,8 +98,6 @@ _TOY_MATRIX = np.array([[0.4, 0.3], [0.2, 0.1]])
 
 #: Draws of the claimed law's loss used to estimate its privacy curve (simulated profiles).
 CLAIM_SIMULATIONS = 400_000
-#: Grid points ε′ of a curve audit.
-CURVE_POINTS = 12
 
 
 # -- privacy curves of the claimed laws ------------------------------------------------------------
@@ -578,12 +577,16 @@ def matrix_pair(sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def matrix_case(name: str, mechanism: object, *, sensitivity: float, claimed_epsilon: float,
-                claimed_delta: float = 0.0) -> AuditCase:
+                claimed_delta: float = 0.0, noise_variance: float | None = None,
+                grid: float = DEFAULT_GRID) -> AuditCase:
     """An audit case for a matrix mechanism with an L2 (Frobenius) sensitivity claim.
 
     The pair is :func:`matrix_pair` at distance ``sensitivity``; events are the tails of the
     projection onto ``a - b`` (the likelihood-ratio direction of Gaussian noise). ``mechanism``
     is any object with ``randomize(matrix, seed=...)``; see :func:`sample_releases`.
+    ``noise_variance``: the claimed σ² (grid units of ``grid``) of the discrete Gaussian on the
+    differing entry, recomputed from public parameters by the caller: the privacy curve is then
+    audited too (:func:`~textdp.audit.grid_curves.gaussian_entry_curve`).
     """
     a, b = matrix_pair(sensitivity)
 
@@ -600,14 +603,20 @@ def matrix_case(name: str, mechanism: object, *, sensitivity: float, claimed_eps
         claimed_delta=claimed_delta,
         events="histogram",
         chunk=8_192,
+        curve=None if noise_variance is None else gaussian_entry_curve(
+            sample, a, b, noise_variance, grid, what=f"{name}'s releases", law=f"{name}'s claimed discrete Gaussian"),
     )
 
 
-def l1_matrix_case(name: str, mechanism: object, *, claimed_epsilon: float) -> AuditCase:
+def l1_matrix_case(name: str, mechanism: object, *, claimed_epsilon: float, noise_scale: float | None = None,
+                   grid: float = DEFAULT_GRID) -> AuditCase:
     """An audit case for a 1-row matrix mechanism with the L1 sensitivity 2 of a probability row.
 
     The pair ``[[1, 0]]`` / ``[[0, 1]]`` moves the row by 2 in L1; events are the tails of
     :func:`l1_likelihood_statistic`, whose extreme atom carries the full ratio of Laplace noise.
+    ``noise_scale``: the claimed discrete Laplace scale (grid units of ``grid``), recomputed from
+    public parameters by the caller: the privacy curve is then audited too
+    (:func:`~textdp.audit.grid_curves.laplace_pair_curve`).
     """
     a = np.array([[1.0, 0.0]])
     b = np.array([[0.0, 1.0]])
@@ -625,6 +634,8 @@ def l1_matrix_case(name: str, mechanism: object, *, claimed_epsilon: float) -> A
         events="histogram",
         statistic=l1_likelihood_statistic(a, b),
         chunk=8_192,
+        curve=None if noise_scale is None else laplace_pair_curve(
+            sample, a, b, noise_scale, grid, what=f"{name}'s releases", law=f"{name}'s claimed discrete Laplace"),
     )
 
 
@@ -647,7 +658,9 @@ def topicdp_case(epsilon: float | None = None, delta: float | None = None, *,
         raise ParameterError("topicdp-thesis composes to (epsilon, m*n*delta) = (epsilon, 4*delta): "
                              "choose delta < 0.25")
     name = "topicdp" if calibration == "analytic" else "topicdp-thesis"
-    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=claimed_delta)
+    law = topicdp_grid_variance(eps, dlt, TOPIC_SENSITIVITY, _TOY_MATRIX.shape, DEFAULT_GRID, calibration)
+    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=claimed_delta,
+                       noise_variance=law)
 
 
 def laplace_case(epsilon: float | None = None, delta: float | None = None) -> AuditCase:
@@ -658,7 +671,8 @@ def laplace_case(epsilon: float | None = None, delta: float | None = None) -> Au
         raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
     eps = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon)
     mech = LaplaceBaseline(epsilon=eps, m=1)
-    return l1_matrix_case("laplace", mech, claimed_epsilon=eps)
+    return l1_matrix_case("laplace", mech, claimed_epsilon=eps,
+                          noise_scale=laplace_grid_scale(eps, 1, (1, 2), DEFAULT_GRID))
 
 
 def l1_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
@@ -686,4 +700,6 @@ def mvg_case(epsilon: float | None = None, delta: float | None = None, *,
     eps, dlt = _topic_params(epsilon, delta)
     mech = MVGMechanism(epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, covariance=covariance)
     name = "mvg" if covariance == "isotropic" else "mvg-directional"
-    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt)
+    law = mvg_grid_variances(eps, dlt, TOPIC_SENSITIVITY, _TOY_MATRIX.shape, DEFAULT_GRID, covariance)
+    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt,
+                       noise_variance=float(law[0]))  # matrix_pair moves entry (0, 0): column 0

@@ -59,6 +59,7 @@ from ..progress import ProgressCallback
 Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
 
 __all__ = [
+    "CURVE_POINTS",
     "ClaimedProfile",
     "CurveResult",
     "PrivacyCurve",
@@ -68,6 +69,9 @@ __all__ = [
     "hockey_stick",
     "simulated_profile",
 ]
+
+#: Grid points ε′ of a curve audit (every built-in case).
+CURVE_POINTS = 12
 
 #: ``claimed(grid, alpha, rng) -> (point, upper)``: the claimed law's δ(ε′) on the grid and an
 #: upper confidence band at level ``alpha`` (equal to the point for an exact profile).
