@@ -70,7 +70,7 @@ def discrete_gaussian_tail(sigma2: float, t: np.ndarray) -> tuple[np.ndarray, np
     >>> z = np.arange(-80, 81)
     >>> lo, pt, hi = discrete_gaussian_tail(9.0, np.array([2, -3]))
     >>> exact = [discrete_gaussian_pmf(9.0, z[z >= 2]).sum(), discrete_gaussian_pmf(9.0, z[z >= -3]).sum()]
-    >>> bool(np.all(lo <= exact) and np.all(np.array(exact) <= hi)), np.abs(pt - exact).max() < 2e-3
+    >>> bool(np.all(lo <= exact) and np.all(np.array(exact) <= hi)), bool(np.abs(pt - exact).max() < 2e-3)
     (True, True)
     """
     from scipy.special import ndtr
