@@ -295,3 +295,114 @@ def test_progress_is_reported():
     seen = []
     audit("laplace", samples=2_000, seed=1, progress=lambda d, t: seen.append((d, t)))
     assert seen and seen[-1][0] == seen[-1][1] == 4_000
+
+
+# -- the topic-matrix mechanisms: the claimed discrete Gaussian / Laplace law in grid units ------------------
+def _topic_claims():
+    from textdp.audit.cases import TOPIC_SENSITIVITY
+    from textdp.audit.claims import laplace_grid_scale, mvg_grid_variances, topicdp_grid_variance
+    from textdp.samplers import DEFAULT_GRID
+
+    return TOPIC_SENSITIVITY, DEFAULT_GRID, laplace_grid_scale, mvg_grid_variances, topicdp_grid_variance
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-4), (3.0, 1e-6)])
+def test_topic_laws_are_recomputed_from_public_parameters(epsilon, delta):
+    sens, grid, lap_scale, mvg_vars, tdp_var = _topic_claims()
+    for cal in ("analytic", "thesis"):
+        mech = TopicDPGaussian(epsilon=epsilon, delta=delta, sensitivity=sens, gamma=0.1, calibration=cal)
+        assert tdp_var(epsilon, delta, sens, (2, 2), grid, cal) == pytest.approx(float(mech.grid_variance((2, 2))),
+                                                                                 rel=1e-11)
+    assert lap_scale(epsilon, 1, (1, 2), grid) == float(LaplaceBaseline(epsilon=epsilon, m=1).grid_scale((1, 2)))
+    for cov in ("isotropic", "directional"):
+        mech = MVGMechanism(epsilon=epsilon, delta=delta, sensitivity=sens, covariance=cov)
+        assert mvg_vars(epsilon, delta, sens, (2, 2), grid, cov).tolist() == [float(v) for v in
+                                                                                mech.grid_variances((2, 2))]
+
+
+def test_discrete_gaussian_tail_brackets_the_dense_sum():
+    from textdp.audit.grid_curves import discrete_gaussian_tail
+    from textdp.samplers import discrete_gaussian_pmf
+
+    z = np.arange(-2_000, 2_001)
+    for s2 in (2.0, 400.0, 10_000.0):
+        pmf = discrete_gaussian_pmf(s2, z)
+        t = np.array([-150, -20, -1, 0, 1, 7, 40, 150])
+        exact = np.array([pmf[z >= k].sum() for k in t])
+        lo, pt, hi = discrete_gaussian_tail(s2, t)
+        assert np.all(lo <= exact + 1e-13) and np.all(exact <= hi + 1e-13)
+        assert np.all(hi - lo <= 1.0 / math.sqrt(2 * math.pi * s2) + 1e-12)
+        assert np.abs(pt - exact).max() < 0.05 / s2
+
+
+@pytest.mark.parametrize(("s2", "d"), [(50.0, 7), (3.0, 2), (900.0, 31)])
+def test_gaussian_entry_profile_covers_the_exact_dense_profile(s2, d):
+    # a small sigma where the dense pmf table is affordable: the band is above the exact profile and close to it
+    from textdp.audit.grid_curves import gaussian_entry_curve
+    from textdp.samplers import discrete_gaussian_pmf
+
+    span = int(30 * math.sqrt(s2)) + d  # the mass beyond is < e^-450
+    z = np.arange(-span, span + 1)
+    la = np.log(discrete_gaussian_pmf(s2, z - d))
+    lb = np.log(discrete_gaussian_pmf(s2, z))
+    curve = gaussian_entry_curve(lambda x, n, rng: x, np.array([[float(d)]]), np.array([[0.0]]), s2, 1.0)
+    grid = np.asarray(curve.grid)
+    exact, _ = exact_profile(la, lb)(grid, 0.05, np.random.default_rng(0))
+    pt, up = curve.claimed(grid, 0.05, np.random.default_rng(0))
+    assert np.all(up >= exact) and np.all(up - exact < 1.5 / math.sqrt(2 * math.pi * s2))
+    assert np.abs(pt - exact).max() < 0.05 / s2  # the midpoint rule: O(1/sigma^2) here
+    # the loss is the exact log-ratio of the two laws
+    assert np.allclose(curve.loss(z.astype(float).reshape(-1, 1, 1)), la - lb, atol=1e-9)
+
+
+def test_laplace_pair_profile_is_the_exact_dense_profile():
+    from textdp.audit.grid_curves import laplace_pair_curve
+    from textdp.samplers import discrete_laplace_pmf
+
+    s, d = 3.5, 6
+    z = np.arange(-200, 201)
+    x0, x1 = np.meshgrid(z, z, indexing="ij")
+    pa = discrete_laplace_pmf(s, x0 - d) * discrete_laplace_pmf(s, x1)
+    pb = discrete_laplace_pmf(s, x0) * discrete_laplace_pmf(s, x1 - d)
+    curve = laplace_pair_curve(lambda x, n, rng: x, np.array([[float(d), 0.0]]), np.array([[0.0, float(d)]]), s, 1.0)
+    grid = np.asarray(curve.grid)
+    exact, _ = exact_profile(np.log(pa.ravel()), np.log(pb.ravel()))(grid, 0.05, np.random.default_rng(0))
+    pt, up = curve.claimed(grid, 0.05, np.random.default_rng(0))
+    assert np.allclose(pt, exact, atol=1e-12) and np.all(up >= exact)
+    out = np.stack([x0.ravel(), x1.ravel()], axis=1).astype(float).reshape(-1, 1, 2)
+    assert np.allclose(curve.loss(out), np.log(pa.ravel()) - np.log(pb.ravel()), atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["topicdp", "topicdp-thesis", "laplace", "mvg", "mvg-directional"])
+def test_topic_mechanisms_pass_their_curve(name):
+    r = audit(name, seed=2)
+    assert r.curve is not None and r.curve.passed and r.passed
+
+
+def _topic_curve_audit(kind: str, factor: float, samples: int, seed: int):
+    """The audit of a mechanism built with a wrong parameter (noise scale ~x factor) against the public claim."""
+    from textdp.audit.cases import l1_matrix_case, matrix_case
+
+    sens, grid, lap_scale, _, tdp_var = _topic_claims()
+    if kind == "laplace":  # built with epsilon / factor: scale x factor
+        case = l1_matrix_case("laplace-bug", LaplaceBaseline(epsilon=1.0 / factor, m=1), claimed_epsilon=1.0,
+                              noise_scale=lap_scale(1.0, 1, (1, 2), grid))
+    else:  # built with a smaller sensitivity than the claim's: sigma x ~factor
+        mech = TopicDPGaussian(epsilon=1.0, delta=1e-4, sensitivity=sens * factor, gamma=0.1, calibration=kind)
+        case = matrix_case("topicdp-bug", mech, sensitivity=sens, claimed_epsilon=1.0,
+                           claimed_delta=1e-4 if kind == "analytic" else 4e-4,
+                           noise_variance=tdp_var(1.0, 1e-4, sens, (2, 2), grid, kind))
+    return run_audit(case, samples=samples, seed=seed)
+
+
+@pytest.mark.parametrize(("kind", "factor", "samples", "seed"),
+                         [("analytic", 0.8, 100_000, 1), ("thesis", 0.5, 100_000, 1), ("laplace", 0.9, 10_000, 1)])
+def test_topic_noise_too_small_is_flagged_by_the_curve_only(kind, factor, samples, seed):
+    r = _topic_curve_audit(kind, factor, samples, seed)
+    assert not r.passed and r.curve is not None and not r.curve.passed
+    assert r.lower_bound <= r.claimed_epsilon  # the worst-case event alone misses it
+
+
+def test_laplace_scale_x08_is_flagged_by_both_tests():
+    r = _topic_curve_audit("laplace", 0.8, 10_000, 1)
+    assert not r.curve.passed and r.lower_bound > r.claimed_epsilon
