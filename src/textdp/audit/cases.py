@@ -23,6 +23,9 @@ corpus. Each is registered under the mechanism's CLI name by
   global sensitivity 2m; events are bins of the Laplace log-likelihood-ratio statistic
   ``Σ |x - b| - |x - a|``, whose extreme atom reaches the full ratio ``e^ε``.
 * ``mvg`` / ``mvg-directional`` -- as ``topicdp`` with the MVG claim (ε, δ).
+* the matrix cases also audit the privacy curve against their claimed discrete Gaussian / Laplace
+  law, its parameter recomputed from public parameters (:mod:`textdp.audit.grid_curves`,
+  :mod:`textdp.audit.claims`).
 * ``syntf`` -- SynTF (ε-DP per document) over the public vocabulary of the ten GloVe words
   :data:`SYNTF_AUDIT_WORDS`: document ``a`` is the one word ``monday``, document ``b`` the nine
   others once each (the pair whose log-normalisers differ most, so the loss of the output
