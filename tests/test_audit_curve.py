@@ -294,7 +294,9 @@ def test_topicdp_audit_runs_at_its_default_size():
 def test_progress_is_reported():
     seen = []
     audit("laplace", samples=2_000, seed=1, progress=lambda d, t: seen.append((d, t)))
-    assert seen and seen[-1][0] == seen[-1][1] == 4_000
+    # 2 x 2,000 releases for the event test, and as many again for the curve (histogram events are not reused)
+    assert seen and seen[-1][0] == seen[-1][1] == 8_000
+    assert all(t == 8_000 for _, t in seen) and [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
 # -- the topic-matrix mechanisms: the claimed discrete Gaussian / Laplace law in grid units ------------------
