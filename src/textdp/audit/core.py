@@ -31,8 +31,9 @@ The auditor estimates that quantity from samples, in the style of Google's DP st
 is not a proof of privacy (the auditor only sees the pair and events it tries); a failure at 95%
 confidence is strong evidence of a bug, with a false alarm rate of at most 5% per audit.
 
-Cases whose claimed law is known (n-dimensional Laplace noise, the exponential mechanisms) also
-carry a :class:`~textdp.audit.curve.PrivacyCurve`: the whole privacy profile δ(ε′) of the
+Cases whose claimed law is known (n-dimensional Laplace noise, the exponential mechanisms,
+randomised response, CusText, SynTF's one-term law, the topic matrices' discrete Gaussian and
+Laplace noise; ``docs/audit.md`` lists them) also carry a :class:`~textdp.audit.curve.PrivacyCurve`: the whole privacy profile δ(ε′) of the
 mechanism under test is compared with the claimed law's (:mod:`textdp.audit.curve`), which sees a
 halved noise scale in 50 dimensions where the worst-case event cannot. The two tests then share
 the error budget (``(1 − confidence)/2`` each) and ``passed`` requires both.
