@@ -329,3 +329,26 @@ def test_outputs_seen_only_in_the_evaluation_half_never_join_the_event():
     r = run_audit(AuditCase("cont", "0 vs 0.5", 0.0, 0.5, sample, claimed_epsilon=0.1), samples=1_000, seed=0)
     assert r.lower_bound == 0.0  # the selected outputs never recur: no evidence
     assert r.events == 2 * 500  # only the 2 x 250 outputs of the ranking quarter, in both directions
+
+
+def test_word_level_cases_take_the_mechanisms_own_parameters():
+    """``--param`` builds the mechanism with its own parameters and computes the claim from them too."""
+    import json as _json
+
+    from textdp.audit.claims import word_claim
+    from textdp.embeddings import load_embeddings
+
+    res = runner.invoke(app, ["audit", "vickrey", "--param", "lambd=0.2", "--samples", "1e4", "--seed", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    out = _json.loads(res.stdout)
+    plain = audit_case("vickrey")
+    emb = load_embeddings(vocab_size=5000)
+    d_rm = word_claim("vickrey", 10.0, emb.vectors, plain.input_a, plain.input_b, lambd=0.2)
+    assert out["claimed_epsilon"] == pytest.approx(d_rm) and d_rm != pytest.approx(plain.claimed_epsilon)
+    assert out["passed"] and out["curve"]["passed"]
+    for args, message in [(["laplace", "--param", "grid=0.5"], "takes no mechanism parameters"),
+                          (["cmp", "--param", "epsilon=3"], "set epsilon with --epsilon"),
+                          (["cmp", "--param", "nope=1"], "has no parameter 'nope'"),
+                          (["cmp", "--param", "vocab_size=10"], "the audit sets vocab_size itself")]:
+        res = runner.invoke(app, ["audit", *args, "--samples", "1e4", "--seed", "1"])
+        assert res.exit_code == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.output

@@ -11,7 +11,7 @@ built-in cases and :func:`textdp.audit.cases.word_pair_case` for word-level metr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,14 +30,19 @@ AuditFactory = Callable[..., AuditCase]
 class _Entry:
     factory: AuditFactory
     description: str
+    #: the factory takes the mechanism's own parameters as keywords (the word-level cases)
+    takes_params: bool = False
 
 
 _CASES: dict[str, _Entry] = {}
 
 
 def register_audit_case(name: str, factory: AuditFactory, *, description: str = "",
-                        replace: bool = False) -> None:
+                        replace: bool = False, takes_params: bool = False) -> None:
     """Register ``factory(epsilon=None, delta=None) -> AuditCase`` under ``name``.
+
+    ``takes_params``: the factory also takes the mechanism's own parameters as keywords
+    (``factory(epsilon=..., delta=..., lambd=0.2)``), and computes the claim from them too.
 
     >>> register_audit_case("earth-movers", lambda **kw: None)
     Traceback (most recent call last):
@@ -50,7 +55,7 @@ def register_audit_case(name: str, factory: AuditFactory, *, description: str = 
         raise ParameterTypeError(f"the factory of audit case {name!r} must be callable")
     if name in _CASES and not replace:
         raise ParameterError(f"an audit case named {name!r} is already registered (pass replace=True)")
-    _CASES[name] = _Entry(factory, description)
+    _CASES[name] = _Entry(factory, description, takes_params)
 
 
 def audit_case_names() -> tuple[str, ...]:
@@ -67,12 +72,28 @@ def describe_audit_cases() -> dict[str, str]:
     return {k: _CASES[k].description for k in audit_case_names()}
 
 
-def audit_case(name: str, *, epsilon: float | None = None, delta: float | None = None) -> AuditCase:
-    """Build the registered case ``name`` at ``epsilon`` / ``delta`` (``None``: its defaults)."""
+def audit_case(name: str, *, epsilon: float | None = None, delta: float | None = None,
+               params: Mapping[str, object] | None = None) -> AuditCase:
+    """Build the registered case ``name`` at ``epsilon`` / ``delta`` (``None``: its defaults).
+
+    ``params``: the mechanism's own parameters (``{"lambd": 0.2}``), for the cases that take them.
+
+    >>> audit_case("laplace", params={"grid": 0.5})
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: the audit case 'laplace' takes no mechanism parameters (grid): its claim is set by epsilon and delta
+    """
     entry = _CASES.get(name) if isinstance(name, str) else None
     if entry is None:
         raise ParameterError(f"no audit case for mechanism {name!r}; choose one of: {', '.join(audit_case_names())}")
-    case = entry.factory(epsilon=epsilon, delta=delta)
+    extra = dict(params or {})
+    for key in ("epsilon", "delta"):
+        if key in extra:
+            raise ParameterError(f"set {key} with --{key} (epsilon=/delta= in Python), not as a mechanism parameter")
+    if extra and not entry.takes_params:
+        raise ParameterError(f"the audit case {name!r} takes no mechanism parameters ({', '.join(extra)}): its claim "
+                             "is set by epsilon and delta")
+    case = entry.factory(epsilon=epsilon, delta=delta, **extra)
     if not isinstance(case, AuditCase):
         raise ParameterTypeError(f"the audit factory of {name!r} returned {type(case).__name__}, not an AuditCase")
     return case
@@ -87,6 +108,7 @@ def audit(
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
     progress: ProgressCallback | None = None,
+    params: Mapping[str, object] | None = None,
 ) -> AuditResult:
     """Audit a registered mechanism (by name) or an :class:`AuditCase`.
 
@@ -106,6 +128,9 @@ def audit(
         Confidence level of the Clopper–Pearson lower bound.
     progress : callable, optional
         ``progress(done, total)`` over the outputs drawn (:mod:`textdp.progress`).
+    params : mapping, optional
+        The mechanism's own parameters, for the word-level cases (``{"lambd": 0.2}`` for vickrey):
+        the mechanism is built with them and the claim computed from them.
 
     Returns
     -------
@@ -121,5 +146,5 @@ def audit(
     if isinstance(mechanism, AuditCase):
         case = mechanism
     else:
-        case = audit_case(mechanism, epsilon=epsilon, delta=delta)
+        case = audit_case(mechanism, epsilon=epsilon, delta=delta, params=params)
     return run_audit(case, samples=samples, seed=seed, confidence=confidence, progress=progress)

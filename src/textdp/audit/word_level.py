@@ -281,7 +281,7 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     eps = check_epsilon(DEFAULT_EPSILON[name] if epsilon is None else epsilon)
     emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
     # stop words matter to CusText+ only (they pass through unchanged); the others see vocabulary rows
-    stops = {} if name == "custext+" else {"stop_words": None}
+    stops = {} if name == "custext+" or "stop_words" in params else {"stop_words": None}
     mech = get(name, epsilon=eps, embeddings=emb, **stops, **params).fit() if mechanism is None else mechanism
     if not isinstance(mech, WordLevelMechanism):
         raise ParameterError(f"{name} is not a word-level mechanism ({type(mech).__name__})")
@@ -311,8 +311,16 @@ _DESCRIPTIONS = {
 
 
 def _factory(name: str) -> Callable[..., AuditCase]:
-    def factory(epsilon: float | None = None, delta: float | None = None) -> AuditCase:
-        return word_mechanism_case(name, epsilon, delta)
+    def factory(epsilon: float | None = None, delta: float | None = None, **params: Any) -> AuditCase:
+        """The case at ``epsilon``, with the mechanism's own ``params`` (``lambd``, ``beta``, ``top_k``, ...)."""
+        fixed = sorted(set(params) & {"epsilon", "embeddings", "seed", "vocab_size", "pair", "mechanism"})
+        if fixed:
+            raise ParameterError(f"{name}: the audit sets {', '.join(fixed)} itself (epsilon with --epsilon; the "
+                                 f"vocabulary is GloVe's {AUDIT_VOCABULARY:,} most frequent words)")
+        if name == "random" and "rate" in params:
+            raise ParameterError("random: audit it at an epsilon (--epsilon; its rate follows, "
+                                 "r = |V|/(|V| + e^epsilon - 1)), not at a rate")
+        return word_mechanism_case(name, epsilon, delta, **params)
 
     return factory
 
@@ -322,4 +330,4 @@ def register_word_level_cases() -> None:
     from .registry import register_audit_case
 
     for name, text in _DESCRIPTIONS.items():
-        register_audit_case(name, _factory(name), description=text, replace=True)
+        register_audit_case(name, _factory(name), description=text, replace=True, takes_params=True)

@@ -82,6 +82,9 @@ SchedulerOption = Annotated[str | None, typer.Option(
 WorkersOption = Annotated[int | None, typer.Option(
     rich_help_panel=ENGINE_PANEL, help="Worker processes of the local Dask cluster (default: one per core).")]
 ThreadsOption = Annotated[int | None, typer.Option(help="Torch threads (default: torch's choice).")]
+ParamOption = Annotated[list[str] | None, typer.Option(
+    metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for vickrey, lambd=0.2, "
+    "beta=0.001, p=0.3, top_k=20, rate=0.3).")]
 
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ParameterError, TextDPError
-from ._common import bar_progress, err_console, progress_bar
+from ._common import ParamOption, bar_progress, err_console, progress_bar
 
 _LIRA = "Membership inference (--attack lira)"
 
@@ -43,6 +43,8 @@ AUDIT_HELP = (
     "With --attack lira (topicdp only) it runs a user-level membership-inference attack (LiRA with "
     "shadow LDA models on random halves of the users) against the non-private, TopicDP, Laplace and "
     "MVG releases of a corpus and prints TPR at 0.1% and 1% FPR (docs/topics-membership.md).\n\n"
+    "The word-level cases take the mechanism's own parameters with --param (the claim is computed "
+    "from them too), e.g. `textdp audit vickrey --param lambd=0.2`.\n\n"
     "Examples: `textdp audit --list`; `textdp audit laplace -e 1 --seed 1`; "
     "`textdp audit topicdp -e 2 --delta 1e-5 --samples 1000000 --json`; "
     "`textdp audit topicdp --attack lira --corpus enron.jsonl.gz --seed 1`."
@@ -125,6 +127,7 @@ def audit(
                                                    "(default: the case's own).", show_default=False)] = None,
     samples: Annotated[float, typer.Option("--samples", "-s", help="Outputs drawn from each input "
                                            "(e.g. 1e6).")] = 100_000,
+    param: ParamOption = None,
     seed: Annotated[int | None, typer.Option(help="Seed for a reproducible audit (default: fresh OS "
                                                 "entropy).", show_default=False)] = None,
     confidence: Annotated[float, typer.Option(help="Confidence level of the lower bound.")] = 0.95,
@@ -153,6 +156,7 @@ def audit(
     with _errors():
         from ..audit import audit as run
         from ..audit import describe_audit_cases
+        from ..pipeline import parse_params
 
         if list_cases:
             cases = describe_audit_cases()
@@ -178,8 +182,8 @@ def audit(
         n = _samples(samples)
         with progress_bar() as bar:  # on stderr, only on a terminal
             task = bar.add_task(f"auditing {mechanism}", total=2 * n)
-            result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed,
-                         confidence=confidence, progress=bar_progress(bar, task))
+            result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed, confidence=confidence,
+                         progress=bar_progress(bar, task), params=parse_params(param))
         if as_json:
             typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False, ensure_ascii=False))
         else:

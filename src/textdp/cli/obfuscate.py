@@ -50,6 +50,7 @@ from ._common import (
     InputFormatOption,
     Interrupted,
     InterruptedRun,
+    ParamOption,
     SchedulerOption,
     SeedOption,
     StopWordsOption,
@@ -178,9 +179,6 @@ MechanismOption = Annotated[str, choice(
 PostProcessOption = Annotated[str | None, choice(
     POSTPROCESSORS, help="mbr: decode to the posterior medoid among the noisy vector's nearest words (semantic "
     "neighbours; earth-movers and cmp). Post-processing: the guarantee is unchanged.")]
-Params = Annotated[list[str] | None, typer.Option(
-    metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for vickrey, lambd=0.2, "
-    "beta=0.001, p=0.3, top_k=20, rate=0.3).")]
 Size = Annotated[int | None, typer.Option(
     "--size", "-n", help="Bag size N, required by the bag mechanisms (earth-movers, syntf) unless --size-from-data, "
     "refused by the text mechanisms: every document becomes exactly N words (the guarantee compares bags of equal "
@@ -288,7 +286,7 @@ def obfuscate(
     epsilon: Epsilon = None,
     mechanism: MechanismOption = "earth-movers",
     postprocess: PostProcessOption = None,
-    param: Params = None,
+    param: ParamOption = None,
     size: Size = None,
     size_from_data: SizeFromData = False,
     bag: Bag = "truncate",
