@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_checks import Crash as _Crash
 
 from textdp.embeddings import Embeddings
 from textdp.engines import LocalBackend, get_backend
@@ -91,22 +92,6 @@ def test_dask_equals_local(tmp_path, toy_emb):
     # a different seed gives a different release
     other = _run(inp, tmp_path / "other", toy_emb, LocalBackend(), seed=12)
     assert other["size"] == local["size"] and _read_parts(tmp_path / "other") != a
-
-
-class _Crash(LocalBackend):
-    """A backend that dies after ``after`` results (a killed run, in-process)."""
-
-    def __init__(self, after: int) -> None:
-        self.after = after
-
-    def map(self, fn, items, on_result):
-        def stop(i, r):
-            on_result(i, r)
-            self.after -= 1
-            if self.after <= 0:
-                raise KeyboardInterrupt
-
-        super().map(fn, items, stop)
 
 
 def test_resume_skips_finished_parts_and_refuses_other_settings(tmp_path, toy_emb):

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_checks import current_umask as _umask
+from cli_checks import one_error as _one_error
 from typer.testing import CliRunner
 
 from textdp._validation import EPSILON_MAX, EPSILON_MIN, MAX_SIZE, check_epsilon
@@ -60,24 +62,6 @@ def _corpus(path: Path, n: int, ids: list[str] | None = None) -> Path:
             text = " ".join(WORDS[j] for j in rng.integers(0, 300, 10))
             fh.write(json.dumps({"id": ids[i] if ids else f"d{i}", "text": text}) + "\n")
     return path
-
-
-def _one_error(res, *needles: str) -> str:  # type: ignore[no-untyped-def]
-    """The run ended with exit 2 and exactly one ``error:`` line (containing ``needles``); returns it."""
-    assert res.exit_code == 2, (res.exit_code, res.output, res.exception)
-    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
-    assert "Traceback" not in res.output
-    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, res.stderr
-    for n in needles:
-        assert n in errors[0], (n, errors[0])
-    return errors[0]
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 # -- output clobbering ---------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_checks import one_error as _one_error
 from typer.testing import CliRunner
 
 from textdp.cli import app
@@ -37,23 +38,6 @@ def _corpus(path: Path, users: int = 5, docs: int = 40) -> Path:
             text = f"{THEMES[i % 4]} {THEMES[i // 4 % 4].split()[0]}"
             fh.write(json.dumps({"id": f"d{i}", "text": text, "author": f"u{i % users}"}) + "\n")
     return path
-
-
-def _one_error(res, *needles: str) -> str:  # type: ignore[no-untyped-def]
-    assert res.exit_code == 2, (res.exit_code, res.output, res.exception)
-    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
-    assert "Traceback" not in res.output
-    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, res.stderr
-    for n in needles:
-        assert n in errors[0], (n, errors[0])
-    return errors[0]
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 @pytest.fixture()

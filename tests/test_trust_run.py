@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_checks import Crash as _Crash
 from typer.testing import CliRunner
 
 from textdp.cli import app
@@ -162,22 +163,6 @@ def test_planted_spill_is_not_trusted(tmp_path, toy_emb):
     (work / "input" / "input-00001.jsonl").write_text("".join(json.dumps(r) + "\n" for r in planted))
     obfuscate_corpus(inputs, tmp_path / "out", work_dir=work, **_kw(toy_emb))
     assert _records(tmp_path / "out") == _records(tmp_path / "clean")
-
-
-class _Crash(LocalBackend):
-    """Dies after ``after`` finished partitions (a killed run, in-process)."""
-
-    def __init__(self, after: int) -> None:
-        self.after = after
-
-    def map(self, fn, items, on_result):
-        def stop(i, r):
-            on_result(i, r)
-            self.after -= 1
-            if self.after <= 0:
-                raise KeyboardInterrupt
-
-        super().map(fn, items, stop)
 
 
 def test_resume_reuses_only_files_that_verify(tmp_path, toy_emb):
