@@ -37,6 +37,19 @@ def _torch() -> ModuleType:
     return require("torch", "generation")
 
 
+def _cache_name() -> str:
+    """The keyword (and output field) of the KV cache in ``forward``: ``cache`` from transformers 5.24 on.
+
+    5.24 renamed ``past_key_values`` to ``cache`` (the old name warns and goes in 5.40); every version the
+    ``[generation]`` extra allows before 5.24 knows only ``past_key_values``. One name per process, chosen by
+    the installed version rather than by probing the model, so a model can never receive the wrong keyword.
+    """
+    import transformers
+    from packaging.version import Version
+
+    return "cache" if Version(transformers.__version__).release >= (5, 24) else "past_key_values"
+
+
 def _eos(lm: LanguageModel) -> int:
     eos = lm.tokenizer.eos_token_id
     if eos is None:
@@ -156,6 +169,7 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: n
     head_ids = tok(head, add_special_tokens=False)["input_ids"] if head else []
     tail_ids = tok(tail, add_special_tokens=False)["input_ids"] if tail else []
     allowed = lm.output_mask(keep=(eos,))
+    kv = _cache_name()
     out: list[str] = []
     for rows in _batches(len(documents), s.batch_size):
         prompts = [head_ids + tok(documents[i], add_special_tokens=False)["input_ids"][: s.max_input_tokens]
@@ -165,14 +179,14 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: n
         state: dict[str, Any] = {"mask": mask, "pos": pos[:, -1:]}
         with torch.inference_mode():
             res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
-            state["past"] = res.past_key_values
+            state["past"] = getattr(res, kv)
 
             def step(prev: Tensor, state: dict[str, Any] = state) -> Tensor:
                 state["mask"] = torch.cat([state["mask"], torch.ones_like(state["mask"][:, :1])], 1)
                 state["pos"] = state["pos"] + 1
                 r = model(input_ids=prev[:, None], attention_mask=state["mask"], position_ids=state["pos"],
-                          past_key_values=state["past"], use_cache=True)
-                state["past"] = r.past_key_values
+                          use_cache=True, **{kv: state["past"]})
+                state["past"] = getattr(r, kv)
                 return r.logits[:, -1, :]
 
             out += _decode(lm, _sample_steps(step, res.logits[:, -1, :], s, rng, allowed, eos))
@@ -200,11 +214,12 @@ def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: LMSettin
         start = lm.tokenizer.bos_token_id if lm.tokenizer.bos_token_id is not None else eos
     B = enc_out.last_hidden_state.shape[0]
     state: dict[str, Any] = {}
+    kv = _cache_name()
 
     def step(prev: Tensor) -> Tensor:
         r = model(encoder_outputs=enc_out, attention_mask=enc_mask, decoder_input_ids=prev[:, None],
-                  past_key_values=state.get("past"), use_cache=True)
-        state["past"] = r.past_key_values
+                  use_cache=True, **{kv: state.get("past")})
+        state["past"] = getattr(r, kv)
         return r.logits[:, -1, :]
 
     with torch.inference_mode():
