@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Opt-in version checks, outside CI (CI and the README install the tested set in constraints.txt).
+#
+#   bash tools/check_versions.sh latest    fresh venv with today's newest releases the extras allow (no constraints):
+#                                          prints what differs from constraints.txt, then lint, types and the suite.
+#                                          Run it before a release, or when a dependency announces a major version,
+#                                          to see what a new release breaks before users meet it.
+#   bash tools/check_versions.sh oldest    fresh venv with the floors of pyproject.toml's ranges (numpy==1.26, ...):
+#                                          shows whether the lower bounds we declare still hold.
+#   bash tools/check_versions.sh --update  regenerate constraints.txt from a fresh venv holding every extra (then
+#                                          run the whole suite with it before committing).
+#
+# Extra arguments go to pytest (e.g. `bash tools/check_versions.sh latest -x -q tests/test_lm_rewriters.py`).
+# Each mode uses its own venv under ${TEXTDP_CHECK_DIR:-/tmp/textdp-version-check} and leaves the project's alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+shift || true
+root=${TEXTDP_CHECK_DIR:-/tmp/textdp-version-check}
+ALL_EXTRAS='test,dev,generation,minilm,fasttext,topics-fast,eval,serve,gpu,dask,faiss,ot,plot'
+
+fresh_venv() {
+    rm -rf "$root/$1" && mkdir -p "$root" && python3 -m venv "$root/$1"
+    # shellcheck disable=SC1091
+    . "$root/$1/bin/activate"
+    python -m pip install --quiet --upgrade pip
+}
+
+case "$mode" in
+latest)
+    fresh_venv latest
+    pip install --quiet "torch==2.13.0+cpu"
+    # torch stays the CPU build (a newer torch from PyPI is the multi-GB CUDA build); everything else floats
+    echo "torch==2.13.0+cpu" > "$root/torch-cpu.txt"
+    pip install --quiet --upgrade --upgrade-strategy eager -c "$root/torch-cpu.txt" -e ".[$ALL_EXTRAS]"
+    echo "== versions that differ from constraints.txt (tested -> latest) =="
+    python tools/pin_diff.py constraints.txt || true
+    ruff check && mypy && python -m pytest "$@"
+    ;;
+oldest)
+    fresh_venv oldest
+    python tools/pin_diff.py --floors pyproject.toml > "$root/floors.txt"
+    echo "== floors ==" && cat "$root/floors.txt"
+    pip install --quiet "torch==2.13.0+cpu"
+    pip install --quiet -c "$root/floors.txt" -e ".[test,dev]"
+    ruff check && mypy && python -m pytest "$@"
+    ;;
+--update)
+    fresh_venv update
+    pip install --quiet "torch==2.13.0+cpu"
+    pip install --quiet -e ".[$ALL_EXTRAS]"
+    { sed -n '/^#/p' constraints.txt; pip freeze --exclude-editable | grep -v '^#'; } > constraints.txt.new
+    mv constraints.txt.new constraints.txt
+    git diff --stat constraints.txt || true
+    echo "constraints.txt regenerated: now run the README's test command with it before committing."
+    ;;
+*)
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
