@@ -4,11 +4,20 @@ Every cached artefact (converted embeddings, approximate-decoder indexes, sample
 sensitivities, the private state of partitioned runs) lives under :func:`cache_dir`:
 ``$TEXTDP_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/textdp``, else ``~/.cache/textdp``.
 
+:func:`check_secure_path` applies OpenSSH's ``secure_path`` rule from ``/`` down: every
+folder on the way must be owned by root or this user and not writable by group or others
+unless it is root-owned and sticky (like ``/tmp``), or whoever can write it could rename
+the folder below and put their own tree in its place (issue 28: a swapped ancestor made
+an ε = 1 release copy its input). Each component is opened relative to its parent's
+descriptor with ``O_NOFOLLOW`` and checked through that descriptor.
+
 :func:`private_dir` creates a folder (and every missing parent) with mode ``0700``,
-and refuses one that another user owns or can write to (group/other-writable, or
-inside a folder others can write to without the sticky bit): a folder someone else
-prepared could hold planted files (issue 19: a planted vocabulary made a release copy
-its input). :func:`cache_dir` applies it to the cache itself: created ``0700`` when
+and refuses one that another user owns or can write to, or that fails the ancestor
+rule: a folder someone else prepared could hold planted files (issue 19: a planted
+vocabulary made a release copy its input). :func:`open_private_dir` does the same and
+keeps the checked folder open: a :class:`PrivateDir` creates, opens, lists and removes
+everything inside relative to that descriptor (``dir_fd=``, ``O_NOFOLLOW`` at each step),
+so renaming any folder on the path after the check changes nothing. :func:`cache_dir` applies it to the cache itself: created ``0700`` when
 missing, refused when unsafe, so everything below it (embeddings, indexes, run
 folders) is out of other users' reach; ``cache_dir(sub, create=True)`` makes the
 subfolder ``0700`` too (every cache subfolder should be made this way, never with a plain ``mkdir``).
@@ -34,12 +43,25 @@ import contextlib
 import hmac
 import os
 import secrets
+import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any, BinaryIO
 
 from .errors import ParameterError
 
-__all__ = ["USER_SECRET", "cache_dir", "check_private_dir", "keyed_digest", "private_dir", "user_secret"]
+__all__ = [
+    "USER_SECRET",
+    "PrivateDir",
+    "cache_dir",
+    "check_private_dir",
+    "check_secure_path",
+    "keyed_digest",
+    "open_private_dir",
+    "private_dir",
+    "user_secret",
+]
 
 #: where :func:`user_secret` lives, under the cache
 USER_SECRET = ("runs", ".salt")
@@ -75,22 +97,25 @@ def _uid() -> int:
     return os.geteuid() if hasattr(os, "geteuid") else -1
 
 
-def check_private_dir(path: Path, *, what: str = "the work directory") -> Path:
-    """Refuse ``path`` (an existing folder) unless it is safe for private files; return it resolved.
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_MAX_LINKS = 40  # like the kernel's limit on symbolic links in one path
 
-    Safe: a real folder (a symbolic link is followed only if this user owns the link),
-    owned by this user, not writable by group or others, in a parent folder that
-    others cannot write to (or that has the sticky bit, like ``/tmp``).
-    """
-    path = Path(path)
-    me = _uid()
-    if me < 0:  # pragma: no cover - no POSIX ownership (Windows): nothing to check
-        return path.resolve()
-    ls = os.lstat(path)
-    if stat.S_ISLNK(ls.st_mode) and ls.st_uid != me:
-        raise ParameterError(f"{what} {path} is a link owned by another user; choose a folder you own")
-    real = path.resolve()
-    st = os.stat(real)
+
+def _check_ancestor(st: os.stat_result, shown: str, path: Path, what: str, me: int) -> None:
+    """OpenSSH's ``secure_path`` rule for one folder on the way to ``path``."""
+    if st.st_uid not in (0, me):
+        raise ParameterError(f"{what} {path}: the folder {shown} on its path is owned by another user (uid "
+                             f"{st.st_uid}), who could rename or replace what is inside it; choose a folder whose "
+                             "every parent belongs to you or to root")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (st.st_uid == 0 and st.st_mode & stat.S_ISVTX):
+        raise ParameterError(f"{what} {path}: the folder {shown} on its path is writable by others (mode "
+                             f"{stat.S_IMODE(st.st_mode):o}, not a root-owned sticky folder like /tmp), who could "
+                             "rename or replace what is inside it; choose a folder elsewhere")
+
+
+def _check_own(st: os.stat_result, path: Path, what: str, me: int) -> None:
+    """The private folder itself: a folder of this user that nobody else can write to."""
     if not stat.S_ISDIR(st.st_mode):
         raise ParameterError(f"{what} {path} is not a folder")
     if st.st_uid != me:
@@ -99,31 +124,329 @@ def check_private_dir(path: Path, *, what: str = "the work directory") -> Path:
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise ParameterError(f"{what} {path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}; files in it "
                              "could be planted); use a new folder, or chmod 700 it")
-    parent = os.stat(real.parent)
-    if parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX:
-        raise ParameterError(f"{what} {path} is in {real.parent}, which others can write to (they could replace "
-                             "it); choose a folder elsewhere")
+
+
+def _walk(path: Path, *, what: str, create: bool = False, own: bool = True) -> tuple[int, Path]:
+    """Open ``path`` from ``/`` down, one component at a time, checking each; return its descriptor and real path.
+
+    Every folder is opened relative to its parent's descriptor with ``O_NOFOLLOW`` and
+    checked through :func:`os.fstat` of that descriptor (owned by root or this user, not
+    writable by group or others unless root-owned and sticky), so what is checked is what
+    is opened. A symbolic link on the way is followed only if root or this user owns it
+    (read through the descriptor of the folder holding it). ``create``: missing folders are
+    made ``0700`` relative to their parent's descriptor. ``own``: the last folder must also
+    be this user's and writable by nobody else (:func:`check_private_dir`'s rule).
+    """
+    me = _uid()
+    path = Path(path)
+    todo = [c for c in reversed(os.path.normpath(os.path.abspath(os.fspath(path))).split("/")) if c]
+    fds = [os.open("/", _DIR_FLAGS)]
+    names: list[str] = []
+    links = 0
+    try:
+        _check_ancestor(os.fstat(fds[0]), "/", path, what, me)
+        while todo:
+            name = todo.pop()
+            if name == ".":
+                continue
+            if name == "..":
+                if len(fds) > 1:
+                    os.close(fds.pop())
+                    names.pop()
+                continue
+            shown = "/" + "/".join([*names, name])
+            try:
+                st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=fds[-1])
+                except FileExistsError:  # made meanwhile: checked below like any existing folder
+                    pass
+                else:
+                    made = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
+                    try:
+                        os.fchmod(made, 0o700)  # whatever the umask
+                    finally:
+                        os.close(made)
+                st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                if st.st_uid not in (0, me):
+                    raise ParameterError(f"{what} {path}: {shown} is a link owned by another user; choose a "
+                                         "folder you own")
+                links += 1
+                if links > _MAX_LINKS:
+                    raise ParameterError(f"{what} {path}: too many symbolic links on its path")
+                target = os.readlink(name, dir_fd=fds[-1])
+                if target.startswith("/"):
+                    while len(fds) > 1:
+                        os.close(fds.pop())
+                    names.clear()
+                todo.extend(c for c in reversed(target.split("/")) if c)
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                if todo:  # an ancestor that is a file: the caller's own write would fail the same way
+                    raise NotADirectoryError(20, "not a folder", shown)
+                raise ParameterError(f"{what} {path} is not a folder")
+            fd = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])  # O_NOFOLLOW: a link swapped in since fails here
+            fds.append(fd)
+            names.append(name)
+            if todo:  # the last folder is checked below, by the rule that applies to it
+                _check_ancestor(os.fstat(fd), shown, path, what, me)
+        if own:
+            _check_own(os.fstat(fds[-1]), path, what, me)
+        else:
+            _check_ancestor(os.fstat(fds[-1]), "/" + "/".join(names), path, what, me)
+        last = fds.pop()
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return last, Path("/" + "/".join(names))
+
+
+def check_secure_path(path: Path, *, what: str = "the folder") -> Path:
+    """Refuse ``path`` (an existing folder) unless nobody else can change what it holds; return it resolved.
+
+    OpenSSH's ``StrictModes``/``secure_path`` rule, from ``/`` down: every folder on the
+    way, ``path`` included, must be owned by root or this user, and not writable by group
+    or others unless it is root-owned and sticky (like ``/tmp``); a symbolic link on the way
+    must be owned by root or this user. Each component is opened with ``O_NOFOLLOW``
+    relative to its parent's descriptor and checked through that descriptor. A refusal is
+    one line (a :class:`~textdp.errors.ParameterError`) naming the folder at fault.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> check_secure_path(d) == d.resolve()
+    True
+    >>> (d / "shared").mkdir(); (d / "shared").chmod(0o777)
+    >>> check_secure_path(d / "shared" / ".." / "shared")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    textdp.errors.ParameterError: the folder .../shared: the folder .../shared on its path is writable by others ...
+    """
+    if _uid() < 0:  # pragma: no cover - no POSIX ownership (Windows): nothing to check
+        return Path(path).resolve()
+    fd, real = _walk(Path(path), what=what, own=False)
+    os.close(fd)
+    return real
+
+
+def check_private_dir(path: Path, *, what: str = "the work directory") -> Path:
+    """Refuse ``path`` (an existing folder) unless it is safe for private files; return it resolved.
+
+    Safe: every folder on its path passes :func:`check_secure_path`, and ``path`` itself
+    is a folder owned by this user that neither group nor others can write to.
+    """
+    if _uid() < 0:  # pragma: no cover - no POSIX ownership (Windows): nothing to check
+        return Path(path).resolve()
+    fd, real = _walk(Path(path), what=what)
+    os.close(fd)
     return real
 
 
 def private_dir(path: Path, *, what: str = "the work directory") -> Path:
     """Create ``path`` and its missing parents with mode ``0700``; check it with :func:`check_private_dir`.
 
-    Folders that already exist are never changed, only checked (``path`` itself).
+    Folders that already exist are never changed, only checked. Prefer
+    :func:`open_private_dir`, which keeps the folder open.
     """
-    path = Path(path)
-    missing = []
-    p = path
-    while not (p.exists() or p.is_symlink()) and p != p.parent:
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
+    if _uid() < 0:  # pragma: no cover - no POSIX ownership (Windows)
+        Path(path).mkdir(mode=0o700, parents=True, exist_ok=True)
+        return Path(path).resolve()
+    fd, real = _walk(Path(path), what=what, create=True)
+    os.close(fd)
+    return real
+
+
+def open_private_dir(path: Path, *, what: str = "the work directory", create: bool = False) -> PrivateDir:
+    """Check ``path`` like :func:`check_private_dir` (created ``0700`` with ``create``) and keep it open.
+
+    The returned :class:`PrivateDir` holds the descriptor that was checked: everything
+    inside is created, opened, listed and removed relative to it, so renaming or replacing
+    any folder on the path afterwards changes nothing.
+    """
+    fd, real = _walk(Path(path), what=what, create=create)
+    return PrivateDir(fd, real, what=what)
+
+
+class PrivateDir:
+    """A private folder opened once (``O_DIRECTORY | O_NOFOLLOW``) after every ancestor was checked.
+
+    Names are relative to the folder (``"a/b"`` walks sub-folders, each opened with
+    ``O_NOFOLLOW`` and checked private); no file is ever reached through a path again.
+    Files read are opened with ``O_NOFOLLOW`` and refused unless they are regular files of
+    this user that nobody else can write to. ``path`` is for messages only.
+    """
+
+    def __init__(self, fd: int, path: Path, *, what: str = "the work directory") -> None:
+        self.fd, self.path, self.what = fd, Path(path), what
+
+    # -- lifetime
+    def close(self) -> None:
+        """Close the descriptor (idempotent)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> PrivateDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def fileno(self) -> int:
+        return self.fd
+
+    # -- navigation
+    def _parent(self, name: str, *, create: bool = False) -> tuple[PrivateDir, str]:
+        """The folder holding ``name`` (``self``, or a sub-folder opened for the call) and the last component."""
+        parts = [p for p in str(name).split("/") if p]
+        if not parts or any(p in (".", "..") for p in parts):
+            raise ParameterError(f"{name!r} is not a name inside {self.path}")
+        if len(parts) == 1:
+            return self, parts[0]
+        return self.sub("/".join(parts[:-1]), create=create), parts[-1]
+
+    def sub(self, name: str, *, create: bool = False) -> PrivateDir:
+        """The sub-folder ``name`` (made ``0700`` if missing and ``create``), opened and checked private."""
+        cur: PrivateDir = self
+        me = _uid()
+        for part in [p for p in str(name).split("/") if p]:
+            if part in (".", ".."):
+                raise ParameterError(f"{name!r} is not a name inside {self.path}")
+            if create:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=cur.fd)
+                except FileExistsError:
+                    pass
+            try:
+                fd = os.open(part, _DIR_FLAGS, dir_fd=cur.fd)
+            except OSError as exc:
+                if isinstance(exc, FileNotFoundError):
+                    raise
+                raise ParameterError(f"{self.what} {cur.path / part} is not a folder (or is a link); delete it "
+                                     "and run again") from None
+            nxt = PrivateDir(fd, cur.path / part, what=self.what)
+            st = os.fstat(fd)
+            if create and st.st_uid == me and stat.S_IMODE(st.st_mode) != 0o700:
+                os.fchmod(fd, 0o700)  # whatever the umask
+                st = os.fstat(fd)
+            try:
+                _check_own(st, nxt.path, self.what, me)
+            except ParameterError:
+                nxt.close()
+                raise
+            if cur is not self:
+                cur.close()
+            cur = nxt
+        if cur is self:
+            raise ParameterError(f"{name!r} is not a name inside {self.path}")
+        return cur
+
+    def exists(self, name: str) -> bool:
+        """Whether ``name`` exists (a link counts; it is never followed)."""
         try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:  # created meanwhile: checked below like any existing folder
-            continue
-        os.chmod(d, 0o700)  # whatever the umask
-    return check_private_dir(path, what=what)
+            parent, last = self._parent(name)
+        except (FileNotFoundError, ParameterError):
+            return False
+        try:
+            os.stat(last, dir_fd=parent.fd, follow_symlinks=False)
+            return True
+        except FileNotFoundError:
+            return False
+        finally:
+            if parent is not self:
+                parent.close()
+
+    def listdir(self) -> list[str]:
+        """The names in the folder (through its descriptor)."""
+        return sorted(os.listdir(self.fd))
+
+    # -- files
+    def open_read(self, name: str) -> BinaryIO:
+        """Open the file ``name`` for reading (``O_NOFOLLOW``; a regular file of this user, not writable by others).
+
+        Raises :class:`FileNotFoundError` if it is absent and
+        :class:`~textdp.errors.ParameterError` if it is anything else.
+        """
+        parent, last = self._parent(name)
+        try:
+            try:
+                fd = os.open(last, _FILE_FLAGS, dir_fd=parent.fd)
+            except FileNotFoundError:
+                raise
+            except OSError:
+                raise ParameterError(f"{parent.path / last} in {self.what} is a link or cannot be read; delete it "
+                                     "and run again") from None
+        finally:
+            if parent is not self:
+                parent.close()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            os.close(fd)
+            raise ParameterError(f"{self.path / name} in {self.what} is not a private file of yours (another owner, "
+                                 "writable by others, or not a regular file); delete it and run again")
+        return os.fdopen(fd, "rb")
+
+    def read_bytes(self, name: str) -> bytes:
+        """The bytes of ``name``, read once through :meth:`open_read`."""
+        with self.open_read(name) as fh:
+            return fh.read()
+
+    @contextlib.contextmanager
+    def writer(self, name: str, mode: str = "wb") -> Iterator[IO[Any]]:
+        """Write ``name`` atomically (``0600``): a temporary file beside it, renamed over it on success only.
+
+        The temporary file is created ``O_EXCL | O_NOFOLLOW`` and both the creation and the
+        rename are relative to the folder's descriptor.
+        """
+        parent, last = self._parent(name, create=True)
+        tmp = f".{last}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=parent.fd)
+            try:
+                fh = os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8", newline="\n")
+                with fh:
+                    yield fh
+                    fh.flush()
+                    os.fchmod(fh.fileno(), 0o600)
+                    os.fsync(fh.fileno())
+                os.replace(tmp, last, src_dir_fd=parent.fd, dst_dir_fd=parent.fd)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=parent.fd)
+                raise
+        finally:
+            if parent is not self:
+                parent.close()
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write ``data`` to ``name`` atomically (:meth:`writer`)."""
+        with self.writer(name) as fh:
+            fh.write(data)
+
+    def remove(self, name: str) -> None:
+        """Delete the file, link or folder tree ``name`` (never following a link; absent is fine)."""
+        try:
+            parent, last = self._parent(name)
+        except FileNotFoundError:
+            return
+        try:
+            st = os.stat(last, dir_fd=parent.fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(last, dir_fd=parent.fd)  # symlink-attack safe: works through descriptors
+            else:
+                os.unlink(last, dir_fd=parent.fd)
+        except FileNotFoundError:
+            pass
+        finally:
+            if parent is not self:
+                parent.close()
 
 
 def user_secret() -> bytes:
