@@ -178,7 +178,7 @@ def _train(segments: list[list[str]], output: Path, emb: Embeddings, settings: T
     """:func:`textdp.generation.training.train_rewriter` with a progress bar (or a log line every 50 steps)."""
     from ..generation.training import train_rewriter
 
-    saved = {"step": 0}
+    saved: dict[str, int | None] = {"step": None}  # the step of this run's last checkpoint (None: none yet)
     with progress_bar(disable=quiet) as bar:
         task = bar.add_task("training", total=None)
         log_lines = not quiet and not sys.stderr.isatty()
@@ -222,13 +222,15 @@ def _say_result(res: TrainingResult, output: Path, n_segments: int) -> None:
                            "stopped_early": res.stopped_early, "segments": n_segments}))
 
 
-def _interrupted_message(output: Path, checkpoint_step: int) -> str:
-    """What an interrupted training run left in ``output``, truthfully."""
+def _interrupted_message(output: Path, checkpoint_step: int | None) -> str:
+    """What an interrupted training run left in ``output``, truthfully (``checkpoint_step``: that of this run's
+    last checkpoint, ``None`` if it wrote none; step 0 is the checkpoint of its starting point)."""
     ckpt = output / "checkpoint.pt"
     usable = (output / "card.json").exists() and (output / "model.pt").exists()
     earlier = f"; {output / 'model.pt'} from an earlier budgeted run is unchanged and usable" if usable else ""
     if ckpt.exists():
-        at = f"step {checkpoint_step}" if checkpoint_step else "an earlier step"
+        at = ("step 0 (the start of the run)" if checkpoint_step == 0 else
+              f"step {checkpoint_step}" if checkpoint_step is not None else "an earlier step")
         return (f"training stopped; {ckpt} holds {at}{earlier}: run the same command again to resume from it "
                 "(--max-steps/--max-minutes bound a run and end it with a usable model)")
     if usable:

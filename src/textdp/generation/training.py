@@ -333,7 +333,8 @@ def _already_trained(out: Path, run_key: dict[str, object]) -> TrainingResult | 
 def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.ndarray, s: TrainingSettings, run_key: dict[str, object],
            total: int, init_from: str | Path | None, on_checkpoint: Callable[[int], None] | None) -> _Run:
     """The network and optimiser (fresh, resumed from this run's checkpoint, or from ``init_from``'s); the
-    vocabulary and the configuration are written once the checkpoint is accepted."""
+    vocabulary and the configuration are written once the checkpoint is accepted, and after this run's own
+    checkpoint of its starting point, so that a run interrupted before its first step resumes too."""
     torch = torch_module()
     ckpt_path = out / "checkpoint.pt"
     state: dict[str, Any] | None = None
@@ -363,6 +364,9 @@ def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.n
         run.elapsed = float(state["elapsed"])
     run.resumed_from = run.step
     out.mkdir(parents=True, exist_ok=True)
+    if not ckpt_path.exists():  # this run's own checkpoint first: a run stopped before its first step resumes
+        run.t0 = time.perf_counter()
+        run.checkpoint(run.start_epoch, run.start_batch)
     vocab.save(out / "vocab.txt")
     write_json(out / "config.json", config.to_dict())
     return run
