@@ -30,6 +30,7 @@ run into the same output folder is refused.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import time
@@ -39,7 +40,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
-from .._cache import private_dir
 from .._rng import spawn
 from .._validation import check_choice
 from ..backend import Backend
@@ -67,10 +67,10 @@ from .plan import (
     partition_ids,
     plan_partitions,
     read_partition,
-    write_spill,
+    spill_documents,
 )
 from .single import check_duplicate_ids
-from .workdir import RunState, default_work_dir, file_sha256, save_vocabulary, vocabulary_digests
+from .workdir import RunState, default_work_dir, fh_sha256, save_vocabulary, vocabulary_digests
 
 __all__ = [
     "DOCS_PER_PART",
@@ -255,16 +255,22 @@ def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicS
 
 # -- the work ----------------------------------------------------------------------------------------
 def _spiller(state: RunState, text_field: str, id_field: str, input_format: str) -> Spiller:
-    """Spill an input once; reuse a spill only if it matches the hash this run recorded."""
+    """Spill an input once; reuse a spill only if it matches the hash this run recorded.
 
-    def spill(path: Path, index: int) -> Path:
+    The spill is written and read back through the work directory's descriptor, and
+    hashed through the very file object the planner then scans (which hashes each
+    segment for the workers).
+    """
+
+    def spill(path: Path, index: int) -> tuple[Path, io.BufferedReader]:
         name = f"input/input-{index:05d}.jsonl"
-        target = state.work / name
-        if not state.verified(name, target):
-            private_dir(target.parent, what="the spill folder")
-            write_spill(path, target, text_field, id_field, input_format)
-            state.record(name, file_sha256(target))
-        return target
+        fh = state.open_verified(name)
+        if fh is None:
+            with state.dir.writer(name, "w") as out:
+                spill_documents(path, out, text_field, id_field, input_format)
+            fh = state.dir.open_read(name)
+            state.record(name, fh_sha256(fh))
+        return state.work / name, fh
 
     return spill
 
@@ -285,7 +291,7 @@ def _part_done(state: RunState, out_dir: Path, index: int, fmt: str, report: boo
     name, piece = part_name(index, fmt), part_name(index, "jsonl")
     if not state.verified(f"out:{name}", out_dir / name):
         return False
-    return not report or state.verified(f"report/{piece}", state.work / "report" / piece)
+    return not report or state.verified(f"report/{piece}")
 
 
 def _resolve_size(state: RunState, backend: Backend, plan: Sequence[Partition], settings: JobSettings,
@@ -335,15 +341,16 @@ def _run_parts(backend: Backend, plan: Sequence[Partition], todo_idx: Sequence[i
 
 def _join_private_report(state: RunState, plan: Sequence[Partition], target: Path, force: bool) -> None:
     pieces = [part_name(p.index, "jsonl") for p in plan]
-    bad = [q for q in pieces if not state.verified(f"report/{q}", state.work / "report" / q)]
+    data = {q: state.verified_bytes(f"report/{q}") for q in pieces}  # read once, hashed, then used
+    bad = [q for q in pieces if data[q] is None]
     if bad:
         raise ParameterError(
             f"the private report pieces {', '.join(bad[:3])} are missing from {state.work / 'report'} or were "
             "modified; rerun into a new output directory to get a complete private report"
         )
-    with atomic_writer(target, overwrite=force, private=True) as fh:
+    with atomic_writer(target, "wb", overwrite=force, private=True) as fh:
         for q in pieces:
-            fh.write((state.work / "report" / q).read_text(encoding="utf-8"))
+            fh.write(data[q] or b"")
 
 
 def obfuscate_corpus(
@@ -451,8 +458,11 @@ def _prepare_jobs(state: RunState, out_dir: Path, embeddings: Embeddings, backen
     for stale in out_dir.glob(".part-*.tmp"):  # left by a killed run (never published)
         stale.unlink(missing_ok=True)
     vectors_sha256, words_sha256 = digests = vocabulary_digests(embeddings)
-    vocab_dir = save_vocabulary(embeddings, state.work, public["vocabulary_fingerprint"], digests)  # if it verifies
-    report_dir = private_dir(state.work / "report", what="the report folder") if report else None
+    vocab_dir = save_vocabulary(embeddings, state.dir, public["vocabulary_fingerprint"], digests)  # if it verifies
+    report_dir = None
+    if report:
+        with state.dir.sub("report", create=True) as d:
+            report_dir = d.path
     n_workers = getattr(backend, "n_workers", lambda: 1)()
     threads = max(1, (os.cpu_count() or 1) // n_workers) if backend.name == "dask" else None
     return JobSettings(

@@ -1,9 +1,13 @@
 """The jobs of a partitioned run: what a worker does with one partition.
 
 A job is a pure function of its partition, the small :class:`JobSettings` and its
-own generator. The vocabulary travels by path and is memory-mapped by each worker
-(one copy per machine), after checking it has the SHA-256 the driver computed from
-its own verified embeddings (:func:`textdp.engines.workdir.load_verified_vocabulary`).
+own generator. The vocabulary travels by path: each worker opens the folder through
+its own checked descriptor (every folder on the path checked), reads the files once
+into its own memory and uses them only if their SHA-256 is the one the driver computed
+from its own verified embeddings (:func:`textdp.engines.workdir.load_verified_vocabulary`);
+nothing is re-opened by path or memory-mapped. Spill segments are verified the same way
+(:func:`textdp.engines.plan.read_partition`), and the private-report piece is written
+through the worker's own descriptor of the report folder.
 
 **Spark recipe.** Keep the same pure job: ``rdd = sc.parallelize(plan, len(plan))``, put the
 work directory on shared storage (private to the user), then
@@ -15,18 +19,21 @@ is re-submitting the job.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
+from .._cache import open_private_dir
 from ..embeddings import Embeddings
 from ..io import atomic_writer
 from ..mechanisms import TextMechanism, entry
-from ..pipeline import build_mechanism, iter_privatize_documents, write_private_report, write_records
+from ..pipeline import build_mechanism, iter_privatize_documents, write_records
 from .plan import Partition, read_partition
-from .workdir import file_sha256, load_verified_vocabulary
+from .workdir import load_verified_vocabulary
 
 __all__ = ["JobSettings", "PartResult", "min_length", "part_name", "run_partition"]
 
@@ -128,6 +135,28 @@ class PartResult:
     report_sha256: str | None
 
 
+class _HashingWriter:
+    """A text file that hashes (SHA-256, UTF-8) exactly what is written through it."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self.fh, self.sha = fh, hashlib.sha256()
+
+    def write(self, text: str) -> int:
+        self.sha.update(text.encode("utf-8"))
+        return self.fh.write(text)
+
+    def hexdigest(self) -> str:
+        return self.sha.hexdigest()
+
+
+def _write_report_piece(report_dir: str, name: str, rows: list[dict[str, object]]) -> str:
+    """Write a private-report piece through this worker's own checked descriptor; its SHA-256."""
+    data = "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows).encode("utf-8")
+    with open_private_dir(Path(report_dir), what="the report folder") as d:
+        d.write_bytes(name, data)
+    return hashlib.sha256(data).hexdigest()
+
+
 def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> PartResult:
     """Privatize one partition; write its private-report piece (if asked) and then its part file, atomically.
 
@@ -142,16 +171,17 @@ def run_partition(job: tuple[Partition, JobSettings, np.random.Generator]) -> Pa
     report: list[dict[str, object]] | None = [] if s.report_dir is not None else None
     n = 0
     target = Path(s.out_dir) / part_name(part.index, s.fmt)
-    piece = None if s.report_dir is None else Path(s.report_dir) / part_name(part.index, "jsonl")
+    piece_sha = None
     with atomic_writer(target, private=False) as fh:
+        out = _HashingWriter(fh)  # the part's hash is that of the bytes written, never of a re-read file
         for result in iter_privatize_documents(
             _mechanism(s), docs, first=part.first, size=s.size if bag else None, seed=gen, seeded=s.seeded,
             size_from_data=s.size_from_data and bag, empty=s.empty, private_report=report is not None,
         ):
-            write_records(fh, result.records, s.fmt)
+            write_records(out, result.records, s.fmt)  # type: ignore[arg-type]  # a text file's write()
             n += len(result.records)
             if report is not None and result.report is not None:
                 report.extend(result.report)
-        if piece is not None and report is not None:
-            write_private_report(piece, report)
-    return PartResult(n, file_sha256(target), None if piece is None else file_sha256(piece))
+        if s.report_dir is not None and report is not None:
+            piece_sha = _write_report_piece(s.report_dir, part_name(part.index, "jsonl"), report)
+    return PartResult(n, out.hexdigest(), piece_sha)

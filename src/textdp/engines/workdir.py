@@ -37,10 +37,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import hmac
+import io
 import json
 import os
 import secrets
-import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,16 +49,16 @@ from typing import TypedDict
 
 import numpy as np
 
-from .._cache import USER_SECRET, cache_dir, check_private_dir, private_dir, user_secret
+from .._cache import USER_SECRET, PrivateDir, cache_dir, open_private_dir, user_secret
 from ..embeddings import Embeddings
 from ..errors import ParameterError
-from ..io import atomic_writer, write_json
 
 __all__ = [
     "RunInfo",
     "RunState",
     "clean_runs",
     "default_work_dir",
+    "fh_sha256",
     "file_sha256",
     "list_runs",
     "load_verified_vocabulary",
@@ -76,21 +77,22 @@ OWN_ENTRIES = (STATE, SECRET, "input", "report", LOCK)
 _HELD: dict[str, int] = {}
 
 
-def _lock_run(work: Path) -> None:
+def _lock_run(work: PrivateDir) -> None:
     """Take the run's exclusive lock (held until :meth:`RunState.remove` or the process ends).
 
-    A process that already holds it (a run resumed in the same process) keeps it.
+    A process that already holds it (a run resumed in the same process) keeps it. The lock
+    file is opened ``O_NOFOLLOW`` relative to the work directory's descriptor.
     """
-    if str(work) in _HELD:
+    if str(work.path) in _HELD:
         return
-    fd = os.open(work / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=work.fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise ParameterError(f"another textdp process is running this job (its work directory {work} is "
+        raise ParameterError(f"another textdp process is running this job (its work directory {work.path} is "
                              "locked); wait for it to finish, or stop it and run the command again") from None
-    _HELD[str(work)] = fd
+    _HELD[str(work.path)] = fd
 
 
 def _unlock_run(work: Path) -> None:
@@ -99,12 +101,12 @@ def _unlock_run(work: Path) -> None:
         os.close(fd)
 
 
-def _running(d: Path) -> bool:
+def _running(d: PrivateDir) -> bool:
     """Some process (this one included) holds the run lock of the work directory ``d``."""
-    if str(d) in _HELD:
+    if str(d.path) in _HELD:
         return True
     try:
-        fd = os.open(d / LOCK, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=d.fd)
     except OSError:
         return False
     try:
@@ -136,24 +138,35 @@ def _mac(key: bytes, obj: object) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes."""
+    """SHA-256 of a file's bytes (one open)."""
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _read_secret(path: Path, size: int) -> bytes | None:
+def fh_sha256(fh: io.BufferedReader) -> str:
+    """SHA-256 of an open file's bytes from its start; leaves it at the start again."""
+    fh.seek(0)
+    digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    fh.seek(0)
+    return digest
+
+
+def _read_secret(d: PrivateDir, size: int) -> bytes | None:
     try:
-        data = path.read_bytes()
+        data = d.read_bytes(SECRET)
     except FileNotFoundError:
         return None
     return data if len(data) == size else None
 
 
-def _new_secret(path: Path, size: int) -> bytes:
+def _new_secret(d: PrivateDir, size: int) -> bytes:
     data = secrets.token_bytes(size)
-    with atomic_writer(path, "wb", overwrite=True, private=True) as fh:
-        fh.write(data)
+    d.write_bytes(SECRET, data)
     return data
+
+
+def _json_bytes(obj: object) -> bytes:
+    return (json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
 # -- where runs live ------------------------------------------------------------------------------
@@ -179,10 +192,17 @@ class RunState:
     ``data``: ``run`` (a random token, also in the public manifest), ``identity`` (a
     keyed hash of the run's private key), ``resolved_size``, ``complete``, and
     ``files`` (work-dir-relative or ``out:``-prefixed name -> SHA-256 of what this run wrote).
+    ``dir`` is the work directory, opened once after every folder on its path was checked
+    (:func:`textdp._cache.open_private_dir`): everything inside is reached through it.
     """
 
-    def __init__(self, work: Path, secret: bytes, data: RunStateData, *, resumed: bool) -> None:
-        self.work, self._secret, self.data, self.resumed = work, secret, data, resumed
+    def __init__(self, work: PrivateDir, secret: bytes, data: RunStateData, *, resumed: bool) -> None:
+        self.dir, self._secret, self.data, self.resumed = work, secret, data, resumed
+
+    @property
+    def work(self) -> Path:
+        """The work directory's real path (for messages and for the workers, who check it themselves)."""
+        return self.dir.path
 
     @classmethod
     def open(cls, work: Path, key: dict[str, object], *, what: str = "the work directory") -> RunState:
@@ -191,42 +211,49 @@ class RunState:
         Raises :class:`~textdp.errors.ParameterError` if ``work`` belongs to another
         run or its state does not verify.
         """
-        created = not (Path(work).exists() or Path(work).is_symlink())
-        work = private_dir(Path(work), what=what)
-        _lock_run(work)
-        secret = _read_secret(work / SECRET, 32)
-        state_path = work / STATE
-        if secret is not None and state_path.exists():
-            try:
-                data = json.loads(state_path.read_text(encoding="utf-8"))
-                mac = data.pop("mac")
-            except (OSError, ValueError, KeyError, AttributeError):
-                mac, data = None, {}
-            if mac is None or not hmac.compare_digest(str(mac), _mac(secret, data)):
-                _unlock_run(work)
-                raise ParameterError(f"the run state in {work} does not verify (it was modified or damaged); "
-                                     "delete that folder, or choose another --work-dir")
-            if not hmac.compare_digest(str(data.get("identity")), _mac(secret, key)):
-                _unlock_run(work)
-                raise ParameterError(f"the work directory {work} belongs to a different run (inputs, output or "
-                                     "settings differ); choose another --work-dir")
-            return cls(work, secret, data, resumed=True)
-        secret = _new_secret(work / SECRET, 32)
+        created = not os.path.lexists(work)
+        d = open_private_dir(Path(work), what=what, create=True)
+        try:
+            _lock_run(d)
+        except BaseException:
+            d.close()
+            raise
+        try:
+            secret = _read_secret(d, 32)
+            if secret is not None and d.exists(STATE):
+                try:
+                    data = json.loads(d.read_bytes(STATE).decode("utf-8"))
+                    mac = data.pop("mac")
+                except (OSError, ValueError, KeyError, AttributeError):
+                    mac, data = None, {}
+                if mac is None or not hmac.compare_digest(str(mac), _mac(secret, data)):
+                    raise ParameterError(f"the run state in {d.path} does not verify (it was modified or damaged); "
+                                         "delete that folder, or choose another --work-dir")
+                if not hmac.compare_digest(str(data.get("identity")), _mac(secret, key)):
+                    raise ParameterError(f"the work directory {d.path} belongs to a different run (inputs, output "
+                                         "or settings differ); choose another --work-dir")
+                return cls(d, secret, data, resumed=True)
+            secret = _new_secret(d, 32)
+        except BaseException:
+            _unlock_run(d.path)
+            d.close()
+            raise
         fresh: RunStateData = {"run": secrets.token_hex(16), "identity": _mac(secret, key), "resolved_size": None,
                                "complete": False, "files": {}, "created_folder": created}
-        return cls(work, secret, fresh, resumed=False)
+        return cls(d, secret, fresh, resumed=False)
 
     @property
     def run(self) -> str:
         return str(self.data["run"])
 
     def close(self) -> None:
-        """Release the run's lock (the private state stays, for a later resume)."""
+        """Release the run's lock and close the work directory (the private state stays, for a later resume)."""
         _unlock_run(self.work)
+        self.dir.close()
 
     def save(self) -> None:
-        """Write the state with its HMAC (atomically, 0600)."""
-        write_json(self.work / STATE, {**self.data, "mac": _mac(self._secret, self.data)})
+        """Write the state with its HMAC (atomically, 0600, through the work directory's descriptor)."""
+        self.dir.write_bytes(STATE, _json_bytes({**self.data, "mac": _mac(self._secret, self.data)}))
 
     def record(self, name: str, sha256: str, *, save: bool = True) -> None:
         """Note that this run wrote ``name`` with content hash ``sha256``."""
@@ -234,11 +261,50 @@ class RunState:
         if save:
             self.save()
 
-    def verified(self, name: str, path: Path) -> bool:
-        """True if ``path`` exists and matches the hash this run recorded for ``name``."""
+    def open_verified(self, name: str) -> io.BufferedReader | None:
+        """The file ``name`` of the work directory, opened once, if its bytes match the hash this run recorded.
+
+        The bytes are hashed through the returned file object (at its start again), so what
+        was checked is what the caller reads; ``None`` if it is absent, altered, or not a
+        private file.
+        """
+        want = self.data["files"].get(name)
+        if want is None:
+            return None
+        try:
+            fh = self.dir.open_read(name)
+        except (OSError, ParameterError):
+            return None
+        if hmac.compare_digest(fh_sha256(fh), str(want)):
+            return fh
+        fh.close()
+        return None
+
+    def verified_bytes(self, name: str) -> bytes | None:
+        """The bytes of the work directory's ``name`` (read once) if they match the hash this run recorded."""
         want = self.data["files"].get(name)
         try:
-            return want is not None and path.is_file() and hmac.compare_digest(file_sha256(path), str(want))
+            data = None if want is None else self.dir.read_bytes(name)
+        except (OSError, ParameterError):
+            return None
+        ok = data is not None and hmac.compare_digest(hashlib.sha256(data).hexdigest(), str(want))
+        return data if ok else None
+
+    def verified(self, name: str, path: Path | None = None) -> bool:
+        """True if ``name`` matches the hash this run recorded.
+
+        Names of the work directory are read through its descriptor; ``out:`` names (the
+        public output folder) are hashed at ``path`` in one open.
+        """
+        if not name.startswith("out:"):
+            fh = self.open_verified(name)
+            if fh is not None:
+                fh.close()
+            return fh is not None
+        want = self.data["files"].get(name)
+        try:
+            return (want is not None and path is not None and path.is_file()
+                    and hmac.compare_digest(file_sha256(path), str(want)))
         except OSError:
             return False
 
@@ -249,22 +315,22 @@ class RunState:
         self.remove()
 
     def remove(self) -> None:
-        """Delete the run's private state, and the work directory itself if this run made it (and it is empty)."""
+        """Delete the run's private state, and the work directory itself if this run made it (and it is empty).
+
+        Everything is removed through the work directory's descriptor (links never followed).
+        """
         folder_too = bool(self.data.get("created_folder"))
         for name in OWN_ENTRIES:
-            p = self.work / name
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
-        for p in self.work.glob("vocabulary-*"):
-            shutil.rmtree(p, ignore_errors=True)
-        for p in self.work.glob(".*.tmp"):  # an atomic write cut short by a killed run
-            p.unlink(missing_ok=True)
+            self.dir.remove(name)
+        for name in self.dir.listdir():
+            if name.startswith("vocabulary-") or (name.startswith(".") and name.endswith(".tmp")):
+                self.dir.remove(name)  # vocabularies, and atomic writes cut short by a killed run
         _unlock_run(self.work)
         if folder_too:
-            try:
-                self.work.rmdir()
+            try:  # only if it is still the folder this run opened, and empty
+                here, there = os.stat(self.work, follow_symlinks=False), os.fstat(self.dir.fd)
+                if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
+                    os.rmdir(self.work)
             except OSError:
                 pass  # the user's own files are there: keep the folder
 
@@ -286,50 +352,74 @@ def vocabulary_digests(emb: Embeddings) -> tuple[str, str]:
     return _array_sha256(np.asarray(emb.vectors)), hashlib.sha256(_words_bytes(list(emb.words))).hexdigest()
 
 
-def _stored_digests(d: Path) -> tuple[str, str] | None:
+def _parse_vocabulary(words: bytes, vectors: bytes) -> tuple[list[str], np.ndarray] | None:
+    """The words and matrix of a stored vocabulary, parsed from bytes already read (private memory)."""
     try:
-        vectors = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)
-        words = (d / "words.txt").read_bytes()
-    except (OSError, ValueError):
+        arr = np.load(io.BytesIO(vectors), allow_pickle=False)
+        text = words.decode("utf-8")
+    except (OSError, ValueError, EOFError, TypeError, UnicodeDecodeError):
         return None
-    if vectors.dtype != np.float32 or vectors.ndim != 2:
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.float32 or arr.ndim != 2:
         return None
-    return _array_sha256(vectors), hashlib.sha256(words).hexdigest()
+    arr.flags.writeable = False
+    return text.split("\n")[:-1], arr
 
 
-def save_vocabulary(emb: Embeddings, directory: Path, fingerprint: str,
+def _read_vocabulary(d: PrivateDir) -> tuple[tuple[str, str], list[str], np.ndarray] | None:
+    """Read ``words.txt`` and ``vectors.npy`` once each through ``d``; their digests and parsed contents."""
+    try:
+        words, vectors = d.read_bytes("words.txt"), d.read_bytes("vectors.npy")
+    except (OSError, ParameterError):
+        return None
+    parsed = _parse_vocabulary(words, vectors)
+    if parsed is None:
+        return None
+    return (_array_sha256(parsed[1]), hashlib.sha256(words).hexdigest()), parsed[0], parsed[1]
+
+
+def save_vocabulary(emb: Embeddings, directory: Path | PrivateDir, fingerprint: str,
                     digests: tuple[str, str] | None = None) -> Path:
     """Write ``vectors.npy`` + ``words.txt`` into ``directory/vocabulary-<fingerprint>``; return that folder.
 
+    ``directory``: the run's open work directory (or a path, opened and checked here).
     Files already there are reused only if their SHA-256 equals that of ``emb`` (the
     driver's embeddings; ``digests``: :func:`vocabulary_digests` of them, if already
     computed); otherwise they are written again, so a planted vocabulary is never
-    used. Workers check the same hashes when they load it.
+    used. Workers check the same hashes on the bytes they load.
     """
-    d = Path(directory) / f"vocabulary-{fingerprint}"
-    want = digests or vocabulary_digests(emb)
-    if d.is_dir() and _stored_digests(d) == want:
-        return d
     if any("\n" in w for w in emb.words):
         raise ParameterError("a vocabulary word contains a newline; cannot store it for the workers")
-    private_dir(d, what="the vocabulary folder")
-    with atomic_writer(d / "words.txt", "wb") as fh:
-        fh.write(_words_bytes(list(emb.words)))
-    with atomic_writer(d / "vectors.npy", "wb") as fh:
-        np.save(fh, np.ascontiguousarray(emb.vectors, dtype=np.float32))
-    return d
+    own = not isinstance(directory, PrivateDir)
+    work = open_private_dir(Path(directory), create=True) if not isinstance(directory, PrivateDir) else directory
+    try:
+        want = digests or vocabulary_digests(emb)
+        with work.sub(f"vocabulary-{fingerprint}", create=True) as d:
+            got = _read_vocabulary(d) if d.exists("vectors.npy") else None
+            if got is None or got[0] != want:
+                d.write_bytes("words.txt", _words_bytes(list(emb.words)))
+                with d.writer("vectors.npy") as fh:
+                    np.save(fh, np.ascontiguousarray(emb.vectors, dtype=np.float32))
+            return d.path
+    finally:
+        if own:
+            work.close()
 
 
 def load_verified_vocabulary(vocab_dir: str, name: str, vectors_sha256: str, words_sha256: str) -> Embeddings:
-    """The vocabulary in ``vocab_dir`` (memory-mapped), refused unless it has the driver's SHA-256."""
-    d = Path(vocab_dir)
-    got = _stored_digests(d)
-    if got != (vectors_sha256, words_sha256):
-        raise ParameterError(f"the vocabulary in {d} is not the one the driver wrote (hash mismatch); "
+    """The vocabulary in ``vocab_dir``, refused unless it has the driver's SHA-256.
+
+    The worker opens the folder itself (every folder on its path checked,
+    :func:`textdp._cache.open_private_dir`), reads each file once through that
+    descriptor into its own memory, and hashes the very matrix and words it then uses:
+    nothing is re-opened by path or memory-mapped, so a file renamed or rewritten after
+    the check cannot change what the mechanism uses.
+    """
+    with open_private_dir(Path(vocab_dir), what="the vocabulary folder") as d:
+        got = _read_vocabulary(d)
+    if got is None or got[0] != (vectors_sha256, words_sha256):
+        raise ParameterError(f"the vocabulary in {vocab_dir} is not the one the driver wrote (hash mismatch); "
                              "it was modified: rerun in a private --work-dir")
-    words = (d / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    vectors = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)  # one copy per machine
-    return Embeddings(words, vectors, name=name)
+    return Embeddings(got[1], got[2], name=name)
 
 
 # -- abandoned runs: list and clean ------------------------------------------------------------------------
@@ -350,36 +440,90 @@ class RunInfo:
                 "status": self.status}
 
 
-def _status(d: Path) -> str:
+def _status(d: PrivateDir) -> str:
     if _running(d):
         return "running"
-    if (d / "key.json").exists() and not (d / STATE).exists():
+    if d.exists("key.json") and not d.exists(STATE):
         return "old-format"  # written by textdp before issue 19: holds input paths in plain text
-    secret = _read_secret(d / SECRET, 32)
+    secret = _read_secret(d, 32)
     try:
-        data = json.loads((d / STATE).read_text(encoding="utf-8"))
+        data = json.loads(d.read_bytes(STATE).decode("utf-8"))
         mac = data.pop("mac")
-    except (OSError, ValueError, KeyError, AttributeError):
+    except (OSError, ValueError, KeyError, AttributeError, ParameterError):
         return "unverified"
     if secret is None or not hmac.compare_digest(str(mac), _mac(secret, data)):
         return "unverified"
     return "completing" if data.get("complete") else "interrupted"
 
 
+def _open_runs_dir() -> PrivateDir | None:
+    """``runs_dir()``, opened and checked; refused if it is a link or not this user's (``None``: absent).
+
+    ``runs clean --all`` deletes everything inside: a ``runs/`` that is a link (to a project
+    folder, say) or that another user owns is refused, never followed.
+    """
+    base = runs_dir()
+    try:
+        st = os.lstat(base)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise ParameterError(f"the runs folder {base} is a symbolic link (to {os.readlink(base)}); textdp never "
+                             "follows it: remove the link, or set TEXTDP_CACHE_DIR to a private folder")
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    d = open_private_dir(base, what="the runs folder")
+    st2 = os.fstat(d.fd)
+    if (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):  # replaced between the two looks
+        d.close()
+        raise ParameterError(f"the runs folder {base} changed while textdp opened it; run the command again")
+    return d
+
+
+def _run_folders(base: PrivateDir) -> list[tuple[str, PrivateDir]]:
+    """The run folders in ``base``: real folders of this user (links and anything else are skipped)."""
+    out = []
+    for name in base.listdir():
+        try:
+            st = os.stat(name, dir_fd=base.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        try:
+            out.append((name, base.sub(name)))
+        except (OSError, ParameterError):
+            continue  # not this user's private folder: never read, never deleted
+    return out
+
+
+def _size_and_newest(d: PrivateDir) -> tuple[int, float]:
+    """Total bytes and newest modification time of the files below ``d`` (walked by descriptor, no links)."""
+    size, newest = 0, os.fstat(d.fd).st_mtime
+    for _, _, files, dirfd in os.fwalk(".", dir_fd=d.fd):
+        for f in files:
+            try:
+                st = os.stat(f, dir_fd=dirfd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                size += st.st_size
+                newest = max(newest, st.st_mtime)
+    return size, newest
+
+
 def list_runs() -> list[RunInfo]:
     """The run folders in the textdp cache (default work directories), oldest first."""
-    base = runs_dir()
-    if not base.is_dir():
+    base = _open_runs_dir()
+    if base is None:
         return []
-    check_private_dir(base, what="the runs folder")
     now = time.time()
     out = []
-    for d in base.iterdir():
-        if not d.is_dir() or d.is_symlink():
-            continue
-        files = [p for p in d.rglob("*") if p.is_file() and not p.is_symlink()]
-        newest = max([os.stat(d).st_mtime] + [p.stat().st_mtime for p in files])
-        out.append(RunInfo(d.name, d, now - newest, sum(p.stat().st_size for p in files), _status(d)))
+    with base:
+        for name, d in _run_folders(base):
+            with d:
+                size, newest = _size_and_newest(d)
+                out.append(RunInfo(name, d.path, now - newest, size, _status(d)))
     return sorted(out, key=lambda r: -r.age_s)
 
 
@@ -387,16 +531,30 @@ def clean_runs(name: str | None = None, *, all_runs: bool = False) -> list[RunIn
     """Delete one run folder (``name``, as :func:`list_runs` shows it) or all of them; return what was deleted.
 
     A running job's folder is never deleted: naming it is refused, ``all_runs`` skips it.
+    The runs folder is opened once (refused if it is a link or not this user's) and every
+    deletion goes through its descriptor.
     """
     if (name is None) == (not all_runs):
         raise ParameterError("name one run (textdp runs list shows them) or pass --all, not both")
-    runs = list_runs()
-    chosen = runs if all_runs else [r for r in runs if r.name == name]
-    if not chosen:
+    base = _open_runs_dir()
+    if base is None:
         raise ParameterError(f"no run named {name!r} in {runs_dir()} (textdp runs list shows them)")
-    if not all_runs and chosen[0].status == "running":
-        raise ParameterError(f"run {name} is running (a textdp process holds its lock); stop that process first")
-    idle = [r for r in chosen if r.status != "running"]
-    for r in idle:
-        shutil.rmtree(r.path)
-    return idle
+    now = time.time()
+    deleted = []
+    with base:
+        chosen = [(n, d) for n, d in _run_folders(base) if all_runs or n == name]
+        if not chosen:
+            raise ParameterError(f"no run named {name!r} in {runs_dir()} (textdp runs list shows them)")
+        for n, d in chosen:
+            with d:
+                status = _status(d)
+                if status == "running":
+                    if not all_runs:
+                        raise ParameterError(f"run {n} is running (a textdp process holds its lock); stop that "
+                                             "process first")
+                    continue
+                size, newest = _size_and_newest(d)
+                info = RunInfo(n, d.path, now - newest, size, status)
+            base.remove(n)
+            deleted.append(info)
+    return sorted(deleted, key=lambda r: -r.age_s)
