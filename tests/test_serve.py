@@ -11,9 +11,11 @@ import re
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("starlette", reason="textdp serve needs the [serve] extra (starlette)")
@@ -54,12 +56,13 @@ def one_line_error(resp, status):
 
 
 # -- the page ------------------------------------------------------------------------------------------------
-def test_page_carries_token_csp_and_loads_nothing_from_elsewhere(client):
+def test_page_carries_csp_no_token_and_loads_nothing_from_elsewhere(client):
     r = client.get("/")
     assert r.status_code == 200
     assert r.headers["content-security-policy"] == CSP and "default-src 'none'" in CSP
     assert r.headers["cache-control"] == "no-store" and r.headers["referrer-policy"] == "no-referrer"
-    assert '<meta name="textdp-token" content="t0ken">' in r.text
+    # the page holds no secret: the token reaches the browser only in the fragment of the printed URL (issue 28 §3)
+    assert "t0ken" not in r.text and "textdp-token" not in r.text.replace('"textdp-token"', "")
     assert "nothing you type is stored or logged" in r.text and "no text leaves this machine" in r.text
     # every resource is this origin's own (or a data: URL); no fonts, CDNs or analytics
     refs = re.findall(r'(?:src|href)="([^"]*)"', r.text)
@@ -99,6 +102,48 @@ def test_release_shows_output_kept_fraction_and_the_guarantee_of_that_release(cl
     assert classes["the"] == "dropped" and classes["Boston"] == "kept"
 
 
+def _nearest(emb, row):
+    v = np.asarray(emb.vectors, dtype=np.float64)
+    d = np.linalg.norm(v - v[row], axis=1)
+    d[row] = np.inf
+    return int(np.argmin(d)), float(d.min())
+
+
+@pytest.mark.parametrize("mechanism, eps, size, law", [
+    ("cmp", 2.0, None, lambda eps, n, d: eps * d),                  # Feyisetan et al. 2020: exp(eps*d) per word
+    ("earth-movers", 2.0, 10, lambda eps, n, d: eps * n * (d / n)),  # Thm 5.1: E_d of bags one word apart is d/N
+    ("santext", 2.0, None, lambda eps, n, d: eps * d),
+])
+def test_the_guarantee_in_numbers_for_this_text(app, client, mechanism, eps, size, law):
+    """Issue 27 §2: the factor for this text and the same text with one word replaced by its nearest word,
+    recomputed here from the paper's bound; a wrong law (exp(eps*N*d), forgetting that E_d averages over the N
+    words) gives another number."""
+    body = {"text": TEXT, "mechanism": mechanism, "epsilon": eps, **({"size": size} if size else {})}
+    r = post(client, "/api/privatize", body).json()
+    m = r["meaning"]
+    emb = app.state.workbench.embeddings
+    first = "report" if mechanism == "earth-movers" else "dear"  # the bag is sorted by vocabulary row
+    nn, d = _nearest(emb, emb.index[first])
+    near = m[0]
+    assert near["text"] == f"Your text, and the same text with \u201c{first}\u201d replaced by its nearest word " \
+                           f"\u201c{emb.words[nn]}\u201d"
+    assert near["distance"] == pytest.approx(d, abs=1e-4)
+    assert near["loss"] == pytest.approx(law(eps, size or 1, d), rel=1e-9)
+    assert near["sentence"].endswith(f"any output is at most {near['factor']} times as likely from one as from the other.")
+    if mechanism == "earth-movers":
+        assert near["loss"] != pytest.approx(eps * size * d, rel=1e-3)  # the wrong law is told apart
+    assert len(m) == 2 and "another word of your text" in m[1]["text"] and m[1]["loss"] > near["loss"]
+
+
+def test_the_numbers_say_when_a_pair_is_not_covered(client):
+    """CusText bounds only words of one output set: the page says 'no bound' for a pair across sets."""
+    m = post(client, "/api/privatize", {"text": TEXT, "mechanism": "random", "epsilon": 3.0}).json()["meaning"]
+    assert m[0]["factor"] == "20" and m[0]["loss"] == pytest.approx(3.0)  # randomised response: e^eps, any pair
+    s = post(client, "/api/privatize", {"text": TEXT, "mechanism": "syntf", "epsilon": 3.0, "size": 5}).json()
+    assert s["meaning"][0]["sentence"].startswith("For any two texts, however different") and "20 times" in \
+        s["meaning"][0]["sentence"]
+
+
 def test_bag_release_marks_words_beyond_n(client):
     r = post(client, "/api/privatize", {"text": TEXT, "mechanism": "earth-movers", "epsilon": 1e6, "size": 5}).json()
     assert r["kind"] == "bag" and len(r["output"]) == 5 and r["kept_fraction"] == 1.0
@@ -118,8 +163,9 @@ def test_each_request_draws_fresh_entropy_and_no_seed_is_accepted(client):
 
 # -- refusals: one clear line, never a stack trace -----------------------------------------------------------
 @pytest.mark.parametrize("eps, needle", [(0, "> 0"), (1e-9, "outside the supported range"), (1e7, "outside the supported range"),
-                                         (-1, "> 0"), ("abc", "must be a number"),
-                                         (None, "must be a number"), (True, "must be a number")])
+                                         (-1, "> 0"), ("abc", 'must be a number such as 0.5, 10 or 1e-3'),
+                                         (None, "must be a number"), (True, "must be a number"),
+                                         (1e-7, "epsilon=1e-07 is outside the supported range [1e-06, 1e+06]")])
 def test_epsilon_outside_the_supported_range_is_refused(client, eps, needle):
     msg = one_line_error(post(client, "/api/privatize", {"text": TEXT, "mechanism": "cmp", "epsilon": eps}), 400)
     assert needle in msg
@@ -137,11 +183,46 @@ def test_unknown_mechanism_missing_field_and_bad_json(client):
     empty = post(client, "/api/privatize", {"text": "  ", "mechanism": "cmp", "epsilon": 1})
     assert "empty" in one_line_error(empty, 400)
     oov = post(client, "/api/privatize", {"text": "the of and 123", "mechanism": "cmp", "epsilon": 1})
-    assert "no in-vocabulary word" in one_line_error(oov, 400)
+    assert "no word of this text can be released" in one_line_error(oov, 400)
     big = post(client, "/api/privatize", {"text": TEXT, "mechanism": "random", "epsilon": 1e6})
     assert "choose a smaller epsilon" in one_line_error(big, 400)  # an overflow, said in one line
     n = post(client, "/api/privatize", {"text": TEXT, "mechanism": "earth-movers", "epsilon": 1, "size": 10**6})
     assert "bag size N" in one_line_error(n, 400)
+
+
+@pytest.mark.parametrize("value, shown", [("abc", '"abc"'), (None, "null"), ([1], "[1]")])
+def test_a_bad_epsilon_is_quoted_as_typed(client, value, shown):
+    """Issue 27 §2: "abc" gave "got NoneType" (the page sent null); the message now quotes what was sent."""
+    msg = one_line_error(post(client, "/api/privatize", {"text": TEXT, "mechanism": "cmp", "epsilon": value}), 400)
+    assert msg.endswith(f"got {shown}") and "NoneType" not in msg and "1e-3" in msg
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1e-6, 2.5e-4])
+def test_small_epsilons_in_the_documented_range_work(client, eps):
+    r = post(client, "/api/privatize", {"text": TEXT, "mechanism": "cmp", "epsilon": eps})
+    assert r.status_code == 200 and r.json()["record"]["epsilon"] == eps
+
+
+def test_a_fractional_bag_size_is_refused_not_cut(client):
+    body = {"text": TEXT, "mechanism": "earth-movers", "epsilon": 10}
+    msg = one_line_error(post(client, "/api/privatize", {**body, "size": 2.5}), 400)
+    assert msg == "the bag size N must be a whole number of words from 1 to 500, got 2.5"
+    assert post(client, "/api/privatize", {**body, "size": 2.0}).json()["record"]["guarantee"]["parameters"]["size"] == 2
+
+
+def test_page_errors_give_advice_the_page_can_act_on(client):
+    """Issue 27 §2: no CLI flags (--size, --bag, --empty) in what the page shows."""
+    short = one_line_error(post(client, "/api/privatize", {"text": "Dear Anna, the quarterly report",
+                                                           "mechanism": "earth-movers", "epsilon": 10, "size": 10}), 400)
+    assert short == ("the text has 4 protected words, fewer than the bag size N = 10: set N to 4 or less, "
+                     "or add text")
+    none = one_line_error(post(client, "/api/privatize", {"text": "the of and 123 a", "mechanism": "tem",
+                                                          "epsilon": 1}), 400)
+    assert "no word of this text can be released" in none
+    long_text = one_line_error(post(client, "/api/privatize", {"text": "word " * 4001, "mechanism": "cmp",
+                                                               "epsilon": 1}), 400)
+    for msg in (short, none, long_text):
+        assert "--" not in msg and "empty='skip'" not in msg, msg
 
 
 def test_size_limits(client):
@@ -169,12 +250,44 @@ def test_body_limit_holds_without_content_length(app):
     ({"X-TextDP-Token": ""}, 403, "token"),
     ({"X-TextDP-Token": "wrong"}, 403, "token"),
     ({"Host": "evil.example:8765"}, 403, "Host"),             # DNS rebinding: the name resolves to 127.0.0.1
+    ({"Host": "evil@127.0.0.1:8765"}, 403, "Host"),           # userinfo (issue 28 §3)
+    ({"Host": "127.0.0.1:9999"}, 403, "Host"),                # another port: not this server's name
+    ({"Host": "127.0.0.1:8765/x"}, 403, "Host"),
     ({"Origin": "http://evil.example"}, 403, "cross-site"),
+    ({"Origin": "http://127.0.0.1:9999"}, 403, "cross-site"),  # the Origin's port is checked (issue 28 §3)
+    ({"Origin": "https://127.0.0.1:8765"}, 403, "cross-site"),
+    ({"Origin": "null"}, 403, "cross-site"),
+    ({"Origin": "http://evil@127.0.0.1:8765"}, 403, "cross-site"),
     ({"Content-Type": "text/plain"}, 415, "application/json"),  # a plain form post cannot reach the API
 ])
 def test_cross_site_requests_are_refused(client, headers, status, needle):
     r = post(client, "/api/privatize", {"text": TEXT, "mechanism": "cmp", "epsilon": 1}, **headers)
     assert needle in one_line_error(r, status)
+
+
+@pytest.mark.parametrize("headers", [
+    [("X-TextDP-Token", "t\u00f6ken")],                 # non-ASCII token: was a 500 with a stack trace
+    [("Origin", "http://[::1")],                         # malformed Origin: was a 500 (urlsplit ValueError)
+    [("Origin", "http://127.0.0.1:8765\u00e9")],
+    [("Origin", "http://[127.0.0.1]:8765")],
+    [("Host", "127.0.0.1:8765\u00e9")],
+    [("Host", "[::1")],
+], ids=["token", "origin-bracket", "origin-latin1", "origin-v4-in-brackets", "host-latin1", "host-bracket"])
+def test_malformed_headers_get_one_clean_403(client, headers):
+    """Issue 28 §3: one clean 4xx, never a 500 or a trace (headers sent as latin-1 bytes, as a client may)."""
+    base = {"X-TextDP-Token": "t0ken", "Content-Type": "application/json"}
+    for k, v in headers:
+        base[k] = v
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in base.items()]
+    r = client.post("/api/privatize", content=json.dumps({"text": TEXT, "mechanism": "cmp", "epsilon": 1}),
+                    headers=raw)
+    one_line_error(r, 403)
+
+
+def test_matching_origin_and_default_port_forms_are_accepted(client):
+    r = post(client, "/api/privatize", {"text": TEXT, "mechanism": "cmp", "epsilon": 1},
+             Origin="http://localhost:8765", Host="LOCALHOST:8765")
+    assert r.status_code == 200, r.text
 
 
 def test_host_check_covers_the_page_too(client):
@@ -226,7 +339,10 @@ def test_allow_remote_warns_before_listening():
     r = CliRunner().invoke(cli, ["serve", "--host", "no-such-host.invalid", "--allow-remote", "--port", "0"])
     assert r.exit_code == 2
     out = " ".join(r.output.split())
-    assert "warning: listening on no-such-host.invalid: anyone who can reach this address" in out
+    # issue 28 §3: the warning no longer claims that the Host check protects a remote listener
+    assert ("warning: listening on no-such-host.invalid: anyone who can reach this address can load the empty "
+            "page; using it needs the key after # in the printed address") in out
+    assert "Host check still appl" not in out and "plain HTTP" in out
     assert out.count("error:") == 1 and "error: cannot listen on no-such-host.invalid" in out
 
 
@@ -274,6 +390,109 @@ def test_serve_listens_on_loopback_with_a_random_port_and_logs_nothing(tmp_path:
     with (tmp_path / "stderr").open("w+") as err:
         logs = _run_server(err, env)
     assert "zanzibarian" not in logs and "POST" not in logs and "GET /" not in logs, logs
+    assert "the part after # is the key to this page" in logs
+
+
+def _refused(url, token=None, body=None, host=None):
+    headers = {"X-TextDP-Token": token} if token else {}
+    if host:
+        headers["Host"] = host
+    data = json.dumps(body).encode() if body is not None else None
+    if data:
+        headers["Content-Type"] = "application/json"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=60)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())["error"]
+    return 200, ""
+
+
+def _half_open(port, n):
+    import socket
+
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # headers never completed
+        socks.append(s)
+    return socks
+
+
+def _closed_within(socks, seconds):
+    """Sockets the server closed (EOF or reset) within ``seconds``."""
+    import select
+    import time
+
+    deadline = time.monotonic() + seconds
+    closed = set()
+    while len(closed) < len(socks) and time.monotonic() < deadline:
+        ready, _, _ = select.select([s for s in socks if s not in closed], [], [], 0.2)
+        for s in ready:
+            try:
+                if s.recv(4096) == b"":
+                    closed.add(s)
+            except OSError:
+                closed.add(s)
+    return len(closed)
+
+
+def test_header_read_timeout_closes_half_open_connections():
+    """Issue 28 §3: 30 connections that never finish their headers are closed by the deadline (1 s here, 10 s
+    by default), on loopback only; a complete request still gets its answer."""
+    import socket
+    import threading
+
+    from textdp.serve.server import HEADER_TIMEOUT, make_server
+
+    assert HEADER_TIMEOUT == 10.0
+    app = create_app(Workbench(), token="t0ken")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = make_server(app, header_timeout=1.0)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    socks = []
+    try:
+        for _ in range(100):
+            if server.started:
+                break
+            threading.Event().wait(0.05)
+        socks = _half_open(port, 30)
+        assert _get(f"http://127.0.0.1:{port}/").startswith("<!doctype html>")  # the page still answers
+        assert _closed_within(socks, 8.0) == 30
+    finally:
+        for s in socks:
+            s.close()
+        server.should_exit = True
+        thread.join(timeout=20)
+        sock.close()
+
+
+def test_the_token_is_printed_in_a_fragment_and_never_served():
+    """Issue 28 §3: any local user (or, with --allow-remote, any client sending ``Host: localhost``) could read the
+    token from GET /; now only the printed URL holds it, in the fragment, which no browser sends."""
+    proc = subprocess.Popen([sys.executable, "-m", "textdp", "serve", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:(\d+)/)#token=([A-Za-z0-9_-]{43})\n",
+                         proc.stdout.readline())
+        assert m
+        url, port, token = m.group(1), m.group(2), m.group(3)
+        page = _get(url) + _get(url + "static/app.js")
+        assert token not in page
+        body = {"text": TEXT, "mechanism": "random", "epsilon": 1}
+        assert _refused(url + "api/privatize", None, body, host=f"localhost:{port}")[0] == 403
+        assert _refused(url + "api/mechanisms", "x" * 43)[0] == 403
+        assert json.loads(_get(url + "api/privatize", token, body))["protected"] == 18
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+        proc.stdout.close()
 
 
 def _run_server(err, env):
@@ -282,11 +501,9 @@ def _run_server(err, env):
                             stderr=err, text=True, env=env)
     try:
         line = proc.stdout.readline()
-        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:(\d+)/)\n", line)
+        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:(\d+)/)#token=([A-Za-z0-9_-]+)\n", line)
         assert m, line
-        url = m.group(1)
-        html = _get(url)
-        token = re.search(r'name="textdp-token" content="([^"]+)"', html).group(1)
+        url, token = m.group(1), m.group(3)
         marker = "zanzibarian"
         out = json.loads(_get(url + "api/privatize", token, {"text": f"{marker} report from Boston",
                                                                "mechanism": "tem", "epsilon": 1}))

@@ -18,7 +18,8 @@ SERVE_HELP = (
     "with the surviving words highlighted, the kept fraction, the guarantee of exactly that release (and what "
     "it does not cover), kept fraction against epsilon for this text, and the mechanism's audit. Nothing is "
     "stored or logged, and the page loads nothing from elsewhere. The server listens on 127.0.0.1 only; another "
-    "address needs --allow-remote. Ctrl+C stops it.\n\n"
+    "address needs --allow-remote. Open the printed address as it is: the part after # is the key that lets "
+    "this page (and nobody else) use the server. Ctrl+C stops it.\n\n"
     "Examples: `textdp serve`; `textdp serve --port 0` (a free port; the URL is printed)."
 )
 
@@ -72,27 +73,28 @@ def serve(
         from ..errors import require
 
         require("starlette", "serve")
-        uvicorn = require("uvicorn", "serve")
-        from ..serve.app import create_app
+        require("uvicorn", "serve")
+        from ..serve.app import create_app, page_url
         from ..serve.core import Workbench
+        from ..serve.server import make_server
 
         extra: tuple[str, ...] = ()
         if not is_loopback(host):
             if not allow_remote:
                 raise ParameterError(f"refusing to listen on {host}: the page shows private text; it listens on "
                                      "127.0.0.1 only unless you pass --allow-remote")
-            print_warning(f"listening on {host}: anyone who can reach this address can use the page (the page "
-                          "token and Host check still apply); texts travel unencrypted (plain HTTP)")
+            print_warning(f"listening on {host}: anyone who can reach this address can load the empty page; using "
+                          "it needs the key after # in the printed address, which every request carries in plain "
+                          "HTTP: anyone who can watch the network between browser and server can read the key "
+                          "and every text")
             extra = (host,) if host not in ("0.0.0.0", "::") else (socket.gethostname(), socket.getfqdn())
         sock = _bind(host, port)
         bound = sock.getsockname()[1]
         app = create_app(Workbench(embeddings), extra_hosts=extra)
-        shown = f"[{host.strip('[]')}]" if ":" in host else host
-        typer.echo(f"textdp serve: http://{shown}:{bound}/", err=False)
-        print_info("nothing you type is stored or logged; no text leaves this machine. Ctrl+C stops the server.")
-    config = uvicorn.Config(app, access_log=False, log_level="warning", server_header=False, date_header=False,
-                            lifespan="off")
-    server = uvicorn.Server(config)
+        typer.echo(f"textdp serve: {page_url(host, bound, app.state.token)}", err=False)
+        print_info("open this address as it is: the part after # is the key to this page (keep it to yourself). "
+                   "Nothing you type is stored or logged; no text leaves this machine. Ctrl+C stops the server.")
+        server = make_server(app)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself

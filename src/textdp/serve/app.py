@@ -1,18 +1,27 @@
 """The Starlette application behind ``textdp serve`` (needs the ``[serve]`` extra).
 
-Routes: ``GET /`` (the page, with this server's token in a ``<meta>`` tag), ``GET /static/{app.js,style.css}``,
-and the JSON API under ``/api/`` (``mechanisms``, ``privatize``, ``curve``, ``audit``).
+Routes: ``GET /`` (the page: it holds no secret), ``GET /static/{app.js,style.css}``, and the JSON API under
+``/api/`` (``mechanisms``, ``privatize``, ``curve``, ``audit``).
 
-Defences, because a server on loopback is reachable from every web page the user opens:
+Defences, because a server on loopback is reachable from every web page the user opens and from every user
+of the machine:
 
-* **Host check** (DNS rebinding): a request whose ``Host`` is not a loopback name (or the host the server was
-  explicitly bound to) gets 403.
-* **Token** (cross-site requests): every ``/api/`` request must carry the random per-process token in the
-  ``X-TextDP-Token`` header; another site can neither read the page (same-origin policy) nor send that header
-  without a CORS preflight, which this server never grants. An ``Origin`` header, when present, must name an
-  allowed host too; POST bodies must be ``application/json``.
-* **Limits**: bodies over :data:`MAX_BODY_BYTES` get 413; every error is a one-line JSON ``{"error": ...}``,
-  never a stack trace.
+* **Token** (who may use the API): every ``/api/`` request must carry the random per-process token in the
+  ``X-TextDP-Token`` header. The token is never served: the command prints it once, in the fragment of the
+  URL it shows (``http://127.0.0.1:PORT/#token=...``); a browser never sends a fragment to the server, and
+  the page moves it into the tab's ``sessionStorage`` and removes it from the address bar. So only whoever
+  can read the starting terminal can use the API; another user of the machine (or, with
+  ``--allow-remote``, of the network) gets the empty page and a 403 from the API.
+* **Cross-site requests**: another site can neither read the page (same-origin policy) nor send the token
+  header without a CORS preflight, which this server never grants; an ``Origin`` header, when present, must
+  be exactly this server's origin (scheme ``http``, an allowed host and this server's port); POST bodies must
+  be ``application/json``.
+* **Host check** (DNS rebinding): the ``Host`` header must be ``NAME`` or ``NAME:PORT`` with an allowed name
+  (a loopback name or the address given to ``--host``) and this server's port; userinfo
+  (``evil@127.0.0.1``), other ports and malformed values get 403.
+* **Limits**: bodies over :data:`MAX_BODY_BYTES` get 413, a body not received within
+  :data:`BODY_TIMEOUT` seconds 408 (the request headers have their own deadline,
+  :mod:`textdp.serve.server`); every error is a one-line JSON ``{"error": ...}``, never a stack trace.
 * **Nothing leaves the machine**: a strict Content-Security-Policy (``default-src 'none'``; scripts, styles and
   requests to this origin only), no external fonts or scripts, ``Cache-Control: no-store``, ``Referrer-Policy:
   no-referrer``. Nothing is stored or logged (the command runs uvicorn without an access log).
@@ -21,15 +30,16 @@ Defences, because a server on loopback is reachable from every web page the user
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from urllib.parse import urlsplit
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -37,10 +47,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..errors import TextDPError
 from .core import Workbench
 
-__all__ = ["CSP", "LOOPBACK_NAMES", "MAX_BODY_BYTES", "TOKEN_HEADER", "create_app"]
+__all__ = ["BODY_TIMEOUT", "CSP", "LOOPBACK_NAMES", "MAX_BODY_BYTES", "TOKEN_HEADER", "create_app", "page_url", "parse_host"]
 
 #: Largest request body accepted (bytes); the text itself is capped at ``core.MAX_TEXT_CHARS`` characters.
 MAX_BODY_BYTES = 100_000
+#: Seconds a client has to send the whole request body once its headers are in (then 408).
+BODY_TIMEOUT = 30.0
 #: Header carrying the per-process token.
 TOKEN_HEADER = "x-textdp-token"
 #: Host names always accepted in the ``Host`` header.
@@ -58,6 +70,10 @@ _HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
 }
 _STATIC = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+# NAME or NAME:PORT, NAME a DNS name / IPv4 address or a bracketed IPv6 address; nothing else (no userinfo)
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)\]|(?P<name>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9.])?))"
+                   r"(?::(?P<port>[0-9]{1,5}))?", re.ASCII)
+_ORIGIN = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<host>[^/?#@]*)", re.ASCII | re.IGNORECASE)
 
 
 def _static(name: str) -> str:
@@ -68,12 +84,24 @@ def _error(message: str, status: int) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=_HEADERS)
 
 
-def _hostname(value: str) -> str:
-    """The host name of a ``Host`` header value (``[::1]:8000`` -> ``::1``); empty when malformed."""
-    try:
-        return (urlsplit(f"//{value}").hostname or "").lower()
-    except ValueError:
-        return ""
+def parse_host(value: str, default_port: int = 80) -> tuple[str, int] | None:
+    """``(name, port)`` of a ``Host`` header value, or ``None`` when it is not exactly ``NAME[:PORT]``.
+
+    The name is lower-cased (brackets of an IPv6 address removed); a missing port is ``default_port``.
+    Userinfo, paths, spaces and non-ASCII characters make the value malformed.
+
+    >>> parse_host("[::1]:8765"), parse_host("LocalHost"), parse_host("127.0.0.1:99999")
+    (('::1', 8765), ('localhost', 80), None)
+    >>> parse_host("evil@127.0.0.1:8765") is None, parse_host("127.0.0.1:8765/x") is None
+    (True, True)
+    """
+    m = _HOST.fullmatch(value)
+    if m is None:
+        return None
+    port = int(m["port"]) if m["port"] is not None else default_port
+    if not 0 < port < 65536:
+        return None
+    return (m["v6"] or m["name"]).lower(), port
 
 
 class _Guard:
@@ -81,49 +109,69 @@ class _Guard:
 
     def __init__(self, app: ASGIApp, *, token: str, hosts: frozenset[str]) -> None:
         self.app = app
-        self.token = token
+        self.token = token.encode("ascii")
         self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        refusal = self._refuse(scope, headers)
+        refusal = self._refuse(scope)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-    def _refuse(self, scope: Scope, headers: dict[str, str]) -> Response | None:
-        if _hostname(headers.get("host", "")) not in self.hosts:
-            return _error("refused: this server answers only requests addressed to it by its local name "
+    def _allowed(self, value: str, port: int | None) -> bool:
+        """Whether a ``Host`` (or an ``Origin``'s host) names this server: an allowed name and its port."""
+        parsed = parse_host(value)
+        return parsed is not None and parsed[0] in self.hosts and (port is None or parsed[1] == port)
+
+    def _refuse(self, scope: Scope) -> Response | None:
+        raw: dict[bytes, bytes] = {}
+        for k, v in scope["headers"]:
+            raw.setdefault(k.lower(), v)
+        server = scope.get("server")
+        port = int(server[1]) if server and server[1] is not None else None
+        if not self._allowed(raw.get(b"host", b"").decode("latin-1"), port):
+            return _error("refused: this server answers only requests addressed to it by its local name and port "
                           "(Host header not allowed; DNS rebinding protection)", 403)
-        origin = headers.get("origin")
-        if origin is not None and _hostname(urlsplit(origin).netloc) not in self.hosts:
-            return _error("refused: cross-site request (Origin not allowed)", 403)
+        origin = raw.get(b"origin")
+        if origin is not None:
+            m = _ORIGIN.fullmatch(origin.decode("latin-1"))
+            if m is None or m["scheme"].lower() != "http" or not self._allowed(m["host"], port):
+                return _error("refused: cross-site request (Origin not allowed)", 403)
         path: str = scope.get("path", "")
         if path.startswith("/api/"):
-            if not secrets.compare_digest(headers.get(TOKEN_HEADER, ""), self.token):
-                return _error("refused: missing or wrong page token (reload the page)", 403)
+            if not secrets.compare_digest(raw.get(TOKEN_HEADER.encode(), b""), self.token):
+                return _error("refused: missing or wrong page token (open the address that textdp serve printed, "
+                              "the part after # included)", 403)
             if scope.get("method") == "POST":
-                if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+                ctype = raw.get(b"content-type", b"").decode("latin-1")
+                if ctype.split(";")[0].strip().lower() != "application/json":
                     return _error("refused: the body must be application/json", 415)
-                length = headers.get("content-length")
+                length = raw.get(b"content-length")
                 if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
                     return _error(f"the request is larger than {MAX_BODY_BYTES:,} bytes; send a shorter text", 413)
         return None
 
 
 async def _body(request: Request) -> dict[str, object]:
-    """The JSON object of the request (read up to :data:`MAX_BODY_BYTES`); :class:`_BadRequest` otherwise."""
+    """The JSON object of the request (up to :data:`MAX_BODY_BYTES`, within :data:`BODY_TIMEOUT`); else :class:`_BadRequest`."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _BadRequest(f"the request is larger than {MAX_BODY_BYTES:,} bytes; send a shorter text", 413)
-        chunks.append(chunk)
+    try:
+        with anyio.fail_after(BODY_TIMEOUT):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise _BadRequest(f"the request is larger than {MAX_BODY_BYTES:,} bytes; send a shorter text",
+                                      413)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _BadRequest(f"the request body did not arrive within {BODY_TIMEOUT:g} s", 408) from None
+    except ClientDisconnect:
+        raise _BadRequest("the client went away", 400) from None
     try:
         data = json.loads(b"".join(chunks).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -139,6 +187,16 @@ class _BadRequest(Exception):
         self.status = status
 
 
+def page_url(host: str, port: int, token: str) -> str:
+    """The address to open: the token rides in the fragment, which a browser never sends to a server.
+
+    >>> page_url("::1", 8765, "abc")
+    'http://[::1]:8765/#token=abc'
+    """
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}/#token={token}"
+
+
 def create_app(workbench: Workbench | None = None, *, token: str | None = None,
                extra_hosts: tuple[str, ...] = ()) -> Starlette:
     """The ``textdp serve`` application.
@@ -148,7 +206,8 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
     workbench : Workbench, optional
         The computations (default: GloVe 6B 50d, loaded on first use).
     token : str, optional
-        The page token (default: 32 random bytes from the OS, new for each process).
+        The API token, ASCII (default: 32 random bytes from the OS, new for each process). It is never served:
+        give it to the user in the fragment of the URL (:func:`page_url`).
     extra_hosts : tuple of str
         Host names accepted besides the loopback names (the address given to ``--host``).
     """
@@ -157,8 +216,7 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
     hosts = LOOPBACK_NAMES | frozenset(h.strip("[]").lower() for h in extra_hosts)
 
     async def page(request: Request) -> Response:
-        html = _static("index.html").replace("{{TOKEN}}", tok)
-        return Response(html, media_type="text/html; charset=utf-8", headers=_HEADERS)
+        return Response(_static("index.html"), media_type="text/html; charset=utf-8", headers=_HEADERS)
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -214,5 +272,6 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
     app.add_middleware(_Guard, token=tok, hosts=hosts)
     app.state.token = tok
+    app.state.hosts = hosts
     app.state.workbench = wb
     return app

@@ -8,6 +8,7 @@ draws fresh OS entropy (:func:`textdp._rng.make_rng` with no seed): the page has
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -22,7 +23,7 @@ from .._rng import make_rng
 from .._validation import EPSILON_MAX, EPSILON_MIN, check_epsilon
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..mechanisms import MECHANISM_NAMES, Mechanism, entry, get
-from ..text import resolve_stop_words
+from ..text import normalize, resolve_stop_words
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -78,8 +79,8 @@ def _check_text(text: object) -> str:
     if not text.strip():
         raise DocumentError("the text is empty: paste or drop a text first")
     if len(text) > MAX_TEXT_CHARS:
-        raise DocumentError(f"the text has {len(text):,} characters; this page accepts at most {MAX_TEXT_CHARS:,} "
-                            "(use textdp obfuscate for longer documents)")
+        raise DocumentError(f"the text has {len(text):,} characters; this page takes at most {MAX_TEXT_CHARS:,}: "
+                            "paste a shorter part (the command textdp obfuscate takes whole documents)")
     return text
 
 
@@ -89,17 +90,50 @@ def _check_mechanism(name: object) -> str:
     return name
 
 
+def _shown(value: object) -> str:
+    """A request value as the person typed it (JSON spelling: ``null``, ``"abc"``, ``2.5``)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)[:40]
+    except (TypeError, ValueError):
+        return type(value).__name__
+
+
 def _check_epsilon(value: object) -> float:
+    """ε of a request: a JSON number in ``[EPSILON_MIN, EPSILON_MAX]`` (``1e-5`` and ``1e-7`` spellings included).
+
+    >>> _check_epsilon(1e-5)
+    1e-05
+    >>> _check_epsilon("abc")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterTypeError: epsilon must be a number such as 0.5, 10 or 1e-3 (in [1e-06, 1e+06]), got "abc"
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ParameterTypeError(f"epsilon must be a number, got {type(value).__name__}")
-    return check_epsilon(float(value))
+        raise ParameterTypeError(f"epsilon must be a number such as 0.5, 10 or 1e-3 (in [{EPSILON_MIN:g}, "
+                                 f"{EPSILON_MAX:g}]), got {_shown(value)}")
+    try:
+        return check_epsilon(float(value))
+    except OverflowError:
+        raise ParameterError(f"epsilon must be a number in [{EPSILON_MIN:g}, {EPSILON_MAX:g}], got a number too "
+                             "large to represent") from None
 
 
 def _check_size(name: str, size: object) -> int | None:
+    """The bag size N of a bag mechanism: a whole number in ``[1, MAX_SIZE]`` (``2.5`` is refused, not cut to 2).
+
+    >>> _check_size("cmp", 2.5) is None, _check_size("earth-movers", 7)
+    (True, 7)
+    >>> _check_size("earth-movers", 2.5)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: the bag size N must be a whole number of words from 1 to 500, got 2.5
+    """
     if name not in BAG_MECHANISMS:
         return None
+    if isinstance(size, float) and size.is_integer() and 1 <= size <= MAX_SIZE:
+        return int(size)
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_SIZE:
-        raise ParameterError(f"bag size N must be a whole number in [1, {MAX_SIZE}], got {size!r}")
+        raise ParameterError(f"the bag size N must be a whole number of words from 1 to {MAX_SIZE}, got {_shown(size)}")
     return int(size)
 
 
@@ -192,11 +226,17 @@ class Workbench:
         name = _check_mechanism(mechanism)
         eps = _check_epsilon(epsilon)
         n = _check_size(name, size)
+        protected = self._protected_rows(text)
+        if name == "earth-movers" and n is not None and len(protected) < n:
+            raise DocumentError(f"the text has {len(protected)} protected word{'s' if len(protected) != 1 else ''}, "
+                                f"fewer than the bag size N = {n}: set N to {len(protected)} or less, or add text")
         try:
             mech = self.mechanism(name, eps, n)
             docs, diags, notes = self._release(mech, [text], n)
         except (OverflowError, FloatingPointError):
             raise ParameterError(f"epsilon {eps:g} overflows {name}'s probabilities; choose a smaller epsilon") from None
+        except DocumentError as exc:  # the mechanism's own refusal; its advice names CLI options the page lacks
+            raise DocumentError(_page_advice(str(exc))) from None
         doc, diag = docs[0], diags[0]
         record = doc.to_record()
         inp = diag.input_rows.tolist()
@@ -230,9 +270,95 @@ class Workbench:
             "kept_fraction": float(diag.unchanged_fraction()),
             "guarantee": {"statement": covered, "not_covered": not_covered, "unit": record.get("unit"),
                           "epsilon": record.get("epsilon"), "delta": record.get("delta")},
+            "meaning": self._meaning(mech, doc.guarantee, inp if inp else protected),
             "record": record,
             "notes": notes,
         }
+
+    def _protected_rows(self, text: str) -> list[int]:
+        """Vocabulary rows of the words a mechanism protects (:func:`textdp.text.normalize`, in the vocabulary).
+
+        Refuses a text without any, with advice the page can act on.
+        """
+        index = self.embeddings.index
+        rows = [index[w] for w in normalize(text, self._stops) if w in index]
+        if not rows:
+            raise DocumentError("no word of this text can be released: stop words, one-letter words, numbers and "
+                                "words outside the vocabulary are set aside; type a sentence of ordinary English words")
+        return rows
+
+    def nearest_word(self, row: int) -> tuple[int, float]:
+        """The vocabulary row nearest to ``row`` (Euclidean distance between embeddings, itself excluded)."""
+        vectors = self.embeddings.vectors
+        v = np.asarray(vectors[row], dtype=np.float64)
+        best, best_d = -1, math.inf
+        for start in range(0, vectors.shape[0], 65_536):
+            block = np.asarray(vectors[start : start + 65_536], dtype=np.float64)
+            d = np.einsum("ij,ij->i", block - v, block - v)
+            if start <= row < start + block.shape[0]:
+                d[row - start] = np.inf
+            i = int(np.argmin(d))
+            if d[i] < best_d:
+                best, best_d = start + i, float(d[i])
+        return best, math.sqrt(best_d)
+
+    def _meaning(self, mech: Mechanism, guarantee: Guarantee, rows: Sequence[int]) -> list[dict[str, object]]:
+        """The guarantee as numbers for this text: the factor for two example neighbours of it, in words.
+
+        For a word of the text (its first protected word), ``w'`` its nearest vocabulary word and ``w''`` the
+        protected word of the text farthest from it: the bound on how much more likely any output is from the
+        text than from the same text with ``w`` replaced by ``w'`` (or ``w''``). Word mechanisms: the product
+        of the per-word factors, here the one factor ``exp(log_ratio_bound(w, w'))``; ``earth-movers``:
+        ``exp(epsilon * N * E_d)`` with ``E_d = d(w, w') / N`` for a truncated bag (one of N words moved) and
+        ``exp(epsilon * N * W_inf)`` with ``W_inf <= d(w, w')`` for a sampled one; ``syntf``: ``exp(epsilon)``
+        for any two texts (Weggenmann & Kerschbaum 2018).
+        """
+        from ..guarantees.earth_movers import EarthMoversGuarantee
+
+        words = self.embeddings.words
+        if mech.name == "syntf":
+            loss = float(guarantee.epsilon)
+            return [{"text": "any two texts, however different (with the same N)", "loss": loss,
+                     "factor": _factor(loss), "sentence": "For any two texts, however different (with the same "
+                     f"N): any output is at most {_factor(loss)} times as likely from one as from the other."}]
+        if not rows:
+            return []
+        w = int(rows[0])
+        nn, d_nn = self.nearest_word(w)
+        vectors = self.embeddings.vectors
+        others = sorted({int(r) for r in rows} - {w})
+        pairs = [(nn, f"its nearest word \u201c{words[nn]}\u201d", d_nn)]
+        groups = getattr(mech, "groups_", None)  # CusText: the bound holds within one customized output set
+        if groups is not None and groups[nn] != groups[w]:
+            members = np.flatnonzero(np.asarray(groups) == groups[w])
+            members = members[members != w]
+            if members.size:
+                dist = np.linalg.norm(np.asarray(vectors[members], dtype=np.float64)
+                                      - np.asarray(vectors[w], dtype=np.float64), axis=1)
+                near = int(members[int(np.argmin(dist))])
+                pairs = [(near, f"\u201c{words[near]}\u201d, its nearest word in the same output set",
+                          float(dist.min())), (nn, f"its nearest word \u201c{words[nn]}\u201d", d_nn)]
+        if others:
+            dist = np.linalg.norm(np.asarray(vectors[others], dtype=np.float64)
+                                  - np.asarray(vectors[w], dtype=np.float64), axis=1)
+            far = others[int(np.argmax(dist))]
+            pairs.append((far, f"\u201c{words[far]}\u201d, another word of your text", float(dist.max())))
+        out: list[dict[str, object]] = []
+        for other, what, d in pairs:
+            if isinstance(guarantee, EarthMoversGuarantee):
+                loss = guarantee.privacy_loss(d / guarantee.size if guarantee.bag == "truncate" else d)
+            elif hasattr(mech, "log_ratio_bound"):
+                loss = float(mech.log_ratio_bound(w, other))
+            else:  # pragma: no cover - every registered word or bag mechanism is handled above
+                continue
+            head = f"Your text, and the same text with \u201c{words[w]}\u201d replaced by {what}"
+            if math.isinf(loss):
+                tail = "no bound: the guarantee does not cover this pair, and the output can tell them apart."
+            else:
+                tail = f"any output is at most {_factor(loss)} times as likely from one as from the other."
+            out.append({"text": head, "loss": loss if math.isfinite(loss) else None, "factor": _factor(loss),
+                        "distance": round(d, 4), "sentence": f"{head}: {tail}"})
+        return out
 
     def _spans(self, text: str, kept: Counter[str], bag_size: int | None) -> list[list[object]]:
         """The input as ``[text, class]`` pieces: ``kept`` / ``replaced`` / ``dropped`` words, ``None`` between."""
@@ -332,6 +458,35 @@ class Workbench:
         out["confidence"] = result.confidence
         out["seconds"] = round(result.seconds, 2)
         return out
+
+
+def _page_advice(message: str) -> str:
+    """A mechanism's refusal for the page: without the unit's number and the CLI advice after the first ``;``.
+
+    >>> _page_advice("document 0: only 4 in-vocabulary words, fewer than the bag size N=10; lower --size, or use --bag sample")
+    'only 4 in-vocabulary words, fewer than the bag size N=10: lower N or add text'
+    """
+    core = re.sub(r"^document \d+: ", "", message.splitlines()[0] if message else "").split(";")[0].strip()
+    return f"{core}: lower N or add text" if "bag size" in core else f"{core}: change the text"
+
+
+def _factor(loss: float) -> str:
+    """``exp(loss)`` as a number a person can hold: ``3.2``, ``410``, ``2.4 × 10^9``; ``∞`` when unbounded.
+
+    >>> _factor(0.0), _factor(1.16), _factor(6.0), _factor(21.6), _factor(1e4), _factor(math.inf)
+    ('1', '3.19', '403', '2.4 × 10^9', '10^4343', '∞')
+    """
+    if math.isinf(loss):
+        return "\u221e"
+    if loss > 700:
+        return f"10^{loss / math.log(10):.0f}"
+    f = math.exp(loss)
+    if f < 10:
+        return f"{f:.3g}"
+    if f < 100_000:
+        return f"{f:,.0f}"
+    e = math.floor(math.log10(f))
+    return f"{f / 10**e:.1f} \u00d7 10^{e}"
 
 
 def _inverse(points: list[list[float]], target: float) -> tuple[float | None, str]:

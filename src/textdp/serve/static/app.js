@@ -2,7 +2,16 @@
 "use strict";
 (function () {
   const $ = (id) => document.getElementById(id);
-  const token = document.querySelector('meta[name="textdp-token"]').content;
+  // The key to the API arrives in the URL's fragment (#token=...), which the browser never sends to a server;
+  // it is kept in this tab's sessionStorage (a reload keeps it) and removed from the address bar.
+  const token = (function () {
+    const m = /(?:^#|&)token=([A-Za-z0-9_-]+)/.exec(location.hash);
+    if (m) {
+      sessionStorage.setItem("textdp-token", m[1]);
+      history.replaceState(null, "", location.pathname + location.search);
+    }
+    return sessionStorage.getItem("textdp-token") || "";
+  })();
   const state = { mechanisms: {}, limits: {}, seq: { release: 0, curve: 0 }, curve: null, timers: {} };
 
   async function api(path, body) {
@@ -31,10 +40,17 @@
     if (x >= 1) return x.toFixed(2);
     return x.toPrecision(2);
   }
-  function epsilon() { return parseFloat($("epsilon").value); }
+  // what the person typed: a number when it reads as one (1e-5 included), else the text itself, so that the
+  // server's refusal can quote it ("abc", "2.5" for N) instead of a silently changed value
+  function typed(id) {
+    const raw = $(id).value.trim();
+    const x = raw === "" ? NaN : Number(raw);
+    return isFinite(x) ? x : raw;
+  }
+  function epsilon() { return typed("epsilon"); }
   function mechanism() { return $("mechanism").value; }
   function isBag() { return (state.mechanisms[mechanism()] || {}).kind === "bag"; }
-  function size() { return isBag() ? parseInt($("size").value, 10) : undefined; }
+  function size() { return isBag() ? typed("size") : undefined; }
   function text() { return $("text").value; }
 
   function setEpsilon(x, fromSlider) {
@@ -42,7 +58,7 @@
       const lg = Math.log10(x);
       if (isFinite(lg)) $("epsilon-slider").value = String(Math.min(3, Math.max(-1, lg)));
     }
-    $("epsilon").value = String(Math.round(x * 1000) / 1000);
+    $("epsilon").value = String(Number(x.toPrecision(3)));
     drawPlot();
   }
 
@@ -65,8 +81,14 @@
     out.replaceChildren(...items);
     $("kind").textContent = r.kind === "bag" ? "bag of N words, sorted" : "each protected word replaced in place";
     $("kept-fraction").textContent = (100 * r.kept_fraction).toFixed(0) + "%";
-    $("kept-count").textContent = r.kept + " of " + r.protected + " protected words survived unchanged (ε = " +
-      fmt(r.epsilon) + ", " + r.mechanism + ")";
+    $("kept-count").textContent = "of the protected words survived unchanged: " + r.kept + " of " + r.protected +
+      " (ε = " + fmt(r.epsilon) + ", " + r.mechanism + ").";
+    $("meaning").replaceChildren(...r.meaning.map((m) => {
+      const li = document.createElement("li");
+      const f = Object.assign(document.createElement("strong"), { className: "factor", textContent: "×\u202f" + m.factor });
+      li.append(f, document.createTextNode(" " + m.sentence));
+      return li;
+    }));
     $("guarantee").textContent = r.guarantee.statement;
     $("not-covered").textContent = r.guarantee.not_covered || "(the statement above lists everything it covers)";
     $("record").textContent = JSON.stringify(r.record, null, 2);
@@ -79,14 +101,15 @@
     working(1);
     try {
       const r = await api("/api/privatize", { text: text(), mechanism: mechanism(), epsilon: epsilon(), size: size() });
-      if (seq === state.seq.release) { showError(""); renderRelease(r); stale(false); }
+      if (seq === state.seq.release) { showError(""); renderRelease(r); }
     } catch (e) {
-      if (seq === state.seq.release) { showError(e.message); stale(true); }
+      // a privacy page never leaves an older release on screen as if it belonged to the new input
+      if (seq === state.seq.release) { clearOutputs(); showError(e.message); }
     } finally { working(-1); }
   }
 
   async function curve() {
-    if (!text().trim()) return;
+    if (!text().trim()) { state.curve = null; drawPlot(); return; }
     const seq = ++state.seq.curve;
     $("curve-method").textContent = "computing the curve…";
     working(1);
@@ -100,19 +123,23 @@
       $("use-target").disabled = c.epsilon_for_target === null;
       drawPlot();
     } catch (e) {
-      if (seq === state.seq.curve) { state.curve = null; $("curve-method").textContent = ""; showError(e.message); drawPlot(); }
+      if (seq === state.seq.curve) {
+        state.curve = null; $("curve-method").textContent = ""; $("target-eps").textContent = "–";
+        $("use-target").disabled = true; showError(e.message); drawPlot();
+      }
     } finally { working(-1); }
   }
 
-  // after a refused request the last good release stays visible, dimmed, so it is not taken for the new one
-  function stale(on) {
-    for (const id of ["output", "input-view", "guarantee", "kept-fraction"]) $(id).classList.toggle("stale", on);
-  }
-
+  // everything that describes a release or the text it came from
   function clearOutputs() {
-    $("output").replaceChildren(); $("input-view").replaceChildren();
-    $("kept-fraction").textContent = "–"; $("guarantee").textContent = "–"; $("not-covered").textContent = "–";
-    $("record").textContent = ""; state.curve = null; drawPlot();
+    $("output").replaceChildren(); $("input-view").replaceChildren(); $("notes").replaceChildren();
+    $("kind").textContent = "";
+    $("kept-fraction").textContent = "–";
+    $("kept-count").textContent = "of the protected words survived unchanged.";
+    $("meaning").replaceChildren(Object.assign(document.createElement("li"), { textContent: "–" }));
+    $("guarantee").textContent = "–"; $("not-covered").textContent = "–";
+    $("record").textContent = ""; state.curve = null; $("target-eps").textContent = "–";
+    $("curve-method").textContent = ""; $("use-target").disabled = true; drawPlot();
   }
 
   // --- the plot: inline SVG, x = log10 ε in [-1, 3], y = kept fraction ---------------------------------
@@ -150,7 +177,7 @@
       svg.appendChild(el("text", { x: (L + W - R) / 2, y: H / 2, "text-anchor": "middle", class: "label" }, "type a text to see its curve"));
     }
     const e = epsilon();
-    if (e > 0 && isFinite(e)) {
+    if (typeof e === "number" && e > 0 && isFinite(e)) {
       const xe = Math.min(W - R, Math.max(L, x(e)));
       svg.appendChild(el("line", { x1: xe, x2: xe, y1: T, y2: H - B, class: "now" }));
       const right = xe > W - R - 70;
@@ -162,11 +189,12 @@
 
   async function runAudit() {
     const out = $("audit-result");
-    out.textContent = "auditing " + mechanism() + " at ε = " + fmt(epsilon()) + "…";
+    const eps = epsilon();
+    out.textContent = "auditing " + mechanism() + " at ε = " + (typeof eps === "number" ? fmt(eps) : eps) + "…";
     $("audit-button").disabled = true;
     working(1);
     try {
-      const a = await api("/api/audit", { mechanism: mechanism(), epsilon: epsilon() });
+      const a = await api("/api/audit", { mechanism: mechanism(), epsilon: eps });
       showError("");
       const rows = [
         ["claimed ε for the pair", a.claimed_epsilon.toFixed(3) + (a.claimed_delta ? " (δ " + a.claimed_delta + ")" : "")],
@@ -184,13 +212,22 @@
       verdict.className = "verdict " + (a.passed ? "pass" : "fail");
       verdict.textContent = a.passed ? "PASSED: lower bound " + a.lower_bound.toFixed(3) + " ≤ claim " + a.claimed_epsilon.toFixed(3)
         : "VIOLATION: lower bound " + a.lower_bound.toFixed(3) + " > claim " + a.claimed_epsilon.toFixed(3);
+      // the bound as a share of the claim, labelled: 100% would be a violation
+      const share = Math.min(100, 100 * a.lower_bound / Math.max(a.claimed_epsilon, 1e-9));
+      const label = Object.assign(document.createElement("div"), { className: "bar-label",
+        textContent: "The lower bound is " + share.toFixed(0) + "% of the claim (100% or more would be a violation):" });
       const bar = document.createElement("div");
       bar.className = "bar";
+      bar.setAttribute("role", "meter");
+      bar.setAttribute("aria-label", "lower bound as a share of the claim");
+      bar.setAttribute("aria-valuenow", share.toFixed(0));
+      bar.setAttribute("aria-valuemin", "0");
+      bar.setAttribute("aria-valuemax", "100");
       const fill = document.createElement("div");
       fill.className = "fill";
-      fill.style.width = Math.min(100, 100 * a.lower_bound / Math.max(a.claimed_epsilon, 1e-9)).toFixed(1) + "%";
+      fill.style.width = share.toFixed(1) + "%";
       bar.appendChild(fill);
-      out.replaceChildren(verdict, bar, table);
+      out.replaceChildren(verdict, label, bar, table);
     } catch (e) {
       out.textContent = "";
       showError(e.message);
@@ -206,6 +243,11 @@
   }
 
   async function init() {
+    if (!token) {
+      showError("this page needs its key: open the full address that textdp serve printed (the part after # " +
+                "included), or start textdp serve again");
+      return;
+    }
     try {
       const d = await api("/api/mechanisms");
       state.limits = d.limits;
@@ -222,7 +264,14 @@
     setEpsilon(Math.pow(10, parseFloat($("epsilon-slider").value)), true);
     later("release", release, 120);
   });
-  $("epsilon").addEventListener("change", () => { setEpsilon(epsilon(), false); release(); });
+  $("epsilon").addEventListener("change", () => {
+    const e = epsilon();
+    if (typeof e === "number" && e > 0) {
+      const lg = Math.log10(e);
+      $("epsilon-slider").value = String(Math.min(3, Math.max(-1, lg)));
+    }
+    drawPlot(); release();
+  });
   $("size").addEventListener("change", () => { release(); curve(); });
   $("text").addEventListener("input", () => { later("release", release, 300); later("curve", curve, 700); });
   $("target").addEventListener("change", () => later("curve", curve, 200));
