@@ -11,12 +11,13 @@ epsilon and seed; UTF-16 was "byte 0xff"; ``rewrite --help`` cut option names at
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 import pytest
+from cli_checks import one_error
 from typer.testing import CliRunner
 
-from cli_checks import one_error
 from textdp.cli import app
 
 runner = CliRunner()
@@ -65,3 +66,79 @@ def test_train_rewriter_stopped_before_its_first_checkpoint_resumes(tmp_path, mo
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     finally:
         torch.set_num_threads(threads)
+
+
+# -- item 2: Parquet input ---------------------------------------------------------------------------------------------
+DOCS = [("a", "the cat sat on the mat by the river today"), ("b", "a dog ran through the green park at noon")]
+
+
+@pytest.fixture()
+def parquet_and_jsonl(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": [i for i, _ in DOCS], "text": [t for _, t in DOCS]}), tmp_path / "in.parquet")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in DOCS))
+    return tmp_path / "in.parquet", tmp_path / "in.jsonl"
+
+
+def test_engine_single_reads_parquet_as_parquet(parquet_and_jsonl):
+    pq_file, jsonl = parquet_and_jsonl
+    args = ["-e", "10", "--size", "4", "--seed", "7", "--engine", "single"]
+    res = runner.invoke(app, ["obfuscate", str(pq_file), *args])
+    assert res.exit_code == 0, res.output
+    same = runner.invoke(app, ["obfuscate", str(jsonl), *args])  # the same documents, ids and seed
+    assert same.exit_code == 0 and res.stdout == same.stdout
+    assert [json.loads(line)["id"] for line in res.stdout.splitlines()] == ["a", "b"]
+    res = runner.invoke(app, ["obfuscate", str(pq_file), *args, "--input-format", "text"])  # as text: says what it is
+    one_error(res, "in.parquet: is a Parquet file", "--input-format")
+
+
+def test_default_engine_on_parquet_suggests_engine_local(parquet_and_jsonl, tmp_path, monkeypatch):
+    import sys
+
+    pq_file, _ = parquet_and_jsonl
+    args = ["-e", "10", "--size", "4", "--seed", "7"]
+    monkeypatch.setitem(sys.modules, "distributed", None)  # the [dask] extra is not installed
+    one_error(runner.invoke(app, ["obfuscate", str(pq_file), *args]), "-o DIRECTORY", "--engine local",
+              "--engine single")
+    res = runner.invoke(app, ["obfuscate", str(pq_file), *args, "-o", str(tmp_path / "out")])
+    one_error(res, "add --engine local", "no extra needed")
+    assert not (tmp_path / "out").exists()
+    res = runner.invoke(app, ["obfuscate", str(pq_file), *args, "-o", str(tmp_path / "out"), "--engine", "local"])
+    assert res.exit_code == 0, res.output  # what was suggested works without the extra
+    assert (tmp_path / "out" / "manifest.json").exists()
+
+
+def _help(*command: str) -> str:
+    """The ``--help`` text of ``command`` at 80 columns, box lines dropped and white space joined."""
+    res = runner.invoke(app, [*command, "--help"], terminal_width=80)
+    assert res.exit_code == 0, res.output
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.output).split())
+
+
+def test_files_help_lists_parquet():
+    assert "Parquet files (.parquet or .pq: one document per row" in _help("obfuscate")
+
+
+# -- item 3: evaluate checks its extras before any work ---------------------------------------------------------------
+def test_evaluate_without_its_extra_fails_before_any_work(tmp_path, monkeypatch):
+    import sys
+
+    import textdp.evaluation.experiment as experiment
+
+    config = tmp_path / "c.toml"
+    config.write_text('[corpus]\nname = "reuter_50_50"\n[mechanism]\nepsilons = [10]\n'
+                      '[attackers]\nmodels = ["nn-author", "char-ngram"]\n')
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the experiment started before its extras were checked")
+
+    monkeypatch.setattr(experiment, "build_evaluation_set", no_work)
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # scikit-learn ([eval]) is not installed
+    res = runner.invoke(app, ["evaluate", str(config), "-o", str(tmp_path / "r"), "--no-plots"])
+    one_error(res, "'sklearn'", "[eval]", "pip install '.[eval]'")
+    monkeypatch.delitem(sys.modules, "sklearn")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # the plots need it too, unless --no-plots
+    one_error(runner.invoke(app, ["evaluate", str(config), "-o", str(tmp_path / "r")]), "'matplotlib'", "[eval]")
+    assert not (tmp_path / "r").exists()

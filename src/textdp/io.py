@@ -1,6 +1,6 @@
 """Reading documents and writing outputs atomically.
 
-Readers turn files (plain text, JSONL, gzipped JSONL) or standard input into
+Readers turn files (plain text, JSONL, gzipped JSONL, Parquet) or standard input into
 ``(id, text)`` pairs with clear errors for unreadable or non-UTF-8 input. A
 document's id is its input id field when it has one, else its sequence number
 in the input (0, 1, 2, ...): never a file name or path, which would describe the
@@ -38,19 +38,84 @@ import numpy as np
 
 from .errors import DocumentError, OutputExistsError, ParameterError
 
-#: How inputs are read: ``auto`` (JSONL by file name, else plain text), ``text`` or ``jsonl``.
+#: How inputs are read: ``auto`` (JSONL or Parquet by file name, else plain text), ``text`` or ``jsonl``.
 INPUT_FORMATS = ("auto", "text", "jsonl")
+
+#: File names read as Parquet by ``auto`` (one document per row, its text in the ``text_field`` column).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+#: Byte-order marks of the encodings that are not UTF-8 but say what they are (the longest first).
+_OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+               (b"\xfe\xff", "UTF-16"))
 
 
 def _decode(data: bytes, source: str) -> str:
+    """``data`` as UTF-8 text, else a one-line error saying what it is (UTF-16, UTF-32, Parquet) and how to fix it.
+
+    >>> _decode("hi".encode("utf-16"), "a.txt")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.DocumentError: a.txt: is UTF-16 (it starts with a UTF-16 byte-order mark), not UTF-8; convert it first, e.g. iconv -f UTF-16 -t UTF-8 a.txt > a.utf8.txt
+    """
     try:
         return data.decode("utf-8-sig")  # a leading byte-order mark is not part of the text
     except UnicodeDecodeError as exc:
+        for bom, encoding in _OTHER_BOMS:
+            if data.startswith(bom):
+                out = Path(source).with_suffix(".utf8.txt").name if source != "<stdin>" else "out.txt"
+                raise DocumentError(
+                    f"{source}: is {encoding} (it starts with a {encoding} byte-order mark), not UTF-8; convert it "
+                    f"first, e.g. iconv -f {encoding} -t UTF-8 {source if source != '<stdin>' else 'FILE'} > {out}"
+                ) from None
+        if _looks_parquet(data):
+            raise DocumentError(f"{source}: is a Parquet file; name it .parquet (or .pq) and leave --input-format "
+                                "at auto to read one document per row") from None
         at = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
         raise DocumentError(
             f"{source}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {at}); "
             "convert it to UTF-8 first"
         ) from None
+
+
+def is_parquet(path: Path) -> bool:
+    """True for ``.parquet`` / ``.pq`` names.
+
+    >>> is_parquet(Path("corpus.PARQUET")), is_parquet(Path("corpus.jsonl"))
+    (True, False)
+    """
+    return path.name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def _looks_parquet(data: bytes) -> bool:
+    """Parquet's magic number ``PAR1`` at both ends."""
+    return len(data) >= 12 and data[:4] == b"PAR1" and data[-4:] == b"PAR1"
+
+
+def _parquet_documents(data: bytes, source: str, text_field: str, id_field: str) -> list[SourcedDocument]:
+    """One :class:`SourcedDocument` per row of Parquet ``data`` (text: column ``text_field``; id: ``id_field``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        names = pf.schema_arrow.names
+        if text_field not in names:
+            raise DocumentError(f"{source}: no column {text_field!r} (choose it with --text-field; its columns: "
+                                f"{', '.join(names[:20])})")
+        table = pf.read(columns=[text_field] + ([id_field] if id_field in names else []))
+    except (pa.ArrowException, OSError) as exc:
+        raise DocumentError(f"{source}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    texts = table.column(text_field).to_pylist()
+    ids = table.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
+    docs = []
+    for k, (i, t) in enumerate(zip(ids, texts)):
+        if not isinstance(t, str):
+            raise DocumentError(f"{source}: row {k}: column {text_field!r} is not a string")
+        if isinstance(i, (dict, list)):
+            raise DocumentError(f"{source}: row {k}: column {id_field!r} is not a string or number; record ids "
+                                "must be (choose the id column with --id-field)")
+        docs.append(SourcedDocument(str(i) if i is not None else None, t, f"{source}:row {k}"))
+    return docs
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -215,8 +280,9 @@ def read_documents(
 ) -> list[tuple[str, str]]:
     """Read every document of ``paths`` as ``(id, text)`` (``-`` or an empty list means standard input).
 
-    ``input_format`` is ``auto`` (JSONL by file name, else one document per
-    file), ``text`` or ``jsonl``. Ids: the id field, else the sequence number.
+    ``input_format`` is ``auto`` (JSONL or Parquet by file name, else one
+    document per file), ``text`` or ``jsonl``. Parquet files hold one document
+    per row (the ``text_field`` column). Ids: the id field, else the sequence number.
     """
     docs = read_sourced_documents(paths, text_field=text_field, id_field=id_field, input_format=input_format)
     return list(zip(sequence_ids(docs), (d.text for d in docs)))
@@ -237,6 +303,9 @@ def read_sourced_documents(
             raw = _read_bytes(p)
             source = str(p)
             jsonl = input_format == "jsonl" or (input_format == "auto" and is_jsonl(p))
+            if input_format == "auto" and is_parquet(p):
+                docs.extend(_parquet_documents(raw, source, text_field, id_field))
+                continue
         content = _decode(raw, source)
         if jsonl:
             docs.extend(iter_jsonl_text(content, source, text_field, id_field))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,32 @@ from ._common import (
     print_info,
     progress_bar,
 )
+
+if TYPE_CHECKING:
+    from ..evaluation.config import ExperimentConfig
+
+
+def _check_extras(cfg: ExperimentConfig, *, plots: bool) -> None:
+    """Import every optional dependency the run of ``cfg`` will use, before any work.
+
+    A missing one is a one-line :class:`~textdp.errors.MissingDependencyError` naming its
+    extra, now rather than after the corpus, the embeddings and the privatisation.
+    """
+    from ..errors import require
+    from ..evaluation.config import NOISE_AWARE_PREFIX
+
+    attackers = {a.removeprefix(NOISE_AWARE_PREFIX) for a in cfg.attackers}
+    needs: list[tuple[str, str]] = []
+    if "char-ngram" in attackers or "tfidf-topic" in cfg.utility or any(m.topic_features for m in cfg.mechanisms):
+        needs.append(("sklearn", "eval"))
+    if "minilm" in attackers:
+        needs.append(("onnxruntime", "minilm"))
+    if "fasttext-topic" in cfg.utility:
+        needs.append(("fasttext", "fasttext"))
+    if plots:
+        needs.append(("matplotlib", "eval"))
+    for module, extra in needs:
+        require(module, extra)
 
 
 def register(app: typer.Typer) -> None:
@@ -44,6 +70,7 @@ def register(app: typer.Typer) -> None:
             cfg = load_config(config)
             out = output or (Path(cfg.output) if cfg.output else Path(f"report-{Path(str(cfg.corpus['name'])).name.split('.')[0]}"))
             check_report_folder(out, force, (config,))  # before minutes of work, not after
+            _check_extras(cfg, plots=not no_plots)  # likewise: a missing extra is said up front
             with progress_bar(disable=quiet) as bar:
                 res = run_experiment(cfg, progress=bar_stages(bar))
             files = write_report(res, out, plots=not no_plots)

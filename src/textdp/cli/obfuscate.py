@@ -167,7 +167,8 @@ def _count_words(mech: object, bar: Progress, total: int | None) -> None:
 
 # -- the options, declared once ---------------------------------------------------------------------------
 Files = Annotated[list[Path] | None, typer.Argument(
-    help="Text files (one document each) or JSONL files (one document per line). None or '-' reads standard input.",
+    help="Text files (one document each), JSONL files (one document per line) or Parquet files (.parquet or .pq: "
+    "one document per row, in the --text-field column). None or '-' reads standard input.",
     show_default=False, metavar="FILES")]
 Epsilon = Annotated[float | None, typer.Option(
     "--epsilon", "-e", help=EPSILON_OPTION_HELP + " Required, except for random with --param rate=R (its epsilon "
@@ -413,7 +414,7 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
 
     output, files = o.output, o.inputs
     if output is None:
-        raise ParameterError("partitioned runs need --output DIRECTORY (part files + manifest.json)")
+        raise ParameterError(_no_output_message(o))
     if not files or any(str(f) == "-" for f in files):
         raise ParameterError("partitioned runs read files, not standard input")
     if o.input_format == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
@@ -450,6 +451,10 @@ def _backend(o: _Options) -> Backend:
     from ..engines import get_backend
 
     name = "local" if o.engine == "local" else "dask"
+    if o.engine == "auto" and not _dask_installed():
+        raise ParameterError("--engine auto runs Parquet and inputs of 64 MB or more on Dask, whose extra [dask] is "
+                             "not installed; add --engine local (the same partitioned run in local processes, no "
+                             "extra needed), or --engine single for one output file")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PrivacyWarning)
         backend = get_backend(name, scheduler=o.scheduler, workers=o.workers, dashboard=o.dashboard)
@@ -459,6 +464,28 @@ def _backend(o: _Options) -> Backend:
     if link:
         print_info(f"dashboard: {link}")
     return backend
+
+
+def _dask_installed() -> bool:
+    """Whether the [dask] extra's ``distributed`` is importable (found without importing it: that takes a second)."""
+    import importlib.util
+
+    if "distributed" in sys.modules:
+        return sys.modules["distributed"] is not None
+    return importlib.util.find_spec("distributed") is not None
+
+
+def _no_output_message(o: _Options) -> str:
+    """What a partitioned run without ``-o`` says: how to give it a folder, or how to run it as one file."""
+    if o.engine != "auto":
+        return f"--engine {o.engine} runs partitioned and needs --output DIRECTORY (part files + manifest.json)"
+    if o.scheduler or o.dashboard or o.partitions:
+        return "--scheduler, --dashboard and --partitions run partitioned and need --output DIRECTORY"
+    why = ("Parquet input" if any(f.name.lower().endswith((".parquet", ".pq")) for f in o.inputs) else
+           "input of 64 MB or more")
+    return (f"{why} runs partitioned by default (--engine auto), which writes a folder: give -o DIRECTORY"
+            + ("" if _dask_installed() else " and --engine local (no extra needed)")
+            + ", or --engine single to write one file or standard output")
 
 
 def _interrupted_message(output: Path, manifest_name: str) -> str:
