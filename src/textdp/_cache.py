@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import io
 import os
 import secrets
 import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
 from .errors import ParameterError
 
@@ -60,7 +61,9 @@ __all__ = [
     "keyed_digest",
     "open_private_dir",
     "private_dir",
+    "read_keyed",
     "user_secret",
+    "write_keyed",
 ]
 
 #: where :func:`user_secret` lives, under the cache
@@ -367,7 +370,7 @@ class PrivateDir:
         return sorted(os.listdir(self.fd))
 
     # -- files
-    def open_read(self, name: str) -> BinaryIO:
+    def open_read(self, name: str) -> io.BufferedReader:
         """Open the file ``name`` for reading (``O_NOFOLLOW``; a regular file of this user, not writable by others).
 
         Raises :class:`FileNotFoundError` if it is absent and
@@ -452,33 +455,37 @@ class PrivateDir:
 def user_secret() -> bytes:
     """This user's secret key: 32 random bytes in ``<cache>/runs/.salt`` (mode ``0600``, made once).
 
-    The folder is made and checked with :func:`cache_dir` (``0700``, owned by this user). The
-    file is created race-free (written aside, then hard-linked into place, which fails if
-    another process made it first: both then use the same key); a file of the wrong size
-    is replaced.
+    The folder is made and checked with :func:`open_private_dir` (``0700``, owned by this
+    user, every folder above it checked) and the key is read and written through its
+    descriptor (``O_NOFOLLOW``). The file is created race-free (written aside, then
+    hard-linked into place, which fails if another process made it first: both then use
+    the same key); a file of the wrong size is replaced.
     """
-    folder = cache_dir(USER_SECRET[0], create=True)
-    path = folder / USER_SECRET[1]
-    for _ in range(3):
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            data = b""
-        if len(data) == _SECRET_BYTES:
-            return data
-        tmp = folder / f".salt-{secrets.token_hex(8)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(secrets.token_bytes(_SECRET_BYTES))
-            if data:  # a damaged key (wrong size): replace it
-                os.replace(tmp, path)
-            else:
-                with contextlib.suppress(FileExistsError):  # made meanwhile by another process: use that one
-                    os.link(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    raise ParameterError(f"cannot create the secret key {path}; check that the textdp cache is writable")
+    cache_dir()  # checks (or makes) the cache itself
+    with open_private_dir(cache_dir() / USER_SECRET[0], what="the textdp cache directory", create=True) as folder:
+        name = USER_SECRET[1]
+        for _ in range(3):
+            try:
+                data = folder.read_bytes(name)
+            except FileNotFoundError:
+                data = b""
+            if len(data) == _SECRET_BYTES:
+                return data
+            tmp = f".salt-{secrets.token_hex(8)}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder.fd)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(secrets.token_bytes(_SECRET_BYTES))
+                if data:  # a damaged key (wrong size): replace it
+                    os.replace(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+                else:
+                    with contextlib.suppress(FileExistsError):  # made meanwhile by another process: use that one
+                        os.link(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd, follow_symlinks=False)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=folder.fd)
+        raise ParameterError(f"cannot create the secret key {folder.path / name}; check that the textdp cache is "
+                             "writable")
 
 
 def keyed_digest(purpose: str, message: bytes) -> str:
@@ -490,3 +497,24 @@ def keyed_digest(purpose: str, message: bytes) -> str:
     mac = hmac.new(user_secret(), purpose.encode() + b"\0", "sha256")
     mac.update(message)
     return mac.hexdigest()
+
+
+def write_keyed(folder: PrivateDir, name: str, data: bytes, purpose: str) -> None:
+    """Write ``data`` to ``name`` with its keyed digest in ``name + ".hmac"`` (both atomic, ``0600``).
+
+    The digest is :func:`keyed_digest` of the name and the bytes: only this user can make
+    one, so a cached file planted or edited by anyone else is refused by :func:`read_keyed`.
+    """
+    folder.remove(name + ".hmac")
+    folder.write_bytes(name, data)
+    folder.write_bytes(name + ".hmac", keyed_digest(purpose, name.encode() + b"\0" + data).encode())
+
+
+def read_keyed(folder: PrivateDir, name: str, purpose: str) -> bytes | None:
+    """The bytes of ``name`` (read once, through ``folder``), or ``None`` if absent or not keyed by this user."""
+    try:
+        data, mac = folder.read_bytes(name), folder.read_bytes(name + ".hmac")
+    except (OSError, ParameterError):
+        return None
+    want = keyed_digest(purpose, name.encode() + b"\0" + data)
+    return data if hmac.compare_digest(mac.decode("ascii", "replace"), want) else None

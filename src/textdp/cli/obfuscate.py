@@ -30,6 +30,7 @@ from ..errors import ParameterError, PrivacyWarning
 from ..guarantees import EMPTY_POLICIES
 from ..io import (
     check_output_paths,
+    check_writable_folder,
     duplicate_ids_message,
     read_documents,
     read_sourced_documents,
@@ -415,6 +416,7 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
     output, files = o.output, o.inputs
     if output is None:
         raise ParameterError(_no_output_message(o))
+    check_writable_folder(output, "--output")  # refused here, it leaves no interrupted run in the cache
     if not files or any(str(f) == "-" for f in files):
         raise ParameterError("partitioned runs read files, not standard input")
     if o.input_format == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
@@ -455,11 +457,10 @@ def _backend(o: _Options) -> Backend:
         raise ParameterError("--engine auto runs Parquet and inputs of 64 MB or more on Dask, whose extra [dask] is "
                              "not installed; add --engine local (the same partitioned run in local processes, no "
                              "extra needed), or --engine single for one output file")
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings():  # printed as issued: a tcp:// warning comes before the connection attempt
         warnings.simplefilter("always", PrivacyWarning)
+        warnings.showwarning = lambda message, *_a, **_k: print_warning(message)
         backend = get_backend(name, scheduler=o.scheduler, workers=o.workers, dashboard=o.dashboard)
-    for w in caught:
-        print_warning(w.message)
     link = getattr(backend, "dashboard_link", None)
     if link:
         print_info(f"dashboard: {link}")

@@ -416,35 +416,47 @@ def cached_custext_groups(vectors: np.ndarray, k: int, *, min_cached: int = 100_
     """:func:`custext_groups`, cached on disk for vocabularies of ``min_cached`` words or more.
 
     The mapping depends only on the public vectors and ``k``; it is stored under
-    ``cache_dir("custext")`` keyed by a content hash of the float32 vectors.
+    ``cache_dir("custext")`` keyed by a content hash of the float32 vectors, with a keyed
+    digest (HMAC under the user's secret, :func:`textdp._cache.write_keyed`): a cached file
+    is used only if this user's key made it, it is read once through the checked cache
+    folder's descriptor, and it must still be a partition into groups of at least ``k``
+    (planted singleton groups made CusText copy its input, issue 28); otherwise the groups
+    are recomputed.
     """
     vec = np.asarray(vectors)
     if vec.shape[0] < min_cached:
         return custext_groups(vec, k)
     import hashlib
+    import io
 
-    from .._cache import cache_dir
-    from ..io import atomic_writer
+    from .._cache import cache_dir, open_private_dir, read_keyed, write_keyed
 
     h = hashlib.blake2b(digest_size=12)
     arr = np.ascontiguousarray(vec, dtype=np.float32)
     h.update(str(arr.shape).encode())
     h.update(arr.tobytes())
-    path = cache_dir("custext") / f"groups-{h.hexdigest()}-k{int(k)}.npy"
-    if path.exists():
-        try:
-            groups = np.load(path)
-            if groups.shape == (vec.shape[0],) and groups.dtype == np.int64:
-                return groups
-        except (OSError, ValueError):
-            pass
-    groups = custext_groups(vec, k)
+    name = f"groups-{h.hexdigest()}-k{int(k)}.npy"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_writer(path, "wb") as fh:
-            np.save(fh, groups)
-    except OSError:  # a read-only cache only costs time
-        pass
+        folder = open_private_dir(cache_dir() / "custext", what="the textdp cache directory", create=True)
+    except OSError:  # a read-only or unusable cache only costs time
+        return custext_groups(vec, k)
+    with folder:
+        data = read_keyed(folder, name, "custext-groups")
+        if data is not None:
+            try:
+                groups = np.load(io.BytesIO(data), allow_pickle=False)
+            except (OSError, ValueError, EOFError):
+                groups = None
+            if (isinstance(groups, np.ndarray) and groups.shape == (vec.shape[0],) and groups.dtype == np.int64
+                    and groups.min() == 0 and np.bincount(groups).min() >= min(int(k), vec.shape[0])):
+                return groups
+        groups = custext_groups(vec, k)
+        try:
+            buf = io.BytesIO()
+            np.save(buf, groups)
+            write_keyed(folder, name, buf.getvalue(), "custext-groups")
+        except OSError:  # a full cache only costs time
+            pass
     return groups
 
 
