@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+from pathlib import Path
 
 import pytest
 from cli_checks import one_error
@@ -142,3 +143,53 @@ def test_evaluate_without_its_extra_fails_before_any_work(tmp_path, monkeypatch)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # the plots need it too, unless --no-plots
     one_error(runner.invoke(app, ["evaluate", str(config), "-o", str(tmp_path / "r")]), "'matplotlib'", "[eval]")
     assert not (tmp_path / "r").exists()
+
+
+# -- item 4: an output path through a file -----------------------------------------------------------------------------
+def test_output_under_a_file_is_one_clear_line(tmp_path):
+    (tmp_path / "notadir").write_text("a file the user keeps")
+    (tmp_path / "in.txt").write_text("the cat sat on the mat")
+    args = ["obfuscate", str(tmp_path / "in.txt"), "-e", "10", "--size", "3"]
+    for out in ("notadir/out.jsonl", "notadir/deeper/out.jsonl"):
+        res = runner.invoke(app, [*args, "-o", str(tmp_path / out)])
+        one_error(res, f"--output {tmp_path / out}: {tmp_path / 'notadir'} is a file, not a folder")
+    res = runner.invoke(app, [*args, "-o", str(tmp_path / "o.jsonl"), "--private-report",
+                              str(tmp_path / "notadir" / "r.jsonl")])
+    one_error(res, "--private-report", "is a file, not a folder")
+    res = runner.invoke(app, [*args, "-o", str(tmp_path / "notadir" / "out"), "--engine", "local"])
+    one_error(res, "is a file, not a folder")
+    assert (tmp_path / "notadir").read_text() == "a file the user keeps" and not (tmp_path / "o.jsonl").exists()
+
+
+# -- item 5: a run refused for an unwritable output folder leaves nothing in the cache -------------------------------
+def test_unwritable_output_folder_leaves_no_run_in_the_cache(tmp_path, glove, monkeypatch):
+    import os
+
+    import numpy as np
+
+    if os.geteuid() == 0:  # root writes through permission bits: a read-only file system refuses it too
+        out = Path("/sys") / "textdp-test-output"
+        try:
+            out.mkdir()
+        except OSError:
+            pass
+        else:  # pragma: no cover - a writable /sys
+            out.rmdir()
+            pytest.skip("no folder here refuses root")
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        out = locked / "out"
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(cache))
+    np.save(tmp_path / "v.npy", np.asarray(glove.vectors[:3000]))
+    (tmp_path / "w.txt").write_text("\n".join(glove.words[:3000]) + "\n")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for _, t in DOCS))
+    res = runner.invoke(app, ["obfuscate", str(tmp_path / "in.jsonl"), "-e", "10", "--size", "3", "--engine", "local",
+                              "--embeddings", str(tmp_path / "v.npy"), "--words", str(tmp_path / "w.txt"),
+                              "-o", str(out)])
+    one_error(res, f"--output {out}: cannot write in {out.parent}")
+    runs = cache / "runs"
+    assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")], list(runs.iterdir())
+    res = runner.invoke(app, ["runs", "list"])
+    assert res.exit_code == 0 and "interrupted" not in res.output, res.output

@@ -360,7 +360,10 @@ def atomic_writer(
     textdp.errors.OutputExistsError: .../x.txt exists; ...
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where a folder of the path should be
+        raise ParameterError(_not_a_folder(target, "the output")) from None
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:  # name the output, not the hidden temporary file beside it
@@ -401,6 +404,51 @@ def _move_no_replace(tmp: str, target: Path) -> None:
         os.replace(tmp, target)
         return
     os.unlink(tmp)
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The nearest existing folder of ``path`` that is not a folder (a file), or ``None``."""
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def _not_a_folder(path: Path, label: str) -> str:
+    blocker = _file_in_the_way(path)
+    where = f"{blocker} is a file, not a folder" if blocker is not None else "a folder of it cannot be created"
+    return f"{label} {path}: {where}; choose a path in a folder (or a new folder's name)"
+
+
+def check_writable_folder(path: str | os.PathLike[str], label: str) -> None:
+    """Refuse an output folder that cannot be created or written, before any work and any private state.
+
+    The probe creates and removes an empty temporary folder in ``path`` (or, when it
+    does not exist yet, in its nearest existing parent), so a run that would fail to
+    write its output is refused before it starts (nothing is left behind, in the
+    output or in the cache).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "f").write_text("a file")
+    6
+    >>> check_writable_folder(d / "f" / "out", "--output")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --output .../f/out: .../f is a file, not a folder; ...
+    >>> check_writable_folder(d / "new" / "out", "--output")  # fine: it can be created
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ParameterError(f"{label} {p} is a file; give a folder")
+    if _file_in_the_way(p) is not None:
+        raise ParameterError(_not_a_folder(p, label))
+    base = p if p.is_dir() else next((q for q in p.parents if q.is_dir()), Path("."))
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=base, prefix=".textdp-probe-"))
+    except OSError as exc:
+        raise ParameterError(f"{label} {p}: cannot write in {base} ({exc.strerror or exc}); choose a folder you can "
+                             "write to") from None
 
 
 def write_json(path: str | os.PathLike[str], obj: object, *, overwrite: bool = True, private: bool = True) -> None:
@@ -456,6 +504,8 @@ def check_output_paths(
     for k, (label, p) in enumerate(named):
         if p.is_dir():
             raise ParameterError(f"{label} {p} is a directory; give a file name")
+        if _file_in_the_way(p) is not None:
+            raise ParameterError(_not_a_folder(p, label))
         for other_label, q in named[:k]:
             if same_file(p, q):
                 raise ParameterError(f"{label} {p} and {other_label} {q} are the same file; give two paths")
