@@ -12,6 +12,12 @@ from textdp.accounting.ledger import GENESIS, LedgerEvent, PrivacyLedger
 from textdp.errors import ParameterError
 
 
+@pytest.fixture(autouse=True)
+def private_state(tmp_path, monkeypatch):
+    """The ledgers' anchors go to this test's own textdp state, not the user's cache."""
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "state"))
+
+
 def _ledger(tmp_path):
     led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
     led.charge({"a": (2.0, 0.0), "b": (1.0, 1e-6)}, mechanism="dp-mlm", unit="sentence", budget=10.0)

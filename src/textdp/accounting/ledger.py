@@ -6,15 +6,33 @@ document id and release in an append-only JSONL file:
 
 * **immutable**: events are frozen dataclasses; the file is only ever extended;
 * **atomic**: each append writes the whole new file beside the old one and renames it
-  over (:func:`textdp.io.atomic_writer`), under an exclusive lock (``FILE.lock``), so a
-  crash or a concurrent run never leaves half a line nor loses an event;
+  over, under an exclusive lock (``FILE.lock``), so a crash or a concurrent run never
+  leaves half a line nor loses an event;
 * **verified on read**: every line carries ``prev`` (the hash of the line before) and
   ``hash = SHA-256(prev ‖ canonical JSON of the event)``; a line edited, removed from the
   middle, reordered or inserted breaks the chain and the ledger is refused (it is not
-  repaired: a ledger nobody can trust cannot say what was spent). A hash chain does not
-  stop someone who rewrites the whole file and recomputes every hash, nor the removal of
-  the *last* lines: keep a copy of the head hash (``textdp ledger show`` prints it) where
-  only you can change it;
+  repaired: a ledger nobody can trust cannot say what was spent);
+* **anchored**: a hash chain alone does not stop the removal of the *last* lines, a
+  deleted ledger or one replaced by an older copy. So every charge also records the
+  ledger's head (its event count and last hash) in textdp's private per-user state
+  (``<cache>/ledgers/``, mode ``0700``, see :func:`textdp._cache.cache_dir`), under a
+  name keyed by the ledger's real path (:func:`textdp._cache.keyed_digest`). A ledger
+  with fewer events than its anchor, another event at the anchored position, or missing
+  while its anchor records events is refused (:class:`LedgerMismatchError`) until the
+  user says otherwise (:meth:`PrivacyLedger.reset`, ``textdp ledger reset``,
+  ``textdp rewrite --new-ledger``). A ledger that *extends* its anchor (more events, the
+  anchored head in place: a run that stopped between its two writes) is accepted, since
+  extra events only over-count. A ledger never anchored (written by a textdp before
+  anchors, or the anchors were deleted with the cache) is anchored at its next charge;
+* **its folder is private**: it is opened once with :func:`textdp._cache.open_private_dir`:
+  every ancestor from ``/`` down owned by root or this user and not writable by others
+  unless root-owned and sticky (like ``/tmp``; OpenSSH's ``StrictModes`` rule), the folder
+  itself owned by this user and not writable by others, created ``0700`` when missing
+  (whatever the umask). The ledger, its lock file, the anchor and every temporary file are
+  then opened relative to the checked descriptors with ``O_NOFOLLOW``, so nobody else can
+  delete, replace or pre-create any of them, nor swap a folder on the path after the check;
+* **a lock that cannot hang**: waiting for the lock ends after ``lock_timeout`` seconds
+  with a one-line error naming the lock file (and the process that holds it);
 * **budget**: :meth:`PrivacyLedger.charge` refuses a release if any document would exceed
   ``budget`` (ε, summed over its releases: basic sequential composition; δ summed and shown)
   and then records nothing. Charges are written *before* the output, so a crash after the
@@ -31,26 +49,37 @@ guarantees anyway (see their statements).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import math
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .._cache import PrivateDir, cache_dir, keyed_digest, open_private_dir
 from ..errors import ParameterError
-from ..io import atomic_writer
 
-__all__ = ["GENESIS", "LedgerEvent", "PrivacyLedger", "Spend"]
+__all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend"]
 
 #: ``prev`` of the first line.
 GENESIS = "0" * 64
 _FORMAT = "textdp-ledger/1"
+_ANCHOR_FORMAT = "textdp-ledger-anchor/1"
+#: the folder of the anchors, under :func:`textdp._cache.cache_dir`
+ANCHOR_DIR = "ledgers"
+_FOLDER = "the ledger's folder"
+_ANCHORS = "textdp's ledger anchors folder"
+
+
+class LedgerMismatchError(ParameterError):
+    """The ledger is not the one textdp last wrote (truncated, replaced or deleted): its anchor disagrees."""
 
 
 @dataclass(frozen=True)
@@ -91,13 +120,56 @@ class Spend:
     delta: float
 
 
+@dataclass(frozen=True)
+class LedgerState:
+    """A ledger's head and its anchor: ``events``/``head`` in the file, ``anchored_*`` in the private state.
+
+    ``anchored_events`` is ``None`` when the ledger was never anchored.
+    """
+
+    events: int
+    head: str
+    anchored_events: int | None
+    anchored_head: str | None
+
+
 def _digest(prev: str, event: Mapping[str, Any]) -> str:
     body = json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return hashlib.sha256((prev + body).encode("ascii")).hexdigest()
 
 
+# files inside the private folder, through its descriptor --------------------------------------------------
+def _read_at(dir_fd: int, name: str, shown: Path, *, what: str) -> bytes | None:
+    """The bytes of ``name`` in ``dir_fd`` (``None`` if missing), opened with ``O_NOFOLLOW`` and checked private."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ParameterError(f"{what} {shown} is a symbolic link; give the real file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ParameterError(f"{what} {shown} is not a regular file")
+        if st.st_uid != os.geteuid():
+            raise ParameterError(f"{what} {shown} is not owned by you: refusing to trust it")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            raise ParameterError(f"{what} {shown} is readable or writable by others (mode "
+                                 f"{stat.S_IMODE(st.st_mode):o}): it is private; run chmod 600 on it")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class PrivacyLedger:
-    """The ledger file ``path`` (created on the first charge).
+    """The ledger file ``path`` (created on the first charge, in a private folder: see the module notes).
+
+    ``lock_timeout``: seconds to wait for another run's lock before a one-line error.
 
     >>> import tempfile, pathlib
     >>> led = PrivacyLedger(pathlib.Path(tempfile.mkdtemp()) / "ledger.jsonl")
@@ -111,51 +183,181 @@ class PrivacyLedger:
     textdp.errors.ParameterError: the privacy budget 5 would be exceeded for 1 document(s) (first: 'a' has spent 4 and this release costs 2); nothing was released or recorded
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 60.0) -> None:
         self.path = Path(path)
+        if not self.path.name or self.path.name in (".", ".."):
+            raise ParameterError(f"ledger {self.path} is not a file name")
+        if not (isinstance(lock_timeout, (int, float)) and math.isfinite(lock_timeout) and lock_timeout >= 0):
+            raise ParameterError(f"lock_timeout must be a finite number >= 0, got {lock_timeout!r}")
+        self.lock_timeout = float(lock_timeout)
+
+    # the folder, the lock and the anchor --------------------------------------------------------
+    @contextlib.contextmanager
+    def _session(self, *, create: bool, exclusive: bool) -> Iterator[PrivateDir]:
+        """The ledger's folder, opened once after every ancestor was checked, under the ledger's lock."""
+        with open_private_dir(self.path.parent, what=_FOLDER, create=create) as folder, \
+                self._locked(folder.fd, exclusive=exclusive):
+            yield folder
+
+    @contextlib.contextmanager
+    def _locked(self, dir_fd: int, *, exclusive: bool) -> Iterator[None]:
+        name = self.path.name + ".lock"
+        shown = self.path.with_name(name)
+        try:
+            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600,
+                         dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ParameterError(f"the ledger's lock file {shown} is a symbolic link; remove it (textdp makes "
+                                     "its own)") from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                raise ParameterError(f"the ledger's lock file {shown} is not a regular file of yours; remove it "
+                                     "(textdp makes its own)")
+            deadline = time.monotonic() + self.lock_timeout
+            pause = 0.02
+            while True:
+                try:
+                    fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                        who = f"process {holder}" if holder.isdigit() else "another process"
+                        raise ParameterError(
+                            f"ledger {self.path} is in use: {who} has held its lock file {shown} for more than "
+                            f"{self.lock_timeout:g} s; wait until that run ends (or stop it) and try again") from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.25)
+            if exclusive:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    def _anchor_name(self, real: Path) -> str:
+        ident = os.fsencode(str(real / self.path.name))
+        return keyed_digest("textdp ledger anchor", ident)[:40] + ".json"
+
+    def _anchors(self) -> PrivateDir:
+        return open_private_dir(cache_dir(ANCHOR_DIR, create=True), what=_ANCHORS)
+
+    def _read_anchor(self, real: Path) -> tuple[int, str] | None:
+        name = self._anchor_name(real)
+        with self._anchors() as folder:
+            data = _read_at(folder.fd, name, folder.path / name, what="ledger anchor")
+        if data is None:
+            return None
+        try:
+            row = json.loads(data)
+            if row.get("format") != _ANCHOR_FORMAT:
+                raise ValueError
+            n, h = int(row["events"]), str(row["head"])
+            if n < 0 or len(h) != 64:
+                raise ValueError
+        except (ValueError, TypeError, KeyError, AttributeError):
+            raise LedgerMismatchError(f"the anchor of ledger {self.path} ({folder.path / name}) is damaged; run "
+                                      f"`textdp ledger reset {self.path}` to anchor the ledger as it is now") from None
+        return n, h
+
+    def _write_anchor(self, real: Path, events: int, head: str) -> None:
+        with self._anchors() as folder:
+            folder.write_bytes(self._anchor_name(real), json.dumps(
+                {"format": _ANCHOR_FORMAT, "events": events, "head": head}, sort_keys=True).encode())
 
     # reading ---------------------------------------------------------------------------------
-    def _check_file(self) -> None:
-        st = self.path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise ParameterError(f"ledger {self.path} is not a regular file")
-        if st.st_uid != os.getuid():
-            raise ParameterError(f"ledger {self.path} is not owned by you: refusing to trust it")
-        if stat.S_IMODE(st.st_mode) & 0o077:
-            raise ParameterError(f"ledger {self.path} is readable or writable by others (mode "
-                                 f"{stat.S_IMODE(st.st_mode):o}): it is private; run chmod 600 on it")
-
-    def _lines(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        self._check_file()
+    def _rows(self, dir_fd: int) -> list[dict[str, Any]] | None:
+        """The verified lines of the file (``None`` when there is no file)."""
+        data = _read_at(dir_fd, self.path.name, self.path, what="ledger")
+        if data is None:
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParameterError(f"ledger {self.path} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                                 f"{exc.start}): it is not a textdp ledger; give the file written by --ledger"
+                                 ) from None
         rows = []
         prev = GENESIS
-        with open(self.path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                try:
-                    row = json.loads(line)
-                    ok = (isinstance(row, dict) and row.get("format") == _FORMAT and row.get("prev") == prev
-                          and isinstance(row.get("event"), dict) and row.get("hash") == _digest(prev, row["event"]))
-                except (json.JSONDecodeError, TypeError, ValueError):
-                    ok = False
-                if not ok:
-                    raise ParameterError(f"ledger {self.path} was modified: line {n} breaks its hash chain; refusing "
-                                         "to use it (restore it from a copy you trust)")
-                rows.append(row)
-                prev = row["hash"]
+        for n, line in enumerate(text.splitlines(keepends=True), 1):
+            try:
+                row = json.loads(line)
+                ok = (isinstance(row, dict) and row.get("format") == _FORMAT and row.get("prev") == prev
+                      and isinstance(row.get("event"), dict) and row.get("hash") == _digest(prev, row["event"])
+                      and line.endswith("\n"))
+            except (json.JSONDecodeError, TypeError, ValueError):
+                ok, row = False, None
+            if not ok:
+                if n == 1 and not (isinstance(row, dict) and row.get("format") == _FORMAT):
+                    raise ParameterError(f"{self.path} is not a textdp ledger (its first line is not a ledger "
+                                         "event); give the file written by --ledger")
+                raise ParameterError(f"ledger {self.path} was modified: line {n} breaks its hash chain; refusing "
+                                     "to use it (restore it from a copy you trust)")
+            rows.append(row)
+            prev = row["hash"]
         return rows
 
-    def events(self) -> list[LedgerEvent]:
-        """Every recorded event, verified (:class:`~textdp.errors.ParameterError` if the chain is broken)."""
+    def _check_anchor(self, rows: list[dict[str, Any]] | None, anchor: tuple[int, str] | None) -> None:
+        if anchor is None:
+            return
+        n, h = anchor
+        have = len(rows or [])
+        fix = (f"restore it from a copy you trust, or run `textdp ledger reset {self.path}` to accept it as it is "
+               "now (the spend it no longer shows is then forgotten)")
+        if rows is None and n > 0:
+            raise LedgerMismatchError(f"ledger {self.path} is missing, but textdp recorded {n} events in it (head "
+                                      f"{h[:12]}): it was deleted or moved; {fix}")
+        if have < n:
+            raise LedgerMismatchError(f"ledger {self.path} holds {have} events, but textdp recorded {n} (head "
+                                      f"{h[:12]}): it was truncated or replaced by an older copy; {fix}")
+        if n and (rows or [])[n - 1]["hash"] != h:
+            raise LedgerMismatchError(f"ledger {self.path} is not the one textdp wrote: its event {n} is not the "
+                                      f"recorded head {h[:12]} (it was replaced); {fix}")
+
+    def _read(self) -> tuple[list[dict[str, Any]] | None, tuple[int, str] | None]:
+        """The verified lines (``None``: no file) and the anchor, read under a shared lock.
+
+        A missing folder is a missing file (checked against the anchor of the path it would have).
+        """
         try:
-            return [LedgerEvent(**row["event"]) for row in self._lines()]
+            folder = open_private_dir(self.path.parent, what=_FOLDER)
+        except FileNotFoundError:
+            return None, self._read_anchor(Path(os.path.realpath(os.path.abspath(self.path.parent))))
+        with folder, self._locked(folder.fd, exclusive=False):
+            return self._rows(folder.fd), self._read_anchor(folder.path)
+
+    def _verified(self) -> list[dict[str, Any]]:
+        rows, anchor = self._read()
+        self._check_anchor(rows, anchor)
+        return rows or []
+
+    def exists(self) -> bool:
+        """Whether the ledger file or its anchor exists (a ledger that was never written has neither)."""
+        rows, anchor = self._read()
+        return rows is not None or anchor is not None
+
+    def events(self) -> list[LedgerEvent]:
+        """Every recorded event, verified against its chain and its anchor (one-line error otherwise)."""
+        return self._events(self._verified())
+
+    def _events(self, rows: list[dict[str, Any]]) -> list[LedgerEvent]:
+        try:
+            return [LedgerEvent(**row["event"]) for row in rows]
         except TypeError:
             raise ParameterError(f"ledger {self.path} holds an event of an unknown shape") from None
 
+    def state(self) -> LedgerState:
+        """The file's head and the anchored one (not checked against each other: see :meth:`events`)."""
+        rows, anchor = self._read()
+        rows = rows or []
+        return LedgerState(len(rows), rows[-1]["hash"] if rows else GENESIS, *(anchor or (None, None)))
+
     def head(self) -> str:
-        """The hash of the last line (``GENESIS`` for an empty ledger): keep a copy to detect truncation."""
-        rows = self._lines()
+        """The hash of the last line (``GENESIS`` for an empty ledger), verified."""
+        rows = self._verified()
         return rows[-1]["hash"] if rows else GENESIS
 
     def spent(self, events: Sequence[LedgerEvent] | None = None) -> dict[str, Spend]:
@@ -167,29 +369,38 @@ class PrivacyLedger:
         return out
 
     # writing ---------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+    def reset(self) -> tuple[LedgerState, LedgerState]:
+        """Anchor the ledger as it is now (an empty one when the file is missing): the user's word that it is right.
+
+        Whatever the old anchor recorded beyond the file is forgotten: documents whose events were
+        lost may be released again up to the full budget. A file whose chain is broken is still
+        refused (move it away first). Returns the state before and after.
+        """
+        with self._session(create=True, exclusive=True) as folder:
+            rows = self._rows(folder.fd) or []
+            anchor = self._read_anchor(folder.path)
+            head = rows[-1]["hash"] if rows else GENESIS
+            self._write_anchor(folder.path, len(rows), head)
+        before = LedgerState(len(rows), head, *(anchor or (None, None)))
+        return before, LedgerState(len(rows), head, len(rows), head)
 
     def charge(self, charges: Mapping[str, tuple[float, float]], *, mechanism: str, unit: str, budget: float | None,
-               command: str = "rewrite") -> list[LedgerEvent]:
+               command: str = "rewrite", new_ledger: bool = False) -> list[LedgerEvent]:
         """Record one release: ``{document id: (ε, δ)}``; refuse it whole if a document would exceed ``budget``.
 
-        ``budget`` None records without a limit. Returns the new events.
+        ``budget`` None records without a limit. ``new_ledger`` first accepts the file as it is
+        (like :meth:`reset`, in the same lock). Returns the new events.
         """
         if budget is not None and (not math.isfinite(float(budget)) or float(budget) <= 0):
             raise ParameterError(f"budget must be a finite number > 0, got {budget!r}")
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         new = [LedgerEvent(str(doc), mechanism, float(e), float(d), unit, command, now) for doc, (e, d) in charges.items()]
-        with self._locked():
-            rows = self._lines()
-            spent = self.spent([LedgerEvent(**r["event"]) for r in rows])
+        with self._session(create=True, exclusive=True) as folder:
+            found = self._rows(folder.fd)
+            if not new_ledger:
+                self._check_anchor(found, self._read_anchor(folder.path))
+            rows = found or []
+            spent = self.spent(self._events(rows))
             if budget is not None:
                 over = [(e.document, spent.get(e.document, Spend(0, 0.0, 0.0)).epsilon, e.epsilon) for e in new
                         if spent.get(e.document, Spend(0, 0.0, 0.0)).epsilon + e.epsilon > float(budget) * (1 + 1e-12)]
@@ -200,13 +411,13 @@ class PrivacyLedger:
                         f"{doc!r} has spent {had:.4g} and this release costs {cost:.4g}); nothing was released or "
                         "recorded")
             prev = rows[-1]["hash"] if rows else GENESIS
-            with atomic_writer(self.path, overwrite=True, private=True) as fh:
-                for r in rows:
-                    fh.write(json.dumps(r, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n")
-                for e in new:
-                    body = e.to_dict()
-                    h = _digest(prev, body)
-                    fh.write(json.dumps({"format": _FORMAT, "prev": prev, "event": body, "hash": h}, sort_keys=True,
+            lines = [json.dumps(r, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n" for r in rows]
+            for e in new:
+                body = e.to_dict()
+                h = _digest(prev, body)
+                lines.append(json.dumps({"format": _FORMAT, "prev": prev, "event": body, "hash": h}, sort_keys=True,
                                         ensure_ascii=True, allow_nan=False) + "\n")
-                    prev = h
+                prev = h
+            folder.write_bytes(self.path.name, "".join(lines).encode("ascii"))
+            self._write_anchor(folder.path, len(rows) + len(new), prev)  # after the ledger: a crash between over-counts
         return new

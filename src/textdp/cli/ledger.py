@@ -1,8 +1,11 @@
-"""``textdp ledger show FILE``: what a privacy ledger says was spent, per document id.
+"""``textdp ledger show FILE`` and ``textdp ledger reset FILE``: read a privacy ledger, or accept it as it is.
 
 The ledger (written by ``textdp rewrite --ledger FILE``) is private-side state: document ids next
-to their spend. This command reads it, verifies its hash chain (a modified ledger is refused with
-a one-line error) and prints the spend; print it only where the private input may be seen.
+to their spend. ``show`` verifies its hash chain and its anchor (the head textdp recorded in the
+user's private state at the last charge: a truncated, replaced or deleted ledger is refused with a
+one-line error that says so) and prints the spend; print it only where the private input may be
+seen. ``reset`` is the user's word that the ledger as it is now (or a new, empty one when the file
+is gone) is the one to trust: the spend the old anchor covered beyond it is forgotten.
 """
 
 from __future__ import annotations
@@ -18,38 +21,65 @@ from ._common import Group, cli_errors
 ledger_app = typer.Typer(name="ledger", help="Read a privacy ledger (private: document ids and their spend).",
                          no_args_is_help=True, cls=Group)
 
+_LEDGER_ARG = typer.Argument(help="Ledger file written by `textdp rewrite --ledger`.", show_default=False)
+
 
 @ledger_app.command("show")
 def show_command(
-    ledger: Annotated[Path, typer.Argument(help="Ledger file written by `textdp rewrite --ledger`.",
-                                           show_default=False)],
+    ledger: Annotated[Path, _LEDGER_ARG],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of a table.")] = False,
 ) -> None:
     """Print the epsilon (and delta) spent on each document id, summed over its releases.
 
-    The chain of hashes is verified first: an edited, reordered or partly deleted ledger is refused. The head
-    hash printed last identifies the ledger's current state: keep a copy where only you can change it, to
-    detect a truncated ledger later.
+    The chain of hashes is verified first: an edited, reordered or partly deleted ledger is refused. So is a
+    ledger that is shorter than, or different from, the one textdp last wrote (its head is anchored in your
+    private textdp state at every charge), or one that is missing: `textdp ledger reset` accepts it as it is.
     """
     with cli_errors():
         from ..accounting.ledger import PrivacyLedger
         from ..errors import ParameterError
 
         led = PrivacyLedger(ledger)
-        if not ledger.is_file():
+        if not led.exists():
             raise ParameterError(f"{ledger}: no such ledger file")
         events = led.events()
         spent = led.spent(events)
-        head = led.head()
+        state = led.state()
+        anchored = "anchored" if state.anchored_events is not None else "not anchored yet (anchored at its next charge)"
         if as_json:
-            typer.echo(json.dumps({"events": len(events), "head": head, "documents": {
+            typer.echo(json.dumps({"events": len(events), "head": state.head,
+                                   "anchored": state.anchored_events is not None, "documents": {
                 k: {"releases": v.releases, "epsilon": v.epsilon, "delta": v.delta} for k, v in spent.items()}}))
             return
         width = max([len("document"), *(len(k) for k in spent)])
         typer.echo(f"{'document':<{width}}  releases  {'epsilon':>10}  {'delta':>9}")
         for k, v in spent.items():
             typer.echo(f"{k:<{width}}  {v.releases:>8}  {v.epsilon:>10.4g}  {v.delta:>9.3g}")
-        typer.echo(f"{len(events)} events, {len(spent)} documents; hash chain verified; head {head}")
+        typer.echo(f"{len(events)} events, {len(spent)} documents; hash chain verified; {anchored}; head {state.head}")
+
+
+@ledger_app.command("reset")
+def reset_command(ledger: Annotated[Path, _LEDGER_ARG]) -> None:
+    """Accept the ledger as it is now (an empty one if the file is gone) after it was truncated, replaced or deleted.
+
+    Only for a change you know about (a restored backup, a ledger you removed on purpose): the spend that the
+    old anchor covered and the file no longer shows is forgotten, so those documents may be released again up to
+    the full budget. A ledger whose hash chain is broken is still refused: move it away first.
+    """
+    with cli_errors():
+        from ..accounting.ledger import PrivacyLedger
+
+        before, after = PrivacyLedger(ledger).reset()
+        if before.anchored_events is None:
+            was = "it had no anchor"
+        else:
+            was = f"the anchor recorded {before.anchored_events} events (head {before.anchored_head})"
+        lost = (before.anchored_events or 0) - after.events
+        forgot = (f"; the spend of {lost} recorded events that the file no longer holds is forgotten: the documents "
+                  "they covered may be released again up to the full budget" if lost > 0 else "")
+        if before.anchored_events is not None and before.anchored_head != after.head and lost <= 0:
+            forgot = "; the anchored events were replaced by the file's: only the file's spend counts from now on"
+        typer.echo(f"ledger {ledger} reset: now anchored at {after.events} events (head {after.head}); {was}{forgot}")
 
 
 def register(app: typer.Typer) -> None:

@@ -135,6 +135,7 @@ def rewrite_command(
     top_p: Annotated[float | None, LM_HELP["top_p"]] = None,
     ledger: Annotated[Path | None, LM_HELP["ledger"]] = None,
     budget: Annotated[float | None, LM_HELP["budget"]] = None,
+    new_ledger: Annotated[bool, LM_HELP["new_ledger"]] = False,
 ) -> None:
     """Rewrite sentences with a differential-privacy guarantee stated on every record.
 
@@ -146,7 +147,7 @@ def rewrite_command(
     """
     with cli_errors():
         lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, max_input_tokens, copy_stopwords, top_k,
-                            top_p, ledger, budget)
+                            top_p, ledger, budget, new_ledger)
         run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,
                    batch_size, text_field, id_field, input_format, force, quiet, lm_opts)
         if run.mechanism.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)
@@ -189,7 +190,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     from ..io import check_output_paths, read_documents, settings_path
     from ..mechanisms import ReleaseContext
 
-    check_other_options(run.mechanism, run.opts, run.output)
+    check_other_options(run.mechanism, run.opts, run.output, run.inputs)
     _set_threads(threads)
     check_positive_int(partition_size, "--partition-size")
     model_files = [run.model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]

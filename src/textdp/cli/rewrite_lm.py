@@ -35,6 +35,7 @@ class LMOptions:
     top_p: float | None
     ledger: Path | None
     budget: float | None
+    new_ledger: bool = False
 
 
 def parse_clip(text: str) -> tuple[float, float]:
@@ -68,7 +69,7 @@ def _bounds(model_dir: str, mechanism: str, opts: LMOptions) -> Any:
     return public_bounds(model_dir, mechanism, texts, source="public text given with --clip-public")
 
 
-def check_other_options(mechanism: str, opts: LMOptions, output: Path) -> None:
+def check_other_options(mechanism: str, opts: LMOptions, output: Path, inputs: list[Path]) -> None:
     """The ER-AE family: refuse the options only the dp-* mechanisms read (an ignored flag would mislead)."""
     from ..generation.decoding import refuse_truncation
 
@@ -76,15 +77,28 @@ def check_other_options(mechanism: str, opts: LMOptions, output: Path) -> None:
     for flag, given in (("--clip", opts.clip is not None), ("--clip-public", opts.clip_public is not None)):
         if given:
             raise ParameterError(f"{flag} applies to the dp-* mechanisms, not to {mechanism}")
-    _check_ledger(opts, output)
+    _check_ledger(opts, output, inputs)
 
 
-def _check_ledger(opts: LMOptions, output: Path) -> None:
+def _check_ledger(opts: LMOptions, output: Path, inputs: list[Path]) -> None:
     if opts.budget is not None and opts.ledger is None:
         raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
+    if opts.new_ledger and opts.ledger is None:
+        raise ParameterError("--new-ledger needs --ledger FILE (the ledger to accept as it is now)")
+    for given in inputs:
+        if opts.ledger is not None and _same_file(opts.ledger, given):
+            raise ParameterError(f"--ledger {opts.ledger} is the input file {given}: the ledger is a separate private "
+                                 "file where the spend is recorded; give another path (a new file is created)")
     if opts.ledger is not None and opts.ledger.resolve().parent == output.resolve().parent:
         raise ParameterError("--ledger is private (document ids and their spend): keep it out of the output's "
                              "folder, which is meant to be published")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # one of them does not exist (yet)
+        return a.resolve() == b.resolve()
 
 
 def charge_ledger(opts: LMOptions, charges: dict[str, tuple[float, float]], *, mechanism: str, unit: str) -> None:
@@ -92,7 +106,8 @@ def charge_ledger(opts: LMOptions, charges: dict[str, tuple[float, float]], *, m
     from ..accounting.ledger import PrivacyLedger
 
     if opts.ledger is not None:
-        PrivacyLedger(opts.ledger).charge(charges, mechanism=mechanism, unit=unit, budget=opts.budget)
+        PrivacyLedger(opts.ledger).charge(charges, mechanism=mechanism, unit=unit, budget=opts.budget,
+                                          new_ledger=opts.new_ledger)
 
 
 def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
@@ -107,7 +122,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     check_output_paths([("--output", output), ("settings", settings_path(output)),
                         ("--private-report", private_report)],
                        inputs=[*inputs, opts.clip_public, opts.ledger], force=force)
-    _check_ledger(opts, output)
+    _check_ledger(opts, output, inputs)
     where = str(model_dir.resolve())
     mech = get(mechanism, epsilon=epsilon, model=where, clip=_bounds(where, mechanism, opts), max_tokens=opts.max_tokens,
                max_new_tokens=opts.max_new_tokens, max_input_tokens=opts.max_input_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
@@ -169,4 +184,7 @@ LM_HELP: dict[str, Any] = {
                            "publish it beside the output). See `textdp ledger show`."),
     "budget": typer.Option(help="With --ledger: refuse a release that would take a document past this epsilon "
                            "(summed across runs)."),
+    "new_ledger": typer.Option(help="With --ledger: accept the ledger as it is now (or start an empty one if it is "
+                               "gone) when it no longer matches what textdp last wrote; the spend it lost is "
+                               "forgotten. See `textdp ledger reset`."),
 }
