@@ -1,26 +1,42 @@
-"""Exact nearest-word decoding (the paper's Vec^{-1}, Algorithm 2).
+"""Exact nearest-word decoding (the paper's Vec^{-1}, Algorithm 2): a fused, cache-tiled search.
 
 A noisy vector ``z`` decodes to the vocabulary row ``w`` that minimises the
 Euclidean distance ``||z - e_w||``. Since ``||z - e_w||^2 = ||z||^2 - 2 (e_w . z
-- ||e_w||^2 / 2)``, the nearest word maximises the score ``e_w . z - ||e_w||^2 / 2``.
+- ||e_w||^2 / 2)``, the nearest word maximises the score ``s_w = e_w . z - ||e_w||^2 / 2``.
 The norm term is folded into one augmented matrix ``A = [E, -||E||^2/2]``
-(``V x (d+1)``, float32, built once) so that the scores of a block of queries are one matrix product
-``[Z, 1] @ A.T``. Queries and vocabulary are processed in blocks so the
-score matrix stays in cache; the vocabulary is split between worker threads
-(one BLAS thread each), so every core runs GEMM *and* the reductions.
+(``V x (d+1)``, float32, built once, the norms precomputed) so that the scores of a tile of queries
+are one matrix product ``[Z, 1] @ A.T``.
 
-Per block only a fast row maximum is taken; the (slower) argmax and the near-tie
-count run only for the rows whose maximum improved, which after the first few
-blocks is a few per cent of them. The best and second-best block maxima are kept.
+Fused tiles (:func:`plan_tiles`, :func:`scan_tiles`). The batch x V score matrix is never
+materialised: a tile of ``query_tile x vocab_tile`` scores (sized to stay in a core's cache) is
+computed and at once reduced to a running row maximum ``best``; only the rows whose tile maximum
+comes within the margin ``2B`` of ``best`` are looked at again, to collect their *candidates*
+(every column of the tile within ``2B`` of the new best). The vocabulary is split into contiguous
+ranges, one per worker thread (one BLAS thread each), so every core runs GEMM *and* the reductions;
+the torch decoder (:mod:`textdp.embeddings.gpu`) runs the same :func:`scan_tiles` on its device.
 
-Exactness. Float32 products can mis-order two words whose scores differ by
-less than the rounding error. A query is *ambiguous* when a rival of its best
-float32 score lies within a rigorous rounding bound ``tol`` (inside the winning
-block, or as another block's maximum). Ambiguous queries are re-decided in
-float64 among every word whose float32 score is within ``2 tol`` of the best
-(a superset of the possible winners). The result is the argmin of the float64
-squared distance, and ties (equal vectors) go to the lowest row, i.e. the most
-frequent word: deterministic, and identical whatever the block sizes or threads.
+Exactness (one proof for every precision). Let ``s~_w`` be the computed score and ``B(z)`` a
+rigorous bound ``|s~_w - s_w| <= B(z)`` for every word (:func:`rounding_bound`: float32 GEMM,
+or a lower precision such as float16 with ``B`` derived from its unit roundoff). Let
+``D_w = fl64(sum_i (e_wi - z_i)^2)`` be the float64 squared distance and define the answer
+
+    ``F(z) = min { w : D_w = min_u D_u }``  (the lowest row among the float64 minimisers).
+
+Claim: every float64 minimiser ``w`` is a candidate, i.e. ``s~_w >= max_u s~_u - 2B``.
+Proof: let ``u`` maximise ``s~``. Float64 evaluation errs by at most
+``delta = (d + 2) 2^-53 (||z|| + max ||e||)^2``, so ``D_w <= D_u`` gives ``s_w >= s_u - delta``
+and ``s~_w >= s_w - B >= s_u - B - delta >= s~_u - 2B - delta``; ``delta`` is below the 1 %
+slack added to ``2B`` (``B >= 2^-24 (||z|| max||e||)``, ``delta <= 2^-47 (...)``), and float32
+rounding of ``best - margin`` is covered by the same slack. A tile's candidates are taken
+against the running best, which never exceeds the final best, so the collected set is a superset of
+the final one; filtering it by the final best keeps every minimiser. Hence
+``F(z) = min { w in C : D_w = min_{u in C} D_u }`` over the candidate set ``C``: when ``C`` has one
+word it is the answer; otherwise ``D`` is computed for the candidates only (the same expression,
+so the same float64 values) and the lowest row among the minimisers is returned.
+The answer is ``F(z)`` whatever the precision, tile sizes or thread count: the float32 and the
+lower-precision (float16) paths return identical rows, word for word with a fixed seed, only the
+number of candidates re-ranked differs. Ties (equal vectors) go to the lowest row, i.e. the most
+frequent word.
 
 Known source. Earth Mover's privacy decodes ``z = e_s + noise`` whose source
 row ``s`` is known. ``decode(Z, sources=s)`` uses a lazily built table of the k
@@ -40,16 +56,21 @@ of the noisy vectors only. The shortcut is opt-in for experiments
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import EmbeddingsError, ParameterError
 
 _F32_EPS = float(np.finfo(np.float32).eps)
+_U32 = 2.0**-24  # unit roundoff of float32
+_U64 = 2.0**-53
 
 
 def _check_queries(queries: np.ndarray, dim: int) -> np.ndarray:
@@ -76,6 +97,15 @@ def _check_sources(sources: np.ndarray | None, n: int, vocab_size: int) -> np.nd
     return s.astype(np.int64)
 
 
+def _check_threads(threads: int | None) -> int:
+    """``None``: one per CPU core; otherwise a positive integer (one-line error otherwise)."""
+    if threads is None:
+        return max(1, os.cpu_count() or 1)
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ParameterError(f"threads must be a positive integer (or None for one per core), got {threads!r}")
+    return int(threads)
+
+
 def _argmin_lowest(dist: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Per query (axis 0) the row of the smallest distance; ties to the lowest row."""
     m = dist.min(axis=1, keepdims=True)
@@ -98,21 +128,265 @@ def _blas_single_thread(enabled: bool) -> Iterator[None]:
         yield
 
 
+# -- the shared tiling ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """How one search is cut (shared by the numpy and the torch decoders).
+
+    Attributes
+    ----------
+    batch : int
+        Queries searched together: their candidates are merged over the worker ranges and
+        re-ranked before the next batch (bounds the candidate memory).
+    query_tile, vocab_tile : int
+        One score tile is ``query_tile x vocab_tile`` (4 bytes each): computed, reduced and
+        dropped while it is in cache.
+    ranges : tuple of (int, int)
+        Contiguous vocabulary ranges ``[lo, hi)``, one per worker thread.
+    """
+
+    batch: int
+    query_tile: int
+    vocab_tile: int
+    ranges: tuple[tuple[int, int], ...]
+
+
+def plan_tiles(
+    n_queries: int,
+    vocab_size: int,
+    *,
+    threads: int,
+    batch: int,
+    query_tile: int,
+    vocab_tile: int,
+    min_work: int = 4_000_000,
+) -> TilePlan:
+    """Split a search of ``n_queries`` against ``vocab_size`` rows into tiles and worker ranges.
+
+    The vocabulary goes to ``threads`` contiguous ranges (whole tiles each) unless the batch is
+    too small to pay for the threads (``min(n_queries, batch) * vocab_size < min_work``).
+
+    >>> plan_tiles(5000, 10_000, threads=2, batch=1024, query_tile=256, vocab_tile=1024)
+    TilePlan(batch=1024, query_tile=256, vocab_tile=1024, ranges=((0, 5120), (5120, 10000)))
+    >>> plan_tiles(10, 10_000, threads=2, batch=1024, query_tile=256, vocab_tile=1024).ranges
+    ((0, 10000),)
+    """
+    batch, qt, vt = max(1, int(batch)), max(1, int(query_tile)), max(1, int(vocab_tile))
+    t = max(1, int(threads))
+    if t == 1 or min(max(n_queries, 1), batch) * vocab_size < min_work:
+        return TilePlan(batch, min(qt, batch), vt, ((0, vocab_size),))
+    ntiles = -(-vocab_size // vt)
+    t = min(t, ntiles)
+    per = -(-ntiles // t)
+    ranges = tuple(
+        (i * per * vt, min(vocab_size, (i + 1) * per * vt)) for i in range(t) if i * per * vt < vocab_size
+    )
+    return TilePlan(batch, min(qt, batch), vt, ranges)
+
+
+class NumpyOps:
+    """The array operations :func:`scan_tiles` needs, on numpy arrays (the torch decoder has its own)."""
+
+    @staticmethod
+    def full(n: int, value: float) -> np.ndarray:
+        return np.full(n, value, dtype=np.float32)
+
+    @staticmethod
+    def rowmax(s: np.ndarray) -> np.ndarray:
+        return s.max(axis=1)
+
+    @staticmethod
+    def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.maximum(a, b)
+
+    @staticmethod
+    def nonzero(mask: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(mask)
+
+    @staticmethod
+    def nonzero2(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.nonzero(mask)  # type: ignore[return-value]
+
+    @staticmethod
+    def size(x: np.ndarray) -> int:
+        return int(x.shape[0])
+
+    @staticmethod
+    def to_numpy(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x)
+
+
+#: ``score(qs, qe, vs, ve)``: the computed scores of queries ``[qs, qe)`` against rows ``[vs, ve)``
+ScoreTile = Callable[[int, int, int, int], Any]
+#: one worker's result: running best per query and the candidates ``(query, row, score)`` found
+ScanResult = tuple[Any, list[tuple[Any, Any, Any]]]
+
+
+def scan_tiles(score: ScoreTile, n: int, lo: int, hi: int, plan: TilePlan, margin: Any, ops: Any = NumpyOps) -> ScanResult:
+    """The fused search of one worker over vocabulary rows ``[lo, hi)`` (the module notes' proof).
+
+    Each score tile is reduced to its row maximum; a row is looked at again only when that maximum
+    reaches ``best - margin`` (``margin`` = ``2B`` per query, slack included), and then every column
+    within ``margin`` of the new best is kept as a candidate. Returns the running best (per query)
+    and the candidates; :func:`select_candidates` filters them by the best over all workers.
+    Vocabulary tiles are the outer loop, so a tile of ``A`` stays in cache for all query tiles.
+
+    >>> a = np.array([[1.0, 0.0, -0.5], [0.0, 1.0, -0.5]], dtype=np.float32)
+    >>> qa = np.array([[2.0, 0.0, 1.0]], dtype=np.float32)
+    >>> plan = plan_tiles(1, 2, threads=1, batch=8, query_tile=8, vocab_tile=1)
+    >>> best, found = scan_tiles(lambda qs, qe, vs, ve: qa[qs:qe] @ a[vs:ve].T, 1, 0, 2, plan,
+    ...                          np.array([0.1], dtype=np.float32))
+    >>> best.tolist(), [(q.tolist(), r.tolist()) for q, r, _ in found]
+    ([1.5], [([0], [0])])
+    """
+    best = ops.full(n, -math.inf)
+    found: list[tuple[Any, Any, Any]] = []
+    qt, vt = plan.query_tile, plan.vocab_tile
+    for vs in range(lo, hi, vt):
+        ve = min(vs + vt, hi)
+        for qs in range(0, n, qt):
+            qe = min(qs + qt, n)
+            s = score(qs, qe, vs, ve)
+            m = ops.rowmax(s)
+            b, mg = best[qs:qe], margin[qs:qe]
+            hit = ops.nonzero(m >= b - mg)
+            nb = ops.maximum(b, m)
+            best[qs:qe] = nb
+            if ops.size(hit):
+                sub = s[hit]
+                i, j = ops.nonzero2(sub >= (nb[hit] - mg[hit])[:, None])
+                found.append((hit[i] + qs, j + vs, sub[i, j]))
+    return best, found
+
+
+def select_candidates(
+    parts: Sequence[ScanResult], margin: np.ndarray, n: int, ops: Any = NumpyOps
+) -> tuple[np.ndarray, np.ndarray]:
+    """Merge the workers' results: candidates ``(query, row)`` within ``margin`` of the overall best.
+
+    Every query keeps at least its best row; no (query, row) pair appears twice.
+    """
+    best = ops.to_numpy(parts[0][0]).astype(np.float32)
+    for p in parts[1:]:
+        best = np.maximum(best, ops.to_numpy(p[0]))
+    qi_l, rows_l, sc_l = [], [], []
+    for _, found in parts:
+        for qi, rows, sc in found:
+            qi_l.append(ops.to_numpy(qi))
+            rows_l.append(ops.to_numpy(rows))
+            sc_l.append(ops.to_numpy(sc))
+    if not qi_l:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    qi = np.concatenate(qi_l).astype(np.int64)
+    rows = np.concatenate(rows_l).astype(np.int64)
+    sc = np.concatenate(sc_l).astype(np.float32)
+    keep = sc >= best[qi] - margin[qi]
+    return qi[keep], rows[keep]
+
+
+def rerank_exact(vectors: np.ndarray, q64: np.ndarray, qi: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """``F(z)`` of the module notes from the candidates: the lowest row among the float64 minimisers.
+
+    Returns the rows and how many queries had more than one candidate (they were re-ranked).
+
+    >>> vec = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
+    >>> rerank_exact(vec, np.array([[0.9, 0.0]]), np.array([0, 0, 0]), np.array([2, 0, 1]))[0].tolist()
+    [1]
+    """
+    n = q64.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    counts = np.bincount(qi, minlength=n)
+    if np.any(counts == 0):  # cannot happen (each query keeps its best row): a bug, never a wrong word
+        raise AssertionError("a query has no candidate")
+    single = counts[qi] == 1
+    out[qi[single]] = rows[single]
+    multi = ~single
+    if multi.any():
+        mq, mr = qi[multi], rows[multi]
+        diff = vectors[mr].astype(np.float64) - q64[mq]
+        dist = (diff**2).sum(axis=1)
+        order = np.lexsort((mr, dist, mq))  # by query, then distance, then row
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = mq[order][1:] != mq[order][:-1]
+        out[mq[order][first]] = mr[order][first]
+    return out, int(np.count_nonzero(counts > 1))
+
+
+def rounding_bound(
+    qnorm: np.ndarray,
+    q_l1: np.ndarray,
+    *,
+    max_norm: float,
+    max_half_sq: float,
+    max_l1: float,
+    k: int,
+    u_in: float,
+    u_acc: float,
+) -> np.ndarray:
+    """A rigorous bound ``B`` on ``|s~_w - s_w|`` for every word, per query (float64).
+
+    The computed score is the dot product of ``k`` terms ``[z, 1] . [e_w, -||e_w||^2/2]`` with the
+    inputs rounded to unit roundoff ``u_in`` and the sum accumulated (in any order) with unit
+    roundoff ``u_acc``; Higham, *Accuracy and Stability of Numerical Algorithms* (2002), eq. (3.5):
+    ``|fl(x.y) - x.y| <= gamma_k sum |x_i y_i|``, ``gamma_k = k u / (1 - k u)``, applied to the
+    rounded inputs, plus ``(2 u_in + u_in^2) sum |x_i y_i|`` for rounding them. With Cauchy-Schwarz
+    ``sum |x_i y_i| <= ||z|| max||e|| + max ||e||^2/2``. An absolute term covers subnormal inputs
+    and products (``2^-24`` per term, a float16 bound; far below float32 subnormals). A factor 2 is
+    kept as safety.
+
+    >>> b = rounding_bound(np.array([5.0]), np.array([30.0]), max_norm=10.0, max_half_sq=50.0,
+    ...                    max_l1=60.0, k=51, u_in=2.0**-24, u_acc=2.0**-24)
+    >>> bool(0 < b[0] < 1e-3)
+    True
+    """
+    gamma = (k + 1) * u_acc / (1.0 - (k + 1) * u_acc)  # k products + the final rounding to the output type
+    rel = (2.0 * u_in + u_in * u_in) + gamma * (1.0 + u_in) ** 2
+    mag = qnorm * max_norm + max_half_sq
+    absolute = 2.0**-24 * (q_l1 + max_l1 + k) * (1.0 + gamma)
+    return 2.0 * (rel * mag + absolute)
+
+
+def margin_of(bound: np.ndarray, mag: np.ndarray, reach: np.ndarray, k: int) -> np.ndarray:
+    """The candidate margin per query, as float32 rounded up (the module notes' proof).
+
+    ``2B`` with 1 % slack, plus the float32 rounding of ``best - margin`` (``mag``: a bound on
+    ``|s_w|``, ``||z|| max||e|| + max||e||^2/2``) and the float64 error of the re-ranking
+    distances (``reach = ||z|| + max||e||``, Higham eq. (3.5) for ``k`` terms).
+
+    >>> m = margin_of(np.array([1e-4]), np.array([60.0]), np.array([15.0]), 51)
+    >>> bool(m.dtype == np.float32 and m[0] > 2e-4)
+    True
+    """
+    m64 = 2.02 * bound + 4.0 * _U32 * (mag + 3.0 * bound) + 4.0 * (k + 2) * _U64 * reach**2
+    m = m64.astype(np.float32)
+    return np.nextafter(m, np.float32(np.inf))
+
+
 class ExactDecoder:
-    """Exact nearest-vocabulary-row search by blocked float32 GEMM.
+    """Exact nearest-vocabulary-row search: fused, cache-tiled float32 GEMM, candidates re-ranked in float64.
 
     Parameters
     ----------
     vectors : numpy.ndarray
         ``(V, d)`` vocabulary vectors.
     query_block : int
-        Queries scored per matrix product.
+        Queries searched together (their candidates are merged and re-ranked per block).
     vocab_block : int
-        Vocabulary rows scored per matrix product.
+        Vocabulary rows per score tile.
     threads : int or None
-        Worker threads splitting the vocabulary (``None``: one per CPU core).
+        Worker threads splitting the vocabulary, one BLAS thread each (``None``: one per CPU core).
     neighbours : int
         List length k of the known-source table (0 disables the shortcut).
+    query_tile : int
+        Queries per score tile (``query_tile x vocab_block`` float32 scores stay in cache).
+
+    Notes
+    -----
+    The answer is ``F(z)`` of the module notes (lowest row among the float64 minimisers of the
+    squared distance), whatever the tile sizes or threads; ``stats["ambiguous"]`` counts the
+    queries that had more than one candidate and were re-ranked in float64.
 
     Examples
     --------
@@ -131,9 +405,10 @@ class ExactDecoder:
         vectors: np.ndarray,
         *,
         query_block: int = 1024,
-        vocab_block: int = 4096,
+        vocab_block: int = 2048,
         threads: int | None = None,
         neighbours: int = 128,
+        query_tile: int = 128,
     ) -> None:
         vec = np.asarray(vectors)
         if vec.ndim != 2 or vec.shape[0] == 0:
@@ -144,7 +419,8 @@ class ExactDecoder:
         self.dim = int(d)
         self.query_block = max(1, int(query_block))
         self.vocab_block = max(1, int(vocab_block))
-        self.threads = max(1, int(threads if threads is not None else (os.cpu_count() or 1)))
+        self.query_tile = max(1, int(query_tile))
+        self.threads = _check_threads(threads)
         self.neighbours = max(0, min(int(neighbours), v))
         kpad = d + 1  # measured: padding K to 56 or 64 makes OpenBLAS slower, not faster
         self._k = kpad
@@ -157,6 +433,7 @@ class ExactDecoder:
         self._sq = sq
         self._max_norm = float(np.sqrt(sq.max()))
         self._max_half_sq = float(0.5 * sq.max())
+        self._max_l1 = float(np.abs(v64).sum(axis=1).max())
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.RLock()
         # known-source table, filled lazily: rows, float64 distances, lower bound outside the list
@@ -180,8 +457,17 @@ class ExactDecoder:
     def _tolerance(self, qnorm: np.ndarray) -> np.ndarray:
         # |fl(s) - s| <= gamma_{d+1} * sum |a_i z_i| with gamma_k ~ k u; add the float32
         # rounding of the stored vectors/queries themselves. A factor 4 keeps it rigorous.
+        # (Used by the known-source table; the full scan uses :func:`rounding_bound`.)
         k = self.dim + 2
         return 4.0 * k * _F32_EPS * (qnorm * self._max_norm + self._max_half_sq + qnorm + 1.0)
+
+    def margins(self, q64: np.ndarray, *, u_in: float = _U32, u_acc: float = _U32) -> np.ndarray:
+        """The float32 candidate margin of each query for scores computed at ``u_in``/``u_acc``."""
+        qnorm = np.sqrt(np.einsum("ij,ij->i", q64, q64))
+        bound = rounding_bound(qnorm, np.abs(q64).sum(axis=1), max_norm=self._max_norm,
+                               max_half_sq=self._max_half_sq, max_l1=self._max_l1, k=self._k,
+                               u_in=u_in, u_acc=u_acc)
+        return margin_of(bound, qnorm * self._max_norm + self._max_half_sq, qnorm + self._max_norm, self._k)
 
     # -- public API ------------------------------------------------------------------
     def decode(self, queries: np.ndarray, sources: np.ndarray | None = None) -> np.ndarray:
@@ -221,19 +507,10 @@ class ExactDecoder:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="textdp-decode")
         return self._pool
 
-    def _ranges(self, nq: int) -> list[tuple[int, int]]:
-        """Contiguous vocabulary ranges, one per thread (one range for small jobs)."""
-        t = self.threads
-        if t == 1 or nq * self.vocab_size < 4_000_000:
-            return [(0, self.vocab_size)]
-        nblocks = -(-self.vocab_size // self.vocab_block)
-        t = min(t, nblocks)
-        per = -(-nblocks // t)
-        return [
-            (i * per * self.vocab_block, min(self.vocab_size, (i + 1) * per * self.vocab_block))
-            for i in range(t)
-            if i * per * self.vocab_block < self.vocab_size
-        ]
+    def plan(self, n_queries: int) -> TilePlan:
+        """The tiles and worker ranges of a search of ``n_queries`` (see :func:`plan_tiles`)."""
+        return plan_tiles(n_queries, self.vocab_size, threads=self.threads, batch=self.query_block,
+                          query_tile=self.query_tile, vocab_tile=self.vocab_block)
 
     def _augment(self, q64: np.ndarray) -> np.ndarray:
         qa = np.zeros((q64.shape[0], self._k), dtype=np.float32)
@@ -241,83 +518,37 @@ class ExactDecoder:
         qa[:, self.dim] = 1.0
         return qa
 
-    def _scan(
-        self, qa: np.ndarray, tol: np.ndarray, lo: int, hi: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Best float32 score, its row, the best rival block maximum, near-tie flag; rows [lo, hi)."""
-        b = qa.shape[0]
-        best = np.full(b, -np.inf, dtype=np.float32)
-        second = np.full(b, -np.inf, dtype=np.float32)
-        idx = np.zeros(b, dtype=np.int64)
-        near = np.zeros(b, dtype=bool)
-        buf = np.empty((b, min(self.vocab_block, hi - lo)), dtype=np.float32)
-        for vs in range(lo, hi, self.vocab_block):
-            ve = min(vs + self.vocab_block, hi)
-            scores = buf[:, : ve - vs]
-            np.matmul(qa, self._aug[vs:ve].T, out=scores)
-            m = scores.max(axis=1)
-            improve = m > best
-            np.maximum(second, np.where(improve, best, m), out=second)
-            r = np.flatnonzero(improve)
-            if r.size:
-                sub = scores[r]
-                top = m[r]
-                idx[r] = vs + sub.argmax(axis=1)
-                near[r] = np.count_nonzero(sub >= (top - tol[r])[:, None], axis=1) > 1
-                best[r] = top
-        return best, idx, second, near
+    def _scan_range(self, qa: np.ndarray, margin: np.ndarray, plan: TilePlan, lo: int, hi: int) -> ScanResult:
+        """One worker: float32 score tiles of ``qa`` against rows ``[lo, hi)`` into a private buffer."""
+        buf = np.empty(plan.query_tile * min(plan.vocab_tile, hi - lo), dtype=np.float32)
+        aug = self._aug
+
+        def score(qs: int, qe: int, vs: int, ve: int) -> np.ndarray:
+            out = buf[: (qe - qs) * (ve - vs)].reshape(qe - qs, ve - vs)  # C-contiguous: BLAS writes it
+            np.matmul(qa[qs:qe], aug[vs:ve].T, out=out)
+            return out
+
+        return scan_tiles(score, qa.shape[0], lo, hi, plan, margin)
 
     def _decode_full(self, q64: np.ndarray) -> np.ndarray:
         out = np.empty(q64.shape[0], dtype=np.int64)
-        ranges = self._ranges(min(q64.shape[0], self.query_block))
-        with self._lock, _blas_single_thread(len(ranges) > 1):
-            for start in range(0, q64.shape[0], self.query_block):
-                out[start : start + self.query_block] = self._decode_block(
-                    q64[start : start + self.query_block], ranges
-                )
+        plan = self.plan(q64.shape[0])
+        with self._lock, _blas_single_thread(True):
+            for start in range(0, q64.shape[0], plan.batch):
+                out[start : start + plan.batch] = self._decode_batch(q64[start : start + plan.batch], plan)
         return out
 
-    def _decode_block(self, q64: np.ndarray, ranges: list[tuple[int, int]]) -> np.ndarray:
+    def _decode_batch(self, q64: np.ndarray, plan: TilePlan) -> np.ndarray:
         qa = self._augment(q64)
-        tol64 = self._tolerance(np.sqrt(np.einsum("ij,ij->i", q64, q64)))
-        tol = (tol64 * 1.01).astype(np.float32)  # rounded up: float32 tests stay conservative
-        if len(ranges) == 1:
-            parts = [self._scan(qa, tol, *ranges[0])]
+        margin = self.margins(q64)
+        if len(plan.ranges) == 1:
+            parts = [self._scan_range(qa, margin, plan, *plan.ranges[0])]
         else:
-            pool = self._executor()
-            parts = list(pool.map(lambda r: self._scan(qa, tol, *r), ranges))
-        best, idx, second, near = parts[0]
-        for pb, pi, ps, pn in parts[1:]:  # merge in vocabulary order, exactly like blocks
-            improve = pb > best
-            second = np.maximum(np.maximum(second, ps), np.where(improve, best, pb))
-            best = np.where(improve, pb, best)
-            idx = np.where(improve, pi, idx)
-            near = np.where(improve, pn, near)
-        ambiguous = near | (second >= best - tol)
-        if ambiguous.any():
-            a = np.flatnonzero(ambiguous)
-            self.stats["ambiguous"] += int(a.size)
-            idx[a] = self._resolve(q64[a], qa[a], best[a].astype(np.float64) - 2.02 * tol64[a])
+            parts = list(self._executor().map(lambda r: self._scan_range(qa, margin, plan, *r), plan.ranges))
+        qi, rows = select_candidates(parts, margin, q64.shape[0])
+        idx, reranked = rerank_exact(self._vectors, q64, qi, rows)
+        self.stats["ambiguous"] += reranked
         return idx
-
-    def _resolve(self, q64: np.ndarray, qa: np.ndarray, threshold: np.ndarray) -> np.ndarray:
-        """Float64 argmin among the words whose float32 score reaches ``threshold``."""
-        qi_all, rows_all = [], []
-        for vs in range(0, self.vocab_size, self.vocab_block):
-            scores = qa @ self._aug[vs : vs + self.vocab_block].T
-            qi, col = np.nonzero(scores >= threshold[:, None])
-            qi_all.append(qi)
-            rows_all.append(col + vs)
-        qi = np.concatenate(qi_all)
-        rows = np.concatenate(rows_all)
-        diff = self._vectors[rows].astype(np.float64) - q64[qi]
-        dist = (diff**2).sum(axis=1)
-        order = np.lexsort((rows, dist, qi))  # by query, then distance, then row
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = qi[order][1:] != qi[order][:-1]
-        out = np.empty(q64.shape[0], dtype=np.int64)
-        out[qi[order][first]] = rows[order][first]
-        return out
 
     # -- known source ----------------------------------------------------------------
     def _upper_bounds(self, rows: np.ndarray) -> np.ndarray:
