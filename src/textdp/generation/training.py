@@ -12,7 +12,9 @@ settings) and writes a model directory::
                                the three files above (checked on every load); never the text,
                                and the training file names and seed only when asked
                                (``card_names_data``)
-    MODEL_DIR/checkpoint.pt    while training: weights, optimiser state and position (atomic)
+    MODEL_DIR/checkpoint.pt    while training: weights, optimiser state and position (atomic);
+                               the run's seed is sealed and its data fingerprint keyed with the
+                               per-user secret (see :func:`_checkpoint_key`)
 
 A run can be bounded (``max_steps`` steps or ``max_minutes`` minutes in this call): it then
 ends with a usable model (``model.pt`` and a card saying ``stopped_early``) and keeps its
@@ -341,13 +343,13 @@ def _start(out: Path, config: ModelConfig, vocab: Vocabulary, word_vectors: np.n
     shared_from: dict[str, object] | None = None
     if ckpt_path.exists():
         state = torch.load(ckpt_path, weights_only=True)
-        if state.get("run_key") != run_key:
+        if state.get("run_key") not in (_checkpoint_key(run_key), run_key):  # run_key: a checkpoint from before sealing
             raise ParameterError(f"{ckpt_path} belongs to a run with other settings or data; choose a new --output")
-        entropy = int(state["entropy"])
+        entropy = _unseal_entropy(state)
         shared_from = state.get("shared_from")
     elif init_from is not None:
         state = _shared_start(Path(init_from), run_key, s, total)
-        entropy = int(state["entropy"])
+        entropy = _unseal_entropy(state)
         shared_from = {"model_dir": str(init_from), "steps": int(state["step"])}
     else:
         entropy = int(s.seed) if s.seed is not None else int(make_rng(None).integers(2**63))
@@ -395,8 +397,8 @@ class _Run:
     def checkpoint(self, epoch: int, batch: int) -> None:
         _save_checkpoint(self.ckpt_path, {
             "model": self.net.state_dict(), "optimizer": self.opt.state_dict(), "step": self.step, "epoch": epoch,
-            "batch": batch, "elapsed": self.elapsed + time.perf_counter() - self.t0, "entropy": str(self.entropy),
-            "run_key": self.run_key, "shared_from": self.shared_from,
+            "batch": batch, "elapsed": self.elapsed + time.perf_counter() - self.t0, **_seal_entropy(self.entropy),
+            "run_key": _checkpoint_key(self.run_key), "shared_from": self.shared_from,
         })
         if self.on_checkpoint is not None:
             self.on_checkpoint(self.step)
@@ -514,10 +516,11 @@ def _shared_start(src: Path, run_key: dict[str, object], s_ours: TrainingSetting
         raise ParameterError(f"--init-from {src}: no checkpoint (the run finished or never started)")
     state = torch.load(path, weights_only=True)
     theirs = dict(state["run_key"])
+    ours: dict[str, Any] = _checkpoint_key(run_key) if "seed" not in theirs["settings"] else run_key  # before sealing
     loose = ("objective", "warmup_fraction")
-    same = (theirs["data"] == run_key["data"] and theirs["vocabulary"] == run_key["vocabulary"]
+    same = (theirs["data"] == ours["data"] and theirs["vocabulary"] == ours["vocabulary"]
             and {k: v for k, v in theirs["settings"].items() if k not in loose}
-            == {k: v for k, v in _settings_key(s_ours).items() if k not in loose})
+            == {k: v for k, v in dict(ours["settings"]).items() if k not in loose})
     if not same:
         raise ParameterError(f"--init-from {src}: that run has other settings or data")
     s = theirs["settings"]
@@ -528,6 +531,42 @@ def _shared_start(src: Path, run_key: dict[str, object], s_ours: TrainingSetting
                              "reconstruction-only steps")
     state["run_key"] = run_key
     return dict(state)
+
+
+def _checkpoint_key(run_key: dict[str, object]) -> dict[str, Any]:
+    """The run's identity as ``checkpoint.pt`` keeps it: the data fingerprint and the seed keyed, the rest as is.
+
+    An early-stopped model keeps its checkpoint beside a usable model: a plain SHA-256 of the
+    tokenised training data there would let anyone holding the folder confirm a guessed corpus,
+    and a plain seed would reveal the run's randomness (issue 28 §3). Both are replaced by
+    HMAC-SHA256 under this user's secret (:func:`textdp._cache.keyed_digest`): only the owner
+    can recompute them, which is all resuming needs.
+    """
+    plain: dict[str, Any] = dict(run_key["settings"])  # type: ignore[call-overload]
+    seed = plain.pop("seed", None)
+    settings: dict[str, Any] = dict(plain)
+    settings["seed_keyed"] = None if seed is None else keyed_digest("textdp checkpoint seed", str(seed).encode())
+    return {**run_key, "settings": settings,
+            "data": keyed_digest("textdp checkpoint data", str(run_key["data"]).encode())}
+
+
+def _seal_entropy(entropy: int) -> dict[str, str]:
+    """The run's entropy for ``checkpoint.pt``: XOR-ed with a per-user keyed pad (a random nonce beside it).
+
+    Resuming needs the entropy (the batch order and every random draw derive from it); only
+    the user whose secret sealed it can unseal it.
+    """
+    nonce = secrets.token_hex(16)
+    pad = int(keyed_digest("textdp checkpoint entropy", nonce.encode())[:16], 16)
+    return {"entropy_sealed": str(entropy ^ pad), "entropy_nonce": nonce}
+
+
+def _unseal_entropy(state: dict[str, Any]) -> int:
+    """The entropy of :func:`_seal_entropy` (or the plain ``entropy`` of a checkpoint written before sealing)."""
+    if "entropy_sealed" not in state:
+        return int(state["entropy"])
+    pad = int(keyed_digest("textdp checkpoint entropy", str(state["entropy_nonce"]).encode())[:16], 16)
+    return int(state["entropy_sealed"]) ^ pad
 
 
 def _public_key(run_key: dict[str, object]) -> str:
