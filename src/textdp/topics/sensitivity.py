@@ -84,7 +84,6 @@ recomputed, for a smaller one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import numbers
@@ -96,7 +95,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import lambertw
 
-from .._cache import cache_dir
+from .._cache import cache_dir, keyed_digest
 from .._rng import spawn
 from .._validation import check_choice, check_positive_int, check_probability
 from ..backend import Backend, LocalBackend
@@ -379,11 +378,16 @@ class SensitivitySampler:
 
     # cache ---------------------------------------------------------------------
     def cache_key(self) -> str:
-        """Hash of everything the samples depend on (not of the seed: samples are i.i.d.)."""
+        """Keyed hash of everything the samples depend on (not of the seed: samples are i.i.d.).
+
+        HMAC-SHA256 under the per-user secret (:func:`textdp._cache.keyed_digest`), since it
+        names the cache file and covers the private corpus's fingerprint: a plain hash would
+        let anyone who sees the name confirm a guessed corpus (issue 28 §3).
+        """
         blob = json.dumps({"corpus": self.corpus.fingerprint, "model": self.model.settings(),
                            "neighbours": self.neighbours, "n_users": self.n_users,
                            "sizes": self.sizes, "version": CACHE_VERSION}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+        return keyed_digest("textdp topics sensitivity cache", blob.encode())[:32]
 
     def _cache_path(self) -> Path | None:
         return None if self.cache_dir is None else self.cache_dir / f"sens-{self.cache_key()}.json"
