@@ -43,7 +43,7 @@ def server():
                             stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         line = proc.stdout.readline()
-        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:\d+/)\n", line)
+        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:\d+/#token=[A-Za-z0-9_-]+)\n", line)
         assert m, f"unexpected first line: {line!r}"
         yield m.group(1)
     finally:
@@ -129,17 +129,16 @@ def test_type_move_epsilon_and_see_the_release_change(page, tmp_path):
     page.wait_for_selector("#audit-result .verdict")
     assert "PASSED" in page.text_content("#audit-result .verdict")
 
-    # a bad ε typed in the box: one clear message on the page
+    # a bad ε typed in the box: one clear message on the page, and no release left on screen
     page.fill("#epsilon", "5000000")
     page.dispatch_event("#epsilon", "change")
     _expect(page, "#error").to_be_visible()
     assert "outside the supported range" in page.text_content("#error")
-    _expect(page, "#output").to_have_class(re.compile(r"\bstale\b"))  # the last release is dimmed, not taken as new
+    _expect(page, "#output .w").to_have_count(0)
     page.fill("#epsilon", "10")
     page.dispatch_event("#epsilon", "change")
     _expect(page, "#error").to_be_hidden()
     _expect(page, "#busy").to_be_hidden()
-    _expect(page, "#output").not_to_have_class(re.compile(r"\bstale\b"))
     _expect(page, "#kept-fraction").not_to_have_text("–")
 
     shot = tmp_path / "serve.png"
@@ -153,6 +152,125 @@ def test_type_move_epsilon_and_see_the_release_change(page, tmp_path):
     page.fill("#text", "<img src=x> <b>quarterly</b> report from the Boston office: budget figures, pension fund "
                        "review, auditors")
     _expect(page, "#input-view").to_contain_text("<img src=x> <b>quarterly</b>")
-    _expect(page, "#input-view").not_to_have_class(re.compile(r"\bstale\b"))
     assert page.locator("#input-view img, #input-view b, #output img, #output b").count() == 0
     assert not [e for e in errors if "Content Security Policy" in e], errors
+
+
+# -- issue 27 §2: errors clear the release; ε and N as typed; the guarantee in numbers; layout ----------------------
+def _set(page, selector, value):
+    page.fill(selector, value)
+    page.dispatch_event(selector, "change")
+
+
+def _fresh_release(page, mechanism="earth-movers", epsilon="10", text=TEXT):
+    """Back to a good release of ``text`` (the previous test may have left an error)."""
+    page.select_option("#mechanism", mechanism)
+    _set(page, "#epsilon", epsilon)
+    if mechanism == "earth-movers":
+        _set(page, "#size", "10")
+    page.fill("#text", text)
+    _expect(page, "#record").to_contain_text(f'"mechanism": "{mechanism}"')
+    _expect(page, "#record").to_contain_text(f'"epsilon": {epsilon},')
+    _expect(page, "#error").to_be_hidden()
+    _expect(page, "#output .w").not_to_have_count(0)
+
+
+def _assert_cleared(page):
+    """Nothing of a release is left on screen: no output, no marked input, no percentage, no guarantee."""
+    _expect(page, "#output .w").to_have_count(0)
+    _expect(page, "#input-view .w").to_have_count(0)
+    _expect(page, "#kept-fraction").to_have_text("–")
+    _expect(page, "#kept-count").not_to_contain_text(" of 1")  # no "9 of 10"
+    _expect(page, "#meaning").to_have_text("–")
+    _expect(page, "#guarantee").to_have_text("–")
+    _expect(page, "#record").to_have_text("")
+
+
+def test_every_error_clears_the_release(page):
+    """Issue 27 §2: after any error the previous release and its kept percentage stayed on screen (dimmed)."""
+    _fresh_release(page, mechanism="random", epsilon="3")
+    page.fill("#text", "")
+    _assert_cleared(page)
+    _fresh_release(page, mechanism="random", epsilon="3")
+    page.fill("#text", "budget " * 3000)
+    _expect(page, "#error").to_contain_text("this page takes at most 20,000")
+    _assert_cleared(page)
+    _fresh_release(page, mechanism="random", epsilon="3")
+    _set(page, "#epsilon", "abc")
+    _expect(page, "#error").to_contain_text('epsilon must be a number such as 0.5, 10 or 1e-3')
+    _expect(page, "#error").to_contain_text('got "abc"')  # was "got NoneType"
+    _assert_cleared(page)
+    assert "--" not in page.text_content("#error")  # advice for the page, not CLI flags
+
+    _fresh_release(page, mechanism="earth-movers", epsilon="10")
+    page.fill("#text", "Dear Anna, the quarterly report")
+    _expect(page, "#error").to_contain_text("fewer than the bag size N = 10: set N to 4 or less, or add text")
+    _assert_cleared(page)
+    assert "--" not in page.text_content("#error")
+    page.fill("#text", TEXT)
+    _expect(page, "#error").to_be_hidden()
+    _expect(page, "#output .w").to_have_count(10)
+    _set(page, "#size", "2.5")  # was silently used as N = 2
+    _expect(page, "#error").to_contain_text("the bag size N must be a whole number of words from 1 to 500, got 2.5")
+    _assert_cleared(page)
+    _set(page, "#size", "10")
+
+
+def test_small_epsilons_are_used_as_typed(page):
+    _fresh_release(page, mechanism="random", epsilon="3")
+    _set(page, "#epsilon", "1e-5")  # was rounded to "0" and refused as "got 0.0"
+    _expect(page, "#guarantee").to_contain_text("epsilon=1e-05 ")
+    assert page.input_value("#epsilon") == "1e-5"
+    _expect(page, "#error").to_be_hidden()
+    _set(page, "#epsilon", "1e-7")  # below the documented range [1e-6, 1e6]: refused with the range, as typed
+    _expect(page, "#error").to_contain_text("epsilon=1e-07 is outside the supported range [1e-06, 1e+06]")
+    _assert_cleared(page)
+
+
+def test_the_guarantee_is_shown_as_a_number_for_this_text(page):
+    _fresh_release(page, mechanism="random", epsilon="3")
+    items = page.locator("#meaning li")
+    _expect(page, "#meaning li").to_have_count(2)
+    first = items.nth(0).inner_text()
+    assert first == ("×\u202f20 Your text, and the same text with “dear” replaced by its nearest word “reminds”: any "
+                     "output is at most 20 times as likely from one as from the other."), first  # e^3 for random
+    assert "another word of your text" in items.nth(1).inner_text()
+
+
+def test_kept_fraction_reads_as_one_sentence_and_the_audit_bar_is_labelled(page):
+    _fresh_release(page, mechanism="random", epsilon="100")
+    row = " ".join(page.inner_text("#kept-row").split())
+    assert re.fullmatch(r"100% of the protected words survived unchanged: 18 of 18 \(ε = 100, random\)\.", row), row
+    page.click("#audit-button")
+    page.wait_for_selector("#audit-result .verdict")
+    label = page.text_content("#audit-result .bar-label")
+    assert re.fullmatch(r"The lower bound is \d+% of the claim \(100% or more would be a violation\):", label), label
+    assert page.get_attribute("#audit-result .bar", "role") == "meter"
+
+
+def test_a_long_text_keeps_the_page_short(page, tmp_path):
+    """10,000 characters made the page 5,500 px tall; the text views now scroll inside a bounded height."""
+    long_text = (TEXT + " ") * (10_000 // (len(TEXT) + 1))
+    assert 9_500 < len(long_text) <= 10_000
+    _fresh_release(page, mechanism="random", epsilon="3", text=long_text)
+    shot = tmp_path / "long.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert _png_size(shot)[1] < 2400
+    assert page.evaluate("document.getElementById('input-view').scrollHeight > "
+                         "document.getElementById('input-view').clientHeight")
+
+
+def test_without_the_printed_key_the_page_says_how_to_get_it(page, server):
+    """The page holds no token: opened without the URL's fragment it cannot use the API and says what to do."""
+    other = page.context.browser.new_page()
+    try:
+        other.goto(server.split("#")[0])
+        from playwright.sync_api import expect
+
+        expect(other.locator("#error")).to_contain_text("this page needs its key: open the full address that "
+                                                        "textdp serve printed", timeout=60_000)
+        assert other.locator("#mechanism option").count() == 0
+        assert "token" not in other.url
+    finally:
+        other.close()
+    assert "#" not in page.url  # the key was moved out of the address bar of the first tab
