@@ -181,3 +181,64 @@ def test_timing_numbers_match_benchmarks_md():
     for figure in ("1.19", "1.25", "0.93", "1.01"):
         assert f"{figure}×" in TEXT
         assert f"{figure}x" in bench
+
+
+# --- textdp serve (issue 28 §3) ---------------------------------------------------------------
+
+
+def _serve_app(token=None):
+    pytest.importorskip("starlette", reason="textdp serve needs the [serve] extra")
+    pytest.importorskip("httpx", reason="the Starlette test client needs httpx")
+    from textdp.serve.app import create_app
+    from textdp.serve.core import Workbench
+
+    return create_app(Workbench(), token=token)  # the vocabulary is loaded on first use: not here
+
+
+def test_serve_token_is_random_per_run_and_never_served():
+    """'the server's token, 32 random bytes from the operating system, new for each run' ... 'in the fragment of
+    the address' ... 'The page and its scripts hold no secret' ... 'gets 403 from the API'."""
+    from starlette.testclient import TestClient
+
+    from textdp.serve.app import page_url
+
+    assert "32 random bytes from the operating system, new for each run" in TEXT
+    assert "The page and its scripts hold no secret" in TEXT and "`Host: localhost`" in TEXT
+    a, b = _serve_app(), _serve_app()
+    assert a.state.token != b.state.token and len(a.state.token) == len(b.state.token) == 43  # token_urlsafe(32)
+    assert page_url("127.0.0.1", 8765, a.state.token) == f"http://127.0.0.1:8765/#token={a.state.token}"
+    with TestClient(a, base_url="http://127.0.0.1:8765", raise_server_exceptions=False) as c:
+        served = c.get("/", headers={"Host": "localhost:8765"}).text + c.get("/static/app.js").text
+        assert a.state.token not in served
+        assert c.get("/api/mechanisms", headers={"Host": "localhost:8765"}).status_code == 403
+        assert c.get("/api/mechanisms", headers={"X-TextDP-Token": a.state.token}).status_code == 200
+
+
+@pytest.mark.parametrize("headers", [{"Host": "evil@127.0.0.1:8765"}, {"Host": "127.0.0.1:8766"},
+                                     {"Host": "[::1"}, {"Origin": "http://127.0.0.1:8766"},
+                                     {"Origin": "https://127.0.0.1:8765"}])
+def test_serve_host_and_origin_rules(headers):
+    """'userinfo (`evil@127.0.0.1`), other ports and malformed values get 403' ... 'An `Origin` header, when
+    present, must be exactly this server's origin (`http`, an allowed name, this port)'."""
+    from starlette.testclient import TestClient
+
+    assert "userinfo (`evil@127.0.0.1`), other ports and malformed values get 403" in TEXT
+    with TestClient(_serve_app("k"), base_url="http://127.0.0.1:8765", raise_server_exceptions=False) as c:
+        r = c.get("/api/mechanisms", headers={"X-TextDP-Token": "k", **headers})
+    assert r.status_code == 403 and list(r.json()) == ["error"] and "\n" not in r.json()["error"]
+
+
+def test_serve_limits_are_the_stated_ones():
+    """'over 100,000 bytes gets 413; the request headers must arrive within 10 seconds ... the body within 30
+    seconds (408); beyond 64 open connections a request gets 503' and 'no access log'."""
+    pytest.importorskip("uvicorn", reason="textdp serve needs the [serve] extra")
+    from textdp.serve import app as serve_app
+    from textdp.serve import server
+
+    assert "over 100,000 bytes gets 413" in TEXT and "within 10 seconds of connecting" in TEXT
+    assert "the body within 30 seconds (408)" in TEXT and "beyond 64 open connections" in TEXT
+    assert serve_app.MAX_BODY_BYTES == 100_000 and serve_app.BODY_TIMEOUT == 30.0
+    assert server.HEADER_TIMEOUT == 10.0 and server.MAX_CONNECTIONS == 64
+    config = server.make_server(_serve_app()).config
+    assert issubclass(config.http, server.HeaderDeadlineProtocol) and config.http.header_timeout == 10.0
+    assert config.limit_concurrency == 64 and config.access_log is False
