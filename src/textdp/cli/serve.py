@@ -91,7 +91,8 @@ def serve(
         sock = _bind(host, port)
         bound = sock.getsockname()[1]
         app = create_app(Workbench(embeddings), extra_hosts=extra)
-        typer.echo(f"textdp serve: {page_url(host, bound, app.state.token)}", err=False)
+        shown = socket.gethostname() if host in ("0.0.0.0", "::") else host  # a name the Host check accepts
+        typer.echo(f"textdp serve: {page_url(shown, bound, app.state.token)}", err=False)
         print_info("open this address as it is: the part after # is the key to this page (keep it to yourself). "
                    "Nothing you type is stored or logged; no text leaves this machine. Ctrl+C stops the server.")
         server = make_server(app)
