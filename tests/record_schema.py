@@ -30,5 +30,5 @@ def validate_guarantee(g: dict[str, Any], *, full: bool = True) -> dict[str, Any
 
 
 def compact(full: dict[str, Any]) -> dict[str, Any]:
-    """A settings file's full guarantee without what records leave out (statement, reference)."""
-    return {k: v for k, v in full.items() if k not in ("statement", "reference")}
+    """A settings file's full guarantee without what records leave out (statement, reference, event)."""
+    return {k: v for k, v in full.items() if k not in ("statement", "reference", "event")}

@@ -25,6 +25,10 @@ the object is immutable and carries everything a reader of the release needs:
     the whole guarantee in words (the claim, ``composition`` and ``not_covered``);
 ``seeded``
     the noise came from a user seed (an experiment): anyone who knows it can undo the noise;
+``event``
+    what ran, as a structured :mod:`privacy event <textdp.guarantees.events>` (Gaussian with its noise
+    multiplier, zCDP with ρ, pure ε, ...) that the accountant (:mod:`textdp.accounting.accountant`) composes
+    more tightly than the numbers; by default the pure or (ε, δ) event of ``epsilon`` and ``delta``;
 ``empty``
     what happened to an input unit with nothing to privatize (no in-vocabulary word):
     ``error`` (the run stops before any noise), ``skip`` (no record) or ``empty`` (an empty
@@ -51,14 +55,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
+from .events import ApproxEvent, PrivacyEvent, PureEvent
+
 __all__ = ["COMPACT_KEYS", "EMPTY_POLICIES", "GUARANTEE_KEYS", "SEEDED_NOTE", "Guarantee", "as_parameters",
            "empty_note"]
 
 #: the keys of every guarantee's compact JSON form (the ``guarantee`` object of a record)
 COMPACT_KEYS = ("mechanism", "epsilon", "delta", "unit", "parameters", "not_covered", "composition", "seeded",
                 "empty")
-#: the keys of the full JSON form (settings files): the compact keys plus the reference and the statement
-GUARANTEE_KEYS = (*COMPACT_KEYS, "reference", "statement")
+#: the keys of the full JSON form (settings files): the compact keys plus the reference, statement and event
+GUARANTEE_KEYS = (*COMPACT_KEYS, "reference", "statement", "event")
 
 SEEDED_NOTE = "Seeded run: anyone who knows the seed can undo the noise (for experiments only)."
 
@@ -103,6 +109,7 @@ class Guarantee:
     statement: str = ""
     seeded: bool = False
     empty: str = "error"
+    event: PrivacyEvent | None = None
     # set by __post_init__ for evolve(): not parameters of the guarantee
     _derived_keys: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
     _plain: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -116,6 +123,9 @@ class Guarantee:
         # what evolve() needs to rebuild the texts: the derived keys, and the texts before the notes below
         object.__setattr__(self, "_derived_keys", frozenset(derived) - given)
         object.__setattr__(self, "_plain", {"statement": self.statement, "not_covered": self.not_covered})
+        if self.event is None:
+            object.__setattr__(self, "event", PureEvent(self.epsilon) if not self.delta
+                               else ApproxEvent(self.epsilon, self.delta))
         note = empty_note(self.empty)
         if note and note not in self.not_covered:
             object.__setattr__(self, "not_covered", f"{self.not_covered.rstrip('.')}; {note}." if self.not_covered
@@ -171,4 +181,5 @@ class Guarantee:
         if not compact:
             out["reference"] = self.reference
             out["statement"] = self.statement
+            out["event"] = self.event.to_dict() if self.event is not None else None
         return out
