@@ -101,7 +101,8 @@ def _uid() -> int:
 
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: O_NONBLOCK: a FIFO planted in place of a file is refused at once (fstat), never waited on
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 _MAX_LINKS = 40  # like the kernel's limit on symbolic links in one path
 
 
@@ -393,6 +394,8 @@ class PrivateDir:
             os.close(fd)
             raise ParameterError(f"{self.path / name} in {self.what} is not a private file of yours (another owner, "
                                  "writable by others, or not a regular file); delete it and run again")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
 
     def read_bytes(self, name: str) -> bytes:
