@@ -193,3 +193,35 @@ def test_unwritable_output_folder_leaves_no_run_in_the_cache(tmp_path, glove, mo
     assert not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")], list(runs.iterdir())
     res = runner.invoke(app, ["runs", "list"])
     assert res.exit_code == 0 and "interrupted" not in res.output, res.output
+
+
+# -- item 7: --param errors, UTF-16, --empty in the README -----------------------------------------------------------
+def test_param_errors_show_the_value_and_only_the_param_keys(tmp_path):
+    (tmp_path / "in.txt").write_text("the cat sat on the mat")
+    args = ["obfuscate", str(tmp_path / "in.txt"), "-e", "10", "--mechanism", "vickrey"]
+    line = one_error(runner.invoke(app, [*args, "--param", "lambd=abc"]), "lambd", "'abc'")
+    assert "got str" not in line
+    line = one_error(runner.invoke(app, [*args, "--param", "bogus=1"]), "'bogus'", "t, lambd")
+    keys = line.rsplit(":", 1)[1]
+    assert "epsilon" not in keys and "seed" not in keys, line  # those have their own options
+    one_error(runner.invoke(app, [*args, "--param", "seed=3"]), "--param seed", "its own option --seed")
+    one_error(runner.invoke(app, ["audit", "vickrey", "--param", "lambd=abc"]), "lambd", "'abc'")
+
+
+def test_utf16_input_is_named_with_how_to_convert(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_bytes("The cat sat on the mat.".encode("utf-16"))  # with its byte-order mark
+    line = one_error(runner.invoke(app, ["obfuscate", str(f), "-e", "10", "--size", "3"]), "is UTF-16",
+                     f"iconv -f UTF-16 -t UTF-8 {f}")
+    assert "0xff" not in line
+
+
+def test_the_empty_input_errors_option_is_in_the_readme_option_list(tmp_path):
+    (tmp_path / "stop.txt").write_text("the and of")
+    line = one_error(runner.invoke(app, ["obfuscate", str(tmp_path / "stop.txt"), "-e", "10", "--size", "3"]),
+                     "--empty")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    synopsis = readme[readme.index("Every option of `textdp obfuscate`:"):]
+    synopsis = synopsis[: synopsis.index("```", synopsis.index("```") + 3)]
+    for option in re.findall(r"--[a-z][a-z-]+", line):
+        assert f"[{option} " in synopsis or f"[{option}]" in synopsis, (option, synopsis)

@@ -86,6 +86,56 @@ ParamOption = Annotated[list[str] | None, typer.Option(
     metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for vickrey, lambd=0.2, "
     "beta=0.001, p=0.3, top_k=20, rate=0.3).")]
 
+#: Mechanism parameters the commands set with their own options, never with ``--param``.
+OPTION_PARAMS = {"epsilon": "--epsilon", "embeddings": "--embeddings", "vocab_size": "--vocab-size",
+                 "stop_words": "--stop-words", "seed": "--seed", "size": "--size", "size_from_data": "--size-from-data",
+                 "bag": "--bag", "decoder": "--decoder", "known_source": "--known-source",
+                 "postprocess": "--postprocess"}
+
+
+def parse_param_options(mechanism: str, items: Sequence[str] | None, *, refuse_options: bool = True) -> dict[str, object]:
+    """``--param KEY=VALUE`` for ``mechanism``: its own parameters only, and a number where it takes one.
+
+    An unknown key lists the keys ``--param`` takes (not those with their own option,
+    such as ``--epsilon`` and ``--seed``); a number parameter given a word shows that word.
+    ``refuse_options=False`` passes those keys through (for a command that says itself why
+    it refuses them).
+
+    >>> parse_param_options("vickrey", ["t=0.75", "lambd=0.2"])
+    {'t': 0.75, 'lambd': 0.2}
+    >>> parse_param_options("vickrey", ["lambd=abc"])
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --param lambd=abc: lambd takes a number, got 'abc' (e.g. --param lambd=0.5)
+    >>> parse_param_options("vickrey", ["bogus=1"])
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: mechanism 'vickrey' has no parameter 'bogus'; the keys --param takes for vickrey: t, lambd
+    """
+    import dataclasses
+
+    from ..mechanisms.registry import mechanism_class
+    from ..pipeline import parse_params
+
+    params = parse_params(items)
+    types = {f.name: str(f.type) for f in dataclasses.fields(mechanism_class(mechanism))}
+    keys = [k for k in types if k not in OPTION_PARAMS]
+    for key, value in params.items():
+        if key in OPTION_PARAMS:
+            if not refuse_options:
+                continue
+            raise ParameterError(f"--param {key}: give it with its own option {OPTION_PARAMS[key]}, not as a "
+                                 "mechanism parameter")
+        if key not in types:
+            raise ParameterError(f"mechanism {mechanism!r} has no parameter {key!r}; the keys --param takes for "
+                                 f"{mechanism}: {', '.join(keys) or 'none (it has no parameters of its own)'}")
+        number = "int" if "float" not in types[key] else "float"
+        if isinstance(value, str) and "str" not in types[key] and number in types[key]:
+            raise ParameterError(f"--param {key}={value}: {key} takes a number, got {value!r} (e.g. --param "
+                                 f"{key}={'10' if number == 'int' else '0.5'})")
+    return params
+
+
 #: Exit status after SIGINT / SIGTERM (128 + the signal number, as shells report it).
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ParameterError, TextDPError
-from ._common import ParamOption, bar_progress, err_console, progress_bar
+from ._common import ParamOption, bar_progress, err_console, parse_param_options, progress_bar
 
 _LIRA = "Membership inference (--attack lira)"
 
@@ -71,6 +71,17 @@ def _errors() -> Iterator[None]:
 def _check_range(epsilon: float | None) -> None:
     if epsilon is None:
         return
+def _params(mechanism: str, items: list[str] | None) -> dict[str, object]:
+    """``--param``: checked against a word or document mechanism's own parameters (the audit refuses the rest)."""
+    from ..mechanisms import MECHANISM_NAMES
+    from ..mechanisms.registry import entry
+    from ..pipeline import parse_params
+
+    if items and mechanism in MECHANISM_NAMES and entry(mechanism).family in ("word", "document"):
+        return parse_param_options(mechanism, items, refuse_options=False)  # the audit says why
+    return parse_params(items)
+
+
     lo, hi = EPSILON_RANGE
     if not (math.isfinite(epsilon) and lo <= epsilon <= hi):
         raise ParameterError(f"--epsilon must lie in [{lo:g}, {hi:g}] for an audit, got {epsilon!r}")
@@ -156,7 +167,6 @@ def audit(
     with _errors():
         from ..audit import audit as run
         from ..audit import describe_audit_cases
-        from ..pipeline import parse_params
 
         if list_cases:
             cases = describe_audit_cases()
@@ -183,12 +193,13 @@ def audit(
         with progress_bar() as bar:  # on stderr, only on a terminal
             task = bar.add_task(f"auditing {mechanism}", total=2 * n)
             result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed, confidence=confidence,
-                         progress=bar_progress(bar, task), params=parse_params(param))
+                         progress=bar_progress(bar, task), params=params)
         if as_json:
             typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False, ensure_ascii=False))
         else:
             Console(highlight=False, soft_wrap=True).print(_table(result))
     if not result.passed:
+        params = _params(mechanism, param)
         raise typer.Exit(1)
 
 

@@ -60,6 +60,7 @@ from ._common import (
     WorkersOption,
     bar_progress,
     cli_errors,
+    parse_param_options,
     parse_stop_words,
     print_info,
     print_warning,
@@ -350,7 +351,7 @@ def obfuscate(
 def _check_options(o: _Options) -> tuple[str | None, bool]:
     """Validate the options before any work; return the stop-word list and whether the run is partitioned."""
     check_size_options(o.mechanism, o.size, o.size_from_data)
-    parse_params(o.param)
+    parse_param_options(o.mechanism, o.param)
     _check_epsilon_option(o.mechanism, o.epsilon)
     if o.size is not None:
         check_size(o.size)
