@@ -186,6 +186,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     Check every path, load the model, state the guarantee, charge the ledger (an over-budget release is refused
     before anything is generated), rewrite the partitions on the engine, then write records and settings.
     """
+    from ..generation.folders import check_model_folder
     from ..generation.rewriter import RewriteSettings, load_rewriter
     from ..io import check_output_paths, read_documents, settings_path
     from ..mechanisms import ReleaseContext
@@ -200,7 +201,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     settings = RewriteSettings(mechanism=run.mechanism, epsilon=run.epsilon, variant=variant,
                                word_fraction=word_fraction, model_data=model_data, unit=run.unit,
                                batch_size=run.batch_size)
-    rewriter = load_rewriter(str(run.model_dir.resolve()))
+    rewriter = load_rewriter(str(check_model_folder(run.model_dir)))  # links may not leave the folder
     _check_objective(run.model_dir, rewriter.card, run.mechanism)
     # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
     guarantee = settings.mechanism_for(rewriter).guarantee(ReleaseContext(seeded=run.seed is not None, empty="empty"))

@@ -114,6 +114,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                    unit: str, seed: int | None, private_report: Path | None, batch_size: int, text_field: str,
                    id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions) -> None:
     """The whole language-model rewrite, from the inputs to the records."""
+    from ..generation.folders import check_model_folder
     from ..generation.lm import document_charges
     from ..generation.lm_family import LMRewriter, rewrite_lm_documents
     from ..io import atomic_writer, check_output_paths, read_documents, settings_path, write_json
@@ -123,7 +124,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                         ("--private-report", private_report)],
                        inputs=[*inputs, opts.clip_public, opts.ledger], force=force)
     _check_ledger(opts, output, inputs)
-    where = str(model_dir.resolve())
+    where = str(check_model_folder(model_dir))  # links may not leave the folder
     mech = get(mechanism, epsilon=epsilon, model=where, clip=_bounds(where, mechanism, opts), max_tokens=opts.max_tokens,
                max_new_tokens=opts.max_new_tokens, max_input_tokens=opts.max_input_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
                top_k=opts.top_k, top_p=opts.top_p, **({"delta": opts.delta} if mechanism == "dp-bart" else {}))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._validation import check_choice
 from ..errors import ParameterError, require
+from .folders import check_model_folder
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -129,7 +130,7 @@ def _weights_digest(model_dir: Path) -> str:
 def load_language_model(model_dir: str, kind: str) -> LanguageModel:
     """Load ``model_dir`` as a model of ``kind`` (cached per process), offline and safetensors only."""
     check_choice(kind, "model kind", tuple(MODEL_KINDS))
-    path = Path(model_dir)
+    path = check_model_folder(model_dir)  # links may not leave the folder (generation/folders.py)
     config = _check_directory(path, kind)
     require("torch", "generation")
     transformers = require("transformers", "generation")

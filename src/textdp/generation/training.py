@@ -60,6 +60,7 @@ from .._validation import check_choice, check_positive_int
 from ..errors import ParameterError, TextDPError
 from ..io import atomic_writer, write_json
 from ..progress import ProgressCallback
+from .folders import check_model_folder
 from .model import OUTPUT_LAYERS, ModelConfig, build_network, losses
 from .sampling import torch_module
 from .vocab import END, PAD, START, UNK, Vocabulary, build_vocabulary
@@ -641,7 +642,7 @@ def verify_model_files(model_dir: str | Path, card: dict[str, Any]) -> None:
 def load_model_files(model_dir: str | Path) -> tuple[dict[str, Any], Vocabulary, ModelConfig, dict[str, Any]]:
     """``(card, vocabulary, config, state dict)`` of a model directory, each file verified against the card."""
     torch = torch_module()
-    d = Path(model_dir)
+    d = check_model_folder(model_dir)  # links may not leave the folder (generation/folders.py)
     card = load_card(d)
     verify_model_files(d, card)
     try:
