@@ -26,6 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from textdp.cli import app
+from textdp.engines import jobs
 
 WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]
 runner = CliRunner()
@@ -96,6 +97,8 @@ def test_every_open_on_the_release_path_goes_through_a_checked_descriptor(tmp_pa
     args = _setup(tmp_path)
     first = runner.invoke(app, [*args, "-o", str(tmp_path / "warm")])  # converts the embeddings into the cache
     assert first.exit_code == 0, first.output
+    jobs._load_vocabulary.cache_clear()  # the worker loads its vocabulary again, under the recorder
+    jobs._fitted.cache_clear()
     rec = _Recorder(monkeypatch)
     res = runner.invoke(app, [*args, "-o", str(tmp_path / "out"), "--private-report", str(tmp_path / "rep.jsonl")])
     monkeypatch.undo()
