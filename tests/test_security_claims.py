@@ -242,3 +242,68 @@ def test_serve_limits_are_the_stated_ones():
     config = server.make_server(_serve_app()).config
     assert issubclass(config.http, server.HeaderDeadlineProtocol) and config.http.header_timeout == 10.0
     assert config.limit_concurrency == 64 and config.access_log is False
+
+
+# --- the privacy ledger, model folders, keyed names (issue 28 §2-3) -------------------------
+
+
+def test_ledger_folder_lock_and_anchor_are_as_stated(tmp_path, monkeypatch):
+    """'textdp creates it (and any missing parent) with mode 0700 whatever the umask'; 'the ledger's event
+    count and last hash in your private textdp state (`<cache>/ledgers/`, mode 0700 ...)'; 'A run waits at most
+    60 seconds for another run's lock'; 'missing while its anchor records events is refused ... until you say
+    otherwise: `textdp ledger reset FILE` (or `textdp rewrite ... --new-ledger`)'."""
+    import os
+    import stat
+
+    from textdp.accounting.ledger import LedgerMismatchError, PrivacyLedger
+
+    assert "mode 0700 whatever the umask" in TEXT and "A run waits at most 60 seconds" in TEXT
+    assert "`textdp ledger reset FILE` (or `textdp rewrite ... --new-ledger`)" in TEXT
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "state"))
+    mask = os.umask(0)
+    try:
+        led = PrivacyLedger(tmp_path / "a" / "b" / "ledger.jsonl")
+        led.charge({"d": (1.0, 0.0)}, mechanism="dp-mlm", unit="sentence", budget=None)
+    finally:
+        os.umask(mask)
+    assert led.lock_timeout == 60
+    for d in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "state" / "ledgers"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    led.path.unlink()
+    with pytest.raises(LedgerMismatchError, match="missing"):
+        led.spent()
+    assert runner.invoke(app, ["ledger", "reset", str(led.path)]).exit_code == 0
+    assert led.spent() == {}
+    assert "--new-ledger" in runner.invoke(app, ["rewrite", "--help"], env={"COLUMNS": "200"}).stdout
+
+
+def test_model_folder_links_are_as_stated(tmp_path):
+    """'Inside it, a link is followed only if it resolves to a path inside the folder: weights, config or
+    tokenizer files that link elsewhere are refused with a one-line error.'"""
+    from textdp.errors import ParameterError
+    from textdp.generation.folders import check_model_folder
+
+    assert "a link is followed only if it resolves to a path inside the folder" in TEXT
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "weights.safetensors").write_bytes(b"x")
+    (tmp_path / "m" / "model.safetensors").symlink_to("weights.safetensors")
+    assert check_model_folder(tmp_path / "m") == (tmp_path / "m").resolve()
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "m" / "config.json").symlink_to(tmp_path / "config.json")
+    with pytest.raises(ParameterError, match="config.json is a link to .* outside the folder"):
+        check_model_folder(tmp_path / "m")
+
+
+def test_cache_names_and_checkpoints_are_keyed_as_stated(tmp_path, monkeypatch):
+    """'A sampled-sensitivity cache file is named by an HMAC-SHA256 ... under your per-user secret key'; 'the
+    training seed in it is sealed (XOR-ed with a pad keyed by your secret key)'."""
+    from textdp.generation.training import _checkpoint_key, _seal_entropy, _unseal_entropy
+
+    assert "named by an HMAC-SHA256 of the corpus fingerprint" in TEXT and "the training seed in it is sealed" in TEXT
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "owner"))
+    sealed = _seal_entropy(123456789)
+    assert "123456789" not in json.dumps(sealed) and _unseal_entropy(sealed) == 123456789
+    key = _checkpoint_key({"settings": {"seed": 123456789, "epochs": 2}, "data": "f" * 64, "vocabulary": 9})
+    assert "123456789" not in json.dumps(key) and "f" * 64 not in json.dumps(key)
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "other"))
+    assert _unseal_entropy(sealed) != 123456789  # another secret cannot unseal it
