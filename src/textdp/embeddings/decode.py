@@ -324,28 +324,38 @@ def rounding_bound(
     k: int,
     u_in: float,
     u_acc: float,
+    u_out: float = 0.0,
+    norm_in_product: bool = True,
 ) -> np.ndarray:
     """A rigorous bound ``B`` on ``|s~_w - s_w|`` for every word, per query (float64).
 
-    The computed score is the dot product of ``k`` terms ``[z, 1] . [e_w, -||e_w||^2/2]`` with the
-    inputs rounded to unit roundoff ``u_in`` and the sum accumulated (in any order) with unit
-    roundoff ``u_acc``; Higham, *Accuracy and Stability of Numerical Algorithms* (2002), eq. (3.5):
-    ``|fl(x.y) - x.y| <= gamma_k sum |x_i y_i|``, ``gamma_k = k u / (1 - k u)``, applied to the
-    rounded inputs, plus ``(2 u_in + u_in^2) sum |x_i y_i|`` for rounding them. With Cauchy-Schwarz
-    ``sum |x_i y_i| <= ||z|| max||e|| + max ||e||^2/2``. An absolute term covers subnormal inputs
-    and products (``2^-24`` per term, a float16 bound; far below float32 subnormals). A factor 2 is
-    kept as safety.
+    The computed score is a dot product of ``k`` terms with the inputs rounded to unit roundoff
+    ``u_in``, accumulated (in any order) with unit roundoff ``u_acc`` and the result rounded to
+    ``u_out`` (0: kept in the accumulator's type). With ``norm_in_product`` the product is
+    ``[z, 1] . [e_w, -||e_w||^2/2]`` (the float32 path); otherwise it is ``z . e_w`` and
+    ``-||e_w||^2/2`` is added in float32 afterwards (the float16 path). Higham, *Accuracy and
+    Stability of Numerical Algorithms* (2002), eq. (3.5): ``|fl(x.y) - x.y| <= gamma_k sum |x_i y_i|``,
+    ``gamma_k = k u / (1 - k u)``, applied to the rounded inputs, plus ``(2 u_in + u_in^2) sum |x_i y_i|``
+    for rounding them; by Cauchy-Schwarz ``sum |x_i y_i| <= ||z|| max||e|| (+ max ||e||^2/2)``. An
+    absolute term covers subnormal inputs and products (``2^-24`` per term: float16's spacing, far above
+    float32's). The float32 addition of the norm term costs ``2 u32 (|z.e| + ||e||^2/2)`` at most. A
+    factor 2 is kept as safety.
 
     >>> b = rounding_bound(np.array([5.0]), np.array([30.0]), max_norm=10.0, max_half_sq=50.0,
     ...                    max_l1=60.0, k=51, u_in=2.0**-24, u_acc=2.0**-24)
     >>> bool(0 < b[0] < 1e-3)
     True
     """
-    gamma = (k + 1) * u_acc / (1.0 - (k + 1) * u_acc)  # k products + the final rounding to the output type
+    gamma = k * u_acc / (1.0 - k * u_acc)
     rel = (2.0 * u_in + u_in * u_in) + gamma * (1.0 + u_in) ** 2
-    mag = qnorm * max_norm + max_half_sq
+    rel = rel + u_out * (1.0 + rel)
+    dot = qnorm * max_norm
     absolute = 2.0**-24 * (q_l1 + max_l1 + k) * (1.0 + gamma)
-    return 2.0 * (rel * mag + absolute)
+    if norm_in_product:
+        err = rel * (dot + max_half_sq) + absolute
+    else:
+        err = rel * dot + absolute + 2.0 * _U32 * (dot * (1.0 + rel) + max_half_sq)
+    return 2.0 * err
 
 
 def margin_of(bound: np.ndarray, mag: np.ndarray, reach: np.ndarray, k: int) -> np.ndarray:
@@ -461,12 +471,14 @@ class ExactDecoder:
         k = self.dim + 2
         return 4.0 * k * _F32_EPS * (qnorm * self._max_norm + self._max_half_sq + qnorm + 1.0)
 
-    def margins(self, q64: np.ndarray, *, u_in: float = _U32, u_acc: float = _U32) -> np.ndarray:
-        """The float32 candidate margin of each query for scores computed at ``u_in``/``u_acc``."""
+    def margins(self, q64: np.ndarray, *, u_in: float = _U32, u_acc: float = _U32, u_out: float = 0.0,
+                norm_in_product: bool = True) -> np.ndarray:
+        """The float32 candidate margin of each query for scores computed as :func:`rounding_bound` says."""
         qnorm = np.sqrt(np.einsum("ij,ij->i", q64, q64))
         bound = rounding_bound(qnorm, np.abs(q64).sum(axis=1), max_norm=self._max_norm,
-                               max_half_sq=self._max_half_sq, max_l1=self._max_l1, k=self._k,
-                               u_in=u_in, u_acc=u_acc)
+                               max_half_sq=self._max_half_sq, max_l1=self._max_l1,
+                               k=self._k if norm_in_product else self.dim, u_in=u_in, u_acc=u_acc,
+                               u_out=u_out, norm_in_product=norm_in_product)
         return margin_of(bound, qnorm * self._max_norm + self._max_half_sq, qnorm + self._max_norm, self._k)
 
     # -- public API ------------------------------------------------------------------

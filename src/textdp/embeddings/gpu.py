@@ -1,21 +1,50 @@
-"""Exact decoding on a GPU through PyTorch (optional extra ``[gpu]``; torch is not a core dependency).
+"""Exact decoding through PyTorch on a GPU (or CPU), same tiles, same proof (optional extra ``[gpu]``).
 
-The same algorithm as :class:`~textdp.embeddings.ExactDecoder`: float32 scores
-``[Z, 1] @ [E, -||E||^2/2]^T`` in vocabulary chunks on the device, the best two
-scores per query kept with ``torch.topk``; a query whose runner-up is within the
-rigorous float32 rounding bound is re-decided on the CPU in float64. Results are
-identical to the numpy decoder. ``best_decoder`` picks this one when a CUDA
-device is present and torch is installed, else the numpy one.
+:class:`TorchDecoder` runs the numpy decoder's fused search (:func:`~textdp.embeddings.decode.plan_tiles`,
+:func:`~textdp.embeddings.decode.scan_tiles`) with torch tensors on ``device``: float32 scores
+``[Z, 1] @ [E, -||E||^2/2]^T`` per tile, reduced to a running maximum on the device, candidates within
+the rigorous margin ``2B`` collected and re-ranked in float64 on the CPU. Its rows are therefore
+identical to :class:`~textdp.embeddings.ExactDecoder`'s (the module notes of
+:mod:`textdp.embeddings.decode` prove it for any bound ``B`` that holds).
+
+``precision="float16"`` is the lower-precision candidate path: ``z . e_w`` is computed from float16
+inputs (tensor cores on a GPU), its float16 result is widened and ``-||e_w||^2/2`` added in float32;
+``B`` (:func:`~textdp.embeddings.decode.rounding_bound`) counts float16's unit roundoff ``2^-11`` for
+the inputs and the output and float32's for the accumulation, which is what torch does: on CUDA with
+``torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction`` off (the decoder turns it off
+during a decode and restores it; cuBLAS then computes in float32), on a CPU always (reduced-precision
+GEMMs accumulate in float32, torch's ``opmath`` type). The wider candidate sets are re-ranked exactly:
+same rows, fewer bits moved and multiplied. A batch whose values could overflow float16 is scored in
+float32 instead. float32 matmuls that torch is allowed to run in TF32 or bfloat16
+(``torch.backends.cuda.matmul.allow_tf32``, ``torch.set_float32_matmul_precision``) get the bound
+of that precision. ``best_decoder`` picks this decoder when a CUDA device is present.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ..errors import require
-from .decode import ExactDecoder, _check_queries, _check_sources
+from ..errors import ParameterError, require
+from .decode import (
+    ExactDecoder,
+    ScanResult,
+    TilePlan,
+    _check_queries,
+    _check_sources,
+    _check_threads,
+    plan_tiles,
+    rerank_exact,
+    scan_tiles,
+    select_candidates,
+)
+
+PRECISIONS = ("float32", "float16")
+_U16 = 2.0**-11
+_F16_SAFE = 30000.0  # |score terms| below this: no float16 overflow anywhere in a tile
 
 
 def cuda_available() -> bool:
@@ -27,55 +56,177 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+class TorchOps:
+    """:func:`~textdp.embeddings.decode.scan_tiles`' array operations on torch tensors (one device)."""
+
+    def __init__(self, torch: Any, device: Any) -> None:
+        self.torch, self.device = torch, device
+
+    def full(self, n: int, value: float) -> Any:
+        return self.torch.full((n,), value, dtype=self.torch.float32, device=self.device)
+
+    @staticmethod
+    def rowmax(s: Any) -> Any:
+        return s.amax(dim=1)
+
+    def maximum(self, a: Any, b: Any) -> Any:
+        return self.torch.maximum(a, b)
+
+    @staticmethod
+    def nonzero(mask: Any) -> Any:
+        return mask.nonzero(as_tuple=True)[0]
+
+    @staticmethod
+    def nonzero2(mask: Any) -> tuple[Any, Any]:
+        i, j = mask.nonzero(as_tuple=True)
+        return i, j
+
+    @staticmethod
+    def size(x: Any) -> int:
+        return int(x.shape[0])
+
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        return np.asarray(x.detach().cpu().numpy())
+
+
 class TorchDecoder:
-    """Exact nearest-word decoding with PyTorch on ``device`` (default ``cuda``)."""
+    """Exact nearest-word decoding with PyTorch on ``device``: identical rows to :class:`ExactDecoder`.
+
+    Parameters
+    ----------
+    vectors : numpy.ndarray
+        ``(V, d)`` vocabulary vectors.
+    device : str or None
+        ``"cuda"`` when available, else ``"cpu"``.
+    precision : {"float32", "float16"}
+        Score precision of the tiles (float16: the lower-precision candidate path; same rows).
+    query_block, query_tile, vocab_block : int or None
+        Queries per re-ranked block, queries and vocabulary rows per score tile (defaults sized
+        for a GPU's memory, or for a CPU cache on ``cpu``).
+    threads : int or None
+        torch's CPU threads during a decode (restored after); ``None`` leaves torch's setting.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> vec = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> TorchDecoder(vec, device="cpu", precision="float16").decode(np.array([[0.9, 0.2]])).tolist()
+    [1]
+    """
 
     name = "torch"
     exact = True
 
     def __init__(
-        self, vectors: np.ndarray, *, device: str | None = None, query_block: int = 8192, vocab_block: int = 131072
+        self,
+        vectors: np.ndarray,
+        *,
+        device: str | None = None,
+        precision: str = "float32",
+        query_block: int | None = None,
+        query_tile: int | None = None,
+        vocab_block: int | None = None,
+        threads: int | None = None,
     ) -> None:
         torch: Any = require("torch", "gpu")
+        if precision not in PRECISIONS:
+            raise ParameterError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self._torch = torch
-        self._cpu = ExactDecoder(vectors)
+        self._cpu = ExactDecoder(vectors, threads=1)
         self.vocab_size, self.dim = self._cpu.vocab_size, self._cpu.dim
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self._aug = torch.from_numpy(self._cpu._aug).to(self.device)
-        self.query_block, self.vocab_block = int(query_block), int(vocab_block)
+        on_cpu = self.device.type == "cpu"
+        self.precision = precision
+        self.threads = None if threads is None else _check_threads(threads)
+        self.query_block = int(query_block or (1024 if on_cpu else 16384))
+        self.query_tile = int(query_tile or (128 if on_cpu else 4096))
+        self.vocab_block = int(vocab_block or (2048 if on_cpu else 32768))
+        self._aug32 = torch.from_numpy(self._cpu._aug).to(self.device)
+        big = float(np.abs(self._cpu._aug[:, : self.dim]).max())
+        self._e16 = (self._aug32[:, : self.dim].to(torch.float16).contiguous()
+                     if precision == "float16" and big < _F16_SAFE else None)
+        self._norm32 = self._aug32[:, self.dim].contiguous()  # -||e||^2/2 in float32
+        self._ops = TorchOps(torch, self.device)
+        self.stats = {"queries": 0, "ambiguous": 0, "float32_batches": 0}
+
+    def _u32_in(self) -> float:
+        """Input unit roundoff of a float32 matmul as torch may run it (TF32 / bfloat16 allowed?)."""
+        torch = self._torch
+        prec = torch.get_float32_matmul_precision()
+        u = {"highest": 2.0**-24, "high": 2.0**-11}.get(prec, 2.0**-8)
+        if self.device.type == "cuda" and bool(torch.backends.cuda.matmul.allow_tf32):
+            u = max(u, 2.0**-11)
+        return u
+
+    def plan(self, n_queries: int) -> TilePlan:
+        """The tiles of a search (one range: the device parallelises inside a tile)."""
+        return plan_tiles(n_queries, self.vocab_size, threads=1, batch=self.query_block,
+                          query_tile=self.query_tile, vocab_tile=self.vocab_block)
+
+    @contextlib.contextmanager
+    def _torch_settings(self) -> Iterator[None]:
+        """torch's CPU threads (``threads``) and float32 accumulation of float16 GEMMs on CUDA, restored after."""
+        torch = self._torch
+        threads_before = torch.get_num_threads()
+        cuda16 = self.device.type == "cuda" and self.precision == "float16"
+        reduced_before = bool(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction) if cuda16 else False
+        try:
+            if self.threads is not None and self.device.type == "cpu":
+                torch.set_num_threads(self.threads)
+            if cuda16:
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+            yield
+        finally:
+            if self.threads is not None and self.device.type == "cpu":
+                torch.set_num_threads(threads_before)
+            if cuda16:
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = reduced_before
 
     def decode(self, queries: np.ndarray, sources: np.ndarray | None = None) -> np.ndarray:
-        """Exact nearest rows, identical to :meth:`ExactDecoder.decode`."""
-        torch = self._torch
+        """Exact nearest rows, identical to :meth:`ExactDecoder.decode` (``sources`` is only validated)."""
         q = _check_queries(queries, self.dim)
         _check_sources(sources, q.shape[0], self.vocab_size)
         out = np.empty(q.shape[0], dtype=np.int64)
-        for start in range(0, q.shape[0], self.query_block):
-            q64 = q[start : start + self.query_block]
-            qa = torch.from_numpy(self._cpu._augment(q64)).to(self.device)
-            b = qa.shape[0]
-            best2 = torch.full((b, 2), -float("inf"), device=self.device)
-            idx2 = torch.zeros((b, 2), dtype=torch.int64, device=self.device)
-            with torch.no_grad():
-                for vs in range(0, self.vocab_size, self.vocab_block):
-                    scores = qa @ self._aug[vs : vs + self.vocab_block].T
-                    k = min(2, scores.shape[1])
-                    v, i = torch.topk(scores, k, dim=1)
-                    allv = torch.cat([best2, v], dim=1)
-                    alli = torch.cat([idx2, i + vs], dim=1)
-                    # stable: earlier (lower) rows first among equal scores
-                    order = torch.sort(allv, dim=1, descending=True, stable=True).indices[:, :2]
-                    best2 = torch.gather(allv, 1, order)
-                    idx2 = torch.gather(alli, 1, order)
-            best = best2[:, 0].cpu().numpy()
-            second = best2[:, 1].cpu().numpy()
-            idx = idx2[:, 0].cpu().numpy().astype(np.int64)
-            tol64 = self._cpu._tolerance(np.sqrt(np.einsum("ij,ij->i", q64, q64)))
-            amb = np.flatnonzero(second.astype(np.float64) >= best.astype(np.float64) - 1.01 * tol64)
-            if amb.size:
-                idx[amb] = self._cpu.decode(q64[amb])
-            out[start : start + b] = idx
+        plan = self.plan(q.shape[0])
+        with self._torch_settings(), self._torch.no_grad():
+            for start in range(0, q.shape[0], plan.batch):
+                q64 = q[start : start + plan.batch]
+                out[start : start + q64.shape[0]] = self._decode_batch(q64, plan)
+        self.stats["queries"] += int(q.shape[0])
         return out
+
+    def _decode_batch(self, q64: np.ndarray, plan: TilePlan) -> np.ndarray:
+        torch = self._torch
+        qa_np = self._cpu._augment(q64)
+        qnorm = np.sqrt((q64**2).sum(axis=1))
+        use16 = (self._e16 is not None and float(np.abs(q64).max()) < _F16_SAFE
+                 and bool(np.all(qnorm * self._cpu._max_norm < _F16_SAFE)))
+        score: Callable[[int, int, int, int], Any]
+        if use16:
+            # float64 -> float32 -> float16: the inputs' rounding is u16 + u32 at most
+            margin_np = self._cpu.margins(q64, u_in=_U16 + 2.0**-23, u_acc=2.0**-24, u_out=_U16,
+                                          norm_in_product=False)
+            q16 = torch.from_numpy(qa_np[:, : self.dim]).to(self.device).to(torch.float16)
+            e16, norm32 = self._e16, self._norm32
+            assert e16 is not None  # use16 checked it
+
+            def score(qs: int, qe: int, vs: int, ve: int) -> Any:
+                return (q16[qs:qe] @ e16[vs:ve].T).float() + norm32[vs:ve]
+        else:
+            self.stats["float32_batches"] += int(self.precision == "float16")
+            margin_np = self._cpu.margins(q64, u_in=self._u32_in())
+            qa, aug = torch.from_numpy(qa_np).to(self.device), self._aug32
+
+            def score(qs: int, qe: int, vs: int, ve: int) -> Any:
+                return qa[qs:qe] @ aug[vs:ve].T
+
+        margin = torch.from_numpy(margin_np).to(self.device)
+        parts: list[ScanResult] = [scan_tiles(score, q64.shape[0], *plan.ranges[0], plan, margin, self._ops)]
+        qi, rows = select_candidates(parts, margin_np, q64.shape[0], self._ops)
+        idx, reranked = rerank_exact(self._cpu._vectors, q64, qi, rows)
+        self.stats["ambiguous"] += reranked
+        return idx
 
 
 def best_decoder(vectors: np.ndarray) -> TorchDecoder | ExactDecoder:
@@ -83,3 +234,6 @@ def best_decoder(vectors: np.ndarray) -> TorchDecoder | ExactDecoder:
     if cuda_available():
         return TorchDecoder(vectors)
     return ExactDecoder(vectors)
+
+
+__all__ = ["PRECISIONS", "TorchDecoder", "TorchOps", "best_decoder", "cuda_available"]
