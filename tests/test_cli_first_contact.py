@@ -225,3 +225,29 @@ def test_the_empty_input_errors_option_is_in_the_readme_option_list(tmp_path):
     synopsis = synopsis[: synopsis.index("```", synopsis.index("```") + 3)]
     for option in re.findall(r"--[a-z][a-z-]+", line):
         assert f"[{option} " in synopsis or f"[{option}]" in synopsis, (option, synopsis)
+
+
+# -- item 9: --help at 80 columns never cuts an option name -----------------------------------------------------------
+def _commands(group, path=()):  # type: ignore[no-untyped-def]
+    for name, cmd in group.commands.items():
+        yield (*path, name), cmd
+        if hasattr(cmd, "commands"):
+            yield from _commands(cmd, (*path, name))
+
+
+def test_help_at_80_columns_shows_every_option_name_whole():
+    import typer
+
+    root = typer.main.get_command(app)
+    checked = 0
+    for path, cmd in _commands(root):
+        res = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+        assert res.exit_code == 0, (path, res.output)
+        assert "…" not in res.output, (path, [line for line in res.output.splitlines() if "…" in line])
+        words = set(re.findall(r"--[a-z0-9][a-z0-9-]*", res.output))
+        for p in cmd.params:
+            for name in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ())):
+                if name.startswith("--"):
+                    assert name in words, (path, name)
+                    checked += 1
+    assert checked > 100  # every command's options were seen

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -29,6 +30,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 from rich.text import Text
 from typer._click import exceptions as click_errors  # typer's own copy of click raises these
 from typer._click.core import Context, Parameter
@@ -342,14 +344,65 @@ def _plain_helps(command: TyperCommand | TyperGroup) -> None:
             p.help = _plain_help(p.help)  # type: ignore[attr-defined]
 
 
+class _OptionTable(Table):
+    """Typer's options panel with every option's names and value on a line of their own, its help below.
+
+    Typer lays an option out in six columns (names, short name, negative names, value, help);
+    at 80 columns rich then cuts long names (``--private-repo…``, ``--max-new-toke…``). Here a
+    row's names are never cut (they fold if a name alone is wider than the terminal) and the
+    help takes the full width under them. Tables that declare their columns (the commands
+    panel) are left as they are.
+    """
+
+    _merged = False
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        if self.columns and not self._merged:  # declared columns: not an options panel
+            super().add_row(*cells, **kwargs)
+            return
+        required, (long, short, neg_long, neg_short, value, help_) = (
+            (cells[0], cells[1:]) if len(cells) == 7 else ("", cells))
+        if not self._merged:
+            self._merged = True
+            self.add_column(no_wrap=True, width=1 if len(cells) == 7 else 0)
+            self.add_column(ratio=1)
+        names = Text(", ").join(t for t in (long, short) if str(t))
+        negative = Text(", ").join(t for t in (neg_long, neg_short) if str(t))
+        line = Text(" / ").join(t for t in (names, negative) if str(t))
+        if str(value):
+            line.append(" ")
+            line.append_text(value if isinstance(value, Text) else Text(str(value)))
+        line.overflow = "fold"
+        super().add_row(required, line)
+        super().add_row("", Padding(help_, (0, 0, 0, 4)))
+
+
+@contextlib.contextmanager
+def _option_tables() -> Iterator[None]:
+    """Render the options panels of a help screen with :class:`_OptionTable`."""
+    from typer import rich_utils
+
+    before = rich_utils.Table
+    rich_utils.Table = _OptionTable  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        rich_utils.Table = before  # type: ignore[misc]
+
+
 class Command(TyperCommand):
-    """A command whose help is plain text (escaped for rich), whose flags show no ``<bool>`` and whose
-    usage line names its arguments the same way in every command (``CORPUS``, ``[FILES]...``)."""
+    """A command whose help is plain text (escaped for rich), whose flags show no ``<bool>``, whose
+    usage line names its arguments the same way in every command (``CORPUS``, ``[FILES]...``) and
+    whose option names are never cut (:class:`_OptionTable`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _plain_helps(self)
         self.short_help = _plain_help(self.short_help)
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        with _option_tables():
+            super().format_help(ctx, formatter)
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))
@@ -402,6 +455,10 @@ class Group(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _plain_helps(self)
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        with _option_tables():
+            super().format_help(ctx, formatter)
 
     def get_params(self, ctx: Context) -> list[Parameter]:
         return _quiet_flags(super().get_params(ctx))
