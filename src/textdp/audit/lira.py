@@ -28,12 +28,32 @@ and can rerun the released function, tells the user's presence from one release.
 Sizes are honest limits: the FPR of 0.1% needs >= 1,000 non-member trials to resolve at all, and
 the interval shows what the trials support.
 
-Sensitivity of the private releases: the *global* L2 bound ``sqrt(2m)`` of ``m`` probability rows
-(each row moves by at most ``sqrt(2)`` when a user's documents are added or removed), so the
-guarantee is plain (ε, δ)-DP with no sampled γ; TopicDP's sampled sensitivity is smaller (less
-noise) and is not what is attacked here. The keyword identities are chosen by the non-private
-model and are not covered by any of the guarantees (``KEYWORD_NOTE``); the statistic uses them,
-as a real attacker would.
+Three releases (``keywords``, :data:`KEYWORD_MODES`):
+
+* ``noisy`` -- the covered default of ``textdp topics``: the top ``m`` topics as whole rows over a
+  public vocabulary (:func:`~textdp.topics.models.topic_rows`), noise on every entry, each topic's
+  ``n`` keywords read off the noisy values (:func:`~textdp.topics.mechanisms.noisy_keywords`). The
+  public list is the corpus's own ``V`` most frequent words by its rule, fixed for every shadow (a
+  stand-in for a public list: it fits the corpus better than any public list would, so the attack
+  is, if anything, stronger);
+* ``model`` -- the thesis's release (``--keywords-from model``): the keyword identities are chosen
+  by the non-private model and are not covered (``KEYWORD_NOTE``); the statistic uses them, as a
+  real attacker would;
+* ``fixed`` -- the model's topics' values at ``n`` fixed columns (the corpus's most frequent words).
+
+Sensitivity of the Gaussian releases (``sensitivity=``): ``"worst-case"``, the global L2 bound
+``sqrt(2m)`` of ``m`` probability rows (plain (ε, δ)-DP), or ``"sampled"``, TopicDP as users run it:
+Rubinstein & Aldà's sampler (:class:`~textdp.topics.sensitivity.SensitivitySampler`, ``gamma``)
+on the whole corpus, for the function each release adds noise to (whole rows for ``noisy``, the
+``m x n`` values for ``model``), the guarantee then (ε, δ, γ)-random DP. Reduced size, stated in
+the settings: the sampler runs once, on the whole corpus, and its ``Δ`` calibrates every shadow's
+noise (a user running the release on a shadow's half would sample a ``Δ`` of their own, hundreds
+of fits per shadow). The Laplace baseline always uses its global L1 bound ``2m``.
+
+The fast shadow path: each shadow database is fitted once per vocabulary kind; every keyword count
+``n`` (``n`` may be a list), release, mechanism and ε is read from those fits, only the noise is
+drawn again. A row is *consistent with the DP bound* when the lower end of its TPR interval is at
+most ``e^ε FPR + δ`` (:attr:`LiraRow.consistent`).
 """
 
 from __future__ import annotations
@@ -42,27 +62,32 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import beta as _beta
 
 from .._rng import make_rng, spawn
-from .._validation import check_positive_int
+from .._validation import check_choice, check_positive_int
+from ..accounting.gaussian import check_sensitivity
 from ..errors import ParameterError
 from ..progress import ProgressCallback
 
 if TYPE_CHECKING:
     from ..topics import UserCorpus
+    from ..topics.vocabulary import PublicVocabulary
 
-__all__ = ["FPRS", "KEYWORD_MODES", "LiraRow", "lira_scores", "membership_matrix", "run_lira", "tpr_at_fpr"]
+__all__ = ["FPRS", "KEYWORD_MODES", "LiraRow", "lira_scores", "membership_matrix", "run_lira", "stand_in_vocabulary",
+           "tpr_at_fpr"]
 
 #: False-positive rates the table reports.
 FPRS = (0.001, 0.01)
-#: ``model``: the textdp release (top-n keywords of each topic, chosen by the non-private model and not
+#: ``noisy``: the covered default (whole rows over a public vocabulary, keywords read off the noisy values);
+#: ``model``: the thesis's release (top-n keywords of each topic, chosen by the non-private model and not
 #: covered by the guarantee); ``fixed``: the same topics' values at n fixed columns (the corpus' most
 #: frequent words, the same for every model), so the guarantee covers every value the attack sees.
-KEYWORD_MODES = ("model", "fixed")
+KEYWORD_MODES = ("noisy", "model", "fixed")
 
 
 @dataclass(frozen=True)
@@ -80,12 +105,24 @@ class LiraRow:
     tpr_low: tuple[float, ...]
     tpr_high: tuple[float, ...]
     dp_bound: tuple[float, ...]
+    n: int = 0
+    sensitivity: str = "worst-case"
 
-    def to_dict(self) -> dict[str, str | float | list[float] | None]:
-        return {"mechanism": self.mechanism, "keywords": self.keywords, "epsilon": self.epsilon, "delta": self.delta,
+    @property
+    def consistent(self) -> tuple[bool, ...] | None:
+        """Per FPR: the TPR interval includes or lies below the DP bound (``None`` for a non-private row)."""
+        if self.epsilon is None:
+            return None
+        return tuple(lo <= b for lo, b in zip(self.tpr_low, self.dp_bound, strict=True))
+
+    def to_dict(self) -> dict[str, str | float | list[float] | list[bool] | None]:
+        c = self.consistent
+        return {"mechanism": self.mechanism, "keywords": self.keywords, "n": self.n, "sensitivity": self.sensitivity,
+                "epsilon": self.epsilon, "delta": self.delta,
                 "trials_in": self.trials_in, "trials_out": self.trials_out, "auc": self.auc,
                 "fpr": list(FPRS), "tpr": list(self.tpr), "tpr_low": list(self.tpr_low),
-                "tpr_high": list(self.tpr_high), "dp_bound": list(self.dp_bound)}
+                "tpr_high": list(self.tpr_high), "dp_bound": list(self.dp_bound),
+                "consistent_with_dp_bound": None if c is None else list(c)}
 
 
 def membership_matrix(models: int, users: int, rng: np.random.Generator) -> np.ndarray:
@@ -188,36 +225,72 @@ def _user_frequencies(corpus: UserCorpus) -> np.ndarray:
     return np.vstack(rows)
 
 
-def _shadow_releases(corpus: UserCorpus, member: np.ndarray, keywords: Sequence[str], *, n_topics: int,
-                     max_iter: int, m: int, n: int, vocab_index: dict[str, int], fixed_words: list[str],
-                     progress: ProgressCallback | None, total: int) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
-    """The non-private release ``(values, global columns)`` of every shadow database, per keyword mode."""
-    from ..topics import SklearnLDA, extract_topic_matrix
+def stand_in_vocabulary(corpus: UserCorpus) -> PublicVocabulary:
+    """The public list the ``noisy`` release is attacked with: the corpus's own vocabulary, fixed.
+
+    Its ``V`` words are what the corpus's rule keeps on all users; holding them fixed for every
+    shadow stands in for a public list (a real one, e.g. ``glove:K``, fits the corpus less well).
+    """
+    from ..topics.vocabulary import PublicVocabulary
+
+    return PublicVocabulary(tuple(corpus.vocabulary),
+                            f"the corpus's {len(corpus.vocabulary)} most frequent words, fixed (LiRA stand-in)")
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """One shadow database's fit: topic-word matrix, prevalence, and global column ids of its vocabulary."""
+
+    topic_word: np.ndarray
+    prevalence: np.ndarray
+    columns: np.ndarray
+
+
+def _fits(corpus: UserCorpus, member: np.ndarray, vocab_index: dict[str, int], *, n_topics: int, max_iter: int,
+          progress: ProgressCallback | None, done: int, total: int) -> list[_Fit]:
+    """Fit the released function on every shadow database once (the fast shadow path: fits are shared)."""
+    from ..topics import SklearnLDA
     from ..topics.models import fit_database
 
-    fixed = np.array([vocab_index[w] for w in fixed_words], dtype=np.int64)
-    raw: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in keywords}
+    out = []
     for j in range(member.shape[0]):
         # the initialisation seed is part of the released function (SklearnLDA): the same for every model
-        model = SklearnLDA(n_topics=n_topics, max_iter=max_iter, seed=0)
-        tw, prev, vocab = fit_database(corpus, model, np.flatnonzero(member[j]))
-        if "model" in raw:
-            tm = extract_topic_matrix(tw, prev, vocab, m, n)
-            cols = np.array([[vocab_index[w] for w in row] for row in tm.keywords], dtype=np.int64)
-            raw["model"].append((tm.matrix, cols))
-        if "fixed" in raw:  # the same public columns in every release (a word this database lacks weighs 0)
-            top = np.argsort(-prev, kind="stable")[:m]
-            local = {w: i for i, w in enumerate(vocab)}
-            padded = np.concatenate([tw[top], np.zeros((m, 1))], axis=1)
-            idx = np.array([local.get(w, len(vocab)) for w in fixed_words], dtype=np.int64)
-            raw["fixed"].append((padded[:, idx], np.broadcast_to(fixed, (m, n))))
+        tw, prev, vocab = fit_database(corpus, SklearnLDA(n_topics=n_topics, max_iter=max_iter, seed=0),
+                                       np.flatnonzero(member[j]))
+        out.append(_Fit(tw, prev, np.array([vocab_index[w] for w in vocab], dtype=np.int64)))
         if progress is not None:
-            progress(j + 1, total)
-    return raw
+            progress(done + j + 1, total)
+    return out
+
+
+def _non_private(mode: str, fit: _Fit, m: int, n: int, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values the mechanism adds noise to and their global columns (``m x n``, or ``m x V`` for ``noisy``)."""
+    top = np.argsort(-fit.prevalence, kind="stable")[:m]
+    rows = fit.topic_word[top]
+    if mode == "noisy":  # whole rows over the public vocabulary (topic_rows)
+        return rows, np.broadcast_to(fit.columns, rows.shape)
+    if mode == "model":  # each topic's top n words of the non-private model (extract_topic_matrix)
+        order = np.argsort(-rows, axis=1, kind="stable")[:, :n]
+        return np.take_along_axis(rows, order, axis=1), fit.columns[order]
+    # fixed: the same public columns in every release (a word this database lacks weighs 0)
+    local = {int(c): i for i, c in enumerate(fit.columns)}
+    padded = np.concatenate([rows, np.zeros((m, 1))], axis=1)
+    idx = np.array([local.get(int(c), rows.shape[1]) for c in fixed], dtype=np.int64)
+    return padded[:, idx], np.broadcast_to(fixed, (m, n))
+
+
+def _released(mode: str, values: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """What the attacker sees: ``noisy`` keeps each topic's ``n`` largest (noisy) values; others as they are."""
+    if mode != "noisy":
+        return values, cols
+    from ..topics.mechanisms import noisy_keywords
+
+    keep = noisy_keywords(values, n)
+    return np.take_along_axis(values, keep, axis=1), np.take_along_axis(np.asarray(cols), keep, axis=1)
 
 
 def _lira_row(name: str, mode: str, eps: float | None, delta: float, scores: np.ndarray,
-              member: np.ndarray) -> LiraRow:
+              member: np.ndarray, n: int = 0, sensitivity: str = "worst-case") -> LiraRow:
     """The table row of one ``(mechanism, keywords)``; ``eps`` is ``None`` for a non-private release."""
     results = [tpr_at_fpr(scores, member, f) for f in FPRS]
     is_dp = eps is not None
@@ -228,7 +301,8 @@ def _lira_row(name: str, mode: str, eps: float | None, delta: float, scores: np.
         auc=_auc(scores, member), tpr=tuple(r[0] for r in results), tpr_low=tuple(r[1] for r in results),
         tpr_high=tuple(r[2] for r in results),
         dp_bound=tuple(min(1.0, math.exp(min(float(eps), 700.0)) * f + d) if eps is not None
-                       else 1.0 for f in FPRS))
+                       else 1.0 for f in FPRS), n=n,
+        sensitivity=("global L1 2m" if name == "topicdp-laplace" else sensitivity) if is_dp else "-")
 
 
 def run_lira(
@@ -237,58 +311,125 @@ def run_lira(
     models: int = 64,
     n_topics: int = 5,
     m: int = 5,
-    n: int = 20,
+    n: int | Sequence[int] = 20,
     max_iter: int = 5,
     mechanisms: Sequence[tuple[str, float | None]] = (("none", None),),
-    keywords: Sequence[str] = KEYWORD_MODES,
+    keywords: Sequence[str] = ("model", "fixed"),
     delta: float = 1e-5,
+    sensitivity: str | float = "worst-case",
+    gamma: float = 0.1,
+    cache_dir: str | Path | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[list[LiraRow], dict[str, int | float | str]]:
     """Run LiRA on ``corpus`` (a :class:`~textdp.topics.UserCorpus`) for each ``(mechanism, ε)``.
 
     ``mechanism`` is ``none`` (the non-private release) or a name of
-    :data:`textdp.topics.MECHANISMS`. The ``models`` LDA fits are shared by every mechanism (the
-    noise is drawn per release); ``keywords`` picks the release variants (:data:`KEYWORD_MODES`). Returns the table rows and the public settings of the run
-    (sizes, seconds); the corpus itself is never echoed.
+    :data:`textdp.topics.MECHANISMS`. The ``models`` LDA fits are shared by every keyword count,
+    mechanism and ε (the noise is drawn per release; ``noisy`` has its own fits over the public
+    stand-in, :func:`stand_in_vocabulary`); ``keywords`` picks the releases (:data:`KEYWORD_MODES`);
+    ``n`` is one keyword count or several. ``sensitivity``: ``"worst-case"`` (``sqrt(2m)``),
+    ``"sampled"`` (the sampler at ``gamma`` on the whole corpus, cached in ``cache_dir``; see the
+    module docstring) or a number (supplied: every Gaussian release is calibrated to it, stated as
+    such; e.g. a value below the sampled one, for a stronger attack). Returns the table rows and the public settings of the run (sizes, seconds);
+    the corpus itself is never echoed.
     """
     from ..topics import build_mechanism
 
     n_models = check_positive_int(models, "models", minimum=8)
+    ns = [check_positive_int(k, "n (keywords)") for k in ([n] if isinstance(n, int) else n)]
+    modes = [check_choice(k, "keywords", KEYWORD_MODES) for k in keywords]
+    if isinstance(sensitivity, str):
+        check_choice(sensitivity, "sensitivity", ("worst-case", "sampled"))
+    else:
+        sensitivity = check_sensitivity(sensitivity)
     users = corpus.n_users
     if users < 4:
         raise ParameterError("LiRA needs at least 4 users")
     gen = make_rng(seed)
-    member_rng, noise_rng = spawn(gen, 2)
+    member_rng, noise_rng, sampler_rng = spawn(gen, 3)  # the first two as before: old tables reproduce
     member = membership_matrix(n_models, users, member_rng)
-    freqs = _user_frequencies(corpus)
     # every word any database can hold (each shadow database builds its own vocabulary by the public rule)
     all_words = corpus.columns if corpus.counts is not None else corpus.vocabulary
     vocab_index = {w: i for i, w in enumerate(all_words)}
+    kinds = sorted({"public" if k == "noisy" else "rule" for k in modes}, reverse=True)  # rule fits first
+    corpora = {"rule": corpus}
+    if "public" in kinds:
+        corpora["public"] = corpus.with_public_vocabulary(stand_in_vocabulary(corpus))
     t0 = time.perf_counter()
-    top_n = np.argsort(-np.asarray(corpus.X.sum(axis=0)).reshape(-1), kind="stable")[:n]
-    fixed_words = [corpus.vocabulary[i] for i in top_n]
-    total = n_models + len(mechanisms) * len(keywords)
-    raw = _shadow_releases(corpus, member, keywords, n_topics=n_topics, max_iter=max_iter, m=m, n=n,
-                           vocab_index=vocab_index, fixed_words=fixed_words, progress=progress, total=total)
+    fixed = np.array([vocab_index[corpus.vocabulary[i]] for i in
+                      np.argsort(-np.asarray(corpus.X.sum(axis=0)).reshape(-1), kind="stable")[:max(ns)]])
+    total = n_models * len(kinds) + len(mechanisms) * len(modes) * len(ns)
+    fits: dict[str, list[_Fit]] = {}
+    for i, kind in enumerate(kinds):
+        fits[kind] = _fits(corpora[kind], member, vocab_index, n_topics=n_topics, max_iter=max_iter,
+                           progress=progress, done=i * n_models, total=total)
     fit_seconds = time.perf_counter() - t0
+    deltas = _sensitivities(sensitivity, modes, ns, corpora, m=m, n_topics=n_topics, max_iter=max_iter,
+                            gamma=gamma, cache_dir=cache_dir, seed=sampler_rng)
+    sampling_seconds = time.perf_counter() - t0 - fit_seconds
     rows: list[LiraRow] = []
-    sens = math.sqrt(2.0 * m)
-    done = n_models
-    for mode in keywords:
-        for name, eps in mechanisms:
-            mech = None if name == "none" else build_mechanism(name, epsilon=float(eps or 1.0), delta=delta, m=m,
-                                                                sensitivity=sens)
-            stats = np.empty((n_models, users))
-            for j, (values, cols) in enumerate(raw[mode]):
-                released = values if mech is None else mech.randomize(values, seed=noise_rng)
-                stats[j] = _statistic(freqs, released, cols, len(all_words))
-            scores = lira_scores(stats, member)
-            rows.append(_lira_row(name, mode, eps if mech is not None else None, delta, scores, member))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-    settings: dict[str, int | float | str] = {"models": n_models, "users": users, "n_topics": n_topics, "m": m, "n": n, "max_iter": max_iter,
-                "sensitivity": f"global L2 sqrt(2m) = {sens:.4g}", "delta": delta,
-                "fit_seconds": round(fit_seconds, 1), "seconds": round(time.perf_counter() - t0, 1)}
+    done = n_models * len(kinds)
+    freqs = _user_frequencies(corpus)
+    for k in ns:
+        for mode in modes:
+            sens, label = deltas[(mode, k)]
+            for name, eps in mechanisms:
+                mech = None if name == "none" else build_mechanism(
+                    name, epsilon=float(eps or 1.0), delta=delta, m=m, sensitivity=sens,
+                    gamma=gamma if sensitivity == "sampled" else None)
+                stats = np.empty((n_models, users))
+                for j, fit in enumerate(fits["public" if mode == "noisy" else "rule"]):
+                    values, cols = _non_private(mode, fit, m, k, fixed[:k])
+                    noisy = values if mech is None else mech.randomize(values, seed=noise_rng)
+                    released, released_cols = _released(mode, noisy, cols, k)
+                    stats[j] = _statistic(freqs, released, released_cols, len(all_words))
+                scores = lira_scores(stats, member)
+                rows.append(_lira_row(name, mode, eps if mech is not None else None, delta, scores, member, n=k,
+                                      sensitivity=label))
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+    settings: dict[str, int | float | str] = {
+        "models": n_models, "users": users, "n_topics": n_topics, "m": m, "n": ",".join(map(str, ns)),
+        "vocabulary": len(corpus.vocabulary), "max_iter": max_iter,
+        "sensitivity": (f"global L2 sqrt(2m) = {math.sqrt(2.0 * m):.4g}" if sensitivity == "worst-case" else
+                        f"sampled once on the whole corpus at gamma={gamma:g} (its value calibrates every shadow)"
+                        if sensitivity == "sampled" else f"supplied L2 {sensitivity:.6g} for every Gaussian release"),
+        "delta": delta, "fit_seconds": round(fit_seconds, 1), "sampling_seconds": round(sampling_seconds, 1),
+        "seconds": round(time.perf_counter() - t0, 1)}
     return rows, settings
+
+
+def _sensitivities(sensitivity: str | float, modes: Sequence[str], ns: Sequence[int], corpora: dict[str, UserCorpus], *,
+                   m: int, n_topics: int, max_iter: int, gamma: float, cache_dir: str | Path | None,
+                   seed: np.random.Generator) -> dict[tuple[str, int], tuple[float | str, str]]:
+    """The L2 sensitivity (value or ``"worst-case"``) and its label for every ``(release, n)``.
+
+    Sampled: one sampler per release kind on the whole corpus (``noisy``: whole rows, one value for
+    every ``n``; ``model``: the ``m x n`` values, one per ``n``); ``fixed`` keeps the worst case
+    (no sampler measures its function).
+    """
+    from ..topics import SensitivitySampler, SklearnLDA
+
+    if not isinstance(sensitivity, str):
+        return {(mode, k): (sensitivity, f"supplied {sensitivity:.4g}") for mode in modes for k in ns}
+    out: dict[tuple[str, int], tuple[float | str, str]] = {
+        (mode, k): ("worst-case", "worst-case sqrt(2m)") for mode in modes for k in ns}
+    if sensitivity != "sampled":
+        return out
+    model = SklearnLDA(n_topics=n_topics, max_iter=max_iter, seed=0)
+    label = f"sampled, gamma {gamma:g}"
+    if "noisy" in modes:
+        pub = corpora["public"]
+        s = SensitivitySampler(corpus=pub, model=model, sizes=[(m, len(pub.vocabulary))], rows=True,
+                               cache_dir=cache_dir).sample(gamma, seed=seed)
+        for k in ns:
+            out[("noisy", k)] = (next(iter(s.values())).value, label)
+    if "model" in modes:
+        sizes = [(m, k) for k in ns]
+        s = SensitivitySampler(corpus=corpora["rule"], model=model, sizes=sizes,
+                               cache_dir=cache_dir).sample(gamma, seed=seed)
+        for k in ns:
+            out[("model", k)] = (s[(m, k)].value, label)
+    return out

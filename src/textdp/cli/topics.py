@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -50,9 +51,15 @@ TOPICS_HELP = (
     "fitting the model on random pairs of databases that differ in one user, so the guarantee is "
     "'random DP' -- it holds for a random user with probability at least 1 - gamma, not for every "
     "user. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower. --sensitivity worst-case "
-    "uses the global bound sqrt(2m) instead: plain DP for every user, no gamma, more noise. The vocabulary "
-    "is part of the released function (rebuilt for every sampled database) or public (--vocabulary). The "
-    "keyword identities come from the non-private model and are not protected; only the probabilities are.\n\n"
+    "uses the global bound sqrt(2m) instead: plain DP for every user, no gamma, more noise.\n\n"
+    "What is covered: by default every part of the release. The noise is added to each released topic's "
+    "probability of every word of a public vocabulary (--vocabulary, default GloVe's 10,000 most frequent "
+    "words), and each topic's keywords are its largest NOISY values, so which words are named is protected "
+    "too. --keywords-from model is the thesis's release instead: keywords chosen by the non-private model, "
+    "NOT covered (see its help for what a membership attack gets from them).\n\n"
+    "Cost: the default sampled sensitivity fits the model on 285 pairs of databases (570 fits, gamma 0.1); "
+    "the command says how long that will take before it starts and prints progress lines when its output is "
+    "not a terminal. --sensitivity worst-case skips the fits.\n\n"
     "The release (-o) holds only the guarantee, public parameters, keywords and the noisy matrix (exact "
     "multiples of the public grid 2^-GRID_BITS). Everything that describes the private corpus (user and "
     "document counts, the sampled sensitivity and the noise scale, timings, paths) goes to the private "
@@ -68,9 +75,19 @@ MECHANISM_HELP = ("topicdp: discrete Gaussian, zCDP calibration (default); topic
                   "split (reproduction); topicdp-laplace / mvg / mvg-directional: the thesis's baselines.")
 ENGINE_HELP = ("Where the sensitivity pairs are fitted: local (this process) or dask (a local cluster of --workers "
                "processes, or the cluster at --scheduler). The same --seed gives the same result on any engine.")
-VOCABULARY_HELP = ("Columns of the model: 'corpus' (built from the corpus by --max-features and rebuilt for every "
-                   "sampled database, so the guarantee covers it), 'glove:K' (GloVe's K most frequent words, "
-                   "public) or FILE (a public word list, one per line).")
+VOCABULARY_HELP = ("Columns of the model: 'glove:K' (GloVe's K most frequent words, public), FILE (a public word "
+                   "list, one per line) or 'corpus' (built from the corpus by --max-features and rebuilt for every "
+                   "sampled database; only with --keywords-from model, since its words are private).")
+#: Default ``--vocabulary``: public, so that the keywords read off the noisy values are covered.
+DEFAULT_VOCABULARY = "glove:10000"
+KEYWORDS_FROM_HELP = (
+    "noisy (default): noise on every word of the public vocabulary in each topic, keywords = the largest noisy "
+    "values; every part of the release is covered. model: the thesis's release, keywords chosen by the "
+    "non-private model and NOT covered: LiRA on Enron (64 shadows, K = 5, epsilon 1, worst-case sensitivity) "
+    "reaches 13% TPR at 0.1% FPR with 500 keywords per topic (500 words) and 38% with 1000 of 2000, against "
+    "the 0.27% an (epsilon 1)-DP release allows (docs/topics-membership.md).")
+MODEL_KEYWORDS_LINE = ("note: --keywords-from model: the keyword identities (which words, which topics) are chosen by "
+                       "the non-private model and are NOT covered by the guarantee; only the values are.")
 SENSITIVITY_HELP = ("L2 sensitivity of the Gaussian mechanisms: 'sampled' (random DP with --gamma), 'worst-case' "
                     "(the global bound sqrt(2m): plain DP, no gamma, more noise) or a number you vouch for.")
 STRIP_HELP = ("Drop quoted-reply ('>', '|') and '... writes:' lines: they are other users' words "
@@ -139,16 +156,88 @@ def _backend(engine: str, workers: int | None, scheduler: str | None) -> Backend
     return get_backend("dask", scheduler=scheduler, workers=workers)
 
 
+def _duration(seconds: float) -> str:
+    """A duration in words a person can hold: ``45 s``, ``12 min``, ``2.8 h``.
+
+    >>> _duration(44.6), _duration(700), _duration(10_080)
+    ('45 s', '12 min', '2.8 h')
+    """
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class SamplerProgress:
+    """The sampler's progress: a bar on a terminal, plain lines otherwise, and time estimates.
+
+    Before the first pair: an estimate from the release's own fit (``fit_seconds``; a pair is two
+    fits, ``workers`` in parallel). After the first pairs (3, or a minute): an estimate from them. Off a
+    terminal (``plain``): a line at least every ``every`` seconds and at the end. ``emit`` prints a line.
+    """
+
+    def __init__(self, total: int, emit: Callable[[str], None], *, plain: bool, fit_seconds: float = 0.0,
+                 workers: int = 1, every: float = 30.0, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.total, self.emit, self.plain, self.every, self.clock = total, emit, plain, every, clock
+        self.fit_seconds, self.workers = fit_seconds, max(1, workers)
+        self.start: float | None = None
+        self.first = 0
+        self.last_line = 0.0
+        self.estimated = False
+
+    def announce(self, cached: int) -> None:
+        """Say what the sampler will do and, from the release's fit, about how long it will take."""
+        todo = max(self.total - cached, 0)
+        what = (f"sampling the sensitivity: {todo} of {self.total} pairs of databases to fit "
+                f"({2 * todo} model fits{f'; {cached} pairs from the cache' if cached else ''})")
+        if todo and self.fit_seconds > 0:
+            what += (f"; about {_duration(2 * todo * self.fit_seconds / self.workers)} (one fit of the corpus took "
+                     f"{self.fit_seconds:.1f} s; refined after the first pairs)")
+        self.emit(what + ". --sensitivity worst-case skips this (plain DP, more noise).")
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if self.start is None:
+            self.start, self.first, self.last_line = now, done, now
+            return
+        new, elapsed = done - self.first, now - self.start
+        left = elapsed / new * (total - done) if new > 0 else float("nan")
+        if not self.estimated and new > 0 and done < total and (new >= 3 or elapsed >= 60):
+            self.estimated = True
+            self.emit(f"sampling the sensitivity: the first {new} pairs took {_duration(elapsed)}; about "
+                      f"{_duration(left)} left for the other {total - done}")
+            self.last_line = now
+        elif self.plain and (done >= total or now - self.last_line >= self.every):
+            self.last_line = now
+            tail = "" if done >= total else f", about {_duration(left)} left"
+            self.emit(f"sampling the sensitivity: {done}/{total} pairs ({done / total:.0%}), "
+                      f"{_duration(elapsed)} elapsed{tail}")
+
+
 def _sample(sampler: SensitivitySampler, gamma: float, seed: np.random.Generator,
-            quiet: bool) -> dict[tuple[int, int], SampledSensitivity]:
+            quiet: bool, fit_seconds: float = 0.0) -> dict[tuple[int, int], SampledSensitivity]:
     """Run the sampler; an interrupt says truthfully what the cache keeps and that re-running resumes."""
+    import sys
+
     from ..topics import sampler_parameters
 
     total = sampler_parameters(gamma).n_samples
+    workers_of = getattr(sampler.backend, "n_workers", None)
+    watch = SamplerProgress(total, print_info, plain=not sys.stderr.isatty(), fit_seconds=fit_seconds,
+                            workers=int(workers_of()) if callable(workers_of) else 1)
+    if not quiet:
+        watch.announce(min(sampler.cached_samples(), total))
     try:
         with progress_bar(disable=quiet) as bar:
             task = bar.add_task("sampling sensitivity", total=total)
-            return sampler.sample(gamma, seed=seed, progress=lambda d, t: bar.update(task, completed=d, total=t))
+
+            def progress(d: int, t: int) -> None:
+                bar.update(task, completed=d, total=t)
+                if not quiet:
+                    watch(d, t)
+
+            return sampler.sample(gamma, seed=seed, progress=progress)
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else 130
         raise InterruptedRun(_interrupted_message(sampler, total), status) from None
@@ -245,6 +334,7 @@ class _TopicsOptions:
     min_user_docs: int
     max_features: int
     vocabulary: str
+    keywords_from: str
     strip_quotes: bool
     per_db_users: int
     neighbours: str
@@ -294,7 +384,8 @@ def topics(
     max_docs_per_user: MaxDocsPerUser = 30,
     min_user_docs: MinUserDocs = 1,
     max_features: Annotated[int, typer.Option(help="Size of the corpus vocabulary (--vocabulary corpus).")] = 2000,
-    vocabulary: Annotated[str, typer.Option(help=VOCABULARY_HELP)] = "corpus",
+    vocabulary: Annotated[str, typer.Option(help=VOCABULARY_HELP)] = DEFAULT_VOCABULARY,
+    keywords_from: Annotated[str, choice(("noisy", "model"), help=KEYWORDS_FROM_HELP)] = "noisy",
     strip_quotes: StripQuotes = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
     neighbours: Neighbours = "add-remove",
@@ -315,7 +406,7 @@ def topics(
         from .._rng import spawn
         from ..topics import extract_topic_matrix, make_topic_model
         from ..topics.family import topics_mechanism
-        from ..topics.models import fit_database
+        from ..topics.models import fit_database, topic_rows
         from ..topics.vocabulary import public_vocabulary, vocabulary_note
 
         run = _check_topics_options(o)
@@ -328,19 +419,29 @@ def topics(
         t_fit = time.perf_counter()
         tw, prev, vocab = fit_database(data, model)  # the released function; the sampler measures this one
         fit_seconds = time.perf_counter() - t_fit
-        tm = extract_topic_matrix(tw, prev, vocab, run.m, run.n)
-        source, sens_value, sampled_gamma, private = _sensitivity(o, run, data, model, sampler_seed)
+        noisy = o.keywords_from == "noisy"
+        if noisy and run.n > len(vocab):
+            from ..errors import ParameterError
+
+            raise ParameterError(f"--keywords {run.n} is more than the {len(vocab)} words of the vocabulary; "
+                                 "lower --keywords or give a larger --vocabulary")
+        # covered default: whole rows over the public vocabulary, keywords read off the noisy values
+        tm = topic_rows(tw, prev, vocab, run.m) if noisy else extract_topic_matrix(tw, prev, vocab, run.m, run.n)
+        if not noisy:
+            print_info(MODEL_KEYWORDS_LINE)
+        source, sens_value, sampled_gamma, private = _sensitivity(o, run, data, model, sampler_seed, fit_seconds)
         # the registered mechanism (one base for every family); its calibration gives the private sigma below
         family = topics_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, gamma=sampled_gamma,
                                   sensitivity=sens_value, grid=run.grid, seed=release_seed,
-                                  vocabulary_note=vocabulary_note(data.settings, source))
-        mech = family.fit().noise((run.m, run.n))
+                                  vocabulary_note=vocabulary_note(data.settings, source),
+                                  keywords_from=o.keywords_from, keywords=run.n if noisy else None)
+        mech = family.fit().noise(tm.shape)
         (rel,) = family.privatize_batch([tm], ["topics"], seeded=o.seed is not None)
         record = rel.to_record()  # the one record layout (textdp/schemas/record.schema.json)
         files: list[tuple[Path, object, bool]] = []  # (path, object, private): the release is written last
         if o.private_report is not None:
             private.update(fit_seconds=round(fit_seconds, 3), seconds=round(time.perf_counter() - t0, 3))
-            files.append((o.private_report, _private_report(o, run, data, mech, sens_value, private), True))
+            files.append((o.private_report, _private_report(o, run, data, mech, sens_value, private, tm.shape), True))
         if run.output is not None:
             settings = _release_settings(o, run, data.settings, model.settings(), source)
             settings["guarantee"] = rel.guarantee.to_dict()  # the full statement, once (records: the compact form)
@@ -365,6 +466,13 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     n = check_positive_int(o.n_keywords, "--keywords")
     K = _check_topic_counts(m, o.model_topics)
     sens_choice = _sensitivity_option(o.sensitivity)
+    check_choice(o.keywords_from, "--keywords-from", ("noisy", "model"))
+    if o.keywords_from == "noisy" and o.vocabulary.strip() == "corpus":
+        from ..errors import ParameterError
+
+        raise ParameterError("--vocabulary corpus is built from the private corpus, so its words cannot name the "
+                             "covered keywords: give a public --vocabulary (glove:K or FILE), or --keywords-from "
+                             "model (keywords NOT covered)")
     grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
     output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
     _check_paths(o.corpus, output, o.private_report, o.force)
@@ -373,7 +481,8 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
 
 
 def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: TopicModel,
-                 sampler_seed: np.random.Generator) -> tuple[str, float | str | None, float | None, dict[str, object]]:
+                 sampler_seed: np.random.Generator,
+                 fit_seconds: float = 0.0) -> tuple[str, float | str | None, float | None, dict[str, object]]:
     """The sensitivity the mechanism is calibrated to: its source, value, sampled gamma, and private notes."""
     from ..topics import SensitivitySampler, default_cache_dir
     from ..topics.mechanisms import needs_sensitivity
@@ -389,11 +498,14 @@ def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: To
         return "supplied", float(run.sensitivity), None, private
     backend = _backend(run.engine, run.workers, o.scheduler)
     try:
-        sizes = sorted({(k, k) for k in range(2, min(run.K, 10) + 1)} | {(run.m, run.n)})
+        rows = o.keywords_from == "noisy"  # whole rows over the public vocabulary
+        size = (run.m, len(data.vocabulary)) if rows else (run.m, run.n)
+        sizes = [size] if rows else sorted({(k, k) for k in range(2, min(run.K, 10) + 1)} | {size})
         cache = None if o.no_cache else (o.cache_dir or default_cache_dir())
         sampler = SensitivitySampler(corpus=data, model=model, sizes=sizes, backend=backend,
-                                     n_users=o.per_db_users or None, neighbours=o.neighbours, cache_dir=cache)
-        sampled = _sample(sampler, o.gamma, sampler_seed, o.quiet)[(run.m, run.n)]
+                                     n_users=o.per_db_users or None, neighbours=o.neighbours, cache_dir=cache,
+                                     rows=rows)
+        sampled = _sample(sampler, o.gamma, sampler_seed, o.quiet, fit_seconds)[size]
     finally:
         if backend is not None:
             backend.close()
@@ -411,7 +523,8 @@ def _release_settings(o: _TopicsOptions, run: _TopicsRun, corpus_settings: objec
         "textdp_version": __version__, "command": "topics", "user_field": o.user_field, "text_field": o.text_field,
         "corpus_settings": corpus_settings, "model": model_settings, "mechanism": o.mechanism,
         "epsilon": o.epsilon, "delta": o.delta, "gamma": o.gamma if source == "sampled" else None,
-        "topics": run.m, "keywords": run.n, "grid": run.grid, "neighbours": o.neighbours,
+        "topics": run.m, "keywords": run.n, "keywords_from": o.keywords_from, "grid": run.grid,
+        "neighbours": o.neighbours,
         "per_db_users": o.per_db_users or "all users of the corpus (count in the private report)",
         "sensitivity": (None if not needs_sensitivity(o.mechanism) else
                         "supplied (value in the private report)" if source == "supplied" else source),
@@ -420,11 +533,12 @@ def _release_settings(o: _TopicsOptions, run: _TopicsRun, corpus_settings: objec
 
 
 def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: TopicMechanism,
-                    sens_value: float | str | None, private: dict[str, object]) -> dict[str, object]:
+                    sens_value: float | str | None, private: dict[str, object],
+                    shape: tuple[int, int] | None = None) -> dict[str, object]:
     """The PRIVATE report: counts, the sensitivity and the noise scale, timings, paths."""
     from ..topics.sensitivity import worst_case_sensitivity
 
-    sigma = mech.private_scale((run.m, run.n))  # PRIVATE: the noise scale reveals a sampled sensitivity
+    sigma = mech.private_scale(shape or (run.m, run.n))  # PRIVATE: the noise scale reveals a sampled sensitivity
     timings = {k: private.pop(k) for k in ("fit_seconds", "seconds")}
     return {
         "warning": "PRIVATE: describes the private corpus; never publish this file",

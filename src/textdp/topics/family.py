@@ -10,7 +10,15 @@ parameters declared once on :class:`TopicsMechanism`, ``fit`` validates, one bat
 All take ``epsilon``, ``delta`` (unused by ``topicdp-laplace``, which is pure ε-DP),
 ``sensitivity`` (a number, a :class:`~textdp.topics.sensitivity.SampledSensitivity` or ``"worst-case"``;
 none for ``topicdp-laplace``), ``gamma``, ``grid``, ``vocabulary_note`` (the public sentence on the
-vocabulary, :func:`textdp.topics.vocabulary.vocabulary_note`) and ``seed``.
+vocabulary, :func:`textdp.topics.vocabulary.vocabulary_note`), ``keywords_from``, ``keywords`` and ``seed``.
+
+Which keywords a release names (:mod:`textdp.topics.mechanisms`, "What the guarantees cover"):
+a unit built by :func:`~textdp.topics.models.topic_rows` (whole rows over a public vocabulary)
+gets the noise on every entry and keeps each topic's ``keywords`` largest *noisy* values: every part
+of the release is covered (``keywords_from="noisy"``, what ``textdp topics`` does by default). A unit
+built by :func:`~textdp.topics.models.extract_topic_matrix` carries the non-private model's keywords,
+released as they are and not covered (``keywords_from="model"``, the thesis's release). With
+``keywords_from=None`` (default) the unit decides; naming it makes a mismatched unit an error.
 
 The unit of a batch is a :class:`~textdp.topics.models.TopicMatrix`; its shape ``(m, n)`` is
 public (the release's ``context.shape``). The noise calibrations of
@@ -28,6 +36,11 @@ the ``keywords``, the compact guarantee; unit ``user``).
 >>> rec = rel.to_record()
 >>> rec["release"], rec["mechanism"], rec["unit"], len(rec["matrix"]), rec["keywords"][1]
 ('matrix', 'topicdp-laplace', 'user', 2, ['c', 'd'])
+>>> from textdp.topics.models import topic_rows
+>>> rows = topic_rows(np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]]), np.array([0.7, 0.3]), ["a", "b", "c"], 2)
+>>> rel = TopicDP(epsilon=1.0, delta=1e-5, sensitivity="worst-case", keywords=2, seed=1).privatize(rows)
+>>> [len(k) for k in rel.keywords], rel.guarantee.params["keywords_from"], rel.keyword_note[:8]
+([2, 2], 'noisy', 'Covered:')
 """
 
 from __future__ import annotations
@@ -36,13 +49,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._validation import check_epsilon, check_probability
+from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee
 from ..mechanisms.base import Mechanism, ReleaseContext, SeedLike
 from ..mechanisms.registry import get, names
 from ..samplers import DEFAULT_GRID
-from .mechanisms import TopicGuarantee, TopicMechanism, TopicRelease, build_mechanism, make_release
+from .mechanisms import (
+    KEYWORD_SOURCES,
+    TopicGuarantee,
+    TopicMechanism,
+    TopicRelease,
+    build_mechanism,
+    covered_guarantee,
+    make_release,
+)
 from .models import TopicMatrix
 from .sensitivity import SampledSensitivity
 
@@ -72,11 +93,20 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     gamma: float | None = None
     grid: float = DEFAULT_GRID
     vocabulary_note: str | None = None
+    keywords_from: str | None = None
+    keywords: int | None = None
     seed: SeedLike = None
 
     def _fit(self) -> None:
         self.epsilon_ = check_epsilon(self.epsilon)
         self._check_delta()
+        if self.keywords_from is not None:
+            check_choice(self.keywords_from, "keywords_from", KEYWORD_SOURCES)
+        if self.keywords is not None:
+            check_positive_int(self.keywords, "keywords")
+            if self.keywords_from == "model":
+                raise ParameterError("keywords= keeps the largest noisy values of whole rows (keywords_from='noisy'); "
+                                     "with the model's keywords the matrix is released as it is")
         self.noise((1, 1))  # validates the sensitivity, gamma and grid before any matrix is seen
 
     def _check_delta(self) -> None:
@@ -95,12 +125,24 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
         ctx = context or ReleaseContext(seeded=self.seeded_)
         if ctx.shape is None:
             raise ParameterError("the guarantee depends on the matrix shape: pass ReleaseContext(shape=(m, n))")
-        return self.noise(ctx.shape).guarantee(ctx.shape).evolve(seeded=ctx.seeded, empty=ctx.empty,
-                                                                 vocabulary_note=self.vocabulary_note)
+        g = self.noise(ctx.shape).guarantee(ctx.shape)
+        if self.keywords_from == "noisy":  # shape = (m, V): whole rows over the public vocabulary
+            g = covered_guarantee(g, min(self.keywords or ctx.shape[1], ctx.shape[1]))
+        return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note)
 
     def _prepare(self, unit: object, uid: str) -> TopicMatrix:
         if not isinstance(unit, TopicMatrix):
             raise ParameterTypeError(f"unit {uid}: a topics mechanism takes a TopicMatrix, got {type(unit).__name__}")
+        if self.keywords_from == "noisy" and unit.columns != "public":
+            raise ParameterError(f"unit {uid}: keywords_from='noisy' needs whole topic rows over a public vocabulary "
+                                 "(textdp.topics.models.topic_rows); this matrix holds the model's keywords: pass "
+                                 "keywords_from='model' (their identities are then not covered)")
+        if self.keywords_from == "model" and unit.columns != "model":
+            raise ParameterError(f"unit {uid}: keywords_from='model' releases the model's keywords "
+                                 "(textdp.topics.models.extract_topic_matrix); this matrix holds whole rows")
+        if self.keywords is not None and unit.columns != "public":
+            raise ParameterError(f"unit {uid}: keywords={self.keywords} reads keywords off the noisy values of whole "
+                                 "rows over a public vocabulary (textdp.topics.models.topic_rows)")
         return unit
 
     def release_context(self, prepared: Sequence[TopicMatrix], *, size: int | None = None,
@@ -122,7 +164,7 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     def _release(self, uid: str, prepared: TopicMatrix, output: np.ndarray | None, context: ReleaseContext,
                  guarantee: Guarantee, seeded: bool) -> TopicRelease:
         assert isinstance(guarantee, TopicGuarantee) and output is not None  # a matrix is never empty
-        return make_release(uid, prepared, output, guarantee, seeded)
+        return make_release(uid, prepared, output, guarantee, seeded, keywords=self.keywords)
 
 
 def topics_mechanism(name: str, **params: object) -> TopicsMechanism:

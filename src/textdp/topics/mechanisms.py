@@ -40,14 +40,37 @@ matrix (no sensitivity, no σ: σ is a function of the sampled sensitivity).
 
 What the guarantees cover
 -------------------------
-Noise protects the *values* of the ``m x n`` matrix at fixed positions. Which
-topics are released (the top ``m`` by prevalence) and which words name the
-columns (each topic's top ``n``) are selected from the non-private model and
-published as they are: that selection is data-dependent and **not** covered by
-any guarantee here (a user's unique word can surface as a keyword). Releasing
-keyword identities privately would need e.g. a public vocabulary or a private
-selection step (exponential mechanism / noisy top-k), which this module does
-not do. Every :class:`TopicRelease` repeats this in ``keyword_note``.
+Two releases share the mechanisms; the unit's :attr:`~textdp.topics.models.TopicMatrix.columns`
+says which one:
+
+* **keywords from the noisy values** (``columns == "public"``, the default of ``textdp topics``;
+  :data:`KEYWORD_NOTE_NOISY`): the released function is the top ``m`` topics by prevalence, in that
+  order, each as its *whole* row over a **public** vocabulary
+  (:func:`~textdp.topics.models.topic_rows`). The noise is added to every entry of that ``m x V``
+  matrix (calibrated to its L2 sensitivity, sampled or the global ``sqrt(2m)``: full probability rows),
+  and each topic's ``n`` keywords are its ``n`` largest *noisy* values (:func:`make_release`): a
+  function of the noisy matrix alone, so covered by post-processing, at no extra ε or δ. The topics
+  and their order are rows of the released function, so the sensitivity that calibrates the noise
+  bounds their change too (no separate selection is needed). Why this reading rather than a DP
+  top-k selection (exponential mechanism / Gumbel top-k, or the one-shot top-k of Durfee & Rogers,
+  NeurIPS 2019) composed with the values' noise: one Gaussian on the whole matrix uses the L2
+  sensitivity of all ``m`` rows at once, while ``m n`` selections would each pay for a user's L-inf
+  change of a row and compose over ``m n`` picks (a factor about ``sqrt(mn)`` more noise per pick
+  under zCDP composition), and the values would still need their own budget. The cost is
+  accuracy: the keywords are the true top words only where the noise is small against the
+  probabilities (``docs/topics-results.md`` measures it). The vocabulary must be public: a
+  vocabulary built from the private corpus would publish its own words as columns (a word that
+  only one user's documents bring into it is an output its neighbour can never produce).
+* **keywords chosen by the model** (``columns == "model"``, the thesis's release, opt-in as
+  ``--keywords-from model``; :data:`KEYWORD_NOTE`): the noise protects the *values* of the
+  ``m x n`` matrix at fixed positions; which topics are released (the top ``m`` by prevalence)
+  and which words name the columns (each topic's top ``n``) are selected from the non-private
+  model and published as they are: **not** covered by any guarantee here (a user's unique word
+  can surface as a keyword). LiRA measures what that costs on Enron at ε = 1 with the global
+  sensitivity (``docs/topics-membership.md``): 13 % TPR at 0.1 % FPR with 500 keywords per topic
+  against the 0.27 % any (1, 1e-5)-DP release allows.
+
+Every :class:`TopicRelease` says which in ``keyword_note``.
 
 Post-processing (clip to [0, 1], then scale any row with sum > 1 down to sum 1)
 is applied to the noisy matrix; it never weakens DP.
@@ -90,6 +113,8 @@ from .sensitivity import SampledSensitivity, worst_case_sensitivity
 __all__ = [
     "DEFAULT_GRID",
     "KEYWORD_NOTE",
+    "KEYWORD_NOTE_NOISY",
+    "KEYWORD_SOURCES",
     "MECHANISMS",
     "LaplaceBaseline",
     "MVGMechanism",
@@ -98,7 +123,10 @@ __all__ = [
     "TopicMechanism",
     "TopicRelease",
     "build_mechanism",
+    "covered_guarantee",
+    "make_release",
     "needs_sensitivity",
+    "noisy_keywords",
     "postprocess",
     "release_topics",
 ]
@@ -109,6 +137,23 @@ KEYWORD_NOTE = (
     "keyword identities (top n words per topic) are selected from the non-private topic model and "
     "are NOT covered by the privacy guarantee."
 )
+
+#: ``keyword_note`` of the covered release (keywords read off the noisy values over a public vocabulary).
+KEYWORD_NOTE_NOISY = (
+    "Covered: the noise is added to every word of the public vocabulary in each released topic (the top m "
+    "topics by prevalence, in that order, are rows of the released function), and each topic's keywords are "
+    "its largest noisy values: post-processing of the private release."
+)
+
+#: How each release chooses its keywords (``keywords_from=``, ``--keywords-from``): ``noisy`` (covered,
+#: the default of ``textdp topics``) or ``model`` (the thesis's release: identities NOT covered).
+KEYWORD_SOURCES = ("noisy", "model")
+
+_MODEL_NOT_COVERED = ("Not covered: which topics and keywords are released (chosen by the non-private model, see "
+                      "keyword_note).")
+_NOISY_COVERED = ("Covered too: which topics are released (the top m by prevalence, in that order: rows of the "
+                  "released function, whose change the sensitivity bounds) and their keywords (each topic's top {n} "
+                  "of its noisy values over the public vocabulary of {v} words: post-processing).")
 
 CKS20 = "Canonne, Kamath & Steinke, 'The Discrete Gaussian for Differential Privacy', NeurIPS 2020"
 RANDOM_DP = "Rubinstein & Alda, 'Pain-Free Random Differential Privacy with Sensitivity Sampling', ICML 2017"
@@ -212,20 +257,27 @@ class TopicGuarantee(Guarantee):
     grid: float
     noise: str
     vocabulary_note: str | None = None
+    keywords_from: str = "model"
+    keywords: int | None = None
     unit: str = "user"
     reference: str = CKS20
 
     def _derive(self) -> dict[str, object]:
         not_covered = (self.statement.split("Not covered: ", 1)[1] if "Not covered: " in self.statement
-                       else "which topics and keywords are released (chosen by the non-private model).")
+                       else "which topics and keywords are released (chosen by the non-private model)."
+                       if self.keywords_from == "model" else "nothing beyond the public parameters.")
+        noisy = self.keywords_from == "noisy"
         return {
             "not_covered": not_covered,
             "composition": "Basic composition over releases: k releases about the same users cost (k*epsilon, k*delta).",
             "parameters": (
                 ("gamma", self.gamma),
                 ("definition", "random differential privacy" if self.gamma is not None else "differential privacy"),
-                ("topics", self.shape[0]), ("keywords_per_topic", self.shape[1]), ("grid", self.grid),
-                ("grid_text", _grid_text(self.grid)), ("noise", self.noise), ("keyword_note", KEYWORD_NOTE),
+                ("topics", self.shape[0]),
+                ("keywords_per_topic", self.keywords if noisy and self.keywords is not None else self.shape[1]),
+                ("keywords_from", self.keywords_from), *((("noised_columns", self.shape[1]),) if noisy else ()),
+                ("grid", self.grid), ("grid_text", _grid_text(self.grid)), ("noise", self.noise),
+                ("keyword_note", KEYWORD_NOTE_NOISY if noisy else KEYWORD_NOTE),
                 ("vocabulary_note", self.vocabulary_note),
             ),
         }
@@ -264,8 +316,7 @@ def _not_covered(gamma: float | None, source: str = "supplied") -> str:
         scale = "The sensitivity sqrt(2m) and the noise scale are public."
     else:
         scale = "The supplied sensitivity and the noise scale derived from it are not part of the release."
-    return ("Not covered: which topics and keywords are released (chosen by the non-private model, see "
-            f"keyword_note). {scale}")
+    return f"{_MODEL_NOT_COVERED} {scale}"
 
 
 def _source(sensitivity: object, gamma: float | None, source: str | None) -> str:
@@ -479,8 +530,7 @@ class LaplaceBaseline(_GridMechanism):
                  f"(global L1 sensitivity 2m={2 * m} plus g*mn for the rounding, divided by epsilon; "
                  f"{ROUNDING_L1})")
         statement = (f"{self.epsilon:g}-differential privacy for user-level neighbours (one user's documents added "
-                     f"or removed; no sampling). Noise: {noise}. Not covered: which topics and keywords are "
-                     f"released (chosen by the non-private model, see keyword_note).")
+                     f"or removed; no sampling). Noise: {noise}. {_MODEL_NOT_COVERED}")
         return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=0.0, gamma=None, shape=(m, n),
                               grid=self.grid, noise=noise, statement=statement)
 
@@ -726,7 +776,7 @@ class TopicRelease(ReleaseRecord):
 
     @property
     def keyword_note(self) -> str:
-        return KEYWORD_NOTE
+        return KEYWORD_NOTE_NOISY if self.topic_guarantee.keywords_from == "noisy" else KEYWORD_NOTE
 
     def as_array(self) -> np.ndarray:
         """The post-processed matrix as an array."""
@@ -740,13 +790,38 @@ class TopicRelease(ReleaseRecord):
         return out
 
 
+def covered_guarantee(guarantee: TopicGuarantee, keywords: int) -> TopicGuarantee:
+    """The guarantee of a release whose ``keywords`` per topic are read off the noisy values (all covered).
+
+    ``guarantee`` is the mechanism's guarantee for the whole ``m x V`` rows over the public vocabulary;
+    the statement's "Not covered: which topics and keywords ..." becomes what is covered, and why.
+
+    >>> g = covered_guarantee(LaplaceBaseline(epsilon=1.0, m=2).guarantee((2, 50)), 5)
+    >>> g.keywords_from, g.params["keywords_per_topic"], g.params["noised_columns"], "Covered too" in g.statement
+    ('noisy', 5, 50, True)
+    """
+    if guarantee.keywords_from == "noisy":
+        return guarantee
+    head, sep, tail = guarantee.statement.partition(_MODEL_NOT_COVERED)
+    if not sep:  # pragma: no cover - every topics guarantee states the model's choice
+        raise ParameterError("this guarantee does not describe a topic-keyword release")
+    tail = tail.strip()
+    rest = (f"Not covered: {tail}" if tail else
+            "Not covered: nothing else (the parameters, the shape and the public vocabulary are public).")
+    covered = _NOISY_COVERED.format(n=keywords, v=guarantee.shape[1])
+    return guarantee.evolve(keywords_from="noisy", keywords=keywords, statement=f"{head}{covered} {rest}")
+
+
 def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLike = None, *,
-                   vocabulary_note: str | None = None) -> TopicRelease:
+                   vocabulary_note: str | None = None, keywords: int | None = None) -> TopicRelease:
     """Randomize ``topics.matrix`` with ``mechanism``, post-process, and record it.
 
     ``seed`` as in :func:`textdp._rng.make_rng`.
     ``vocabulary_note``: the record's sentence on the vocabulary
     (:func:`textdp.topics.vocabulary.vocabulary_note`).
+    ``keywords``: for whole rows over a public vocabulary
+    (:func:`~textdp.topics.models.topic_rows`), how many keywords per topic to read off the noisy
+    values (default: every column); see :func:`make_release`.
 
     >>> tm = TopicMatrix(np.array([[0.5, 0.3]]), (("a", "b"),), (0,))
     >>> r = release_topics(tm, LaplaceBaseline(epsilon=1.0, m=1), seed=1)
@@ -758,13 +833,43 @@ def release_topics(topics: TopicMatrix, mechanism: TopicMechanism, seed: SeedLik
     guarantee = mechanism.guarantee(topics.shape)  # validates before any noise is drawn
     raw = mechanism.randomize(topics.matrix, seed=seed)
     return make_release("topics", topics, raw, guarantee.evolve(seeded=_is_seeded(seed),
-                                                                 vocabulary_note=vocabulary_note), _is_seeded(seed))
+                                                                 vocabulary_note=vocabulary_note), _is_seeded(seed),
+                        keywords=keywords)
+
+
+def noisy_keywords(raw: np.ndarray, n: int) -> np.ndarray:
+    """Column indices of each row's ``n`` largest noisy values, largest first (ties: the earlier column).
+
+    A function of the noisy matrix alone (post-processing).
+
+    >>> noisy_keywords(np.array([[0.1, 0.5, 0.3], [0.2, 0.2, 0.0]]), 2).tolist()
+    [[1, 2], [0, 1]]
+    """
+    return np.argsort(-np.asarray(raw, dtype=float), axis=1, kind="stable")[:, :n]
 
 
 def make_release(uid: str, topics: TopicMatrix, raw: np.ndarray, guarantee: TopicGuarantee,
-                 seeded: bool) -> TopicRelease:
-    """The :class:`TopicRelease` of a noisy matrix ``raw`` (post-processed here)."""
+                 seeded: bool, *, keywords: int | None = None) -> TopicRelease:
+    """The :class:`TopicRelease` of a noisy matrix ``raw`` (post-processed here).
+
+    For whole rows over a public vocabulary (``topics.columns == "public"``) each topic keeps its
+    ``keywords`` largest noisy values (:func:`noisy_keywords`; default: every column) and the
+    guarantee says that the keywords are covered (:func:`covered_guarantee`). For the model's
+    keywords (``"model"``) the matrix is released as it is.
+    """
+    kws = topics.keywords
+    if topics.columns == "public":
+        n = raw.shape[1] if keywords is None else check_positive_int(keywords, "keywords")
+        if n > raw.shape[1]:
+            raise ParameterError(f"cannot keep {n} keywords per topic from a vocabulary of {raw.shape[1]} words")
+        cols = noisy_keywords(raw, n)
+        kws = tuple(tuple(topics.keywords[i][c] for c in row) for i, row in enumerate(cols))
+        raw = np.take_along_axis(raw, cols, axis=1)
+        guarantee = covered_guarantee(guarantee, n)
+    elif keywords is not None and keywords != raw.shape[1]:
+        raise ParameterError(f"the model chose {raw.shape[1]} keywords per topic; keeping {keywords} of the noisy "
+                             "values needs whole rows over a public vocabulary (textdp.topics.models.topic_rows)")
     return TopicRelease(
-        id=uid, guarantee=guarantee, seeded=seeded, keywords=topics.keywords,
+        id=uid, guarantee=guarantee, seeded=seeded, keywords=kws,
         raw_matrix=tuple(tuple(float(x) for x in row) for row in raw),
         content=tuple(tuple(float(x) for x in row) for row in postprocess(raw)))

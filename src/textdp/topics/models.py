@@ -59,6 +59,8 @@ __all__ = [
     "make_topic_model",
     "released_matrix_distance",
     "topic_matrix_distance",
+    "topic_rows",
+    "topic_rows_distance",
 ]
 
 #: Bumped when the text preparation changes, so cached sensitivity samples of older corpora are not reused.
@@ -422,6 +424,33 @@ class UserCorpus:
         keep = select_vocabulary(df, tf, int(sub.shape[0]), **self.rule)
         return sub[:, keep], tuple(self.columns[i] for i in keep)
 
+    def with_public_vocabulary(self, vocabulary: PublicVocabulary) -> UserCorpus:
+        """The same users and documents over the public ``vocabulary`` (fixed columns, in its order).
+
+        Byte for byte what :meth:`from_texts` builds with ``vocabulary=``: the counts are sliced
+        from the corpus's own counts (a word the corpus never uses is an all-zero column).
+
+        >>> c = UserCorpus.from_texts(["apple banana", "banana cherry", "apple cherry"],
+        ...                           ["u1", "u1", "u2"], min_df=1, max_df=1.0)
+        >>> p = c.with_public_vocabulary(PublicVocabulary(("cherry", "apple", "kiwi"), "toy"))
+        >>> p.vocabulary, p.X.toarray().tolist(), p.rule is None
+        (('cherry', 'apple', 'kiwi'), [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0]], True)
+        """
+        if self.counts is None:
+            raise ParameterError("this corpus was built from a matrix; build it from texts to change its vocabulary")
+        if len(vocabulary.words) < 2:
+            raise ParameterError("a public vocabulary needs at least 2 words")
+        index = {w: i for i, w in enumerate(self.columns)}
+        n = len(self.columns)
+        padded = sparse.hstack([self.counts, sparse.csr_matrix((self.counts.shape[0], 1))], format="csr")
+        X = sparse.csr_matrix(padded[:, [index.get(w, n) for w in vocabulary.words]], dtype=np.float64)
+        settings = {k: v for k, v in self.settings.items() if k not in ("max_features", "min_df", "max_df")}
+        settings["vocabulary"] = f"public: {vocabulary.name}"
+        h = hashlib.sha256(self.fingerprint.encode() + b"\0" + "\n".join(vocabulary.words).encode("utf-8"))
+        h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+        return replace(self, X=X, vocabulary=vocabulary.words, fingerprint=h.hexdigest()[:24], settings=settings,
+                       counts=X, columns=vocabulary.words, rule=None)
+
     def rows_for(self, user_indices: Iterable[int]) -> sparse.csr_matrix:
         """Document-term matrix of the multiset of users ``user_indices`` (``database(...)[0]``)."""
         return self.database(user_indices)[0]
@@ -452,6 +481,10 @@ class TopicMatrix:
     matrix: np.ndarray
     keywords: tuple[tuple[str, ...], ...]
     topic_ids: tuple[int, ...]
+    #: How the columns were chosen: ``"model"`` (each topic's top ``n`` words of the non-private model,
+    #: :func:`extract_topic_matrix`) or ``"public"`` (every row over the same public vocabulary, in its
+    #: order, :func:`topic_rows`); only ``"public"`` rows can be released with keywords from noisy values.
+    columns: str = "model"
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -486,6 +519,52 @@ def extract_topic_matrix(topic_word: np.ndarray, prevalence: np.ndarray,
         mat[i] = topic_word[t, cols]
         kws.append(tuple(vocabulary[c] for c in cols))
     return TopicMatrix(matrix=mat, keywords=tuple(kws), topic_ids=tuple(int(t) for t in topics))
+
+
+def topic_rows(topic_word: np.ndarray, prevalence: np.ndarray, vocabulary: Sequence[str], m: int) -> TopicMatrix:
+    """The top ``m`` topics (by prevalence, in that order) as whole rows over the public vocabulary.
+
+    The released function of the covered default (``keywords_from="noisy"``):
+    every column of the vocabulary is kept in the vocabulary's own order, so the
+    columns are the same for every database and no keyword is chosen before the
+    noise; each topic's keywords are then read off the *noisy* row
+    (:meth:`textdp.topics.family.TopicsMechanism` with ``keywords=n``).
+
+    >>> tw = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    >>> t = topic_rows(tw, np.array([0.3, 0.7]), ["a", "b", "c"], 1)
+    >>> t.matrix.tolist(), t.keywords, t.columns
+    ([[0.1, 0.1, 0.8]], (('a', 'b', 'c'),), 'public')
+    """
+    K, _ = topic_word.shape
+    check_positive_int(m, "m (topics)")
+    if m > K:
+        raise ParameterError(f"cannot release {m} topics from a model with {K} topics")
+    topics = _top_topics(prevalence, m)
+    words = tuple(str(w) for w in vocabulary)
+    return TopicMatrix(matrix=np.array(topic_word[topics], dtype=float), keywords=(words,) * m,
+                       topic_ids=tuple(int(t) for t in topics), columns="public")
+
+
+def topic_rows_distance(tw_a: np.ndarray, prev_a: np.ndarray, tw_b: np.ndarray, prev_b: np.ndarray,
+                        ms: Sequence[int]) -> np.ndarray:
+    """Frobenius distance between the :func:`topic_rows` of two fits over the same columns, per ``m``.
+
+    Row ``i`` of each is that fit's ``i``-th most prevalent topic, compared column by column
+    (the columns are the public vocabulary, the same for both): the L2 distance of the function
+    the covered release adds noise to, topic order included.
+
+    >>> tw = np.array([[0.6, 0.4, 0.0], [0.0, 0.2, 0.8]])
+    >>> float(topic_rows_distance(tw, np.array([0.6, 0.4]), tw[::-1], np.array([0.4, 0.6]), [2])[0])
+    0.0
+    >>> round(float(topic_rows_distance(tw, np.array([0.6, 0.4]), tw, np.array([0.4, 0.6]), [1])[0]), 4)
+    1.0198
+    """
+    if tw_a.shape[1] != tw_b.shape[1]:
+        raise ParameterError("topic rows are compared over the same public columns; the two fits have "
+                             f"{tw_a.shape[1]} and {tw_b.shape[1]}")
+    mm = max(check_positive_int(m, "m (topics)") for m in ms)
+    d = ((tw_a[_top_topics(prev_a, mm)] - tw_b[_top_topics(prev_b, mm)]) ** 2).sum(axis=1)
+    return np.array([math.sqrt(float(d[:m].sum())) for m in ms])
 
 
 def align_topics(reference: np.ndarray, other: np.ndarray) -> np.ndarray:

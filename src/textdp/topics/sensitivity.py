@@ -102,7 +102,7 @@ from ..backend import Backend, LocalBackend
 from ..errors import ParameterError, ParameterTypeError
 from ..io import atomic_writer
 from ..progress import ProgressCallback
-from .models import TopicModel, UserCorpus, fit_database, released_matrix_distance
+from .models import TopicModel, UserCorpus, fit_database, released_matrix_distance, topic_rows_distance
 from .names import NEIGHBOURS
 
 __all__ = [
@@ -265,6 +265,7 @@ class _Context:
     sizes: tuple[tuple[int, int], ...]
     n_users: int
     neighbours: str
+    rows: bool = False
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,8 @@ def _sample_one(ctx: _Context, gen: np.random.Generator) -> list[float]:
     # the released function itself, vocabulary included (rebuilt for each database: issue 19)
     tw_a, prev_a, _ = fit_database(ctx.corpus, ctx.model, a)
     tw_b, prev_b, _ = fit_database(ctx.corpus, ctx.model, b)
+    if ctx.rows:  # whole rows over the public vocabulary (the covered release, keywords from noisy values)
+        return [float(x) for x in topic_rows_distance(tw_a, prev_a, tw_b, prev_b, [m for m, _ in ctx.sizes])]
     return [float(x) for x in released_matrix_distance(tw_a, prev_a, tw_b, prev_b, ctx.sizes)]
 
 
@@ -344,6 +347,11 @@ class SensitivitySampler:
     chunk_size : int or None
         Pairs per job (default: 1 in process; about four jobs per worker,
         at most 10 pairs each, for a backend with ``n_workers()``).
+    rows : bool
+        Measure the whole top-``m`` rows over the public vocabulary
+        (:func:`~textdp.topics.models.topic_rows_distance`; the covered release, whose keywords are
+        read off the noisy values) instead of the model's ``m x n`` keyword values; each size's
+        ``n`` is then the vocabulary size. Needs a public vocabulary (the same columns for every database).
 
     Examples
     --------
@@ -358,7 +366,7 @@ class SensitivitySampler:
     def __init__(self, *, corpus: UserCorpus, model: TopicModel,
                  sizes: Sequence[tuple[int, int]] = ((10, 10),), n_users: int | None = None,
                  neighbours: str = "add-remove", backend: Backend | None = None,
-                 cache_dir: str | Path | None = None, chunk_size: int | None = None) -> None:
+                 cache_dir: str | Path | None = None, chunk_size: int | None = None, rows: bool = False) -> None:
         if not isinstance(corpus, UserCorpus):
             raise ParameterError(f"corpus must be a UserCorpus, got {type(corpus).__name__}")
         if not isinstance(model, TopicModel):
@@ -375,6 +383,10 @@ class SensitivitySampler:
         self.backend: Backend = backend if backend is not None else LocalBackend()
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.chunk_size = None if chunk_size is None else check_positive_int(chunk_size, "chunk_size")
+        self.rows = bool(rows)
+        if self.rows and corpus.rule is not None:
+            raise ParameterError("whole topic rows are compared over a public vocabulary; this corpus builds its "
+                                 "vocabulary from the data (give a public vocabulary: --vocabulary glove:K or FILE)")
 
     # cache ---------------------------------------------------------------------
     def cache_key(self) -> str:
@@ -386,7 +398,8 @@ class SensitivitySampler:
         """
         blob = json.dumps({"corpus": self.corpus.fingerprint, "model": self.model.settings(),
                            "neighbours": self.neighbours, "n_users": self.n_users,
-                           "sizes": self.sizes, "version": CACHE_VERSION}, sort_keys=True, default=str)
+                           "sizes": self.sizes, "version": CACHE_VERSION,
+                           **({"rows": "whole rows"} if self.rows else {})}, sort_keys=True, default=str)
         return keyed_digest("textdp topics sensitivity cache", blob.encode())[:32]
 
     def _cache_path(self) -> Path | None:
@@ -444,7 +457,7 @@ class SensitivitySampler:
         if have < n_samples:
             gens = _streams(seed, n_samples)
             ctx = _Context(corpus=self.corpus, model=self.model, sizes=tuple(self.sizes),
-                           n_users=self.n_users, neighbours=self.neighbours)
+                           n_users=self.n_users, neighbours=self.neighbours, rows=self.rows)
             size = self._chunk(n_samples - have)
             starts = list(range(have, n_samples, size))
             chunks = [_Chunk(ctx, tuple(range(a, min(a + size, n_samples))),
