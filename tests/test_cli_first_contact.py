@@ -251,3 +251,17 @@ def test_help_at_80_columns_shows_every_option_name_whole():
                     assert name in words, (path, name)
                     checked += 1
     assert checked > 100  # every command's options were seen
+
+
+# -- item 10: privatize() is typed (one record for a text, a list for an iterable), not Any ---------------------------
+def test_privatize_is_typed_by_overloads_not_any():
+    import typing
+
+    from textdp import EarthMoversPrivacy
+    from textdp.mechanisms.base import Mechanism
+
+    for cls in (EarthMoversPrivacy, Mechanism):
+        overloads = typing.get_overloads(cls.privatize)
+        returns = [o.__annotations__["return"] for o in overloads]
+        assert returns[:2] == ["R", "list[R]"], (cls, returns)  # a str: one record; an iterable: a list
+        assert "Any" not in cls.privatize.__annotations__["return"]

@@ -15,7 +15,7 @@ import sys
 import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -120,7 +120,7 @@ def parse_param_options(mechanism: str, items: Sequence[str] | None, *, refuse_o
     from ..pipeline import parse_params
 
     params = parse_params(items)
-    types = {f.name: str(f.type) for f in dataclasses.fields(mechanism_class(mechanism))}
+    types = {f.name: str(f.type) for f in dataclasses.fields(cast(Any, mechanism_class(mechanism)))}
     keys = [k for k in types if k not in OPTION_PARAMS]
     for key, value in params.items():
         if key in OPTION_PARAMS:

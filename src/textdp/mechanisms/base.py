@@ -87,7 +87,19 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypedDict, TypeVar, Unpack, cast, dataclass_transform
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Self,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+    dataclass_transform,
+    overload,
+)
 
 import numpy as np
 
@@ -364,10 +376,21 @@ class Mechanism(ABC, Generic[P, O, R]):
             for rec in part
         ]
 
-    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> Any:
+    @overload
+    def privatize(self, units: str | np.ndarray, **kwargs: Unpack[BatchOptions]) -> R: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def privatize(self, units: Iterable[object], **kwargs: Unpack[BatchOptions]) -> list[R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> R: ...
+
+    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> R | list[R]:
         """Privatize one unit (one record) or an iterable of units (a list); keywords as :meth:`privatize_batch`.
 
         A ``str``, ``bytes`` or array is one unit (``bytes`` is then refused with a one-line error).
+        Typed by overloads: a ``str`` or an array gives one record ``R``, any other iterable a
+        ``list[R]``, anything else (a topic matrix) one record.
         """
         if isinstance(units, (bytes, bytearray, memoryview)):  # iterating them would give integers
             raise ParameterTypeError(f"units must be a str or an iterable of str, got {type(units).__name__}; "

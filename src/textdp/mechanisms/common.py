@@ -15,7 +15,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar, Unpack
+from typing import ClassVar, Generic, TypeVar, Unpack, overload
 
 import numpy as np
 
@@ -215,10 +215,21 @@ class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
         return (f"document {uid}: no in-vocabulary word: none of its {prepared.n_tokens} words is in the vocabulary "
                 f"({emb.name}, {emb.vocab_size} words)")
 
-    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> Any:
+    # an array of texts is a batch here (one unit in the base, whose topic matrices are arrays): hence the override
+    @overload  # type: ignore[override]
+    def privatize(self, units: str, **kwargs: Unpack[BatchOptions]) -> R: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def privatize(self, units: Iterable[object], **kwargs: Unpack[BatchOptions]) -> list[R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> R: ...
+
+    def privatize(self, units: object, **kwargs: Unpack[BatchOptions]) -> R | list[R]:
         """Privatize one text (one record) or an iterable of texts (a list); keywords as :meth:`privatize_batch`.
 
         ``bytes`` and ``None`` are refused in one line (iterating bytes would give integers).
+        Typed by overloads: a ``str`` gives one record ``R``, an iterable of texts a ``list[R]``.
         """
         batch = check_texts(units)
         if batch is None:
