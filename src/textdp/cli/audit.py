@@ -42,7 +42,10 @@ AUDIT_HELP = (
     "Exit status: 0 = passed, 1 = violation flagged, 2 = bad input.\n\n"
     "With --attack lira (topicdp only) it runs a user-level membership-inference attack (LiRA with "
     "shadow LDA models on random halves of the users) against the non-private, TopicDP, Laplace and "
-    "MVG releases of a corpus and prints TPR at 0.1% and 1% FPR (docs/topics-membership.md).\n\n"
+    "MVG releases of a corpus (keywords read off the noisy values, the covered default; or chosen by the "
+    "model; or fixed columns) and prints TPR at 0.1% and 1% FPR, and whether each TPR interval is "
+    "consistent with the DP bound (docs/topics-membership.md). --sensitivity sampled attacks TopicDP as users "
+    "run it (the sampler's 285 pairs of fits at gamma 0.1, cached).\n\n"
     "The word-level cases take the mechanism's own parameters with --param (the claim is computed "
     "from them too), e.g. `textdp audit vickrey --param lambd=0.2`.\n\n"
     "Examples: `textdp audit --list`; `textdp audit laplace -e 1 --seed 1`; "
@@ -154,7 +157,13 @@ def audit(
                                         rich_help_panel=_LIRA)] = 64,
     topics: Annotated[int, typer.Option(help="LDA topics (all released: m = topics).",
                                         rich_help_panel=_LIRA)] = 5,
-    keywords: Annotated[int, typer.Option(help="Keywords per topic (n).", rich_help_panel=_LIRA)] = 20,
+    keywords: Annotated[str, typer.Option(help="Keywords per topic (n), or several: 20,500.",
+                                          rich_help_panel=_LIRA)] = "20",
+    keywords_from: Annotated[str, typer.Option(help="Releases attacked: noisy (the covered default), model "
+                                               "(keywords chosen by the model), fixed.",
+                                               rich_help_panel=_LIRA)] = "noisy,model,fixed",
+    sensitivity: Annotated[str, typer.Option(help="worst-case (sqrt(2m)) or sampled (TopicDP as users run "
+                                             "it, gamma 0.1).", rich_help_panel=_LIRA)] = "worst-case",
     vocabulary: Annotated[int, typer.Option(help="Vocabulary size of the corpus.", rich_help_panel=_LIRA)] = 500,
     max_docs_per_user: Annotated[int, typer.Option(help="Documents kept per user.",
                                                    rich_help_panel=_LIRA)] = 30,
@@ -186,7 +195,7 @@ def audit(
             raise ParameterError(f"unknown --attack {attack!r}; choose privacy or lira")
         if attack == "lira":
             _lira(mechanism, corpus, user_field, models, topics, keywords, vocabulary, max_docs_per_user,
-                  min_user_docs, epsilons, delta, seed, as_json)
+                  min_user_docs, epsilons, delta, seed, as_json, keywords_from, sensitivity)
             return
         _check_range(epsilon)
         n = _samples(samples)
@@ -203,9 +212,10 @@ def audit(
         raise typer.Exit(1)
 
 
-def _lira(mechanism: str, corpus: Path | None, user_field: str, models: int, topics: int, keywords: int,
+def _lira(mechanism: str, corpus: Path | None, user_field: str, models: int, topics: int, keywords: str,
           vocabulary: int, max_docs_per_user: int, min_user_docs: int, epsilons: str, delta: float | None,
-          seed: int | None, as_json: bool) -> None:
+          seed: int | None, as_json: bool, keywords_from: str = "noisy,model,fixed",
+          sensitivity: str = "worst-case") -> None:
     """``--attack lira``: the membership-inference table (:mod:`textdp.audit.lira`)."""
     from ..audit.lira import FPRS, run_lira
     from ..topics import UserCorpus
@@ -222,28 +232,45 @@ def _lira(mechanism: str, corpus: Path | None, user_field: str, models: int, top
         raise ParameterError(f"--epsilons must be comma-separated numbers, got {epsilons!r}") from None
     if not eps or not all(math.isfinite(e) and e > 0 for e in eps):
         raise ParameterError(f"--epsilons must be positive numbers, got {epsilons!r}")
+    ns = [k.strip() for k in keywords.split(",") if k.strip()]
+    if not ns or not all(k.isdigit() and int(k) > 0 for k in ns):
+        raise ParameterError(f"--keywords must be positive whole numbers (e.g. 20 or 20,500), got {keywords!r}")
+    from ..audit.lira import KEYWORD_MODES
+
+    modes = [k.strip() for k in keywords_from.split(",") if k.strip()]
+    if not modes or not set(modes) <= set(KEYWORD_MODES):
+        raise ParameterError(f"--keywords-from takes some of {', '.join(KEYWORD_MODES)}, got {keywords_from!r}")
+    if sensitivity not in ("worst-case", "sampled"):
+        raise ParameterError(f"--sensitivity must be worst-case or sampled, got {sensitivity!r}")
     dlt = 1e-5 if delta is None else delta
     users = UserCorpus.from_jsonl(corpus, user_field=user_field, max_docs_per_user=max_docs_per_user,
                                   max_features=vocabulary, min_df=3, min_user_docs=min_user_docs)
     mechs: list[tuple[str, float | None]] = [("none", None)]
     mechs += [(name, e) for name in ("topicdp", "topicdp-laplace", "mvg") for e in eps]
+    from ..topics import default_cache_dir
+
     with progress_bar(disable=as_json) as bar:
         task = bar.add_task("LiRA: shadow models", total=models)
-        rows, settings = run_lira(users, models=models, n_topics=topics, m=topics, n=keywords, mechanisms=mechs,
-                                  delta=dlt, seed=seed, progress=bar_progress(bar, task))
+        rows, settings = run_lira(users, models=models, n_topics=topics, m=topics, n=[int(k) for k in ns],
+                                  mechanisms=mechs, keywords=modes, delta=dlt, seed=seed, sensitivity=sensitivity,
+                                  cache_dir=default_cache_dir(), progress=bar_progress(bar, task))
     if as_json:
         typer.echo(json.dumps({"settings": settings, "rows": [r.to_dict() for r in rows]}, indent=2))
         return
     table = Table(title=f"LiRA membership inference, user level ({models} shadow models, "
                         f"{rows[0].trials_in + rows[0].trials_out:,} trials)")
-    for col in ("keywords", "release", "epsilon", "AUC", *(f"TPR @ {f:.1%} FPR [95% CI]" for f in FPRS),
-                *(f"DP bound @ {f:.1%}" for f in FPRS)):
+    for col in ("keywords", "n", "release", "sensitivity", "epsilon", "AUC",
+                *(f"TPR @ {f:.1%} FPR [95% CI]" for f in FPRS), *(f"DP bound @ {f:.1%}" for f in FPRS),
+                "within DP bound"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r.keywords, r.mechanism, "-" if r.epsilon is None else f"{r.epsilon:g}", f"{r.auc:.3f}",
+        ok = r.consistent
+        table.add_row(r.keywords, str(r.n), r.mechanism, r.sensitivity, "-" if r.epsilon is None else f"{r.epsilon:g}",
+                      f"{r.auc:.3f}",
                       *(f"{t:.2%} [{lo:.2%}, {hi:.2%}]" for t, lo, hi in zip(r.tpr, r.tpr_low, r.tpr_high,
                                                                             strict=True)),
-                      *("-" if r.epsilon is None else f"{b:.2%}" for b in r.dp_bound))
+                      *("-" if r.epsilon is None else f"{b:.2%}" for b in r.dp_bound),
+                      "-" if ok is None else "yes" if all(ok) else "[bold red]NO[/]")
     Console(highlight=False, soft_wrap=True).print(table)
     typer.echo(f"settings: {json.dumps(settings)}")
 
