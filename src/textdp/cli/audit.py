@@ -71,9 +71,6 @@ def _errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
-def _check_range(epsilon: float | None) -> None:
-    if epsilon is None:
-        return
 def _params(mechanism: str, items: list[str] | None) -> dict[str, object]:
     """``--param``: checked against a word or document mechanism's own parameters (the audit refuses the rest)."""
     from ..mechanisms import MECHANISM_NAMES
@@ -85,6 +82,9 @@ def _params(mechanism: str, items: list[str] | None) -> dict[str, object]:
     return parse_params(items)
 
 
+def _check_range(epsilon: float | None) -> None:
+    if epsilon is None:
+        return
     lo, hi = EPSILON_RANGE
     if not (math.isfinite(epsilon) and lo <= epsilon <= hi):
         raise ParameterError(f"--epsilon must lie in [{lo:g}, {hi:g}] for an audit, got {epsilon!r}")
@@ -199,6 +199,7 @@ def audit(
             return
         _check_range(epsilon)
         n = _samples(samples)
+        params = _params(mechanism, param)
         with progress_bar() as bar:  # on stderr, only on a terminal
             task = bar.add_task(f"auditing {mechanism}", total=2 * n)
             result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed, confidence=confidence,
@@ -208,7 +209,6 @@ def audit(
         else:
             Console(highlight=False, soft_wrap=True).print(_table(result))
     if not result.passed:
-        params = _params(mechanism, param)
         raise typer.Exit(1)
 
 
