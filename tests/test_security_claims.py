@@ -308,3 +308,163 @@ def test_cache_names_and_checkpoints_are_keyed_as_stated(tmp_path, monkeypatch):
     assert "123456789" not in json.dumps(key) and "f" * 64 not in json.dumps(key)
     monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "other"))
     assert _unseal_entropy(sealed) != 123456789  # another secret cannot unseal it
+
+
+# --- private folders: every ancestor, one descriptor, verified bytes (issue 28 §1, §3) -----------
+
+
+def test_the_ancestor_rule_is_as_stated(tmp_path):
+    """'each folder on the path must be owned by root or you, and not writable by group or others unless it is
+    root-owned and sticky (like `/tmp`) ... such a path is refused with a one-line error naming the folder at
+    fault (exit 2)'; 'Other users of the same machine are adversaries too'"""
+    import os
+    import tempfile
+
+    from textdp._cache import check_private_dir, check_secure_path
+    from textdp.errors import ParameterError
+
+    assert "Other users of the same machine are adversaries too" in TEXT
+    assert "unless it is root-owned and sticky (like `/tmp`)" in TEXT and "naming the folder at fault" in TEXT
+    assert "cannot write to the cache directory" not in TEXT  # the old, false threat model
+    tmp = Path(tempfile.gettempdir()).resolve()
+    if os.stat(tmp).st_uid == 0 and os.stat(tmp).st_mode & 0o1000:
+        assert check_secure_path(tmp) == tmp  # root-owned and sticky: accepted
+    wd = tmp_path / "shared" / "sub" / "wd"
+    wd.mkdir(parents=True, mode=0o700)
+    (tmp_path / "shared").chmod(0o777)  # two levels up: the old check looked at the parent only
+    with pytest.raises(ParameterError, match=f"the folder {tmp_path / 'shared'} on its path is writable by others"):
+        check_private_dir(wd)
+    (tmp_path / "x.jsonl").write_text('{"text": "cat dog"}\n')
+    (tmp_path / "toy.txt").write_text("cat 0.5 1.0\ndog 0.25 1.5\ncar 9.0 9.0\n")
+    res = runner.invoke(app, ["obfuscate", str(tmp_path / "x.jsonl"), "-o", str(tmp_path / "o"), "-n", "2", "-e", "1",
+                              "--embeddings", str(tmp_path / "toy.txt"), "--engine", "local", "--work-dir", str(wd)])
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1 and "shared on its path" in res.stderr
+
+
+def test_the_work_dir_is_used_through_its_descriptor_as_stated(tmp_path):
+    """'Renaming or replacing any folder on the path after the check changes nothing.' 'each reads the vocabulary
+    once into its own memory' 'Nothing in the work directory is memory-mapped.' 'part files (hashed as they are
+    written)'"""
+    import hashlib
+
+    from textdp._cache import open_private_dir
+    from textdp.embeddings import Embeddings
+    from textdp.engines.corpus import JobSettings, plan_partitions, run_partition
+    from textdp.engines.workdir import load_verified_vocabulary, save_vocabulary, vocabulary_digests
+
+    for claim in ("Opened once, used through its descriptor.", "Nothing in the work directory is memory-mapped.",
+                  "part files (hashed as they are written)", "checks the bytes it loads"):
+        assert claim in TEXT, claim
+    assert "checks it again when it memory-maps it" not in TEXT  # the old, false sentence
+    with open_private_dir(tmp_path / "a" / "wd", create=True) as d:
+        d.write_bytes("state.json", b"{}")
+        (tmp_path / "a").rename(tmp_path / "b")
+        (tmp_path / "a" / "wd").mkdir(parents=True)
+        (tmp_path / "a" / "wd" / "state.json").write_bytes(b"planted")
+        assert d.read_bytes("state.json") == b"{}"
+    words = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(60)]
+    emb = Embeddings(words, make_rng(1).standard_normal((60, 4)).astype(np.float32), name="toy")
+    vocab = save_vocabulary(emb, tmp_path / "w", "fp")
+    got = load_verified_vocabulary(str(vocab), "toy", *vocabulary_digests(emb))
+    assert not isinstance(got.vectors, np.memmap) and not isinstance(np.asarray(got.vectors).base, np.memmap)
+    inp = tmp_path / "c.jsonl"
+    inp.write_text("".join(json.dumps({"text": " ".join(words[i : i + 5])}) + "\n" for i in range(8)))
+    s = JobSettings(vocab_dir=str(vocab), vocab_name="toy", epsilon=5.0, size=3, bag="truncate", stop_words=None,
+                    decoder="exact", known_source=False, text_field="text", id_field="id", fmt="jsonl",
+                    out_dir=str(tmp_path / "o"), report_dir=None, seeded=True, size_from_data=False,
+                    vectors_sha256=vectors_sha256(emb), words_sha256=vocabulary_digests(emb)[1])
+    result = run_partition((plan_partitions([inp])[0], s, make_rng(2)))
+    assert result.part_sha256 == hashlib.sha256((tmp_path / "o" / "part-00000.jsonl").read_bytes()).hexdigest()
+
+
+def vectors_sha256(emb) -> str:
+    from textdp.engines.workdir import vocabulary_digests
+
+    return vocabulary_digests(emb)[0]
+
+
+def test_the_cache_lists_every_folder_textdp_keeps_there():
+    """'textdp keeps converted embeddings (`embeddings/`), ... (`ledgers/`) under one directory'"""
+    src = ROOT / "src" / "textdp"
+    names: set[str] = set()
+    for f in src.rglob("*.py"):
+        code = f.read_text(encoding="utf-8")
+        names |= set(re.findall(r'cache_dir\(\)\s*/\s*"(\w+)"', code)) | set(re.findall(r'cache_dir\("(\w+)"', code))
+        for const in re.findall(r"cache_dir\(([A-Z_]+)", code):
+            names |= set(re.findall(rf'^{const} = "(\w+)"', code, flags=re.M))
+    names.add("runs")  # USER_SECRET = ("runs", ".salt")
+    assert {"embeddings", "ann", "topics", "custext", "runs", "dask"} <= names
+    paragraph = TEXT[TEXT.index("## The cache") : TEXT.index("- **The cache is private to your account.**")]
+    for name in sorted(names):
+        assert f"(`{name}/`)" in paragraph or f"`{name}/.salt`" in paragraph, name
+
+
+def test_custext_groups_and_in_place_npy_are_as_stated(tmp_path, monkeypatch):
+    """'a file without a valid HMAC, or that is not a partition into groups of at least k, is recomputed, never
+    used'; 'An in-place `.npy` source ... is memory-mapped only if nobody but you or root can write it; otherwise
+    it is read into memory'"""
+    import os
+
+    from textdp.mechanisms.exponential import cached_custext_groups, custext_groups
+
+    assert "**CusText's groups are keyed.**" in TEXT and "is recomputed, never used" in TEXT
+    assert "memory-mapped only if nobody but you or root can write it" in TEXT
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    vec = make_rng(4).standard_normal((200, 5)).astype(np.float32)
+    real = cached_custext_groups(vec, 3, min_cached=10)
+    (path,) = (tmp_path / "cache" / "custext").glob("groups-*.npy")
+    assert path.with_name(path.name + ".hmac").is_file()
+    np.save(path, np.arange(200, dtype=np.int64))
+    assert np.array_equal(cached_custext_groups(vec, 3, min_cached=10), real)
+    assert np.array_equal(real, custext_groups(vec, 3))
+    np.save(tmp_path / "v.npy", vec)
+    (tmp_path / "v.words.txt").write_text("".join(f"w{i}\n" for i in range(200)))
+    os.chmod(tmp_path / "v.npy", 0o646)
+    emb = load_embeddings(tmp_path / "v.npy")
+    assert not isinstance(emb.vectors, np.memmap) and not isinstance(np.asarray(emb.vectors).base, np.memmap)
+
+
+def test_runs_clean_refuses_a_linked_runs_folder_as_stated(tmp_path, monkeypatch):
+    """'open the `runs/` folder once and refuse it if it is a symbolic link or another user's'"""
+    assert "refuse it\n  if it is a symbolic link" in SECURITY or "refuse it if it is a symbolic link" in TEXT
+    (tmp_path / "cache").mkdir(mode=0o700)
+    (tmp_path / "project" / "src").mkdir(parents=True)
+    (tmp_path / "cache" / "runs").symlink_to(tmp_path / "project")
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    res = runner.invoke(app, ["runs", "clean", "--all"])
+    assert res.exit_code == 2 and "symbolic link" in res.stderr
+    assert (tmp_path / "project" / "src").is_dir()
+
+
+def test_dask_http_scratch_and_tcp_warning_are_as_stated(tmp_path, monkeypatch):
+    """'without `--dashboard`, textdp closes them as soon as the cluster has started'; 'Its scratch space ... is in
+    a folder made for the run, `<cache>/dask/<random>` (0700 ...), deleted when the run ends'; 'A plain `tcp://`
+    scheduler gets a `PrivacyWarning`, printed before textdp connects to it'"""
+    import os
+    import stat
+    import warnings
+
+    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("cryptography")
+    import dask
+
+    from textdp.engines.dask import DaskBackend
+    from textdp.errors import PrivacyWarning
+
+    assert "textdp\n  closes them as soon as the cluster has started" in SECURITY or \
+        "textdp closes them as soon as the cluster has started" in TEXT
+    assert "printed before textdp connects to it" in TEXT
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    with DaskBackend(workers=1, processes=False) as be:
+        scheduler = be.client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.http_server._stopped)
+        assert scheduler is True
+        assert all(be.client.run(lambda dask_worker: dask_worker.http_server._stopped).values())
+        scratch = be.scratch
+        assert scratch is not None and scratch.parent == (tmp_path / "cache" / "dask").resolve()
+        assert stat.S_IMODE(os.stat(scratch).st_mode) == 0o700
+    assert not scratch.exists()
+    with warnings.catch_warnings(record=True) as caught, dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        warnings.simplefilter("always", PrivacyWarning)
+        with pytest.raises((OSError, distributed.comm.core.CommClosedError)):
+            DaskBackend(scheduler="tcp://127.0.0.1:9")
+    assert [w for w in caught if issubclass(w.category, PrivacyWarning)]  # issued although nothing answered
