@@ -35,10 +35,17 @@
 
   function fmt(x) {
     if (x === null || x === undefined) return "–";
-    if (x >= 100) return x.toFixed(0);
-    if (x >= 10) return x.toFixed(1);
-    if (x >= 1) return x.toFixed(2);
-    return x.toPrecision(2);
+    return String(Number(x.toPrecision(3)));  // 10, 0.1, 31.6, 1e-7
+  }
+  // "2.4 × 10^9" with the exponent set as a superscript
+  function withPowers(textValue) {
+    const nodes = [];
+    const parts = textValue.split(/10\^(\d+)/);
+    parts.forEach((part, i) => {
+      if (i % 2 === 0) { if (part) nodes.push(document.createTextNode(part)); }
+      else { nodes.push(document.createTextNode("10"), Object.assign(document.createElement("sup"), { textContent: part })); }
+    });
+    return nodes;
   }
   // what the person typed: a number when it reads as one (1e-5 included), else the text itself, so that the
   // server's refusal can quote it ("abc", "2.5" for N) instead of a silently changed value
@@ -85,8 +92,9 @@
       " (ε = " + fmt(r.epsilon) + ", " + r.mechanism + ").";
     $("meaning").replaceChildren(...r.meaning.map((m) => {
       const li = document.createElement("li");
-      const f = Object.assign(document.createElement("strong"), { className: "factor", textContent: "×\u202f" + m.factor });
-      li.append(f, document.createTextNode(" " + m.sentence));
+      const f = Object.assign(document.createElement("strong"), { className: "factor" });
+      f.append(...withPowers("×\u202f" + m.factor));
+      li.append(f, ...withPowers(" " + m.sentence));
       return li;
     }));
     $("guarantee").textContent = r.guarantee.statement;
@@ -101,7 +109,10 @@
     working(1);
     try {
       const r = await api("/api/privatize", { text: text(), mechanism: mechanism(), epsilon: epsilon(), size: size() });
-      if (seq === state.seq.release) { showError(""); renderRelease(r); }
+      if (seq === state.seq.release) {
+        showError(""); renderRelease(r);
+        if (state.curveCleared) later("curve", curve, 0);  // an earlier error cleared the curve of this text
+      }
     } catch (e) {
       // a privacy page never leaves an older release on screen as if it belonged to the new input
       if (seq === state.seq.release) { clearOutputs(); showError(e.message); }
@@ -109,6 +120,7 @@
   }
 
   async function curve() {
+    state.curveCleared = false;
     if (!text().trim()) { state.curve = null; drawPlot(); return; }
     const seq = ++state.seq.curve;
     $("curve-method").textContent = "computing the curve…";
@@ -116,7 +128,7 @@
     try {
       const c = await api("/api/curve", { text: text(), mechanism: mechanism(), target: parseFloat($("target").value), size: size() });
       if (seq !== state.seq.curve) return;
-      state.curve = c;
+      state.curve = c; state.curveCleared = false;
       $("curve-method").textContent = "How: " + c.method + ".";
       $("target-eps").textContent = c.epsilon_for_target === null ? c.why : "ε ≈ " + fmt(c.epsilon_for_target) +
         " keeps " + Math.round(100 * c.target) + "% of this text's words";
@@ -138,7 +150,7 @@
     $("kept-count").textContent = "of the protected words survived unchanged.";
     $("meaning").replaceChildren(Object.assign(document.createElement("li"), { textContent: "–" }));
     $("guarantee").textContent = "–"; $("not-covered").textContent = "–";
-    $("record").textContent = ""; state.curve = null; $("target-eps").textContent = "–";
+    $("record").textContent = ""; state.curve = null; state.curveCleared = true; $("target-eps").textContent = "–";
     $("curve-method").textContent = ""; $("use-target").disabled = true; drawPlot();
   }
 
