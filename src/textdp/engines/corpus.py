@@ -10,7 +10,8 @@ Three parts, one module each:
   be owned by the user and writable by nobody else; it holds an authenticated
   record of the run (a keyed hash of its identity, the hashes of every file the run
   wrote), the inline inputs spilled to JSONL (gzip, plain text), the vocabulary the
-  workers memory-map and the pieces of the private report. All of it is deleted
+  workers load (each verifies the bytes it reads) and the pieces of the private report;
+  it is opened once and used through its descriptor. All of it is deleted
   when the run completes: nothing is left that names or fingerprints the inputs;
 * :mod:`textdp.engines.jobs`: the **jobs**. :func:`run_partition` privatizes one
   partition through the library's document job

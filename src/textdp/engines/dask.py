@@ -3,8 +3,9 @@
 Without a scheduler address it starts a :class:`distributed.LocalCluster` with one
 single-threaded worker process per core (the decoder threads inside a worker are
 limited to its share of the cores). Embeddings are never shipped through the
-scheduler: jobs carry a path, and each worker memory-maps the matrix (one copy per
-machine in the page cache).
+scheduler: jobs carry a path, and each worker opens it through its own checked
+descriptor, reads the matrix once into its own memory and verifies those bytes (one
+copy per worker process; see :mod:`textdp.engines.jobs`).
 
 **Security.** Workers hold the texts and the generator keys, and any client of a
 Dask scheduler can run arbitrary code in them. So the local cluster:

@@ -1,13 +1,19 @@
 """The private state of a partitioned run: its work directory, resume key and verified files.
 
 A partitioned run keeps private files (spilled inputs, the vocabulary the workers
-memory-map, pieces of the private report) in a **work directory**: ``--work-dir``,
+load, pieces of the private report) in a **work directory**: ``--work-dir``,
 or ``<textdp cache>/runs/<name>``. Nothing found there is trusted (issue 19: a
 squatted work dir with a planted vocabulary made a release copy its input):
 
-* the folder must be owned by this user and not writable by anyone else, else
-  the run is refused (:func:`textdp._cache.check_private_dir`); textdp creates its
-  folders with mode ``0700`` (the cache tree included) and its files ``0600``;
+* the folder must be owned by this user and not writable by anyone else, and every
+  folder above it must pass OpenSSH's ``secure_path`` rule, else the run is refused
+  (:func:`textdp._cache.check_secure_path`); textdp creates its folders with mode
+  ``0700`` (the cache tree included) and its files ``0600``;
+* it is **opened once** (:func:`textdp._cache.open_private_dir`): the run state, key,
+  lock, spills, vocabulary and report pieces are created, read, listed and removed
+  through that descriptor (``dir_fd``, ``O_NOFOLLOW``), so renaming a folder on its path
+  after the check changes nothing (issue 28: an ancestor swap made a release copy its
+  input); workers open it themselves the same way and verify the bytes they use;
 * the **run state** ``state.json`` is authenticated: an HMAC-SHA-256 with a random
   per-run key (``secret.key``, 0600) that never leaves the work directory. It holds
   a keyed hash of the run's identity (output folder, input paths, sizes and
@@ -16,8 +22,8 @@ squatted work dir with a planted vocabulary made a release copy its input):
   file is reused on resume only if its hash matches that record; anything else is
   written again;
 * the vocabulary is checked against the driver's own embeddings (loaded from the
-  verified embeddings cache) before it is reused, and by every worker when it
-  loads it (:func:`load_verified_vocabulary`);
+  verified embeddings cache) before it is reused, and by every worker on the bytes
+  it reads into its own memory (:func:`load_verified_vocabulary`; never memory-mapped);
 * when the run completes, the whole private state (key included) is deleted, so
   nothing is left that names or fingerprints the inputs or the seed. The name of a
   default work directory is an HMAC of the run's identity with a per-user salt
@@ -335,7 +341,7 @@ class RunState:
                 pass  # the user's own files are there: keep the folder
 
 
-# -- the vocabulary the workers memory-map ------------------------------------------------------------
+# -- the vocabulary the workers load --------------------------------------------------------------------
 def _words_bytes(words: list[str]) -> bytes:
     return "".join(w + "\n" for w in words).encode("utf-8")
 
