@@ -407,7 +407,8 @@ class Workbench:
         text = _check_text(text)
         name = _check_mechanism(mechanism)
         if isinstance(target, bool) or not isinstance(target, int | float) or not 0.0 < float(target) < 1.0:
-            raise ParameterError(f"target kept fraction must be a number in (0, 1), got {target!r}")
+            raise ParameterError(f"the target kept fraction must be a number between 0 and 1 such as 0.5, "
+                                 f"got {_shown(target)}")
         target = float(target)
         n = _check_size(name, size)
         emb = self.embeddings

@@ -126,7 +126,7 @@
     $("curve-method").textContent = "computing the curve…";
     working(1);
     try {
-      const c = await api("/api/curve", { text: text(), mechanism: mechanism(), target: parseFloat($("target").value), size: size() });
+      const c = await api("/api/curve", { text: text(), mechanism: mechanism(), target: typed("target"), size: size() });
       if (seq !== state.seq.curve) return;
       state.curve = c; state.curveCleared = false;
       $("curve-method").textContent = "How: " + c.method + ".";
