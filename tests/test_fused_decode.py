@@ -164,3 +164,29 @@ def test_torch_float32_path_shares_the_tiles(small_glove):
     np.testing.assert_array_equal(dec.decode(q), brute(small_glove, q))
     with pytest.raises(ParameterError, match="precision"):
         TorchDecoder(small_glove, device="cpu", precision="bfloat16")
+
+
+def test_cli_threads_option(tmp_path, glove):
+    """``textdp obfuscate --threads N``: the same words for any N (seeded); 0 is refused in one line."""
+    from typer.testing import CliRunner
+
+    from cli_checks import one_error
+    from textdp.cli import app
+
+    doc = tmp_path / "doc.txt"
+    doc.write_text("the stock market fell sharply as investors sold shares of technology companies\n")
+    outs = []
+    for t in ("1", "2"):
+        out = tmp_path / f"out{t}.jsonl"
+        res = CliRunner().invoke(app, ["obfuscate", str(doc), "-e", "10", "--size", "40", "--bag", "sample",
+                                       "--vocab-size", "30000", "--seed", "4", "--threads", t, "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    bad = CliRunner().invoke(app, ["obfuscate", str(doc), "-e", "10", "--size", "5", "--vocab-size", "30000",
+                                   "--threads", "0", "-o", str(tmp_path / "bad.jsonl")])
+    one_error(bad, "threads")
+    assert not (tmp_path / "bad.jsonl").exists()
+    part = CliRunner().invoke(app, ["obfuscate", str(doc), "-e", "10", "--size", "5", "--engine", "local",
+                                    "--threads", "2", "-o", str(tmp_path / "dir")])
+    one_error(part, "--threads applies to --engine single")

@@ -234,6 +234,9 @@ WorkDir = Annotated[Path | None, typer.Option(
     help="Private work directory of a partitioned run (resume key, spilled inputs, vocabulary; workers must be able "
     "to read it). Default: under the textdp cache, found again by the same command. Never inside the output.")]
 StrictIds = Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)]
+ThreadsOption = Annotated[int | None, typer.Option(
+    "--threads", help="Threads of the exact nearest-word decoder (default: one per CPU core; same words whatever "
+    "the count). --engine single only: partitioned runs give each worker its share of the cores.")]
 Empty = Annotated[str, choice(EMPTY_POLICIES, metavar="POLICY", help=EMPTY_HELP)]
 
 
@@ -273,6 +276,7 @@ class _Options:
     force: bool
     strict_ids: bool
     empty: str
+    threads: int | None = None
 
     @property
     def inputs(self) -> list[Path]:
@@ -317,6 +321,7 @@ def obfuscate(
     force: ForceOption = False,
     strict_ids: StrictIds = False,
     empty: Empty = "error",
+    threads: ThreadsOption = None,
 ) -> None:
     """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
 
@@ -351,6 +356,8 @@ def obfuscate(
 def _check_options(o: _Options) -> tuple[str | None, bool]:
     """Validate the options before any work; return the stop-word list and whether the run is partitioned."""
     check_size_options(o.mechanism, o.size, o.size_from_data)
+    if o.threads is not None:
+        check_positive_int(o.threads, "threads")
     parse_param_options(o.mechanism, o.param)
     _check_epsilon_option(o.mechanism, o.epsilon)
     if o.size is not None:
@@ -359,6 +366,9 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
     partitioned = _partitioned(o.engine, o.inputs, o.scheduler or o.dashboard, o.partitions)
     if partitioned and o.epsilon is None:
         raise ParameterError("partitioned runs need --epsilon (--param rate=R runs with --engine single)")
+    if partitioned and o.threads is not None:
+        raise ParameterError("--threads applies to --engine single; partitioned runs give each worker its share "
+                             "of the cores")
     if not partitioned:
         check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force)
     elif o.private_report is not None:
@@ -377,6 +387,8 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
         stop_words=stops, seed=o.seed, decoder=o.decoder, known_source=o.known_source, postprocess=o.postprocess,
         params=parse_params(o.param),
     )
+    if o.threads is not None:
+        mech.limit_threads(o.threads)
     if all(str(f) == "-" for f in o.inputs) and _stdin_is_terminal():
         print_info("reading documents from standard input (type them, then Ctrl-D); give FILES to read files "
                    "(see: textdp obfuscate --help)")

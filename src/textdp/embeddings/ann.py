@@ -9,8 +9,10 @@ Every decoder has ``decode(Z, sources=None) -> int64 rows``, a ``name`` and an
   certified exact when the k-th float32 distance minus a rigorous rounding bound
   exceeds the best float64 distance. Uncertified queries (rare) go to the numpy
   decoder, so the result is *identical* to ``exact``.
-* ``torch`` — the numpy algorithm on a GPU through PyTorch (extra ``[gpu]``), same
-  certificate, same results; see :mod:`textdp.embeddings.gpu`.
+* ``torch`` — the numpy decoder's fused tiles on a GPU through PyTorch (extra ``[gpu]``), same
+  proof, same results; ``make_decoder("torch", E, precision="float16")`` is the lower-precision
+  candidate path (float16 tiles, exact float64 re-ranking: still the same rows); see
+  :mod:`textdp.embeddings.gpu`.
 * ``approximate`` (``hnsw``) and ``ivf`` — faiss HNSW or IVF-Flat (extra ``[faiss]``),
   built once per vocabulary and cached on disk; the k candidates are re-ranked in
   float64. The source word is never added as a candidate (``sources`` is ignored):

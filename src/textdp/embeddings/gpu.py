@@ -140,8 +140,8 @@ class TorchDecoder:
         self.precision = precision
         self.threads = None if threads is None else _check_threads(threads)
         self.query_block = int(query_block or (1024 if on_cpu else 16384))
-        self.query_tile = int(query_tile or (128 if on_cpu else 4096))
-        self.vocab_block = int(vocab_block or (2048 if on_cpu else 32768))
+        self.query_tile = int(query_tile or (512 if on_cpu else 4096))
+        self.vocab_block = int(vocab_block or (4096 if on_cpu else 32768))
         self._aug32 = torch.from_numpy(self._cpu._aug).to(self.device)
         big = float(np.abs(self._cpu._aug[:, : self.dim]).max())
         self._e16 = (self._aug32[:, : self.dim].to(torch.float16).contiguous()
