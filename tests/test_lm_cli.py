@@ -70,7 +70,41 @@ def test_public_quantile_bounds_are_recorded(work):
                               "2", "-o", str(work / "q.jsonl"), "--clip-public", str(work / "public.txt"), "-q"])
     assert res.exit_code == 0, res.output
     b = json.loads((work / "q.jsonl").read_text().splitlines()[0])["guarantee"]["parameters"]["bounds"]
-    assert b["procedure"] == "public-quantiles" and b["low"] < b["high"] and "public text" in b["source"]
+    assert b["procedure"] == "public-step-max" and b["low"] < b["high"] and "public text" in b["source"]
+    res = runner.invoke(app, ["rewrite", str(work / "masked"), str(work / "in.jsonl"), "--mechanism", "dp-mlm", "-e",
+                              "2", "-o", str(work / "q2.jsonl"), "--clip-public", str(work / "public.txt"), "-q",
+                              "--clip-rule", "all-values", "--clip-quantiles", "0.05,0.95"])
+    assert res.exit_code == 0, res.output
+    b2 = json.loads((work / "q2.jsonl").read_text().splitlines()[0])["guarantee"]["parameters"]["bounds"]
+    assert b2["procedure"] == "public-quantiles" and "0.05 and 0.95" in b2["source"] and b2["high"] < b["high"]
+
+
+def test_public_text_is_one_text_per_line(work):
+    from textdp.cli.rewrite_lm import public_texts
+
+    assert public_texts(work / "public.txt") == ["the weather was cold and the sky was grey .",
+                                                 "please send the report ."]
+
+
+def test_prompt_options_prior_and_candidate_set_are_recorded(work):
+    (work / "prompt.txt").write_text("Rewrite: {document}\nRewritten :\n")
+    res = _rewrite(work, "dp-prompt", "p.jsonl", "--prompt-file", str(work / "prompt.txt"), "--prior",
+                   "--public-top-k", "5")
+    assert res.exit_code == 0, res.output
+    settings = json.loads((work / "p.jsonl.settings.json").read_text())
+    assert settings["settings"]["prompt"] == "Rewrite: {document}\nRewritten :"
+    assert settings["settings"]["prompt_format"] == "plain"  # the tiny tokenizer has no chat template
+    g = json.loads((work / "p.jsonl").read_text().splitlines()[0])["guarantee"]
+    assert g["parameters"]["prior"] is True and g["parameters"]["public_top_k"] == 5
+    assert "in-vocabulary" not in g["not_covered"]
+    for extra, msg in ((["--prompt", "no slot"], "must contain {document}"),
+                       (["--prompt-format", "chat"], "no chat template"),
+                       (["--public-top-k", "5"], "needs prior=True"),
+                       (["--prompt", "a {document}", "--prompt-file", str(work / "prompt.txt")], "give the prompt once")):
+        bad = _rewrite(work, "dp-prompt", "bad.jsonl", *extra)
+        assert bad.exit_code == 2 and msg in bad.output and bad.output.count("error:") == 1, bad.output
+    bad = _rewrite(work, "dp-mlm", "bad.jsonl", "--prior")
+    assert bad.exit_code == 2 and "--prior applies to dp-prompt" in bad.output
 
 
 def test_ledger_refuses_an_over_budget_release_across_runs(work):

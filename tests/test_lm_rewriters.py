@@ -77,7 +77,7 @@ def _first_token_counts(models, mech, n=4000):
     ids = [tok.convert_tokens_to_ids(t) if t else tok.eos_token_id for t in out]
     with torch.inference_mode():
         if mech == "dp-prompt":
-            head, _, tail = s.prompt.partition("{document}")
+            head, _, tail = s.template.partition("{document}")
             prompt = (tok(head, add_special_tokens=False)["input_ids"]
                       + tok(SENTENCES[0], add_special_tokens=False)["input_ids"]
                       + tok(tail, add_special_tokens=False)["input_ids"])

@@ -33,7 +33,7 @@ from ._common import (
     print_info,
     progress_bar,
 )
-from .rewrite_lm import LM_HELP, LMOptions, charge_ledger, check_other_options, run_lm_rewrite
+from .rewrite_lm import LM_HELP, MAX_NEW_TOKENS, LMOptions, charge_ledger, check_other_options, run_lm_rewrite
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
@@ -127,7 +127,7 @@ def rewrite_command(
     clip: Annotated[str | None, LM_HELP["clip"]] = None,
     clip_public: Annotated[Path | None, LM_HELP["clip_public"]] = None,
     delta: Annotated[float, LM_HELP["delta"]] = 1e-5,
-    max_new_tokens: Annotated[int, LM_HELP["max_new_tokens"]] = 32,
+    max_new_tokens: Annotated[int, LM_HELP["max_new_tokens"]] = MAX_NEW_TOKENS,
     max_tokens: Annotated[int, LM_HELP["max_tokens"]] = 32,
     max_input_tokens: Annotated[int, LM_HELP["max_input_tokens"]] = 256,
     copy_stopwords: Annotated[bool, LM_HELP["copy_stopwords"]] = True,
@@ -136,6 +136,14 @@ def rewrite_command(
     ledger: Annotated[Path | None, LM_HELP["ledger"]] = None,
     budget: Annotated[float | None, LM_HELP["budget"]] = None,
     new_ledger: Annotated[bool, LM_HELP["new_ledger"]] = False,
+    clip_quantiles: Annotated[str, LM_HELP["clip_quantiles"]] = "0.01,0.99",
+    clip_rule: Annotated[str, LM_HELP["clip_rule"]] = "auto",
+    prompt: Annotated[str | None, LM_HELP["prompt"]] = None,
+    prompt_file: Annotated[Path | None, LM_HELP["prompt_file"]] = None,
+    prompt_format: Annotated[str, LM_HELP["prompt_format"]] = "auto",
+    prior: Annotated[bool, LM_HELP["prior"]] = False,
+    public_top_k: Annotated[int | None, LM_HELP["public_top_k"]] = None,
+    batch_tokens: Annotated[int, LM_HELP["batch_tokens"]] = 16384,
 ) -> None:
     """Rewrite sentences with a differential-privacy guarantee stated on every record.
 
@@ -147,7 +155,9 @@ def rewrite_command(
     """
     with cli_errors():
         lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, max_input_tokens, copy_stopwords, top_k,
-                            top_p, ledger, budget, new_ledger)
+                            top_p, ledger, budget, new_ledger, clip_quantiles=clip_quantiles, clip_rule=clip_rule,
+                            prompt=prompt, prompt_file=prompt_file, prompt_format=prompt_format, prior=prior,
+                            public_top_k=public_top_k, batch_tokens=batch_tokens)
         run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,
                    batch_size, text_field, id_field, input_format, force, quiet, lm_opts)
         if run.mechanism.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)

@@ -17,7 +17,11 @@ import typer
 
 from .. import __version__
 from ..errors import ParameterError
+from ..generation.lm_settings import MAX_NEW_TOKENS
 from ._common import print_info, progress_bar
+
+__all__ = ["LM_HELP", "MAX_NEW_TOKENS", "LMOptions", "charge_ledger", "check_other_options", "parse_clip",
+           "parse_quantiles", "public_texts", "run_lm_rewrite"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,14 @@ class LMOptions:
     ledger: Path | None
     budget: float | None
     new_ledger: bool = False
+    clip_quantiles: str = "0.01,0.99"
+    clip_rule: str = "auto"
+    prompt: str | None = None
+    prompt_file: Path | None = None
+    prompt_format: str = "auto"
+    prior: bool = False
+    public_top_k: int | None = None
+    batch_tokens: int = 16384
 
 
 def parse_clip(text: str) -> tuple[float, float]:
@@ -53,20 +65,64 @@ def parse_clip(text: str) -> tuple[float, float]:
         raise ParameterError(f"--clip must be LOW,HIGH (two numbers), got {text!r}") from None
 
 
+def parse_quantiles(text: str) -> tuple[float, float]:
+    """``"LOW,HIGH"`` quantiles -> ``(low, high)``, ``0 <= low < high <= 1`` (one-line error otherwise).
+
+    >>> parse_quantiles("0.01,0.995")
+    (0.01, 0.995)
+    """
+    parts = text.split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        low, high = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ParameterError(f"--clip-quantiles must be LOW,HIGH (two numbers in [0, 1]), got {text!r}") from None
+    if not 0.0 <= low < high <= 1.0:
+        raise ParameterError(f"--clip-quantiles must be LOW,HIGH with 0 <= LOW < HIGH <= 1, got {text!r}")
+    return low, high
+
+
+def public_texts(path: Path) -> list[str]:
+    """The texts of ``--clip-public``: one per line of a plain-text file (each line a public text), the
+    documents of a JSONL/Parquet file."""
+    from ..io import is_jsonl, is_parquet, read_documents
+
+    if is_jsonl(path) or is_parquet(path):
+        return [t for _, t in read_documents([path])]
+    return [line for _, text in read_documents([path], input_format="text") for line in text.splitlines()
+            if line.strip()]
+
+
 def _bounds(model_dir: str, mechanism: str, opts: LMOptions) -> Any:
     from ..generation.decoding import ClipBounds
     from ..generation.lm import public_bounds
-    from ..io import read_documents
 
     if (opts.clip is None) == (opts.clip_public is None):
-        raise ParameterError("choose the public clipping bounds: --clip LOW,HIGH, or --clip-public FILE (quantiles "
-                             "0.01/0.99 of the model's values on public text); see docs/lm-rewriting.md")
+        raise ParameterError("choose the public clipping bounds: --clip LOW,HIGH, or --clip-public FILE (public "
+                             "text; --clip-rule, --clip-quantiles); see docs/lm-rewriting.md")
     if opts.clip is not None:
         low, high = parse_clip(opts.clip)
         return ClipBounds(low, high, "fixed", "given by the user (--clip)")
     assert opts.clip_public is not None
-    texts = [t for _, t in read_documents([opts.clip_public])]
-    return public_bounds(model_dir, mechanism, texts, source="public text given with --clip-public")
+    if opts.prior:
+        raise ParameterError("--prior clips the difference to the public prior: give its range with --clip LOW,HIGH "
+                             "(e.g. --clip=-2,2); --clip-public chooses bounds of the logits themselves")
+    lo_q, hi_q = parse_quantiles(opts.clip_quantiles)
+    return public_bounds(model_dir, mechanism, public_texts(opts.clip_public), low_quantile=lo_q,
+                         high_quantile=hi_q, rule=opts.clip_rule, source="public text given with --clip-public")
+
+
+def _prompt(opts: LMOptions) -> str | None:
+    """``--prompt`` or the text of ``--prompt-file`` (public; recorded), or None (the format's default)."""
+    if opts.prompt is not None and opts.prompt_file is not None:
+        raise ParameterError("give the prompt once: --prompt TEXT or --prompt-file FILE")
+    if opts.prompt_file is None:
+        return opts.prompt
+    from ..io import read_documents
+
+    docs = read_documents([opts.prompt_file], input_format="text")
+    return docs[0][1].rstrip("\n") if docs else ""
 
 
 def check_other_options(mechanism: str, opts: LMOptions, output: Path, inputs: list[Path]) -> None:
@@ -74,7 +130,9 @@ def check_other_options(mechanism: str, opts: LMOptions, output: Path, inputs: l
     from ..generation.decoding import refuse_truncation
 
     refuse_truncation(opts.top_k, opts.top_p)
-    for flag, given in (("--clip", opts.clip is not None), ("--clip-public", opts.clip_public is not None)):
+    for flag, given in (("--clip", opts.clip is not None), ("--clip-public", opts.clip_public is not None),
+                        ("--prompt", opts.prompt is not None), ("--prompt-file", opts.prompt_file is not None),
+                        ("--prior", opts.prior), ("--public-top-k", opts.public_top_k is not None)):
         if given:
             raise ParameterError(f"{flag} applies to the dp-* mechanisms, not to {mechanism}")
     _check_ledger(opts, output, inputs)
@@ -122,12 +180,13 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
 
     check_output_paths([("--output", output), ("settings", settings_path(output)),
                         ("--private-report", private_report)],
-                       inputs=[*inputs, opts.clip_public, opts.ledger], force=force)
+                       inputs=[*inputs, opts.clip_public, opts.prompt_file, opts.ledger], force=force)
     _check_ledger(opts, output, inputs)
     where = str(check_model_folder(model_dir))  # links may not leave the folder
     mech = get(mechanism, epsilon=epsilon, model=where, clip=_bounds(where, mechanism, opts), max_tokens=opts.max_tokens,
                max_new_tokens=opts.max_new_tokens, max_input_tokens=opts.max_input_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
-               top_k=opts.top_k, top_p=opts.top_p, **({"delta": opts.delta} if mechanism == "dp-bart" else {}))
+               top_k=opts.top_k, top_p=opts.top_p, **({"delta": opts.delta} if mechanism == "dp-bart" else {}),
+               **_prompt_params(mechanism, opts))
     assert isinstance(mech, LMRewriter)
     mech.fit()
     guarantee = mech.guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
@@ -158,6 +217,20 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                f"{guarantee.unit}{tok}; each record states the adjacency and what is not covered")
 
 
+def _prompt_params(mechanism: str, opts: LMOptions) -> dict[str, Any]:
+    """dp-prompt's own parameters (prompt, format, prior, candidate set, token budget); refused for the others."""
+    prompt = _prompt(opts)
+    if mechanism != "dp-prompt":
+        for flag, given in (("--prompt/--prompt-file", prompt is not None), ("--prior", opts.prior),
+                            ("--public-top-k", opts.public_top_k is not None),
+                            ("--prompt-format", opts.prompt_format != "auto")):
+            if given:
+                raise ParameterError(f"{flag} applies to dp-prompt, not to {mechanism}")
+        return {}
+    return {"prompt": prompt, "prompt_format": opts.prompt_format, "prior": opts.prior,
+            "public_top_k": opts.public_top_k, "batch_tokens": opts.batch_tokens}
+
+
 def _identity(model_dir: str, mechanism: str) -> dict[str, Any]:
     from ..generation.hf import load_language_model
     from ..generation.lm import MECHANISM_KIND
@@ -169,11 +242,27 @@ def _identity(model_dir: str, mechanism: str) -> dict[str, Any]:
 LM_HELP: dict[str, Any] = {
     "clip": typer.Option(metavar="LOW,HIGH", help="dp-*: public clipping bounds (logits; dp-bart: encoder output, "
                          "e.g. -0.2,0.1). Or --clip-public."),
-    "clip_public": typer.Option(help="dp-*: PUBLIC text file; the bounds are quantiles 0.01/0.99 of the model's "
-                                "values on it. Never the private input."),
+    "clip_public": typer.Option(help="dp-*: PUBLIC text (one text per line, or JSONL); the bounds come from the "
+                                "model's values on it (--clip-rule, --clip-quantiles). Never the private input."),
+    "clip_quantiles": typer.Option(metavar="LOW,HIGH", help="With --clip-public: the quantiles of the bounds."),
+    "clip_rule": typer.Option(help="With --clip-public: step-max (upper bound from each public position's largest "
+                              "logit: keeps the model's choice), all-values (quantiles of every logit), auto "
+                              "(step-max; all-values for dp-bart)."),
+    "prompt": typer.Option(help="dp-prompt: the prompt text, with {document} where the text goes (public, "
+                           "recorded). Default: an instruction in the model's chat template, or the paper's."),
+    "prompt_file": typer.Option(help="dp-prompt: read the prompt text (with {document}) from this file."),
+    "prompt_format": typer.Option(help="dp-prompt: chat (the tokenizer's chat template around the prompt), plain "
+                                  "(the text as it is, with the model's BOS), auto (chat when the model has a "
+                                  "template). Recorded."),
+    "prior": typer.Option("--prior/--no-prior", help="dp-prompt: clip the difference to the public prior (the "
+                          "logits without the document; InvisibleInk); --clip is then that difference's range."),
+    "public_top_k": typer.Option(help="dp-prompt with --prior: draw from the public top-k+ set (tokens whose "
+                                 "prior logit is within the clip range of the k-th largest; free)."),
+    "batch_tokens": typer.Option(help="dp-prompt: most rows x (prompt + new tokens) per batch (bounds memory)."),
     "delta": typer.Option(help="dp-bart: delta per sentence."),
-    "max_new_tokens": typer.Option(help="dp-prompt, dp-paraphrase: tokens generated per unit (steps composed); "
-                                   "dp-bart: decoding length."),
+    "max_new_tokens": typer.Option(help="dp-prompt, dp-paraphrase: most tokens generated per unit; each step costs "
+                                   "epsilon, so a unit costs max-new-tokens x epsilon (64: ordinary sentences are "
+                                   "not cut); dp-bart: decoding length."),
     "max_tokens": typer.Option(help="dp-paraphrase, dp-mlm, dp-bart: input tokens per sentence (longer are cut)."),
     "max_input_tokens": typer.Option(help="dp-prompt: document tokens put in the prompt (longer documents are cut; "
                                      "the cut is public, stated in the guarantee)."),

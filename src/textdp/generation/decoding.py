@@ -55,10 +55,45 @@ Public bounds
 -------------
 Bounds are public parameters: either given by the user (``procedure="fixed"``), or
 quantiles of the logits the same model computes on **public** text
-(:func:`quantile_bounds`, ``procedure="public-quantiles"``). Every record states them
+(:func:`quantile_bounds`, ``procedure="public-quantiles"``), or (``procedure="public-step-max"``)
+the upper bound from the distribution of each position's *largest* logit on public text and the
+lower one from all logits (:class:`StreamingQuantiles`, bounded memory). Every record states them
 (:meth:`ClipBounds.to_dict`). A narrow range costs little privacy per token but
 flattens the distribution (tokens whose logits sit above ``b`` tie); a wide one keeps
-the model's preferences and raises ``T = 2Δ/ε``.
+the model's preferences and raises ``T = 2Δ/ε``. Quantiles of *all* logits put ``b`` below
+the top logit at most steps of a real model (SmolLM2-135M: 57–60% of steps had two or more tokens
+tied at ``b``), which erases the model's choice; the step-max rule puts ``b`` at or above the top
+logit at a chosen share of public steps (``high_quantile``), so the ranking among the best tokens
+survives the clipping.
+
+Clipping relative to a public prior
+-----------------------------------
+InvisibleInk (Vinod, Pillutla & Thakurta, NeurIPS 2025) clips the *difference* between the logits
+with the private text and the logits of a **public** context (the same prompt and the same released
+tokens, without the private text), :func:`prior_log_weights`::
+
+    u_w(x) = p_w + clip(s_w(x) − p_w, a, b)
+
+**Theorem.** With ``p`` public, drawing ``w`` with ``P(w | x) ∝ exp(ε u_w(x) / (2Δ))``,
+``Δ = b − a``, is ε-DP for any two inputs.
+*Proof.* ``u_w(x) − u_w(x') = clip(s_w(x) − p_w) − clip(s_w(x') − p_w) ∈ [−Δ, Δ]`` because ``p_w``
+is the same for both inputs; the rest is the proof above (numerator and normaliser each move by
+at most ``e^{ε/2}``). ∎ The prior's fluent preferences cost nothing: ``p`` can span tens of logits
+while ``Δ`` covers only what the private text changes. InvisibleInk's own accounting is for a batch
+of private references (replace-one, sensitivity of an average); here one document is the unit and
+every two documents are neighbours (local DP), so the range is ``Δ`` and the factor 2 stays (the
+scores are not monotone). The prior is floored at ``max(p) − R`` with ``R = 1400Δ/ε − Δ``
+(public), so that every log-weight stays above −700 and no allowed token underflows to
+probability 0 from one input only.
+
+**Public top-k⁺** (InvisibleInk's candidate set, :func:`public_top_k_plus`):
+``K = {w : p_w >= p_(k) − Δ}``, ``p_(k)`` the k-th largest prior logit. It is computed from ``p``
+alone, so restricting the draw to ``K`` is the exponential mechanism over a public range (ε-DP,
+free). And it loses none of the private top k: for ``w ∉ K``,
+``u_w <= p_w + b < p_(k) − Δ + b = p_(k) + a <= u_v`` for each of the ``k`` tokens ``v`` with the
+largest prior, so ``k`` tokens beat ``w`` from every input. ∎ The known-bad variant, the top k of the
+*private* scores (DP-GTR's ``top_k=50`` next to clipping), is refused (:func:`refuse_truncation`):
+a token outside that set has probability 0 from one input and not from another.
 
 Sampling and floating point
 ---------------------------
@@ -101,17 +136,22 @@ __all__ = [
     "SAMPLERS",
     "UNIT_BOUNDS",
     "ClipBounds",
+    "StreamingQuantiles",
     "clipped_log_weights",
     "exponential_law",
     "exponential_step",
     "per_token_epsilon",
+    "prior_floor",
+    "prior_law",
+    "prior_log_weights",
+    "public_top_k_plus",
     "quantile_bounds",
     "refuse_truncation",
     "sample_log_weights",
 ]
 
 #: How the public clipping bounds were chosen.
-BOUND_PROCEDURES = ("fixed", "public-quantiles", "probability")
+BOUND_PROCEDURES = ("fixed", "public-quantiles", "public-step-max", "probability")
 #: The two samplers of :func:`sample_log_weights`.
 SAMPLERS = ("inverse-cdf", "gumbel")
 
@@ -130,7 +170,8 @@ class ClipBounds:
         ``a < b``; every score is clipped into ``[a, b]`` and ``Δ = b − a``.
     procedure : str
         ``fixed`` (given by the user), ``public-quantiles`` (:func:`quantile_bounds` on
-        public text) or ``probability`` (scores are probabilities, ``[0, 1]``: ER-AE, AE-DP).
+        public text), ``public-step-max`` (upper bound from each public position's largest logit)
+        or ``probability`` (scores are probabilities, ``[0, 1]``: ER-AE, AE-DP).
     source : str
         Public description of the procedure (e.g. the quantiles and the public text's name).
 
@@ -311,5 +352,147 @@ def exponential_law(scores: np.ndarray, *, epsilon: float, bounds: ClipBounds,
     lw = e * (s - bounds.high) / (2.0 * bounds.width)
     if allowed is not None:
         lw = np.where(np.asarray(allowed, dtype=bool), lw, -np.inf)
+    w = np.exp(lw - lw.max())
+    return w / w.sum()
+
+
+class StreamingQuantiles:
+    """Quantiles of a stream of numbers in bounded memory: a fixed histogram, rounded outwards.
+
+    Bins of width ``resolution`` over ``[lowest, highest]`` (two more for values outside it, with the
+    exact minimum and maximum kept); memory is the histogram (``(highest − lowest) / resolution + 2``
+    counts), whatever the number of values. :meth:`quantile` returns a bin edge: the lower edge of the
+    bin holding the quantile (``side="down"``) or its upper edge (``side="up"``), so a lower bound is never
+    above, and an upper bound never below, the exact quantile of the values seen.
+
+    >>> q = StreamingQuantiles(resolution=0.5)
+    >>> q.add(np.arange(100.0))
+    >>> q.count, q.quantile(0.5, "down"), q.quantile(0.99, "up")
+    (100, 49.0, 98.5)
+    """
+
+    def __init__(self, lowest: float = -512.0, highest: float = 512.0, resolution: float = 1 / 64) -> None:
+        if not (math.isfinite(lowest) and math.isfinite(highest) and lowest < highest and resolution > 0):
+            raise ParameterError("StreamingQuantiles needs finite lowest < highest and a resolution > 0")
+        self.lowest, self.resolution = float(lowest), float(resolution)
+        self.bins = math.ceil((highest - lowest) / resolution)
+        self.counts = np.zeros(self.bins + 2, dtype=np.int64)
+        self.minimum, self.maximum = math.inf, -math.inf
+
+    @property
+    def count(self) -> int:
+        """How many finite values were added."""
+        return int(self.counts.sum())
+
+    def add(self, values: npt.ArrayLike | Tensor) -> None:
+        """Add every finite value of ``values`` (an array or a tensor of any shape; NaN and ±inf skipped)."""
+        torch = _torch()
+        v = torch.as_tensor(values).detach().reshape(-1).to(torch.float64)
+        v = v[torch.isfinite(v)]
+        if v.numel() == 0:
+            return
+        self.minimum = min(self.minimum, float(v.min()))
+        self.maximum = max(self.maximum, float(v.max()))
+        idx = torch.floor((v - self.lowest) / self.resolution).clamp_(-1, self.bins).to(torch.int64) + 1
+        self.counts += torch.bincount(idx, minlength=self.bins + 2).numpy()
+
+    def quantile(self, q: float, side: str) -> float:
+        """The ``q`` quantile, rounded ``down`` (a bin's lower edge) or ``up`` (its upper edge)."""
+        q = check_probability(q, "quantile", open_low=False, open_high=False)
+        check_choice(side, "side", ("down", "up"))
+        n = self.count
+        if n == 0:
+            raise ParameterError("no finite values to take a quantile of")
+        rank = min(max(math.ceil(q * n), 1), n)  # the rank-th smallest value (1-based)
+        b = int(np.searchsorted(np.cumsum(self.counts), rank))
+        if b == 0:
+            return self.minimum
+        if b == self.bins + 1:
+            return self.maximum
+        edge = self.lowest + (b - 1 + (side == "up")) * self.resolution
+        return min(max(edge, self.minimum), self.maximum) if side == "down" else max(min(edge, self.maximum),
+                                                                                   self.minimum)
+
+
+def prior_floor(epsilon: float, bounds: ClipBounds) -> float:
+    """``R = max(1400Δ/ε − Δ, 0)``: how far below its maximum the public prior is floored.
+
+    With the prior in ``[max − R, max]`` every log-weight of :func:`prior_log_weights` is at least
+    ``−ε(R + Δ)/(2Δ) = −700``: no allowed token's weight underflows (module docstring).
+
+    >>> prior_floor(2.0, ClipBounds(-2.0, 2.0))
+    2796.0
+    """
+    return max(1400.0 * bounds.width / check_epsilon(epsilon) - bounds.width, 0.0)
+
+
+def public_top_k_plus(prior: Tensor, k: int, width: float, allowed: Tensor | None = None) -> Tensor:
+    """InvisibleInk's public candidate set: ``p_w >= p_(k) − width`` (``p_(k)``: the k-th largest allowed prior).
+
+    ``prior`` is ``(B, V)`` **public** logits; returns a ``(B, V)`` bool mask (within ``allowed``).
+    With ``width = Δ`` the set holds the ``k`` best tokens of the clipped private scores for every
+    input (module docstring), and depends on public data only.
+
+    >>> import torch
+    >>> public_top_k_plus(torch.tensor([[5.0, 4.0, 1.5, 0.0]]), 1, 3.0).tolist()
+    [[True, True, False, False]]
+    """
+    torch = _torch()
+    p = torch.as_tensor(prior).to(torch.float64)
+    if allowed is not None:
+        p = p.masked_fill(~torch.as_tensor(allowed, dtype=torch.bool).expand_as(p), -math.inf)
+    k = min(int(k), p.shape[1])
+    kth = p.topk(k, dim=1).values[:, -1:]
+    return p >= kth - float(width)
+
+
+def prior_log_weights(scores: Tensor, prior: Tensor, *, epsilon: float, bounds: ClipBounds,
+                      allowed: Tensor | None = None) -> Tensor:
+    """``ε (u − max u) / (2Δ)`` with ``u = p' + clip(s − p', a, b)``, ``p'`` the prior floored at ``max − R``.
+
+    ``scores`` are the logits with the private text, ``prior`` the **public** ones (same shape ``(B, V)``);
+    ``allowed`` a public mask (``(V,)`` or ``(B, V)``, e.g. :func:`public_top_k_plus`). Theorem and floor:
+    module docstring. float64, ``-inf`` outside ``allowed``.
+
+    >>> import torch
+    >>> prior_log_weights(torch.tensor([[9.0, 0.0]]), torch.tensor([[1.0, 0.0]]), epsilon=4.0,
+    ...                   bounds=ClipBounds(-1.0, 1.0)).tolist()
+    [[0.0, -2.0]]
+    """
+    torch = _torch()
+    e = check_epsilon(epsilon)
+    p = torch.as_tensor(prior).to(torch.float64, copy=True)
+    p.nan_to_num_(nan=0.0, posinf=0.0, neginf=-math.inf)
+    if allowed is not None:
+        mask = torch.as_tensor(allowed, dtype=torch.bool).expand_as(p)
+        top = p.masked_fill(~mask, -math.inf).amax(1, keepdim=True)
+    else:
+        mask, top = None, p.amax(1, keepdim=True)
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    p = torch.maximum(p, top - prior_floor(e, bounds))
+    d = torch.as_tensor(scores).to(torch.float64, copy=True)
+    d.nan_to_num_(nan=bounds.low, posinf=bounds.high, neginf=bounds.low)
+    u = d.sub_(p).clamp_(bounds.low, bounds.high).add_(p)
+    if mask is not None:
+        u.masked_fill_(~mask, -math.inf)
+    best = u.amax(1, keepdim=True)
+    best = torch.where(torch.isfinite(best), best, torch.zeros_like(best))
+    return u.sub_(best).mul_(e / (2.0 * bounds.width))
+
+
+def prior_law(scores: np.ndarray, prior: np.ndarray, *, epsilon: float, bounds: ClipBounds,
+              allowed: np.ndarray | None = None) -> np.ndarray:
+    """The exact law of a draw from :func:`prior_log_weights` for one row (numpy; tests and audits).
+
+    >>> prior_law(np.array([9.0, 0.0]), np.array([1.0, 0.0]), epsilon=4.0, bounds=ClipBounds(-1.0, 1.0)).round(4)
+    array([0.8808, 0.1192])
+    """
+    e = check_epsilon(epsilon)
+    p = np.asarray(prior, dtype=np.float64)
+    ok = np.ones(p.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    p = np.maximum(p, p[ok].max() - prior_floor(e, bounds))
+    s = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=bounds.low)
+    u = p + np.clip(s - p, bounds.low, bounds.high)
+    lw = np.where(ok, e * u / (2.0 * bounds.width), -np.inf)
     w = np.exp(lw - lw.max())
     return w / w.sum()

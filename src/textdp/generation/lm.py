@@ -66,17 +66,18 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice
+from .._validation import check_choice, check_probability
 from ..errors import ParameterError, require
 from ..guarantees import Guarantee, as_parameters
 from ..text import ENGLISH_STOP_WORDS, split_sentences
 from . import lm_decode
-from .decoding import ClipBounds, quantile_bounds
+from .decoding import ClipBounds, StreamingQuantiles
 from .hf import load_language_model
 from .lm_decode import clip_and_noise
 from .lm_settings import DP_PROMPT_TEMPLATE, LM_MECHANISMS, MECHANISM_KIND, LMSettings, dp_bart_sigma
 
 __all__ = [
+    "BOUND_RULES",
     "DP_PROMPT_TEMPLATE",
     "LM_MECHANISMS",
     "MECHANISM_KIND",
@@ -105,6 +106,10 @@ REFERENCES = {
 }
 
 
+_VOCAB_NOTE = "which input units had no in-vocabulary word"
+_BLANK_NOTE = "which documents were blank (no text to rewrite)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class LMGuarantee(Guarantee):
     """What one language-model rewrite guarantees: the one :class:`~textdp.guarantees.Guarantee` type.
@@ -130,6 +135,12 @@ class LMGuarantee(Guarantee):
     uncovered: tuple[str, ...] = ()
     detail: str = ""
     extra: tuple[tuple[str, object], ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # the base's empty-policy note speaks of vocabulary words; an LM rewriter's empty unit is a blank text
+        for key in ("not_covered", "statement"):
+            object.__setattr__(self, key, getattr(self, key).replace(_VOCAB_NOTE, _BLANK_NOTE))
 
     def _derive(self) -> dict[str, object]:
         d = f"(epsilon={self.epsilon:.4g}, delta={self.delta:.3g})-DP" if self.delta else \
@@ -174,12 +185,24 @@ def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
     sentences = "m times this for a document of m sentences (basic composition; m is not covered)"
     if m == "dp-prompt":
         n = s.max_new_tokens
-        detail = (f"Exponential mechanism over the full vocabulary with logits clipped to [{s.bounds.low:.4g}, "
-                  f"{s.bounds.high:.4g}] (Delta={s.bounds.width:.4g}), temperature 2*Delta/epsilon="
-                  f"{s.bounds.temperature(e):.4g}, {n} steps composed; the end token is drawn by the mechanism.")
+        if s.prior:
+            cand = (f" over the public top-k+ set (k={s.public_top_k}: tokens whose prior logit is within "
+                    f"Delta of the k-th largest; chosen from public logits only)" if s.public_top_k else
+                    " over the full vocabulary")
+            detail = (f"Exponential mechanism{cand} on scores p + clip(l - p, {s.bounds.low:.4g}, "
+                      f"{s.bounds.high:.4g}), where l are the logits with the document and p the logits of the public "
+                      f"prompt without it, on the same released tokens (InvisibleInk's clipping; Delta="
+                      f"{s.bounds.width:.4g}), temperature 2*Delta/epsilon={s.bounds.temperature(e):.4g}, {n} steps "
+                      "composed; the end token is drawn by the mechanism.")
+        else:
+            detail = (f"Exponential mechanism over the full vocabulary with logits clipped to [{s.bounds.low:.4g}, "
+                      f"{s.bounds.high:.4g}] (Delta={s.bounds.width:.4g}), temperature 2*Delta/epsilon="
+                      f"{s.bounds.temperature(e):.4g}, {n} steps composed; the end token is drawn by the mechanism.")
+        detail += f" Prompt format: {s.prompt_format} (public template in the settings)."
         return _guarantee(m, n * e, 0.0, "document", e, n * e, f"epsilon={n * e:.4g} per document (one unit)", n,
-                           f"any two documents (cut to {s.max_input_tokens} tokens); the prompt is public", b, True,
-                           (_MEMORISED,), detail, ref)
+                          f"any two documents (cut to {s.max_input_tokens} tokens); the prompt is public", b, True,
+                          (_MEMORISED,), detail, ref,
+                          {"prompt_format": s.prompt_format, "prior": s.prior, "public_top_k": s.public_top_k})
     if m == "dp-paraphrase":
         n = s.max_new_tokens
         detail = (f"Exponential mechanism per decoding step over clipped logits [{s.bounds.low:.4g}, "
@@ -266,33 +289,75 @@ def units_of(text: str, settings: LMSettings, tokenizer: Any = None) -> list[str
     return out
 
 
+#: How :func:`public_bounds` reads the public values: ``step-max`` (upper bound from each position's largest
+#: logit), ``all-values`` (quantiles of every value), ``auto`` (step-max for the token-level rewriters, all-values
+#: for dp-bart's encoder output).
+BOUND_RULES = ("auto", "step-max", "all-values")
+
+
 def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *, low_quantile: float = 0.01,
-                  high_quantile: float = 0.99, source: str = "") -> ClipBounds:
+                  high_quantile: float = 0.99, source: str = "", rule: str = "auto") -> ClipBounds:
     """Clipping bounds from **public** text: quantiles of what the mechanism clips, computed by the same model.
 
-    The logits of a plain forward pass over every position of the public texts (decoder
-    positions, teacher-forced, for seq2seq models), or for dp-bart the encoder output's
-    coordinates. Never pass private text: the bounds would then depend on it.
+    The values are the logits of a plain forward pass over every position of the public texts
+    (with the BOS token the model expects; decoder positions, teacher-forced, for seq2seq models), or
+    for dp-bart the encoder output's coordinates; at most 256 texts of 128 tokens. Never pass private
+    text: the bounds would then depend on it.
+
+    ``rule="step-max"`` (the default for logits): the upper bound is the ``high_quantile`` of each
+    position's largest logit over the output vocabulary, so that at that share of public steps no
+    token is above it and the model's ranking of its best tokens survives clipping; the lower bound
+    is the ``low_quantile`` of all logits. ``rule="all-values"``: both bounds are quantiles of all
+    values (the earlier procedure; on real models it puts ``b`` below the top logit at most steps).
+    The quantiles are streamed (:class:`~textdp.generation.decoding.StreamingQuantiles`: a fixed
+    histogram of 1/64 wide bins, rounded outwards), so memory does not grow with the number of texts.
     """
     torch = require("torch", "generation")
+    check_choice(rule, "bound rule", BOUND_RULES)
     lm = load_language_model(model_dir, MECHANISM_KIND[check_choice(mechanism, "mechanism", LM_MECHANISMS)])
+    lo_q = check_probability(low_quantile, "low_quantile")
+    hi_q = check_probability(high_quantile, "high_quantile")
+    if lo_q >= hi_q:
+        raise ParameterError("the low quantile must be below the high quantile (e.g. 0.01,0.99)")
     texts = [t for t in public_texts if t.strip()]
     if not texts:
         raise ParameterError("the public text for the clipping bounds is empty")
-    values = []
+    if rule == "auto":
+        rule = "all-values" if mechanism == "dp-bart" else "step-max"
+    if rule == "step-max" and mechanism == "dp-bart":
+        raise ParameterError("the step-max rule is for logits; dp-bart clips its encoder output: use all-values")
+    every, tops = StreamingQuantiles(), StreamingQuantiles()
+    allowed = None if mechanism == "dp-bart" else lm.output_mask(keep=lm_decode.stop_ids(lm))
     with torch.inference_mode():
         for t in texts[:256]:
             ids = torch.tensor([lm.tokenizer(t, truncation=True, max_length=128)["input_ids"]])
             if mechanism == "dp-bart":
-                values.append(lm.model.get_encoder()(input_ids=ids).last_hidden_state.double().ravel())
+                values = lm.model.get_encoder()(input_ids=ids).last_hidden_state[0]
             elif lm.kind == "seq2seq":
-                values.append(lm.model(input_ids=ids, labels=ids).logits.double().ravel())
+                values = lm.model(input_ids=ids, labels=ids).logits[0]
             else:
-                values.append(lm.model(input_ids=ids).logits.double().ravel())
+                values = lm.model(input_ids=ids).logits[0]
+            if allowed is not None:
+                values = values[:, allowed[: values.shape[1]]]
+            every.add(values)
+            if rule == "step-max":
+                tops.add(values.amax(1))
+    if every.count < 2:
+        raise ParameterError("need at least 2 finite public values to choose bounds")
     what = "encoder outputs" if mechanism == "dp-bart" else "logits"
-    b = quantile_bounds(torch.cat(values).numpy(), low_quantile=low_quantile, high_quantile=high_quantile,
-                        source=source)
-    return ClipBounds(b.low, b.high, b.procedure, b.source.replace("logits", what))
+    low = every.quantile(lo_q, "down")
+    if rule == "step-max":
+        high = tops.quantile(hi_q, "up")
+        text = (f"upper: quantile {hi_q:g} of each position's largest logit; lower: quantile {lo_q:g} of all "
+                f"logits; the model's values on public text")
+        procedure = "public-step-max"
+    else:
+        high = every.quantile(hi_q, "up")
+        text = f"quantiles {lo_q:g} and {hi_q:g} of the model's {what} on public text"
+        procedure = "public-quantiles"
+    if not high > low:
+        raise ParameterError(f"the public quantiles give an empty range [{low:g}, {high:g}]: widen the quantiles")
+    return ClipBounds(low, high, procedure, f"{text} ({source})" if source else text)
 
 
 def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:

@@ -13,14 +13,16 @@ torch's global generator is never used.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ParameterError, require
-from .decoding import ClipBounds, exponential_step
+from .decoding import ClipBounds, exponential_step, prior_log_weights, public_top_k_plus, sample_log_weights
 from .hf import LanguageModel
 from .lm_settings import LMSettings, dp_bart_sigma
 
@@ -30,7 +32,8 @@ if TYPE_CHECKING:
 #: one decoding step: the previous tokens ``(B,)`` -> the next logits ``(B, V)``
 Step = Callable[["Tensor"], "Tensor"]
 
-__all__ = ["check_context", "clip_and_noise", "context_length", "dp_bart", "dp_mlm", "dp_paraphrase", "dp_prompt"]
+__all__ = ["PromptFrame", "check_context", "clip_and_noise", "context_length", "dp_bart", "dp_mlm", "dp_paraphrase",
+           "dp_prompt", "prompt_frame", "resolve_prompt", "stop_ids"]
 
 
 def _torch() -> ModuleType:
@@ -136,9 +139,8 @@ def check_context(lm: LanguageModel, s: LMSettings) -> None:
     if limit is None:
         return
     if s.mechanism == "dp-prompt":
-        tok = lm.tokenizer
-        head, _, tail = s.prompt.partition("{document}")
-        frame = sum(len(tok(part, add_special_tokens=False)["input_ids"]) for part in (head, tail) if part)
+        f = prompt_frame(lm, resolve_prompt(lm, s))
+        frame = len(f.head) + len(f.tail)
         need, what = frame + s.max_input_tokens + s.max_new_tokens, (
             f"the prompt ({frame} tokens) around a document cut to max_input_tokens={s.max_input_tokens}, plus "
             f"max_new_tokens={s.max_new_tokens}")
@@ -159,38 +161,184 @@ def _batches(n: int, size: int) -> Iterable[range]:
         yield range(start, min(n, start + size))
 
 
-def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
-    """DP-Prompt: the causal LM continues the public prompt around each (cut) document."""
-    torch = _torch()
-    tok, model = lm.tokenizer, lm.model
-    eos = _eos(lm)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else eos
-    head, _, tail = s.prompt.partition("{document}")
+#: end-of-turn tokens of common chat templates (public: a property of the model, stopped on when present)
+_END_OF_TURN = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>", "<|endoftext|>")
+_SLOT = "TEXTDPDOCUMENTSLOT"
+
+
+@dataclass(frozen=True)
+class PromptFrame:
+    """dp-prompt's public frame around the document: token ids before and after it, and the stop tokens.
+
+    ``head`` starts with the model's BOS token when its tokenizer adds one (Gemma: without ``<bos>``
+    it degenerates); ``doc_prefix`` is the space the head's text ended with, moved onto the document so
+    that the word after it is tokenised as in running text; ``stops`` are the end-of-sequence and
+    end-of-turn ids (a drawn stop token ends the row, and is never part of the output).
+    """
+
+    head: tuple[int, ...]
+    tail: tuple[int, ...]
+    doc_prefix: str
+    stops: tuple[int, ...]
+    format: str
+
+
+def stop_ids(lm: LanguageModel) -> tuple[int, ...]:
+    """The tokens that end generation: EOS (tokenizer, config, generation config) and known end-of-turn tokens."""
+    found: list[int] = []
+
+    def add(x: Any) -> None:
+        for v in x if isinstance(x, (list, tuple)) else (x,):
+            if isinstance(v, int) and v >= 0 and v not in found:
+                found.append(v)
+
+    add(lm.tokenizer.eos_token_id)
+    add(getattr(lm.model.config, "eos_token_id", None))
+    add(getattr(getattr(lm.model, "generation_config", None), "eos_token_id", None))
+    vocab = lm.tokenizer.get_vocab()
+    for t in _END_OF_TURN:
+        if t in vocab:
+            add(int(vocab[t]))
+    if not found:
+        raise ParameterError("the model has no end-of-sequence token: generation could not stop")
+    return tuple(found)
+
+
+def _chat_template(lm: LanguageModel) -> str | None:
+    t = getattr(lm.tokenizer, "chat_template", None)
+    return t if isinstance(t, str) and t.strip() else None
+
+
+def resolve_prompt(lm: LanguageModel, s: LMSettings) -> LMSettings:
+    """dp-prompt's settings with the prompt format and template made explicit (``auto``: chat when the
+    tokenizer has a chat template, the default of instruct models); other mechanisms unchanged."""
+    if s.mechanism != "dp-prompt":
+        return s
+    fmt = s.prompt_format
+    if fmt == "auto":
+        fmt = "chat" if _chat_template(lm) else "plain"
+    elif fmt == "chat" and not _chat_template(lm):
+        raise ParameterError("the model's tokenizer has no chat template: use --prompt-format plain (with --prompt "
+                             "or the paper's template)")
+    out = replace(s, prompt_format=fmt)
+    return replace(out, prompt=out.template)
+
+
+def prompt_frame(lm: LanguageModel, s: LMSettings) -> PromptFrame:
+    """The token ids of dp-prompt's public frame (settings resolved by :func:`resolve_prompt`)."""
+    tok = lm.tokenizer
+    template = s.template
+    if s.prompt_format == "chat":
+        rendered = tok.apply_chat_template([{"role": "user", "content": template.replace("{document}", _SLOT)}],
+                                           tokenize=False, add_generation_prompt=True)
+        head, _, tail = str(rendered).partition(_SLOT)
+    else:
+        head, _, tail = template.partition("{document}")
+    prefix = ""
+    if head.endswith(" "):
+        head, prefix = head[:-1], " "
     head_ids = tok(head, add_special_tokens=False)["input_ids"] if head else []
     tail_ids = tok(tail, add_special_tokens=False)["input_ids"] if tail else []
-    allowed = lm.output_mask(keep=(eos,))
-    kv = _cache_name()
-    out: list[str] = []
-    for rows in _batches(len(documents), s.batch_size):
-        prompts = [head_ids + tok(documents[i], add_special_tokens=False)["input_ids"][: s.max_input_tokens]
-                   + tail_ids for i in rows]
-        ids, mask = _pad(prompts, pad, left=True)
-        pos = (mask.cumsum(1) - 1).clamp_(min=0)
-        state: dict[str, Any] = {"mask": mask, "pos": pos[:, -1:]}
-        with torch.inference_mode():
-            res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
-            state["past"] = getattr(res, kv)
+    bos = tok.bos_token_id
+    if bos is not None and head_ids[:1] != [bos]:
+        probe = tok("a", add_special_tokens=True)["input_ids"]
+        if probe[:1] == [bos]:  # the tokenizer adds BOS: the model expects it first
+            head_ids = [bos, *head_ids]
+    return PromptFrame(tuple(head_ids), tuple(tail_ids), prefix, stop_ids(lm), s.prompt_format)
 
-            def step(prev: Tensor, state: dict[str, Any] = state) -> Tensor:
-                state["mask"] = torch.cat([state["mask"], torch.ones_like(state["mask"][:, :1])], 1)
-                state["pos"] = state["pos"] + 1
-                r = model(input_ids=prev[:, None], attention_mask=state["mask"], position_ids=state["pos"],
-                          use_cache=True, **{kv: state["past"]})
-                state["past"] = getattr(r, kv)
-                return r.logits[:, -1, :]
 
-            out += _decode(lm, _sample_steps(step, res.logits[:, -1, :], s, rng, allowed, eos))
+def _select(cache: Any, rows: list[int]) -> Any:
+    """Keep ``rows`` of a KV cache (a ``transformers`` Cache, or the legacy tuples)."""
+    if hasattr(cache, "batch_select_indices"):
+        cache.batch_select_indices(_torch().tensor(rows, dtype=_torch().long))
+        return cache
+    return tuple(tuple(t[rows] for t in layer) for layer in cache)
+
+
+def _keeps_last_logits(model: Any) -> bool:
+    try:
+        return "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _length_batches(lengths: Sequence[int], s: LMSettings, copies: int) -> list[list[int]]:
+    """Rows sorted by length (longest first), cut into batches of at most ``batch_size`` rows and
+    ``batch_tokens`` tokens (``copies`` rows per document: 2 with the public prior)."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    out: list[list[int]] = []
+    for i in order:
+        if out:
+            width = lengths[out[-1][0]] + s.max_new_tokens
+            if len(out[-1]) < s.batch_size and (len(out[-1]) + 1) * copies * width <= s.batch_tokens:
+                out[-1].append(i)
+                continue
+        out.append([i])
     return out
+
+
+def _draw(logits: Tensor, n: int, s: LMSettings, rng: np.random.Generator, allowed: Tensor) -> Tensor:
+    """One ε-DP token per row: rows ``[:n]`` are private; with the prior, rows ``[n:]`` are the public ones."""
+    if not s.prior:
+        return exponential_step(logits, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed, method=s.sampler)
+    priv, pub = logits[:n], logits[n:]
+    mask = allowed if s.public_top_k is None else public_top_k_plus(pub, s.public_top_k, s.bounds.width, allowed)
+    lw = prior_log_weights(priv, pub, epsilon=s.epsilon, bounds=s.bounds, allowed=mask)
+    return sample_log_weights(lw, rng, method=s.sampler)
+
+
+def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
+    """DP-Prompt: the causal LM continues the public prompt around each (cut) document.
+
+    Speed without changing the law: the KV cache; logits only at the last position (``logits_to_keep``);
+    a row that draws a stop token leaves the batch (its cache rows are dropped); rows sorted by length
+    and batched under ``batch_tokens``. With ``s.prior`` each batch also runs the public prompt (the
+    frame without the document) on the same released tokens: its logits are the public prior.
+    """
+    torch = _torch()
+    tok, model = lm.tokenizer, lm.model
+    s = resolve_prompt(lm, s)
+    frame = prompt_frame(lm, s)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else frame.stops[0]
+    allowed = lm.output_mask(keep=frame.stops)
+    stops = set(frame.stops)
+    kv = _cache_name()
+    keep1 = {"logits_to_keep": 1} if _keeps_last_logits(model) else {}
+    prompts = [list(frame.head) + tok(frame.doc_prefix + d, add_special_tokens=False)["input_ids"][: s.max_input_tokens]
+               + list(frame.tail) for d in documents]
+    public = list(frame.head) + list(frame.tail)
+    copies = 2 if s.prior else 1
+    out: list[list[int]] = [[] for _ in documents]
+    for batch in _length_batches([len(p) for p in prompts], s, copies):
+        rows = [prompts[i] for i in batch] + ([public] * len(batch) if s.prior else [])
+        ids, mask = _pad(rows, pad, left=True)
+        pos = (mask.cumsum(1) - 1).clamp_(min=0)
+        alive = list(batch)
+        with torch.inference_mode():
+            res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **keep1)
+            cache, logits, pos = getattr(res, kv), res.logits[:, -1, :], pos[:, -1:]
+            for t in range(s.max_new_tokens):
+                drawn = _draw(logits, len(alive), s, rng, allowed).tolist()
+                keep = []
+                for j, (i, w) in enumerate(zip(alive, drawn, strict=True)):
+                    if w not in stops:
+                        out[i].append(int(w))
+                        keep.append(j)
+                if not keep or t == s.max_new_tokens - 1:
+                    break
+                prev = torch.tensor([drawn[j] for j in keep], dtype=torch.long)
+                if len(keep) < len(alive):
+                    sel = keep + [len(alive) + j for j in keep] if s.prior else keep
+                    cache, mask, pos = _select(cache, sel), mask[sel], pos[sel]
+                alive = [alive[j] for j in keep]
+                if s.prior:
+                    prev = torch.cat([prev, prev])
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+                pos = pos + 1
+                r = model(input_ids=prev[:, None], attention_mask=mask, position_ids=pos, use_cache=True,
+                          **{kv: cache}, **keep1)
+                cache, logits = getattr(r, kv), r.logits[:, -1, :]
+    return _decode(lm, out)
 
 
 def _encode(lm: LanguageModel, texts: Sequence[str], s: LMSettings, *, fixed: bool) -> tuple[Tensor, Tensor]:

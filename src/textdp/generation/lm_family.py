@@ -26,9 +26,10 @@ from ..errors import ParameterError, ParameterTypeError
 from ..mechanisms.base import ReleaseContext
 from ..progress import ProgressCallback
 from .decoding import ClipBounds
-from .hf import load_language_model
+from .hf import LanguageModel, load_language_model
 from .lm import REFERENCES, LMGuarantee, guarantee_of, rewrite_texts, units_of
-from .lm_settings import DP_PROMPT_TEMPLATE, MECHANISM_KIND, LMSettings
+from .lm_decode import resolve_prompt
+from .lm_settings import MAX_NEW_TOKENS, MECHANISM_KIND, LMSettings
 from .rewriter import TextRewriter
 
 __all__ = ["DPBART", "DPMLM", "DPParaphrase", "DPPrompt", "LMRewriter", "rewrite_lm_documents"]
@@ -39,8 +40,10 @@ Units = list[str]
 class LMRewriter(TextRewriter[str]):
     """Base of the four language-model rewriters (parameters: :class:`~textdp.generation.lm_settings.LMSettings`).
 
-    ``model`` is a local Hugging Face directory of the mechanism's kind; ``clip`` the public
-    clipping bounds, a :class:`~textdp.generation.decoding.ClipBounds` or ``(low, high)``.
+    ``model`` is a local Hugging Face directory of the mechanism's kind, or a GGUF file (or a folder
+    holding one: :func:`~textdp.generation.hf.load_language_model`); ``clip`` the public clipping
+    bounds, a :class:`~textdp.generation.decoding.ClipBounds` or ``(low, high)`` (with ``prior``: bounds
+    of the difference to the public prior).
     """
 
     chunk_size = 64
@@ -49,12 +52,16 @@ class LMRewriter(TextRewriter[str]):
     model: str | Path | None = None
     clip: ClipBounds | tuple[float, float] | None = None
     delta: float | None = None
-    max_new_tokens: int = 32
+    max_new_tokens: int = MAX_NEW_TOKENS
     max_tokens: int = 32
     max_input_tokens: int = 256
     copy_stopwords: bool = True
-    prompt: str = DP_PROMPT_TEMPLATE
+    prompt: str | None = None
+    prompt_format: str = "auto"
+    prior: bool = False
+    public_top_k: int | None = None
     batch_size: int = 16
+    batch_tokens: int = 16384
     sampler: str = "inverse-cdf"
     top_k: int | None = None
     top_p: float | None = None
@@ -71,14 +78,21 @@ class LMRewriter(TextRewriter[str]):
         bounds = self.clip if isinstance(self.clip, ClipBounds) else ClipBounds(*self.clip)
         if self.name == "dp-bart" and self.delta is None:
             raise ParameterError("dp-bart needs delta (its (epsilon, delta) per sentence), e.g. delta=1e-5")
-        self.settings_ = LMSettings(self.name, float(self.epsilon), bounds, delta=self.delta or 0.0,
-                                    max_new_tokens=self.max_new_tokens, max_tokens=self.max_tokens,
-                                    max_input_tokens=self.max_input_tokens, copy_stopwords=self.copy_stopwords,
-                                    prompt=self.prompt, batch_size=self.batch_size, sampler=self.sampler,
-                                    top_k=self.top_k, top_p=self.top_p)
+        settings = LMSettings(self.name, float(self.epsilon), bounds, delta=self.delta or 0.0,
+                              max_new_tokens=self.max_new_tokens, max_tokens=self.max_tokens,
+                              max_input_tokens=self.max_input_tokens, copy_stopwords=self.copy_stopwords,
+                              prompt=self.prompt, prompt_format=self.prompt_format, prior=self.prior,
+                              public_top_k=self.public_top_k, batch_size=self.batch_size,
+                              batch_tokens=self.batch_tokens, sampler=self.sampler, top_k=self.top_k, top_p=self.top_p)
         self.model_dir_ = str(Path(self.model).resolve())
-        self.bound_ = guarantee_of(self.model_dir_, self.settings_)  # loads the model, checks its kind
+        # loads the model and checks its kind; the prompt format is made explicit (recorded)
+        self.settings_ = self._resolve(load_language_model(self.model_dir_, MECHANISM_KIND[self.name]), settings)
+        self.bound_ = guarantee_of(self.model_dir_, self.settings_)
         self.epsilon_ = float(self.epsilon)
+
+    def _resolve(self, lm: LanguageModel, settings: LMSettings) -> LMSettings:
+        """The settings with what depends on the (public) model made explicit; nothing by default."""
+        return settings
 
     def guarantee(self, context: ReleaseContext | None = None) -> LMGuarantee:
         """The guarantee per unit (``context``: seeded and the empty policy)."""
@@ -103,9 +117,12 @@ class LMRewriter(TextRewriter[str]):
 
 
 class DPPrompt(LMRewriter):
-    """DP-Prompt (Utpala et al. 2023): a causal LM, prompted with the paper's template, paraphrases each document.
+    """DP-Prompt (Utpala et al. 2023): a causal LM, prompted with a public template, paraphrases each document.
 
-    Each of the ``n = max_new_tokens`` tokens is an exponential-mechanism draw over the clipped
+    The prompt is the tokenizer's chat template around :data:`~textdp.generation.lm_settings.CHAT_PROMPT` when
+    the model has one (instruct models), else the paper's template (``prompt_format``, ``prompt``: public, in
+    the record). With ``prior=True`` the logits are clipped relative to the public prior (InvisibleInk:
+    :func:`~textdp.generation.decoding.prior_log_weights`), optionally over the public top-k⁺ set. Each of the ``n = max_new_tokens`` tokens is an exponential-mechanism draw over the clipped
     logits (temperature ``2 Delta / epsilon``, the whole vocabulary). Guarantee: ``n epsilon`` per
     document for any two documents cut to ``max_input_tokens`` tokens (adaptive composition;
     the end token is drawn, so the length is covered). Unit: the document.
@@ -113,6 +130,10 @@ class DPPrompt(LMRewriter):
 
     name = "dp-prompt"
     reference = REFERENCES["dp-prompt"]
+
+    def _resolve(self, lm: LanguageModel, settings: LMSettings) -> LMSettings:
+        """``prompt_format="auto"``: the chat template when the tokenizer has one; the template text made explicit."""
+        return resolve_prompt(lm, settings)
 
 
 class DPParaphrase(LMRewriter):
