@@ -295,12 +295,12 @@ def test_cli_choices_are_the_library_tuples():
     from textdp.mechanisms import names
     from textdp.mechanisms.mbr import POSTPROCESSORS
     from textdp.pipeline import OUTPUT_FORMATS
-    from textdp.topics.names import NEIGHBOURS
+    from textdp.topics.names import KEYWORD_SOURCES, NEIGHBOURS
 
     library = {INPUT_FORMATS, OUTPUT_FORMATS, EMPTY_POLICIES, BAG_MODES, METRICS, DECODERS, MECHANISM_NAMES,
                OUTPUT_VOCABULARIES, POSTPROCESSORS, ENGINES, ("auto", "single", *ENGINES), names("sentence"), UNITS,
                VARIANTS, ("auto", *MODEL_DATA_CASES), OBJECTIVES, VOCAB_SOURCES, OUTPUT_LAYERS, TOPIC_MECHANISMS,
-               TOPIC_MODELS, NEIGHBOURS}
+               TOPIC_MODELS, NEIGHBOURS, KEYWORD_SOURCES}
     found = list(_choice_options())
     assert {(c, o) for c, o, _, _ in found} >= {("obfuscate", "--mechanism"), ("rewrite", "--mechanism"),
                                                 ("topics", "--mechanism"), ("obfuscate", "--input-format")}

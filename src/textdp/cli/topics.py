@@ -14,7 +14,7 @@ import typer
 from .. import __version__
 from ..engines import ENGINES
 from ..io import check_output_paths, same_file, settings_path, write_json
-from ..topics.names import MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
+from ..topics.names import KEYWORD_SOURCES, MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
 from ._choices import choice
 from ._common import (
     ENGINE_PANEL,
@@ -385,7 +385,7 @@ def topics(
     min_user_docs: MinUserDocs = 1,
     max_features: Annotated[int, typer.Option(help="Size of the corpus vocabulary (--vocabulary corpus).")] = 2000,
     vocabulary: Annotated[str, typer.Option(help=VOCABULARY_HELP)] = DEFAULT_VOCABULARY,
-    keywords_from: Annotated[str, choice(("noisy", "model"), help=KEYWORDS_FROM_HELP)] = "noisy",
+    keywords_from: Annotated[str, choice(KEYWORD_SOURCES, help=KEYWORDS_FROM_HELP)] = "noisy",
     strip_quotes: StripQuotes = False,
     per_db_users: Annotated[int, typer.Option(help="Users per sampled database (0 = all users of the corpus).")] = 0,
     neighbours: Neighbours = "add-remove",
@@ -466,7 +466,7 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     n = check_positive_int(o.n_keywords, "--keywords")
     K = _check_topic_counts(m, o.model_topics)
     sens_choice = _sensitivity_option(o.sensitivity)
-    check_choice(o.keywords_from, "--keywords-from", ("noisy", "model"))
+    check_choice(o.keywords_from, "--keywords-from", KEYWORD_SOURCES)
     if o.keywords_from == "noisy" and o.vocabulary.strip() == "corpus":
         from ..errors import ParameterError
 

@@ -107,7 +107,7 @@ from ..samplers import (
     zcdp_rho,
 )
 from .models import TopicMatrix
-from .names import MECHANISMS
+from .names import KEYWORD_SOURCES, MECHANISMS
 from .sensitivity import SampledSensitivity, worst_case_sensitivity
 
 __all__ = [
@@ -145,9 +145,6 @@ KEYWORD_NOTE_NOISY = (
     "its largest noisy values: post-processing of the private release."
 )
 
-#: How each release chooses its keywords (``keywords_from=``, ``--keywords-from``): ``noisy`` (covered,
-#: the default of ``textdp topics``) or ``model`` (the thesis's release: identities NOT covered).
-KEYWORD_SOURCES = ("noisy", "model")
 
 _MODEL_NOT_COVERED = ("Not covered: which topics and keywords are released (chosen by the non-private model, see "
                       "keyword_note).")
@@ -806,8 +803,10 @@ def covered_guarantee(guarantee: TopicGuarantee, keywords: int) -> TopicGuarante
     if not sep:  # pragma: no cover - every topics guarantee states the model's choice
         raise ParameterError("this guarantee does not describe a topic-keyword release")
     tail = tail.strip()
-    rest = (f"Not covered: {tail}" if tail else
-            "Not covered: nothing else (the parameters, the shape and the public vocabulary are public).")
+    public = "The sensitivity sqrt(2m) and the noise scale are public."
+    rest = (f"Not covered: {tail}" if tail and not tail.startswith(public) else
+            "Not covered: nothing else (the parameters, the shape and the public vocabulary are public"
+            + ("; so are the sensitivity sqrt(2m) and the noise scale" if tail else "") + f").{tail[len(public):]}")
     covered = _NOISY_COVERED.format(n=keywords, v=guarantee.shape[1])
     return guarantee.evolve(keywords_from="noisy", keywords=keywords, statement=f"{head}{covered} {rest}")
 

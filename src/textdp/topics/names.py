@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..mechanisms.registry import names as _registry_names
 
-__all__ = ["MAX_MODEL_TOPICS", "MECHANISMS", "NEIGHBOURS", "SENSITIVITIES", "TOPIC_MODELS", "VOCABULARIES"]
+__all__ = ["KEYWORD_SOURCES", "MAX_MODEL_TOPICS", "MECHANISMS", "NEIGHBOURS", "SENSITIVITIES", "TOPIC_MODELS",
+           "VOCABULARIES"]
 
 #: Release mechanisms: the topics family of the one registry (:func:`textdp.mechanisms.names`).
 MECHANISMS = _registry_names("topics")
@@ -22,6 +23,11 @@ TOPIC_MODELS = ("sklearn", "tomotopy")
 #: Where the L2 sensitivity of the Gaussian mechanisms comes from (``--sensitivity``; a number is also accepted):
 #: ``sampled`` (Rubinstein & Alda, random DP with gamma) or ``worst-case`` (the global bound sqrt(2m), plain DP).
 SENSITIVITIES = ("sampled", "worst-case")
+
+#: Where each topic's keywords come from (``--keywords-from``, ``keywords_from=``): ``noisy`` (the covered default:
+#: the largest noisy values of the whole row over a public vocabulary) or ``model`` (the thesis's release: the
+#: non-private model's top n, NOT covered).
+KEYWORD_SOURCES = ("noisy", "model")
 
 #: Kinds of ``--vocabulary``: ``corpus`` (built by a rule, rebuilt for every database), ``glove:K`` or a word-list file.
 VOCABULARIES = ("corpus", "glove:K", "FILE")
