@@ -186,12 +186,15 @@ def test_show_names_a_binary_file_and_a_text_file_is_not_a_ledger(tmp_path):
     (tmp_path / "p").mkdir(mode=0o700)
     binary = tmp_path / "p" / "data.parquet"
     binary.write_bytes(b"PAR1\x15\x04\x15\x80\x01\xff\xfe")
-    binary.chmod(0o600)
+    binary.chmod(0o644)  # an input file as usual: said to be no ledger, not "chmod 600 it"
     one_error(runner.invoke(app, ["ledger", "show", str(binary)]), str(binary), "not valid UTF-8", "--ledger")
     text = tmp_path / "p" / "in.jsonl"
     text.write_text(json.dumps({"id": "d1", "text": "hello"}) + "\n")
-    text.chmod(0o600)
+    text.chmod(0o644)
     one_error(runner.invoke(app, ["ledger", "show", str(text)]), str(text), "is not a textdp ledger")
+    assert not (tmp_path / "p" / "in.jsonl.lock").exists()
+    one_error(runner.invoke(app, ["ledger", "show", str(tmp_path / "p" / "typo.jsonl")]), "no such ledger file")
+    assert not (tmp_path / "p" / "typo.jsonl.lock").exists()  # a read of nothing leaves nothing
 
 
 @pytest.mark.parametrize("mechanism", ["er-ae", "dp-prompt"])

@@ -139,8 +139,8 @@ def _digest(prev: str, event: Mapping[str, Any]) -> str:
 
 
 # files inside the private folder, through its descriptor --------------------------------------------------
-def _read_at(dir_fd: int, name: str, shown: Path, *, what: str) -> bytes | None:
-    """The bytes of ``name`` in ``dir_fd`` (``None`` if missing), opened with ``O_NOFOLLOW`` and checked private."""
+def _read_at(dir_fd: int, name: str, shown: Path, *, what: str) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and status of the regular file ``name`` in ``dir_fd`` (``None`` if missing), one ``O_NOFOLLOW`` open."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -153,17 +153,21 @@ def _read_at(dir_fd: int, name: str, shown: Path, *, what: str) -> bytes | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ParameterError(f"{what} {shown} is not a regular file")
-        if st.st_uid != os.geteuid():
-            raise ParameterError(f"{what} {shown} is not owned by you: refusing to trust it")
-        if stat.S_IMODE(st.st_mode) & 0o077:
-            raise ParameterError(f"{what} {shown} is readable or writable by others (mode "
-                                 f"{stat.S_IMODE(st.st_mode):o}): it is private; run chmod 600 on it")
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), st
     finally:
         os.close(fd)
+
+
+def _check_private(st: os.stat_result, shown: Path, *, what: str) -> None:
+    """A file of this user that nobody else can read or write."""
+    if st.st_uid != os.geteuid():
+        raise ParameterError(f"{what} {shown} is not owned by you: refusing to trust it")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise ParameterError(f"{what} {shown} is readable or writable by others (mode "
+                             f"{stat.S_IMODE(st.st_mode):o}): it is private; run chmod 600 on it")
 
 
 class PrivacyLedger:
@@ -248,11 +252,12 @@ class PrivacyLedger:
     def _read_anchor(self, real: Path) -> tuple[int, str] | None:
         name = self._anchor_name(real)
         with self._anchors() as folder:
-            data = _read_at(folder.fd, name, folder.path / name, what="ledger anchor")
-        if data is None:
+            found = _read_at(folder.fd, name, folder.path / name, what="ledger anchor")
+        if found is None:
             return None
+        _check_private(found[1], folder.path / name, what="ledger anchor")
         try:
-            row = json.loads(data)
+            row = json.loads(found[0])
             if row.get("format") != _ANCHOR_FORMAT:
                 raise ValueError
             n, h = int(row["events"]), str(row["head"])
@@ -271,15 +276,21 @@ class PrivacyLedger:
     # reading ---------------------------------------------------------------------------------
     def _rows(self, dir_fd: int) -> list[dict[str, Any]] | None:
         """The verified lines of the file (``None`` when there is no file)."""
-        data = _read_at(dir_fd, self.path.name, self.path, what="ledger")
-        if data is None:
+        found = _read_at(dir_fd, self.path.name, self.path, what="ledger")
+        if found is None:
             return None
-        try:
+        data, st = found
+        try:  # what the file is first (a wrong file gets the right advice), then whether it is private
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ParameterError(f"ledger {self.path} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
                                  f"{exc.start}): it is not a textdp ledger; give the file written by --ledger"
                                  ) from None
+        first = text.split("\n", 1)[0]
+        if first and f'"format": "{_FORMAT}"' not in first:
+            raise ParameterError(f"{self.path} is not a textdp ledger (its first line is not a ledger event); give "
+                                 "the file written by --ledger")
+        _check_private(st, self.path, what="ledger")
         rows = []
         prev = GENESIS
         for n, line in enumerate(text.splitlines(keepends=True), 1):
@@ -326,8 +337,21 @@ class PrivacyLedger:
             folder = open_private_dir(self.path.parent, what=_FOLDER)
         except FileNotFoundError:
             return None, self._read_anchor(Path(os.path.realpath(os.path.abspath(self.path.parent))))
-        with folder, self._locked(folder.fd, exclusive=False):
-            return self._rows(folder.fd), self._read_anchor(folder.path)
+        with folder:
+            try:
+                os.stat(self.path.name, dir_fd=folder.fd, follow_symlinks=False)
+            except FileNotFoundError:  # nothing to lock (and no lock file made by a read)
+                return None, self._read_anchor(folder.path)
+            try:
+                os.stat(self.path.name + ".lock", dir_fd=folder.fd, follow_symlinks=False)
+            except FileNotFoundError:
+                # never charged here: read without making a lock file (a wrong file is refused, nothing left)
+                rows, anchor = self._rows(folder.fd), self._read_anchor(folder.path)
+                with contextlib.suppress(LedgerMismatchError):
+                    self._check_anchor(rows, anchor)
+                    return rows, anchor
+            with self._locked(folder.fd, exclusive=False):  # read again under the lock: a run may be writing
+                return self._rows(folder.fd), self._read_anchor(folder.path)
 
     def _verified(self) -> list[dict[str, Any]]:
         rows, anchor = self._read()
