@@ -96,7 +96,7 @@ def _write_index(faiss: ModuleType, index: object, path: Path) -> None:
         data = faiss.serialize_index(index)
         with atomic_writer(path, "wb") as fh:
             fh.write(np.asarray(data, dtype=np.uint8).tobytes())
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ParameterError):  # ParameterError: atomic_writer's "a file, not a folder"
         pass
 
 
