@@ -322,10 +322,12 @@ class PrivateDir:
         for part in [p for p in str(name).split("/") if p]:
             if part in (".", ".."):
                 raise ParameterError(f"{name!r} is not a name inside {self.path}")
+            made = False
             if create:
                 try:
                     os.mkdir(part, 0o700, dir_fd=cur.fd)
-                except FileExistsError:
+                    made = True
+                except FileExistsError:  # an existing folder is only checked, never changed
                     pass
             try:
                 fd = os.open(part, _DIR_FLAGS, dir_fd=cur.fd)
@@ -336,7 +338,7 @@ class PrivateDir:
                                      "and run again") from None
             nxt = PrivateDir(fd, cur.path / part, what=self.what)
             st = os.fstat(fd)
-            if create and st.st_uid == me and stat.S_IMODE(st.st_mode) != 0o700:
+            if made and st.st_uid == me and stat.S_IMODE(st.st_mode) != 0o700:
                 os.fchmod(fd, 0o700)  # whatever the umask
                 st = os.fstat(fd)
             try:
