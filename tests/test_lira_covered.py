@@ -87,3 +87,23 @@ def test_enron_covered_default_is_within_the_dp_bound_and_model_keywords_are_not
     model, _ = run_lira(users, models=64, n_topics=5, m=5, n=500, mechanisms=[("topicdp", 1.0)],
                         keywords=("model",), seed=1)
     assert model[0].consistent is not None and not model[0].consistent[0], json.dumps(model[0].to_dict())
+
+
+def test_cli_lira_reports_consistency_with_the_bound(tmp_path):
+    rng = np.random.default_rng(1)
+    path = tmp_path / "users.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        for u, own in enumerate(WORDS):
+            for _ in range(4):
+                words = [own] * 6 + list(rng.choice(["river", "stone", "cloud", "field", "light"], size=6))
+                fh.write(json.dumps({"author": f"user{u}", "text": " ".join(words)}) + "\n")
+    args = ["audit", "topicdp", "--attack", "lira", "--corpus", str(path), "--models", "8", "--topics", "3",
+            "--keywords", "3,5", "--epsilons", "1", "--keywords-from", "noisy,model", "--seed", "2"]
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert {(r["keywords"], r["n"]) for r in out["rows"]} == {(k, n) for k in ("noisy", "model") for n in (3, 5)}
+    private = [r for r in out["rows"] if r["epsilon"] is not None]
+    assert private and all(len(r["consistent_with_dp_bound"]) == 2 for r in private)
+    table = runner.invoke(app, args, env={"COLUMNS": "250"})
+    assert table.exit_code == 0 and "within DP bound" in table.output
