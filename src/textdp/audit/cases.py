@@ -38,8 +38,10 @@ one release at a time (:func:`sample_releases`), unless a class offers ``randomi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -47,7 +49,9 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
 from ..samplers import DEFAULT_GRID, discrete_gaussian, discrete_laplace, snap_to_grid
-from .claims import laplace_grid_scale, log_normalize, mvg_grid_variances, syntf_logp, topicdp_grid_variance
+from . import accountant
+from .claims import log_normalize, syntf_logp
+from .conformance import Conformance
 from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, Sampler, exact_profile, simulated_profile
 from .grid_curves import gaussian_entry_curve, laplace_pair_curve
@@ -59,12 +63,14 @@ __all__ = [
     "EARTH_MOVERS_VOCABULARY",
     "SYNTF_AUDIT_WORDS",
     "TARGET_LOSS",
+    "TOPIC_SAMPLES",
     "WORD_PAIRS",
     "choose_word_pair",
+    "decoded_conformance",
     "earth_movers_case",
     "earth_movers_noise_case",
+    "exact_law_releases",
     "exponential_curve",
-    "grid_releases",
     "l1_likelihood_statistic",
     "l1_matrix_case",
     "laplace_case",
@@ -75,8 +81,11 @@ __all__ = [
     "mvg_case",
     "randomizer",
     "sample_releases",
+    "selected_noise_curve",
     "syntf_case",
     "table_curve",
+    "topic_conformance",
+    "topic_release_sampler",
     "topicdp_case",
     "word_pair_case",
 ]
@@ -96,6 +105,9 @@ TOPIC_DEFAULT_EPSILON = 1.0
 TOPIC_DEFAULT_DELTA = 1e-4
 #: L2 sensitivity used by the matrix cases (any value works: the pair is placed at distance Δ).
 TOPIC_SENSITIVITY = 0.1
+#: Default releases per input of the topic cases: each is one call of the exact integer-noise
+#: sampler through ``privatize_batch`` (~2-7 ms on 2 cores), so 10^4 keeps a case near a minute.
+TOPIC_SAMPLES = 10_000
 _TOY_MATRIX = np.array([[0.4, 0.3], [0.2, 0.1]])
 
 
@@ -269,6 +281,7 @@ def word_pair_case(
     observe: Literal["words", "noise"] = "words",
     chunk: int | None = None,
     curve: PrivacyCurve | None = None,
+    conformance: Conformance | None = None,
 ) -> AuditCase:
     """An audit case for a word-level metric-DP mechanism: two bags of ``size`` equal words.
 
@@ -335,6 +348,7 @@ def word_pair_case(
         statistic=statistic,
         chunk=default_chunk if chunk is None else chunk,
         curve=curve,
+        conformance=conformance,
     )
 
 
@@ -371,38 +385,112 @@ def _noise_curve(noisy: Callable[[np.ndarray, np.random.Generator], np.ndarray],
     return metric_noise_curve(one, vectors[bag_a[0]], vectors[bag_b[0]], eps, what="Algorithm 1's noisy vectors")
 
 
+def selected_noise_curve(sample: Sampler, noise_curve: PrivacyCurve, what: str) -> PrivacyCurve:
+    """The curve of a noise-then-decode mechanism on its *released words*, against the noise's claimed profile.
+
+    The decoded word is post-processing of the noisy vector, so its privacy profile is at most
+    the claimed noise law's (``noise_curve.claimed``: data processing for the hockey-stick
+    divergence). The loss of a word has no closed form, so the events are selected on half of
+    the released words and evaluated on the other half (``loss=None``,
+    :func:`~textdp.audit.curve.curve_test`). This samples what is released: a bug in the decoder
+    or in the release function (``privatize_ids``) moves these words, not the noise helper.
+    """
+    return PrivacyCurve(sample=sample, loss=None, claimed=noise_curve.claimed, grid=noise_curve.grid,
+                        description=(f"{what}: delta(eps') at {len(noise_curve.grid)} eps' in "
+                                     f"[0, {noise_curve.grid[-1]:.3g}], events selected on half of the released "
+                                     "words, vs the claimed noise law's profile (decoding is post-processing)"),
+                        chunk=16_384, reuse_outputs=True)
+
+
+def decoded_conformance(vectors: np.ndarray, epsilon: float, *, root: np.ndarray | None = None,
+                        vickrey_t: float | None = None, what: str = "released words") -> Conformance:
+    """Conformance of a noise-then-decode release against :mod:`textdp.audit.reference` (two-sample χ²).
+
+    Each input is a vocabulary row or a bag of rows; the reference adds its own n-dimensional
+    Laplace (``root``: Mahalanobis) noise to each row's vector and decodes it exactly (Vickrey's
+    rule with ``vickrey_t``); bags are sorted as the releases are.
+    """
+    from . import reference as ref
+
+    v = np.asarray(vectors, dtype=np.float64)
+    eps = float(epsilon)
+
+    def refsample(x: object, n: int, rng: np.random.Generator) -> np.ndarray:
+        rows = np.asarray(x, dtype=np.int64).reshape(-1)
+        flat = np.repeat(rows[None, :], n, axis=0).reshape(-1)
+        z = v[flat] + ref.laplace_noise(flat.size, v.shape[1], eps, rng, root)
+        if vickrey_t is None:
+            out = ref.nearest(z, v)
+        else:
+            out = ref.vickrey_choice(*ref.two_nearest(z, v), float(vickrey_t), rng)
+        if np.ndim(np.asarray(x)) == 0:
+            return out
+        return np.sort(out.reshape(n, rows.size), axis=1)
+
+    def keep(x: object, out: np.ndarray) -> np.ndarray:
+        o = np.asarray(out)
+        return o if o.ndim == 1 else o.reshape(len(o), -1)
+
+    law = "Mahalanobis" if root is not None else "n-dimensional Laplace"
+    rule = "Vickrey's rule" if vickrey_t is not None else "exact nearest word"
+    return Conformance(description=(f"{what} vs the reference law ({law} noise at epsilon={eps:g}, {rule}; "
+                                    "textdp.audit.reference)"), kind="reference", keep=keep, reference=refsample)
+
+
+def _recording(decoder: object) -> object:
+    """A decoder that keeps the noisy vectors it is given (the release's own Algorithm 1 output)."""
+
+    class Recording:
+        seen: list[np.ndarray]
+
+        def __init__(self) -> None:
+            self.seen = []
+            self.name = getattr(decoder, "name", "exact")
+
+        def decode(self, queries: np.ndarray, sources: np.ndarray | None = None) -> np.ndarray:
+            self.seen.append(np.array(queries, dtype=np.float64))
+            inner = decoder.decode  # type: ignore[attr-defined]
+            return np.asarray(inner(queries) if sources is None else inner(queries, sources=sources))
+
+    return Recording()
+
+
 def earth_movers_case(epsilon: float | None = None, delta: float | None = None, *,
                       vocab_size: int = EARTH_MOVERS_VOCABULARY,
                       pair: tuple[str, str] | None = None, size: int = 1) -> AuditCase:
-    """Earth Mover's privacy end to end (``privatize_ids``: Algorithms 1–2) on GloVe 6B 50d.
+    """Earth Mover's privacy through its release function (:meth:`EarthMoversPrivacy.privatize_ids`).
 
-    Events are the decoded bags. Default ε = 10, for which the pair is ``monday``/``tuesday``
-    (claim ε·d ≈ 3.5).
+    The registered mechanism is built at ε on GloVe 6B 50d restricted to ``vocab_size`` words
+    (its real decoder) and releases bags of ``size`` copies of each audited word; events are the
+    released bags. Default ε = 10, for which the pair is ``monday``/``tuesday`` (claim ε·d ≈ 3.5).
+    With ``size=1`` the privacy curve of the released words is audited against the claimed
+    noise law's (:func:`selected_noise_curve`). Conformance: the released bags against the
+    reference law (:func:`decoded_conformance`).
     """
-    from ..embeddings import ExactDecoder, load_embeddings
-    from ..mechanisms import privatize_ids
+    from ..embeddings import load_embeddings
+    from ..mechanisms import get
+    from ..mechanisms.earth_movers import EarthMoversPrivacy
 
     if delta not in (None, 0, 0.0):
         raise ParameterError("earth-movers is pure metric DP (delta = 0); --delta does not apply")
     eps = check_epsilon(10.0 if epsilon is None else epsilon)
+    n_words = check_positive_int(size, "size")
     emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
     vectors = emb.vectors
-    decoder = ExactDecoder(vectors)
+    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words).fit()
+    assert isinstance(mech, EarthMoversPrivacy)
 
     def privatize(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return privatize_ids(ids, vectors, eps, rng, decoder)
+        return np.asarray(mech.privatize_ids(ids, seed=rng))
 
-    chosen, _ = choose_word_pair(emb, eps, size, pair, "earth-movers")
+    chosen, _ = choose_word_pair(emb, eps, n_words, pair, "earth-movers")
     law = None
-    if size == 1:
-        from ..mechanisms import earth_movers as _em  # looked up at each call: tests patch its noise
-
-        def noisy(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-            return np.asarray(_em.noisy_vectors(np.full(n, int(np.asarray(x).reshape(-1)[0])), vectors, eps, rng))
-
-        law = metric_noise_curve(noisy, vectors[emb.index[chosen[0]]], vectors[emb.index[chosen[1]]], eps,
-                                 what="Algorithm 1's noisy vectors (noisy_vectors)")
-    return word_pair_case("earth-movers", privatize, emb, eps, chosen, size=size, curve=law)
+    if n_words == 1:
+        noise = metric_noise_curve(lambda x, n, rng: np.zeros((n, emb.dim)), vectors[emb.index[chosen[0]]],
+                                   vectors[emb.index[chosen[1]]], eps, what="Algorithm 1's noisy vectors")
+        law = selected_noise_curve(_copies_sampler(privatize), noise, "earth-movers' released words")
+    return word_pair_case("earth-movers", privatize, emb, eps, chosen, size=n_words, curve=law,
+                          conformance=decoded_conformance(vectors, eps, what="earth-movers' released bags"))
 
 
 def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = None, *,
@@ -411,22 +499,31 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
                             dim: int | None = None,
                             noisy: Callable[[np.ndarray, np.ndarray, float, np.random.Generator], np.ndarray]
                             | None = None) -> AuditCase:
-    """Earth Mover's privacy, Algorithm 1 only (``noisy_vectors``): the noise sampler itself.
+    """Earth Mover's privacy, the noisy vectors its release decodes (Algorithm 1 inside the release).
 
-    ``dim``: run Algorithm 1 on the public embedding made of GloVe's first ``dim`` coordinates
-    (``earth-movers-2d``). The guarantee ε·d holds in every dimension, and in low dimension the
-    likelihood-ratio tail events carry almost all of it: in 2-d a correct sampler reaches ~0.9 of
-    ε·d and one with half the noise scale ~1.8 times it at 10^4 samples, while in 50-d no event
-    of probability above ~10^-6 separates the two (the loss ε·(||z - b|| - ||z - a||) concentrates
-    at ~ε·d/sqrt(50); BENCHMARKS.md). ``noisy(ids, vectors, epsilon, rng)`` replaces
-    :func:`~textdp.mechanisms.noisy_vectors` (tests pass deliberately broken samplers).
+    The registered mechanism releases bags of copies of the audited word through
+    :meth:`~textdp.mechanisms.earth_movers.EarthMoversPrivacy.privatize_ids`; its decoder is
+    wrapped so that the noisy vectors the release actually decodes are observed (a release that
+    decodes nothing is observed as its released words' own vectors: no noise). ``dim``: the
+    mechanism runs on GloVe's first ``dim`` coordinates (``earth-movers-2d``). The guarantee ε·d
+    holds in every dimension, and in low dimension the likelihood-ratio tail events carry almost
+    all of it: in 2-d a correct sampler reaches ~0.9 of ε·d and one with half the noise scale ~1.8
+    times it at 10^4 samples, while in 50-d no event of probability above ~10^-6 separates the two
+    (BENCHMARKS.md). ``noisy(ids, vectors, epsilon, rng)``: a power study's stand-in for the
+    release (tests pass deliberately broken samplers); never used by ``textdp audit``.
+    Conformance: the radius ``||z − e_x||`` of every noisy vector against ``Gamma(n, 1/ε)``.
     """
+    from scipy.stats import gamma as _gamma
+
     from ..embeddings import Embeddings, load_embeddings
+    from ..mechanisms import get
+    from ..mechanisms.earth_movers import EarthMoversPrivacy
 
     name = "earth-movers-noise" if dim is None else f"earth-movers-{dim}d"
     if delta not in (None, 0, 0.0):
         raise ParameterError(f"{name} is pure metric DP (delta = 0); --delta does not apply")
     eps = check_epsilon(10.0 if epsilon is None else epsilon)
+    n_words = check_positive_int(size, "size")
     emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
     if dim is not None:
         k = check_positive_int(dim, "dim")
@@ -435,13 +532,33 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
         emb = Embeddings(emb.words, np.ascontiguousarray(emb.vectors[:, :k]),
                          name=f"{emb.name}[first {k} coordinates]")
     vectors = emb.vectors
-    from ..mechanisms import earth_movers as _em
+    v64 = vectors.astype(np.float64)
+    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words).fit()
+    assert isinstance(mech, EarthMoversPrivacy)
+    recorder = _recording(mech.decoder_)
+    mech.decoder_ = recorder  # type: ignore[assignment]  # the audit's own instance: the release decodes through the recorder
 
     def noisy_batch(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        sampler = _em.noisy_vectors if noisy is None else noisy  # looked up per call: tests patch it
-        return sampler(ids, vectors, eps, rng)
+        if noisy is not None:
+            return noisy(ids, vectors, eps, rng)
+        seen = recorder.seen  # type: ignore[attr-defined]
+        seen.clear()
+        rows = np.asarray(mech.privatize_ids(ids, seed=rng))
+        z = np.concatenate(seen, axis=0) if seen else v64[rows.reshape(-1)]
+        seen.clear()
+        if z.shape[0] != ids.size:
+            raise ParameterError(f"{name}: the release decoded {z.shape[0]} vectors for {ids.size} words")
+        return z.reshape(ids.shape + (vectors.shape[1],))
 
-    return word_pair_case(name, noisy_batch, emb, eps, pair, size=size, observe="noise")
+    def keep(x: object, out: np.ndarray) -> np.ndarray:
+        rows = np.asarray(x, dtype=np.int64).reshape(-1)
+        z = np.asarray(out, dtype=np.float64).reshape(len(out), rows.size, -1)
+        r = np.linalg.norm(z - v64[rows][None, :, :], axis=2).reshape(-1)
+        return np.asarray(_gamma.cdf(r, float(vectors.shape[1]), scale=1.0 / eps))
+
+    conformance = Conformance(description=(f"radius of the decoded noisy vectors vs Gamma({vectors.shape[1]}, "
+                                           f"1/{eps:g}) (Algorithm 1)"), kind="uniform", keep=keep)
+    return word_pair_case(name, noisy_batch, emb, eps, pair, size=n_words, observe="noise", conformance=conformance)
 
 
 #: The public vocabulary of the ``syntf`` case (all among GloVe's 5,000 most frequent words).
@@ -451,17 +568,20 @@ SYNTF_AUDIT_WORDS = ("monday", "tuesday", "wednesday", "thursday", "friday", "sa
 
 def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size: int = 1,
                sampler: Callable[..., np.ndarray] | None = None) -> AuditCase:
-    """SynTF end to end (:func:`textdp.mechanisms.syntf.sample_bags`) over :data:`SYNTF_AUDIT_WORDS`.
+    """SynTF through its release function (:meth:`~textdp.mechanisms.syntf.SynTF.privatize_ids`) over :data:`SYNTF_AUDIT_WORDS`.
 
-    Document ``a`` = ``monday``, document ``b`` = the other nine words once each; both are given
-    to the sampler as their distinct vocabulary rows and counts, the released bags of ``size``
-    rows are the events. Default ε = 3 (claimed ε per document). ``sampler`` (same signature as
-    ``sample_bags``) replaces the mechanism, to show that a wrong law is flagged. With ``size=1``
-    (the default) the privacy curve is audited too, against the exact one-term law
-    (:func:`~textdp.audit.claims.syntf_logp`, computed from ε, |V| and the two documents only).
+    Document ``a`` = ``monday``, document ``b`` = the other nine words once each, given to the
+    registered mechanism (built at ε on the ten-word public vocabulary, bags of ``size`` terms);
+    the released bags are the events. Default ε = 3 (claimed ε per document). ``sampler`` (the
+    signature of :func:`~textdp.mechanisms.syntf.sample_bags`) replaces the release: a power
+    study's stand-in, never used by ``textdp audit``. With ``size=1`` the privacy curve is audited
+    too, against the exact one-term law (:func:`~textdp.audit.claims.syntf_logp`, from ε, |V| and the
+    two documents only). Conformance: χ² against that law (``size=1``), or a two-sample test
+    against bags of ``size`` terms drawn from it (the multinomial factorisation).
     """
     from ..embeddings import load_embeddings
-    from ..mechanisms.syntf import sample_bags
+    from ..mechanisms import get
+    from ..mechanisms.syntf import SynTF
 
     if delta not in (None, 0, 0.0):
         raise ParameterError("syntf is pure epsilon-DP (delta = 0); --delta does not apply")
@@ -471,13 +591,32 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     index = emb.index
     doc_a = np.array([index["monday"]], dtype=np.int64)
     doc_b = np.array(sorted(index[w] for w in SYNTF_AUDIT_WORDS if w != "monday"), dtype=np.int64)
-    draw = sample_bags if sampler is None else sampler
     v = emb.vocab_size
+    mech = get("syntf", epsilon=eps, embeddings=emb, size=n_words).fit()
+    assert isinstance(mech, SynTF)
 
     def sample(doc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        w = np.ones(doc.size)
-        return np.asarray(draw([doc] * n, [w] * n, v, eps, n_words, rng))
+        if sampler is not None:
+            w = np.ones(doc.size)
+            return np.asarray(sampler([doc] * n, [w] * n, v, eps, n_words, rng))
+        return np.asarray(mech.privatize_ids(np.broadcast_to(doc, (n, doc.size)), size=n_words, seed=rng))
 
+    la, lb = syntf_logp(eps, v, doc_a), syntf_logp(eps, v, doc_b)
+    if n_words == 1:
+        conformance = Conformance(description=f"released terms vs SynTF's one-term law (epsilon={eps:g}, |V|={v})",
+                                  kind="table", keep=lambda x, out: np.asarray(out).reshape(-1),
+                                  table=lambda x: np.exp(la if x is doc_a else lb))
+    else:
+        laws = {id(doc_a): np.exp(syntf_logp(eps, v, doc_a, n_words)),
+                id(doc_b): np.exp(syntf_logp(eps, v, doc_b, n_words))}
+
+        def refbags(x: object, n: int, rng: np.random.Generator) -> np.ndarray:
+            p = laws[id(x)]
+            return np.sort(rng.choice(v, size=(n, n_words), p=p / p.sum()), axis=1)
+
+        conformance = Conformance(description=(f"released bags vs {n_words} i.i.d. terms of SynTF's law "
+                                               f"(epsilon/(2N) per term, |V|={v})"), kind="reference",
+                                  keep=lambda x, out: np.asarray(out).reshape(len(out), -1), reference=refbags)
     return AuditCase(
         mechanism="syntf",
         pair=(f"documents 'monday' vs the other {doc_b.size} words of a {v}-word public vocabulary "
@@ -489,8 +628,9 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
         claimed_epsilon=eps,
         events="discrete",
         chunk=16_384,
-        curve=table_curve(sample, syntf_logp(eps, v, doc_a), syntf_logp(eps, v, doc_b), what="syntf's released terms",
+        curve=table_curve(sample, la, lb, what="syntf's released terms",
                           law=f"SynTF's one-term law (epsilon={eps:g}, |V|={v})") if n_words == 1 else None,
+        conformance=conformance,
     )
 
 
@@ -503,38 +643,53 @@ def randomizer(mechanism: object) -> Callable[..., np.ndarray]:
     return fn
 
 
-def sample_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.random.Generator, *,
-                    exact_law: bool = True) -> np.ndarray:
-    """``n`` independent releases of ``matrix``: shape ``(n,) + matrix.shape``.
+def topic_release_sampler(mechanism: object) -> Callable[[np.ndarray, int, np.random.Generator], np.ndarray]:
+    """``sample(matrix, n, rng)``: ``n`` releases of ``matrix`` through the mechanism's public entry point.
 
-    Uses ``mechanism.randomize_batch(matrices, seed=...)`` on an ``(n, m, k)`` stack when the
-    class has one; else, for the grid mechanisms of :mod:`textdp.topics.mechanisms` (and
-    ``exact_law``), their exact law in one vectorised draw (:func:`grid_releases`); else ``n``
-    calls of ``randomize`` sharing ``rng``.
+    A registered topics mechanism (:class:`~textdp.topics.family.TopicsMechanism`) releases a batch
+    of ``n`` copies of the :class:`~textdp.topics.models.TopicMatrix` with ``privatize_batch`` (its
+    grid rounding, exact noise and record), and the audit reads each record's grid-exact
+    ``raw_matrix`` (the DP output; ``matrix`` is its post-processing). Any other object (a
+    hand-built variant in a test) is called through its ``randomize(matrix, seed=rng)``.
     """
-    batch = getattr(mechanism, "randomize_batch", None)
-    if callable(batch):
-        return np.asarray(batch(np.broadcast_to(matrix, (n,) + matrix.shape), seed=rng), dtype=np.float64)
-    if exact_law:
-        fast = grid_releases(mechanism, matrix, n, rng)
-        if fast is not None:
-            return fast
-    fn = randomizer(mechanism)
-    out = np.empty((n,) + matrix.shape, dtype=np.float64)
-    for i in range(n):
-        out[i] = fn(matrix, seed=rng)
-    return out
+    from ..topics.family import TopicsMechanism
+    from ..topics.models import TopicMatrix
+
+    def sample(matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+        x = np.asarray(matrix, dtype=np.float64)
+        if isinstance(mechanism, TopicsMechanism):
+            keywords = tuple(tuple(f"w{i}_{j}" for j in range(x.shape[1])) for i in range(x.shape[0]))
+            unit = TopicMatrix(x, keywords, tuple(range(x.shape[0])))
+            recs = mechanism.privatize_batch([unit] * n, seed=rng, chunk=n)
+            return np.asarray([r.raw_matrix for r in recs], dtype=np.float64).reshape((n,) + x.shape)
+        fn = randomizer(mechanism)
+        out = np.empty((n,) + x.shape, dtype=np.float64)
+        for k in range(n):
+            out[k] = fn(x, seed=rng)
+        return out
+
+    return sample
 
 
-def grid_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray | None:
-    """``n`` releases of a TopicDP / Laplace / MVG mechanism in one vectorised draw, or ``None``.
+def sample_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` independent releases of ``matrix`` through the release path: shape ``(n,) + matrix.shape``.
 
-    ``randomize`` of these classes is ``(rint(matrix/g) + Z) g`` with ``Z`` i.i.d. exact discrete
-    noise whose parameter the class exposes publicly: ``grid_scale(shape)`` (discrete Laplace),
-    ``grid_variance(shape)`` (discrete Gaussian) or ``grid_variances(shape)`` (one discrete
-    Gaussian variance per column, MVG). Drawing all ``n`` releases' noise at once is the same law
-    (tests compare it with ``n`` calls of ``randomize``) and removes the per-call overhead that made
-    a 10^5-sample audit take minutes. Any other class returns ``None``.
+    See :func:`topic_release_sampler` (the audit's sampler). The exact-law shortcut of earlier
+    versions is :func:`exact_law_releases`, for power studies only.
+    """
+    return topic_release_sampler(mechanism)(matrix, n, rng)
+
+
+def exact_law_releases(mechanism: object, matrix: np.ndarray, n: int,
+                       rng: np.random.Generator) -> np.ndarray | None:
+    """POWER STUDIES ONLY: ``n`` releases drawn from the law a grid mechanism *declares*, not from its release.
+
+    ``randomize`` of :mod:`textdp.topics.mechanisms`' classes is ``(rint(matrix/g) + Z) g`` with
+    ``Z`` i.i.d. exact discrete noise whose parameter the class exposes (``grid_scale``,
+    ``grid_variance``, ``grid_variances``). Drawing from that declared law in one vectorised call
+    is fast, but it never runs the code that releases: with ``randomize`` patched to add no noise
+    an audit on these draws still passes. Never used by ``textdp audit``
+    (``tests/test_audit_release.py`` checks that); ``None`` for any other class.
     """
     from ..topics.mechanisms import LaplaceBaseline, MVGMechanism, TopicDPGaussian
 
@@ -542,13 +697,7 @@ def grid_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.random.
     if a.ndim != 2 or type(mechanism) not in (LaplaceBaseline, MVGMechanism, TopicDPGaussian):
         return None
     assert isinstance(mechanism, (LaplaceBaseline, MVGMechanism, TopicDPGaussian))  # exactly one of them (above)
-    law = {LaplaceBaseline: "grid_scale", TopicDPGaussian: "grid_variance", MVGMechanism: "grid_variances"}
-    if not callable(getattr(mechanism, law[type(mechanism)], None)):  # the class changed: per-call path
-        return None
     shape = (int(a.shape[0]), int(a.shape[1]))
-    check = getattr(mechanism, "_check_shape", None)
-    if callable(check):
-        check(shape)
     k = snap_to_grid(a, mechanism.grid)
     count = n * shape[0] * shape[1]
     if isinstance(mechanism, LaplaceBaseline):
@@ -561,9 +710,30 @@ def grid_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.random.
         for v in sorted(set(var)):
             cols = [j for j in range(shape[1]) if var[j] == v]
             z[:, :, cols] = discrete_gaussian(v, n * shape[0] * len(cols), rng).reshape(n, shape[0], len(cols))
-    if z.dtype == object or np.any(np.abs(z) >= 2**52 - np.abs(k)):
-        raise ParameterError(f"the noise exceeds the range of the grid {mechanism.grid:g}; use a coarser grid")
-    return np.asarray((k + z).astype(np.float64) * mechanism.grid)
+    return np.asarray((k + np.asarray(z, dtype=np.int64)).astype(np.float64) * mechanism.grid)
+
+
+def topic_conformance(grid: float, *, variances: list[float] | None = None, scale: float | None = None,
+                      law: str) -> Conformance:
+    """Conformance of a topic release: its noise in grid units, every entry, against the paper's law.
+
+    The kept values are ``o/g − rint(x/g)`` of every entry (i.i.d. under the law), mapped by the
+    law's CDF: a Gaussian of the column's variance ``variances[j]``, or a Laplace of scale
+    ``scale`` (the continuous CDFs; the integer laws differ from them by less than one atom, < 10⁻⁵).
+    """
+    from scipy.special import ndtr
+
+    def keep(x: object, out: np.ndarray) -> np.ndarray:
+        o = np.asarray(out, dtype=np.float64)
+        z = np.rint(o / grid) - snap_to_grid(np.asarray(x, dtype=np.float64), grid)[None]
+        if variances is not None:
+            sd = np.sqrt(np.asarray(variances, dtype=np.float64))[None, None, :]
+            return np.asarray(ndtr(z / sd)).reshape(-1)
+        assert scale is not None
+        t = z / float(scale)
+        return np.where(t < 0, 0.5 * np.exp(np.minimum(t, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(t, 0.0))).reshape(-1)
+
+    return Conformance(description=f"noise of every released entry (grid units) vs {law}", kind="uniform", keep=keep)
 
 
 def matrix_pair(sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
@@ -581,20 +751,21 @@ def matrix_pair(sensitivity: float) -> tuple[np.ndarray, np.ndarray]:
 
 def matrix_case(name: str, mechanism: object, *, sensitivity: float, claimed_epsilon: float,
                 claimed_delta: float = 0.0, noise_variance: float | None = None,
-                grid: float = DEFAULT_GRID) -> AuditCase:
+                grid: float = DEFAULT_GRID, conformance: Conformance | None = None,
+                default_samples: int = TOPIC_SAMPLES) -> AuditCase:
     """An audit case for a matrix mechanism with an L2 (Frobenius) sensitivity claim.
 
     The pair is :func:`matrix_pair` at distance ``sensitivity``; events are the tails of the
     projection onto ``a - b`` (the likelihood-ratio direction of Gaussian noise). ``mechanism``
-    is any object with ``randomize(matrix, seed=...)``; see :func:`sample_releases`.
+    is a registered topics mechanism (released through ``privatize_batch``) or a hand-built
+    object with ``randomize(matrix, seed=...)`` (:func:`topic_release_sampler`).
     ``noise_variance``: the claimed σ² (grid units of ``grid``) of the discrete Gaussian on the
-    differing entry, recomputed from public parameters by the caller: the privacy curve is then
-    audited too (:func:`~textdp.audit.grid_curves.gaussian_entry_curve`).
+    differing entry, computed from public parameters by the audit's accountant: the privacy
+    curve is then audited too (:func:`~textdp.audit.grid_curves.gaussian_entry_curve`, reusing
+    the event test's releases).
     """
     a, b = matrix_pair(sensitivity)
-
-    def sample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        return sample_releases(mechanism, x, n, rng)
+    sample = topic_release_sampler(mechanism)
 
     return AuditCase(
         mechanism=name,
@@ -606,13 +777,17 @@ def matrix_case(name: str, mechanism: object, *, sensitivity: float, claimed_eps
         claimed_delta=claimed_delta,
         events="histogram",
         chunk=8_192,
-        curve=None if noise_variance is None else gaussian_entry_curve(
-            sample, a, b, noise_variance, grid, what=f"{name}'s releases", law=f"{name}'s claimed discrete Gaussian"),
+        curve=None if noise_variance is None else dataclasses.replace(gaussian_entry_curve(
+            sample, a, b, noise_variance, grid, what=f"{name}'s releases",
+            law="the discrete Gaussian with the least noise (epsilon, delta) allows"), reuse_outputs=True),
+        conformance=conformance,
+        default_samples=default_samples,
     )
 
 
 def l1_matrix_case(name: str, mechanism: object, *, claimed_epsilon: float, noise_scale: float | None = None,
-                   grid: float = DEFAULT_GRID) -> AuditCase:
+                   grid: float = DEFAULT_GRID, conformance: Conformance | None = None,
+                   default_samples: int = TOPIC_SAMPLES) -> AuditCase:
     """An audit case for a 1-row matrix mechanism with the L1 sensitivity 2 of a probability row.
 
     The pair ``[[1, 0]]`` / ``[[0, 1]]`` moves the row by 2 in L1; events are the tails of
@@ -623,9 +798,7 @@ def l1_matrix_case(name: str, mechanism: object, *, claimed_epsilon: float, nois
     """
     a = np.array([[1.0, 0.0]])
     b = np.array([[0.0, 1.0]])
-
-    def sample(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        return sample_releases(mechanism, x, n, rng)
+    sample = topic_release_sampler(mechanism)
 
     return AuditCase(
         mechanism=name,
@@ -637,8 +810,11 @@ def l1_matrix_case(name: str, mechanism: object, *, claimed_epsilon: float, nois
         events="histogram",
         statistic=l1_likelihood_statistic(a, b),
         chunk=8_192,
-        curve=None if noise_scale is None else laplace_pair_curve(
+        curve=None if noise_scale is None else dataclasses.replace(laplace_pair_curve(
             sample, a, b, noise_scale, grid, what=f"{name}'s releases", law=f"{name}'s claimed discrete Laplace"),
+            reuse_outputs=True),
+        conformance=conformance,
+        default_samples=default_samples,
     )
 
 
@@ -649,33 +825,56 @@ def _topic_params(epsilon: float | None, delta: float | None) -> tuple[float, fl
 
 
 def topicdp_case(epsilon: float | None = None, delta: float | None = None, *,
-                 calibration: str = "analytic") -> AuditCase:
-    """TopicDP's Gaussian mechanism (analytic or thesis calibration) at its stated sensitivity."""
-    from ..topics.mechanisms import TopicDPGaussian
+                 calibration: str = "analytic", mechanism: object | None = None) -> AuditCase:
+    """TopicDP (``topicdp`` or ``topicdp-thesis``) through ``privatize_batch`` at the supplied sensitivity Δ = 0.1.
+
+    Privacy claim: (ε, δ), the mechanism's guarantee. The privacy curve is compared with the
+    discrete Gaussian of the least noise any (ε, δ) claim allows on the rounded query
+    (:func:`~textdp.audit.accountant.analytic_gaussian_sigma` at ``Δ_g = Δ/g + sqrt(mn)``, the audit's
+    own accountant). Conformance: every released entry's noise against the paper's law, σ
+    derived again by the audit (CKS20 Cor. 13 and Thm. 14; thesis: Sharma 2021 Alg. 2).
+    ``mechanism``: sample this object instead (tests pass deliberately broken variants).
+    """
+    from ..topics.family import topics_mechanism
 
     eps, dlt = _topic_params(epsilon, delta)
-    mech = TopicDPGaussian(epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, gamma=0.1,
-                           calibration=calibration)
-    claimed_delta = dlt if calibration == "analytic" else min(1.0, 4 * dlt)
-    if claimed_delta >= 1.0:
-        raise ParameterError("topicdp-thesis composes to (epsilon, m*n*delta) = (epsilon, 4*delta): "
-                             "choose delta < 0.25")
     name = "topicdp" if calibration == "analytic" else "topicdp-thesis"
-    law = topicdp_grid_variance(eps, dlt, TOPIC_SENSITIVITY, _TOY_MATRIX.shape, DEFAULT_GRID, calibration)
-    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=claimed_delta,
-                       noise_variance=law)
+    if calibration not in ("analytic", "thesis"):
+        raise ParameterError(f"unknown calibration {calibration!r}; choose one of: analytic, thesis")
+    mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY) if mechanism is None \
+        else mechanism
+    m, n = _TOY_MATRIX.shape
+    d_g = accountant.rounded_l2(TOPIC_SENSITIVITY, DEFAULT_GRID, m * n)
+    least = accountant.analytic_gaussian_sigma(eps, dlt, d_g)
+    if calibration == "analytic":
+        paper, law = accountant.cks20_sigma(eps, dlt, d_g), "TopicDP's discrete Gaussian (CKS20 calibration)"
+    else:
+        paper, law = accountant.thesis_sigma(eps, dlt, d_g, m, n), "TopicDP's discrete Gaussian (thesis Alg. 2)"
+    conformance = topic_conformance(DEFAULT_GRID, variances=[paper * paper] * n,
+                                    law=f"{law}, sigma {paper:.6g} grid units")
+    return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt,
+                       noise_variance=least * least, conformance=conformance)
 
 
-def laplace_case(epsilon: float | None = None, delta: float | None = None) -> AuditCase:
-    """The Laplace baseline (global L1 sensitivity 2m) on the extreme pair ``[[1, 0]]`` / ``[[0, 1]]``."""
-    from ..topics.mechanisms import LaplaceBaseline
+def laplace_case(epsilon: float | None = None, delta: float | None = None, *,
+                 mechanism: object | None = None) -> AuditCase:
+    """The Laplace baseline (``topicdp-laplace``, global L1 sensitivity 2m) through ``privatize_batch``.
+
+    The pair ``[[1, 0]]`` / ``[[0, 1]]`` is the extreme one. Privacy curve: the discrete Laplace
+    of scale ``(2m/g + mn)/ε`` (the rounded L1 sensitivity over ε, the audit's accountant);
+    conformance: the released noise against the stated scale (rounded up to 1/1024 grid unit).
+    """
+    from ..topics.family import topics_mechanism
 
     if delta not in (None, 0, 0.0):
         raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
     eps = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon)
-    mech = LaplaceBaseline(epsilon=eps, m=1)
-    return l1_matrix_case("laplace", mech, claimed_epsilon=eps,
-                          noise_scale=laplace_grid_scale(eps, 1, (1, 2), DEFAULT_GRID))
+    mech = topics_mechanism("topicdp-laplace", epsilon=eps) if mechanism is None else mechanism
+    least = float(accountant.rounded_l1(2.0, DEFAULT_GRID, 2) / Fraction(eps))
+    stated = float(accountant.laplace_scale(eps, 1, (1, 2), DEFAULT_GRID))
+    return l1_matrix_case("laplace", mech, claimed_epsilon=eps, noise_scale=least,
+                          conformance=topic_conformance(DEFAULT_GRID, scale=stated,
+                                                        law=f"the discrete Laplace of scale {stated:.6g} grid units"))
 
 
 def l1_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
@@ -696,13 +895,24 @@ def l1_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.ndarra
 
 
 def mvg_case(epsilon: float | None = None, delta: float | None = None, *,
-             covariance: str = "isotropic") -> AuditCase:
-    """The MVG mechanism (Chanyaswad et al. 2018) at its stated L2 sensitivity."""
-    from ..topics.mechanisms import MVGMechanism
+             covariance: str = "isotropic", mechanism: object | None = None) -> AuditCase:
+    """The MVG mechanism (Chanyaswad et al. 2018; ``mvg``, ``mvg-directional``) through ``privatize_batch``.
+
+    Privacy claim (ε, δ): the curve is compared with the least noise (ε, δ) allows (the analytic
+    Gaussian, as for TopicDP); MVG adds ~30 times more, so a calibration slip that keeps it private
+    passes the privacy test and is found by the conformance test: every released entry against
+    the paper's column variances (:func:`~textdp.audit.accountant.mvg_column_variances`).
+    """
+    from ..topics.family import topics_mechanism
 
     eps, dlt = _topic_params(epsilon, delta)
-    mech = MVGMechanism(epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, covariance=covariance)
     name = "mvg" if covariance == "isotropic" else "mvg-directional"
-    law = mvg_grid_variances(eps, dlt, TOPIC_SENSITIVITY, _TOY_MATRIX.shape, DEFAULT_GRID, covariance)
+    mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY) if mechanism is None \
+        else mechanism
+    m, n = _TOY_MATRIX.shape
+    least = accountant.analytic_gaussian_sigma(eps, dlt, accountant.rounded_l2(TOPIC_SENSITIVITY, DEFAULT_GRID, m * n))
+    paper = accountant.mvg_column_variances(eps, dlt, TOPIC_SENSITIVITY, (m, n), DEFAULT_GRID, covariance)
+    conformance = topic_conformance(DEFAULT_GRID, variances=paper,
+                                    law=f"the MVG law ({covariance}, Chanyaswad et al. Thm. 3)")
     return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt,
-                       noise_variance=float(law[0]))  # matrix_pair moves entry (0, 0): column 0
+                       noise_variance=least * least, conformance=conformance)

@@ -64,9 +64,11 @@ from .._rng import make_rng
 from .._validation import check_choice, check_positive_int, check_probability
 from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
-from .curve import CurveResult, PrivacyCurve, Sampler, curve_test, draw_in_chunks
+from .conformance import Conformance, ConformanceResult, conformance_test
+from .curve import CurveResult, PrivacyCurve, Sampler, curve_test
 
 __all__ = [
+    "DEFAULT_SAMPLES",
     "EVENT_KINDS",
     "MAX_SAMPLES",
     "MIN_SAMPLES",
@@ -84,6 +86,8 @@ EVENT_KINDS = ("discrete", "histogram")
 MIN_SAMPLES = 200
 #: Most samples per input (the atoms of both samples are kept in memory: ~16 bytes each).
 MAX_SAMPLES = 20_000_000
+#: Outputs drawn per input when neither the caller nor the case says otherwise.
+DEFAULT_SAMPLES = 100_000
 
 
 
@@ -143,6 +147,12 @@ class AuditCase:
         Outputs drawn per call of ``sample`` (bounds the memory of one call).
     curve : PrivacyCurve, optional
         The claimed law's privacy curve, audited beside the event (:mod:`textdp.audit.curve`).
+    conformance : Conformance, optional
+        The released outputs against an independent reference of the paper's law
+        (:mod:`textdp.audit.conformance`), run when the audit asks for it.
+    default_samples : int
+        Outputs per input when the caller gives none (the release path of the topic matrices
+        draws exact integer noise one release at a time: 10^4 there, 10^5 elsewhere).
     """
 
     mechanism: str
@@ -157,6 +167,8 @@ class AuditCase:
     bins: int = 128
     chunk: int = 65_536
     curve: PrivacyCurve | None = field(default=None, repr=False)
+    conformance: Conformance | None = field(default=None, repr=False)
+    default_samples: int = DEFAULT_SAMPLES
 
     def __post_init__(self) -> None:
         if not callable(self.sample):
@@ -168,8 +180,9 @@ class AuditCase:
             raise ParameterError(f"claimed_delta must lie in [0, 1), got {self.claimed_delta!r}")
         check_positive_int(self.bins, "bins", minimum=2)
         check_positive_int(self.chunk, "chunk")
-        if self.curve is not None and self.curve.reuse_outputs and self.events != "discrete":
-            raise ParameterError("a curve that reuses the event outputs needs discrete events")
+        if self.curve is not None and self.curve.loss is None and self.events != "discrete":
+            raise ParameterError("a curve whose events are selected on the outputs needs discrete events")
+        check_positive_int(self.default_samples, "default_samples", minimum=MIN_SAMPLES)
 
     def atoms_of(self, outputs: np.ndarray) -> np.ndarray:
         """What the auditor keeps of a batch of outputs: the statistic, or the discrete outputs."""
@@ -223,6 +236,10 @@ class AuditResult:
         Wall time of the audit.
     curve : CurveResult or None
         The privacy-curve audit, for cases that carry one (``passed`` requires it to pass too).
+    conformance : ConformanceResult or None
+        The conformance test, when it was asked for (``passed`` then requires it to pass too).
+    privacy_passed : bool
+        The privacy verdict alone (event and curve).
     """
 
     mechanism: str
@@ -239,8 +256,10 @@ class AuditResult:
     event: str = ""
     seconds: float = 0.0
     curve: CurveResult | None = None
+    conformance: ConformanceResult | None = None
+    privacy_passed: bool | None = None
 
-    def to_dict(self) -> dict[str, str | float | bool | dict[str, bool | float | int] | None]:
+    def to_dict(self) -> dict[str, object]:
         """The JSON form: exactly the fields of ``textdp audit --json`` (``inf`` becomes ``null``)."""
         est: float | None = self.estimated_epsilon if math.isfinite(self.estimated_epsilon) else None
         return {
@@ -255,6 +274,8 @@ class AuditResult:
             "seeded": self.seeded,
             "pair": self.pair,
             "curve": None if self.curve is None else self.curve.to_dict(),
+            "conformance": None if self.conformance is None else self.conformance.to_dict(),
+            "privacy_passed": self.passed if self.privacy_passed is None else self.privacy_passed,
         }
 
 
@@ -280,12 +301,6 @@ def _loss_bound(ka: np.ndarray, kb: np.ndarray, n: int, delta: float, alpha: flo
     num = pa_lo - delta
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(num > 0, np.log(np.maximum(num, 1e-300)) - np.log(pb_hi), -np.inf)
-
-
-def _draw(case: AuditCase, which: object, n: int, rng: np.random.Generator,
-          tick: Callable[[int], None] | None = None) -> np.ndarray:
-    """``n`` outputs from ``which``, kept as the case's atoms."""
-    return draw_in_chunks(case.sample, which, n, case.chunk, rng, case.atoms_of, case.mechanism, tick)
 
 
 def _histogram_edges(values: np.ndarray, bins: int) -> np.ndarray:
@@ -405,13 +420,37 @@ def _evaluate_event(ev_a: np.ndarray, ev_b: np.ndarray, direction: int, chosen: 
     return lower, estimate
 
 
+def _draw_views(case: AuditCase, which: object, n: int, rng: np.random.Generator,
+                views: dict[str, Callable[[np.ndarray], np.ndarray]],
+                tick: Callable[[int], None]) -> dict[str, np.ndarray]:
+    """``n`` outputs of ``which`` drawn ``case.chunk`` at a time; each chunk reduced to every view at once.
+
+    The outputs themselves are dropped after each chunk: the atoms of the event test, the claimed
+    loss of a curve that reuses them and the values of the conformance test are all computed
+    from the same released outputs.
+    """
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in views}
+    done = 0
+    while done < n:
+        k = min(case.chunk, n - done)
+        out = np.asarray(case.sample(which, k, rng))
+        if out.shape[0] != k:
+            raise ParameterError(f"{case.mechanism}: sample(input, {k}, rng) returned {out.shape[0]} outputs")
+        for name, view in views.items():
+            parts[name].append(np.asarray(view(out)))
+        done += k
+        tick(k)
+    return {k: np.concatenate(v, axis=0) for k, v in parts.items()}
+
+
 def run_audit(
     case: AuditCase,
     *,
-    samples: int = 100_000,
+    samples: int | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
     progress: ProgressCallback | None = None,
+    conformance: bool = False,
 ) -> AuditResult:
     """Audit ``case`` with ``samples`` outputs per input (see the module docstring).
 
@@ -434,12 +473,19 @@ def run_audit(
     """
     if not isinstance(case, AuditCase):
         raise ParameterTypeError(f"case must be an AuditCase, got {type(case).__name__}")
-    n = check_positive_int(samples, "samples", minimum=MIN_SAMPLES)
+    n = check_positive_int(case.default_samples if samples is None else samples, "samples", minimum=MIN_SAMPLES)
     if n > MAX_SAMPLES:
         raise ParameterError(f"samples must be <= {MAX_SAMPLES:,} per input (memory); got {n:,}")
     conf = check_probability(confidence, "confidence")
-    # with a curve audit the two tests share the false-alarm budget 1 - confidence
-    budget = (1.0 - conf) / (2.0 if case.curve is not None else 1.0)
+    if conformance and case.conformance is None:
+        raise ParameterError(f"the audit case {case.mechanism!r} has no conformance test yet; run it without "
+                             "--conformance (docs/audit.md lists the cases that have one)")
+    # the requested tests share the false-alarm budget 1 - confidence: the conformance test takes
+    # half of it when it runs, the event and curve tests share the rest
+    total_budget = 1.0 - conf
+    conf_alpha = total_budget / 2.0 if conformance else 0.0
+    privacy_budget = total_budget - conf_alpha
+    budget = privacy_budget / (2.0 if case.curve is not None else 1.0)
     alpha = budget / 2.0
     delta = case.claimed_delta
     t0 = time.perf_counter()
@@ -453,14 +499,34 @@ def run_audit(
         if progress is not None:
             progress(counter[0], total)
 
-    out_a = _draw(case, case.input_a, n, gen, tick)
-    out_b = _draw(case, case.input_b, n, gen, tick)
+    def views(which: object) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+        out: dict[str, Callable[[np.ndarray], np.ndarray]] = {"atoms": case.atoms_of}
+        if reuse and case.curve is not None and case.curve.loss is not None:
+            out["loss"] = case.curve.loss
+        if conformance and case.conformance is not None:
+            keep = case.conformance.keep
+            out["conformance"] = lambda o: keep(which, o)
+        return out
+
+    got_a = _draw_views(case, case.input_a, n, gen, views(case.input_a), tick)
+    got_b = _draw_views(case, case.input_b, n, gen, views(case.input_b), tick)
+    out_a, out_b = got_a["atoms"], got_b["atoms"]
     direction, chosen, n_atoms, n_events, ev_a, ev_b = _select_event(case, out_a, out_b, n, delta, alpha)
     lower, estimate = _evaluate_event(ev_a, ev_b, direction, chosen, n - n // 2, delta, alpha)
     curve = None
     if case.curve is not None:
-        curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total,
-                           outputs=(out_a, out_b) if reuse else None)
+        if not reuse:
+            curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total)
+        elif case.curve.loss is None:
+            curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, atoms=(out_a, out_b))
+        else:
+            curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget,
+                               losses=(got_a["loss"], got_b["loss"]))
+    conformed = None
+    if conformance and case.conformance is not None:
+        conformed = conformance_test(case.conformance, (got_a["conformance"], got_b["conformance"]),
+                                     (case.input_a, case.input_b), n, gen, conf_alpha)
+    private_ok = bool(lower <= case.claimed_epsilon) and (curve is None or curve.passed)
     return AuditResult(
         mechanism=case.mechanism,
         claimed_epsilon=float(case.claimed_epsilon),
@@ -469,12 +535,14 @@ def run_audit(
         lower_bound=lower,
         samples=n,
         events=n_events,
-        passed=bool(lower <= case.claimed_epsilon) and (curve is None or curve.passed),
+        passed=private_ok and (conformed is None or conformed.passed),
         seeded=seed is not None,
         pair=case.pair,
         confidence=conf,
         event=_describe_event(case, chosen, n_atoms, "a" if direction == 0 else "b"),
         seconds=time.perf_counter() - t0,
         curve=curve,
+        conformance=conformed,
+        privacy_passed=private_ok,
     )
 

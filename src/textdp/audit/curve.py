@@ -63,6 +63,7 @@ __all__ = [
     "ClaimedProfile",
     "CurveResult",
     "PrivacyCurve",
+    "category_ids",
     "curve_test",
     "draw_in_chunks",
     "exact_profile",
@@ -149,8 +150,13 @@ class PrivacyCurve:
     ----------
     sample : callable
         ``sample(input, n, rng) -> outputs``: the mechanism under test (its noisy vectors, its words).
-    loss : callable
+    loss : callable or None
         ``loss(outputs) -> (n,)``: the claimed law's exact privacy loss ``ln p_a(o)/p_b(o)``.
+        ``None``: the loss of the released outputs is not known in closed form (a noisy vector
+        decoded to a word); the events ``{L̂ > ε′}`` are then *selected* on the first half of the
+        event audit's outputs (``L̂`` the smoothed empirical log ratio of each output) and
+        evaluated on the second half, against a claimed profile that bounds the released
+        outputs' by post-processing (the noise's profile). Needs ``reuse_outputs``.
     claimed : ClaimedProfile
         The claimed law's profile (:func:`exact_profile` or :func:`simulated_profile`).
     grid : tuple of float
@@ -160,13 +166,14 @@ class PrivacyCurve:
     chunk : int
         Outputs drawn per call of ``sample``.
     reuse_outputs : bool
-        ``sample`` is the event audit's own sampler and its outputs are the event atoms (discrete
-        outputs): the curve reuses them instead of drawing again. The curve's events are fixed by
-        the claim before sampling, so sharing the outputs keeps the union bound valid.
+        ``sample`` is the event audit's own sampler: the curve reuses its released outputs (the
+        claimed loss is computed chunk by chunk as they are drawn) instead of drawing again. The
+        curve's events are fixed by the claim before sampling (or selected on a half the
+        evaluation never sees), so sharing the outputs keeps the union bound valid.
     """
 
     sample: Sampler = field(repr=False)
-    loss: Callable[[np.ndarray], np.ndarray] = field(repr=False)
+    loss: Callable[[np.ndarray], np.ndarray] | None = field(repr=False)
     claimed: ClaimedProfile = field(repr=False)
     grid: tuple[float, ...]
     description: str = ""
@@ -174,8 +181,10 @@ class PrivacyCurve:
     reuse_outputs: bool = False
 
     def __post_init__(self) -> None:
-        if not (callable(self.sample) and callable(self.loss) and callable(self.claimed)):
+        if not (callable(self.sample) and (self.loss is None or callable(self.loss)) and callable(self.claimed)):
             raise ParameterTypeError("PrivacyCurve needs callables sample, loss and claimed")
+        if self.loss is None and not self.reuse_outputs:
+            raise ParameterError("a curve with selected events (loss=None) reuses the event audit's outputs")
         g = np.asarray(self.grid, dtype=np.float64)
         if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)) or np.any(g < 0):
             raise ParameterError("PrivacyCurve.grid must be a non-empty list of finite epsilon' >= 0")
@@ -209,6 +218,22 @@ class CurveResult:
         }
 
 
+def category_ids(*arrays: np.ndarray) -> tuple[list[np.ndarray], int]:
+    """Category ids of the (1-D or row) outputs of several samples, shared across them: ``(ids, count)``.
+
+    >>> [x.tolist() for x in category_ids(np.array([5, 7]), np.array([7, 9]))[0]]
+    [[0, 1], [1, 2]]
+    """
+    pooled = np.concatenate(arrays, axis=0)
+    if pooled.ndim == 1:
+        _, inv = np.unique(pooled, return_inverse=True)
+    else:
+        _, inv = np.unique(pooled.reshape(len(pooled), -1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    cuts = np.cumsum([0] + [len(a) for a in arrays])
+    return [inv[cuts[i]: cuts[i + 1]] for i in range(len(arrays))], int(inv.max()) + 1 if inv.size else 1
+
+
 def draw_in_chunks(sample: Sampler, which: object, n: int, chunk: int, rng: np.random.Generator,
                    keep: Callable[[np.ndarray], np.ndarray], who: str,
                    tick: Callable[[int], None] | None = None) -> np.ndarray:
@@ -235,8 +260,11 @@ def _draw(curve: PrivacyCurve, which: object, n: int, rng: np.random.Generator,
           tick: Callable[[int], None]) -> np.ndarray:
     """``n`` values of the claimed privacy loss of the outputs from ``which``."""
 
+    assert curve.loss is not None
+    claimed_loss = curve.loss
+
     def loss(out: np.ndarray) -> np.ndarray:
-        values = np.asarray(curve.loss(out), dtype=np.float64).reshape(-1)
+        values = np.asarray(claimed_loss(out), dtype=np.float64).reshape(-1)
         if values.size != out.shape[0] or not np.all(np.isfinite(values)):
             raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
         return values
@@ -246,10 +274,14 @@ def _draw(curve: PrivacyCurve, which: object, n: int, rng: np.random.Generator,
 
 def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rng: np.random.Generator,
                alpha: float, progress: ProgressCallback | None = None, done: int = 0, total: int = 0,
-               outputs: tuple[np.ndarray, np.ndarray] | None = None) -> CurveResult:
+               outputs: tuple[np.ndarray, np.ndarray] | None = None,
+               losses: tuple[np.ndarray, np.ndarray] | None = None,
+               atoms: tuple[np.ndarray, np.ndarray] | None = None) -> CurveResult:
     """Run the curve audit with ``n`` outputs per input at overall false-alarm level ``alpha``.
 
-    ``outputs``: the ``(a, b)`` outputs already drawn (``reuse_outputs``); else they are drawn here.
+    ``outputs``: the ``(a, b)`` outputs already drawn (``reuse_outputs``); ``losses``: their
+    claimed loss values, computed as they were drawn; ``atoms``: the discrete outputs of a curve
+    with selected events (``loss=None``). Else the outputs are drawn here.
 
     >>> import math
     >>> from textdp._rng import make_rng
@@ -279,7 +311,15 @@ def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rn
         if progress is not None:
             progress(count[0], max(total, count[0]))
 
-    if outputs is not None:
+    if curve.loss is None:
+        if atoms is None:
+            raise ParameterError("a curve with selected events needs the event audit's outputs")
+        return _selected_curve(curve, atoms, n, a_share, rng)
+    if losses is not None:
+        la, lb = (np.asarray(x, dtype=np.float64).reshape(-1) for x in losses)
+        if la.size != n or lb.size != n or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
+            raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
+    elif outputs is not None:
         la, lb = (np.asarray(curve.loss(o), dtype=np.float64).reshape(-1) for o in outputs)
         if la.size != n or lb.size != n or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
             raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
@@ -304,4 +344,39 @@ def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rn
         delta_claimed=float(claim_pt[j]),
         grid_points=g,
         description=curve.description,
+    )
+
+
+def _selected_curve(curve: PrivacyCurve, atoms: tuple[np.ndarray, np.ndarray], n: int, a_share: float,
+                    rng: np.random.Generator) -> CurveResult:
+    """The curve with events selected on the first half of the outputs and evaluated on the second.
+
+    ``L̂(o) = ln((k_a(o) + ½)/(k_b(o) + ½))`` on the first half (0 for an output unseen there); for
+    each ε′ the event ``{L̂ > ε′}`` is fixed before the second half is looked at, so its
+    Clopper–Pearson bounds on the second half are valid as in :func:`curve_test`.
+    """
+    from scipy.stats import beta as _beta
+
+    half = n // 2
+    a, b = (np.asarray(x) for x in atoms)
+    (sa, sb, ea, eb), k = category_ids(a[:half], b[:half], a[half:], b[half:])
+    ca, cb = np.bincount(sa, minlength=k), np.bincount(sb, minlength=k)
+    lhat = np.log((ca + 0.5) / (cb + 0.5))
+    lhat[(ca + cb) == 0] = 0.0
+    grid = np.asarray(curve.grid, dtype=np.float64)
+    m = n - half
+    la, lb = lhat[ea], lhat[eb]
+    ka = (la[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
+    kb = (lb[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
+    pa_lo = np.where(ka > 0, _beta.ppf(a_share, np.maximum(ka, 1.0), m - ka + 1.0), 0.0)
+    pb_hi = np.where(kb < m, _beta.ppf(1.0 - a_share, kb + 1.0, np.maximum(m - kb, 1.0)), 1.0)
+    lower = pa_lo - np.exp(grid) * pb_hi
+    estimate = ka / m - np.exp(grid) * kb / m
+    claim_pt, claim_up = curve.claimed(grid, a_share, rng)
+    excess = lower - np.asarray(claim_up, dtype=np.float64)
+    j = int(np.argmax(excess))
+    return CurveResult(
+        passed=bool(excess[j] <= 0.0), excess=float(excess[j]), epsilon_prime=float(grid[j]),
+        delta_lower=float(max(lower[j], 0.0)), delta_estimate=float(estimate[j]), delta_claimed=float(claim_pt[j]),
+        grid_points=int(grid.size), description=curve.description,
     )

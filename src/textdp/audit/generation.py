@@ -1,8 +1,10 @@
 """Audit case of the sentence rewriter: one step of ER-AE's two-set exponential mechanism.
 
-The samplers and the claim come from :func:`textdp.generation.audit.two_set_audit_case`
-(point masses on words 0 and 1 of a toy alphabet of 50 words, the pair that attains
-the per-token bound up to ``e^{ε_word/2} − 1``); this module wraps them as an
+The samplers come from :func:`textdp.generation.audit.two_set_audit_case` (point masses on words
+0 and 1 of a toy alphabet of 50 words, the pair that attains the per-token bound up to
+``e^{ε_word/2} − 1``, drawn by the mechanism's own ``two_set_step``); the claim is derived again
+by :func:`textdp.audit.accountant.two_set_per_token` (never read from ``two_set_bound``, which
+also sets the sampler's budgets); this module wraps them as an
 :class:`~textdp.audit.core.AuditCase` with discrete events (the output word). Needs the
 ``[generation]`` extra (torch).
 """
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import require
+from .accountant import two_set_per_token
 from .core import AuditCase
 
 __all__ = ["ER_AE_DEFAULT_EPSILON", "er_ae_case"]
@@ -32,7 +35,10 @@ def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, brok
     from ..generation.audit import two_set_audit_case
 
     eps = ER_AE_DEFAULT_EPSILON if epsilon is None else epsilon
-    sample_a, sample_b, claimed, claimed_delta = two_set_audit_case(eps, vocab_size=vocab_size, broken=broken)
+    sample_a, sample_b, stated, claimed_delta = two_set_audit_case(eps, vocab_size=vocab_size, broken=broken)
+    # the claim is derived again by the audit's accountant, never read from the bound that drives the sampler
+    # (the poster-claim variant keeps its deliberately wrong claim)
+    claimed = stated if broken == "poster-claim" else two_set_per_token(float(eps), vocab_size)
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
         return sample_a(n, rng) if which == "a" else sample_b(n, rng)

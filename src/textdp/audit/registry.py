@@ -104,11 +104,12 @@ def audit(
     *,
     epsilon: float | None = None,
     delta: float | None = None,
-    samples: int = 100_000,
+    samples: int | None = None,
     seed: int | np.random.Generator | np.random.SeedSequence | None = None,
     confidence: float = 0.95,
     progress: ProgressCallback | None = None,
     params: Mapping[str, object] | None = None,
+    conformance: bool = False,
 ) -> AuditResult:
     """Audit a registered mechanism (by name) or an :class:`AuditCase`.
 
@@ -120,8 +121,9 @@ def audit(
     epsilon, delta : float, optional
         Privacy parameters of the mechanism under audit (``None``: the case's defaults; ignored
         for an :class:`AuditCase`, which carries its own claim).
-    samples : int
-        Outputs drawn from each of the two inputs (half select the event, half bound it).
+    samples : int, optional
+        Outputs drawn from each of the two inputs (half select the event, half bound it);
+        default: the case's ``default_samples`` (10^5; 10^4 for the topic matrices).
     seed : int, Generator or None
         Seed for reproducible audits; ``None`` draws fresh OS entropy.
     confidence : float
@@ -131,6 +133,10 @@ def audit(
     params : mapping, optional
         The mechanism's own parameters, for the word-level cases (``{"lambd": 0.2}`` for vickrey):
         the mechanism is built with them and the claim computed from them.
+    conformance : bool
+        Also test the released outputs against an independent reference of the paper's law
+        (:mod:`textdp.audit.conformance`); ``passed`` then requires both verdicts, and the two
+        share the false-alarm budget ``1 - confidence``.
 
     Returns
     -------
@@ -147,4 +153,5 @@ def audit(
         case = mechanism
     else:
         case = audit_case(mechanism, epsilon=epsilon, delta=delta, params=params)
-    return run_audit(case, samples=samples, seed=seed, confidence=confidence, progress=progress)
+    return run_audit(case, samples=samples, seed=seed, confidence=confidence, progress=progress,
+                     conformance=conformance)

@@ -53,7 +53,15 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError
 from ..text import resolve_stop_words
-from .cases import TARGET_LOSS, WORD_PAIRS, exponential_curve, metric_noise_curve, table_curve
+from .cases import (
+    TARGET_LOSS,
+    WORD_PAIRS,
+    decoded_conformance,
+    exponential_curve,
+    metric_noise_curve,
+    selected_noise_curve,
+    table_curve,
+)
 from .claims import (
     CUSTEXT_TOP_K,
     MAHALANOBIS_LAMBDA,
@@ -66,6 +74,7 @@ from .claims import (
     tem_threshold,
     word_claim,
 )
+from .conformance import Conformance
 from .core import AuditCase
 from .curve import PrivacyCurve
 
@@ -218,6 +227,7 @@ def mechanism_case(
         events="discrete",
         chunk=check_positive_int(chunk, "chunk"),
         curve=law,
+        conformance=_conformance(kind, eps, emb, a, b, law, **params),
     )
 
 
@@ -225,17 +235,15 @@ def _curve(kind: str, mech: WordLevelMechanism, eps: float, emb: Embeddings, a: 
            sample: Callable[[int, int, np.random.Generator], np.ndarray], **params: Any) -> PrivacyCurve | None:
     """The privacy curve of the claimed law, where it is known (else ``None``); public parameters only."""
     vectors = emb.vectors
-    noisy_vectors = getattr(mech, "noisy_vectors", None)  # CMP, Mahalanobis, Vickrey (before decoding)
-    if kind in ("cmp", "mahalanobis", "vickrey") and callable(noisy_vectors):
+    if kind in ("cmp", "mahalanobis", "vickrey"):
+        # the released words (after decoding / Vickrey's threshold rule), against the claimed noise law's
+        # profile, which bounds theirs by post-processing; the noise helper is never sampled
         lambd = params.get("lambd", MAHALANOBIS_LAMBDA if kind == "mahalanobis" else None)
         transform = None if lambd is None else mahalanobis_inverse_root(vectors, float(lambd))
-
-        def noisy(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
-            return np.asarray(noisy_vectors(np.full(n, x, dtype=np.int64), rng))
-
-        return metric_noise_curve(noisy, vectors[a], vectors[b], eps, transform=transform,
-                                  what=f"{kind}'s noisy vectors before " + ("its threshold rule" if kind == "vickrey"
-                                                                            else "decoding"))
+        noise = metric_noise_curve(sample, vectors[a], vectors[b], eps, transform=transform,
+                                   what=f"{kind}'s noise")
+        return selected_noise_curve(sample, noise, f"{kind}'s released words" + (" after its threshold rule"
+                                                                                 if kind == "vickrey" else ""))
     if kind in ("santext", "tem"):
         cap = tem_threshold(eps, float(params.get("beta", TEM_BETA)), vectors.shape[0]) if kind == "tem" else math.inf
         return exponential_curve(sample, vectors, a, b, eps, cap=cap, what=f"{kind}'s released words")
@@ -260,6 +268,49 @@ def _curve(kind: str, mech: WordLevelMechanism, eps: float, emb: Embeddings, a: 
         la, lb = custext_logp(vectors, eps, top_k, (a, b))
         return table_curve(sample, la, lb, what=f"{kind}'s released words",
                            law=f"CusText's law (epsilon={eps:g}, top_k={top_k}, output sets from the vocabulary)")
+    return None
+
+
+def _conformance(kind: str, eps: float, emb: Embeddings, a: int, b: int, law: PrivacyCurve | None,
+                 **params: Any) -> Conformance | None:
+    """The released words against the paper's law: its exact table, or the reference sampler (noise + decoding)."""
+    vectors = emb.vectors
+    if kind in ("cmp", "mahalanobis", "vickrey"):
+        lambd = params.get("lambd", MAHALANOBIS_LAMBDA if kind == "mahalanobis" else None)
+        root = None if lambd is None else np.linalg.inv(mahalanobis_inverse_root(vectors, float(lambd)))
+        t = float(params.get("t", 0.5)) if kind == "vickrey" else None
+        return decoded_conformance(vectors, eps, root=root, vickrey_t=t, what=f"{kind}'s released words")
+    tables = _law_tables(kind, eps, emb, a, b, **params)
+    if tables is None:
+        return None
+    pa, pb = np.exp(tables[0]), np.exp(tables[1])
+    return Conformance(description=f"{kind}'s released words vs the exact table of its law (textdp.audit.claims)",
+                       kind="table", keep=lambda x, out: np.asarray(out).reshape(-1),
+                       table=lambda x: pa if x == a else pb)
+
+
+def _law_tables(kind: str, eps: float, emb: Embeddings, a: int, b: int,
+                **params: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(ln P(·|a), ln P(·|b))`` of the paper's law over the vocabulary, from public parameters only."""
+    from .claims import log_normalize
+
+    v = np.asarray(emb.vectors, dtype=np.float64)
+    if kind in ("santext", "tem", "santext+"):
+        cap = tem_threshold(eps, float(params.get("beta", TEM_BETA)), v.shape[0]) if kind == "tem" else math.inf
+        first = first_sensitive_row(v.shape[0], float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION))) \
+            if kind == "santext+" else 0
+
+        def logp(x: int) -> np.ndarray:
+            sc = -0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap)
+            sc[:first] = -np.inf
+            return log_normalize(sc)
+
+        return logp(a), logp(b)
+    if kind == "random":
+        return randomized_response_logp(eps, v.shape[0], a), randomized_response_logp(eps, v.shape[0], b)
+    if kind in ("custext", "custext+"):
+        la, lb = custext_logp(v, eps, int(params.get("top_k", CUSTEXT_TOP_K)), (a, b))
+        return la, lb
     return None
 
 
