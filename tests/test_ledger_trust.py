@@ -306,3 +306,42 @@ def test_lock_squatted_by_the_attacker_is_refused_without_hanging(attacker, aren
         squat.communicate()
     assert victim.stdout.startswith("refused:") and str(shared) in victim.stdout, victim.stdout + victim.stderr
     assert not (shared / "ledger.jsonl").exists()
+
+
+# -- the command line: refused, then --new-ledger says what it does ------------------------------------------------
+@pytest.fixture(scope="module")
+def causal(tmp_path_factory):
+    pytest.importorskip("transformers")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tiny_lm", Path(__file__).resolve().parents[1] / "examples" /
+                                                  "tiny_lm.py")
+    assert spec and spec.loader
+    tiny = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny)
+    root = tmp_path_factory.mktemp("lm")
+    tiny.build(root / "causal", "causal")
+    return root / "causal"
+
+
+def test_rewrite_refuses_a_truncated_ledger_and_new_ledger_says_what_it_forgets(causal, tmp_path):
+    (tmp_path / "in.jsonl").write_text(json.dumps({"id": "d1", "text": "the cat sat on the mat ."}) + "\n"
+                                       + json.dumps({"id": "d2", "text": "we met at the station ."}) + "\n")
+    led = tmp_path / "private" / "ledger.jsonl"
+
+    def rewrite(out, *extra):
+        return runner.invoke(app, ["rewrite", str(causal), str(tmp_path / "in.jsonl"), "--mechanism", "dp-prompt",
+                                   "-e", "2", "-o", str(tmp_path / out), "--clip=-2,2", "--max-new-tokens", "2", "-q",
+                                   "--seed", "1", "--ledger", str(led), "--budget", "6", *extra])
+
+    assert rewrite("a.jsonl").exit_code == 0
+    led.write_text("")  # truncated (its mode stays 0600)
+    one_error(rewrite("b.jsonl"), "holds 0 events, but textdp recorded 2", "textdp ledger reset")
+    assert not (tmp_path / "b.jsonl").exists()
+    again = rewrite("c.jsonl", "--new-ledger")
+    assert again.exit_code == 0, again.output
+    warning = [line for line in again.stderr.splitlines() if line.startswith("warning: --new-ledger")]
+    assert len(warning) == 1 and "the spend of 2 recorded events that the file no longer holds is forgotten" in \
+        warning[0]
+    shown = json.loads(runner.invoke(app, ["ledger", "show", str(led), "--json"]).stdout)
+    assert shown["events"] == 2 and shown["documents"]["d1"]["releases"] == 1

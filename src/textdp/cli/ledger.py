@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ._common import Group, cli_errors
+
+if TYPE_CHECKING:
+    from ..accounting.ledger import LedgerState
 
 ledger_app = typer.Typer(name="ledger", help="Read a privacy ledger (private: document ids and their spend).",
                          no_args_is_help=True, cls=Group)
@@ -70,16 +73,21 @@ def reset_command(ledger: Annotated[Path, _LEDGER_ARG]) -> None:
         from ..accounting.ledger import PrivacyLedger
 
         before, after = PrivacyLedger(ledger).reset()
-        if before.anchored_events is None:
-            was = "it had no anchor"
-        else:
-            was = f"the anchor recorded {before.anchored_events} events (head {before.anchored_head})"
-        lost = (before.anchored_events or 0) - after.events
-        forgot = (f"; the spend of {lost} recorded events that the file no longer holds is forgotten: the documents "
-                  "they covered may be released again up to the full budget" if lost > 0 else "")
-        if before.anchored_events is not None and before.anchored_head != after.head and lost <= 0:
-            forgot = "; the anchored events were replaced by the file's: only the file's spend counts from now on"
-        typer.echo(f"ledger {ledger} reset: now anchored at {after.events} events (head {after.head}); {was}{forgot}")
+        typer.echo(f"ledger {ledger} reset: {reset_message(before, after)}")
+
+
+def reset_message(before: LedgerState, after: LedgerState) -> str:
+    """What a reset did: the new anchor, the old one, and the spend that is no longer counted."""
+    if before.anchored_events is None:
+        was = "it had no anchor"
+    else:
+        was = f"the anchor recorded {before.anchored_events} events (head {before.anchored_head})"
+    lost = (before.anchored_events or 0) - after.events
+    forgot = (f"; the spend of {lost} recorded events that the file no longer holds is forgotten: the documents "
+              "they covered may be released again up to the full budget" if lost > 0 else "")
+    if before.anchored_events is not None and before.anchored_head != after.head and lost <= 0:
+        forgot = "; the anchored events were replaced by the file's: only the file's spend counts from now on"
+    return f"now anchored at {after.events} events (head {after.head}); {was}{forgot}"
 
 
 def register(app: typer.Typer) -> None:

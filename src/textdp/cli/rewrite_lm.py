@@ -161,11 +161,20 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def charge_ledger(opts: LMOptions, charges: dict[str, tuple[float, float]], *, mechanism: str, unit: str) -> None:
     """Record a release in ``--ledger`` (refused whole if ``--budget`` would be exceeded); nothing without a ledger."""
-    from ..accounting.ledger import PrivacyLedger
+    from ..accounting.ledger import LedgerState, PrivacyLedger
+    from ._common import print_warning
+    from .ledger import reset_message
 
-    if opts.ledger is not None:
-        PrivacyLedger(opts.ledger).charge(charges, mechanism=mechanism, unit=unit, budget=opts.budget,
-                                          new_ledger=opts.new_ledger)
+    if opts.ledger is None:
+        return
+    led = PrivacyLedger(opts.ledger)
+    before = led.state() if opts.new_ledger else None
+    led.charge(charges, mechanism=mechanism, unit=unit, budget=opts.budget, new_ledger=opts.new_ledger)
+    if before is not None and before.anchored_events is not None and \
+            (before.anchored_events, before.anchored_head) != (before.events, before.head):
+        now = LedgerState(before.events, before.head, before.events, before.head)
+        print_warning(f"--new-ledger: ledger {opts.ledger} was accepted as it was before this run: "
+                      f"{reset_message(before, now)}")
 
 
 def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
