@@ -257,3 +257,44 @@ def test_with_the_ancestor_check_bypassed_the_descriptors_still_hold(base, attac
     theirs = shared / "sub" / "wd"
     assert sorted(p.name for p in theirs.iterdir()) == ["input", "report", f"vocabulary-{fp}"]
     assert sorted(p.name for p in (theirs / f"vocabulary-{fp}").iterdir()) == ["vectors.npy", "words.txt"]
+
+
+SWAP_EMPTY = r"""
+import os, sys
+shared = sys.argv[1]
+os.rename(f"{shared}/sub", f"{shared}/sub-away")   # the victim's folder, renamed away mid-run
+os.makedirs(f"{shared}/sub/wd")
+os.chmod(f"{shared}/sub/wd", 0o777)                 # a trap: anything written by path lands here
+"""
+
+
+def test_a_swap_after_the_check_changes_nothing(base, attacker, toy_emb, monkeypatch):
+    """Renaming the work dir's parent mid-run (ancestor rule bypassed here, so the check passes) changes nothing.
+
+    The attacker acts after the first part is finished: the driver keeps reading and writing its
+    run state through the descriptor it opened (on a779fc6 it wrote ``state.json`` and the run's
+    key by path, into the attacker's folder), the release is byte for byte the clean seeded one,
+    and the attacker's folder stays empty.
+    """
+    import textdp._cache as cache
+
+    inp = _corpus(base / "in.jsonl")
+    obfuscate_corpus([inp], base / "clean", work_dir=base / "private-wd", backend=LocalBackend(), **_kw(toy_emb))
+    monkeypatch.setattr(cache, "_check_ancestor", lambda *a, **k: None, raising=False)
+    shared = _victim_tree(base, attacker)
+    calls: list[int] = []
+
+    def pause_after_the_first_part(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 2:  # the first part is finished; the victim is paused here while the attacker acts
+            res = _as(attacker, SWAP_EMPTY, str(shared))
+            assert res.returncode == 0, res.stderr
+
+    out = base / "out"
+    obfuscate_corpus([inp], out, work_dir=shared / "sub" / "wd", backend=LocalBackend(),
+                     progress=pause_after_the_first_part, **_kw(toy_emb))
+    assert len(calls) >= 3 and (shared / "sub-away").is_dir()
+    assert [p.read_bytes() for p in sorted(out.glob("part-*"))] == \
+        [p.read_bytes() for p in sorted((base / "clean").glob("part-*"))]
+    assert list((shared / "sub" / "wd").iterdir()) == []  # nothing of the victim's in the attacker's folder
+    assert not [p for p in (shared / "sub-away").rglob("*") if p.is_file()]  # the victim's state was deleted
