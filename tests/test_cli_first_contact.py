@@ -265,3 +265,54 @@ def test_privatize_is_typed_by_overloads_not_any():
         returns = [o.__annotations__["return"] for o in overloads]
         assert returns[:2] == ["R", "list[R]"], (cls, returns)  # a str: one record; an iterable: a list
         assert "Any" not in cls.privatize.__annotations__["return"]
+
+
+# -- item 10: -h, -V, shell completion, and a start-up that imports only what the command uses ------------------------
+def test_short_help_and_version_options():
+    from textdp import __version__
+
+    for args in (["-V"], ["--version"]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0 and res.stdout.strip() == f"textdp {__version__}", res.output
+    for path in ([], ["obfuscate"], ["runs"], ["runs", "list"], ["ledger", "show"]):
+        short, long = runner.invoke(app, [*path, "-h"]), runner.invoke(app, [*path, "--help"])
+        assert short.exit_code == 0 and "Usage: textdp" in short.output, (path, short.output)
+        assert short.output == long.output
+
+
+def test_shell_completion_is_offered_and_completes_commands_and_options():
+    import os
+    import subprocess
+    import sys
+
+    res = runner.invoke(app, ["--show-completion", "bash"])
+    assert res.exit_code == 0 and "_TEXTDP_COMPLETE=complete_bash" in res.stdout, res.output
+    assert "--install-completion" in _help()
+
+    def complete(words: str, cword: int) -> list[str]:
+        env = {**os.environ, "_TEXTDP_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+        out = subprocess.run([sys.executable, "-m", "textdp"], env=env, capture_output=True, text=True, check=True)
+        return out.stdout.split()
+
+    assert complete("textdp obf", 1) == ["obfuscate"]
+    assert complete("textdp obfuscate --private-re", 2) == ["--private-report"]
+    assert complete("textdp runs ", 2) == ["list", "clean"]
+
+
+def test_version_and_help_of_a_light_command_import_no_numerics():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom textdp.cli import app\n"
+            "for args in (['--version'], ['-V'], ['runs', '-h'], ['ledger', 'show', '-h'], ['obfuscat']):\n"
+            "    try:\n        app(args)\n    except SystemExit:\n        pass\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy', 'torch', 'sklearn'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_the_lazy_command_table_is_what_the_modules_register():
+    from textdp.cli import COMMAND_MODULES, COMMANDS, load_module_commands
+
+    registered = {name: module for module in COMMAND_MODULES for name in load_module_commands(module)}
+    assert registered == COMMANDS

@@ -1,5 +1,9 @@
 """textdp: differential privacy for text.
 
+The public names below are imported on first use (PEP 562), so that ``import textdp`` (and
+with it ``textdp --version`` and the command line's errors) does not load numpy, scipy and
+the embeddings until something needs them.
+
 >>> import textdp
 >>> textdp.EarthMoversPrivacy  # doctest: +ELLIPSIS
 <class 'textdp.mechanisms.earth_movers.EarthMoversPrivacy'>
@@ -10,17 +14,31 @@ True
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from .embeddings import Embeddings, load_embeddings
-from .errors import TextDPError
-from .guarantees import EarthMoversGuarantee
-from .mechanisms import EarthMoversPrivacy, PrivateDocument
+if TYPE_CHECKING:
+    from .embeddings import Embeddings, load_embeddings
+    from .errors import TextDPError
+    from .guarantees import EarthMoversGuarantee
+    from .mechanisms import EarthMoversPrivacy, PrivateDocument
 
 try:  # the one place the version is written is pyproject.toml
     __version__ = version("textdp")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
     __version__ = "0+unknown"
+
+#: Each public name and the submodule that defines it (imported on first use).
+_LAZY: dict[str, str] = {
+    "EarthMoversGuarantee": "guarantees",
+    "EarthMoversPrivacy": "mechanisms",
+    "Embeddings": "embeddings",
+    "PrivateDocument": "mechanisms",
+    "TextDPError": "errors",
+    "load_embeddings": "embeddings",
+}
 
 __all__ = [
     "EarthMoversGuarantee",
@@ -31,3 +49,20 @@ __all__ = [
     "__version__",
     "load_embeddings",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, or a submodule (``textdp.mechanisms``), imported on first use."""
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -34,8 +34,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-import numpy as np
-
 from .errors import DocumentError, OutputExistsError, ParameterError
 
 #: How inputs are read: ``auto`` (JSONL or Parquet by file name, else plain text), ``text`` or ``jsonl``.
@@ -223,6 +221,8 @@ def find_duplicate_ids(ids: Callable[[], Iterable[str]]) -> tuple[int, str | Non
                                      "little"))
     if not hashes:
         return 0, None
+    import numpy as np  # here, not at import: the command line's start-up does without it
+
     h = np.frombuffer(hashes, dtype=np.uint64)
     values, counts = np.unique(h, return_counts=True)
     suspects = {int(v) for v in values[counts > 1]}
