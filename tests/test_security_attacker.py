@@ -26,6 +26,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,7 +92,13 @@ while time.monotonic() < deadline:
 @pytest.fixture(scope="module")
 def attacker() -> Iterator[tuple[int, int]]:
     name = "tdpa" + secrets.token_hex(4)
-    subprocess.run(["useradd", "-M", "-N", name], check=True, capture_output=True)
+    for attempt in range(5):  # /etc/passwd may be locked by another useradd for a moment
+        made = subprocess.run(["useradd", "-M", "-N", name], check=False, capture_output=True, text=True)
+        if made.returncode == 0:
+            break
+        time.sleep(0.5 * (attempt + 1))
+    else:
+        pytest.fail(f"useradd failed: {made.stderr.strip()}")
     try:
         pw = pwd.getpwnam(name)
         yield pw.pw_uid, pw.pw_gid
