@@ -95,6 +95,18 @@ def test_truncated_or_replaced_ledger_is_refused(tmp_path, how):
     assert led.spent()["q"].releases == 1
 
 
+def test_reset_refuses_a_broken_chain_and_says_to_move_it_away(tmp_path):
+    led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
+    _charge(led, 1.0, doc="a")
+    _charge(led, 1.0, doc="b")
+    led.path.write_text(led.path.read_text().replace('"epsilon": 1.0', '"epsilon": 0.1', 1))
+    res = runner.invoke(app, ["ledger", "reset", str(led.path)])
+    one_error(res, "breaks its hash chain", f"move {led.path} away first")
+    led.path.rename(tmp_path / "private" / "broken.jsonl")
+    assert runner.invoke(app, ["ledger", "reset", str(led.path)]).exit_code == 0
+    assert led.spent() == {}
+
+
 def test_a_ledger_ahead_of_its_anchor_is_accepted_and_an_unanchored_one_is_adopted(tmp_path, monkeypatch):
     led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
     _charge(led, 1.0, doc="a")

@@ -401,7 +401,13 @@ class PrivacyLedger:
         refused (move it away first). Returns the state before and after.
         """
         with self._session(create=True, exclusive=True) as folder:
-            rows = self._rows(folder.fd) or []
+            try:
+                rows = self._rows(folder.fd) or []
+            except LedgerMismatchError:
+                raise
+            except ParameterError as exc:
+                raise ParameterError(f"{exc}; a reset accepts only a ledger whose chain verifies, or a missing one: "
+                                     f"move {self.path} away first to start an empty ledger") from None
             anchor = self._read_anchor(folder.path)
             head = rows[-1]["hash"] if rows else GENESIS
             self._write_anchor(folder.path, len(rows), head)
