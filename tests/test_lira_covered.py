@@ -51,6 +51,18 @@ def test_model_keywords_leak_at_any_noise_and_the_covered_release_does_not(corpu
     assert by[("noisy", 6, "none")].consistent is None
 
 
+def test_sampled_sensitivity_calibrates_each_release_with_its_own_sampler(corpus, tmp_path):
+    rows, settings = run_lira(corpus, models=8, n_topics=3, m=3, n=4, max_iter=2, keywords=("noisy", "model"),
+                              mechanisms=[("topicdp", 1.0), ("topicdp-laplace", 1.0)], sensitivity="sampled",
+                              gamma=0.45, cache_dir=tmp_path, seed=3)
+    by = {(r.keywords, r.mechanism): r for r in rows}
+    assert by[("noisy", "topicdp")].sensitivity == "sampled, gamma 0.45"
+    assert by[("model", "topicdp")].sensitivity == "sampled, gamma 0.45"
+    assert by[("noisy", "topicdp-laplace")].sensitivity == "global L1 2m"
+    assert "sampled once on the whole corpus" in str(settings["sensitivity"])
+    assert len(list(tmp_path.iterdir())) == 2  # one sampler per release kind (whole rows; the model's m x n)
+
+
 def test_consistency_is_the_interval_against_the_bound():
     row = LiraRow(mechanism="topicdp", keywords="noisy", epsilon=1.0, delta=1e-5, trials_in=100, trials_out=100,
                   auc=0.5, tpr=(0.01, 0.02), tpr_low=(0.0028, 0.001), tpr_high=(0.02, 0.05),
