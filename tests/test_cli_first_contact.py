@@ -316,3 +316,22 @@ def test_the_lazy_command_table_is_what_the_modules_register():
 
     registered = {name: module for module in COMMAND_MODULES for name in load_module_commands(module)}
     assert registered == COMMANDS
+
+
+def test_calibrate_prints_plain_progress_lines_off_a_terminal(monkeypatch):
+    import functools
+
+    import textdp.cli._common as common
+
+    monkeypatch.setattr(common, "progress_lines", functools.partial(common.progress_lines, every=0.0))
+    args = ["calibrate", "--vocab-size", "20000", "--n-words", "20", "--repeats", "2", "--rank-min", "100",
+            "--rank-max", "3000", "--epsilons", "10", "--seed", "1"]
+    res = runner.invoke(app, args)  # CliRunner's stderr is not a terminal: no bar, lines
+    assert res.exit_code == 0, res.output
+    scanned = [line for line in res.stderr.splitlines() if line.startswith("calibrate: vocabulary scanned: ")]
+    done = [int(line.split(": ")[2].split("/")[0]) for line in scanned]
+    assert len(done) >= 4 and done == sorted(done) and scanned[-1].startswith(
+        "calibrate: vocabulary scanned: 20000/20000 (100%)"), res.stderr
+    assert "calibrate: epsilons decoded: 2/2 (100%)" in res.stderr
+    quiet = runner.invoke(app, [*args, "--json"])  # machine output: no progress lines
+    assert quiet.exit_code == 0 and "calibrate:" not in quiet.stderr

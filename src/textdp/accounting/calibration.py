@@ -100,7 +100,8 @@ def calibration_words(
 
 
 def survival_thresholds(
-    rows: np.ndarray, vectors: np.ndarray, base_noise: np.ndarray, *, vocab_block: int = 4096
+    rows: np.ndarray, vectors: np.ndarray, base_noise: np.ndarray, *, vocab_block: int = 4096,
+    progress: ProgressCallback | None = None,
 ) -> np.ndarray:
     """For each draw ``i``: the epsilon above which ``rows[i] + base_noise[i] / eps`` decodes to ``rows[i]``.
 
@@ -108,7 +109,8 @@ def survival_thresholds(
     whole vocabulary (``w = rows[i]``, ``g_i = base_noise[i]``); ``inf`` when an
     identical vector sits at a lower row (the decoder breaks ties towards it,
     so ``w`` is never output). Blocked float32 products locate the maximising
-    word; its ratio is then recomputed in float64.
+    word; its ratio is then recomputed in float64. ``progress(done, total)`` is
+    called after each vocabulary block (in vocabulary rows).
 
     >>> vec = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 4.0]])
     >>> survival_thresholds(np.array([0, 0]), vec, np.array([[1.0, 0.0], [-1.0, 0.0]])).tolist()
@@ -130,6 +132,8 @@ def survival_thresholds(
     never = np.zeros(w.size, dtype=bool)
     rows_idx = np.arange(w.size)
     for vs in range(0, v, vocab_block):
+        if progress is not None and vs:
+            progress(vs, v)
         blk = np.asarray(vec[vs : vs + vocab_block], dtype=np.float32)
         sq_b = np.einsum("ij,ij->i", blk, blk, dtype=np.float64).astype(np.float32)
         d2 = sq_w[:, None] + sq_b[None, :] - 2.0 * (ew @ blk.T)  # (W, B) squared distances, float32
@@ -316,6 +320,7 @@ def survival_curve(
     vocab_size: int | None = None,
     stop_words: str | Iterable[str] | None = "english",
     seed: int | np.random.Generator | None = None,
+    progress: ProgressCallback | None = None,
 ) -> SurvivalCurve:
     """Compute survival thresholds for a word sample (see the module notes).
 
@@ -329,6 +334,9 @@ def survival_curve(
         Noise draws per word (R).
     seed : int or Generator, optional
         Source of the word sample and the base noise.
+    progress : callable, optional
+        ``progress(done, total)`` over the vocabulary rows scanned (:mod:`textdp.progress`): the
+        scan takes minutes at 400,000 words.
     """
     emb = _load(embeddings, vocab_size)
     gen = make_rng(seed)
@@ -362,7 +370,9 @@ def survival_curve(
         dim=emb.dim,
         vocab_size=emb.vocab_size,
     )
-    thr = survival_thresholds(curve.draw_rows(), emb.vectors, curve.base_noise())
+    thr = survival_thresholds(curve.draw_rows(), emb.vectors, curve.base_noise(), progress=progress)
+    if progress is not None:
+        progress(emb.vectors.shape[0], emb.vectors.shape[0])
     object.__setattr__(curve, "thresholds", thr.reshape(rows.size, repeats))
     return curve
 

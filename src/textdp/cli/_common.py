@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+import time
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -288,6 +289,51 @@ def progress_bar(disable: bool = False) -> Progress:
         disable=disable or not sys.stderr.isatty(),
         transient=False,
     )
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def progress_lines(label: str, *, every: float = 30.0, emit: Callable[[str], None] = print_info,
+                   clock: Callable[[], float] = time.perf_counter) -> ProgressCallback:
+    """Plain progress lines for a log, where no bar is drawn (stderr is not a terminal).
+
+    ``label: done/total (pct), T elapsed, about T left`` at most every ``every`` seconds,
+    and once at the end.
+
+    >>> ticks = iter([0.0, 10.0, 40.0, 50.0])
+    >>> report = progress_lines("scanning", emit=print, clock=lambda: next(ticks))
+    >>> report(1, 4); report(2, 4); report(4, 4)
+    scanning: 2/4 (50%), 40 s elapsed, about 40 s left
+    scanning: 4/4 (100%), 50 s elapsed
+    """
+    start = clock()
+    last = [start]
+
+    def report(done: int, total: int) -> None:
+        now = clock()
+        if done < total and now - last[0] < every:
+            return
+        last[0] = now
+        elapsed = now - start
+        left = f", about {_duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
+        emit(f"{label}: {done}/{total} ({done / max(total, 1):.0%}), {_duration(elapsed)} elapsed{left}")
+
+    return report
+
+
+def bar_and_lines(bar: Progress, task: TaskID, label: str, *, quiet: bool = False) -> ProgressCallback:
+    """Move ``task`` of ``bar`` and, where stderr is not a terminal (no bar is drawn), print
+    :func:`progress_lines` instead (none when ``quiet``)."""
+    lines = None if quiet or sys.stderr.isatty() else progress_lines(label)
+
+    def report(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+        if lines is not None:
+            lines(done, total)
+
+    return report
 
 
 # -- help rendering ---------------------------------------------------------------------------

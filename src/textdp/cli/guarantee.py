@@ -24,7 +24,7 @@ from ._common import (
     StopWordsOption,
     TextFieldOption,
     VocabSizeOption,
-    bar_progress,
+    bar_and_lines,
     cli_errors,
     parse_stop_words,
     progress_bar,
@@ -215,24 +215,27 @@ def calibrate(
         word_list = None
         if calibration_words is not None:
             word_list = [w.strip() for w in _read(calibration_words).split() if w.strip()]
-        cal, curve = calibrate_epsilon(
-            target_unchanged,
-            emb,
-            confidence=confidence,
-            seed=seed,
-            words=word_list,
-            n_words=n_words,
-            ranks=(rank_min, rank_max),
-            repeats=repeats,
-            stop_words=parse_stop_words(stop_words),
-        )
+        with progress_bar(disable=as_json) as bar:  # minutes at 400,000 words: a bar, or lines in a log
+            task = bar.add_task("calibrating (vocabulary scanned)", total=None)
+            cal, curve = calibrate_epsilon(
+                target_unchanged,
+                emb,
+                confidence=confidence,
+                seed=seed,
+                words=word_list,
+                n_words=n_words,
+                ranks=(rank_min, rank_max),
+                repeats=repeats,
+                stop_words=parse_stop_words(stop_words),
+                progress=bar_and_lines(bar, task, "calibrate: vocabulary scanned", quiet=as_json),
+            )
         eps_list = sorted(set(table_eps) | {cal.epsilon}) if table_eps else []
         rows = []
         if eps_list:
             with progress_bar(disable=as_json) as bar:
                 task = bar.add_task("decoding", total=len(eps_list))
                 rows = diagnose(curve, eps_list, emb, confidence=confidence, seed=seed,
-                                progress=bar_progress(bar, task))
+                                progress=bar_and_lines(bar, task, "calibrate: epsilons decoded", quiet=as_json))
         if as_json:
             out = cal.to_dict()
             out["diagnostics"] = [r.to_dict() for r in rows]
