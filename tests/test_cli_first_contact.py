@@ -335,3 +335,14 @@ def test_calibrate_prints_plain_progress_lines_off_a_terminal(monkeypatch):
     assert "calibrate: epsilons decoded: 2/2 (100%)" in res.stderr
     quiet = runner.invoke(app, [*args, "--json"])  # machine output: no progress lines
     assert quiet.exit_code == 0 and "calibrate:" not in quiet.stderr
+
+
+# -- item 11: the docs say what their examples need ------------------------------------------------------------------
+def test_new_mechanism_doc_names_the_extra_its_example_needs():
+    from textdp.errors import install_hint
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "new-mechanism.md").read_text(encoding="utf-8")
+    first_import = text.index(">>> from sklearn")
+    before = " ".join(text[:first_import].split())
+    assert "scikit-learn" in before and "[eval]" in before, "say which extra the example's sklearn import needs"
+    assert install_hint("eval").split(": ", 1)[1] in before  # the same command as the library's hints
