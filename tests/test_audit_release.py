@@ -186,3 +186,41 @@ def test_er_ae_claim_does_not_move_with_two_set_bound(monkeypatch):
     after = audit_case("er-ae")
     assert after.claimed_epsilon == before == pytest.approx(4.794, abs=1e-3)
     assert not audit("er-ae", samples=100_000, seed=9).passed
+
+
+# -- the command line: --conformance and --all ---------------------------------------------------------------------
+def test_cli_conformance_and_all(monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from textdp.audit import AuditCase
+    from textdp.audit import registry as audit_registry
+    from textdp.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["audit", "laplace", "--samples", "300", "--seed", "1", "--conformance", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["conformance"]["passed"] is True and out["privacy_passed"] is True
+
+    def rr(epsilon):
+        p = math.exp(epsilon) / (1 + math.exp(epsilon))
+        return lambda bit, n, rng: np.where(rng.random(n) < p, bit, 1 - bit)
+
+    ok = AuditCase("rr", "bit 0 vs 1", 0, 1, rr(1.0), claimed_epsilon=1.0)
+    lying = AuditCase("rr-lying", "bit 0 vs 1", 0, 1, rr(3.0), claimed_epsilon=1.0)
+    cases = {"rr": audit_registry._Entry(lambda epsilon=None, delta=None: ok, "ok")}
+    monkeypatch.setattr(audit_registry, "_CASES", cases)
+    res = runner.invoke(app, ["audit", "--all", "--samples", "2000", "--seed", "29", "--json"])
+    assert res.exit_code == 0, res.output
+    first = json.loads(res.stdout)
+    again = json.loads(runner.invoke(app, ["audit", "--all", "--samples", "2000", "--seed", "29", "--json"]).stdout)
+    assert first == again and first["flagged"] == 0 and first["cases"][0]["seed"] is not None  # seeds fixed up front
+    cases["rr-lying"] = audit_registry._Entry(lambda epsilon=None, delta=None: lying, "lying")
+    res = runner.invoke(app, ["audit", "--all", "--samples", "2000", "--seed", "29"])
+    assert res.exit_code == 1 and "VIOLATION" in res.stdout and "1 case(s) wrong" in res.stdout
+    res = runner.invoke(app, ["audit", "--all", "laplace"])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "--all audits every case" in res.output
+    res = runner.invoke(app, ["audit", "rr", "--conformance"])
+    assert res.exit_code == 2 and "no conformance test" in res.output

@@ -9,11 +9,15 @@ below it is a pass (not a proof).
   line) or a hand-built :class:`AuditCase`;
 * :func:`register_audit_case` -- add a mechanism (a factory ``(epsilon, delta) -> AuditCase``);
 * :mod:`textdp.audit.cases` -- the built-in cases and helpers (:func:`word_pair_case`,
-  :func:`sample_releases`).
+  :func:`sample_releases`); every case samples the release path (``privatize_batch`` or the
+  family's release function);
+* :mod:`textdp.audit.accountant` -- the claims, derived again from the papers (no code shared
+  with the mechanisms' calibration); :mod:`textdp.audit.conformance` -- the released outputs
+  against independent reference laws (``audit(..., conformance=True)``).
 
 This package sits above the mechanisms (like :mod:`textdp.evaluation`); lower layers never import it.
 
->>> r = audit("laplace", epsilon=2.0, samples=10_000, seed=0)
+>>> r = audit("laplace", epsilon=2.0, samples=500, seed=0)
 >>> r.passed, r.claimed_epsilon
 (True, 2.0)
 """

@@ -10,30 +10,35 @@ corpus. Each is registered under the mechanism's CLI name by
   with ~10^5 samples); outputs are decoded against the :data:`EARTH_MOVERS_VOCABULARY` most
   frequent words (a public vocabulary restriction, which is post-processing), events are the
   decoded words.
-* ``earth-movers-noise`` -- the same pair, auditing Algorithm 1's noisy vectors
-  (``noisy_vectors``) before decoding with the tails of their likelihood-ratio statistic: a much
-  sharper check of the noise sampler (decoding is post-processing, so the claim is the same).
+* ``earth-movers-noise`` -- the same pair, auditing the noisy vectors the release itself decodes
+  (Algorithm 1 inside ``privatize_ids``, observed through a recording decoder) with the tails of
+  their likelihood-ratio statistic: a much sharper check of the noise (decoding is
+  post-processing, so the claim is the same).
 * ``earth-movers-2d`` -- Algorithm 1 on GloVe's first two coordinates, where those tails carry
   almost all of ε·d (a halved noise scale is caught; in 50-d it cannot be, see BENCHMARKS.md).
 * the word-level mechanisms (``cmp`` ... ``random``) -- :mod:`textdp.audit.word_level`.
 * ``topicdp`` / ``topicdp-thesis`` -- 2×2 topic matrices at Frobenius distance Δ (the stated L2
-  sensitivity, one entry moved by Δ); events are bins of the projection onto ``a - b``, the
-  likelihood-ratio direction of the Gaussian; the claim is (ε, δ) (thesis: (ε, m·n·δ)).
-* ``laplace`` -- 1×2 matrices ``[[1, 0]]`` and ``[[0, 1]]``: each row moves by 2 in L1, the
-  global sensitivity 2m; events are bins of the Laplace log-likelihood-ratio statistic
+  sensitivity, one entry moved by Δ), released through the registered mechanism's
+  ``privatize_batch`` (:func:`topic_release_sampler`; its records' grid-exact ``raw_matrix``); events
+  are bins of the projection onto ``a - b``, the likelihood-ratio direction of the Gaussian; the
+  claim is the guarantee's (ε, δ).
+* ``laplace`` -- 1×2 matrices ``[[1, 0]]`` and ``[[0, 1]]`` (``topicdp-laplace``): each row moves by 2
+  in L1, the global sensitivity 2m; events are bins of the Laplace log-likelihood-ratio statistic
   ``Σ |x - b| - |x - a|``, whose extreme atom reaches the full ratio ``e^ε``.
 * ``mvg`` / ``mvg-directional`` -- as ``topicdp`` with the MVG claim (ε, δ).
-* the matrix cases also audit the privacy curve against their claimed discrete Gaussian / Laplace
-  law, its parameter recomputed from public parameters (:mod:`textdp.audit.grid_curves`,
-  :mod:`textdp.audit.claims`).
+* the matrix cases also audit the privacy curve (reusing the event test's releases) against the
+  discrete Gaussian with the least noise (ε, δ) allows, or the discrete Laplace of the rounded L1
+  sensitivity over ε (:mod:`textdp.audit.grid_curves`, :mod:`textdp.audit.accountant`), and their
+  conformance test checks every released entry against the paper's own law (:func:`topic_conformance`).
 * ``syntf`` -- SynTF (ε-DP per document) over the public vocabulary of the ten GloVe words
   :data:`SYNTF_AUDIT_WORDS`: document ``a`` is the one word ``monday``, document ``b`` the nine
   others once each (the pair whose log-normalisers differ most, so the loss of the output
   ``monday`` is ``ε/2 + ln((1 + 9 e^{ε/2}) / (e^{ε/2} + 9))``: 2.62 of the claimed 3 at ε = 3 with
   N = 1; two one-word documents only reach ε/2). Events are the released bags; the claim is ε.
 
-The TopicDP classes are called through their public ``randomize``
-one release at a time (:func:`sample_releases`), unless a class offers ``randomize_batch``.
+Every case samples through the release path (``privatize_batch`` or the family's release function,
+with the real decoder, rounding and post-processing). :func:`exact_law_releases` draws a topic
+mechanism's *declared* law instead: it exists for power studies only and no registered case uses it.
 """
 
 from __future__ import annotations

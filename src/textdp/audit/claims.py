@@ -41,13 +41,10 @@ __all__ = [
     "METRIC_CLAIMS",
     "PURE_CLAIMS",
     "custext_logp",
-    "laplace_grid_scale",
     "log_normalize",
     "mahalanobis_inverse_root",
-    "mvg_grid_variances",
     "randomized_response_logp",
     "tem_threshold",
-    "topicdp_grid_variance",
     "word_claim",
 ]
 
@@ -188,66 +185,3 @@ def log_normalize(scores: np.ndarray) -> np.ndarray:
     s = np.asarray(scores, dtype=np.float64)
     m = float(s.max())
     return np.asarray(s - (m + math.log(float(np.exp(s - m).sum()))))
-
-
-# -- the topic-matrix mechanisms' noise laws, in grid units ----------------------------------------------
-def topicdp_grid_variance(epsilon: float, delta: float, sensitivity: float, shape: tuple[int, int], grid: float,
-                          calibration: str = "analytic") -> float:
-    """σ² (grid units) of TopicDP's discrete Gaussian, from ε, δ, Δ, the shape and the grid only.
-
-    The rounded query's sensitivity is ``Δ_g = Δ/g + sqrt(mn)`` (:func:`~textdp.samplers.rounded_sensitivity`);
-    ``"analytic"``: ``σ = Δ_g / sqrt(2ρ)``, ρ the largest with ``zcdp_delta(ρ, ε) <= δ``
-    (:func:`~textdp.samplers.discrete_gaussian_sigma`, CKS20 Thm. 14 and Cor. 13); ``"thesis"``:
-    Sharma (2021) Alg. 2, ``σ = Δ_g sqrt(2 ln(1.25/δ)) mn/ε``
-    (:func:`~textdp.accounting.gaussian.thesis_gaussian_sigma`).
-
-    >>> round(topicdp_grid_variance(1.0, 1e-4, 0.1, (2, 2), 2.0**-20) ** 0.5)
-    367837
-    """
-    from ..accounting.gaussian import thesis_gaussian_sigma
-    from ..samplers import discrete_gaussian_sigma, rounded_sensitivity
-
-    m, n = int(shape[0]), int(shape[1])
-    d_g = rounded_sensitivity(float(sensitivity), grid, m * n) / grid
-    if calibration == "analytic":
-        s = discrete_gaussian_sigma(epsilon, delta, d_g)
-    elif calibration == "thesis":
-        s = thesis_gaussian_sigma(epsilon, delta, d_g, m, n)
-    else:
-        raise ParameterError(f"unknown calibration {calibration!r}; choose one of: analytic, thesis")
-    return s * s
-
-
-def laplace_grid_scale(epsilon: float, m: int, shape: tuple[int, int], grid: float) -> float:
-    """The Laplace baseline's discrete Laplace scale in grid units, from ε, m, the shape and the grid only.
-
-    The global L1 sensitivity ``2m`` plus ``g mn`` for the rounding, divided by ε, in grid units,
-    rounded up to a multiple of 1/1024 grid units as the mechanism states (exact rationals here).
-
-    >>> laplace_grid_scale(1.0, 1, (1, 2), 2.0**-20)
-    2097154.0
-    """
-    from fractions import Fraction
-
-    l1 = Fraction(2 * int(m)) / Fraction(grid) + int(shape[0]) * int(shape[1])
-    return float(Fraction(math.ceil(l1 / Fraction(float(epsilon)) * 1024), 1024))
-
-
-def mvg_grid_variances(epsilon: float, delta: float, sensitivity: float, shape: tuple[int, int], grid: float,
-                       covariance: str = "isotropic") -> np.ndarray:
-    """Per-column σ_j² (grid units) of the discretised MVG mechanism, from public parameters only.
-
-    ``θ_j = w_j P / (sqrt(m) ||w||)`` with ``P`` Chanyaswad et al.'s precision budget
-    (:func:`~textdp.accounting.gaussian.mvg_precision_budget`, sensitivity of the grid-rounded
-    matrix, ``sup ||f||_F = sqrt(m)``), ``w = 1`` (isotropic) or ``n, n-1, ..., 1``
-    (directional, the mechanism's public default); ``σ_j² = 1/(θ_j g²)``.
-    """
-    from ..accounting.gaussian import mvg_precision_budget
-    from ..samplers import rounded_sensitivity
-
-    m, n = int(shape[0]), int(shape[1])
-    budget = mvg_precision_budget(epsilon, delta, rounded_sensitivity(float(sensitivity), grid, m * n),
-                                  math.sqrt(m), m, n)
-    w = np.ones(n) if covariance == "isotropic" else np.arange(n, 0, -1, dtype=float)
-    theta = w * budget / (math.sqrt(m) * float(np.linalg.norm(w)))
-    return np.asarray(1.0 / theta / (grid * grid))

@@ -145,9 +145,9 @@ def audit(
 
     Examples
     --------
-    >>> r = audit("laplace", epsilon=1.0, samples=20_000, seed=3)
-    >>> r.passed, r.claimed_epsilon, sorted(r.to_dict())[:4]
-    (True, 1.0, ['claimed_delta', 'claimed_epsilon', 'curve', 'estimated_epsilon'])
+    >>> r = audit("laplace", epsilon=1.0, samples=500, seed=3, conformance=True)
+    >>> r.passed, r.claimed_epsilon, r.conformance.passed, sorted(r.to_dict())[:4]
+    (True, 1.0, True, ['claimed_delta', 'claimed_epsilon', 'conformance', 'curve'])
     """
     if isinstance(mechanism, AuditCase):
         case = mechanism

@@ -46,9 +46,16 @@ AUDIT_HELP = (
     "model; or fixed columns) and prints TPR at 0.1% and 1% FPR, and whether each TPR interval is "
     "consistent with the DP bound (docs/topics-membership.md). --sensitivity sampled attacks TopicDP as users "
     "run it (the sampler's 285 pairs of fits at gamma 0.1, cached).\n\n"
+    "Every case samples the release path (privatize_batch or the family's release function, with the real "
+    "decoder, rounding and post-processing), and its claim comes from the audit's own accountant "
+    "(textdp.audit.accountant), never from the mechanism's calibration. --conformance also tests the "
+    "released outputs against an independent reference of the paper's law (chi-square or Kolmogorov-Smirnov): "
+    "a change of law that stays under a loose bound is flagged there. --all audits every registered case at "
+    "its defaults, with the conformance test where the case has one (seeds fixed up front from --seed).\n\n"
     "The word-level cases take the mechanism's own parameters with --param (the claim is computed "
     "from them too), e.g. `textdp audit vickrey --param lambd=0.2`.\n\n"
     "Examples: `textdp audit --list`; `textdp audit laplace -e 1 --seed 1`; "
+    "`textdp audit earth-movers --conformance --seed 1`; `textdp audit --all --seed 29`; "
     "`textdp audit topicdp -e 2 --delta 1e-5 --samples 1000000 --json`; "
     "`textdp audit topicdp --attack lira --corpus enron.jsonl.gz --seed 1`."
 )
@@ -111,12 +118,19 @@ def _table(r: Any) -> Table:
     table.add_row("pair", escape(r.pair))
     table.add_row("claimed epsilon", claim)
     table.add_row("estimated epsilon (plug-in)", _fmt(r.estimated_epsilon))
-    level = (f"{1 - (1 - r.confidence) / 2:.1%} Clopper-Pearson; {r.confidence:.0%} with the curve"
-             if r.curve is not None else f"{r.confidence:.0%} Clopper-Pearson")
+    share = (2 if r.curve is not None else 1) * (2 if r.conformance is not None else 1)
+    level = (f"{1 - (1 - r.confidence) / share:.2%} Clopper-Pearson; {r.confidence:.0%} with the other tests"
+             if share > 1 else f"{r.confidence:.0%} Clopper-Pearson")
     table.add_row(f"lower bound ({level})", _fmt(r.lower_bound))
     table.add_row("samples per input", f"{r.samples:,}")
     table.add_row("candidate events", f"{r.events:,}")
     table.add_row("selected event", escape(r.event))
+    if r.conformance is not None:
+        k = r.conformance
+        table.add_row("conformance", escape(k.description))
+        table.add_row("conformance: test, p-value (level)", f"{escape(k.test)}, {k.p_value:.4g} ({k.alpha:g})")
+        table.add_row("conformance verdict", "[green]follows the paper's law[/]" if k.passed
+                      else "[bold red]does not follow the paper's law[/]")
     if r.curve is not None:
         c = r.curve
         table.add_row("privacy curve", escape(c.description))
@@ -139,8 +153,13 @@ def audit(
                                                      show_default=False)] = None,
     delta: Annotated[float | None, typer.Option(help="delta of an (epsilon, delta) mechanism "
                                                    "(default: the case's own).", show_default=False)] = None,
-    samples: Annotated[float, typer.Option("--samples", "-s", help="Outputs drawn from each input "
-                                           "(e.g. 1e6).")] = 100_000,
+    samples: Annotated[float | None, typer.Option("--samples", "-s", help="Outputs drawn from each input "
+                                                  "(e.g. 1e6; default: the case's own, 1e5, or 1e4 for the "
+                                                  "topic matrices).", show_default=False)] = None,
+    conformance: Annotated[bool, typer.Option("--conformance", help="Also test the released outputs against an "
+                                              "independent reference of the paper's law.")] = False,
+    all_cases: Annotated[bool, typer.Option("--all", help="Audit every registered case at its defaults "
+                                            "(with --conformance where the case has one).")] = False,
     param: ParamOption = None,
     seed: Annotated[int | None, typer.Option(help="Seed for a reproducible audit (default: fresh OS "
                                                 "entropy).", show_default=False)] = None,
@@ -189,6 +208,13 @@ def audit(
                 table.add_row(escape(name), escape(text))
             Console(highlight=False).print(table)
             return
+        if all_cases:
+            if mechanism is not None or param or epsilon is not None or delta is not None:
+                raise ParameterError("--all audits every case at its defaults: drop the mechanism name, --epsilon, "
+                                     "--delta and --param")
+            if _all(None if samples is None else _samples(samples), seed, confidence, as_json):
+                raise typer.Exit(1)
+            return
         if mechanism is None:
             raise ParameterError("name a mechanism to audit (textdp audit --list shows them)")
         if attack not in ("privacy", "lira"):
@@ -198,18 +224,70 @@ def audit(
                   min_user_docs, epsilons, delta, seed, as_json, keywords_from, sensitivity)
             return
         _check_range(epsilon)
-        n = _samples(samples)
+        n = None if samples is None else _samples(samples)
         params = _params(mechanism, param)
         with progress_bar() as bar:  # on stderr, only on a terminal
-            task = bar.add_task(f"auditing {mechanism}", total=2 * n)
+            task = bar.add_task(f"auditing {mechanism}", total=None)
             result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed, confidence=confidence,
-                         progress=bar_progress(bar, task), params=params)
+                         progress=bar_progress(bar, task), params=params, conformance=conformance)
         if as_json:
             typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False, ensure_ascii=False))
         else:
             Console(highlight=False, soft_wrap=True).print(_table(result))
     if not result.passed:
         raise typer.Exit(1)
+
+
+def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool) -> int:
+    """``--all``: every registered case at its defaults; returns the number of cases flagged.
+
+    Each case gets its own seed, derived up front from ``--seed`` and the case's name (SHA-256), so
+    a flagged case cannot be re-run with another seed by accident; without ``--seed`` each draws
+    fresh OS entropy. The conformance test runs wherever the case has one. The known-bad variants
+    (:data:`textdp.audit.lm.KNOWN_BAD`) must be flagged: one that passes counts as a failure.
+    """
+    import hashlib
+
+    from ..audit import audit_case, audit_case_names, run_audit
+    from ..audit.lm import KNOWN_BAD
+
+    rows, out = [], []
+    for name in audit_case_names():
+        case = audit_case(name)
+        case_seed = None if seed is None else int.from_bytes(
+            hashlib.sha256(f"textdp-audit-all:{seed}:{name}".encode()).digest()[:8], "big")
+        r = run_audit(case, samples=samples, seed=case_seed, confidence=confidence,
+                      conformance=case.conformance is not None)
+        out.append({**r.to_dict(), "seed": case_seed})
+        rows.append(r)
+        if not as_json:
+            err_console.print(f"{escape(name)}: {'passed' if r.passed else 'VIOLATION'} ({r.seconds:.0f} s)",
+                              highlight=False)
+    failed = sum(r.passed == (r.mechanism in KNOWN_BAD) for r in rows)
+    k = sum(r.mechanism not in KNOWN_BAD for r in rows)
+    note = (f"{k} cases, each with a false-alarm rate of at most {1 - confidence:.0%}: a correct library shows "
+            f"{k * (1 - confidence):.1f} false alarms on average and at least one with probability up to "
+            f"{min(1.0, k * (1 - confidence)):.0%} (union bound); {len(KNOWN_BAD)} known-bad variants must be "
+            f"flagged; {failed} case(s) wrong")
+    if as_json:
+        typer.echo(json.dumps({"cases": out, "flagged": failed, "note": note}, indent=2, allow_nan=False))
+        return failed
+    table = Table(title="textdp audit --all")
+    for col in ("case", "claim", "lower bound", "curve", "conformance", "verdict", "time"):
+        table.add_column(col)
+    for r in rows:
+        claim = f"{r.claimed_epsilon:.3g}" + (f", {r.claimed_delta:g}" if r.claimed_delta else "")
+        curve = "-" if r.curve is None else ("ok" if r.curve.passed else "[bold red]above[/]")
+        conf = "-" if r.conformance is None else (f"ok (p={r.conformance.p_value:.2g})" if r.conformance.passed
+                                                  else f"[bold red]p={r.conformance.p_value:.2g}[/]")
+        if r.mechanism in KNOWN_BAD:
+            verdict = "[green]flagged (known bad)[/]" if not r.passed else "[bold red]PASSED (known bad!)[/]"
+        else:
+            verdict = "[green]PASSED[/]" if r.passed else "[bold red]VIOLATION[/]"
+        table.add_row(escape(r.mechanism), claim, _fmt(r.lower_bound), curve, conf, verdict, f"{r.seconds:.0f} s")
+    Console(highlight=False, soft_wrap=True).print(table)
+    typer.echo(note)
+    return failed
 
 
 def _lira(mechanism: str, corpus: Path | None, user_field: str, models: int, topics: int, keywords: str,
