@@ -37,9 +37,22 @@ def _require_browser():
 
 
 @pytest.fixture(scope="module")
-def server():
+def model(tmp_path_factory, glove):
+    """A tiny ER-AE model for the sentence mechanisms (``None`` without the [generation] extra)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return None
+    from test_serve import tiny_model
+
+    return tiny_model(tmp_path_factory.mktemp("serve-model") / "m", glove)
+
+
+@pytest.fixture(scope="module")
+def server(model):
     _require_browser()
-    proc = subprocess.Popen([sys.executable, "-m", "textdp", "serve", "--port", "0"], stdout=subprocess.PIPE,
+    extra = ["--model", str(model)] if model is not None else []
+    proc = subprocess.Popen([sys.executable, "-m", "textdp", "serve", "--port", "0", *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         line = proc.stdout.readline()
@@ -170,7 +183,7 @@ def _fresh_release(page, mechanism="earth-movers", epsilon="10", text=TEXT):
         _set(page, "#size", "10")
     page.fill("#text", text)
     _expect(page, "#record").to_contain_text(f'"mechanism": "{mechanism}"')
-    _expect(page, "#record").to_contain_text(f'"epsilon": {epsilon},')
+    _expect(page, "#kept-count").to_contain_text(f"(ε = {epsilon}, {mechanism})")
     _expect(page, "#error").to_be_hidden()
     _expect(page, "#output .w").not_to_have_count(0)
 
@@ -274,3 +287,21 @@ def test_without_the_printed_key_the_page_says_how_to_get_it(page, server):
     finally:
         other.close()
     assert "#" not in page.url  # the key was moved out of the address bar of the first tab
+
+
+def test_sentence_rewriting_on_the_page(page, model):
+    """With ``textdp serve --model DIR`` the page offers the ER-AE family: the text rewritten sentence by sentence,
+    the per-sentence guarantee as numbers."""
+    if model is None:
+        pytest.skip("sentence rewriting needs the [generation] extra (torch)")
+    text = "The cat saw the ball near the river. The dog found the boat."
+    _fresh_release(page, mechanism="er-ae", epsilon="2", text=text)
+    _expect(page, "#kind").to_have_text("each sentence rewritten by the model")
+    assert '"release": "sentence"' in page.text_content("#record")
+    row = " ".join(page.inner_text("#kept-row").split())
+    assert re.fullmatch(r"\d+% of your words appear in the rewritten text: \d+ of 13 \(ε = 2, er-ae\)\.", row), row
+    items = page.locator("#meaning li")
+    _expect(page, "#meaning li").to_have_count(2)
+    assert "the same text with a sentence (at most 12 tokens) changed into any other" in items.nth(0).inner_text()
+    assert items.nth(1).inner_text().startswith("×") and "(2 sentences)" in items.nth(1).inner_text()
+    assert page.locator("#mechanism option[value='ae-dp']").count() == 0  # the model was trained for ER-AE

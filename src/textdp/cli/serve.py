@@ -67,6 +67,10 @@ def serve(
                                                "anyone who can reach it can then use the page.")] = False,
     embeddings: Annotated[Path | None, typer.Option(help="Embeddings file (default: GloVe 6B 50d).",
                                                     show_default=False)] = None,
+    model: Annotated[Path | None, typer.Option(help="A model folder from `textdp train-rewriter`: the page then "
+                                               "offers sentence rewriting too (er-ae or ae-dp, as the model was "
+                                               "trained, syntf-sentence, random-sentence; needs [generation]).",
+                                               show_default=False)] = None,
 ) -> None:
     """Start the local page (one command; Ctrl+C stops it)."""
     with cli_errors():
@@ -88,9 +92,15 @@ def serve(
                           "HTTP: anyone who can watch the network between browser and server can read the key "
                           "and every text")
             extra = (host,) if host not in ("0.0.0.0", "::") else (socket.gethostname(), socket.getfqdn())
+        rewriter = None
+        if model is not None:
+            from ..generation.folders import check_model_folder
+            from ..generation.rewriter import load_rewriter
+
+            rewriter = load_rewriter(str(check_model_folder(model)))  # links may not leave the folder
         sock = _bind(host, port)
         bound = sock.getsockname()[1]
-        app = create_app(Workbench(embeddings), extra_hosts=extra)
+        app = create_app(Workbench(embeddings, rewriter=rewriter), extra_hosts=extra)
         shown = socket.gethostname() if host in ("0.0.0.0", "::") else host  # a name the Host check accepts
         typer.echo(f"textdp serve: {page_url(shown, bound, app.state.token)}", err=False)
         print_info("open this address as it is: the part after # is the key to this page (keep it to yourself). "

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from ..embeddings import Embeddings
+    from ..generation.rewriter import Rewriter
     from ..guarantees import Guarantee
     from ..mechanisms.common import DocumentDiagnostics
 
@@ -49,6 +50,7 @@ __all__ = [
     "CURVE_EPSILONS",
     "MAX_SIZE",
     "MAX_TEXT_CHARS",
+    "SENTENCE_MECHANISMS",
     "Workbench",
 ]
 
@@ -58,6 +60,10 @@ MAX_TEXT_CHARS = 20_000
 MAX_SIZE = 500
 #: Mechanisms whose release is a bag of N words (the others replace each protected word in place).
 BAG_MECHANISMS = tuple(n for n in MECHANISM_NAMES if entry(n).releases == "bag")
+#: Sentence mechanisms the page runs on a model from ``textdp train-rewriter`` (``textdp serve --model DIR``),
+#: with the training objective each needs (``None``: any model).
+SENTENCE_MECHANISMS: dict[str, str | None] = {"er-ae": "er-ae", "ae-dp": "reconstruction",
+                                              "syntf-sentence": None, "random-sentence": None}
 #: Default ε of the slider per mechanism (metric mechanisms: ε per unit of embedding distance).
 DEFAULT_EPSILON = {"earth-movers": 10.0, "cmp": 10.0, "mahalanobis": 10.0, "vickrey": 10.0}
 #: ε grid of the kept-fraction plot (log-spaced; the mechanism itself is run at each point).
@@ -84,9 +90,12 @@ def _check_text(text: object) -> str:
     return text
 
 
-def _check_mechanism(name: object) -> str:
-    if not isinstance(name, str) or name not in MECHANISM_NAMES:
-        raise ParameterError(f"unknown mechanism {name!r}; choose one of: {', '.join(MECHANISM_NAMES)}")
+def _check_mechanism(name: object, sentence: Sequence[str] = ()) -> str:
+    if isinstance(name, str) and name in SENTENCE_MECHANISMS and name not in sentence:
+        raise ParameterError(f"{name} rewrites sentences with a trained model, and this server has none that fits "
+                             f"it; choose a word or document mechanism")
+    if not isinstance(name, str) or name not in (*MECHANISM_NAMES, *sentence):
+        raise ParameterError(f"unknown mechanism {name!r}; choose one of: {', '.join((*MECHANISM_NAMES, *sentence))}")
     return name
 
 
@@ -158,9 +167,19 @@ class Workbench:
         The vocabulary every mechanism uses (``None``: GloVe 6B 50d, loaded on first use).
     cache_size : int
         Fitted mechanisms kept (keyed by public parameters only: name, ε, N).
+    rewriter : Rewriter or None
+        A loaded model from ``textdp train-rewriter``: the page then offers the sentence mechanisms of
+        :data:`SENTENCE_MECHANISMS` whose training objective the model's card states.
     """
 
-    def __init__(self, embeddings: Embeddings | str | os.PathLike[str] | None = None, cache_size: int = 24) -> None:
+    def __init__(self, embeddings: Embeddings | str | os.PathLike[str] | None = None, cache_size: int = 24,
+                 rewriter: Rewriter | None = None) -> None:
+        self._rewriter = rewriter
+        objective = None
+        if rewriter is not None and isinstance(rewriter.card.get("training"), dict):
+            objective = rewriter.card["training"].get("objective")
+        self.sentence_mechanisms: tuple[str, ...] = () if rewriter is None else tuple(
+            n for n, need in SENTENCE_MECHANISMS.items() if need is None or need == objective)
         self._source = embeddings
         self._emb: Embeddings | None = None
         self._lock = threading.Lock()
@@ -180,11 +199,13 @@ class Workbench:
             return self._emb
 
     def mechanisms(self) -> list[dict[str, object]]:
-        """Every registered mechanism with its release kind and default ε."""
-        return [
+        """Every registered word and document mechanism, then the sentence mechanisms of the model, with their
+        release kind and default ε."""
+        out: list[dict[str, object]] = [
             {"name": n, "kind": "bag" if n in BAG_MECHANISMS else "text", "epsilon": DEFAULT_EPSILON.get(n, 3.0)}
             for n in MECHANISM_NAMES
         ]
+        return out + [{"name": n, "kind": "sentence", "epsilon": 3.0} for n in self.sentence_mechanisms]
 
     def limits(self) -> dict[str, object]:
         return {"epsilon_min": EPSILON_MIN, "epsilon_max": EPSILON_MAX, "max_text_chars": MAX_TEXT_CHARS,
@@ -198,9 +219,11 @@ class Workbench:
             if key in self._fitted:
                 self._fitted.move_to_end(key)
                 return self._fitted[key]
-        emb = self.embeddings
-        kwargs: dict[str, object] = {"size": size} if size is not None else {}
-        mech = get(name, epsilon=epsilon, embeddings=emb, **kwargs).fit()
+        if name in SENTENCE_MECHANISMS:
+            mech = get(name, epsilon=epsilon, model=self._rewriter).fit()
+        else:
+            kwargs: dict[str, object] = {"size": size} if size is not None else {}
+            mech = get(name, epsilon=epsilon, embeddings=self.embeddings, **kwargs).fit()
         with self._lock:
             self._fitted[key] = mech
             while len(self._fitted) > self._cache_size:
@@ -224,9 +247,11 @@ class Workbench:
         the kept fraction describe the private input and are shown only to the person at the keyboard.
         """
         text = _check_text(text)
-        name = _check_mechanism(mechanism)
+        name = _check_mechanism(mechanism, self.sentence_mechanisms)
         eps = _check_epsilon(epsilon)
         n = _check_size(name, size)
+        if name in SENTENCE_MECHANISMS:
+            return self._rewrite(text, name, eps)
         protected = self._protected_rows(text)
         if name == "earth-movers" and n is not None and len(protected) < n:
             raise DocumentError(f"the text has {len(protected)} protected word{'s' if len(protected) != 1 else ''}, "
@@ -274,6 +299,72 @@ class Workbench:
             "meaning": self._meaning(mech, doc.guarantee, inp if inp else protected),
             "record": record,
             "notes": notes,
+        }
+
+    def _rewrite(self, text: str, name: str, eps: float) -> dict[str, object]:
+        """One release of a sentence mechanism on the model: the rewritten text and its per-sentence guarantee.
+
+        A word of the output is marked kept when the input has it too (matched once each, case ignored); the
+        guarantee in numbers: ``exp(epsilon)`` for the text and any text with one sentence changed (a sentence is
+        the unit: any two sentences are neighbours) and ``exp(m * epsilon)`` for any two texts of ``m``
+        sentences (basic composition).
+        """
+        mech = self.mechanism(name, eps, None)
+        diags: list[dict[str, object]] = []
+        with self._warn_lock, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            docs = mech.privatize_batch([text], seed=make_rng(), private_report=diags)
+        notes = sorted({str(w.message) for w in caught})
+        doc = docs[0]
+        record = doc.to_record()
+        g = doc.guarantee
+        words_in = [m.group() for m in _LETTERS.finditer(text)]
+        left = Counter(w.lower() for w in words_in)
+        out_flags = []
+        for w in doc.text.split():
+            hit = left[w.lower()] > 0
+            if hit:
+                left[w.lower()] -= 1
+            out_flags.append(hit)
+        kept_words = Counter(w.lower() for w, f in zip(doc.text.split(), out_flags) if f)
+        spans: list[list[object]] = []
+        pos = 0
+        for m in _LETTERS.finditer(text):
+            if m.start() > pos:
+                spans.append([text[pos : m.start()], None])
+            w = m.group().lower()
+            cls = "kept" if kept_words[w] > 0 else "replaced"
+            if kept_words[w] > 0:
+                kept_words[w] -= 1
+            spans.append([m.group(), cls])
+            pos = m.end()
+        if pos < len(text):
+            spans.append([text[pos:], None])
+        kept = sum(1 for sp in spans if sp[1] == "kept")
+        units = int(record.get("units") or 1)
+        e = float(g.epsilon)
+        length = getattr(g, "max_length", None)
+        sentence = f"a sentence (at most {length} tokens)" if length else "a sentence"
+        meaning: list[dict[str, object]] = [
+            {"text": f"Your text, and the same text with {sentence} changed into any other", "loss": e,
+             "factor": _factor(e), "sentence": f"Your text, and the same text with {sentence} changed into any "
+             f"other: any output is at most {_factor(e)} times as likely from one as from the other."},
+            {"text": f"Your text ({units} sentence{'s' if units != 1 else ''}), and any other text of as many",
+             "loss": units * e, "factor": _factor(units * e),
+             "sentence": f"Your text ({units} sentence{'s' if units != 1 else ''}), and any other text of as many: "
+             f"any output is at most {_factor(units * e)} times as likely from one as from the other."},
+        ]
+        if not getattr(g, "covered", True):
+            notes.append("the model may have seen private data: the guarantee does not cover what it memorised")
+        covered, not_covered = split_guarantee(g.statement)
+        return {
+            "mechanism": name, "epsilon": eps, "kind": "sentence",
+            "output": [{"word": w, "kept": bool(f)} for w, f in zip(doc.text.split(), out_flags)],
+            "input": spans, "kept": kept, "protected": len(words_in),
+            "kept_fraction": kept / len(words_in) if words_in else 0.0,
+            "guarantee": {"statement": covered, "not_covered": not_covered, "unit": record.get("unit"),
+                          "epsilon": record.get("epsilon"), "delta": record.get("delta")},
+            "meaning": meaning, "record": record, "notes": notes,
         }
 
     def _protected_rows(self, text: str) -> list[int]:
@@ -405,12 +496,16 @@ class Workbench:
         the ε for the target read from the running maximum by interpolation in log ε.
         """
         text = _check_text(text)
-        name = _check_mechanism(mechanism)
+        name = _check_mechanism(mechanism, self.sentence_mechanisms)
         if isinstance(target, bool) or not isinstance(target, int | float) or not 0.0 < float(target) < 1.0:
             raise ParameterError(f"the target kept fraction must be a number between 0 and 1 such as 0.5, "
                                  f"got {_shown(target)}")
         target = float(target)
         n = _check_size(name, size)
+        if name in SENTENCE_MECHANISMS:
+            return {"mechanism": name, "points": [], "target": target, "epsilon_for_target": None,
+                    "why": "no curve for sentence rewriting",
+                    "method": "not computed for sentence rewriting (each point would rewrite the whole text again)"}
         emb = self.embeddings
         rows = np.array([emb.index[w] for w in (m.group().lower() for m in _LETTERS.finditer(text))
                          if len(w) > 1 and w not in self._stops and w in emb.index], dtype=np.int64)
@@ -455,7 +550,7 @@ class Workbench:
         """Run the mechanism's registered audit case (public neighbouring pair; not the text) at ``epsilon``."""
         from ..audit import audit
 
-        name = _check_mechanism(mechanism)
+        name = _check_mechanism(mechanism, self.sentence_mechanisms)
         eps = _check_epsilon(epsilon)
         lo, hi = AUDIT_EPSILON_RANGE
         if not lo <= eps <= hi:

@@ -86,9 +86,11 @@
       items.push(span(o.word, o.kept ? "kept" : "replaced"));
     });
     out.replaceChildren(...items);
-    $("kind").textContent = r.kind === "bag" ? "bag of N words, sorted" : "each protected word replaced in place";
+    $("kind").textContent = { bag: "bag of N words, sorted", text: "each protected word replaced in place",
+      sentence: "each sentence rewritten by the model" }[r.kind];
     $("kept-fraction").textContent = (100 * r.kept_fraction).toFixed(0) + "%";
-    $("kept-count").textContent = "of the protected words survived unchanged: " + r.kept + " of " + r.protected +
+    $("kept-count").textContent = (r.kind === "sentence" ? "of your words appear in the rewritten text: "
+      : "of the protected words survived unchanged: ") + r.kept + " of " + r.protected +
       " (ε = " + fmt(r.epsilon) + ", " + r.mechanism + ").";
     $("meaning").replaceChildren(...r.meaning.map((m) => {
       const li = document.createElement("li");
