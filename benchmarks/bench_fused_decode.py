@@ -104,6 +104,8 @@ def decode_alone(args: argparse.Namespace, vec: np.ndarray, gen: np.random.Gener
     except ImportError:
         print("faiss not installed: its rows are skipped")
     try:
+        if args.no_torch:
+            raise ImportError
         from textdp.embeddings.gpu import TorchDecoder
 
         decoders["textdp torch float32 (cpu)"] = TorchDecoder(vec, device="cpu", threads=args.threads)
@@ -111,7 +113,7 @@ def decode_alone(args: argparse.Namespace, vec: np.ndarray, gen: np.random.Gener
             decoders["textdp torch float16 (cpu)"] = TorchDecoder(vec, device="cpu", precision="float16",
                                                                   threads=args.threads, query_tile=1024)
     except ImportError:
-        print("torch not installed: its rows are skipped")
+        print("torch rows skipped (--no-torch, or torch not installed)")
     for name, dec in decoders.items():
         cases[name] = (lambda dd: lambda: dd.decode(z))(dec)  # type: ignore[attr-defined]
     expected = ref.decode(z)
@@ -139,6 +141,17 @@ def decode_alone(args: argparse.Namespace, vec: np.ndarray, gen: np.random.Gener
         cpu_ratio = (n / cpu) * flops / roof_cpu
         print(f"{name:<38} {wps:>8.0f} {wps * flops / roof_wall:>10.2f} {wps / plain:>10.2f} {cpu_ratio:>9.2f}",
               flush=True)
+    for name, dec in decoders.items():
+        stats = getattr(dec, "stats", {})
+        if "ambiguous" in stats and stats.get("queries"):
+            print(f"{name}: {stats['ambiguous'] / stats['queries']:.3f} of the queries had more than one candidate "
+                  "(re-ranked in float64)")
+    if "textdp torch float16 (cpu)" in decoders:
+        ex = decoders[f"textdp exact, {args.threads} thread(s)"]
+        m32 = ex.margins(z)  # type: ignore[attr-defined]
+        m16 = ex.margins(z, u_in=2.0**-11 + 2.0**-23, u_acc=2.0**-24, u_out=2.0**-11,  # type: ignore[attr-defined]
+                         norm_in_product=False)
+        print(f"candidate margin (score units, median): float32 {np.median(m32):.4f}, float16 {np.median(m16):.3f}")
     for dec in decoders.values():
         getattr(dec, "close", lambda: None)()
 
@@ -197,6 +210,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--old-decoder", help="a copy of an older decode.py to compare against")
     ap.add_argument("--float16", action="store_true", help="add the torch float16 candidate path (slow on CPU)")
+    ap.add_argument("--no-torch", action="store_true", help="skip the torch rows (slow on a CPU)")
     ap.add_argument("--docs", type=int, default=120)
     ap.add_argument("--size", type=int, default=500)
     ap.add_argument("--e2e-repeats", type=int, default=2)
