@@ -329,7 +329,7 @@ def test_allow_remote_warns_before_listening():
     out = " ".join(r.output.split())
     # issue 28 §3: the warning no longer claims that the Host check protects a remote listener
     assert ("warning: listening on no-such-host.invalid: anyone who can reach this address can load the empty "
-            "page; using it needs the key after # in the printed address") in out
+            "page; using it needs the page token after # in the printed address") in out
     assert "Host check still appl" not in out and "plain HTTP" in out
     assert out.count("error:") == 1 and "error: cannot listen on no-such-host.invalid" in out
 
@@ -378,7 +378,7 @@ def test_serve_listens_on_loopback_with_a_random_port_and_logs_nothing(tmp_path:
     with (tmp_path / "stderr").open("w+") as err:
         logs = _run_server(err, env)
     assert "zanzibarian" not in logs and "POST" not in logs and "GET /" not in logs, logs
-    assert "the part after # is the key to this page" in logs
+    assert "the part after # is the page token (keep it to yourself)" in logs
 
 
 def _refused(url, token=None, body=None, host=None):

@@ -273,20 +273,20 @@ def test_a_long_text_keeps_the_page_short(page, tmp_path):
                          "document.getElementById('input-view').clientHeight")
 
 
-def test_without_the_printed_key_the_page_says_how_to_get_it(page, server):
+def test_without_the_printed_token_the_page_says_how_to_get_it(page, server):
     """The page holds no token: opened without the URL's fragment it cannot use the API and says what to do."""
     other = page.context.browser.new_page()
     try:
         other.goto(server.split("#")[0])
         from playwright.sync_api import expect
 
-        expect(other.locator("#error")).to_contain_text("this page needs its key: open the full address that "
+        expect(other.locator("#error")).to_contain_text("this page needs its page token: open the full address that "
                                                         "textdp serve printed", timeout=60_000)
         assert other.locator("#mechanism option").count() == 0
         assert "token" not in other.url
     finally:
         other.close()
-    assert "#" not in page.url  # the key was moved out of the address bar of the first tab
+    assert "#" not in page.url  # the token was moved out of the address bar of the first tab
 
 
 def test_sentence_rewriting_on_the_page(page, model):

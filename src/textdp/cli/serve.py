@@ -18,7 +18,7 @@ SERVE_HELP = (
     "with the surviving words highlighted, the kept fraction, the guarantee of exactly that release (and what "
     "it does not cover), kept fraction against epsilon for this text, and the mechanism's audit. Nothing is "
     "stored or logged, and the page loads nothing from elsewhere. The server listens on 127.0.0.1 only; another "
-    "address needs --allow-remote. Open the printed address as it is: the part after # is the key that lets "
+    "address needs --allow-remote. Open the printed address as it is: the part after # is the page token that lets "
     "this page (and nobody else) use the server. Ctrl+C stops it.\n\n"
     "Examples: `textdp serve`; `textdp serve --port 0` (a free port; the URL is printed)."
 )
@@ -88,8 +88,8 @@ def serve(
                 raise ParameterError(f"refusing to listen on {host}: the page shows private text; it listens on "
                                      "127.0.0.1 only unless you pass --allow-remote")
             print_warning(f"listening on {host}: anyone who can reach this address can load the empty page; using "
-                          "it needs the key after # in the printed address, which every request carries in plain "
-                          "HTTP: anyone who can watch the network between browser and server can read the key "
+                          "it needs the page token after # in the printed address, which every request carries in plain "
+                          "HTTP: anyone who can watch the network between browser and server can read the page token "
                           "and every text")
             extra = (host,) if host not in ("0.0.0.0", "::") else (socket.gethostname(), socket.getfqdn())
         rewriter = None
@@ -103,7 +103,7 @@ def serve(
         app = create_app(Workbench(embeddings, rewriter=rewriter), extra_hosts=extra)
         shown = socket.gethostname() if host in ("0.0.0.0", "::") else host  # a name the Host check accepts
         typer.echo(f"textdp serve: {page_url(shown, bound, app.state.token)}", err=False)
-        print_info("open this address as it is: the part after # is the key to this page (keep it to yourself). "
+        print_info("open this address as it is: the part after # is the page token (keep it to yourself). "
                    "Nothing you type is stored or logged; no text leaves this machine. Ctrl+C stops the server.")
         server = make_server(app)
     try:

@@ -2,7 +2,7 @@
 "use strict";
 (function () {
   const $ = (id) => document.getElementById(id);
-  // The key to the API arrives in the URL's fragment (#token=...), which the browser never sends to a server;
+  // The page token arrives in the URL's fragment (#token=...), which the browser never sends to a server;
   // it is kept in this tab's sessionStorage (a reload keeps it) and removed from the address bar.
   const token = (function () {
     const m = /(?:^#|&)token=([A-Za-z0-9_-]+)/.exec(location.hash);
@@ -258,7 +258,7 @@
 
   async function init() {
     if (!token) {
-      showError("this page needs its key: open the full address that textdp serve printed (the part after # " +
+      showError("this page needs its page token: open the full address that textdp serve printed (the part after # " +
                 "included), or start textdp serve again");
       return;
     }
