@@ -64,8 +64,18 @@ def _eos(lm: LanguageModel) -> int:
     return int(eos)
 
 
+def _cleans_up(tokenizer: Any) -> bool:
+    """Whether to glue punctuation back (``clean_up_tokenization_spaces``): WordPiece/word-level tokenizers only.
+
+    A BPE tokenizer keeps its own spaces; transformers 5.24 warns and ignores the clean-up for it.
+    """
+    model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
+    return type(model).__name__ != "BPE"
+
+
 def _decode(lm: LanguageModel, rows: Iterable[Sequence[int]]) -> list[str]:
-    return [lm.tokenizer.decode(list(r), skip_special_tokens=True, clean_up_tokenization_spaces=True).strip()
+    clean = _cleans_up(lm.tokenizer)
+    return [lm.tokenizer.decode(list(r), skip_special_tokens=True, clean_up_tokenization_spaces=clean).strip()
             for r in rows]
 
 
