@@ -84,7 +84,7 @@ KEYWORDS_FROM_HELP = (
     "noisy (default): noise on every word of the public vocabulary in each topic, keywords = the largest noisy "
     "values; every part of the release is covered. model: the thesis's release, keywords chosen by the "
     "non-private model and NOT covered: LiRA on Enron (64 shadows, K = 5, epsilon 1, worst-case sensitivity) "
-    "reaches 13% TPR at 0.1% FPR with 500 keywords per topic (500 words) and 38% with 1000 of 2000, against "
+    "reaches 11-13% TPR at 0.1% FPR with 500 keywords per topic (500 words) and 33-38% with 1000 of 2000, against "
     "the 0.27% an (epsilon 1)-DP release allows (docs/topics-membership.md).")
 MODEL_KEYWORDS_LINE = ("note: --keywords-from model: the keyword identities (which words, which topics) are chosen by "
                        "the non-private model and are NOT covered by the guarantee; only the values are.")
