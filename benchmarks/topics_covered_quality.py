@@ -10,14 +10,18 @@ Compares, on one user-attributed corpus, the two releases of ``textdp topics`` a
   public vocabulary, noise on every entry, keywords = each topic's n largest noisy values.
 
 Both are calibrated with TopicDP's analytic discrete Gaussian at each ε (δ = 1e-4) for the same L2
-sensitivity Δ (``--sensitivity``: one number, the worst case sqrt(2m) by default; the sampled Δ of each
-function is a corpus property measured separately). For each ε and ``--repeats`` noise draws it reports
+sensitivity Δ (``--sensitivities``: ``worst-case`` is sqrt(2m); a number stands for a sampled value -- the
+sampled Δ of each function is a corpus property, 0.29-0.50 for the old 10 x 10 release on Enron,
+docs/topics-results.md). For each (Δ, ε) and ``--repeats`` noise draws it reports
 
 * **overlap**: the share of the released keywords that are among the non-private model's top n of the same
   topic (the old default's keywords are the model's own: 100% by construction, its noise is on the values);
+* **mass**: the true probability mass of the released keywords in their topic, as a share of the mass of the
+  model's own top n (the old default: 100%);
 * **UMass coherence** (Mimno et al. 2011) of the released keywords on the corpus's documents:
-  mean over topics of ``sum_{i<j} log((D(w_i, w_j) + 1) / D(w_j))`` over the keyword pairs in release order
-  (higher is better; the non-private model's own top n is the reference row);
+  mean over topics of ``sum_{i<j} log((D(w_i, w_j) + 1) / D(w_j))`` over the keyword pairs in release order;
+  a keyword the corpus never uses gets the floor ``log(1 / D)`` (D documents) for each of its pairs, so
+  random public words do not look coherent (higher is better; the model's own top n is the reference row);
 * **value error**: RMSE of the released (post-processed) values against the true probabilities of the released
   keywords.
 
@@ -39,15 +43,21 @@ from textdp.topics.vocabulary import glove_vocabulary
 
 
 def umass(keywords: list[tuple[str, ...]], docs: np.ndarray, index: dict[str, int]) -> float:
-    """Mean UMass coherence of the topics' keyword lists on a binary document-word matrix ``docs``."""
+    """Mean UMass coherence of the topics' keyword lists on a binary document-word matrix ``docs``
+    (a pair with a word the corpus never uses scores the floor ``log(1 / D)``)."""
+    floor = math.log(1.0 / docs.shape[0])
     scores = []
     for kws in keywords:
-        cols = [index[w] for w in kws if w in index]
+        cols = [index.get(w) for w in kws]
         s = 0.0
         for i in range(1, len(cols)):
             for j in range(i):
-                wi, wj = docs[:, cols[i]], docs[:, cols[j]]
-                s += math.log((float((wi & wj).sum()) + 1.0) / max(float(wj.sum()), 1.0))
+                ci, cj = cols[i], cols[j]
+                if ci is None or cj is None or not docs[:, cj].any() or not docs[:, ci].any():
+                    s += floor
+                    continue
+                wi, wj = docs[:, ci], docs[:, cj]
+                s += math.log((float((wi & wj).sum()) + 1.0) / float(wj.sum()))
         scores.append(s)
     return float(np.mean(scores))
 
@@ -58,13 +68,12 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=10)
     ap.add_argument("--keywords", type=int, default=10)
     ap.add_argument("--vocabulary", type=int, default=10000, help="K of the public glove:K vocabulary")
-    ap.add_argument("--sensitivity", type=float, default=None, help="L2 sensitivity (default sqrt(2m))")
+    ap.add_argument("--sensitivities", default="worst-case,0.3", help="L2 sensitivities: worst-case or numbers")
     ap.add_argument("--epsilons", default="1,3,10,100,1000")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=30)
     args = ap.parse_args()
     m, n = args.topics, args.keywords
-    sens = args.sensitivity if args.sensitivity is not None else math.sqrt(2 * m)
     t0 = time.perf_counter()
     old = UserCorpus.from_jsonl(args.corpus, max_docs_per_user=30, max_features=2000)
     new = UserCorpus.from_jsonl(args.corpus, max_docs_per_user=30, vocabulary=glove_vocabulary(args.vocabulary))
@@ -78,33 +87,37 @@ def main() -> None:
     model_old = extract_topic_matrix(tw_o, prev_o, voc_o, m, n)
     model_new = extract_topic_matrix(tw_n, prev_n, voc_n, m, n)
     rows = topic_rows(tw_n, prev_n, voc_n, m)
-    print(f"corpus {args.corpus}: m={m} n={n} sensitivity {sens:.4g} (both releases) repeats {args.repeats}; "
-          f"fits {fit_s:.1f} s")
+    print(f"corpus {args.corpus}: m={m} n={n} repeats {args.repeats}; fits {fit_s:.1f} s")
     print(f"non-private top {n}, corpus vocabulary: UMass {umass(list(model_old.keywords), docs, index):.2f}")
     print(f"non-private top {n}, glove:{args.vocabulary}: UMass {umass(list(model_new.keywords), docs, index):.2f}")
-    print("| epsilon | release | overlap with the model's top n | UMass coherence | value RMSE |")
-    print("|---|---|---|---|---|")
+    print("| sensitivity | epsilon | release | overlap with the model's top n | mass of the model's top n | "
+          "UMass coherence | value RMSE |")
+    print("|---|---|---|---|---|---|---|")
     seed = np.random.SeedSequence(args.seed)
-    for eps in (float(e) for e in args.epsilons.split(",")):
+    grid = [(d, float(e)) for d in args.sensitivities.split(",") for e in args.epsilons.split(",")]
+    for d, eps in grid:
+        sens = math.sqrt(2 * m) if d == "worst-case" else float(d)
         mech_o = build_mechanism("topicdp", epsilon=eps, delta=1e-4, m=m, sensitivity=sens)
         mech_n = build_mechanism("topicdp", epsilon=eps, delta=1e-4, m=m, sensitivity=sens)
-        res: dict[str, list[tuple[float, float, float]]] = {"old": [], "covered": []}
+        res: dict[str, list[tuple[float, float, float, float]]] = {"old": [], "covered": []}
         for child in seed.spawn(args.repeats):
             a, b = child.spawn(2)
             rel = release_topics(model_old, mech_o, seed=a)
             err = float(np.sqrt(np.mean((np.array(rel.matrix) - model_old.matrix) ** 2)))
-            res["old"].append((1.0, umass(list(rel.keywords), docs, index), err))
+            res["old"].append((1.0, 1.0, umass(list(rel.keywords), docs, index), err))
             rel = release_topics(rows, mech_n, seed=b, keywords=n)
             over = np.mean([len(set(k) & set(t)) / n for k, t in zip(rel.keywords, model_new.keywords, strict=True)])
             true = np.array([[tw_n[model_new.topic_ids[i], voc_n.index(w)] for w in k]
                              for i, k in enumerate(rel.keywords)])
             err = float(np.sqrt(np.mean((postprocess(np.array(rel.raw_matrix)) - true) ** 2)))
-            res["covered"].append((float(over), umass(list(rel.keywords), docs, index), err))
+            mass = np.mean(true.sum(axis=1) / model_new.matrix.sum(axis=1))
+            res["covered"].append((float(over), float(mass), umass(list(rel.keywords), docs, index), err))
         for name, vals in res.items():
             v = np.array(vals)
             label = ("old default (model's keywords, NOT covered)" if name == "old" else
                      "covered default (keywords from noisy values)")
-            print(f"| {eps:g} | {label} | {v[:, 0].mean():.0%} | {v[:, 1].mean():.2f} | {v[:, 2].mean():.4f} |")
+            print(f"| {d} | {eps:g} | {label} | {v[:, 0].mean():.0%} | {v[:, 1].mean():.0%} | {v[:, 2].mean():.2f} "
+                  f"| {v[:, 3].mean():.4f} |")
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 
