@@ -168,9 +168,9 @@ def test_torch_float32_path_shares_the_tiles(small_glove):
 
 def test_cli_threads_option(tmp_path, glove):
     """``textdp obfuscate --threads N``: the same words for any N (seeded); 0 is refused in one line."""
+    from cli_checks import one_error
     from typer.testing import CliRunner
 
-    from cli_checks import one_error
     from textdp.cli import app
 
     doc = tmp_path / "doc.txt"
@@ -190,3 +190,25 @@ def test_cli_threads_option(tmp_path, glove):
     part = CliRunner().invoke(app, ["obfuscate", str(doc), "-e", "10", "--size", "5", "--engine", "local",
                                     "--threads", "2", "-o", str(tmp_path / "dir")])
     one_error(part, "--threads applies to --engine single")
+
+
+def test_float16_bound_follows_torchs_accumulation_setting(small_glove, monkeypatch):
+    """If torch may accumulate float16 GEMMs in float16 on the CPU, the bound takes float16's unit roundoff."""
+    torch = pytest.importorskip("torch")
+    from textdp.embeddings.gpu import TorchDecoder
+
+    name = "_get_cpu_allow_fp16_reduced_precision_reduction"
+    if not hasattr(torch._C, name):
+        pytest.skip("this torch has no CPU reduced-precision setting")
+    dec = TorchDecoder(small_glove, device="cpu", precision="float16", query_tile=2000, vocab_block=420)
+    assert dec._u16_acc() == (2.0**-11 if getattr(torch._C, name)() else 2.0**-24)
+    gen = np.random.default_rng(9)
+    q = np.concatenate([noisy_vectors(gen.integers(0, 420, 1500), small_glove, 10.0, gen),
+                        near_tie_queries(small_glove, 500, gen)])
+    narrow = dec.decode(q), dec.stats["ambiguous"]
+    monkeypatch.setattr(torch._C, name, lambda: True)  # (setting it raises on a CPU without float16 arithmetic)
+    assert dec._u16_acc() == 2.0**-11
+    wide = dec.decode(q), dec.stats["ambiguous"] - narrow[1]
+    np.testing.assert_array_equal(wide[0], ExactDecoder(small_glove).decode(q))
+    np.testing.assert_array_equal(narrow[0], wide[0])
+    assert wide[1] > narrow[1]  # wider margins: more queries re-ranked, same words

@@ -12,8 +12,10 @@ inputs (tensor cores on a GPU), its float16 result is widened and ``-||e_w||^2/2
 ``B`` (:func:`~textdp.embeddings.decode.rounding_bound`) counts float16's unit roundoff ``2^-11`` for
 the inputs and the output and float32's for the accumulation, which is what torch does: on CUDA with
 ``torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction`` off (the decoder turns it off
-during a decode and restores it; cuBLAS then computes in float32), on a CPU always (reduced-precision
-GEMMs accumulate in float32, torch's ``opmath`` type). The wider candidate sets are re-ranked exactly:
+during a decode and restores it; cuBLAS then computes in float32) unless float16 accumulation was
+allowed (``allow_fp16_accumulation``), on a CPU unless reduced-precision reduction was allowed there
+(torch's CPU GEMMs otherwise accumulate in float32, the ``opmath`` type). When torch allows float16
+accumulation, or cannot say, the bound takes float16's unit roundoff for it (wider margins, same rows). The wider candidate sets are re-ranked exactly:
 same rows, fewer bits moved and multiplied. A batch whose values could overflow float16 is scored in
 float32 instead. float32 matmuls that torch is allowed to run in TF32 or bfloat16
 (``torch.backends.cuda.matmul.allow_tf32``, ``torch.set_float32_matmul_precision``) get the bound
@@ -159,6 +161,15 @@ class TorchDecoder:
             u = max(u, 2.0**-11)
         return u
 
+    def _u16_acc(self) -> float:
+        """Unit roundoff of a float16 GEMM's accumulation as torch is configured (float16 when unknown)."""
+        c = self._torch._C
+        if self.device.type == "cuda":  # reduced-precision reduction is off during a decode
+            getter = getattr(c, "_get_cublas_allow_fp16_accumulation", None)
+        else:
+            getter = getattr(c, "_get_cpu_allow_fp16_reduced_precision_reduction", None)
+        return _U16 if getter is None or bool(getter()) else 2.0**-24
+
     def plan(self, n_queries: int) -> TilePlan:
         """The tiles of a search (one range: the device parallelises inside a tile)."""
         return plan_tiles(n_queries, self.vocab_size, threads=1, batch=self.query_block,
@@ -205,7 +216,7 @@ class TorchDecoder:
         score: Callable[[int, int, int, int], Any]
         if use16:
             # float64 -> float32 -> float16: the inputs' rounding is u16 + u32 at most
-            margin_np = self._cpu.margins(q64, u_in=_U16 + 2.0**-23, u_acc=2.0**-24, u_out=_U16,
+            margin_np = self._cpu.margins(q64, u_in=_U16 + 2.0**-23, u_acc=self._u16_acc(), u_out=_U16,
                                           norm_in_product=False)
             q16 = torch.from_numpy(qa_np[:, : self.dim]).to(self.device).to(torch.float16)
             e16, norm32 = self._e16, self._norm32
