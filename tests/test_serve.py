@@ -5,6 +5,7 @@ The browser test is tests/test_serve_browser.py (marked ``browser``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -239,6 +240,26 @@ def test_body_limit_holds_without_content_length(app):
     assert "larger than" in one_line_error(r, 413)
 
 
+def test_a_body_that_does_not_arrive_in_time_gets_408(monkeypatch):
+    """The request body has a deadline too (30 s; 0.5 s here): a client cannot hold a worker by trickling it."""
+    import socket
+
+    from textdp.serve import app as serve_app
+
+    monkeypatch.setattr(serve_app, "BODY_TIMEOUT", 0.5)
+    with _real_server(create_app(Workbench(), token="t0ken")) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(f"POST /api/privatize HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-TextDP-Token: t0ken\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"text\": ".encode())
+            answer = b""
+            while b"}" not in answer:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408 ") and b"did not arrive within 0.5 s" in answer, answer
+
+
 @pytest.mark.parametrize("headers, status, needle", [
     ({"X-TextDP-Token": ""}, 403, "token"),
     ({"X-TextDP-Token": "wrong"}, 403, "token"),
@@ -424,38 +445,46 @@ def _closed_within(socks, seconds):
     return len(closed)
 
 
-def test_header_read_timeout_closes_half_open_connections():
-    """Issue 28 §3: 30 connections that never finish their headers are closed by the deadline (1 s here, 10 s
-    by default), on loopback only; a complete request still gets its answer."""
+@contextlib.contextmanager
+def _real_server(app, header_timeout=10.0):
+    """The command's uvicorn server (:func:`textdp.serve.server.make_server`) on a free loopback port, in a thread."""
     import socket
     import threading
+    import time
 
-    from textdp.serve.server import HEADER_TIMEOUT, make_server
+    from textdp.serve.server import make_server
 
-    assert HEADER_TIMEOUT == 10.0
-    app = create_app(Workbench(), token="t0ken")
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
-    port = sock.getsockname()[1]
-    server = make_server(app, header_timeout=1.0)
+    server = make_server(app, header_timeout=header_timeout)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    socks = []
     try:
-        for _ in range(100):
-            if server.started:
-                break
-            threading.Event().wait(0.05)
-        socks = _half_open(port, 30)
-        assert _get(f"http://127.0.0.1:{port}/").startswith("<!doctype html>")  # the page still answers
-        assert _closed_within(socks, 8.0) == 30
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield sock.getsockname()[1]
     finally:
-        for s in socks:
-            s.close()
         server.should_exit = True
         thread.join(timeout=20)
         sock.close()
+
+
+def test_header_read_timeout_closes_half_open_connections():
+    """Issue 28 §3: 30 connections that never finish their headers are closed by the deadline (1 s here, 10 s
+    by default), on loopback only; a complete request still gets its answer."""
+    from textdp.serve.server import HEADER_TIMEOUT
+
+    assert HEADER_TIMEOUT == 10.0
+    with _real_server(create_app(Workbench(), token="t0ken"), header_timeout=1.0) as port:
+        socks = _half_open(port, 30)
+        try:
+            assert _get(f"http://127.0.0.1:{port}/").startswith("<!doctype html>")  # the page still answers
+            assert _closed_within(socks, 8.0) == 30
+        finally:
+            for s in socks:
+                s.close()
 
 
 def test_the_token_is_printed_in_a_fragment_and_never_served():
