@@ -346,3 +346,14 @@ def test_new_mechanism_doc_names_the_extra_its_example_needs():
     before = " ".join(text[:first_import].split())
     assert "scikit-learn" in before and "[eval]" in before, "say which extra the example's sklearn import needs"
     assert install_hint("eval").split(": ", 1)[1] in before  # the same command as the library's hints
+
+
+@pytest.mark.slow  # one unseeded calibration at 400,000 words: a minute or two on 2 cores
+def test_an_unseeded_calibration_lies_in_the_range_the_readme_states():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    item = " ".join(readme[readme.index("**Which ε keeps most words?**"):].split())
+    low, high = map(float, re.search(r"expect (\d+(?:\.\d+)?)–(\d+(?:\.\d+)?)", item).groups())
+    res = runner.invoke(app, ["calibrate", "--target-unchanged", "0.5", "--epsilons", "", "--json"])
+    assert res.exit_code == 0, res.output
+    eps = json.loads(res.stdout)["epsilon"]
+    assert low <= eps <= high, (eps, low, high)

@@ -292,7 +292,10 @@ def progress_bar(disable: bool = False) -> Progress:
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+    """``42 s``, ``3 min 5 s``, ``2.5 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s" if seconds < 3600 else f"{seconds / 3600:.1f} h"
 
 
 def progress_lines(label: str, *, every: float = 30.0, emit: Callable[[str], None] = print_info,
