@@ -12,6 +12,8 @@ Everything is measured in the same run on the same noisy vectors, interleaved re
   faiss ``IndexFlatL2.search(k=1)`` (raw, float32, not certified: the peer's exact search),
   textdp ``faiss-exact`` (certified), and the torch decoder (float32; ``--float16`` adds the
   lower-precision candidate path, slow on a CPU without float16 arithmetic);
+* **GEMM ceiling**: with one thread and CPU time, the GEMM alone on the decoder's tiles (K = d + 1)
+  against the square sgemm, beside the whole decode: the most any float32 exact search can reach;
 * **end to end**: ``textdp obfuscate`` (``--engine single``) on the first ``--docs`` Reuters C50
   documents, ``-e 10 --bag sample --size 500``, as a subprocess; words/s = docs x size / wall time,
   and the ratio to the roofline measured just before and after it. CPU-time ratios (words per
@@ -156,6 +158,42 @@ def decode_alone(args: argparse.Namespace, vec: np.ndarray, gen: np.random.Gener
         getattr(dec, "close", lambda: None)()
 
 
+def gemm_ceiling(args: argparse.Namespace, vec: np.ndarray, gen: np.random.Generator) -> None:
+    """One thread, CPU time: square sgemm vs the GEMM alone on the decoder's tiles vs the whole decode.
+
+    The GEMM on ``query_tile x vocab_block`` tiles with K = d + 1 is what any float32 exact search
+    must do; its rate against the square sgemm is the ceiling of the decode's roofline ratio.
+    """
+    from threadpoolctl import threadpool_limits
+
+    dec = ExactDecoder(vec, threads=1)
+    z = noisy_vectors(gen.integers(1000, 6000, min(args.queries, 1024)), vec, args.epsilon, gen)
+    qa = dec._augment(z)
+    qt, vt = dec.query_tile, dec.vocab_block
+    buf = np.empty((qt, vt), dtype=np.float32)
+    aug = dec._aug
+    v = aug.shape[0] // vt * vt
+
+    def tiles() -> None:
+        for vs in range(0, v, vt):
+            for qs in range(0, qa.shape[0] - qt + 1, qt):
+                np.matmul(qa[qs : qs + qt], aug[vs : vs + vt].T, out=buf)
+
+    sq = gen.standard_normal((2048, 2048), dtype=np.float32)
+    res: dict[str, float] = {"gemm": 0.0, "decode": 0.0}
+    with threadpool_limits(1):
+        for _ in range(args.repeats):
+            sq @ sq
+            _, c_sq, _ = timed(lambda: sq @ sq)
+            rate = 2.0 * 2048**3 / c_sq
+            _, c_g, _ = timed(tiles)
+            res["gemm"] = max(res["gemm"], 2.0 * (qa.shape[0] // qt * qt) * v * vec.shape[1] / c_g / rate)
+            _, c_d, _ = timed(lambda: dec.decode(z))
+            res["decode"] = max(res["decode"], 2.0 * z.shape[0] * vec.shape[0] * vec.shape[1] / c_d / rate)
+    print(f"\none thread, CPU time, best of {args.repeats}: GEMM alone on {qt} x {vt} tiles (K = {aug.shape[1]}) "
+          f"= {res['gemm']:.2f} of the square sgemm; textdp exact decode = {res['decode']:.2f}", flush=True)
+
+
 def end_to_end(args: argparse.Namespace, gen: np.random.Generator) -> None:
     """``textdp obfuscate`` on the first ``--docs`` C50 documents; ratio to the roofline around it."""
     if not C50.exists():
@@ -223,6 +261,7 @@ def main() -> None:
     if not args.no_alone:
         vec = np.asarray(load_embeddings(vocab_size=args.vocab).vectors)
         decode_alone(args, vec, gen)
+        gemm_ceiling(args, vec, gen)
     if not args.no_e2e:
         end_to_end(args, gen)
     print(f"load at the end={os.getloadavg()[0]:.1f}")
