@@ -22,7 +22,7 @@ import numpy as np
 from .._rng import make_rng
 from .._validation import EPSILON_MAX, EPSILON_MIN, check_epsilon
 from ..errors import DocumentError, ParameterError, ParameterTypeError
-from ..mechanisms import MECHANISM_NAMES, Mechanism, entry, get
+from ..mechanisms import MECHANISM_NAMES, Mechanism, entry, get, mechanism_class
 from ..text import normalize, resolve_stop_words
 
 if TYPE_CHECKING:
@@ -253,6 +253,8 @@ class Workbench:
         if name in SENTENCE_MECHANISMS:
             return self._rewrite(text, name, eps)
         protected = self._protected_rows(text)
+        if not protected and name not in _RELEASES_STOP_WORDS:
+            raise DocumentError(_NO_WORDS)
         if name == "earth-movers" and n is not None and len(protected) < n:
             raise DocumentError(f"the text has {len(protected)} protected word{'s' if len(protected) != 1 else ''}, "
                                 f"fewer than the bag size N = {n}: set N to {len(protected)} or less, or add text")
@@ -368,16 +370,9 @@ class Workbench:
         }
 
     def _protected_rows(self, text: str) -> list[int]:
-        """Vocabulary rows of the words a mechanism protects (:func:`textdp.text.normalize`, in the vocabulary).
-
-        Refuses a text without any, with advice the page can act on.
-        """
+        """Vocabulary rows of the words a mechanism protects (:func:`textdp.text.normalize`, in the vocabulary)."""
         index = self.embeddings.index
-        rows = [index[w] for w in normalize(text, self._stops) if w in index]
-        if not rows:
-            raise DocumentError("no word of this text can be released: stop words, one-letter words, numbers and "
-                                "words outside the vocabulary are set aside; type a sentence of ordinary English words")
-        return rows
+        return [index[w] for w in normalize(text, self._stops) if w in index]
 
     def nearest_word(self, row: int) -> tuple[int, float]:
         """The vocabulary row nearest to ``row`` (Euclidean distance between embeddings, itself excluded).
@@ -562,6 +557,12 @@ class Workbench:
         out["confidence"] = result.confidence
         out["seconds"] = round(result.seconds, 2)
         return out
+
+
+#: A text with no protected word: what the page says (``custext+`` releases stop words in place, so it runs).
+_NO_WORDS = ("no word of this text can be released: stop words, one-letter words, numbers and words outside the "
+             "vocabulary are set aside; type a sentence of ordinary English words")
+_RELEASES_STOP_WORDS = tuple(n for n in MECHANISM_NAMES if getattr(mechanism_class(n), "keeps_stop_words", False))
 
 
 def _page_advice(message: str) -> str:
