@@ -22,12 +22,12 @@ or a lower precision such as float16 with ``B`` derived from its unit roundoff).
 
     ``F(z) = min { w : D_w = min_u D_u }``  (the lowest row among the float64 minimisers).
 
-Claim: every float64 minimiser ``w`` is a candidate, i.e. ``s~_w >= max_u s~_u - 2B``.
+Claim: every float64 minimiser ``w`` is a candidate, i.e. ``s~_w >= max_u s~_u - margin``.
 Proof: let ``u`` maximise ``s~``. Float64 evaluation errs by at most
 ``delta = (d + 2) 2^-53 (||z|| + max ||e||)^2``, so ``D_w <= D_u`` gives ``s_w >= s_u - delta``
-and ``s~_w >= s_w - B >= s_u - B - delta >= s~_u - 2B - delta``; ``delta`` is below the 1 %
-slack added to ``2B`` (``B >= 2^-24 (||z|| max||e||)``, ``delta <= 2^-47 (...)``), and float32
-rounding of ``best - margin`` is covered by the same slack. A tile's candidates are taken
+and ``s~_w >= s_w - B >= s_u - B - delta >= s~_u - 2B - delta``. The margin used
+(:func:`margin_of`) is ``2B`` plus 1 %, plus ``delta`` (Higham eq. (3.5) for the float64 sum), plus
+the float32 rounding of ``best - margin``, rounded up to a float32. A tile's candidates are taken
 against the running best, which never exceeds the final best, so the collected set is a superset of
 the final one; filtering it by the final best keeps every minimiser. Hence
 ``F(z) = min { w in C : D_w = min_{u in C} D_u }`` over the candidate set ``C``: when ``C`` has one
