@@ -112,3 +112,76 @@ def test_without_dp_accounting_the_bound_is_basic_and_says_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "dp_accounting", None)
     c = compose([analytic_charge(3.0, 1e-5)] * 2)
     assert c.method == "basic" and c.tight == c.basic and "[accounting]" in c.note
+
+
+# --- the ledger composes with the accountant and enforces the tight bound --------------------------------------
+def _dp_bart(epsilon: float = 2.0):
+    from textdp.generation.decoding import ClipBounds
+    from textdp.generation.lm import dp_bart_guarantee
+    from textdp.generation.lm_settings import LMSettings
+
+    return dp_bart_guarantee(LMSettings("dp-bart", epsilon, ClipBounds(-0.1, 0.1), delta=1e-5, max_tokens=4), 16)
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    from textdp.accounting.ledger import PrivacyLedger
+
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))  # the anchors stay in the test's folder
+    folder = tmp_path / "private"
+    folder.mkdir(mode=0o700)
+    return PrivacyLedger(folder / "ledger.jsonl")
+
+
+def test_two_dp_bart_releases_compose_below_the_sum_and_the_ledger_enforces_it(ledger):
+    g = _dp_bart(2.0)
+    assert isinstance(g.event, GaussianEvent) and g.to_dict()["event"]["kind"] == "gaussian"
+    sigma, sens = g.params["sigma"], g.params["l2_sensitivity"]
+    assert g.event.noise_multiplier == pytest.approx(sigma / sens)
+    ledger.charge({"d1": g.charge(1), "d2": g.charge(2)}, mechanism="dp-bart", unit="sentence", budget=None)
+    comp = ledger.composed()
+    assert ledger.spent()["d1"].epsilon == pytest.approx(2.0)
+    assert comp["d2"].basic[0] == pytest.approx(4.0) and comp["d2"].tight[0] < 3.3  # two Gaussians, sigma/sqrt(2)
+    exact = gaussian_exact_epsilon(math.sqrt(2) / g.event.noise_multiplier, 2e-5)
+    assert exact - 1e-6 <= comp["d2"].tight[0] <= exact + 2e-3
+    # a budget of 3: d1's second release (sum 4) fits by the tight bound the ledger enforces (2.84), a third not
+    ledger.charge({"d1": g.charge(1)}, mechanism="dp-bart", unit="sentence", budget=3.0)
+    assert ledger.composed()["d1"].tight[0] <= 3.0 < ledger.spent()["d1"].epsilon
+    with pytest.raises(ParameterError, match=r"budget 3 would be exceeded for 1 document\(s\) \(first: 'd1' has "
+                                             r"spent 2.8\d+ and would reach 3.4\d"):
+        ledger.charge({"d1": g.charge(1)}, mechanism="dp-bart", unit="sentence", budget=3.0)
+    assert ledger.spent()["d1"].releases == 2  # nothing recorded by the refused charge
+
+
+def test_pure_releases_are_held_to_their_sum(ledger):
+    ledger.charge({"d": (2.0, 0.0)}, mechanism="dp-prompt", unit="document", budget=3.5)
+    with pytest.raises(ParameterError, match="would reach 4 with this release"):
+        ledger.charge({"d": (2.0, 0.0)}, mechanism="dp-prompt", unit="document", budget=3.5)
+
+
+def test_ledger_show_prints_both_bounds_and_which_is_enforced(ledger):
+    import json
+
+    from typer.testing import CliRunner
+
+    from textdp.cli import app
+
+    g = _dp_bart(2.0)
+    ledger.charge({"d1": g.charge(2)}, mechanism="dp-bart", unit="sentence", budget=None)
+    res = CliRunner().invoke(app, ["ledger", "show", str(ledger.path)])
+    assert res.exit_code == 0, res.output
+    head, row = res.output.splitlines()[:2]
+    assert head.split() == ["document", "releases", "epsilon", "tight", "delta"]
+    assert row.split()[:3] == ["d1", "1", "4"] and float(row.split()[3]) < 3.3
+    assert "--budget is enforced on tight" in res.output
+    res = CliRunner().invoke(app, ["ledger", "show", "--json", str(ledger.path)])
+    doc = json.loads(res.output)["documents"]["d1"]
+    assert doc["epsilon"] == pytest.approx(4.0) and doc["tight_epsilon"] < 3.3 and doc["method"] in {"pld", "rdp"}
+
+
+def test_old_ledger_lines_without_events_still_verify_and_count(ledger):
+    """A line written before events existed hashes the same and counts as a pure release."""
+    ledger.charge({"d": (1.0, 0.0)}, mechanism="dp-mlm", unit="sentence", budget=None)
+    raw = ledger.path.read_text(encoding="utf-8")
+    assert "privacy_event" not in raw
+    assert ledger.composed()["d"].basic == (1.0, 0.0)

@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import MissingDependencyError, ParameterError, require
 from ..guarantees.events import (
     ApproxEvent,
+    Charge,
     ComposedEvent,
     GaussianEvent,
     PrivacyEvent,
@@ -46,15 +47,6 @@ __all__ = ["Charge", "Composition", "compose"]
 
 #: above this basic ε a tight bound is not worth its cost (and every bound is vacuous)
 _TIGHT_LIMIT = 200.0
-
-
-@dataclass(frozen=True)
-class Charge:
-    """One release on one unit: what ran (``event``) and the (ε, δ) its guarantee states for it."""
-
-    event: PrivacyEvent
-    epsilon: float
-    delta: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -154,7 +146,7 @@ def compose(charges: Iterable[Charge]) -> Composition:
     eps = math.fsum(float(c.epsilon) for c in items)
     delta = math.fsum(float(c.delta) for c in items)
     basic = (eps, delta)
-    if len(items) < 2 or delta <= 0 or not (0 < eps <= _TIGHT_LIMIT) or delta >= 1:
+    if delta <= 0 or not (0 < eps <= _TIGHT_LIMIT) or delta >= 1:
         return Composition(basic=basic, tight=basic, method="basic")
     try:
         routes = _tight_routes([c.event for c in items], delta, eps)

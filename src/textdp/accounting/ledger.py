@@ -33,10 +33,18 @@ document id and release in an append-only JSONL file:
   delete, replace or pre-create any of them, nor swap a folder on the path after the check;
 * **a lock that cannot hang**: waiting for the lock ends after ``lock_timeout`` seconds
   with a one-line error naming the lock file (and the process that holds it);
-* **budget**: :meth:`PrivacyLedger.charge` refuses a release if any document would exceed
-  ``budget`` (ε, summed over its releases: basic sequential composition; δ summed and shown)
-  and then records nothing. Charges are written *before* the output, so a crash after the
-  charge over-counts, never under-counts.
+* **events, composed by the accountant**: each line records what ran (the release's
+  :mod:`privacy event <textdp.guarantees.events>`: Gaussian with its noise multiplier, pure ε,
+  ...) beside its stated (ε, δ). A document's spend is composed by
+  :func:`textdp.accounting.accountant.compose`: the basic sum (Σε, Σδ) and the tight ε at the
+  same total δ (dp-accounting's PLD/RDP accountants, e.g. two DP-BART releases compose as one
+  Gaussian with σ/√2). Lines written before events existed count as pure or (ε, δ) events;
+* **budget**: :meth:`PrivacyLedger.charge` refuses a release if any document's *tight* ε
+  (never above the basic sum, at the same δ; :attr:`Composition.enforced
+  <textdp.accounting.accountant.Composition.enforced>`) would exceed ``budget``, and then
+  records nothing. ``textdp ledger show`` prints both bounds and says which one is enforced.
+  Charges are written *before* the output, so a crash after the charge over-counts, never
+  under-counts.
 
 The ledger holds document ids and the ε spent on each: **private-side state**. It is
 written with mode 0600, refused when others may read or write it, and must never be
@@ -51,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import math
@@ -65,6 +74,8 @@ from typing import Any
 
 from .._cache import PrivateDir, cache_dir, keyed_digest, open_private_dir
 from ..errors import ParameterError
+from ..guarantees.events import ApproxEvent, Charge, PrivacyEvent, PureEvent, event_from_dict
+from .accountant import Composition, compose
 
 __all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend"]
 
@@ -97,6 +108,8 @@ class LedgerEvent:
     unit: str
     command: str
     time: str
+    #: the JSON form of what ran (:mod:`textdp.guarantees.events`); ``None`` on lines written before events
+    privacy_event: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.document, str) or not self.document:
@@ -105,10 +118,23 @@ class LedgerEvent:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ParameterError(f"a ledger event's {name} must be a finite number >= 0, got {v!r}")
+        if self.privacy_event is not None:
+            event_from_dict(self.privacy_event)  # a one-line error for a malformed event
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return asdict(self)
+        """JSON form (without ``privacy_event`` when there is none: the lines of older ledgers hash the same)."""
+        out = asdict(self)
+        if out["privacy_event"] is None:
+            del out["privacy_event"]
+        return out
+
+    def charge(self) -> Charge:
+        """The accountant's view: the recorded event (pure or (ε, δ) from the numbers on older lines)."""
+        if self.privacy_event is not None:
+            event: PrivacyEvent = event_from_dict(self.privacy_event)
+        else:
+            event = PureEvent(self.epsilon) if not self.delta else ApproxEvent(self.epsilon, self.delta)
+        return Charge(event, self.epsilon, self.delta)
 
 
 @dataclass(frozen=True)
@@ -170,6 +196,20 @@ def _check_private(st: os.stat_result, shown: Path, *, what: str) -> None:
                              f"{stat.S_IMODE(st.st_mode):o}): it is private; run chmod 600 on it")
 
 
+def _event(doc: str, charge: Charge | tuple[float, float], mechanism: str, unit: str, command: str,
+           now: str) -> LedgerEvent:
+    if isinstance(charge, Charge):
+        return LedgerEvent(doc, mechanism, charge.epsilon, charge.delta, unit, command, now, charge.event.to_dict())
+    e, d = charge
+    return LedgerEvent(doc, mechanism, float(e), float(d), unit, command, now)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compose(charges: tuple[Charge, ...]) -> Composition:
+    """:func:`~textdp.accounting.accountant.compose`, once per distinct history (documents often share one)."""
+    return compose(charges)
+
+
 class PrivacyLedger:
     """The ledger file ``path`` (created on the first charge, in a private folder: see the module notes).
 
@@ -184,7 +224,7 @@ class PrivacyLedger:
     >>> led.charge({"a": (2.0, 0.0)}, mechanism="dp-mlm", unit="sentence", budget=5.0)
     Traceback (most recent call last):
     ...
-    textdp.errors.ParameterError: the privacy budget 5 would be exceeded for 1 document(s) (first: 'a' has spent 4 and this release costs 2); nothing was released or recorded
+    textdp.errors.ParameterError: the privacy budget 5 would be exceeded for 1 document(s) (first: 'a' has spent 4 and would reach 6 with this release, composed by the accountant); nothing was released or recorded
     """
 
     def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 60.0) -> None:
@@ -392,6 +432,34 @@ class PrivacyLedger:
             out[e.document] = Spend(s.releases + 1, s.epsilon + e.epsilon, s.delta + e.delta)
         return out
 
+    def composed(self, events: Sequence[LedgerEvent] | None = None) -> dict[str, Composition]:
+        """``{document id: Composition}``: each document's releases composed by the accountant (basic and tight)."""
+        per_doc: dict[str, list[Charge]] = {}
+        for e in self.events() if events is None else events:
+            per_doc.setdefault(e.document, []).append(e.charge())
+        return {doc: _compose(tuple(charges)) for doc, charges in per_doc.items()}
+
+    def _check_budget(self, recorded: Sequence[LedgerEvent], new: Sequence[LedgerEvent], budget: float) -> None:
+        """Refuse ``new`` if a document's composed spend, ``new`` included, would be above ``budget`` (tight ε)."""
+        history: dict[str, list[Charge]] = {}
+        for e in recorded:
+            history.setdefault(e.document, []).append(e.charge())
+        over = []
+        for e in new:
+            charges = (*history.get(e.document, ()), e.charge())
+            if math.fsum(c.epsilon for c in charges) <= budget * (1 + 1e-12):
+                continue  # the basic sum fits, so the tight bound (never larger) does too
+            after = _compose(charges).enforced[0]
+            if after > budget * (1 + 1e-12):
+                had = _compose(charges[:-1]).enforced[0] if len(charges) > 1 else 0.0
+                over.append((e.document, had, after))
+        if over:
+            doc, had, after = over[0]
+            raise ParameterError(
+                f"the privacy budget {budget:g} would be exceeded for {len(over)} document(s) (first: {doc!r} has "
+                f"spent {had:.4g} and would reach {after:.4g} with this release, composed by the accountant); nothing "
+                "was released or recorded")
+
     # writing ---------------------------------------------------------------------------------
     def reset(self) -> tuple[LedgerState, LedgerState]:
         """Anchor the ledger as it is now (an empty one when the file is missing): the user's word that it is right.
@@ -414,32 +482,28 @@ class PrivacyLedger:
         before = LedgerState(len(rows), head, *(anchor or (None, None)))
         return before, LedgerState(len(rows), head, len(rows), head)
 
-    def charge(self, charges: Mapping[str, tuple[float, float]], *, mechanism: str, unit: str, budget: float | None,
-               command: str = "rewrite", new_ledger: bool = False) -> list[LedgerEvent]:
-        """Record one release: ``{document id: (ε, δ)}``; refuse it whole if a document would exceed ``budget``.
+    def charge(self, charges: Mapping[str, Charge | tuple[float, float]], *, mechanism: str, unit: str,
+               budget: float | None, command: str = "rewrite", new_ledger: bool = False) -> list[LedgerEvent]:
+        """Record one release: ``{document id: Charge}``; refuse it whole if a document would exceed ``budget``.
 
+        A :class:`~textdp.guarantees.events.Charge` (``guarantee.charge(units)``) records what ran, so
+        the accountant can compose it tightly; a plain ``(ε, δ)`` pair counts as a pure or (ε, δ) event.
+        A document exceeds ``budget`` when the tight ε of all its releases, this one included
+        (:attr:`Composition.enforced <textdp.accounting.accountant.Composition.enforced>`), is above it.
         ``budget`` None records without a limit. ``new_ledger`` first accepts the file as it is
         (like :meth:`reset`, in the same lock). Returns the new events.
         """
         if budget is not None and (not math.isfinite(float(budget)) or float(budget) <= 0):
             raise ParameterError(f"budget must be a finite number > 0, got {budget!r}")
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        new = [LedgerEvent(str(doc), mechanism, float(e), float(d), unit, command, now) for doc, (e, d) in charges.items()]
+        new = [_event(str(doc), c, mechanism, unit, command, now) for doc, c in charges.items()]
         with self._session(create=True, exclusive=True) as folder:
             found = self._rows(folder.fd)
             if not new_ledger:
                 self._check_anchor(found, self._read_anchor(folder.path))
             rows = found or []
-            spent = self.spent(self._events(rows))
             if budget is not None:
-                over = [(e.document, spent.get(e.document, Spend(0, 0.0, 0.0)).epsilon, e.epsilon) for e in new
-                        if spent.get(e.document, Spend(0, 0.0, 0.0)).epsilon + e.epsilon > float(budget) * (1 + 1e-12)]
-                if over:
-                    doc, had, cost = over[0]
-                    raise ParameterError(
-                        f"the privacy budget {float(budget):g} would be exceeded for {len(over)} document(s) (first: "
-                        f"{doc!r} has spent {had:.4g} and this release costs {cost:.4g}); nothing was released or "
-                        "recorded")
+                self._check_budget(self._events(rows), new, float(budget))
             prev = rows[-1]["hash"] if rows else GENESIS
             lines = [json.dumps(r, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n" for r in rows]
             for e in new:

@@ -32,7 +32,11 @@ def show_command(
     ledger: Annotated[Path, _LEDGER_ARG],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object instead of a table.")] = False,
 ) -> None:
-    """Print the epsilon (and delta) spent on each document id, summed over its releases.
+    """Print the epsilon (and delta) spent on each document id: summed over its releases, and composed tightly.
+
+    The tight column composes a document's releases from what ran (a Gaussian release with its noise, a pure
+    epsilon release, ...) with dp-accounting's accountants at the same delta: never above the sum, and below it
+    when releases are Gaussian (dp-bart). --budget is enforced on it.
 
     The chain of hashes is verified first: an edited, reordered or partly deleted ledger is refused. So is a
     ledger that is shorter than, or different from, the one textdp last wrote (its head is anchored in your
@@ -47,18 +51,25 @@ def show_command(
             raise ParameterError(f"{ledger}: no such ledger file")
         events = led.events()
         spent = led.spent(events)
+        composed = led.composed(events)
         state = led.state()
         anchored = "anchored" if state.anchored_events is not None else "not anchored yet (anchored at its next charge)"
         if as_json:
             typer.echo(json.dumps({"events": len(events), "head": state.head,
-                                   "anchored": state.anchored_events is not None, "documents": {
-                k: {"releases": v.releases, "epsilon": v.epsilon, "delta": v.delta} for k, v in spent.items()}}))
+                                   "anchored": state.anchored_events is not None, "enforced": "tight", "documents": {
+                k: {"releases": v.releases, "epsilon": v.epsilon, "delta": v.delta,
+                    "tight_epsilon": composed[k].tight[0], "method": composed[k].method}
+                for k, v in spent.items()}}))
             return
         width = max([len("document"), *(len(k) for k in spent)])
-        typer.echo(f"{'document':<{width}}  releases  {'epsilon':>10}  {'delta':>9}")
+        typer.echo(f"{'document':<{width}}  releases  {'epsilon':>10}  {'tight':>10}  {'delta':>9}")
         for k, v in spent.items():
-            typer.echo(f"{k:<{width}}  {v.releases:>8}  {v.epsilon:>10.4g}  {v.delta:>9.3g}")
+            typer.echo(f"{k:<{width}}  {v.releases:>8}  {v.epsilon:>10.4g}  {composed[k].tight[0]:>10.4g}  "
+                       f"{v.delta:>9.3g}")
         typer.echo(f"{len(events)} events, {len(spent)} documents; hash chain verified; {anchored}; head {state.head}")
+        notes = {c.note for c in composed.values() if c.note}
+        typer.echo("epsilon: summed over the releases; tight: composed by dp-accounting at the same delta (the sum "
+                   "for pure releases); --budget is enforced on tight" + (f" ({notes.pop()})" if notes else ""))
 
 
 @ledger_app.command("reset")

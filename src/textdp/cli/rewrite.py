@@ -221,11 +221,10 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
         raise ParameterError("no documents in the input")
     if not any(d[1].strip() for d in docs):
         raise ParameterError("every input document is empty")
-    charges: dict[str, tuple[float, float]] = {}  # --ledger: segments x the per-segment bound, per document
+    segments: dict[str, int] = {}  # --ledger: each document's segments, each one release of the per-segment bound
     for doc_id, text in docs:
-        m = len(rewriter.segments(text))
-        e, d = charges.get(doc_id, (0.0, 0.0))
-        charges[doc_id] = (e + m * guarantee.epsilon, d + m * guarantee.delta)
+        segments[doc_id] = segments.get(doc_id, 0) + len(rewriter.segments(text))
+    charges = {doc_id: guarantee.charge(m) for doc_id, m in segments.items()}
     charge_ledger(run.opts, charges, mechanism=run.mechanism, unit=guarantee.unit)
     results = _rewrite_partitions(run, settings.to_dict(), docs, partition_size,
                                   _backend(engine, scheduler, workers))

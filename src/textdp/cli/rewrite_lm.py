@@ -9,9 +9,10 @@ the records and their settings atomically; the per-document counts go to --priva
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,6 +20,9 @@ from .. import __version__
 from ..errors import ParameterError
 from ..generation.lm_settings import MAX_NEW_TOKENS
 from ._common import print_info, progress_bar
+
+if TYPE_CHECKING:
+    from ..guarantees.events import Charge
 
 __all__ = ["LM_HELP", "MAX_NEW_TOKENS", "LMOptions", "charge_ledger", "check_other_options", "parse_clip",
            "parse_quantiles", "public_texts", "run_lm_rewrite"]
@@ -159,7 +163,7 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
-def charge_ledger(opts: LMOptions, charges: dict[str, tuple[float, float]], *, mechanism: str, unit: str) -> None:
+def charge_ledger(opts: LMOptions, charges: Mapping[str, Charge], *, mechanism: str, unit: str) -> None:
     """Record a release in ``--ledger`` (refused whole if ``--budget`` would be exceeded); nothing without a ledger."""
     from ..accounting.ledger import LedgerState, PrivacyLedger
     from ._common import print_warning

@@ -69,6 +69,7 @@ import numpy as np
 from .._validation import check_choice, check_probability
 from ..errors import ParameterError, require
 from ..guarantees import Guarantee, as_parameters
+from ..guarantees.events import Charge, GaussianEvent, PrivacyEvent
 from ..text import ENGLISH_STOP_WORDS, split_sentences
 from . import lm_decode
 from .decoding import ClipBounds, StreamingQuantiles
@@ -164,11 +165,11 @@ class LMGuarantee(Guarantee):
 def _guarantee(mechanism: str, epsilon: float, delta: float, unit: str, per_token: float | None, per_sentence: float,
                per_document: str, steps: int, adjacency: str, bounds: dict[str, Any], length_covered: bool,
                uncovered: tuple[str, ...], detail: str, reference: str,
-               extra: dict[str, Any] | None = None) -> LMGuarantee:
+               extra: dict[str, Any] | None = None, event: PrivacyEvent | None = None) -> LMGuarantee:
     return LMGuarantee(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, reference=reference,
                        per_token=per_token, per_sentence=per_sentence, per_document=per_document, steps=steps,
                        adjacency=adjacency, bounds=tuple(bounds.items()), length_covered=length_covered,
-                       uncovered=uncovered, detail=detail, extra=tuple((extra or {}).items()))
+                       uncovered=uncovered, detail=detail, extra=tuple((extra or {}).items()), event=event)
 
 
 _MEMORISED = "what the model memorised from its training data (use a public model, or one trained on data disjoint "\
@@ -237,11 +238,13 @@ def dp_bart_guarantee(s: LMSettings, hidden_size: int | None) -> LMGuarantee:
               f"{s.max_tokens})={sens:.6g}); the noisy encoder output is never released, only greedily decoded "
               "tokens (post-processing).")
     return _guarantee("dp-bart", float(s.epsilon), float(s.delta), "sentence", None, float(s.epsilon),
-                      "m times (epsilon, delta) for a document of m sentences (basic composition; m is not covered)",
+                      "m times (epsilon, delta) for a document of m sentences by basic composition, less by the "
+                      "Gaussian's tight composition (the ledger's accountant); m is not covered",
                       1, f"any two sentences of at most {s.max_tokens} tokens, padded to {s.max_tokens} (a longer sentence is "
                       "rewritten in pieces, each a unit)", s.bounds.to_dict(), True,
                       (_MEMORISED, "the number of sentences per document"), detail, REFERENCES["dp-bart"],
-                      {"sigma": sigma, "l2_sensitivity": sens, "hidden_size": hidden_size})
+                      {"sigma": sigma, "l2_sensitivity": sens, "hidden_size": hidden_size},
+                      GaussianEvent(sigma / sens))
 
 
 def rewrite_texts(model_dir: str, texts: Sequence[str], settings: LMSettings,
@@ -373,11 +376,12 @@ def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:
 
 
 def document_charges(documents: Sequence[tuple[str, str]], units: Callable[[str], list[str]],
-                     guarantee: LMGuarantee) -> dict[str, tuple[float, float]]:
-    """``{document id: (ε, δ)}`` each document costs under ``guarantee`` (its ``units(text)`` composed)."""
-    out: dict[str, tuple[float, float]] = {}
+                     guarantee: LMGuarantee) -> dict[str, Charge]:
+    """``{document id: Charge}`` each document costs under ``guarantee`` (its ``units(text)`` composed).
+
+    A document-level rewrite (dp-prompt) is one unit per document, whatever its length.
+    """
+    counts: dict[str, int] = {}
     for doc_id, text in documents:
-        e, d = guarantee.document_epsilon(len(units(text)))
-        pe, pd = out.get(doc_id, (0.0, 0.0))
-        out[doc_id] = (pe + e, pd + d)
-    return out
+        counts[doc_id] = counts.get(doc_id, 0) + (1 if guarantee.unit == "document" else len(units(text)))
+    return {doc_id: guarantee.charge(n) for doc_id, n in counts.items()}

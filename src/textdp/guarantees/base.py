@@ -55,7 +55,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
-from .events import ApproxEvent, PrivacyEvent, PureEvent
+from .events import ApproxEvent, Charge, PrivacyEvent, PureEvent, SelfComposedEvent
 
 __all__ = ["COMPACT_KEYS", "EMPTY_POLICIES", "GUARANTEE_KEYS", "SEEDED_NOTE", "Guarantee", "as_parameters",
            "empty_note"]
@@ -159,6 +159,24 @@ class Guarantee:
             kwargs[key] = () if key == "parameters" else ""
         kwargs.update(changes)
         return type(self)(**kwargs)
+
+    def charge(self, units: int = 1) -> Charge:
+        """What ``units`` releases under this guarantee cost one person: its event composed ``units`` times.
+
+        The stated (ε, δ) are the basic composition ``units × (epsilon, delta)``; the accountant
+        (:func:`textdp.accounting.accountant.compose`) may bound the event more tightly.
+
+        >>> Guarantee(mechanism="toy", epsilon=1.5).charge(2)
+        Charge(event=SelfComposedEvent(event=PureEvent(epsilon=1.5), count=2), epsilon=3.0, delta=0.0)
+        """
+        n = int(units)
+        if n < 0:
+            raise ValueError(f"units must be >= 0, got {units!r}")
+        if n == 0:
+            return Charge(PureEvent(0.0), 0.0, 0.0)
+        assert self.event is not None  # set by __post_init__
+        return Charge(self.event if n == 1 else SelfComposedEvent(self.event, n), n * float(self.epsilon),
+                      n * float(self.delta))
 
     @property
     def params(self) -> dict[str, object]:

@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 from ..errors import ParameterError
 
-__all__ = ["ApproxEvent", "ComposedEvent", "GaussianEvent", "PrivacyEvent", "PureEvent", "SelfComposedEvent",
+__all__ = ["ApproxEvent", "Charge", "ComposedEvent", "GaussianEvent", "PrivacyEvent", "PureEvent", "SelfComposedEvent",
            "ZCDPEvent", "event_from_dict"]
 
 
@@ -140,6 +140,25 @@ class ComposedEvent(PrivacyEvent):
         object.__setattr__(self, "events", tuple(self.events))
         if not self.events:
             raise ParameterError("privacy event: a composition needs at least one event")
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What one release costs one unit (a document, a user): what ran (``event``) and the stated (ε, δ).
+
+    :meth:`textdp.guarantees.Guarantee.charge` makes one from a guarantee; the accountant
+    (:func:`textdp.accounting.accountant.compose`) and the ledger compose them.
+    """
+
+    event: PrivacyEvent
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.event, PrivacyEvent):
+            raise ParameterError(f"a charge needs a privacy event, got {type(self.event).__name__}")
+        object.__setattr__(self, "epsilon", _check(self.epsilon, "epsilon"))
+        object.__setattr__(self, "delta", _check(self.delta, "delta", below_one=True))
 
 
 _KINDS: dict[str, type[PrivacyEvent]] = {c.kind: c for c in (PureEvent, ApproxEvent, GaussianEvent, ZCDPEvent,
