@@ -265,3 +265,22 @@ def test_lm_not_covered_text_fits_the_lm_family():
     g = lm_guarantee(LMSettings("dp-prompt", 1.0, BOUNDS)).evolve(empty="empty")
     assert "blank" in g.not_covered and "in-vocabulary" not in g.not_covered + g.statement
     assert "blank" in g.evolve(seeded=True).not_covered
+
+
+def test_bos_is_put_first_when_the_tokenizer_adds_it(causal):
+    """Gemma's tokenizer adds <bos> and the model degenerates without it; the earlier prompt dropped it."""
+    import copy
+
+    from tokenizers import processors
+
+    from textdp.generation.hf import LanguageModel
+
+    lm = load_language_model(causal, "causal")
+    s = LMSettings("dp-prompt", 1.0, BOUNDS, prompt_format="plain")
+    bos = lm.tokenizer.bos_token_id
+    assert lm_decode.prompt_frame(lm, s).head[0] != bos  # this tokenizer adds nothing: no BOS
+    tok = copy.deepcopy(lm.tokenizer)
+    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bos)])
+    assert tok("a")["input_ids"][0] == bos
+    frame = lm_decode.prompt_frame(LanguageModel(lm.model, tok, "causal", lm.identity), s)
+    assert frame.head[0] == bos and frame.head[1] != bos and frame.doc_prefix == " "
