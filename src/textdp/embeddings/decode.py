@@ -242,6 +242,7 @@ def scan_tiles(score: ScoreTile, n: int, lo: int, hi: int, plan: TilePlan, margi
     ([1.5], [([0], [0])])
     """
     best = ops.full(n, -math.inf)
+    thr = ops.full(n, -math.inf)  # best - margin, kept per query: a row below it cannot change best either
     found: list[tuple[Any, Any, Any]] = []
     qt, vt = plan.query_tile, plan.vocab_tile
     for vs in range(lo, hi, vt):
@@ -250,14 +251,16 @@ def scan_tiles(score: ScoreTile, n: int, lo: int, hi: int, plan: TilePlan, margi
             qe = min(qs + qt, n)
             s = score(qs, qe, vs, ve)
             m = ops.rowmax(s)
-            b, mg = best[qs:qe], margin[qs:qe]
-            hit = ops.nonzero(m >= b - mg)
-            nb = ops.maximum(b, m)
-            best[qs:qe] = nb
+            hit = ops.nonzero(m >= thr[qs:qe])
             if ops.size(hit):
+                rows = hit + qs
+                nb = ops.maximum(best[rows], m[hit])
+                best[rows] = nb
+                t = nb - margin[rows]
+                thr[rows] = t
                 sub = s[hit]
-                i, j = ops.nonzero2(sub >= (nb[hit] - mg[hit])[:, None])
-                found.append((hit[i] + qs, j + vs, sub[i, j]))
+                i, j = ops.nonzero2(sub >= t[:, None])
+                found.append((rows[i], j + vs, sub[i, j]))
     return best, found
 
 
