@@ -1,0 +1,72 @@
+"""Start-up time of the ``textdp`` command line: lazy command imports against eager ones, in the same run.
+
+Each case runs the command line in a fresh Python process, alternating the two ways of starting it:
+
+* ``lazy``: ``textdp`` as installed (commands imported on first use, ``textdp``'s public names on
+  first use);
+* ``eager``: the same, after importing every command module and ``textdp.mechanisms`` /
+  ``textdp.embeddings`` up front, as ``textdp`` started before issue 27 (the baseline);
+* ``--old-src DIR``: instead of ``eager``, the ``src`` folder of an older checkout
+  (``git archive a779fc6 src | tar -x -C /tmp/old``, then ``--old-src /tmp/old/src``).
+
+CPU time (user + sys) is the robust measure on a shared machine; wall time is printed too, with the
+load average. Usage::
+
+    python benchmarks/bench_cli_startup.py [--repeats 7] [--old-src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+CASES = {
+    "textdp --version": ["--version"],
+    "textdp runs -h": ["runs", "-h"],
+    "textdp obfusc (typo)": ["obfusc"],
+    "textdp obfuscate (missing file)": ["obfuscate", "/nonexistent/in.txt", "-e", "10", "--size", "3"],
+    "textdp --help (every command)": ["--help"],
+}
+
+EAGER = ("import importlib, textdp.mechanisms, textdp.embeddings, textdp.cli as c\n"
+         "for m in c.COMMAND_MODULES: importlib.import_module('textdp.cli.' + m)\n")
+
+
+def _code(args: list[str], *, eager: bool, src: str | None) -> str:
+    path = f"import sys; sys.path.insert(0, {src!r})\n" if src else "import sys\n"
+    return (path + (EAGER if eager else "") + "from textdp.cli import main\n"
+            f"sys.argv = ['textdp'] + {args!r}\nmain()\n")
+
+
+def _run(code: str) -> tuple[float, float]:
+    out = subprocess.run(["/usr/bin/time", "-f", "TIME %e %U %S", sys.executable, "-c", code],
+                         capture_output=True, text=True, check=False)
+    line = [ln for ln in out.stderr.splitlines() if ln.startswith("TIME ")][-1].split()
+    return float(line[1]), float(line[2]) + float(line[3])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--old-src", default=None, help="src folder of an older checkout (the baseline)")
+    a = ap.parse_args()
+    base = "old" if a.old_src else "eager"
+    print(f"load average at start: {os.getloadavg()[0]:.1f}; {a.repeats} runs each; baseline: {base}")
+    print(f"{'case':34s} {base + ' CPU':>9s} {'lazy CPU':>9s} {'ratio':>6s} {base + ' wall':>10s} {'lazy wall':>10s}")
+    for label, args in CASES.items():
+        runs: dict[str, list[tuple[float, float]]] = {"base": [], "lazy": []}
+        for _ in range(a.repeats):
+            runs["base"].append(_run(_code(args, eager=not a.old_src, src=a.old_src)))
+            runs["lazy"].append(_run(_code(args, eager=False, src=None)))
+        cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
+        wall = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
+        print(f"{label:34s} {cpu['base']:8.2f}s {cpu['lazy']:8.2f}s {cpu['base'] / cpu['lazy']:5.1f}x "
+              f"{wall['base']:9.2f}s {wall['lazy']:9.2f}s")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
