@@ -95,7 +95,8 @@ def test_triple_epsilon_in_earth_movers_release_function_is_flagged(monkeypatch)
     assert bad.lower_bound <= bad.claimed_epsilon  # the worst-case event alone does not
 
 
-@pytest.mark.parametrize("name", ["cmp", "mahalanobis", "vickrey"])
+@pytest.mark.parametrize("name", ["cmp", pytest.param("mahalanobis", marks=pytest.mark.slow),
+                                  pytest.param("vickrey", marks=pytest.mark.slow)])
 def test_triple_epsilon_in_the_word_release_only_is_flagged(monkeypatch, name):
     # the noise helper (noisy_vectors) is untouched; the release (core) divides its noise by 3
     import textdp.mechanisms.perturbation as pert
