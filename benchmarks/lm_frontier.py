@@ -99,27 +99,34 @@ def main() -> None:
     ap.add_argument("--prior-clip", type=float, default=2.0)
     ap.add_argument("--top-k", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rows", default="non-private,paper,step-max,prior,prior-top-k", help="which rows to run")
     ap.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     docs, public = _first_sentences(a.docs), _public(a.public)
     lm = load_language_model(a.model, "causal")
+    wanted = set(a.rows.split(","))
     t0 = time.perf_counter()
-    paper = public_bounds(a.model, "dp-prompt", public, rule="all-values")
-    step = public_bounds(a.model, "dp-prompt", public, rule="step-max")
-    print(f"bounds on {len(public)} public sentences ({time.perf_counter() - t0:.0f} s): paper [{paper.low:.2f}, "
-          f"{paper.high:.2f}], step-max [{step.low:.2f}, {step.high:.2f}]", flush=True)
+    paper = step = ClipBounds(-1, 1)
+    if wanted & {"paper", "step-max"}:
+        paper = public_bounds(a.model, "dp-prompt", public, rule="all-values")
+        step = public_bounds(a.model, "dp-prompt", public, rule="step-max")
+        print(f"bounds on {len(public)} public sentences ({time.perf_counter() - t0:.0f} s): paper [{paper.low:.2f}, "
+              f"{paper.high:.2f}], step-max [{step.low:.2f}, {step.high:.2f}]", flush=True)
     c = a.prior_clip
     rows: list[dict[str, object]] = []
-    t0 = time.perf_counter()
-    sim = _similarity(docs, _nonprivate(lm, docs, a.max_new_tokens))
-    rows.append({"mechanism": "non-private (generate, T=1)", "epsilon_token": None, "similarity": sim})
-    print(f"non-private: {sim:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    if "non-private" in wanted:
+        t0 = time.perf_counter()
+        sim = _similarity(docs, _nonprivate(lm, docs, a.max_new_tokens))
+        rows.append({"mechanism": "non-private (generate, T=1)", "epsilon_token": None, "similarity": sim})
+        print(f"non-private: {sim:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
     for e in [float(x) for x in a.epsilons.split(",")]:
-        for name, kw in (("paper", {"bounds": paper}), ("step-max", {"bounds": step}),
-                         (f"prior C={c:g}", {"bounds": ClipBounds(-c, c), "prior": True}),
-                         (f"prior C={c:g} top-{a.top_k}+", {"bounds": ClipBounds(-c, c), "prior": True,
-                                                            "public_top_k": a.top_k})):
+        for key, name, kw in (("paper", "paper", {"bounds": paper}), ("step-max", "step-max", {"bounds": step}),
+                              ("prior", f"prior C={c:g}", {"bounds": ClipBounds(-c, c), "prior": True}),
+                              ("prior-top-k", f"prior C={c:g} top-{a.top_k}+",
+                               {"bounds": ClipBounds(-c, c), "prior": True, "public_top_k": a.top_k})):
+            if key not in wanted:
+                continue
             s = LMSettings("dp-prompt", e, max_new_tokens=a.max_new_tokens, batch_size=a.docs, **kw)  # type: ignore[arg-type]
             t0 = time.perf_counter()
             out = lm_decode.dp_prompt(lm, docs, s, make_rng(1))
