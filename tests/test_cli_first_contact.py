@@ -357,3 +357,32 @@ def test_an_unseeded_calibration_lies_in_the_range_the_readme_states():
     assert res.exit_code == 0, res.output
     eps = json.loads(res.stdout)["epsilon"]
     assert low <= eps <= high, (eps, low, high)
+
+
+@pytest.mark.slow  # the whole Reuters C50 evaluation: about 5 CPU minutes
+def test_evaluate_c50_reproduces_the_counts_of_evaluation_results(tmp_path, shared_data, monkeypatch):
+    if not (shared_data / "reuter_50_50").is_dir():
+        pytest.skip("reuter_50_50 not in the shared data")
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "evaluation-results.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Reuters C50"):]
+    header = "| eps | words unchanged | koppel-pan | koppel-2011 | nn-author (mean vec) | char-ngram (TF-IDF+SVM) |"
+    lines = section[section.index(header):].splitlines()[2:]
+    documented = {}
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if not line.startswith("|") or cells[0] == "chance":
+            break
+        documented[cells[0]] = [int(c) for c in cells[2:6]]
+    monkeypatch.setenv("TEXTDP_DATA_DIR", str(shared_data))
+    res = runner.invoke(app, ["evaluate", str(root / "examples" / "evaluate-c50.toml"), "-q", "--no-plots",
+                              "-o", str(tmp_path / "report")])
+    assert res.exit_code == 0, res.output
+    rows = json.loads((tmp_path / "report" / "results.json").read_text())
+    models = ["koppel-pan", "koppel-2011", "nn-author", "char-ngram"]
+    measured: dict[str, list[int]] = {}
+    for r in rows:
+        if r["kind"] == "attack" and r.get("text", "bag") == "bag" and r["model"] in models:
+            eps = "none" if r["epsilon"] is None else f"{r['epsilon']:g}"
+            measured.setdefault(eps, [0] * 4)[models.index(r["model"])] = r["correct"]
+    assert measured == documented
