@@ -119,7 +119,8 @@ def _help(*command: str) -> str:
 
 
 def test_files_help_lists_parquet():
-    assert "Parquet files (.parquet or .pq: one document per row" in _help("obfuscate")
+    for command in ("obfuscate", "rewrite", "train-rewriter"):  # they all read through textdp.io
+        assert "Parquet files (.parquet or .pq: one document per row" in _help(command), command
 
 
 # -- item 3: evaluate checks its extras before any work ---------------------------------------------------------------

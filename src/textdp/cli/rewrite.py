@@ -46,8 +46,9 @@ REWRITE_EPSILON_HELP = (
 
 ModelDirArgument = Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or a local "
                                                 "Hugging Face directory (dp-*).", show_default=False)]
-InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one document each) or JSONL files (one "
-                                                      "document per line); '-' reads standard input.",
+InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one document each), JSONL files (one "
+                                                      "document per line) or Parquet files (.parquet or .pq: one "
+                                                      "document per row); '-' reads standard input.",
                                                       show_default=False)]
 EpsilonOption = Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)]
 MechanismOption = Annotated[str, choice(

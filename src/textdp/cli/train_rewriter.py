@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 
 Corpus = Annotated[list[Path], typer.Argument(
-    help="Training text: text files (one document each) or JSONL / JSONL.gz files (one document per line).",
+    help="Training text: text files (one document each), JSONL / JSONL.gz files (one document per line) or Parquet "
+    "files (.parquet or .pq: one document per row).",
     show_default=False)]
 ModelDir = Annotated[Path, typer.Option("--output", "-o", help="Model directory to write (or to resume).")]
 MaxSentences = Annotated[int | None, typer.Option(
