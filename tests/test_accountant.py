@@ -185,3 +185,15 @@ def test_old_ledger_lines_without_events_still_verify_and_count(ledger):
     raw = ledger.path.read_text(encoding="utf-8")
     assert "privacy_event" not in raw
     assert ledger.composed()["d"].basic == (1.0, 0.0)
+
+
+def test_topicdp_states_its_zcdp_event_only_when_its_sensitivity_is_proven():
+    from textdp.topics.mechanisms import TopicDPGaussian
+
+    proven = TopicDPGaussian(epsilon=1.0, delta=1e-5, sensitivity=0.5).guarantee((3, 4))
+    sampled = TopicDPGaussian(epsilon=1.0, delta=1e-5, sensitivity=0.5, gamma=0.01).guarantee((3, 4))
+    assert sampled.event == ApproxEvent(sampled.epsilon, sampled.delta)
+    assert proven.event == ZCDPEvent(proven.event.rho) and proven.to_dict()["event"]["kind"] == "zcdp"
+    # two releases compose below the sum by the zCDP route, as the thesis' accounting would not
+    c = compose([Charge(proven.event, proven.epsilon, proven.delta)] * 2)
+    assert c.method == "rdp" and c.tight[0] < c.basic[0]

@@ -96,6 +96,7 @@ from .._validation import (
 from ..accounting.gaussian import check_sensitivity, mvg_precision_budget
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee, ReleaseRecord
+from ..guarantees.events import ZCDPEvent
 from ..samplers import (
     DEFAULT_GRID,
     check_grid,
@@ -466,7 +467,11 @@ class TopicDPGaussian(_GridMechanism):
                    f"that and the requested {self.delta:g}.")
         src = self.sensitivity_source
         statement = f"{_dp_clause(self.epsilon, delta, self.gamma, src)}. {how} {_not_covered(self.gamma, src)}"
-        return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=delta, gamma=self.gamma,
+        # what ran, for the accountant: rho-zCDP when the sensitivity is a proven bound; with a sampled
+        # sensitivity the guarantee holds only with probability 1 - gamma, which no zCDP event expresses, so the
+        # release stays the (epsilon, delta) event of its numbers (basic composition)
+        event = ZCDPEvent(self.rho(shape)) if self.gamma is None else None
+        return TopicGuarantee(mechanism=self.name, epsilon=self.epsilon, delta=delta, gamma=self.gamma, event=event,
                               shape=(m, n), grid=self.grid, noise=noise, statement=statement,
                               reference=f"{CKS20}; {RANDOM_DP}" if self.gamma is not None else CKS20)
 
