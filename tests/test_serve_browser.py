@@ -15,6 +15,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -266,6 +267,12 @@ def test_a_long_text_keeps_the_page_short(page, tmp_path):
     long_text = (TEXT + " ") * (10_000 // (len(TEXT) + 1))
     assert 9_500 < len(long_text) <= 10_000
     _fresh_release(page, mechanism="random", epsilon="3", text=long_text)
+    # the settings may equal the previous test's: wait for the long text's own release, not the one on screen
+    # (polled from Python: the page's CSP forbids the string evaluation wait_for_function uses)
+    deadline = time.monotonic() + 60
+    while page.evaluate("document.querySelectorAll('#input-view .w').length") < 1000:
+        assert time.monotonic() < deadline, "the long text's release never reached the page"
+        page.wait_for_timeout(200)
     shot = tmp_path / "long.png"
     page.screenshot(path=str(shot), full_page=True)
     assert _png_size(shot)[1] < 2400
