@@ -104,7 +104,8 @@ def chi2_goodness_of_fit(ids: np.ndarray, probs: np.ndarray) -> tuple[float, flo
     expected count at least 5 (the last bin joins its predecessor if smaller), so a law spread
     over thousands of rare words keeps its likeliest outputs in bins of their own.
 
-    >>> rng = np.random.default_rng(0)
+    >>> from textdp._rng import make_rng
+    >>> rng = make_rng(0)
     >>> p = np.array([0.5, 0.3, 0.2])
     >>> round(chi2_goodness_of_fit(rng.choice(3, 5000, p=p), p)[1], 2) > 0.01
     True
@@ -143,7 +144,8 @@ def chi2_goodness_of_fit(ids: np.ndarray, probs: np.ndarray) -> tuple[float, flo
 def chi2_two_sample(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """χ² test of homogeneity of two samples of categories (rows allowed); categories seen < 10 times pooled.
 
-    >>> rng = np.random.default_rng(0)
+    >>> from textdp._rng import make_rng
+    >>> rng = make_rng(0)
     >>> round(chi2_two_sample(rng.integers(0, 4, 4000), rng.integers(0, 4, 4000))[1], 2) > 0.01
     True
     >>> chi2_two_sample(rng.integers(0, 4, 4000), rng.integers(0, 3, 4000))[1] < 1e-6

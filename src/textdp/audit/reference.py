@@ -23,7 +23,8 @@ def laplace_noise(count: int, dim: int, epsilon: float, rng: np.random.Generator
                   root: np.ndarray | None = None) -> np.ndarray:
     """``(count, dim)`` draws of the density ``∝ exp(−ε ||R⁻¹ z||)`` (``R = root``, default I).
 
-    >>> z = laplace_noise(20_000, 3, 2.0, np.random.default_rng(0))
+    >>> from textdp._rng import make_rng
+    >>> z = laplace_noise(20_000, 3, 2.0, make_rng(0))
     >>> round(float(np.linalg.norm(z, axis=1).mean()), 1)  # E radius = dim / epsilon
     1.5
     """
@@ -80,8 +81,8 @@ def vickrey_choice(w1: np.ndarray, w2: np.ndarray, d1: np.ndarray, d2: np.ndarra
                    rng: np.random.Generator) -> np.ndarray:
     """Vickrey's rule: ``w1`` with probability ``(1 − t) d₂ / (t d₁ + (1 − t) d₂)``, else ``w2``.
 
-    >>> vickrey_choice(np.array([0]), np.array([1]), np.array([1.0]), np.array([1.0]), 0.0,
-    ...                np.random.default_rng(0)).tolist()
+    >>> from textdp._rng import make_rng
+    >>> vickrey_choice(np.array([0]), np.array([1]), np.array([1.0]), np.array([1.0]), 0.0, make_rng(0)).tolist()
     [0]
     """
     den = t * d1 + (1.0 - t) * d2
