@@ -26,6 +26,17 @@ fresh_venv() {
     python -m pip install --quiet --upgrade pip
 }
 
+# lint, types and the tests, each run even when an earlier one fails (a new mypy error must not hide a test that
+# breaks); prints one summary line and fails if any did
+checks() {
+    local failed=()
+    ruff check || failed+=(ruff)
+    mypy || failed+=(mypy)
+    python -m pytest "$@" || failed+=(pytest)
+    echo "== $mode: ${failed[*]:-nothing} failed =="
+    [ ${#failed[@]} -eq 0 ]
+}
+
 case "$mode" in
 latest)
     fresh_venv latest
@@ -35,7 +46,7 @@ latest)
     pip install --quiet --upgrade --upgrade-strategy eager -c "$root/torch-cpu.txt" -e ".[$ALL_EXTRAS]"
     echo "== versions that differ from constraints.txt (tested -> latest) =="
     python tools/pin_diff.py constraints.txt || true
-    ruff check && mypy && python -m pytest "$@"
+    checks "$@"
     ;;
 oldest)
     fresh_venv oldest
@@ -43,7 +54,7 @@ oldest)
     echo "== floors ==" && cat "$root/floors.txt"
     pip install --quiet "torch==2.13.0+cpu"
     pip install --quiet -c "$root/floors.txt" -e ".[test,dev]"
-    ruff check && mypy && python -m pytest "$@"
+    checks "$@"
     ;;
 --update)
     fresh_venv update
