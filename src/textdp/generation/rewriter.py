@@ -280,6 +280,10 @@ class TextRewriter(Mechanism[list[S], list[S], RewrittenText], Generic[S]):
     def _empty_message(self, uid: str, prepared: list[S]) -> str:
         return f"document {uid}: nothing to rewrite"
 
+    def charge_units(self, prepared: list[S], guarantee: Guarantee) -> int:
+        """A per-sentence guarantee is spent once per unit of the text; a per-document one once."""
+        return 1 if guarantee.unit == "document" else len(prepared)
+
     def _privatize(self, prepared: Sequence[list[S]], context: ReleaseContext,
                    rng: np.random.Generator) -> list[list[S]]:
         flat = [u for units in prepared for u in units]

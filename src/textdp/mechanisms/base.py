@@ -107,12 +107,14 @@ from .._rng import SeedLike, is_seeded, make_rng
 from .._validation import check_choice
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 from ..guarantees import EMPTY_POLICIES, RELEASE_FORMS, Guarantee, ReleaseRecord
+from ..guarantees.events import Charge
 from ..progress import ProgressCallback
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["FAMILIES", "BatchOptions", "Mechanism", "PrivateReport", "ReleaseContext", "SeedLike", "check_ids"]
+__all__ = ["FAMILIES", "BatchOptions", "ChargeCallback", "Mechanism", "PrivateReport", "ReleaseContext", "SeedLike",
+           "check_ids"]
 
 #: the mechanism families (the registry groups names by them)
 FAMILIES = ("document", "word", "sentence", "topics")
@@ -123,6 +125,9 @@ R = TypeVar("R", bound=ReleaseRecord)  # the release record type
 
 #: receives PRIVATE per-unit diagnostics: a list to append to, or a callable
 PrivateReport = list[Any] | Callable[[Any], None]
+
+#: receives ``{record id: Charge}`` of a batch once, after validation and before any noise (a ledger's charge)
+ChargeCallback = Callable[[dict[str, Charge]], object]
 
 class BatchOptions(TypedDict, total=False):
     """The keyword options of the one batch verb (:meth:`Mechanism.privatize_batch` documents each)."""
@@ -135,6 +140,7 @@ class BatchOptions(TypedDict, total=False):
     private_report: PrivateReport | None
     progress: ProgressCallback | None
     chunk: int | None
+    charge: ChargeCallback | None
 
 
 @dataclass(frozen=True)
@@ -294,6 +300,24 @@ class Mechanism(ABC, Generic[P, O, R]):
         """The PRIVATE report entry of one unit (``None``: none)."""
         return None
 
+    def charge_units(self, prepared: P, guarantee: Guarantee) -> int:
+        """How many of ``guarantee``'s units one prepared input unit spends (PRIVATE: a ledger's count).
+
+        One by default (a bag for a document, a matrix for every user); the word family counts the
+        protected words, the sentence family its segments when the guarantee is per sentence.
+        """
+        return 1
+
+    def charges(self, prepared: Sequence[P], uids: Sequence[str], guarantee: Guarantee) -> dict[str, Charge]:
+        """``{record id: Charge}``: what this release costs each id (:meth:`Guarantee.charge`, units summed per id).
+
+        A repeated id is one person: its units add up (basic composition, the event's ``count``).
+        """
+        counts: dict[str, int] = {}
+        for uid, p in zip(uids, prepared, strict=True):
+            counts[uid] = counts.get(uid, 0) + int(self.charge_units(p, guarantee))
+        return {uid: guarantee.charge(n) for uid, n in counts.items()}
+
     def release_context(self, prepared: Sequence[P], *, size: int | None = None, size_from_data: bool = False,
                         seeded: bool = False, empty: str = "error") -> ReleaseContext:
         """The :class:`ReleaseContext` of a batch (bag families resolve the size from it)."""
@@ -329,6 +353,10 @@ class Mechanism(ABC, Generic[P, O, R]):
                                        seeded=bool(seeded),
                                        empty=empty)
         guarantee = self.guarantee(context)
+        charge = options.get("charge")
+        if charge is not None:  # before any noise: a refused charge (over budget) releases nothing
+            live_ids = [u for u, e in zip(uids, emptied, strict=True) if not e]
+            charge(self.charges(live, live_ids, guarantee))
         gen = self.rng_ if seed is None else make_rng(seed)
         emit = None
         if private_report is not None:
@@ -365,13 +393,14 @@ class Mechanism(ABC, Generic[P, O, R]):
         private_report: PrivateReport | None = None,
         progress: ProgressCallback | None = None,
         chunk: int | None = None,
+        charge: ChargeCallback | None = None,
     ) -> list[R]:
         """Privatize a batch of units: one release record per unit (see the module docstring)."""
         return [
             rec
             for part in self.iter_privatize_batch(
                 units, ids, seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty,
-                private_report=private_report, progress=progress, chunk=chunk,
+                private_report=private_report, progress=progress, chunk=chunk, charge=charge,
             )
             for rec in part
         ]

@@ -181,6 +181,10 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
         """The 'Not covered' sentence of the statement (true to ``stop_words``)."""
         return "Not covered: " + self._not_covered_text()
 
+    def charge_units(self, prepared: PreparedText, guarantee: Guarantee) -> int:
+        """A document spends the per-word guarantee once per protected word (position-matched composition)."""
+        return int(prepared.rows.size)
+
     # -- the verbs ---------------------------------------------------------------------
     def guarantee(self, context: ReleaseContext | None = None) -> WordLevelGuarantee:
         """The per-word guarantee (``context``: seeded and the empty policy; nothing else matters)."""
