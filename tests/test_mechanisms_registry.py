@@ -163,3 +163,52 @@ def test_toy_embeddings_api():
     emb = Embeddings(["cat", "dog", "car"], np.array([[0.0, 0.0], [0.0, 1.0], [9.0, 9.0]]), name="toy")
     out = get("cmp", epsilon=1e6, embeddings=emb, stop_words=None, seed=0).privatize(["dog car", "car"])
     assert [d.text for d in out] == ["dog car", "car"]
+
+
+def test_the_index_is_what_the_registered_classes_declare():
+    """The generated index (read by --help and the errors) equals the classes' name/family/releases."""
+    from pathlib import Path
+
+    from textdp.mechanisms import _index, base, registry
+
+    path = Path(registry.__file__).with_name("_index.py")
+    assert path.read_text(encoding="utf-8") == registry.index_source(), (
+        "stale: run python -m textdp.mechanisms.registry --write-index")
+    assert _index.FAMILIES == base.FAMILIES
+    for e in registry.REGISTRY.values():
+        cls = e.load()
+        assert (cls.name, cls.family, cls.releases) == (e.name, e.family, e.releases) and cls.reference
+
+
+def test_a_class_that_changes_its_declaration_makes_the_index_stale(monkeypatch):
+    from pathlib import Path
+
+    from textdp.mechanisms import TEM, registry
+
+    monkeypatch.setattr(TEM, "releases", "bag")  # the class says one thing, the index another
+    assert '("tem", "word", "bag"' in registry.index_source()
+    assert registry.index_source() != Path(registry.__file__).with_name("_index.py").read_text(encoding="utf-8")
+    monkeypatch.setattr(registry, "LOCATIONS", (*registry.LOCATIONS, "textdp.mechanisms.exponential:TEM"))
+    with pytest.raises(ParameterError, match="registered twice"):
+        registry.index_source()
+    monkeypatch.setattr(registry, "LOCATIONS", ("textdp.mechanisms.word_level:PrivateText",))
+    with pytest.raises(ParameterError, match="must be a Mechanism subclass"):
+        registry.index_source()
+
+
+def test_listing_names_imports_no_numerics():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom textdp.mechanisms import MECHANISM_NAMES, entry, names\n"
+            "assert names('topics')[0] == 'topicdp' and entry('cmp').family == 'word' and MECHANISM_NAMES\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy', 'torch', 'sklearn'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_index_command_checks_and_refuses_unknown_arguments(capsys):
+    from textdp.mechanisms import registry
+
+    assert registry._main(["--check"]) == 0 and "up to date" in capsys.readouterr().out
+    assert registry._main(["--write"]) == 2

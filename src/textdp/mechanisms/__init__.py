@@ -11,27 +11,55 @@
 * :mod:`textdp.mechanisms.perturbation` - CMP, Mahalanobis, Vickrey (+ the MBR post-processing).
 * :mod:`textdp.mechanisms.exponential` - TEM, SanText(+), CusText(+), random replacement.
 * :mod:`textdp.mechanisms.registry` - ``get(name, **params)`` for every family, :func:`names`,
-  :func:`entry`, ``MECHANISM_NAMES`` (the names ``textdp obfuscate`` takes).
+  :func:`entry`, ``MECHANISM_NAMES`` (the names ``textdp obfuscate`` takes), read from the generated
+  index :mod:`textdp.mechanisms._index`.
+
+The public names are imported on first use (PEP 562), so that listing the registered names
+(``from textdp.mechanisms import MECHANISM_NAMES``: the CLI's choices) loads neither numpy nor torch.
+
+>>> import textdp.mechanisms as m
+>>> m.MECHANISM_NAMES[:2], m.CMP.family
+(('earth-movers', 'cmp'), 'word')
 """
 
 from __future__ import annotations
 
-from .base import FAMILIES, Mechanism, ReleaseContext
-from .common import BagMechanism, DocumentDiagnostics, PrivateDocument, TextMechanism
-from .earth_movers import EarthMoversPrivacy, noisy_vectors, privatize_ids
-from .exponential import (
-    TEM,
-    CusText,
-    CusTextPlus,
-    RandomReplacement,
-    SanText,
-    SanTextPlus,
-)
-from .laplace import laplace_noise, sample_direction, sample_radius
-from .perturbation import CMP, Mahalanobis, MBRDecoder, Vickrey
-from .registry import MECHANISM_NAMES, REGISTRY, Entry, entry, get, mechanism_class, names
-from .syntf import SynTF
-from .word_level import PrivateText, WordLevelGuarantee, WordLevelMechanism
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import FAMILIES, Mechanism, ReleaseContext
+    from .common import BagMechanism, DocumentDiagnostics, PrivateDocument, TextMechanism
+    from .earth_movers import EarthMoversPrivacy, noisy_vectors, privatize_ids
+    from .exponential import (
+        TEM,
+        CusText,
+        CusTextPlus,
+        RandomReplacement,
+        SanText,
+        SanTextPlus,
+    )
+    from .laplace import laplace_noise, sample_direction, sample_radius
+    from .perturbation import CMP, Mahalanobis, MBRDecoder, Vickrey
+    from .registry import MECHANISM_NAMES, REGISTRY, Entry, entry, get, mechanism_class, names
+    from .syntf import SynTF
+    from .word_level import PrivateText, WordLevelGuarantee, WordLevelMechanism
+
+#: Each public name and the submodule that defines it (imported on first use).
+_LAZY: dict[str, str] = {
+    "FAMILIES": "base", "Mechanism": "base", "ReleaseContext": "base",
+    "BagMechanism": "common", "DocumentDiagnostics": "common", "PrivateDocument": "common", "TextMechanism": "common",
+    "EarthMoversPrivacy": "earth_movers", "noisy_vectors": "earth_movers", "privatize_ids": "earth_movers",
+    "TEM": "exponential", "CusText": "exponential", "CusTextPlus": "exponential",
+    "RandomReplacement": "exponential", "SanText": "exponential", "SanTextPlus": "exponential",
+    "laplace_noise": "laplace", "sample_direction": "laplace", "sample_radius": "laplace",
+    "CMP": "perturbation", "Mahalanobis": "perturbation", "MBRDecoder": "perturbation", "Vickrey": "perturbation",
+    "MECHANISM_NAMES": "registry", "REGISTRY": "registry", "Entry": "registry", "entry": "registry", "get": "registry",
+    "mechanism_class": "registry", "names": "registry",
+    "SynTF": "syntf",
+    "PrivateText": "word_level", "WordLevelGuarantee": "word_level", "WordLevelMechanism": "word_level",
+}
 
 __all__ = [
     "CMP",
@@ -69,3 +97,20 @@ __all__ = [
     "sample_direction",
     "sample_radius",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its submodule on first use (or a submodule: ``mechanisms.base``)."""
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -1,22 +1,25 @@
-"""The one registry of textdp's mechanisms, every family: name -> class, family, release form, audit case.
+"""The one registry of textdp's mechanisms, every family: one line per class, and an index generated from the classes.
 
-``get(name, **params)`` returns a configured (unfitted) :class:`~textdp.mechanisms.base.Mechanism`
-for every registered name: the document family (``earth-movers``, ``syntf``), the word family
-(``cmp`` ... ``random``), the sentence family (``er-ae``, ``ae-dp``, ``syntf-sentence``,
-``random-sentence``, ``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``: the rewriters,
-``[generation]`` extra) and the topics family (``topicdp``,
-``topicdp-thesis``, ``topicdp-laplace``, ``mvg``, ``mvg-directional``). Each name is spelt once
-across families. :func:`names` lists a family's names (the CLI's choices), :func:`entry` gives
-a name's :class:`Entry` (family, release form, audit case) without importing the class.
+A mechanism is one class (its ``name``, ``family``, ``releases`` and ``reference`` declared at class
+level, :class:`~textdp.mechanisms.base.Mechanism`) and one line of :data:`LOCATIONS` here
+(``"module:Class"``, with the audit case that checks it when that case has another name). The
+registry's rows (:class:`Entry`) are read from the classes by
+``python -m textdp.mechanisms.registry --write-index``, which writes :mod:`textdp.mechanisms._index`;
+``tests/test_mechanisms_registry.py`` fails when the index differs from what the classes declare.
+Listing names reads the index only, so ``textdp obfuscate --help`` and the one-line errors import
+neither numpy nor torch; a class is imported on first use (:meth:`Entry.load`), which also keeps the
+sentence and topics families (which import this package) free of import cycles.
 
-The sentence and topics classes live in :mod:`textdp.generation` and :mod:`textdp.topics`,
-which import this package; their entries name their module and are imported on first use
-(:meth:`Entry.load`), so listing names never imports torch and no import cycle arises.
+``get(name, **params)`` returns a configured (unfitted) mechanism of any family: the document family
+(``earth-movers``, ``syntf``), the word family (``cmp`` ... ``random``), the sentence family
+(``er-ae`` ... ``dp-bart``: the rewriters, ``[generation]`` extra) and the topics family
+(``topicdp`` ... ``mvg-directional``). Each name is spelt once across families. :func:`names`
+lists a family's names (the CLI's choices), :func:`entry` gives a name's :class:`Entry`.
 
 >>> "cmp" in MECHANISM_NAMES and "earth-movers" in MECHANISM_NAMES
 True
->>> entry("topicdp-laplace").family, entry("er-ae").releases, entry("cmp").audit
-('topics', 'sentence', 'cmp')
+>>> entry("topicdp-laplace").family, entry("er-ae").releases, entry("cmp").audit, entry("topicdp-laplace").audit
+('topics', 'sentence', 'cmp', 'laplace')
 >>> get("nope", epsilon=1.0)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -26,82 +29,85 @@ textdp.errors.ParameterError: unknown mechanism 'nope'; choose one of: earth-mov
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import json
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from ..errors import ParameterError
-from .base import FAMILIES, Mechanism
-from .earth_movers import EarthMoversPrivacy
-from .exponential import TEM, CusText, CusTextPlus, RandomReplacement, SanText, SanTextPlus
-from .perturbation import CMP, Mahalanobis, Vickrey
-from .syntf import SynTF
+from ._index import FAMILIES, INDEX
 
-__all__ = ["MECHANISM_NAMES", "REGISTRY", "Entry", "entry", "get", "mechanism_class", "names"]
+if TYPE_CHECKING:
+    from .base import Mechanism
+
+__all__ = ["LOCATIONS", "MECHANISM_NAMES", "REGISTRY", "Entry", "entry", "get", "index_source", "mechanism_class",
+           "names"]
+
+#: One line per mechanism, in the order of the CLI's choices: ``"module:Class"``, or
+#: ``("module:Class", audit)`` when the audit case that checks it (``textdp audit NAME``) has another
+#: name than the mechanism (``None``: no audit case). Everything else is read from the class.
+LOCATIONS: tuple[str | tuple[str, str | None], ...] = (
+    "textdp.mechanisms.earth_movers:EarthMoversPrivacy",
+    "textdp.mechanisms.perturbation:CMP",
+    "textdp.mechanisms.perturbation:Mahalanobis",
+    "textdp.mechanisms.perturbation:Vickrey",
+    "textdp.mechanisms.exponential:TEM",
+    "textdp.mechanisms.exponential:SanText",
+    "textdp.mechanisms.exponential:SanTextPlus",
+    "textdp.mechanisms.exponential:CusText",
+    "textdp.mechanisms.exponential:CusTextPlus",
+    "textdp.mechanisms.syntf:SynTF",
+    "textdp.mechanisms.exponential:RandomReplacement",
+    "textdp.generation.rewriter:ERAE",
+    ("textdp.generation.rewriter:AEDP", None),
+    ("textdp.generation.rewriter:SynTFSentence", "syntf"),
+    ("textdp.generation.rewriter:RandomSentence", "random"),
+    "textdp.generation.lm_family:DPPrompt",
+    "textdp.generation.lm_family:DPParaphrase",
+    "textdp.generation.lm_family:DPMLM",
+    "textdp.generation.lm_family:DPBART",
+    "textdp.topics.family:TopicDP",
+    "textdp.topics.family:TopicDPThesis",
+    ("textdp.topics.family:TopicDPLaplace", "laplace"),
+    "textdp.topics.family:MVG",
+    "textdp.topics.family:MVGDirectional",
+)
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered mechanism.
+    """One registered mechanism (a row of the generated index).
 
     Attributes
     ----------
     name : str
-        The registered name (one spelling across families).
+        The registered name (one spelling across families): the class's ``name``.
     family : str
-        ``document``, ``word``, ``sentence`` or ``topics``.
+        ``document``, ``word``, ``sentence`` or ``topics``: the class's ``family``.
     releases : str
-        ``bag``, ``text``, ``sentence`` or ``matrix``.
+        ``bag``, ``text``, ``sentence`` or ``matrix``: the class's ``releases``.
     audit : str or None
-        The audit case (``textdp audit NAME``) that checks this mechanism's claim.
-    location : type or str
-        The class, or ``"module:Class"`` for the families imported on first use.
+        The audit case (``textdp audit NAME``) that checks this mechanism's claim (:data:`LOCATIONS`).
+    location : str
+        ``"module:Class"``, imported on first use.
     """
 
     name: str
     family: str
     releases: str
     audit: str | None
-    location: type[Mechanism] | str
+    location: str
 
     def load(self) -> type[Mechanism]:
-        """The class (imports its module the first time for the sentence and topics families)."""
-        if not isinstance(self.location, str):
-            return self.location
+        """The class (imports its module the first time)."""
         module, _, cls = self.location.partition(":")
         loaded: type[Mechanism] = getattr(importlib.import_module(module), cls)
         return loaded
 
 
-_GEN = "textdp.generation.rewriter"
-_TOP = "textdp.topics.family"
-_LM = "textdp.generation.lm_family"
-_ENTRIES = (
-    Entry("earth-movers", "document", "bag", "earth-movers", EarthMoversPrivacy),
-    Entry("cmp", "word", "text", "cmp", CMP),
-    Entry("mahalanobis", "word", "text", "mahalanobis", Mahalanobis),
-    Entry("vickrey", "word", "text", "vickrey", Vickrey),
-    Entry("tem", "word", "text", "tem", TEM),
-    Entry("santext", "word", "text", "santext", SanText),
-    Entry("santext+", "word", "text", "santext+", SanTextPlus),
-    Entry("custext", "word", "text", "custext", CusText),
-    Entry("custext+", "word", "text", "custext+", CusTextPlus),
-    Entry("syntf", "document", "bag", "syntf", SynTF),
-    Entry("random", "word", "text", "random", RandomReplacement),
-    Entry("er-ae", "sentence", "sentence", "er-ae", f"{_GEN}:ERAE"),
-    Entry("ae-dp", "sentence", "sentence", None, f"{_GEN}:AEDP"),
-    Entry("syntf-sentence", "sentence", "sentence", "syntf", f"{_GEN}:SynTFSentence"),
-    Entry("random-sentence", "sentence", "sentence", "random", f"{_GEN}:RandomSentence"),
-    Entry("dp-prompt", "sentence", "sentence", "dp-prompt", f"{_LM}:DPPrompt"),
-    Entry("dp-paraphrase", "sentence", "sentence", "dp-paraphrase", f"{_LM}:DPParaphrase"),
-    Entry("dp-mlm", "sentence", "sentence", "dp-mlm", f"{_LM}:DPMLM"),
-    Entry("dp-bart", "sentence", "sentence", "dp-bart", f"{_LM}:DPBART"),
-    Entry("topicdp", "topics", "matrix", "topicdp", f"{_TOP}:TopicDP"),
-    Entry("topicdp-thesis", "topics", "matrix", "topicdp-thesis", f"{_TOP}:TopicDPThesis"),
-    Entry("topicdp-laplace", "topics", "matrix", "laplace", f"{_TOP}:TopicDPLaplace"),
-    Entry("mvg", "topics", "matrix", "mvg", f"{_TOP}:MVG"),
-    Entry("mvg-directional", "topics", "matrix", "mvg-directional", f"{_TOP}:MVGDirectional"),
-)
+_ENTRIES = tuple(Entry(*row) for row in INDEX)
 
 #: every registered name -> its :class:`Entry`
 REGISTRY: Mapping[str, Entry] = MappingProxyType({e.name: e for e in _ENTRIES})
@@ -161,3 +167,66 @@ def get(name: str, **params: object) -> Mechanism:
         return cls(**params)
     except TypeError as exc:  # a required parameter is missing
         raise ParameterError(f"mechanism {name!r}: {exc}".replace("__init__() ", "")) from None
+
+
+def _read_classes() -> tuple[tuple[str, ...], tuple[tuple[str, str, str, str | None, str], ...]]:
+    """``(FAMILIES, rows)`` read from the classes of :data:`LOCATIONS` (imports every family)."""
+    from .base import FAMILIES as families
+    from .base import Mechanism
+
+    rows = []
+    for line in LOCATIONS:
+        location, audit = (line, "") if isinstance(line, str) else line
+        module, _, name = location.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        if not (isinstance(cls, type) and issubclass(cls, Mechanism)) or not (cls.name and cls.family
+                                                                              and cls.releases and cls.reference):
+            raise ParameterError(f"{location} must be a Mechanism subclass declaring name, family, releases and "
+                                 "reference")
+        rows.append((cls.name, cls.family, cls.releases, cls.name if audit == "" else audit, location))
+    spelt = [r[0] for r in rows]
+    if len(set(spelt)) != len(spelt):
+        raise ParameterError(f"a mechanism name is registered twice: {sorted(n for n in spelt if spelt.count(n) > 1)}")
+    return tuple(families), tuple(rows)
+
+
+def index_source() -> str:
+    """The text of :mod:`textdp.mechanisms._index` as the classes of :data:`LOCATIONS` declare it."""
+    families, rows = _read_classes()
+    def lit(v: str | None) -> str:
+        return "None" if v is None else json.dumps(v)
+
+    body = "".join(f"    ({', '.join(lit(v) for v in row)}),\n" for row in rows)
+    return ('"""Generated by ``python -m textdp.mechanisms.registry --write-index`` from the classes of\n'
+            "``registry.LOCATIONS``: do not edit (tests/test_mechanisms_registry.py checks it).\n\n"
+            "Rows: (name, family, releases, audit case, location).\n"
+            '"""\n\n'
+            f"FAMILIES = ({', '.join(lit(f) for f in families)})\n\n"
+            "INDEX: tuple[tuple[str, str, str, str | None, str], ...] = (\n"
+            f"{body})\n")
+
+
+def _main(argv: Sequence[str]) -> int:
+    """``--write-index``: rewrite :mod:`textdp.mechanisms._index` from the classes; ``--check``: exit 1 if stale."""
+    from pathlib import Path
+
+    from ..io import atomic_writer
+
+    path = Path(__file__).with_name("_index.py")
+    text = index_source()
+    count = text.count("\n    (")
+    if list(argv) == ["--check"]:
+        stale = path.read_text(encoding="utf-8") != text
+        print(f"{path}: {'stale: run python -m textdp.mechanisms.registry --write-index' if stale else 'up to date'}")
+        return int(stale)
+    if list(argv) != ["--write-index"]:
+        print("usage: python -m textdp.mechanisms.registry --write-index | --check", file=sys.stderr)
+        return 2
+    with atomic_writer(path, private=False) as f:
+        f.write(text)
+    print(f"wrote {path} ({count} mechanisms)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the command line of the index
+    raise SystemExit(_main(sys.argv[1:]))
