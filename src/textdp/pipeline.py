@@ -64,8 +64,6 @@ __all__ = [
     "mechanism_guarantee",
     "parse_params",
     "privatize_documents",
-    "release_decoder",
-    "release_guarantee",
     "release_settings",
     "write_private_report",
     "write_records",
@@ -205,11 +203,6 @@ def build_mechanism(
     return mech.fit()
 
 
-def release_guarantee(doc: ReleaseRecord) -> dict[str, Any]:
-    """The full public guarantee of a released document as a dict (statement included; for settings files)."""
-    return doc.guarantee.to_dict()
-
-
 def mechanism_guarantee(mech: TextMechanism, *, size: int | None = None, seeded: bool,
                         size_from_data: bool = False, empty: str = "error") -> dict[str, Any]:
     """The full guarantee of a fitted mechanism's release as a dict (bag mechanisms need ``size``)."""
@@ -225,11 +218,6 @@ def mechanism_decoder(mech: TextMechanism) -> str:
 def guarantee_decoder(guarantee: Guarantee) -> str:
     """The decoder named in a guarantee's public parameters (``"none"`` for mechanisms that decode nothing)."""
     return str(guarantee.params.get("decoder", "none"))
-
-
-def release_decoder(doc: ReleaseRecord) -> str:
-    """The decoder named by a released document (``"none"`` for mechanisms that decode nothing)."""
-    return guarantee_decoder(doc.guarantee)
 
 
 @dataclass(frozen=True)
@@ -404,24 +392,27 @@ def check_private_report_path(
 def release_settings(
     guarantee_dict: dict[str, Any],
     *,
+    command: str,
     engine: str,
     documents: int,
-    decoder: str,
-    known_source: bool,
-    stop_words: str | None,
     fmt: str,
-    extra: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The public settings of a release (written beside it): parameters and the guarantee, nothing private.
+    """The public settings of a release (written beside it by every command): parameters and the guarantee.
 
-    ``guarantee_dict`` is the full :meth:`~textdp.guarantees.Guarantee.to_dict` (statement and
-    reference included): it is written once here, under ``guarantee``, while records carry the
-    compact form; its public parameters and bound are also spread at the top level.
+    The one layout of ``<output>.settings.json`` (:func:`textdp.release.release` writes it for every
+    family; the partitioned engine writes it as ``settings.json``): the textdp version, the
+    ``command``, the ``engine``, the number of records (``documents``), the ``format``, whether a
+    seed was used (``seeded``; never the seed), the caller's ``extra`` public settings, the
+    guarantee's public parameters and bound at the top level, and the full guarantee
+    (``guarantee_dict``, :meth:`~textdp.guarantees.Guarantee.to_dict`: statement and reference
+    included) once, under ``guarantee``; records carry its compact form. Nothing private: no input
+    path, no seed.
 
-    >>> s = release_settings({"seeded": False, "statement": "..."}, engine="single", documents=3,
-    ...                      decoder="exact", known_source=False, stop_words="english", fmt="jsonl")
-    >>> s["seeded"], "inputs" in s, "seed" in s
-    (False, False, False)
+    >>> s = release_settings({"seeded": False, "statement": "..."}, command="obfuscate", engine="single",
+    ...                      documents=3, fmt="jsonl", extra={"stop_words": "english"})
+    >>> s["seeded"], s["stop_words"], "inputs" in s, "seed" in s
+    (False, 'english', False, False)
     """
     from importlib.metadata import PackageNotFoundError, version
 
@@ -432,19 +423,16 @@ def release_settings(
     g = dict(guarantee_dict)
     return {
         "textdp_version": textdp_version,
-        "command": "obfuscate",
+        "command": command,
         "engine": engine,
         "documents": int(documents),
         "format": fmt,
-        "stop_words": stop_words,
-        "decoder": decoder,
-        "known_source": bool(known_source),
         "seed_note": (
             "seeded: anyone who knows the seed can undo the noise (experiments only); the seed is not recorded"
             if g.get("seeded")
             else "fresh OS entropy (not recorded)"
         ),
-        **(extra or {}),
+        **dict(extra or {}),
         **dict(g.get("parameters", {})),
         **{k: g[k] for k in ("mechanism", "epsilon", "delta", "unit", "seeded") if k in g},
         "guarantee": g,

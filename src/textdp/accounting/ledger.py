@@ -77,7 +77,7 @@ from ..errors import ParameterError
 from ..guarantees.events import ApproxEvent, Charge, PrivacyEvent, PureEvent, event_from_dict
 from .accountant import Composition, compose
 
-__all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend"]
+__all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend", "reset_message"]
 
 #: ``prev`` of the first line.
 GENESIS = "0" * 64
@@ -515,3 +515,17 @@ class PrivacyLedger:
             folder.write_bytes(self.path.name, "".join(lines).encode("ascii"))
             self._write_anchor(folder.path, len(rows) + len(new), prev)  # after the ledger: a crash between over-counts
         return new
+
+
+def reset_message(before: LedgerState, after: LedgerState) -> str:
+    """What a reset did: the new anchor, the old one, and the spend that is no longer counted."""
+    if before.anchored_events is None:
+        was = "it had no anchor"
+    else:
+        was = f"the anchor recorded {before.anchored_events} events (head {before.anchored_head})"
+    lost = (before.anchored_events or 0) - after.events
+    forgot = (f"; the spend of {lost} recorded events that the file no longer holds is forgotten: the documents "
+              "they covered may be released again up to the full budget" if lost > 0 else "")
+    if before.anchored_events is not None and before.anchored_head != after.head and lost <= 0:
+        forgot = "; the anchored events were replaced by the file's: only the file's spend counts from now on"
+    return f"now anchored at {after.events} events (head {after.head}); {was}{forgot}"

@@ -89,6 +89,16 @@ ParamOption = Annotated[list[str] | None, typer.Option(
     metavar="KEY=VALUE", help="Mechanism parameter KEY=VALUE, repeatable (e.g. t=0.75 for vickrey, lambd=0.2, "
     "beta=0.001, p=0.3, top_k=20, rate=0.3).")]
 
+LedgerOption = Annotated[Path | None, typer.Option(
+    help="PRIVATE ledger file: every release is recorded per document id (0600; never publish it beside the "
+    "output). See `textdp ledger show`.")]
+BudgetOption = Annotated[float | None, typer.Option(
+    help="With --ledger: refuse a release that would take a document past this epsilon (composed across runs; "
+    "nothing is written then).")]
+NewLedgerOption = Annotated[bool, typer.Option(
+    help="With --ledger: accept the ledger as it is now (or start an empty one if it is gone) when it no longer "
+    "matches what textdp last wrote; the spend it lost is forgotten. See `textdp ledger reset`.")]
+
 #: Mechanism parameters the commands set with their own options, never with ``--param``.
 OPTION_PARAMS = {"epsilon": "--epsilon", "embeddings": "--embeddings", "vocab_size": "--vocab-size",
                  "stop_words": "--stop-words", "seed": "--seed", "size": "--size", "size_from_data": "--size-from-data",

@@ -81,24 +81,17 @@ def reset_command(ledger: Annotated[Path, _LEDGER_ARG]) -> None:
     the full budget. A ledger whose hash chain is broken is still refused: move it away first.
     """
     with cli_errors():
-        from ..accounting.ledger import PrivacyLedger
+        from ..accounting.ledger import PrivacyLedger, reset_message
 
         before, after = PrivacyLedger(ledger).reset()
         typer.echo(f"ledger {ledger} reset: {reset_message(before, after)}")
 
 
 def reset_message(before: LedgerState, after: LedgerState) -> str:
-    """What a reset did: the new anchor, the old one, and the spend that is no longer counted."""
-    if before.anchored_events is None:
-        was = "it had no anchor"
-    else:
-        was = f"the anchor recorded {before.anchored_events} events (head {before.anchored_head})"
-    lost = (before.anchored_events or 0) - after.events
-    forgot = (f"; the spend of {lost} recorded events that the file no longer holds is forgotten: the documents "
-              "they covered may be released again up to the full budget" if lost > 0 else "")
-    if before.anchored_events is not None and before.anchored_head != after.head and lost <= 0:
-        forgot = "; the anchored events were replaced by the file's: only the file's spend counts from now on"
-    return f"now anchored at {after.events} events (head {after.head}); {was}{forgot}"
+    """:func:`textdp.accounting.ledger.reset_message` (kept here for the commands that import it from the CLI)."""
+    from ..accounting.ledger import reset_message as message
+
+    return message(before, after)
 
 
 def register(app: typer.Typer) -> None:

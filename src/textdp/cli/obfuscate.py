@@ -25,7 +25,7 @@ from ..embeddings import (
     vocabulary_fingerprint,
 )
 from ..engines import ENGINES
-from ..engines.single import check_duplicate_ids, check_file_outputs, open_release, write_release
+from ..engines.single import check_file_outputs, obfuscate_settings, stdout_when_done
 from ..errors import ParameterError, PrivacyWarning
 from ..guarantees import EMPTY_POLICIES
 from ..io import (
@@ -35,7 +35,6 @@ from ..io import (
     read_documents,
     read_sourced_documents,
     same_file,
-    sequence_ids,
 )
 from ..mechanisms import MECHANISM_NAMES
 from ..mechanisms.common import SIZE_FROM_DATA_WARNING
@@ -46,11 +45,14 @@ from ._choices import choice
 from ._common import (
     ENGINE_PANEL,
     EPSILON_OPTION_HELP,
+    BudgetOption,
     ForceOption,
     IdFieldOption,
     InputFormatOption,
     Interrupted,
     InterruptedRun,
+    LedgerOption,
+    NewLedgerOption,
     ParamOption,
     SchedulerOption,
     SeedOption,
@@ -277,6 +279,9 @@ class _Options:
     strict_ids: bool
     empty: str
     threads: int | None = None
+    ledger: Path | None = None
+    budget: float | None = None
+    new_ledger: bool = False
 
     @property
     def inputs(self) -> list[Path]:
@@ -286,6 +291,11 @@ class _Options:
     def read_too(self) -> list[Path | None]:
         """Every file the command reads: no output may replace one."""
         return [*self.inputs, self.embeddings, self.words, self.domain_vocab]
+
+    @property
+    def ledger_options(self) -> dict[str, object]:
+        """The ledger options as the release driver takes them (:func:`textdp.release.release`)."""
+        return {"ledger": self.ledger, "budget": self.budget, "new_ledger": self.new_ledger}
 
 
 def obfuscate(
@@ -322,6 +332,9 @@ def obfuscate(
     strict_ids: StrictIds = False,
     empty: Empty = "error",
     threads: ThreadsOption = None,
+    ledger: LedgerOption = None,
+    budget: BudgetOption = None,
+    new_ledger: NewLedgerOption = False,
 ) -> None:
     """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
 
@@ -369,6 +382,9 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
     if partitioned and o.threads is not None:
         raise ParameterError("--threads applies to --engine single; partitioned runs give each worker its share "
                              "of the cores")
+    from ..release import check_ledger_options
+
+    check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=o.output, inputs=o.read_too)
     if not partitioned:
         check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force)
     elif o.private_report is not None:
@@ -380,7 +396,9 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
 
 def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str, object],
                 domain_texts: set[str]) -> None:
-    """One process, one output file (or standard output): :func:`textdp.engines.single.obfuscate_file`."""
+    """One process, one output file (or standard output): the release driver, :func:`textdp.release.release`."""
+    from ..release import release
+
     mech = build_mechanism(
         o.mechanism, epsilon=o.epsilon,  # type: ignore[arg-type]  # None: random derives it from its rate
         size=o.size, size_from_data=o.size_from_data, embeddings=emb, bag=o.bag,
@@ -399,14 +417,20 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
         print_warning(f"{inside} input document(s) appear verbatim in --domain-vocab {o.domain_vocab}; the "
                       "vocabulary must come from PUBLIC text, not from the documents being privatized")
     small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000 and (o.size or 0) < 20_000
-    check_duplicate_ids(lambda: sequence_ids(docs), strict=o.strict_ids, on_duplicate_ids=_warn_duplicates)
-    with open_release(o.output, force=o.force) as fh, progress_bar(disable=small) as bar, \
+    if not docs:
+        raise ParameterError("no documents in the input")
+    stdout = stdout_when_done() if o.output is None else contextlib.nullcontext(None)
+    with stdout as fh, progress_bar(disable=small) as bar, \
             _privacy_warnings_on_stderr():  # the release goes out last, after the bar and the small files
         task = bar.add_task("obfuscating (documents)", total=len(docs))
         _count_words(mech, bar, o.size * len(docs) if o.size is not None else None)
-        write_release(fh, mech, docs, o.output, fmt=o.fmt, known_source=o.known_source, stop_words=stops,
-                      extra=extra, private_report=o.private_report, force=o.force, empty=o.empty,
-                      size=o.size, seeded=o.seed is not None, progress=bar_progress(bar, task))
+        summary = release(mech, docs, fh if fh is not None else o.output, private_report=o.private_report, force=o.force, fmt=o.fmt,
+                          empty=o.empty, command="obfuscate", strict_ids=o.strict_ids,
+                          on_duplicate_ids=_warn_duplicates, progress=bar_progress(bar, task), inputs=o.read_too,
+                          settings=obfuscate_settings(mech, known_source=o.known_source, stop_words=stops,
+                                                      extra=extra), **o.ledger_options)  # type: ignore[arg-type]
+    if summary.ledger_note:
+        print_warning(summary.ledger_note)
 
 
 @contextlib.contextmanager

@@ -445,10 +445,11 @@ def _summary(driver_mech: TextMechanism, backend: Backend, plan: Sequence[Partit
     )
     parts = [part_name(p.index, public["format"]) for p in plan]
     return release_settings(
-        guarantee, engine=backend.name, documents=sum(p.n_docs for p in plan), decoder=mechanism_decoder(driver_mech),
-        known_source=public["known_source"], stop_words=public["stop_words"], fmt=public["format"],
-        extra={"partitions": len(plan), "parts": parts, "vocabulary_fingerprint": public["vocabulary_fingerprint"],
-               **(extra_settings or {})},
+        guarantee, command="obfuscate", engine=backend.name, documents=sum(p.n_docs for p in plan),
+        fmt=public["format"],
+        extra={"stop_words": public["stop_words"], "decoder": mechanism_decoder(driver_mech),
+               "known_source": bool(public["known_source"]), "partitions": len(plan), "parts": parts,
+               "vocabulary_fingerprint": public["vocabulary_fingerprint"], **(extra_settings or {})},
     )
 
 

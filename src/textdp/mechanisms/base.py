@@ -126,8 +126,8 @@ R = TypeVar("R", bound=ReleaseRecord)  # the release record type
 #: receives PRIVATE per-unit diagnostics: a list to append to, or a callable
 PrivateReport = list[Any] | Callable[[Any], None]
 
-#: receives ``{record id: Charge}`` of a batch once, after validation and before any noise (a ledger's charge)
-ChargeCallback = Callable[[dict[str, Charge]], object]
+#: receives ``({record id: Charge}, guarantee)`` of a batch once, after validation and before any noise (a ledger)
+ChargeCallback = Callable[[dict[str, Charge], Guarantee], object]
 
 class BatchOptions(TypedDict, total=False):
     """The keyword options of the one batch verb (:meth:`Mechanism.privatize_batch` documents each)."""
@@ -356,7 +356,7 @@ class Mechanism(ABC, Generic[P, O, R]):
         charge = options.get("charge")
         if charge is not None:  # before any noise: a refused charge (over budget) releases nothing
             live_ids = [u for u, e in zip(uids, emptied, strict=True) if not e]
-            charge(self.charges(live, live_ids, guarantee))
+            charge(self.charges(live, live_ids, guarantee), guarantee)
         gen = self.rng_ if seed is None else make_rng(seed)
         emit = None
         if private_report is not None:

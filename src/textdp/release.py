@@ -1,0 +1,444 @@
+"""The one release driver: read, charge, privatize, write (records, settings, private report).
+
+:func:`release` is what every command runs (``textdp obfuscate``, ``textdp topics``, ``textdp
+rewrite``) and what a Python caller runs to publish a release with the same guarantees as the
+command line. It works for every family through the one mechanism base
+(:class:`textdp.mechanisms.Mechanism`): the mechanism's own methods say how many of its
+guarantee's units each input spends (:meth:`~textdp.mechanisms.Mechanism.charge_units`); nothing
+here depends on a mechanism's name or family.
+
+The order of the steps is the privacy order:
+
+1. **check** every path before any work: the release, its settings file, the private report and
+   the ledger must differ from each other and from the inputs; existing outputs are refused unless
+   ``force``; the ledger (private) may not sit in the release's folder;
+2. **read** the inputs: files (:class:`os.PathLike` objects: text, JSONL or Parquet, as the CLI
+   reads them) or the units themselves (strings, or a family's own units such as a
+   :class:`~textdp.topics.models.TopicMatrix`);
+3. **charge** the ledger, once, after every unit is validated and before any noise is drawn
+   (the mechanism's ``charge=`` hook): each record id is charged
+   :meth:`Guarantee.charge(units) <textdp.guarantees.Guarantee.charge>`; a charge that would take an
+   id past ``budget`` (composed by the accountant, :mod:`textdp.accounting.accountant`) raises a
+   one-line :class:`~textdp.errors.ParameterError` and nothing is written or recorded;
+4. **privatize** a chunk at a time (:meth:`~textdp.mechanisms.Mechanism.iter_privatize_batch`) and
+   write the records as they come into an atomic temporary file (memory stays bounded);
+5. **write** the PRIVATE report (mode 0600, to the path the caller names), then the public
+   settings file ``<output>.settings.json`` (:func:`textdp.pipeline.release_settings`: public
+   parameters and the full guarantee, never the seed nor an input path), then move the release
+   into place last. On an error nothing partial is left (a crash after the charge over-counts the
+   spend, never under-counts it).
+
+Examples
+--------
+>>> import json, os, pathlib, tempfile
+>>> from unittest import mock
+>>> import numpy as np
+>>> from textdp.embeddings import Embeddings
+>>> from textdp.mechanisms import get
+>>> emb = Embeddings(["cat", "dog", "car"], np.array([[0, 0], [0, 1], [9, 9]]), name="toy")
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> mech = get("cmp", epsilon=2.0, embeddings=emb, stop_words=None)
+>>> led = d / "private" / "ledger.jsonl"  # a private file; its anchor goes to the (here temporary) textdp state
+>>> with mock.patch.dict(os.environ, {"TEXTDP_CACHE_DIR": str(d / "state")}):
+...     s = release(mech, ["cat dog", "car"], d / "out.jsonl", ids=["a", "b"], ledger=led, budget=5.0, seed=0)
+...     release(mech, ["cat dog car"], d / "again.jsonl", ids=["a"], ledger=led, budget=5.0)
+Traceback (most recent call last):
+...
+textdp.errors.ParameterError: the privacy budget 5 would be exceeded for 1 document(s) (first: 'a' has spent 4 and would reach 10 with this release, composed by the accountant); nothing was released or recorded
+>>> s.records, s.charged, s.guarantee.unit, json.loads((d / "out.jsonl").read_text().splitlines()[0])["id"]
+(2, 2, 'word', 'a')
+>>> (d / "again.jsonl").exists()
+False
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import IO, Any, TypeGuard
+
+import numpy as np
+
+from ._rng import SeedLike, is_seeded
+from .accounting.ledger import PrivacyLedger, reset_message
+from .errors import DocumentError, ParameterError, ParameterTypeError
+from .guarantees import Guarantee
+from .guarantees.events import Charge
+from .io import (
+    SourcedDocument,
+    atomic_writer,
+    check_output_paths,
+    duplicate_ids_message,
+    find_duplicate_ids,
+    read_sourced_documents,
+    same_file,
+    sequence_ids,
+    settings_path,
+)
+from .mechanisms import DocumentDiagnostics, Mechanism, ReleaseContext
+from .progress import ProgressCallback
+
+__all__ = ["FORMATS", "PRIVATE_NOTE", "DuplicateIdsCallback", "Ledger", "ReleaseSummary", "charge_ledger",
+           "check_duplicate_ids", "check_file_outputs", "check_ledger_options", "open_release", "release",
+           "stdout_when_done"]
+
+#: the release's file formats: ``jsonl`` (one record a line), ``text`` (the released words or text only), ``json``
+#: (the one record of a matrix release as one JSON object)
+FORMATS = ("jsonl", "text", "json")
+
+#: a ledger: its path, or an open :class:`~textdp.accounting.ledger.PrivacyLedger`
+Ledger = str | os.PathLike[str] | PrivacyLedger
+
+PRIVATE_NOTE = "PRIVATE: this report describes the private input; never publish it."
+
+
+@dataclass(frozen=True)
+class ReleaseSummary:
+    """What :func:`release` wrote (public, except ``ledger_note``, which names a private file).
+
+    Attributes
+    ----------
+    output : Path or None
+        The release (``None``: standard output).
+    records : int
+        Records written.
+    guarantee : Guarantee
+        The guarantee every record carries.
+    settings : Mapping
+        The public settings file's content (also written to ``<output>.settings.json``).
+    charged : int
+        Ledger events recorded (one per record id; 0 without a ledger).
+    ledger_note : str or None
+        With ``new_ledger``: what accepting the ledger as it was forgot (print it to the user).
+    """
+
+    output: Path | None
+    records: int
+    guarantee: Guarantee
+    settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    charged: int = 0
+    ledger_note: str | None = None
+
+
+#: ``on_duplicate_ids(count, first_id)``: told about repeated record ids (a warning, in the CLI)
+DuplicateIdsCallback = Callable[[int, str], None]
+
+
+def check_duplicate_ids(ids: Callable[[], Iterable[str]], *, strict: bool,
+                        on_duplicate_ids: DuplicateIdsCallback | None) -> None:
+    """Refuse (``strict``) or report (``on_duplicate_ids(count, first_id)``) repeated record ids.
+
+    ``ids()`` yields the record ids in input order; it is not called when nobody asks.
+    """
+    if not (strict or on_duplicate_ids is not None):
+        return
+    n_dup, first_dup = find_duplicate_ids(ids)
+    if n_dup and first_dup is not None:
+        if strict:
+            raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
+        if on_duplicate_ids is not None:
+            on_duplicate_ids(n_dup, first_dup)
+
+
+def check_file_outputs(output: Path | None, private_report: Path | None, *, inputs: Sequence[Path | None],
+                       force: bool) -> None:
+    """Refuse outputs that exist (unless ``force``) or that are inputs: the release, its settings, the report."""
+    check_output_paths(
+        [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
+         ("--private-report", private_report)],
+        inputs=inputs, force=force,
+    )
+
+
+@contextlib.contextmanager
+def stdout_when_done(stream: IO[str] | None = None) -> Iterator[IO[str]]:
+    """A file that goes to ``stream`` (standard output) only once everything is written (nothing partial)."""
+    with tempfile.SpooledTemporaryFile(max_size=32 << 20, mode="w+", encoding="utf-8", newline="\n") as tmp:
+        yield tmp
+        tmp.seek(0)
+        out = sys.stdout if stream is None else stream
+        shutil.copyfileobj(tmp, out)
+        out.flush()
+
+
+def open_release(output: Path | None, *, force: bool = False) -> contextlib.AbstractContextManager[IO[str]]:
+    """The release file, written atomically (``None``: standard output, once everything is written)."""
+    return stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
+
+
+def check_ledger_options(ledger: Ledger | None, *, budget: float | None = None, new_ledger: bool = False,
+                         output: str | os.PathLike[str] | None = None,
+                         inputs: Sequence[str | os.PathLike[str] | None] = ()) -> None:
+    """Refuse ledger options that cannot work, before any work (one-line errors naming the CLI options).
+
+    >>> check_ledger_options(None, budget=3.0)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --budget needs --ledger FILE (where the spend of earlier runs is kept)
+    """
+    if budget is not None and ledger is None:
+        raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
+    if new_ledger and ledger is None:
+        raise ParameterError("--new-ledger needs --ledger FILE (the ledger to accept as it is now)")
+    if budget is not None and (isinstance(budget, bool) or not np.isfinite(float(budget)) or float(budget) <= 0):
+        raise ParameterError(f"--budget must be a finite number > 0, got {budget!r}")
+    if ledger is None:
+        return
+    path = ledger.path if isinstance(ledger, PrivacyLedger) else Path(ledger)
+    for given in inputs:
+        if given is not None and str(given) != "-" and same_file(path, given):
+            raise ParameterError(f"--ledger {path} is the input file {given}: the ledger is a separate private "
+                                 "file where the spend is recorded; give another path (a new file is created)")
+    if output is not None and str(output) != "-" and path.resolve().parent == Path(output).resolve().parent:
+        raise ParameterError("--ledger is private (document ids and their spend): keep it out of the output's "
+                             "folder, which is meant to be published")
+
+
+def charge_ledger(ledger: Ledger, charges: Mapping[str, Charge], *, mechanism: str, unit: str,
+                  budget: float | None = None, new_ledger: bool = False, command: str = "release") -> tuple[int, str | None]:
+    """Record one release in ``ledger`` (refused whole past ``budget``); return (events, ``new_ledger`` note).
+
+    The note (``None`` unless ``new_ledger`` accepted a ledger that no longer matched its anchor) says
+    what was forgotten; the command prints it as a warning.
+    """
+    led = ledger if isinstance(ledger, PrivacyLedger) else PrivacyLedger(ledger)
+    before = led.state() if new_ledger else None
+    new = led.charge(charges, mechanism=mechanism, unit=unit, budget=budget, command=command, new_ledger=new_ledger)
+    note = None
+    if before is not None and before.anchored_events is not None and \
+            (before.anchored_events, before.anchored_head) != (before.events, before.head):
+        from .accounting.ledger import LedgerState
+
+        now = LedgerState(before.events, before.head, before.events, before.head)
+        note = f"--new-ledger: ledger {led.path} was accepted as it was before this run: {reset_message(before, now)}"
+    return len(new), note
+
+
+def _is_path(x: object) -> TypeGuard[os.PathLike[str]]:
+    return isinstance(x, os.PathLike)
+
+
+def _read(documents: object, ids: Sequence[object] | None, *, text_field: str, id_field: str,
+          input_format: str) -> tuple[list[object], list[str], list[str | None], list[Path]]:
+    """The units, their record ids, their sources (PRIVATE, for the report) and the input files read."""
+    if isinstance(documents, (str, bytes)):
+        raise ParameterTypeError("documents must be a list of texts, or of files as pathlib.Path objects; a single "
+                                 'str is ambiguous: write [text] for one document or [Path("FILE")] for a file')
+    items = [documents] if _is_path(documents) else list(documents)  # type: ignore[call-overload]
+    if items and all(_is_path(x) for x in items):
+        paths = [Path(x) for x in items]
+        docs = read_sourced_documents(paths, text_field=text_field, id_field=id_field, input_format=input_format)
+        if ids is not None:
+            raise ParameterError("ids= applies to documents given as texts; files carry their ids (--id-field)")
+        return [d.text for d in docs], sequence_ids(docs), [d.source for d in docs], paths
+    if any(_is_path(x) for x in items):
+        raise ParameterTypeError("documents mixes files (Path) and texts: give one kind")
+    if items and all(isinstance(x, SourcedDocument) for x in items):
+        docs = [x for x in items if isinstance(x, SourcedDocument)]
+        return [d.text for d in docs], sequence_ids(docs), [d.source for d in docs], []
+    if ids is not None and len(ids) != len(items):
+        raise ParameterTypeError(f"got {len(ids)} ids for {len(items)} documents")
+    uids = [str(i) for i in range(len(items))] if ids is None else [str(x) for x in ids]
+    return items, uids, [None] * len(items), []
+
+
+def _report_row(diag: object, source: str | None, mech: Mechanism[Any, Any, Any]) -> dict[str, Any]:
+    """One PRIVATE report row from a mechanism's diagnostics object (any family)."""
+    if isinstance(diag, DocumentDiagnostics):
+        from .pipeline import _report_row as text_row
+
+        return text_row(diag, source, mech)  # type: ignore[arg-type]
+    if isinstance(diag, Mapping):
+        row = dict(diag)
+    elif dataclasses.is_dataclass(diag) and not isinstance(diag, type):
+        row = dataclasses.asdict(diag)
+    else:
+        row = {"diagnostics": str(diag)}
+    return {"id": row.pop("id", None), "source": source, **row} if source is not None else row
+
+
+
+def _write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str) -> None:
+    if fmt == "json":
+        for rec in records:
+            fh.write(json.dumps(rec, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        return
+    from .pipeline import write_records
+
+    write_records(fh, records, fmt)
+
+
+def release(
+    mechanism: Mechanism[Any, Any, Any],
+    documents: object,
+    output: str | os.PathLike[str] | IO[str] | None = None,
+    *,
+    ids: Sequence[object] | None = None,
+    ledger: Ledger | None = None,
+    budget: float | None = None,
+    new_ledger: bool = False,
+    private_report: str | os.PathLike[str] | None = None,
+    private_details: Mapping[str, object] | None = None,
+    settings: Mapping[str, object] | None = None,
+    command: str = "release",
+    fmt: str | None = None,
+    seed: SeedLike = None,
+    size: int | None = None,
+    size_from_data: bool = False,
+    empty: str = "error",
+    force: bool = False,
+    text_field: str = "text",
+    id_field: str = "id",
+    input_format: str = "auto",
+    inputs: Sequence[str | os.PathLike[str] | None] = (),
+    on_duplicate_ids: Callable[[int, str], None] | None = None,
+    strict_ids: bool = False,
+    progress: ProgressCallback | None = None,
+) -> ReleaseSummary:
+    """Release ``documents`` with ``mechanism`` into ``output``: charge, privatize, write (see the module notes).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Any registered mechanism (:func:`textdp.mechanisms.get`), fitted or not.
+    documents : list of str, list of pathlib.Path, or a family's units
+        Texts (ids from ``ids``, else ``"0"``, ``"1"``, ...), files (``os.PathLike``; their ids from
+        ``id_field``, else their sequence number) or units such as topic matrices. A bare ``str``
+        is refused (text or file name?).
+    output : path, text stream or None
+        The release (written atomically; ``None``: standard output once everything is written; an
+        open text stream: written into it, the caller closes it). ``<output>.settings.json``
+        (public) is written beside a path.
+    ids : sequence, optional
+        Record ids of texts or units given directly (one per unit; also the ledger's keys).
+    ledger : path or PrivacyLedger, optional
+        PRIVATE ledger (:class:`~textdp.accounting.ledger.PrivacyLedger`): every record id is charged
+        its :meth:`~textdp.guarantees.Guarantee.charge` before any noise is drawn.
+    budget : float, optional
+        With ``ledger``: refuse the whole release (nothing written, nothing recorded) if an id's composed
+        ε would exceed it. ``new_ledger`` first accepts the ledger as it is (``textdp ledger reset``).
+    private_report : path, optional
+        Where the PRIVATE report goes (mode 0600): one row per record id (source, counts, noise
+        diagnostics). JSONL rows, or, with ``private_details`` (a mapping of further private facts),
+        one JSON object ``{**private_details, "documents": rows}``.
+    settings : mapping, optional
+        Further PUBLIC settings for the settings file (the caller vouches they are public).
+    command : str
+        The command named in the settings file and the ledger.
+    fmt : str, optional
+        ``jsonl`` (default), ``text`` (released words only) or ``json`` (one record as an object; the
+        default for matrix releases).
+    seed, size, size_from_data, empty
+        As for :meth:`~textdp.mechanisms.Mechanism.privatize_batch`.
+    force : bool
+        Replace existing outputs (never an input).
+    text_field, id_field, input_format
+        How files are read (:func:`textdp.io.read_sourced_documents`).
+    inputs : sequence of paths
+        Further files the caller read (embeddings, a vocabulary): no output may replace one.
+    on_duplicate_ids, strict_ids
+        Repeated record ids are reported (``on_duplicate_ids(count, first)``) or refused.
+    progress : callable, optional
+        ``progress(done, total)`` after each chunk.
+
+    Returns
+    -------
+    ReleaseSummary
+        What was written; the guarantee every record carries.
+
+    Raises
+    ------
+    textdp.errors.TextDPError
+        A one-line error saying how to fix it; nothing is written then.
+    """
+    from .pipeline import release_settings, write_private_report
+
+    fmt = fmt if fmt is not None else ("json" if mechanism.releases == "matrix" else "jsonl")
+    if fmt not in FORMATS:
+        raise ParameterError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    stream = output if output is not None and not isinstance(output, (str, os.PathLike)) else None
+    out = None if output is None or stream is not None or str(output) == "-" else Path(output)  # type: ignore[arg-type]
+    report = None if private_report is None else Path(private_report)
+    files = [*(None if x is None else Path(x) for x in inputs), *_paths_in(documents)]
+    check_ledger_options(ledger, budget=budget, new_ledger=new_ledger, output=out, inputs=files)
+    check_file_outputs(out, report, inputs=files, force=force)
+    if ledger is not None:
+        led_path = ledger.path if isinstance(ledger, PrivacyLedger) else Path(ledger)
+        for what, path in (("--output", out), ("--private-report", report)):
+            if path is not None and same_file(path, led_path):
+                raise ParameterError(f"{what} {path} is the ledger {led_path}; give another path")
+    units, uids, sources, _ = _read(documents, ids, text_field=text_field, id_field=id_field,
+                                    input_format=input_format)
+    if not units:
+        raise ParameterError("no documents in the input")
+    check_duplicate_ids(lambda: uids, strict=strict_ids, on_duplicate_ids=on_duplicate_ids)
+    if fmt == "json" and len(units) != 1:
+        raise ParameterError(f"format json writes one record; got {len(units)} units: use jsonl")
+
+    state: dict[str, Any] = {"charged": 0, "note": None, "guarantee": None}
+
+    def on_charge(charges: dict[str, Charge], guarantee: Guarantee) -> None:
+        state["guarantee"] = guarantee
+        if ledger is not None:
+            state["charged"], state["note"] = charge_ledger(
+                ledger, charges, mechanism=mechanism.name, unit=guarantee.unit, budget=budget,
+                new_ledger=new_ledger, command=command)
+
+    diags: list[object] = []
+    rows: list[dict[str, Any]] = []
+    n_records = 0
+    by_id: dict[str, list[str | None]] = {}  # PRIVATE: each id's sources, in input order (ids may repeat)
+    for uid, src in zip(uids, sources, strict=True):
+        by_id.setdefault(uid, []).append(src)
+    with open_release(out, force=force) if stream is None else contextlib.nullcontext(stream) as fh:
+        for part in mechanism.iter_privatize_batch(
+                units, uids, seed=seed, size=size, size_from_data=size_from_data, empty=empty,
+                private_report=diags if report is not None else None, progress=progress, charge=on_charge):
+            _write_records(fh, (rec.to_record() for rec in part), fmt)
+            n_records += len(part)
+            rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in diags)
+            diags.clear()
+        guarantee: Guarantee = state["guarantee"] or mechanism.guarantee(
+            ReleaseContext(seeded=bool(is_seeded(seed)) if seed is not None else mechanism.seeded_, empty=empty))
+        public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
+                                  fmt=fmt, extra=dict(settings or {}))
+        # the small files first; the release itself is moved into place last (when ``fh`` closes)
+        if report is not None:
+            if private_details is None:
+                write_private_report(report, rows, overwrite=force)
+            else:
+                from .io import write_json
+
+                write_json(report, {"note": PRIVATE_NOTE, **private_details, **({"documents": rows} if rows else {})},
+                           overwrite=force, private=True)
+        if out is not None:
+            from .io import write_json
+
+            write_json(settings_path(out), public, overwrite=force, private=False)
+    return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
+                          charged=int(state["charged"]), ledger_note=state["note"])
+
+
+def _source(by_id: dict[str, list[str | None]], diag: object) -> str | None:
+    """The next source of the diagnostics' record id (PRIVATE), or None."""
+    uid = diag.get("id") if isinstance(diag, Mapping) else getattr(diag, "id", None)
+    left = by_id.get(str(uid))
+    return left.pop(0) if left else None
+
+
+def _paths_in(documents: object) -> list[Path]:
+    if _is_path(documents):
+        return [Path(documents)]
+    if isinstance(documents, (list, tuple)):
+        return [Path(x) for x in documents if _is_path(x)]
+    return []
+

@@ -1,0 +1,116 @@
+"""The one release driver (textdp.release.release) and ``--ledger/--budget`` on ``textdp obfuscate`` (issue 31).
+
+A release is charged to the ledger once, after every unit is validated and before any noise is drawn; a charge
+past the budget is refused with a one-line error and nothing is written (no release, no settings, no private
+report) nor recorded. The same holds from Python and from the command line, and ``textdp ledger show`` lists
+what ``obfuscate`` spent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from textdp.accounting.ledger import PrivacyLedger
+from textdp.cli import app
+from textdp.embeddings import load_embeddings, output_vocabulary
+from textdp.errors import ParameterError, ParameterTypeError
+from textdp.mechanisms import get
+from textdp.release import release
+
+DOCS = [{"id": "a", "text": "The quick brown fox jumps over the lazy dog near the river bank."},
+        {"id": "b", "text": "Stocks fell sharply on Monday as investors worried about interest rates."}]
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path, monkeypatch):
+    """Ledger anchors in a private state of this test (never the user's)."""
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "state"))
+
+
+@pytest.fixture(scope="module")
+def emb():
+    return output_vocabulary(load_embeddings(vocab_size=20000), "full", "english")
+
+
+def _write(path: Path, docs: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    return path
+
+
+def _nothing_written(folder: Path, *names: str) -> bool:
+    return not any((folder / n).exists() for n in names) and not list(folder.glob(".*.tmp"))
+
+
+def test_python_driver_charges_each_id_its_units_and_refuses_past_the_budget(tmp_path, emb):
+    """cmp is per word: a document spends its protected words' count; a bag (earth-movers) one unit per document."""
+    led = tmp_path / "private" / "ledger.jsonl"
+    cmp = get("cmp", epsilon=2.0, embeddings=emb, seed=1)
+    words = [len(cmp.fit().tokens(d["text"])) for d in DOCS]
+    s = release(cmp, [d["text"] for d in DOCS], tmp_path / "out.jsonl", ids=["a", "b"], ledger=led)
+    assert s.charged == 2 and s.records == 2 and s.guarantee.unit == "word"
+    spent = PrivacyLedger(led).spent()
+    assert spent["a"].epsilon == pytest.approx(2.0 * words[0]) and spent["b"].epsilon == pytest.approx(2.0 * words[1])
+    assert {e.command for e in PrivacyLedger(led).events()} == {"release"}
+    emp = get("earth-movers", epsilon=1.0, size=4, embeddings=emb, seed=1)
+    s2 = release(emp, [DOCS[0]["text"]], tmp_path / "bag.jsonl", ids=["a"], ledger=led)
+    assert s2.guarantee.unit == "document"
+    assert PrivacyLedger(led).spent()["a"].epsilon == pytest.approx(2.0 * words[0] + s2.guarantee.epsilon)
+    before = led.read_bytes()
+    with pytest.raises(ParameterError, match="privacy budget 10 would be exceeded"):
+        release(cmp, [DOCS[0]["text"]], tmp_path / "over.jsonl", ids=["a"], ledger=led, budget=10.0,
+                private_report=tmp_path / "private" / "over-report.jsonl")
+    assert led.read_bytes() == before  # nothing recorded
+    assert _nothing_written(tmp_path, "over.jsonl", "over.jsonl.settings.json", "private/over-report.jsonl")
+
+
+def test_python_driver_writes_records_settings_and_private_report(tmp_path, emb):
+    inp = _write(tmp_path / "in.jsonl", DOCS)
+    mech = get("cmp", epsilon=10.0, embeddings=emb, seed=3)
+    s = release(mech, [inp], tmp_path / "out.jsonl", private_report=tmp_path / "report.jsonl",
+                settings={"note": "public"}, command="obfuscate")
+    recs = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in recs] == ["a", "b"] and s.records == 2 and s.charged == 0
+    settings = json.loads((tmp_path / "out.jsonl.settings.json").read_text())
+    assert settings == dict(s.settings) and settings["note"] == "public" and settings["command"] == "obfuscate"
+    assert settings["guarantee"]["statement"] and str(inp) not in json.dumps(settings)  # no input path
+    report = [json.loads(line) for line in (tmp_path / "report.jsonl").read_text().splitlines()]
+    assert [r["source"] for r in report] == [f"{inp}:1", f"{inp}:2"]  # the private report names the sources
+
+
+def test_python_driver_refuses_bad_input_in_one_line(tmp_path, emb):
+    mech = get("cmp", epsilon=1.0, embeddings=emb)
+    with pytest.raises(ParameterTypeError, match="a single str is ambiguous"):
+        release(mech, "some text", tmp_path / "out.jsonl")
+    with pytest.raises(ParameterError, match="--budget needs --ledger"):
+        release(mech, ["a text"], tmp_path / "out.jsonl", budget=3.0)
+    with pytest.raises(ParameterError, match="keep it out of the output's folder"):
+        release(mech, ["a text"], tmp_path / "out.jsonl", ledger=tmp_path / "ledger.jsonl")
+    assert not list(tmp_path.iterdir())
+
+
+def test_obfuscate_charges_the_ledger_and_refuses_over_budget_with_exit_2(tmp_path):
+    inp = _write(tmp_path / "in.jsonl", DOCS)
+    led = tmp_path / "private" / "ledger.jsonl"
+    runner = CliRunner()
+    base = ["obfuscate", str(inp), "-e", "3", "-n", "5", "-k", "20000", "--ledger", str(led), "--budget", "5"]
+    first = runner.invoke(app, [*base, "-o", str(tmp_path / "one.jsonl")])
+    assert first.exit_code == 0, first.output
+    shown = runner.invoke(app, ["ledger", "show", str(led), "--json"])
+    assert shown.exit_code == 0, shown.output
+    docs = json.loads(shown.stdout)["documents"]
+    assert docs["a"]["releases"] == 1 and docs["a"]["epsilon"] == pytest.approx(3.0)  # the bag's stated epsilon
+    assert {e.command for e in PrivacyLedger(led).events()} == {"obfuscate"}
+    before = led.read_bytes()
+    second = runner.invoke(app, [*base, "-o", str(tmp_path / "two.jsonl"), "--private-report",
+                                 str(tmp_path / "private" / "two.jsonl")])
+    assert second.exit_code == 2 and "privacy budget 5 would be exceeded" in second.output
+    assert len(second.output.strip().splitlines()) == 1
+    assert led.read_bytes() == before
+    assert _nothing_written(tmp_path, "two.jsonl", "two.jsonl.settings.json", "private/two.jsonl")
+    bad = runner.invoke(app, ["obfuscate", str(inp), "-e", "3", "-n", "5", "--budget", "3",
+                              "-o", str(tmp_path / "three.jsonl")])
+    assert bad.exit_code == 2 and "--budget needs --ledger" in bad.output
