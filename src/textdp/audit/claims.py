@@ -20,6 +20,12 @@ The exact claimed laws of the discrete ε-DP mechanisms, for the curve audit
 from ε and |V|) and :func:`custext_logp` (``custext``/``custext+``, from ε, ``top_k`` and the public
 grouping :func:`textdp.mechanisms.exponential.custext_groups` of the vocabulary).
 
+Each word-level mechanism's audit case is declared here, by decorator, on its claim function
+(:func:`word_claim_case`): the case's default ε, its description, its exact law where known
+(``tables``), its noise transform for the noise-then-decode mechanisms (``noise``) and how the
+default pair is chosen. :mod:`textdp.audit.word_level` builds the cases from :data:`WORD_CLAIMS`
+alone: no code there or here chooses behaviour by comparing a mechanism's name.
+
 >>> import numpy as np
 >>> vec = np.array([[0.0, 0.0], [3.0, 4.0], [1.0, 0.0]])
 >>> word_claim("cmp", 2.0, vec, 0, 1), word_claim("random", 2.0, vec, 0, 1)
@@ -31,27 +37,27 @@ grouping :func:`textdp.mechanisms.exponential.custext_groups` of the vocabulary)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ..errors import ParameterError
+from ..text import resolve_stop_words
 
 __all__ = [
-    "METRIC_CLAIMS",
-    "PURE_CLAIMS",
+    "WORD_CLAIMS",
+    "WordClaim",
     "custext_logp",
     "log_normalize",
     "mahalanobis_inverse_root",
     "randomized_response_logp",
     "tem_threshold",
     "word_claim",
+    "word_claim_case",
 ]
-
-#: Mechanisms whose per-word claim is ``ε`` times a distance of the pair.
-METRIC_CLAIMS = ("cmp", "vickrey", "santext", "santext+", "tem", "mahalanobis")
-#: Mechanisms whose per-word claim is ``ε`` (pure ε-DP between the audited words).
-PURE_CLAIMS = ("custext", "custext+", "random")
 
 #: TEM's public default β (probability of leaving ``L_x``), as in the mechanism's signature.
 TEM_BETA = 0.001
@@ -73,6 +79,8 @@ def first_sensitive_row(vocab_size: int, sensitive_fraction: float = SANTEXT_SEN
 MAHALANOBIS_LAMBDA = 0.2
 #: CusText's public default output-set size ``top_k``.
 CUSTEXT_TOP_K = 20
+#: Vickrey's public default threshold ``t``.
+VICKREY_T = 0.5
 
 
 def tem_threshold(epsilon: float, beta: float, vocab_size: int) -> float:
@@ -97,26 +105,236 @@ def mahalanobis_inverse_root(vectors: np.ndarray, lambd: float) -> np.ndarray:
     return np.asarray((q / np.sqrt(w)) @ q.T)
 
 
+#: ``(epsilon, vectors, a, b, **params) -> (ln P(·|a), ln P(·|b), law)``: a claimed law's two tables and its name
+LawTables = Callable[..., tuple[np.ndarray, np.ndarray, str]]
+#: ``(vectors, **params) -> T`` (``None``: the identity): the claimed noise is ``∝ exp(−ε ||T z||)``
+NoiseTransform = Callable[..., np.ndarray | None]
+
+
+@dataclass(frozen=True)
+class WordClaim:
+    """The audit declaration of one word-level mechanism, from public parameters only.
+
+    Attributes
+    ----------
+    name : str
+        The audit case's name (the mechanism's registered name).
+    default_epsilon : float
+        The case's ε when none is given: it puts the claim near
+        :data:`textdp.audit.cases.TARGET_LOSS` for the chosen pair.
+    description : str
+        One line for ``textdp audit --help``.
+    loss : callable
+        ``loss(epsilon, vectors, a, b, **params) -> float``: the per-word claim for rows ``a``, ``b``.
+    tables : callable, optional
+        The claimed discrete law of the released word (:data:`LawTables`), where it is known exactly.
+    noise : callable, optional
+        For the noise-then-decode mechanisms: the claimed noise's transform (:data:`NoiseTransform`).
+    threshold : bool
+        The noisy vector is decoded by Vickrey's threshold rule (public ``t``), not the nearest word.
+    pair : str
+        How the default pair is chosen: ``closest`` (claim nearest the target), ``output-set`` (two
+        words of one CusText output set) or ``sensitive`` (two SanText+ sensitive words).
+    stop_words : bool
+        The mechanism releases stop words unchanged, so the case keeps its ``stop_words``.
+    refuses : tuple of (str, str)
+        Mechanism parameters the case refuses, with the one-line reason.
+    """
+
+    name: str
+    default_epsilon: float
+    description: str
+    loss: Callable[..., float]
+    tables: LawTables | None = None
+    noise: NoiseTransform | None = None
+    threshold: bool = False
+    pair: str = "closest"
+    stop_words: bool = False
+    refuses: tuple[tuple[str, str], ...] = ()
+
+
+_WORD_CLAIMS: dict[str, WordClaim] = {}
+#: every word-level audit case's declaration, by name (filled by :func:`word_claim_case`)
+WORD_CLAIMS: Mapping[str, WordClaim] = MappingProxyType(_WORD_CLAIMS)
+
+
+def word_claim_case(name: str, *, default_epsilon: float, description: str, tables: LawTables | None = None,
+                    noise: NoiseTransform | None = None, threshold: bool = False, pair: str = "closest",
+                    stop_words: bool = False,
+                    refuses: tuple[tuple[str, str], ...] = ()) -> Callable[[Callable[..., float]], Callable[..., float]]:
+    """Decorator: declare the claim function below as the audit case ``name`` (see :class:`WordClaim`).
+
+    Decorators stack: one claim function serves every mechanism whose claim it is.
+
+    >>> @word_claim_case("doc-example", default_epsilon=1.0, description="an example")
+    ... def half(epsilon, vectors, a, b, **params):
+    ...     return epsilon / 2
+    >>> word_claim("doc-example", 3.0, np.zeros((2, 1)), 0, 1)
+    1.5
+    >>> del _WORD_CLAIMS["doc-example"]
+    """
+    if pair not in ("closest", "output-set", "sensitive"):
+        raise ParameterError(f"{name}: pair must be closest, output-set or sensitive, got {pair!r}")
+
+    def register(loss: Callable[..., float]) -> Callable[..., float]:
+        if name in _WORD_CLAIMS:
+            raise ParameterError(f"a word-level claim named {name!r} is already declared")
+        _WORD_CLAIMS[name] = WordClaim(name, float(default_epsilon), description, loss, tables, noise, threshold,
+                                       pair, stop_words, refuses)
+        return loss
+
+    return register
+
+
+def word_claim_of(name: str) -> WordClaim:
+    """The :class:`WordClaim` of ``name`` (one-line :class:`ParameterError` otherwise)."""
+    spec = _WORD_CLAIMS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise ParameterError(f"no independent claim for mechanism {name!r}; choose one of: {', '.join(_WORD_CLAIMS)}")
+    return spec
+
+
 def word_claim(name: str, epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
     """The per-word privacy-loss claim of mechanism ``name`` for words ``a`` and ``b`` (rows of ``vectors``).
 
     ``params``: the public parameters the mechanism was built with (``beta`` for TEM, ``lambd`` for
     Mahalanobis and Vickrey; defaults as the mechanisms'). Nothing here reads a mechanism object.
     """
+    return float(word_claim_of(name).loss(float(epsilon), vectors, a, b, **params))
+
+
+def _diff(vectors: np.ndarray, a: int, b: int) -> np.ndarray:
+    return np.asarray(vectors[a], dtype=np.float64) - np.asarray(vectors[b], dtype=np.float64)
+
+
+# -- the claimed laws (exact tables over the vocabulary, or the noise transform) --------------------------------
+
+def exponential_tables(epsilon: float, vectors: np.ndarray, a: int, b: int, *, cap: float = math.inf,
+                       first: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
+    """The exponential mechanism ``P(y | x) ∝ exp(−(ε/2) min(||e_x − e_y||, cap))`` over rows ``first, ...``.
+
+    >>> la, lb, law = exponential_tables(2.0, np.array([[0.0], [1.0]]), 0, 1)
+    >>> np.exp(la).round(4).tolist(), law
+    ([0.7311, 0.2689], 'the claimed score table (epsilon=2)')
+    """
     eps = float(epsilon)
-    if name in PURE_CLAIMS:
-        return eps
-    if name not in METRIC_CLAIMS:
-        raise ParameterError(f"no independent claim for mechanism {name!r}")
-    diff = np.asarray(vectors[a], dtype=np.float64) - np.asarray(vectors[b], dtype=np.float64)
-    lambd = params.get("lambd", MAHALANOBIS_LAMBDA if name == "mahalanobis" else None)
-    if name in ("mahalanobis", "vickrey") and lambd is not None:
-        return eps * float(np.linalg.norm(diff @ mahalanobis_inverse_root(vectors, float(lambd))))
-    d = float(np.linalg.norm(diff))
-    if name == "tem":
-        gamma = tem_threshold(eps, float(params.get("beta", TEM_BETA)), int(np.asarray(vectors).shape[0]))
-        return eps * min(d, gamma)
-    return eps * d
+    v = np.asarray(vectors, dtype=np.float64)
+
+    def logp(x: int) -> np.ndarray:
+        scores = -0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap)
+        scores[:first] = -np.inf
+        return log_normalize(scores)
+
+    law = f"the claimed score table (epsilon={eps:g}" + (f", cap {cap:.4g})" if math.isfinite(cap) else ")")
+    return logp(a), logp(b), law
+
+
+def _santext_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
+                    **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    return exponential_tables(epsilon, vectors, a, b)
+
+
+def _tem_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
+                **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    cap = tem_threshold(epsilon, float(params.get("beta", TEM_BETA)), np.asarray(vectors).shape[0])
+    return exponential_tables(epsilon, vectors, a, b, cap=cap)
+
+
+def _santext_plus_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
+                         **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    first = first_sensitive_row(np.asarray(vectors).shape[0],
+                                float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION)))
+    if min(a, b) < first:
+        raise ParameterError("santext+: the curve audit takes two sensitive words (the least frequent rows); "
+                             "a non-sensitive word is released verbatim with probability 1 - p")
+    return exponential_tables(epsilon, vectors, a, b, first=first)
+
+
+def _randomized_response_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
+                                **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    v = np.asarray(vectors).shape[0]
+    return (randomized_response_logp(epsilon, v, a), randomized_response_logp(epsilon, v, b),
+            f"|V|-ary randomised response (epsilon={float(epsilon):g}, |V|={v})")
+
+
+def _custext_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
+                    **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    top_k = int(params.get("top_k", CUSTEXT_TOP_K))
+    la, lb = custext_logp(vectors, epsilon, top_k, (a, b))
+    return la, lb, f"CusText's law (epsilon={float(epsilon):g}, top_k={top_k}, output sets from the vocabulary)"
+
+
+def _custext_plus_tables(epsilon: float, vectors: np.ndarray, a: int, b: int, *, words: tuple[str, str] = ("", ""),
+                         **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+    stops = resolve_stop_words(params.get("stop_words", "english"))
+    if words[0] in stops or words[1] in stops:  # CusText+ releases stop words unchanged
+        raise ParameterError("custext+: stop words are released unchanged (not protected); audit two other words")
+    return _custext_tables(epsilon, vectors, a, b, **params)
+
+
+def _identity(vectors: np.ndarray, **params: Any) -> np.ndarray | None:
+    return None
+
+
+def _mahalanobis_transform(vectors: np.ndarray, **params: Any) -> np.ndarray | None:
+    return mahalanobis_inverse_root(vectors, float(params.get("lambd", MAHALANOBIS_LAMBDA)))
+
+
+def _vickrey_transform(vectors: np.ndarray, **params: Any) -> np.ndarray | None:
+    lambd = params.get("lambd")  # Vickrey's noise is CMP's, or Mahalanobis' when it was given lambd
+    return None if lambd is None else mahalanobis_inverse_root(vectors, float(lambd))
+
+
+# -- the claims, each with the cases it serves ------------------------------------------------------------------
+
+@word_claim_case("santext+", default_epsilon=2.0, tables=_santext_plus_tables, pair="sensitive",
+                 description="SanText+, two sensitive words (claim epsilon*d; default epsilon 2)")
+@word_claim_case("santext", default_epsilon=2.0, tables=_santext_tables,
+                 description="SanText exponential mechanism (claim epsilon*d; default epsilon 2)")
+@word_claim_case("cmp", default_epsilon=10.0, noise=_identity,
+                 description="CMP (Laplace noise + nearest word), two GloVe words (claim epsilon*d; default epsilon 10)")
+def euclidean_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+    """Metric DP in the Euclidean distance: ``ε·||e_a − e_b||₂``."""
+    return float(epsilon) * float(np.linalg.norm(_diff(vectors, a, b)))
+
+
+@word_claim_case("mahalanobis", default_epsilon=10.0, noise=_mahalanobis_transform,
+                 description="Mahalanobis noise + nearest word (claim epsilon*d_RM; default epsilon 10)")
+def mahalanobis_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+    """``ε·||Σ_λ^{-1/2}(e_a − e_b)||₂`` (λ: ``lambd``, default :data:`MAHALANOBIS_LAMBDA`)."""
+    root = _mahalanobis_transform(vectors, **params)
+    return float(epsilon) * float(np.linalg.norm(_diff(vectors, a, b) @ root))
+
+
+@word_claim_case("vickrey", default_epsilon=10.0, noise=_vickrey_transform, threshold=True,
+                 description="Vickrey (first/second nearest word of CMP's noisy vector; claim epsilon*d; "
+                             "default epsilon 10)")
+def vickrey_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+    """``ε·d``, or ``ε·d_RM`` when given ``lambd`` (its noise is then Mahalanobis'; the threshold rule is post-processing)."""
+    if params.get("lambd") is None:
+        return euclidean_claim(epsilon, vectors, a, b)
+    return mahalanobis_claim(epsilon, vectors, a, b, **params)
+
+
+@word_claim_case("tem", default_epsilon=2.0, tables=_tem_tables,
+                 description="truncated exponential mechanism (claim epsilon*min(d, gamma); default epsilon 2)")
+def tem_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+    """``ε·min(d, γ)`` with ``γ`` from ``beta`` (default :data:`TEM_BETA`) and |V| (Carvalho et al., Thm. 3)."""
+    gamma = tem_threshold(float(epsilon), float(params.get("beta", TEM_BETA)), int(np.asarray(vectors).shape[0]))
+    return float(epsilon) * min(float(np.linalg.norm(_diff(vectors, a, b))), gamma)
+
+
+@word_claim_case("random", default_epsilon=3.0, tables=_randomized_response_tables,
+                 refuses=(("rate", "audit it at an epsilon (--epsilon; its rate follows, "
+                                   "r = |V|/(|V| + e^epsilon - 1)), not at a rate"),),
+                 description="uniform random replacement, |V|-ary randomised response (claim epsilon; default 3)")
+@word_claim_case("custext+", default_epsilon=3.0, tables=_custext_plus_tables, pair="output-set", stop_words=True,
+                 description="CusText+, two non-stop words of one output set (claim epsilon; default 3)")
+@word_claim_case("custext", default_epsilon=3.0, tables=_custext_tables, pair="output-set",
+                 description="CusText, two words of one output set (claim epsilon; default 3)")
+def pure_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+    """Pure ε-DP between the audited words: ``ε``."""
+    return float(epsilon)
 
 
 def syntf_logp(epsilon: float, vocab_size: int, doc_rows: np.ndarray, size: int = 1) -> np.ndarray:

@@ -45,35 +45,23 @@ A pass is no proof; a failure at 95% confidence is strong evidence of a bug.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError
-from ..text import resolve_stop_words
 from .cases import (
     TARGET_LOSS,
     WORD_PAIRS,
     decoded_conformance,
-    exponential_curve,
     metric_noise_curve,
     selected_noise_curve,
     table_curve,
 )
-from .claims import (
-    CUSTEXT_TOP_K,
-    MAHALANOBIS_LAMBDA,
-    SANTEXT_SENSITIVE_FRACTION,
-    TEM_BETA,
-    custext_logp,
-    first_sensitive_row,
-    mahalanobis_inverse_root,
-    randomized_response_logp,
-    tem_threshold,
-    word_claim,
-)
+from .claims import VICKREY_T, WORD_CLAIMS, WordClaim, word_claim, word_claim_of
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import PrivacyCurve
@@ -96,11 +84,8 @@ __all__ = [
 
 #: GloVe's most frequent words used by the word-level cases.
 AUDIT_VOCABULARY = 5_000
-#: Default ε of each case (claims near TARGET_LOSS for the chosen pair).
-DEFAULT_EPSILON: dict[str, float] = {
-    "cmp": 10.0, "mahalanobis": 10.0, "vickrey": 10.0, "tem": 2.0, "santext": 2.0, "santext+": 2.0,
-    "custext": 3.0, "custext+": 3.0, "random": 3.0,
-}
+#: Default ε of each case (claims near TARGET_LOSS for the chosen pair), as declared in :mod:`textdp.audit.claims`.
+DEFAULT_EPSILON: Mapping[str, float] = MappingProxyType({n: c.default_epsilon for n, c in WORD_CLAIMS.items()})
 #: Pairs of words that are both *sensitive* for SanText+ (outside the 10% most frequent of the
 #: 5,000-word audit vocabulary).
 SENSITIVE_PAIRS: tuple[tuple[str, str], ...] = (
@@ -215,7 +200,8 @@ def mechanism_case(
     def sample(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
         return np.asarray(mech.privatize_ids(np.full(n, x, dtype=np.int64), rng))
 
-    law = _curve(kind, mech, eps, emb, a, b, sample, **params) if curve else None
+    spec = word_claim_of(kind)
+    law = _curve(spec, eps, emb, a, b, sample, **params) if curve else None
     return AuditCase(
         mechanism=name,
         pair=(f"words {chosen[0]!r} vs {chosen[1]!r} ({emb.name}); claim {claim:.4f} computed from the public "
@@ -227,91 +213,51 @@ def mechanism_case(
         events="discrete",
         chunk=check_positive_int(chunk, "chunk"),
         curve=law,
-        conformance=_conformance(kind, eps, emb, a, b, law, **params),
+        conformance=_conformance(spec, eps, emb, a, b, **params),
     )
 
 
-def _curve(kind: str, mech: WordLevelMechanism, eps: float, emb: Embeddings, a: int, b: int,
+def _tables(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int,
+            **params: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """The claimed law's two tables (public parameters only), where the claim declares them."""
+    if spec.tables is None:
+        return None
+    return spec.tables(eps, emb.vectors, a, b, words=(emb.words[a], emb.words[b]), **params)
+
+
+def _curve(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int,
            sample: Callable[[int, int, np.random.Generator], np.ndarray], **params: Any) -> PrivacyCurve | None:
     """The privacy curve of the claimed law, where it is known (else ``None``); public parameters only."""
-    vectors = emb.vectors
-    if kind in ("cmp", "mahalanobis", "vickrey"):
+    kind = spec.name
+    if spec.noise is not None:
         # the released words (after decoding / Vickrey's threshold rule), against the claimed noise law's
         # profile, which bounds theirs by post-processing; the noise helper is never sampled
-        lambd = params.get("lambd", MAHALANOBIS_LAMBDA if kind == "mahalanobis" else None)
-        transform = None if lambd is None else mahalanobis_inverse_root(vectors, float(lambd))
-        noise = metric_noise_curve(sample, vectors[a], vectors[b], eps, transform=transform,
+        vectors = emb.vectors
+        noise = metric_noise_curve(sample, vectors[a], vectors[b], eps, transform=spec.noise(vectors, **params),
                                    what=f"{kind}'s noise")
         return selected_noise_curve(sample, noise, f"{kind}'s released words" + (" after its threshold rule"
-                                                                                 if kind == "vickrey" else ""))
-    if kind in ("santext", "tem"):
-        cap = tem_threshold(eps, float(params.get("beta", TEM_BETA)), vectors.shape[0]) if kind == "tem" else math.inf
-        return exponential_curve(sample, vectors, a, b, eps, cap=cap, what=f"{kind}'s released words")
-    if kind == "santext+":
-        first = first_sensitive_row(vectors.shape[0], float(params.get("sensitive_fraction",
-                                                                       SANTEXT_SENSITIVE_FRACTION)))
-        if min(a, b) < first:
-            raise ParameterError("santext+: the curve audit takes two sensitive words (the least frequent rows); "
-                                 "a non-sensitive word is released verbatim with probability 1 - p")
-        return exponential_curve(sample, vectors, a, b, eps, first=first,
-                                 what="santext+'s released words (two sensitive words)")
-    if kind == "random":
-        v = vectors.shape[0]
-        return table_curve(sample, randomized_response_logp(eps, v, a), randomized_response_logp(eps, v, b),
-                           what="random's released words",
-                           law=f"|V|-ary randomised response (epsilon={eps:g}, |V|={v})")
-    if kind in ("custext", "custext+"):
-        stops = resolve_stop_words(params.get("stop_words", "english")) if kind == "custext+" else frozenset()
-        if emb.words[a] in stops or emb.words[b] in stops:  # CusText+ releases stop words unchanged
-            raise ParameterError(f"{kind}: stop words are released unchanged (not protected); audit two other words")
-        top_k = int(params.get("top_k", CUSTEXT_TOP_K))
-        la, lb = custext_logp(vectors, eps, top_k, (a, b))
-        return table_curve(sample, la, lb, what=f"{kind}'s released words",
-                           law=f"CusText's law (epsilon={eps:g}, top_k={top_k}, output sets from the vocabulary)")
-    return None
+                                                                                 if spec.threshold else ""))
+    tables = _tables(spec, eps, emb, a, b, **params)
+    if tables is None:
+        return None
+    return table_curve(sample, tables[0], tables[1], what=f"{kind}'s released words", law=tables[2])
 
 
-def _conformance(kind: str, eps: float, emb: Embeddings, a: int, b: int, law: PrivacyCurve | None,
-                 **params: Any) -> Conformance | None:
+def _conformance(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int, **params: Any) -> Conformance | None:
     """The released words against the paper's law: its exact table, or the reference sampler (noise + decoding)."""
-    vectors = emb.vectors
-    if kind in ("cmp", "mahalanobis", "vickrey"):
-        lambd = params.get("lambd", MAHALANOBIS_LAMBDA if kind == "mahalanobis" else None)
-        root = None if lambd is None else np.linalg.inv(mahalanobis_inverse_root(vectors, float(lambd)))
-        t = float(params.get("t", 0.5)) if kind == "vickrey" else None
-        return decoded_conformance(vectors, eps, root=root, vickrey_t=t, what=f"{kind}'s released words")
-    tables = _law_tables(kind, eps, emb, a, b, **params)
+    kind = spec.name
+    if spec.noise is not None:
+        transform = spec.noise(emb.vectors, **params)
+        root = None if transform is None else np.linalg.inv(transform)
+        t = float(params.get("t", VICKREY_T)) if spec.threshold else None
+        return decoded_conformance(emb.vectors, eps, root=root, vickrey_t=t, what=f"{kind}'s released words")
+    tables = _tables(spec, eps, emb, a, b, **params)
     if tables is None:
         return None
     pa, pb = np.exp(tables[0]), np.exp(tables[1])
     return Conformance(description=f"{kind}'s released words vs the exact table of its law (textdp.audit.claims)",
                        kind="table", keep=lambda x, out: np.asarray(out).reshape(-1),
                        table=lambda x: pa if x == a else pb)
-
-
-def _law_tables(kind: str, eps: float, emb: Embeddings, a: int, b: int,
-                **params: Any) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(ln P(·|a), ln P(·|b))`` of the paper's law over the vocabulary, from public parameters only."""
-    from .claims import log_normalize
-
-    v = np.asarray(emb.vectors, dtype=np.float64)
-    if kind in ("santext", "tem", "santext+"):
-        cap = tem_threshold(eps, float(params.get("beta", TEM_BETA)), v.shape[0]) if kind == "tem" else math.inf
-        first = first_sensitive_row(v.shape[0], float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION))) \
-            if kind == "santext+" else 0
-
-        def logp(x: int) -> np.ndarray:
-            sc = -0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap)
-            sc[:first] = -np.inf
-            return log_normalize(sc)
-
-        return logp(a), logp(b)
-    if kind == "random":
-        return randomized_response_logp(eps, v.shape[0], a), randomized_response_logp(eps, v.shape[0], b)
-    if kind in ("custext", "custext+"):
-        la, lb = custext_logp(v, eps, int(params.get("top_k", CUSTEXT_TOP_K)), (a, b))
-        return la, lb
-    return None
 
 
 def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
@@ -327,18 +273,19 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     from ..mechanisms.exponential import CusText, SanTextPlus
     from ..mechanisms.word_level import WordLevelMechanism
 
+    spec = word_claim_of(name)
     if delta not in (None, 0, 0.0):
         raise ParameterError(f"{name} is pure (metric) DP (delta = 0); --delta does not apply")
-    eps = check_epsilon(DEFAULT_EPSILON[name] if epsilon is None else epsilon)
+    eps = check_epsilon(spec.default_epsilon if epsilon is None else epsilon)
     emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
     # stop words matter to CusText+ only (they pass through unchanged); the others see vocabulary rows
-    stops = {} if name == "custext+" or "stop_words" in params else {"stop_words": None}
+    stops = {} if spec.stop_words or "stop_words" in params else {"stop_words": None}
     mech = get(name, epsilon=eps, embeddings=emb, **stops, **params).fit() if mechanism is None else mechanism
     if not isinstance(mech, WordLevelMechanism):
         raise ParameterError(f"{name} is not a word-level mechanism ({type(mech).__name__})")
-    if pair is None and name in ("custext", "custext+") and isinstance(mech, CusText):
+    if pair is None and spec.pair == "output-set" and isinstance(mech, CusText):
         pair = group_pair(mech)
-    elif pair is None and name == "santext+" and isinstance(mech, SanTextPlus):
+    elif pair is None and spec.pair == "sensitive" and isinstance(mech, SanTextPlus):
         pair = choose_mechanism_pair(name, eps, emb, [p for p in SENSITIVE_PAIRS if _sensitive(mech, p)], **params)
     return mechanism_case(name, mech, pair, epsilon=eps, embeddings=emb, **params)
 
@@ -348,19 +295,6 @@ def _sensitive(mech: SanTextPlus, pair: tuple[str, str]) -> bool:
     return all(w in index and index[w] >= mech.first_sensitive_ for w in pair)
 
 
-_DESCRIPTIONS = {
-    "cmp": "CMP (Laplace noise + nearest word), two GloVe words (claim epsilon*d; default epsilon 10)",
-    "mahalanobis": "Mahalanobis noise + nearest word (claim epsilon*d_RM; default epsilon 10)",
-    "vickrey": "Vickrey (first/second nearest word of CMP's noisy vector; claim epsilon*d; default epsilon 10)",
-    "tem": "truncated exponential mechanism (claim epsilon*min(d, gamma); default epsilon 2)",
-    "santext": "SanText exponential mechanism (claim epsilon*d; default epsilon 2)",
-    "santext+": "SanText+, two sensitive words (claim epsilon*d; default epsilon 2)",
-    "custext": "CusText, two words of one output set (claim epsilon; default 3)",
-    "custext+": "CusText+, two non-stop words of one output set (claim epsilon; default 3)",
-    "random": "uniform random replacement, |V|-ary randomised response (claim epsilon; default 3)",
-}
-
-
 def _factory(name: str) -> Callable[..., AuditCase]:
     def factory(epsilon: float | None = None, delta: float | None = None, **params: Any) -> AuditCase:
         """The case at ``epsilon``, with the mechanism's own ``params`` (``lambd``, ``beta``, ``top_k``, ...)."""
@@ -368,17 +302,17 @@ def _factory(name: str) -> Callable[..., AuditCase]:
         if fixed:
             raise ParameterError(f"{name}: the audit sets {', '.join(fixed)} itself (epsilon with --epsilon; the "
                                  f"vocabulary is GloVe's {AUDIT_VOCABULARY:,} most frequent words)")
-        if name == "random" and "rate" in params:
-            raise ParameterError("random: audit it at an epsilon (--epsilon; its rate follows, "
-                                 "r = |V|/(|V| + e^epsilon - 1)), not at a rate")
+        for key, why in word_claim_of(name).refuses:
+            if key in params:
+                raise ParameterError(f"{name}: {why}")
         return word_mechanism_case(name, epsilon, delta, **params)
 
     return factory
 
 
 def register_word_level_cases() -> None:
-    """Register a case under every word-level name of :data:`DEFAULT_EPSILON` (idempotent)."""
+    """Register a case under every word-level claim declared in :mod:`textdp.audit.claims` (idempotent)."""
     from .registry import register_audit_case
 
-    for name, text in _DESCRIPTIONS.items():
-        register_audit_case(name, _factory(name), description=text, replace=True, takes_params=True)
+    for name, spec in WORD_CLAIMS.items():
+        register_audit_case(name, _factory(name), description=spec.description, replace=True, takes_params=True)
