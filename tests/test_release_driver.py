@@ -114,3 +114,37 @@ def test_obfuscate_charges_the_ledger_and_refuses_over_budget_with_exit_2(tmp_pa
     bad = runner.invoke(app, ["obfuscate", str(inp), "-e", "3", "-n", "5", "--budget", "3",
                               "-o", str(tmp_path / "three.jsonl")])
     assert bad.exit_code == 2 and "--budget needs --ledger" in bad.output
+
+
+THEMES = ["president press economy inflation markets investors", "farmer apples pears market river harvest",
+          "football team match season fans training", "music band concert guitar songs album"]
+#: a fast ``textdp topics`` run (no sampling: a supplied sensitivity), as in test_topics_hostile.py
+TOPICS_FAST = ["--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2", "--keywords", "2",
+               "--sensitivity", "0.5", "--no-cache", "-q", "--seed", "1", "-e", "1"]
+
+
+def test_topics_charges_the_ledger_and_refuses_over_budget_with_exit_2(tmp_path):
+    """One topics release costs every user its epsilon (unit user), recorded under the release's record id."""
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"{THEMES[i % 4]} {THEMES[i // 4 % 4].split()[0]}",
+                                          "author": f"u{i % 5}"}) + "\n" for i in range(40)))
+    led = tmp_path / "private" / "ledger.jsonl"
+    runner = CliRunner()
+    base = ["topics", str(corpus), *TOPICS_FAST, "--ledger", str(led), "--budget", "1.1"]
+    first = runner.invoke(app, [*base, "-o", str(tmp_path / "one.json")])
+    assert first.exit_code == 0, first.output
+    (event,) = PrivacyLedger(led).events()
+    assert (event.document, event.command, event.unit, event.epsilon) == ("topics", "topics", "user", 1.0)
+    record = json.loads((tmp_path / "one.json").read_text())
+    assert record["id"] == "topics" and record["epsilon"] == 1.0
+    shown = runner.invoke(app, ["ledger", "show", str(led)])
+    assert shown.exit_code == 0 and "topics" in shown.stdout
+    before = led.read_bytes()
+    second = runner.invoke(app, [*base, "-o", str(tmp_path / "two.json"), "--private-report",
+                                 str(tmp_path / "private" / "two.json")])
+    assert second.exit_code == 2 and "privacy budget 1.1 would be exceeded" in second.output
+    assert led.read_bytes() == before
+    assert _nothing_written(tmp_path, "two.json", "two.json.settings.json", "private/two.json")
+    beside = runner.invoke(app, ["topics", str(corpus), *TOPICS_FAST, "-o", str(tmp_path / "three.json"),
+                                 "--ledger", str(tmp_path / "ledger.jsonl")])
+    assert beside.exit_code == 2 and "keep it out of the output's folder" in beside.output

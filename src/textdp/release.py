@@ -83,6 +83,7 @@ from .io import (
     same_file,
     sequence_ids,
     settings_path,
+    write_json,
 )
 from .mechanisms import DocumentDiagnostics, Mechanism, ReleaseContext
 from .progress import ProgressCallback
@@ -292,6 +293,7 @@ def release(
     command: str = "release",
     fmt: str | None = None,
     seed: SeedLike = None,
+    seeded: bool | None = None,
     size: int | None = None,
     size_from_data: bool = False,
     empty: str = "error",
@@ -337,8 +339,9 @@ def release(
     fmt : str, optional
         ``jsonl`` (default), ``text`` (released words only) or ``json`` (one record as an object; the
         default for matrix releases).
-    seed, size, size_from_data, empty
-        As for :meth:`~textdp.mechanisms.Mechanism.privatize_batch`.
+    seed, seeded, size, size_from_data, empty
+        As for :meth:`~textdp.mechanisms.Mechanism.privatize_batch` (``seeded``: whether the randomness came
+        from a user seed, when ``seed`` or the mechanism's ``seed`` is a generator that cannot say).
     force : bool
         Replace existing outputs (never an input).
     text_field, id_field, input_format
@@ -399,31 +402,36 @@ def release(
     by_id: dict[str, list[str | None]] = {}  # PRIVATE: each id's sources, in input order (ids may repeat)
     for uid, src in zip(uids, sources, strict=True):
         by_id.setdefault(uid, []).append(src)
-    with open_release(out, force=force) if stream is None else contextlib.nullcontext(stream) as fh:
-        for part in mechanism.iter_privatize_batch(
-                units, uids, seed=seed, size=size, size_from_data=size_from_data, empty=empty,
-                private_report=diags if report is not None else None, progress=progress, charge=on_charge):
-            _write_records(fh, (rec.to_record() for rec in part), fmt)
-            n_records += len(part)
-            rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in diags)
-            diags.clear()
-        guarantee: Guarantee = state["guarantee"] or mechanism.guarantee(
-            ReleaseContext(seeded=bool(is_seeded(seed)) if seed is not None else mechanism.seeded_, empty=empty))
-        public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
-                                  fmt=fmt, extra=dict(settings or {}))
-        # the small files first; the release itself is moved into place last (when ``fh`` closes)
-        if report is not None:
-            if private_details is None:
-                write_private_report(report, rows, overwrite=force)
-            else:
-                from .io import write_json
-
-                write_json(report, {"note": PRIVATE_NOTE, **private_details, **({"documents": rows} if rows else {})},
-                           overwrite=force, private=True)
-        if out is not None:
-            from .io import write_json
-
-            write_json(settings_path(out), public, overwrite=force, private=False)
+    written: list[Path] = []  # if the release fails or is interrupted, these are removed (nothing partial is left)
+    try:
+        with open_release(out, force=force) if stream is None else contextlib.nullcontext(stream) as fh:
+            for part in mechanism.iter_privatize_batch(
+                    units, uids, seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty,
+                    private_report=diags if report is not None else None, progress=progress, charge=on_charge):
+                _write_records(fh, (rec.to_record() for rec in part), fmt)
+                n_records += len(part)
+                rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in diags)
+                diags.clear()
+            guarantee: Guarantee = state["guarantee"] or mechanism.guarantee(
+                ReleaseContext(seeded=bool(seeded) if seeded is not None else bool(is_seeded(seed)) if seed is not None
+                           else mechanism.seeded_, empty=empty))
+            public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
+                                      fmt=fmt, extra=dict(settings or {}))
+            # the small files first; the release itself is moved into place last (when ``fh`` closes)
+            if report is not None:
+                if private_details is None:
+                    write_private_report(report, rows, overwrite=force)
+                else:
+                    write_json(report, {"note": PRIVATE_NOTE, **private_details,
+                                        **({"documents": rows} if rows else {})}, overwrite=force, private=True)
+                written.append(report)
+            if out is not None:
+                write_json(settings_path(out), public, overwrite=force, private=False)
+                written.append(settings_path(out))
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
                           charged=int(state["charged"]), ledger_note=state["note"])
 

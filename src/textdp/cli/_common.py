@@ -96,7 +96,7 @@ BudgetOption = Annotated[float | None, typer.Option(
     help="With --ledger: refuse a release that would take a document past this epsilon (composed across runs; "
     "nothing is written then).")]
 NewLedgerOption = Annotated[bool, typer.Option(
-    help="With --ledger: accept the ledger as it is now (or start an empty one if it is gone) when it no longer "
+    "--new-ledger", help="With --ledger: accept the ledger as it is now (or start an empty one if it is gone) when it no longer "
     "matches what textdp last wrote; the spend it lost is forgotten. See `textdp ledger reset`.")]
 
 #: Mechanism parameters the commands set with their own options, never with ``--param``.

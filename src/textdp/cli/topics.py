@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,9 +17,12 @@ from ..topics.names import KEYWORD_SOURCES, MAX_MODEL_TOPICS, MECHANISMS, NEIGHB
 from ._choices import choice
 from ._common import (
     ENGINE_PANEL,
+    BudgetOption,
     ForceOption,
     Interrupted,
     InterruptedRun,
+    LedgerOption,
+    NewLedgerOption,
     QuietOption,
     ReportForceOption,
     SchedulerOption,
@@ -29,6 +31,7 @@ from ._common import (
     check_report_folder,
     cli_errors,
     print_info,
+    print_warning,
     progress_bar,
 )
 
@@ -37,8 +40,8 @@ if TYPE_CHECKING:
 
     from ..backend import Backend
     from ..topics import SampledSensitivity, SensitivitySampler, UserCorpus
-    from ..topics.mechanisms import TopicMechanism
     from ..topics.models import TopicModel
+    from ..topics.noise import GridNoise
     from ..topics.vocabulary import PublicVocabulary
 
 TOPICS_HELP = (
@@ -274,19 +277,6 @@ def _check_paths(corpus: Path, output: Path | None, private_report: Path | None,
     )
 
 
-def _write_all(files: list[tuple[Path, object, bool]], force: bool) -> None:
-    """Write ``(path, object, private)`` JSON files in order; on an interrupt remove the ones written so far."""
-    done: list[Path] = []
-    try:
-        for path, obj, private in files:
-            write_json(path, obj, overwrite=force, private=private)
-            done.append(path)
-    except (KeyboardInterrupt, Interrupted):
-        for path in done:
-            path.unlink(missing_ok=True)
-        raise
-
-
 Corpus = Annotated[Path, typer.Argument(help="User-attributed corpus (.jsonl or .jsonl.gz).")]
 UserField = Annotated[str, typer.Option(help="JSON field naming the user (the unit of privacy).")]
 TextField = Annotated[str, typer.Option(help="JSON field with the document text.")]
@@ -348,6 +338,9 @@ class _TopicsOptions:
     seed: int | None
     quiet: bool
     force: bool
+    ledger: Path | None = None
+    budget: float | None = None
+    new_ledger: bool = False
 
 
 @dataclass(frozen=True)
@@ -399,11 +392,15 @@ def topics(
     seed: SeedOption = None,
     quiet: QuietOption = False,
     force: ForceOption = False,
+    ledger: LedgerOption = None,
+    budget: BudgetOption = None,
+    new_ledger: NewLedgerOption = False,
 ) -> None:
     """Release a noisy topic-keyword matrix with user-level (random) differential privacy."""
     o = _TopicsOptions(**locals())  # the parameters, and nothing else yet
     with cli_errors():
         from .._rng import spawn
+        from ..release import release
         from ..topics import extract_topic_matrix, make_topic_model
         from ..topics.family import topics_mechanism
         from ..topics.models import fit_database, topic_rows
@@ -436,21 +433,20 @@ def topics(
                                   vocabulary_note=vocabulary_note(data.settings, source),
                                   keywords_from=o.keywords_from, keywords=run.n if noisy else None)
         mech = family.fit().noise(tm.shape)
-        (rel,) = family.privatize_batch([tm], ["topics"], seeded=o.seed is not None)
-        record = rel.to_record()  # the one record layout (textdp/schemas/record.schema.json)
-        files: list[tuple[Path, object, bool]] = []  # (path, object, private): the release is written last
+        details = None
         if o.private_report is not None:
             private.update(fit_seconds=round(fit_seconds, 3), seconds=round(time.perf_counter() - t0, 3))
-            files.append((o.private_report, _private_report(o, run, data, mech, sens_value, private, tm.shape), True))
+            details = _private_report(o, run, data, mech, sens_value, private, tm.shape)
+        # the one driver: charge --ledger, privatize, then the private report, the settings and the release (last)
+        summary = release(family, [tm], run.output, ids=["topics"], fmt="json", command="topics",
+                          settings=_release_settings(o, run, data.settings, model.settings(), source),
+                          private_report=o.private_report, private_details=details, force=o.force,
+                          inputs=[o.corpus], seeded=o.seed is not None, ledger=o.ledger, budget=o.budget, new_ledger=o.new_ledger)
+        if summary.ledger_note:
+            print_warning(summary.ledger_note)
         if run.output is not None:
-            settings = _release_settings(o, run, data.settings, model.settings(), source)
-            settings["guarantee"] = rel.guarantee.to_dict()  # the full statement, once (records: the compact form)
-            files += [(settings_path(run.output), settings, False), (run.output, record, False)]
-        _write_all(files, o.force)
-        if run.output is None:
-            typer.echo(json.dumps(record, indent=2))
-        else:
-            print_info(f"wrote {run.output} ({rel.guarantee.mechanism}, epsilon {rel.guarantee.epsilon:g})")
+            g = summary.guarantee
+            print_info(f"wrote {run.output} ({g.mechanism}, epsilon {g.epsilon:g})")
 
 
 def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
@@ -476,6 +472,9 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
     output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
     _check_paths(o.corpus, output, o.private_report, o.force)
+    from ..release import check_ledger_options
+
+    check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=output, inputs=[o.corpus])
     return _TopicsRun(m=m, n=n, K=K, sensitivity=sens_choice, grid=grid, engine=engine, workers=workers,
                       output=output, topic_model=o.topic_model)
 
@@ -485,7 +484,7 @@ def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: To
                  fit_seconds: float = 0.0) -> tuple[str, float | str | None, float | None, dict[str, object]]:
     """The sensitivity the mechanism is calibrated to: its source, value, sampled gamma, and private notes."""
     from ..topics import SensitivitySampler, default_cache_dir
-    from ..topics.mechanisms import needs_sensitivity
+    from ..topics.family import needs_sensitivity
 
     private: dict[str, object] = {"sensitivity_source": "global L1 bound 2m (public)"}
     if not needs_sensitivity(o.mechanism):
@@ -517,7 +516,7 @@ def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: To
 def _release_settings(o: _TopicsOptions, run: _TopicsRun, corpus_settings: object, model_settings: object,
                       source: str) -> dict[str, object]:
     """The public ``OUTPUT.settings.json``: parameters only, never the seed (it would undo the noise)."""
-    from ..topics.mechanisms import needs_sensitivity
+    from ..topics.family import needs_sensitivity
 
     return {
         "textdp_version": __version__, "command": "topics", "user_field": o.user_field, "text_field": o.text_field,
@@ -532,7 +531,7 @@ def _release_settings(o: _TopicsOptions, run: _TopicsRun, corpus_settings: objec
     }
 
 
-def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: TopicMechanism,
+def _private_report(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, mech: GridNoise,
                     sens_value: float | str | None, private: dict[str, object],
                     shape: tuple[int, int] | None = None) -> dict[str, object]:
     """The PRIVATE report: counts, the sensitivity and the noise scale, timings, paths."""
