@@ -1,0 +1,140 @@
+"""Every list of mechanism names in help text and docs holds the registered names (issue 31).
+
+The registry (:mod:`textdp.mechanisms.registry`) and the audit's claim declarations
+(:data:`textdp.audit.claims.WORD_CLAIMS`) are the sources; the lists checked here are written by
+hand (help texts, README, docs), so each test fails when a registered name is missing from one.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from textdp.cli import app
+from textdp.mechanisms import MECHANISM_NAMES, REGISTRY, names
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+#: a mechanism-name-like token: lower-case words joined by '-', optionally ending in '+'
+TOKEN = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*\+?")
+
+
+def tokens(text: str) -> set[str]:
+    """The name-like tokens of ``text`` (``santext+`` and ``santext`` are different tokens)."""
+    return set(TOKEN.findall(text))
+
+
+def missing(expected, text: str) -> list[str]:
+    found = tokens(text)
+    return [n for n in expected if n not in found]
+
+
+def help_text(*command: str) -> str:
+    res = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.output).split())
+
+
+def test_the_checks_bite():
+    assert missing(("santext+", "cmp"), "cmp and santext only") == ["santext+"]
+    assert missing(("earth-movers",), "earth movers") == ["earth-movers"]
+    assert glossary_names("| mechanism | x | y | document: `syntf`, `earth-movers`; word: `cmp` |") == [
+        "syntf", "earth-movers", "cmp"]
+    assert readme_rows("| `--mechanism` | releases |\n|---|---|\n| `cmp` | text |\n\nafter\n| `tem` | x |") == ["cmp"]
+
+
+def test_obfuscate_help_names_every_mechanism_it_takes():
+    text = help_text("obfuscate")
+    option = text[text.index("--mechanism NAME"):]
+    option = option[:option.index("[default:")]
+    assert missing(MECHANISM_NAMES, option) == [], option
+    bags = [n for n in MECHANISM_NAMES if REGISTRY[n].releases == "bag"]
+    assert "Bags of --size words: " + " and ".join(bags) in option, option
+
+
+def test_audit_help_and_list_name_registered_cases():
+    from textdp.audit import audit_case_names
+    from textdp.cli.audit import AUDIT_HELP
+
+    cases = set(audit_case_names())
+    # the topic matrices named in the help are registered cases of the topics family's mechanisms
+    listed = AUDIT_HELP.split("the topic matrices: ", 1)[1].split(")", 1)[0].split(", ")
+    topics_cases = {REGISTRY[n].audit for n in names("topics")}
+    assert listed and set(listed) <= cases & topics_cases, listed
+    res = runner.invoke(app, ["audit", "--list"])
+    assert res.exit_code == 0, res.output
+    assert missing(sorted(cases), res.output) == []
+
+
+def readme_rows(text: str) -> list[str]:
+    """The first column of README's ``--mechanism`` table, in order."""
+    lines = text[text.index("| `--mechanism` |"):].splitlines()[2:]
+    rows = []
+    for line in lines:
+        if not line.startswith("| `"):
+            break
+        rows.append(line.split("`")[1])
+    return rows
+
+
+def test_readme_table_is_the_obfuscate_names_and_every_name_is_in_the_readme():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = readme_rows(text)
+    assert sorted(rows) == sorted(MECHANISM_NAMES) and len(set(rows)) == len(rows), rows
+    assert missing(REGISTRY, text) == []
+
+
+def glossary_names(text: str) -> list[str]:
+    """The registered names, in order, of the glossary's ``mechanism`` row."""
+    row = next(line for line in text.splitlines() if line.startswith("| mechanism |"))
+    return [n for n in re.findall(r"`([^`]+)`", row.split("|")[4]) if TOKEN.fullmatch(n)]
+
+
+def test_glossary_lists_every_family_in_registry_order():
+    text = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    expected = [n for family in ("document", "word", "sentence", "topics") for n in names(family)]
+    assert [n for n in glossary_names(text) if n in REGISTRY] == expected
+
+
+def test_audit_doc_names_every_word_level_case_in_its_curve_list():
+    from textdp.audit.claims import WORD_CLAIMS
+
+    text = (ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
+    curves = text[text.index("2. **the privacy curve**"):text.index("3. **conformance**")]
+    assert missing([n for n, c in WORD_CLAIMS.items() if c.tables or c.noise], curves) == []
+    # every word-level mechanism is audited (by its own declaration), and so is every document and topics one
+    assert set(WORD_CLAIMS) == set(names("word"))
+    assert missing([REGISTRY[n].audit for n in names("document", "word", "topics")], text) == []
+
+
+MY_FILES = ("mechanisms/registry.py", "mechanisms/__init__.py", "audit/registry.py", "audit/claims.py",
+            "audit/word_level.py")
+
+
+def name_comparisons(source: str) -> list[str]:
+    """``x == "cmp"`` / ``x in ("custext", ...)``: comparisons with a registered mechanism name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                items = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+                if any(isinstance(v, ast.Constant) and v.value in REGISTRY for v in items):
+                    found.append(ast.unparse(node))
+                    break
+    return found
+
+
+@pytest.mark.parametrize("path", MY_FILES)
+def test_registry_and_word_audit_choose_nothing_by_a_mechanism_name(path):
+    assert name_comparisons('if kind in ("santext", "tem"):\n    pass\nok = spec.pair == "sensitive"') == [
+        "kind in ('santext', 'tem')"]
+    assert name_comparisons((ROOT / "src" / "textdp" / path).read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize(("command", "family"), [("rewrite", "sentence"), ("topics", "topics")])
+def test_rewrite_and_topics_help_name_their_family(command, family):
+    assert missing(names(family), help_text(command)) == []
