@@ -44,9 +44,7 @@ from textdp.audit.cases import (
     matrix_case,
     word_pair_case,
 )
-from textdp.topics.mechanisms import (
-    TopicDPGaussian,
-)
+from textdp.topics.noise import GaussianNoise
 
 #: (mechanism, epsilon, delta) rows; None = the case's default.
 ROWS: list[tuple[str, float | None, float | None]] = [
@@ -109,7 +107,7 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
         ("laplace, scale / 2", 1.0, l1_matrix_case("laplace", ScaledLaplace(1.0), claimed_epsilon=1.0)),
         ("laplace, scale / 4", 1.0, l1_matrix_case("laplace", ScaledLaplace(0.5), claimed_epsilon=1.0)),
         ("topicdp, sensitivity / 2", 3.0, matrix_case(
-            "topicdp", TopicDPGaussian(epsilon=3.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY / 2, gamma=0.1),
+            "topicdp", GaussianNoise(epsilon=3.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY / 2),
             sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=3.0, claimed_delta=1e-4)),
     ]
     for label, sigma in (("gaussian, classic sigma at (8, 0.2)", classic_gaussian_sigma(8.0, 0.2, 1.0)),

@@ -22,7 +22,7 @@ import textdp.mechanisms.earth_movers as em
 import textdp.mechanisms.exponential as ex
 import textdp.mechanisms.perturbation as pert
 import textdp.mechanisms.syntf as sy
-import textdp.topics.mechanisms as tm
+import textdp.topics.noise as tm
 from textdp.audit import audit
 
 

@@ -23,9 +23,10 @@ import numpy as np
 
 from textdp._rng import make_rng
 from textdp.audit.lira import _statistic, _user_frequencies, run_lira, stand_in_vocabulary
-from textdp.topics import SklearnLDA, UserCorpus, build_mechanism
-from textdp.topics.mechanisms import noisy_keywords
+from textdp.topics import SklearnLDA, UserCorpus
+from textdp.topics.family import TopicDP
 from textdp.topics.models import fit_database
+from textdp.topics.release import noisy_keywords
 
 
 def main() -> None:
@@ -40,13 +41,13 @@ def main() -> None:
     t = time.perf_counter()
     tw, prev, _ = fit_database(pub, SklearnLDA(n_topics=5, max_iter=5, seed=0), half)
     fit_s = time.perf_counter() - t
-    mech = build_mechanism("topicdp", epsilon=1.0, delta=1e-5, m=5, sensitivity=0.3)
+    mech = TopicDP(epsilon=1.0, delta=1e-5, sensitivity=0.3).fit()
     freqs = _user_frequencies(pub)
     rows = tw[np.argsort(-prev, kind="stable")[:5]]
     cols = np.broadcast_to(np.arange(rows.shape[1]), rows.shape)
     t = time.perf_counter()
     for _ in range(10):
-        noisy = mech.randomize(rows, seed=rng)
+        noisy = mech.noise(rows.shape).randomize(rows, seed=rng)
         keep = noisy_keywords(noisy, 500)
         _statistic(freqs, np.take_along_axis(noisy, keep, axis=1), np.take_along_axis(cols, keep, axis=1),
                    rows.shape[1])

@@ -150,7 +150,7 @@ def earth_movers(n_docs: int, size: int, repeats: int) -> None:
 
 def topicdp(repeats: int, m: int, n: int) -> None:
     from textdp.topics import (
-        TopicDPGaussian,
+        GaussianNoise,
         UserCorpus,
         extract_topic_matrix,
         make_topic_model,
@@ -160,7 +160,7 @@ def topicdp(repeats: int, m: int, n: int) -> None:
     rows = [r for r in rows if r.get("author")]
     corpus = UserCorpus.from_texts([r["text"] for r in rows], [r["author"] for r in rows],
                                    max_docs_per_user=30, max_features=2000)
-    mech = TopicDPGaussian(epsilon=3.0, delta=1e-4, sensitivity=0.1, gamma=0.1)
+    mech = GaussianNoise(epsilon=3.0, delta=1e-4, sensitivity=0.1)
     randomize = mech.randomize
     kinds = ["PCG64", "AESCounter"]
 

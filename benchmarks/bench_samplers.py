@@ -68,12 +68,12 @@ def audit_draws(n: int, repeats: int) -> None:
     import numpy as np
 
     from textdp.audit.cases import grid_releases
-    from textdp.topics.mechanisms import LaplaceBaseline, TopicDPGaussian
+    from textdp.topics.noise import GaussianNoise, LaplaceNoise
 
     gen = make_rng(0)
-    cases = [("laplace (1x2, eps 1)", LaplaceBaseline(epsilon=1.0, m=1), np.array([[1.0, 0.0]])),
+    cases = [("laplace (1x2, eps 1)", LaplaceNoise(epsilon=1.0, m=1), np.array([[1.0, 0.0]])),
              ("topicdp (2x2, eps 1, delta 1e-4)",
-              TopicDPGaussian(epsilon=1.0, delta=1e-4, sensitivity=0.1, gamma=0.1), np.array([[0.4, 0.3], [0.2, 0.1]]))]
+              GaussianNoise(epsilon=1.0, delta=1e-4, sensitivity=0.1), np.array([[0.4, 0.3], [0.2, 0.1]]))]
     print(f"| audit draw, {n:,} releases | n calls of randomize | one vectorised draw | ratio |")
     print("|---|---|---|---|")
     for label, mech, x in cases:
@@ -84,7 +84,7 @@ def audit_draws(n: int, repeats: int) -> None:
         per_call = _best(slow, 1)
         fast = _best(partial(grid_releases, mech, x, n, gen), repeats)
         print(f"| {label} | {per_call:.2f} s | {fast * 1e3:.1f} ms | {per_call / fast:.0f}x |", flush=True)
-    scale = LaplaceBaseline(epsilon=1.0, m=1).grid_scale((1, 2))
+    scale = LaplaceNoise(epsilon=1.0, m=1).grid_scale((1, 2))
     py = random.Random(0)
     k = max(n // 10, 1000)
     t_py = _best(lambda: [_scalar_discrete_laplace(scale.numerator, scale.denominator, py) for _ in range(k)], 1)

@@ -18,7 +18,8 @@ import numpy as np
 
 from textdp._rng import make_rng, spawn
 from textdp.audit import lira
-from textdp.topics import UserCorpus, build_mechanism
+from textdp.topics import UserCorpus
+from textdp.topics.family import TopicDP
 
 
 def main() -> None:
@@ -35,11 +36,11 @@ def main() -> None:
     fits = lira._fits(pub, member, index, n_topics=5, max_iter=5, progress=None, done=0, total=64)
     freqs = lira._user_frequencies(users)
     for d in (float(x) for x in args.sensitivities.split(",")):
-        mech = build_mechanism("topicdp", epsilon=1.0, delta=1e-5, m=5, sensitivity=d)
+        mech = TopicDP(epsilon=1.0, delta=1e-5, sensitivity=d).fit()
         stats = np.empty((64, users.n_users))
         for j, fit in enumerate(fits):
             values, cols = lira._non_private("noisy", fit, 5, 500, np.zeros(0, dtype=np.int64))
-            released, released_cols = lira._released("noisy", mech.randomize(values, seed=noise_rng), cols, 500)
+            released, released_cols = lira._released("noisy", mech.noise(values.shape).randomize(values, seed=noise_rng), cols, 500)
             stats[j] = lira._statistic(freqs, released, released_cols, len(users.columns))
         row = lira._lira_row("topicdp", "noisy", 1.0, 1e-5, lira.lira_scores(stats, member), member, n=500,
                              sensitivity=f"supplied {d:g}")

@@ -36,9 +36,10 @@ import time
 
 import numpy as np
 
-from textdp.topics import SklearnLDA, UserCorpus, build_mechanism, extract_topic_matrix
-from textdp.topics.mechanisms import postprocess, release_topics
+from textdp.topics import SklearnLDA, UserCorpus, extract_topic_matrix
+from textdp.topics.family import TopicDP
 from textdp.topics.models import fit_database, topic_rows
+from textdp.topics.release import postprocess
 from textdp.topics.vocabulary import glove_vocabulary
 
 
@@ -97,15 +98,15 @@ def main() -> None:
     grid = [(d, float(e)) for d in args.sensitivities.split(",") for e in args.epsilons.split(",")]
     for d, eps in grid:
         sens = math.sqrt(2 * m) if d == "worst-case" else float(d)
-        mech_o = build_mechanism("topicdp", epsilon=eps, delta=1e-4, m=m, sensitivity=sens)
-        mech_n = build_mechanism("topicdp", epsilon=eps, delta=1e-4, m=m, sensitivity=sens)
+        mech_o = TopicDP(epsilon=eps, delta=1e-4, sensitivity=sens, keywords_from="model")
+        mech_n = TopicDP(epsilon=eps, delta=1e-4, sensitivity=sens, keywords=n)
         res: dict[str, list[tuple[float, float, float, float]]] = {"old": [], "covered": []}
         for child in seed.spawn(args.repeats):
             a, b = child.spawn(2)
-            rel = release_topics(model_old, mech_o, seed=a)
+            rel = mech_o.privatize_batch([model_old], seed=a)[0]
             err = float(np.sqrt(np.mean((np.array(rel.matrix) - model_old.matrix) ** 2)))
             res["old"].append((1.0, 1.0, umass(list(rel.keywords), docs, index), err))
-            rel = release_topics(rows, mech_n, seed=b, keywords=n)
+            rel = mech_n.privatize_batch([rows], seed=b)[0]
             over = np.mean([len(set(k) & set(t)) / n for k, t in zip(rel.keywords, model_new.keywords, strict=True)])
             true = np.array([[tw_n[model_new.topic_ids[i], voc_n.index(w)] for w in k]
                              for i, k in enumerate(rel.keywords)])

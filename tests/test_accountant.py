@@ -116,11 +116,9 @@ def test_without_dp_accounting_the_bound_is_basic_and_says_why(monkeypatch):
 
 # --- the ledger composes with the accountant and enforces the tight bound --------------------------------------
 def _dp_bart(epsilon: float = 2.0):
-    from textdp.generation.decoding import ClipBounds
-    from textdp.generation.lm import dp_bart_guarantee
-    from textdp.generation.lm_settings import LMSettings
+    from textdp.mechanisms import get
 
-    return dp_bart_guarantee(LMSettings("dp-bart", epsilon, ClipBounds(-0.1, 0.1), delta=1e-5, max_tokens=4), 16)
+    return get("dp-bart", epsilon=epsilon, clip=(-0.1, 0.1), delta=1e-5, max_tokens=4).bound(16)
 
 
 @pytest.fixture
@@ -188,10 +186,11 @@ def test_old_ledger_lines_without_events_still_verify_and_count(ledger):
 
 
 def test_topicdp_states_its_zcdp_event_only_when_its_sensitivity_is_proven():
-    from textdp.topics.mechanisms import TopicDPGaussian
+    from textdp.mechanisms import ReleaseContext, get
 
-    proven = TopicDPGaussian(epsilon=1.0, delta=1e-5, sensitivity=0.5).guarantee((3, 4))
-    sampled = TopicDPGaussian(epsilon=1.0, delta=1e-5, sensitivity=0.5, gamma=0.01).guarantee((3, 4))
+    shape = ReleaseContext(shape=(3, 4))
+    proven = get("topicdp", epsilon=1.0, delta=1e-5, sensitivity=0.5).guarantee(shape)
+    sampled = get("topicdp", epsilon=1.0, delta=1e-5, sensitivity=0.5, gamma=0.01).guarantee(shape)
     assert sampled.event == ApproxEvent(sampled.epsilon, sampled.delta)
     assert proven.event == ZCDPEvent(proven.event.rho) and proven.to_dict()["event"]["kind"] == "zcdp"
     # two releases compose below the sum by the zCDP route, as the thesis' accounting would not

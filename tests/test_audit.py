@@ -40,9 +40,9 @@ from textdp.audit.cases import (
 from textdp.cli import app
 from textdp.errors import ParameterError, TextDPError
 from textdp.mechanisms.laplace import laplace_noise
-from textdp.topics.mechanisms import (
-    MVGMechanism,
-    TopicDPGaussian,
+from textdp.topics.noise import (
+    GaussianNoise,
+    MVGNoise,
 )
 
 JSON_KEYS = {"mechanism", "claimed_epsilon", "claimed_delta", "estimated_epsilon", "lower_bound", "samples",
@@ -161,7 +161,7 @@ def test_topicdp_gaussian_passes():
 
 def test_topicdp_sensitivity_underestimated_twice_is_flagged():
     # the mechanism is calibrated for half the true sensitivity: sigma is halved
-    mech = TopicDPGaussian(epsilon=3.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY / 2, gamma=0.1)
+    mech = GaussianNoise(epsilon=3.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY / 2)
     from textdp.audit.accountant import analytic_gaussian_sigma, rounded_l2
 
     least = analytic_gaussian_sigma(3.0, 1e-4, rounded_l2(TOPIC_SENSITIVITY, 2.0**-20, 4))
@@ -191,7 +191,7 @@ def test_classic_gaussian_at_large_epsilon_is_flagged():
 class PrecisionAsVariance:
     """MVG with the bug 'precision used as variance' (sd = 1/sqrt(variance))."""
 
-    def __init__(self, mech: MVGMechanism) -> None:
+    def __init__(self, mech: MVGNoise) -> None:
         self.mech = mech
 
     def randomize(self, matrix: np.ndarray, seed: np.random.Generator) -> np.ndarray:
@@ -201,7 +201,7 @@ class PrecisionAsVariance:
 
 def test_mvg_passes_and_precision_bug_is_flagged():
     assert audit("mvg", epsilon=1.0, delta=1e-4, samples=1_000, seed=5).passed
-    mech = MVGMechanism(epsilon=1.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY)
+    mech = MVGNoise(epsilon=1.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY)
     case = matrix_case("mvg-broken", PrecisionAsVariance(mech), sensitivity=TOPIC_SENSITIVITY,
                        claimed_epsilon=1.0, claimed_delta=1e-4)
     assert not run_audit(case, samples=10_000, seed=5).passed

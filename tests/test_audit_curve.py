@@ -34,7 +34,7 @@ from textdp.audit.word_level import group_pair, word_mechanism_case
 from textdp.errors import ParameterError
 from textdp.mechanisms import get
 from textdp.mechanisms.exponential import tem_gamma
-from textdp.topics.mechanisms import LaplaceBaseline, MVGMechanism, TopicDPGaussian
+from textdp.topics.noise import GaussianNoise, LaplaceNoise, MVGNoise
 
 #: CI sample size (the default of textdp audit is 10^5; the planted bugs are flagged far below it)
 CI_SAMPLES = 10_000
@@ -277,13 +277,13 @@ def test_santext_plus_curve_uses_the_public_sensitive_split(glove5k):
 # -- the vectorised topic releases are the mechanisms' own law ------------------------------------------
 @pytest.mark.parametrize(
     "mech",
-    [LaplaceBaseline(epsilon=1.0, m=1), TopicDPGaussian(epsilon=1.0, delta=1e-4, sensitivity=0.1, gamma=0.1),
-     MVGMechanism(epsilon=1.0, delta=1e-4, sensitivity=0.1, covariance="directional")],
+    [LaplaceNoise(epsilon=1.0, m=1), GaussianNoise(epsilon=1.0, delta=1e-4, sensitivity=0.1),
+     MVGNoise(epsilon=1.0, delta=1e-4, sensitivity=0.1, covariance="directional")],
     ids=["laplace", "topicdp", "mvg-directional"],
 )
 def test_exact_law_releases_have_the_law_of_randomize(mech):
     # the power studies' shortcut (never behind textdp audit: tests/test_audit_release.py) draws randomize's law
-    x = np.array([[0.4, 0.3]]) if isinstance(mech, LaplaceBaseline) else np.array([[0.4, 0.3], [0.2, 0.1]])
+    x = np.array([[0.4, 0.3]]) if isinstance(mech, LaplaceNoise) else np.array([[0.4, 0.3], [0.2, 0.1]])
     rng = np.random.default_rng(5)
     n = 1_500
     fast = exact_law_releases(mech, x, n, rng)
@@ -324,12 +324,12 @@ def test_the_audits_own_laws_agree_with_the_unplanted_mechanisms(epsilon, delta)
     least = acc.analytic_gaussian_sigma(epsilon, delta, d_g)
     for cal, paper in (("analytic", acc.cks20_sigma(epsilon, delta, d_g)),
                        ("thesis", acc.thesis_sigma(epsilon, delta, d_g, 2, 2))):
-        mech = TopicDPGaussian(epsilon=epsilon, delta=delta, sensitivity=sens, gamma=0.1, calibration=cal)
+        mech = GaussianNoise(epsilon=epsilon, delta=delta, sensitivity=sens, calibration=cal)
         sigma = math.sqrt(float(mech.grid_variance((2, 2))))
         assert paper == pytest.approx(sigma, rel=1e-6) and least < sigma
-    assert acc.laplace_scale(epsilon, 1, (1, 2), grid) == LaplaceBaseline(epsilon=epsilon, m=1).grid_scale((1, 2))
+    assert acc.laplace_scale(epsilon, 1, (1, 2), grid) == LaplaceNoise(epsilon=epsilon, m=1).grid_scale((1, 2))
     for cov in ("isotropic", "directional"):
-        mech = MVGMechanism(epsilon=epsilon, delta=delta, sensitivity=sens, covariance=cov)
+        mech = MVGNoise(epsilon=epsilon, delta=delta, sensitivity=sens, covariance=cov)
         paper = acc.mvg_column_variances(epsilon, delta, sens, (2, 2), grid, cov)
         assert paper == pytest.approx([float(v) for v in mech.grid_variances((2, 2))], rel=1e-9)
         assert least**2 < min(paper)
@@ -408,11 +408,11 @@ def _topic_curve_audit(kind: str, factor: float, samples: int, seed: int):
 
     sens = 0.1
     if kind == "laplace":  # built with epsilon / factor: scale x factor
-        mech = LaplaceBaseline(epsilon=1.0 / factor, m=1)
+        mech = LaplaceNoise(epsilon=1.0 / factor, m=1)
         case = l1_matrix_case("laplace-bug", mech, claimed_epsilon=1.0,
                               noise_scale=float(acc.rounded_l1(2.0, grid, 2)))
     else:  # built with a smaller sensitivity than the claim's: sigma x ~factor
-        mech = TopicDPGaussian(epsilon=1.0, delta=1e-4, sensitivity=sens * factor, gamma=0.1, calibration=kind)
+        mech = GaussianNoise(epsilon=1.0, delta=1e-4, sensitivity=sens * factor, calibration=kind)
         least = acc.analytic_gaussian_sigma(1.0, 1e-4, acc.rounded_l2(sens, grid, 4))
         case = matrix_case("topicdp-bug", mech, sensitivity=sens, claimed_epsilon=1.0, claimed_delta=1e-4,
                            noise_variance=least**2)

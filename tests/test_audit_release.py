@@ -31,13 +31,13 @@ TOPICS = ("laplace", "mvg", "mvg-directional", "topicdp", "topicdp-thesis")
 def _no_noise(monkeypatch) -> None:
     """Every family's release primitive returns its input: no noise anywhere."""
     import textdp.mechanisms.syntf as syntf_module
-    import textdp.topics.mechanisms as topic_module
+    import textdp.topics.noise as topic_module
 
     monkeypatch.setattr(em_module, "privatize_ids", lambda ids, *a, **k: np.sort(np.asarray(ids), axis=-1))
     monkeypatch.setattr(WordLevelMechanism, "privatize_ids", lambda self, ids, rng=None: np.asarray(ids))
     monkeypatch.setattr(syntf_module, "sample_bags",
                         lambda rows, weights, v, eps, n, rng: np.stack([np.resize(np.asarray(r), n) for r in rows]))
-    monkeypatch.setattr(topic_module._GridMechanism, "randomize",
+    monkeypatch.setattr(topic_module.GridNoise, "randomize",
                         lambda self, matrix, seed=None: np.asarray(matrix, dtype=np.float64))
 
 
@@ -122,12 +122,12 @@ def _scaled(module, name, factor):
 @pytest.mark.parametrize(
     ("name", "target", "function", "factor"),
     [
-        ("topicdp", "textdp.topics.mechanisms", "zcdp_rho", 2.25),  # sigma / 1.5 in the mechanism
-        ("topicdp", "textdp.topics.mechanisms", "rounded_sensitivity", 1 / 1.5),
+        ("topicdp", "textdp.topics.noise", "zcdp_rho", 2.25),  # sigma / 1.5 in the mechanism
+        ("topicdp", "textdp.topics.noise", "rounded_sensitivity", 1 / 1.5),
         ("topicdp-thesis", "textdp.accounting.gaussian", "thesis_gaussian_sigma", 1 / 1.5),
-        ("mvg", "textdp.topics.mechanisms", "mvg_precision_budget", 2.25),
-        ("mvg-directional", "textdp.topics.mechanisms", "mvg_precision_budget", 2.25),
-        ("laplace", "textdp.topics.mechanisms", "LaplaceBaseline.grid_scale", 1 / 1.5),
+        ("mvg", "textdp.topics.noise", "mvg_precision_budget", 2.25),
+        ("mvg-directional", "textdp.topics.noise", "mvg_precision_budget", 2.25),
+        ("laplace", "textdp.topics.noise", "LaplaceNoise.grid_scale", 1 / 1.5),
     ],
 )
 def test_a_planted_calibration_error_is_flagged(monkeypatch, name, target, function, factor):
@@ -142,7 +142,7 @@ def test_a_planted_calibration_error_is_flagged(monkeypatch, name, target, funct
     else:
         monkeypatch.setattr(module, function, _scaled(module, function, factor))
     if target == "textdp.accounting.gaussian":  # topics/mechanisms imports the functions by name
-        import textdp.topics.mechanisms as tm
+        import textdp.topics.noise as tm
 
         if hasattr(tm, function):
             monkeypatch.setattr(tm, function, getattr(module, function))
@@ -159,11 +159,11 @@ def test_a_planted_calibration_error_is_flagged(monkeypatch, name, target, funct
 def test_the_topicdp_sigma_error_is_a_privacy_violation_the_curve_flags(monkeypatch):
     # rho x 2.25: sigma / 1.5, below the least noise (1, 1e-4) allows (true epsilon ~1.58 at delta 1e-4);
     # 2 x 10^4 releases per input through privatize_batch (minutes): the conformance test flags it at 600
-    import textdp.topics.mechanisms as tm
+    import textdp.topics.noise as tm
     from textdp.audit.accountant import analytic_gaussian_delta
 
     monkeypatch.setattr(tm, "zcdp_rho", _scaled(tm, "zcdp_rho", 2.25))
-    mech = tm.TopicDPGaussian(epsilon=1.0, delta=1e-4, sensitivity=0.1, gamma=0.1)
+    mech = tm.GaussianNoise(epsilon=1.0, delta=1e-4, sensitivity=0.1)
     sigma = math.sqrt(float(mech.grid_variance((2, 2))))
     assert analytic_gaussian_delta(sigma, 1.0, 0.1 / 2**-20 + 2) > 1e-3  # a real violation of (1, 1e-4)
     r = audit("topicdp", samples=20_000, seed=8)

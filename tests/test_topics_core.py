@@ -19,27 +19,27 @@ from textdp.accounting.gaussian import (
 )
 from textdp.errors import ParameterError, ParameterTypeError
 from textdp.guarantees import GUARANTEE_KEYS, Guarantee
+from textdp.mechanisms import ReleaseContext, get, names
 from textdp.topics import (
     MECHANISMS,
-    LaplaceBaseline,
-    MVGMechanism,
-    TopicDPGaussian,
+    GaussianNoise,
+    LaplaceNoise,
+    MVGNoise,
     TopicGuarantee,
     TopicMatrix,
     TopicRelease,
     align_topics,
-    build_mechanism,
     extract_topic_matrix,
     kendall_tau_distance,
     keyword_rank_distance,
     l1_distance,
     postprocess,
-    release_topics,
     rmse,
     row_euclidean_distance,
     sampler_parameters,
     topic_matrix_distance,
 )
+from textdp.topics.family import TopicDP, TopicDPLaplace, TopicDPThesis, TopicsMechanism
 
 # --- sensitivity sampler parameters (Rubinstein & Alda 2017) -----------------------
 
@@ -102,11 +102,11 @@ def test_classic_sigma_is_not_valid_for_large_epsilon() -> None:
 def test_thesis_calibration_split_budget() -> None:
     s = thesis_gaussian_sigma(3.0, 1e-4, 0.2, 10, 10)
     assert s == pytest.approx(0.2 * math.sqrt(2 * math.log(1.25e4)) * 100 / 3)
-    mech = TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=0.2, gamma=0.1, calibration="thesis")
+    mech = GaussianNoise(epsilon=3, delta=1e-4, sensitivity=0.2, calibration="thesis")
     # the thesis's sigma, computed for the sensitivity of the grid-rounded matrix
     assert mech.sigma((10, 10)) == pytest.approx(thesis_gaussian_sigma(3.0, 1e-4, 0.2 + 2**-20 * 10, 10, 10),
                                                  rel=1e-9)
-    g = mech.guarantee((10, 10))
+    g = TopicDPThesis(epsilon=3, delta=1e-4, sensitivity=0.2, gamma=0.1).guarantee(ReleaseContext(shape=(10, 10)))
     assert g.mechanism == "topicdp-thesis" and g.delta == 1e-4
     assert mech.proven_delta((10, 10)) < 1e-100  # CKS20's zCDP bound for this (huge) noise
     assert "composes to (3, 0.01)" in g.statement  # the thesis's own argument, reported
@@ -114,7 +114,7 @@ def test_thesis_calibration_split_budget() -> None:
 
 @pytest.mark.parametrize("calibration", ["analytic", "thesis"])
 def test_gaussian_noise_statistics(calibration: str) -> None:
-    mech = TopicDPGaussian(epsilon=2.0, delta=1e-5, sensitivity=0.3, gamma=0.1, calibration=calibration)
+    mech = GaussianNoise(epsilon=2.0, delta=1e-5, sensitivity=0.3, calibration=calibration)
     shape = (20, 25)
     sigma = mech.sigma(shape)
     base = np.full(shape, 0.1)
@@ -132,7 +132,7 @@ def test_discrete_calibration_meets_delta_via_zcdp() -> None:
     from textdp.samplers import zcdp_delta
 
     for eps in (0.5, 3.0, 10.0):
-        mech = TopicDPGaussian(epsilon=eps, delta=1e-4, sensitivity=0.33, gamma=0.1)
+        mech = GaussianNoise(epsilon=eps, delta=1e-4, sensitivity=0.33)
         shape = (10, 10)
         d_grid = (0.33 + 2**-20 * 10) / mech.grid  # sensitivity of the rounded matrix, grid units
         rho = d_grid**2 / (2 * float(mech.grid_variance(shape)))
@@ -142,7 +142,7 @@ def test_discrete_calibration_meets_delta_via_zcdp() -> None:
 
 
 def test_laplace_baseline_statistics_and_sensitivity() -> None:
-    mech = LaplaceBaseline(epsilon=4.0, m=10)
+    mech = LaplaceNoise(epsilon=4.0, m=10)
     assert mech.sensitivity == 20.0 and mech.scale == 5.0
     grid_scale = float(mech.grid_scale((10, 10))) * mech.grid
     assert grid_scale == pytest.approx((20 + 2**-20 * 100) / 4.0, rel=1e-9) and grid_scale >= 5.0
@@ -192,7 +192,7 @@ def test_mvg_bound_hand_computed_2x3() -> None:
 
 @pytest.mark.parametrize("covariance", ["isotropic", "directional"])
 def test_mvg_covariance_meets_sufficient_condition(covariance: str) -> None:
-    mech = MVGMechanism(epsilon=3.0, delta=1e-4, sensitivity=0.2, gamma=0.1, covariance=covariance)
+    mech = MVGNoise(epsilon=3.0, delta=1e-4, sensitivity=0.2, covariance=covariance)
     shape = (10, 10)
     var = mech.column_variances(shape)
     # Sigma = I_m, Psi = diag(var): ||sigma(Sigma^-1)||_2 ||sigma(Psi^-1)||_2 == budget
@@ -207,7 +207,9 @@ def test_mvg_covariance_meets_sufficient_condition(covariance: str) -> None:
     assert np.all(z / mech.grid == np.rint(z / mech.grid))
     assert stats.kstest(z[:, 0] / math.sqrt(mech.column_variances(big)[0]), "norm").pvalue > 1e-4
     # the discretised MVG is proven with CKS20 (checked), not with the continuous MVG theorem
-    assert mech.proven_delta(shape) <= 1e-4 and "CKS20" in mech.guarantee(shape).statement
+    g = get(f"mvg{'-directional' if covariance == 'directional' else ''}", epsilon=3.0, delta=1e-4, sensitivity=0.2,
+            gamma=0.1).guarantee(ReleaseContext(shape=shape))
+    assert mech.proven_delta(shape) <= 1e-4 and "CKS20" in g.statement
 
 
 # --- post-processing, release record ------------------------------------------------------
@@ -226,8 +228,8 @@ PRIVATE_KEYS = {"sensitivity", "sensitivity_kind", "sigma", "noise_sigma", "corp
 def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
     tm = TopicMatrix(np.array([[0.4, 0.2], [0.3, 0.1]]), (("a", "b"), ("c", "d")), (0, 1))
     sens = 0.123456789
-    mech = TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=sens, gamma=0.1)
-    rel = release_topics(tm, mech, seed=3)
+    mech = TopicDP(epsilon=3, delta=1e-4, sensitivity=sens, gamma=0.1, seed=3)
+    rel = mech.privatize(tm)
     d = validate_record(rel.to_record())  # the one record layout
     for key in ("guarantee", "keywords", "matrix", "raw_matrix", "seeded"):
         assert key in d
@@ -237,18 +239,19 @@ def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
     assert set(TopicRelease.__dataclass_fields__) == {"id", "guarantee", "seeded", "release", "content", "units",
                                                       "keywords", "raw_matrix"}
     text = repr(d) + repr(rel)
-    for secret in (sens, mech.sigma((2, 2))):  # neither the sensitivity nor sigma (which reveals it)
+    for secret in (sens, mech.noise((2, 2)).sigma((2, 2))):  # neither the sensitivity nor sigma (which reveals it)
         assert f"{secret:.6g}" not in text and repr(secret) not in text
     assert "random differential privacy" in rel.guarantee.statement and "NOT covered" in rel.keyword_note
-    assert rel.seeded is True and release_topics(tm, mech).seeded is False
+    assert rel.seeded is True and mech.set_params(seed=None).privatize(tm).seeded is False
     with pytest.raises(AttributeError):
         rel.guarantee.epsilon = 5  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
 def test_every_mechanism_has_a_frozen_guarantee_object_and_releases_on_the_grid(name: str) -> None:
-    mech = build_mechanism(name, epsilon=2.0, delta=1e-4, gamma=0.1, sensitivity=0.2, m=3, grid=2.0**-16)
-    g = mech.guarantee((3, 4))
+    l2 = {"sensitivity": 0.2, "gamma": 0.1} if get(name, epsilon=1.0).takes_sensitivity else {}
+    mech = get(name, epsilon=2.0, delta=1e-4, grid=2.0**-16, seed=2, **l2)
+    g = mech.guarantee(ReleaseContext(shape=(3, 4)))
     assert isinstance(g, TopicGuarantee) and isinstance(g, Guarantee)
     assert g.mechanism == name and g.unit == "user" and g.epsilon == 2.0
     assert set(GUARANTEE_KEYS) <= set(g.to_dict()) and g.to_dict()["statement"] == g.statement
@@ -257,66 +260,67 @@ def test_every_mechanism_has_a_frozen_guarantee_object_and_releases_on_the_grid(
         g.delta = 0.5  # type: ignore[misc]
     true = make_rng(1).dirichlet(np.ones(40), size=3)[:, :4]
     tm = TopicMatrix(true, tuple(("w",) * 4 for _ in range(3)), (0, 1, 2))
-    rel = release_topics(tm, mech, seed=2)
+    rel = mech.privatize(tm)
     raw = np.array(rel.raw_matrix)
     k = raw / rel.grid
     assert np.all(k == np.rint(k))  # every released value is an exact multiple of the public grid
     assert rel.grid == 2.0**-16 and rel.to_record()["guarantee"]["parameters"]["grid"] == 2.0**-16
 
 
-def test_release_names_come_from_the_guarantee_not_isinstance() -> None:
-    class Custom:
-        """A third-party mechanism following the protocol (no isinstance dispatch on it)."""
-
-        name = "custom"
-        epsilon = 1.0
-        grid = 2.0**-10
-
-        def randomize(self, matrix: np.ndarray, seed: object = None) -> np.ndarray:
-            return np.rint(np.asarray(matrix) / self.grid) * self.grid
-
-        def guarantee(self, shape: tuple[int, int]) -> TopicGuarantee:
-            return TopicGuarantee(mechanism="custom", epsilon=1.0, delta=0.0, gamma=None, shape=shape,
-                                  grid=self.grid, noise="none", statement="a test statement; nothing covered")
-
-    tm = TopicMatrix(np.array([[0.5, 0.25]]), (("a", "b"),), (0,))
-    rel = release_topics(tm, Custom())
-    assert rel.mechanism == "custom" and rel.guarantee.to_dict()["statement"] == "a test statement; nothing covered"
-
-
-def test_mechanism_factory() -> None:
-    assert build_mechanism("topicdp-laplace", epsilon=2, delta=1e-4, m=3).sensitivity == 6.0
+def test_the_family_is_the_registry_and_chooses_its_noise_by_class() -> None:
+    assert MECHANISMS == names("topics")
+    for name in MECHANISMS:
+        cls = type(get(name, epsilon=1.0))
+        assert issubclass(cls, TopicsMechanism) and cls.name == name and cls.label
+    laplace = TopicDPLaplace(epsilon=2).fit()
+    assert not laplace.takes_sensitivity and laplace.noise((3, 4)).sensitivity == 6.0
+    assert isinstance(laplace.noise((3, 4)), LaplaceNoise)
+    assert TopicDPThesis(epsilon=1, delta=1e-4, sensitivity=0.1).fit().noise((2, 2)).calibration == "thesis"
     with pytest.raises(ParameterError, match="needs a sensitivity"):
-        build_mechanism("topicdp", epsilon=2, delta=1e-4, m=3)
+        get("topicdp", epsilon=2, delta=1e-4).fit()
     with pytest.raises(ParameterError, match="choose one of"):
-        build_mechanism("gauss", epsilon=2, delta=1e-4, m=3, sensitivity=0.1)
-    plain = build_mechanism("topicdp", epsilon=2, delta=1e-4, m=3, sensitivity=0.1)  # supplied: plain DP
-    assert plain.guarantee((3, 3)).gamma is None and "vouches" in plain.guarantee((3, 3)).statement
+        get("gauss", epsilon=2, delta=1e-4, sensitivity=0.1)
+    with pytest.raises(ParameterError, match="takes no sensitivity"):
+        get("topicdp-laplace", epsilon=2, sensitivity=0.1).fit()
+    plain = get("topicdp", epsilon=2, delta=1e-4, sensitivity=0.1).guarantee(ReleaseContext(shape=(3, 3)))
+    assert plain.gamma is None and "vouches" in plain.statement  # supplied: plain DP
+
+
+def test_the_old_second_api_is_gone() -> None:
+    import importlib
+
+    import textdp.topics as topics
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("textdp.topics.mechanisms")
+    for old in ("build_mechanism", "release_topics", "TopicMechanism", "TopicDPGaussian", "LaplaceBaseline",
+                "MVGMechanism"):
+        assert not hasattr(topics, old), old
 
 
 def test_parameter_checks() -> None:
     with pytest.raises(ParameterError):
-        TopicDPGaussian(epsilon=0, delta=1e-4, sensitivity=0.1, gamma=0.1)
+        GaussianNoise(epsilon=0, delta=1e-4, sensitivity=0.1)
     with pytest.raises(ParameterError):
-        TopicDPGaussian(epsilon=1, delta=1.5, sensitivity=0.1, gamma=0.1)
+        GaussianNoise(epsilon=1, delta=1.5, sensitivity=0.1)
     with pytest.raises(ParameterError):
-        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=-1, gamma=0.1)
+        GaussianNoise(epsilon=1, delta=1e-4, sensitivity=-1)
     with pytest.raises(ParameterTypeError):
-        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity="big", gamma=0.1)  # type: ignore[arg-type]
+        GaussianNoise(epsilon=1, delta=1e-4, sensitivity="big")
     with pytest.raises(ParameterError):
-        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1, calibration="x")
+        GaussianNoise(epsilon=1, delta=1e-4, sensitivity=0.1, calibration="x")
     with pytest.raises(ParameterError):
-        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1, grid=0.001)
+        GaussianNoise(epsilon=1, delta=1e-4, sensitivity=0.1, grid=0.001)
     with pytest.raises(ParameterError):
-        MVGMechanism(epsilon=1, delta=1e-4, sensitivity=0.1, covariance="diagonal")
+        MVGNoise(epsilon=1, delta=1e-4, sensitivity=0.1, covariance="diagonal")
     with pytest.raises(ParameterError):
-        LaplaceBaseline(epsilon=1, m=0)
+        LaplaceNoise(epsilon=1, m=0)
     with pytest.raises(ParameterError):
-        TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1).randomize(np.zeros(3))
+        GaussianNoise(epsilon=1, delta=1e-4, sensitivity=0.1).randomize(np.zeros(3))
 
 
 def test_noise_uses_generator_not_global_state() -> None:
-    mech = TopicDPGaussian(epsilon=1, delta=1e-4, sensitivity=0.1, gamma=0.1)
+    mech = GaussianNoise(epsilon=1, delta=1e-4, sensitivity=0.1)
     a = mech.randomize(np.zeros((2, 2)), seed=11)
     b = mech.randomize(np.zeros((2, 2)), seed=11)
     c = mech.randomize(np.zeros((2, 2)))

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 from textdp.cli import app
 from textdp.cli.topics import MODEL_KEYWORDS_LINE, SamplerProgress
 from textdp.errors import ParameterError
-from textdp.topics import SensitivitySampler, SklearnLDA, UserCorpus, build_mechanism, extract_topic_matrix
+from textdp.topics import SensitivitySampler, SklearnLDA, UserCorpus, extract_topic_matrix
 from textdp.topics.family import TopicDP, TopicDPLaplace
-from textdp.topics.mechanisms import KEYWORD_NOTE, release_topics
 from textdp.topics.models import fit_database, topic_rows, topic_rows_distance
+from textdp.topics.release import KEYWORD_NOTE
 from textdp.topics.vocabulary import PublicVocabulary
 
 runner = CliRunner()
@@ -39,17 +39,16 @@ def _rows(seed: int = 0, m: int = 3, v: int = 12) -> tuple[np.ndarray, np.ndarra
 def test_keywords_are_the_largest_noisy_values_not_the_models():
     tw, prev, vocab = _rows()
     rows = topic_rows(tw, prev, vocab, 3)
-    mech = build_mechanism("topicdp", epsilon=0.5, delta=1e-5, m=3, sensitivity="worst-case")
-    rel = release_topics(rows, mech, seed=7, keywords=4)
-    noisy = mech.randomize(rows.matrix, seed=7)  # the same draw: seed 7 gives the same noise
+    mech = TopicDP(epsilon=0.5, delta=1e-5, sensitivity="worst-case", keywords=4)
+    rel = mech.privatize_batch([rows], seed=7)[0]
+    noisy = mech.noise(rows.shape).randomize(rows.matrix, seed=7)  # the same draw: seed 7 gives the same noise
     order = np.argsort(-noisy, axis=1, kind="stable")[:, :4]
     assert rel.keywords == tuple(tuple(vocab[c] for c in row) for row in order)
     assert np.array_equal(np.array(rel.raw_matrix), np.take_along_axis(noisy, order, axis=1))
     model = extract_topic_matrix(tw, prev, vocab, 3, 4)
     assert rel.keywords != model.keywords  # at this noise the noisy top 4 are not the model's top 4
     # with almost no noise the noisy values name the model's own keywords (the topics' order is the model's)
-    quiet = release_topics(rows, build_mechanism("topicdp", epsilon=1e5, delta=1e-5, m=3, sensitivity=1e-6),
-                           seed=1, keywords=4)
+    quiet = TopicDP(epsilon=1e5, delta=1e-5, sensitivity=1e-6, keywords=4, seed=1).privatize(rows)
     assert quiet.keywords == model.keywords
 
 

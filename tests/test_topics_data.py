@@ -11,11 +11,10 @@ import pytest
 from textdp.topics import (
     SensitivitySampler,
     SklearnLDA,
-    TopicDPGaussian,
     UserCorpus,
     extract_topic_matrix,
-    release_topics,
 )
+from textdp.topics.family import TopicDP
 
 
 def _data_dir() -> Path:
@@ -39,8 +38,7 @@ def test_enron_users_and_small_release() -> None:
     tm = extract_topic_matrix(tw, prev, c.vocabulary, 5, 5)
     sens = SensitivitySampler(corpus=c, model=model, sizes=[(5, 5)]).draw(2, seed=0)[0]
     assert sens.shape == (2, 1) and np.all(sens >= 0) and np.all(sens <= np.sqrt(10))
-    rel = release_topics(tm, TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=float(sens.max()) or 1e-3,
-                                             gamma=0.1), seed=0)
+    rel = TopicDP(epsilon=3, delta=1e-4, sensitivity=float(sens.max()) or 1e-3, seed=0).privatize(tm)
     assert len(rel.keywords) == 5 and all(len(k) == 5 for k in rel.keywords)
 
 

@@ -24,13 +24,8 @@ from textdp._rng import make_rng
 from textdp.accounting.gaussian import (
     analytic_gaussian_sigma,
 )
-from textdp.topics import (
-    LaplaceBaseline,
-    MVGMechanism,
-    TopicDPGaussian,
-    TopicMatrix,
-    release_topics,
-)
+from textdp.mechanisms import get
+from textdp.topics import TopicMatrix
 
 
 def _key(x: float) -> int:
@@ -233,13 +228,12 @@ def test_attack_distinguishes_neighbours_on_old_float_noise(noise: str, eps: flo
 @pytest.mark.parametrize("mechanism", ["topicdp", "topicdp-laplace", "mvg"])
 def test_grid_release_leaves_both_candidates_feasible(mechanism: str) -> None:
     true, neighbour = _candidates(1)
-    mech = {"topicdp": TopicDPGaussian(epsilon=10.0, delta=1e-4, sensitivity=SENSITIVITY, gamma=0.1),
-            "topicdp-laplace": LaplaceBaseline(epsilon=10.0, m=10),
-            "mvg": MVGMechanism(epsilon=10.0, delta=1e-4, sensitivity=SENSITIVITY, gamma=0.1)}[mechanism]
+    l2 = {"delta": 1e-4, "sensitivity": SENSITIVITY, "gamma": 0.1} if mechanism != "topicdp-laplace" else {}
+    mech = get(mechanism, epsilon=10.0, **l2)
     g = mech.grid
     tm = TopicMatrix(true, tuple(("w",) * 10 for _ in range(10)), tuple(range(10)))
     for r in range(RELEASES):
-        rel = release_topics(tm, mech, seed=2000 + r)
+        rel = mech.privatize_batch([tm], seed=2000 + r)[0]
         raw = np.array(json.loads(json.dumps(rel.to_record()))["raw_matrix"])  # as published
         k = raw / g
         assert np.all(k == np.rint(k))  # exact multiples of the grid, before post-processing

@@ -22,12 +22,12 @@ from textdp.cli import app
 from textdp.topics import (
     SklearnLDA,
     UserCorpus,
-    build_mechanism,
     make_topic_model,
     released_matrix_distance,
 )
 from textdp.topics import models as topic_models
 from textdp.topics import sensitivity as sens_mod
+from textdp.topics.family import TopicDP
 
 runner = CliRunner()
 M, N, K, ITER, SEED = 3, 4, 4, 3, 7
@@ -73,8 +73,8 @@ def _sampler_release(corpus: UserCorpus, users: list[int]) -> np.ndarray:
     model = make_topic_model("sklearn", n_topics=K, max_iter=ITER, seed=0)
     tw, prev = model.fit(corpus.rows_for(users))
     values = topic_models._released_values(tw, prev, M, N)
-    mech = build_mechanism("topicdp", epsilon=3.0, delta=1e-4, m=M, sensitivity=0.5)
-    return mech.randomize(values, seed=spawn(SEED, 2)[1])
+    mech = TopicDP(epsilon=3.0, delta=1e-4, sensitivity=0.5).fit()
+    return mech.noise(values.shape).randomize(values, seed=spawn(SEED, 2)[1])
 
 
 def test_release_is_the_sampled_function_on_the_whole_corpus(enron, tmp_path):
@@ -258,8 +258,8 @@ def test_worst_case_cli_is_plain_dp_with_sqrt_2m(enron, tmp_path):
     assert "vouches" not in statement
     priv = json.loads(report.read_text())
     assert priv["sensitivity"] == pytest.approx(math.sqrt(2 * M))
-    mech = build_mechanism("topicdp", epsilon=3.0, delta=1e-4, m=M, sensitivity="worst-case")
-    assert priv["noise_sigma"] == pytest.approx(mech.sigma((M, N)))
+    mech = TopicDP(epsilon=3.0, delta=1e-4, sensitivity="worst-case").fit()
+    assert priv["noise_sigma"] == pytest.approx(mech.noise((M, N)).sigma((M, N)))
     settings = json.loads((tmp_path / "wc.json.settings.json").read_text())
     assert settings["sensitivity"] == "worst-case" and settings["gamma"] is None
 

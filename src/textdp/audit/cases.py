@@ -689,25 +689,25 @@ def exact_law_releases(mechanism: object, matrix: np.ndarray, n: int,
                        rng: np.random.Generator) -> np.ndarray | None:
     """POWER STUDIES ONLY: ``n`` releases drawn from the law a grid mechanism *declares*, not from its release.
 
-    ``randomize`` of :mod:`textdp.topics.mechanisms`' classes is ``(rint(matrix/g) + Z) g`` with
+    ``randomize`` of :mod:`textdp.topics.noise`' classes is ``(rint(matrix/g) + Z) g`` with
     ``Z`` i.i.d. exact discrete noise whose parameter the class exposes (``grid_scale``,
     ``grid_variance``, ``grid_variances``). Drawing from that declared law in one vectorised call
     is fast, but it never runs the code that releases: with ``randomize`` patched to add no noise
     an audit on these draws still passes. Never used by ``textdp audit``
     (``tests/test_audit_release.py`` checks that); ``None`` for any other class.
     """
-    from ..topics.mechanisms import LaplaceBaseline, MVGMechanism, TopicDPGaussian
+    from ..topics.noise import GaussianNoise, LaplaceNoise, MVGNoise
 
     a = np.asarray(matrix, dtype=np.float64)
-    if a.ndim != 2 or type(mechanism) not in (LaplaceBaseline, MVGMechanism, TopicDPGaussian):
+    if a.ndim != 2 or type(mechanism) not in (LaplaceNoise, MVGNoise, GaussianNoise):
         return None
-    assert isinstance(mechanism, (LaplaceBaseline, MVGMechanism, TopicDPGaussian))  # exactly one of them (above)
+    assert isinstance(mechanism, (LaplaceNoise, MVGNoise, GaussianNoise))  # exactly one of them (above)
     shape = (int(a.shape[0]), int(a.shape[1]))
     k = snap_to_grid(a, mechanism.grid)
     count = n * shape[0] * shape[1]
-    if isinstance(mechanism, LaplaceBaseline):
+    if isinstance(mechanism, LaplaceNoise):
         z = discrete_laplace(mechanism.grid_scale(shape), count, rng).reshape((n,) + shape)
-    elif isinstance(mechanism, TopicDPGaussian):
+    elif isinstance(mechanism, GaussianNoise):
         z = discrete_gaussian(mechanism.grid_variance(shape), count, rng).reshape((n,) + shape)
     else:
         var = mechanism.grid_variances(shape)

@@ -1,6 +1,6 @@
 """Privacy curves of the topic-matrix mechanisms' claimed laws: exact integer noise on a public grid.
 
-TopicDP (:class:`~textdp.topics.mechanisms.TopicDPGaussian`), the MVG mechanism and the Laplace
+TopicDP (:class:`~textdp.topics.noise.GaussianNoise`), the MVG mechanism and the Laplace
 baseline release ``(rint(X/g) + Z) g`` with ``Z`` i.i.d. exact discrete noise (Gaussian of variance
 σ², or Laplace of scale ``s``, in grid units ``g``). The audit pairs differ in one entry
 (:func:`~textdp.audit.cases.matrix_pair`) or in the two entries of one row

@@ -32,7 +32,7 @@ Three releases (``keywords``, :data:`KEYWORD_MODES`):
 
 * ``noisy`` -- the covered default of ``textdp topics``: the top ``m`` topics as whole rows over a
   public vocabulary (:func:`~textdp.topics.models.topic_rows`), noise on every entry, each topic's
-  ``n`` keywords read off the noisy values (:func:`~textdp.topics.mechanisms.noisy_keywords`). The
+  ``n`` keywords read off the noisy values (:func:`~textdp.topics.release.noisy_keywords`). The
   public list is the corpus's own ``V`` most frequent words by its rule, fixed for every shadow (a
   stand-in for a public list: it fits the corpus better than any public list would, so the attack
   is, if anything, stronger);
@@ -283,7 +283,7 @@ def _released(mode: str, values: np.ndarray, cols: np.ndarray, n: int) -> tuple[
     """What the attacker sees: ``noisy`` keeps each topic's ``n`` largest (noisy) values; others as they are."""
     if mode != "noisy":
         return values, cols
-    from ..topics.mechanisms import noisy_keywords
+    from ..topics.release import noisy_keywords
 
     keep = noisy_keywords(values, n)
     return np.take_along_axis(values, keep, axis=1), np.take_along_axis(np.asarray(cols), keep, axis=1)
@@ -292,9 +292,12 @@ def _released(mode: str, values: np.ndarray, cols: np.ndarray, n: int) -> tuple[
 def _lira_row(name: str, mode: str, eps: float | None, delta: float, scores: np.ndarray,
               member: np.ndarray, n: int = 0, sensitivity: str = "worst-case") -> LiraRow:
     """The table row of one ``(mechanism, keywords)``; ``eps`` is ``None`` for a non-private release."""
+    from ..topics.family import needs_sensitivity
+
     results = [tpr_at_fpr(scores, member, f) for f in FPRS]
     is_dp = eps is not None
-    d = 0.0 if name == "topicdp-laplace" else delta
+    l2 = not is_dp or needs_sensitivity(name)  # the Laplace baseline: pure epsilon, global L1 sensitivity 2m
+    d = delta if l2 else 0.0
     return LiraRow(
         mechanism=name, keywords=mode, epsilon=float(eps) if eps is not None else None,
         delta=d if is_dp else None, trials_in=int(member.sum()), trials_out=int((~member).sum()),
@@ -302,7 +305,7 @@ def _lira_row(name: str, mode: str, eps: float | None, delta: float, scores: np.
         tpr_high=tuple(r[2] for r in results),
         dp_bound=tuple(min(1.0, math.exp(min(float(eps), 700.0)) * f + d) if eps is not None
                        else 1.0 for f in FPRS), n=n,
-        sensitivity=("global L1 2m" if name == "topicdp-laplace" else sensitivity) if is_dp else "-")
+        sensitivity=(sensitivity if l2 else "global L1 2m") if is_dp else "-")
 
 
 def run_lira(
@@ -334,7 +337,7 @@ def run_lira(
     such; e.g. a value below the sampled one, for a stronger attack). Returns the table rows and the public settings of the run (sizes, seconds);
     the corpus itself is never echoed.
     """
-    from ..topics import build_mechanism
+    from ..topics.family import needs_sensitivity, topics_mechanism
 
     n_models = check_positive_int(models, "models", minimum=8)
     ns = [check_positive_int(k, "n (keywords)") for k in ([n] if isinstance(n, int) else n)]
@@ -375,13 +378,14 @@ def run_lira(
         for mode in modes:
             sens, label = deltas[(mode, k)]
             for name, eps in mechanisms:
-                mech = None if name == "none" else build_mechanism(
-                    name, epsilon=float(eps or 1.0), delta=delta, m=m, sensitivity=sens,
-                    gamma=gamma if sensitivity == "sampled" else None)
+                mech = None if name == "none" else topics_mechanism(
+                    name, epsilon=float(eps or 1.0), delta=delta,
+                    **({"sensitivity": sens, "gamma": gamma if sensitivity == "sampled" else None}
+                       if needs_sensitivity(name) else {})).fit()
                 stats = np.empty((n_models, users))
                 for j, fit in enumerate(fits["public" if mode == "noisy" else "rule"]):
                     values, cols = _non_private(mode, fit, m, k, fixed[:k])
-                    noisy = values if mech is None else mech.randomize(values, seed=noise_rng)
+                    noisy = values if mech is None else mech.noise(values.shape).randomize(values, seed=noise_rng)
                     released, released_cols = _released(mode, noisy, cols, k)
                     stats[j] = _statistic(freqs, released, released_cols, len(all_words))
                 scores = lira_scores(stats, member)

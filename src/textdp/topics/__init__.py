@@ -18,9 +18,10 @@ Typical use::
     sens = SensitivitySampler(corpus=corpus, model=model, sizes=[(10, 10)],
                               backend=textdp.engines.get_backend("dask", workers=2)
                               ).sample(0.1, seed=sampler_seed)[(10, 10)]
-    rel = release_topics(topics, TopicDPGaussian(epsilon=3, delta=1e-4, sensitivity=sens),
-                         seed=noise_seed)
-    rel.to_dict()   # guarantee, public parameters, keywords, noisy matrix -- nothing else
+    mech = textdp.mechanisms.get("topicdp", epsilon=3, delta=1e-4, sensitivity=sens,
+                                 keywords_from="model", seed=noise_seed)
+    rel = mech.privatize(topics)
+    rel.to_record()   # guarantee, public parameters, keywords, noisy matrix -- nothing else
 
 Names are imported lazily (PEP 562), so ``textdp.topics.names`` (the option
 names the CLI needs) loads without numpy-heavy modules.
@@ -32,20 +33,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
-    from .mechanisms import (
-        DEFAULT_GRID,
-        KEYWORD_NOTE,
-        LaplaceBaseline,
-        MVGMechanism,
-        TopicDPGaussian,
-        TopicGuarantee,
-        TopicMechanism,
-        TopicRelease,
-        build_mechanism,
-        needs_sensitivity,
-        postprocess,
-        release_topics,
-    )
+    from .family import needs_sensitivity
     from .metrics import (
         all_metrics,
         kendall_tau_distance,
@@ -67,6 +55,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
         topic_matrix_distance,
     )
     from .names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
+    from .noise import DEFAULT_GRID, GaussianNoise, LaplaceNoise, MVGNoise
+    from .release import KEYWORD_NOTE, TopicGuarantee, TopicRelease, postprocess
     from .sensitivity import (
         SampledSensitivity,
         SamplerParameters,
@@ -77,10 +67,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     )
 
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(
-        ("DEFAULT_GRID", "KEYWORD_NOTE", "LaplaceBaseline", "MVGMechanism", "TopicDPGaussian", "TopicGuarantee",
-         "TopicMechanism", "TopicRelease", "build_mechanism", "needs_sensitivity", "postprocess",
-         "release_topics"), "mechanisms"),
+    **dict.fromkeys(("DEFAULT_GRID", "GaussianNoise", "LaplaceNoise", "MVGNoise"), "noise"),
+    **dict.fromkeys(("KEYWORD_NOTE", "TopicGuarantee", "TopicRelease", "postprocess"), "release"),
+    "needs_sensitivity": "family",
     **dict.fromkeys(
         ("all_metrics", "kendall_tau_distance", "keyword_rank_distance", "l1_distance", "rmse",
          "row_euclidean_distance"), "metrics"),
@@ -99,23 +88,21 @@ __all__ = [
     "MECHANISMS",
     "NEIGHBOURS",
     "TOPIC_MODELS",
-    "LaplaceBaseline",
-    "MVGMechanism",
+    "GaussianNoise",
+    "LaplaceNoise",
+    "MVGNoise",
     "SampledSensitivity",
     "SamplerParameters",
     "SensitivitySampler",
     "SklearnLDA",
     "TomotopyLDA",
-    "TopicDPGaussian",
     "TopicGuarantee",
     "TopicMatrix",
-    "TopicMechanism",
     "TopicModel",
     "TopicRelease",
     "UserCorpus",
     "align_topics",
     "all_metrics",
-    "build_mechanism",
     "default_cache_dir",
     "draw_neighbours",
     "extract_topic_matrix",
@@ -125,7 +112,6 @@ __all__ = [
     "make_topic_model",
     "needs_sensitivity",
     "postprocess",
-    "release_topics",
     "released_matrix_distance",
     "rmse",
     "row_euclidean_distance",

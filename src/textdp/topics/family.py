@@ -12,7 +12,7 @@ All take ``epsilon``, ``delta`` (unused by ``topicdp-laplace``, which is pure ε
 none for ``topicdp-laplace``), ``gamma``, ``grid``, ``vocabulary_note`` (the public sentence on the
 vocabulary, :func:`textdp.topics.vocabulary.vocabulary_note`), ``keywords_from``, ``keywords`` and ``seed``.
 
-Which keywords a release names (:mod:`textdp.topics.mechanisms`, "What the guarantees cover"):
+Which keywords a release names (:mod:`textdp.topics.release`, "What the guarantees cover"):
 a unit built by :func:`~textdp.topics.models.topic_rows` (whole rows over a public vocabulary)
 gets the noise on every entry and keeps each topic's ``keywords`` largest *noisy* values: every part
 of the release is covered (``keywords_from="noisy"``, what ``textdp topics`` does by default). A unit
@@ -21,13 +21,14 @@ released as they are and not covered (``keywords_from="model"``, the thesis's re
 ``keywords_from=None`` (default) the unit decides; naming it makes a mismatched unit an error.
 
 The unit of a batch is a :class:`~textdp.topics.models.TopicMatrix`; its shape ``(m, n)`` is
-public (the release's ``context.shape``). The noise calibrations of
-:mod:`textdp.topics.mechanisms` (:class:`~textdp.topics.mechanisms.TopicDPGaussian`,
-:class:`~textdp.topics.mechanisms.LaplaceBaseline`, :class:`~textdp.topics.mechanisms.MVGMechanism`)
-are the cores: :meth:`TopicsMechanism.noise` builds the one for a shape, and its
-``randomize(matrix, rng)`` is the pure batch function. A release is a :class:`~textdp.topics.mechanisms.TopicRelease`
-(one record: ``release: "matrix"``, the post-processed ``matrix``, the grid-exact ``raw_matrix``,
-the ``keywords``, the compact guarantee; unit ``user``).
+public (the release's ``context.shape``). Each class builds its noise core for a shape
+(:meth:`TopicsMechanism.noise`: :class:`~textdp.topics.noise.GaussianNoise`,
+:class:`~textdp.topics.noise.LaplaceNoise` or :class:`~textdp.topics.noise.MVGNoise`, chosen by the
+class, never by its name), whose ``randomize(matrices, seed)`` is the pure batch function (one
+vectorised draw per chunk), and states the guarantee (:meth:`TopicsMechanism.guarantee`). A
+release is a :class:`~textdp.topics.release.TopicRelease` (one record: ``release: "matrix"``, the
+post-processed ``matrix``, the grid-exact ``raw_matrix``, the ``keywords``, the compact guarantee;
+unit ``user``).
 
 >>> import numpy as np
 >>> from textdp.topics.models import TopicMatrix
@@ -46,26 +47,38 @@ the ``keywords``, the compact guarantee; unit ``user``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+from ..accounting.gaussian import check_sensitivity
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee
+from ..guarantees.events import ZCDPEvent
 from ..mechanisms.base import Mechanism, ReleaseContext, SeedLike
-from ..mechanisms.registry import get, names
+from ..mechanisms.registry import get, mechanism_class, names
 from ..samplers import DEFAULT_GRID
-from .mechanisms import (
-    KEYWORD_SOURCES,
-    TopicGuarantee,
-    TopicMechanism,
-    TopicRelease,
-    build_mechanism,
-    covered_guarantee,
-    make_release,
-)
 from .models import TopicMatrix
-from .sensitivity import SampledSensitivity
+from .names import KEYWORD_SOURCES
+from .noise import GaussianNoise, GridNoise, LaplaceNoise, MVGNoise
+from .release import (
+    CKS20,
+    MODEL_NOT_COVERED,
+    RANDOM_DP,
+    ROUNDING_L1,
+    ROUNDING_L2,
+    SENSITIVITY_SOURCES,
+    TopicGuarantee,
+    TopicRelease,
+    covered_guarantee,
+    dp_clause,
+    fmt_delta,
+    grid_text,
+    make_release,
+    not_covered,
+)
+from .sensitivity import SampledSensitivity, worst_case_sensitivity
 
 __all__ = [
     "MVG",
@@ -74,10 +87,14 @@ __all__ = [
     "TopicDPLaplace",
     "TopicDPThesis",
     "TopicsMechanism",
+    "needs_sensitivity",
     "topics_mechanism",
 ]
 
 Sensitivity = float | SampledSensitivity | str | None
+
+#: Most matrix entries one chunk's vectorised noise draw holds (4M int64: 32 MiB).
+CHUNK_ENTRIES = 1 << 22
 
 
 class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
@@ -85,7 +102,13 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
 
     family = "topics"
     releases = "matrix"
-    chunk_size = 1
+    #: units per chunk by default; a chunk's noise is one vectorised draw, capped by :data:`CHUNK_ENTRIES`
+    chunk_size = 4096
+    #: whether the noise is calibrated to an L2 sensitivity (sampled, supplied or worst-case); the Laplace
+    #: baseline's global L1 sensitivity ``2m`` needs none
+    takes_sensitivity: ClassVar[bool] = True
+    #: the mechanism's label in figures and tables (``textdp topics --report``)
+    label: ClassVar[str] = ""
 
     epsilon: float
     delta: float | None = None
@@ -114,10 +137,38 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
             raise ParameterError(f"{self.name} needs delta (an (epsilon, delta) guarantee)")
         check_probability(self.delta, "delta")
 
-    def noise(self, shape: tuple[int, int]) -> TopicMechanism:
-        """The noise calibration for an ``m x n`` release (a function of the parameters and the public shape)."""
-        return build_mechanism(self.name, epsilon=self.epsilon_, delta=self.delta or 0.0, m=shape[0],
-                               gamma=self.gamma, sensitivity=self.sensitivity, grid=self.grid)
+    def sensitivity_for(self, m: int) -> tuple[float, float | None, str]:
+        """``(Δ, γ, source)``: the L2 sensitivity the noise is calibrated to, its γ and where it came from.
+
+        ``source`` is one of ``sampled`` (a :class:`~textdp.topics.sensitivity.SampledSensitivity` or a
+        ``gamma``: random DP), ``worst-case`` (the global ``sqrt(2m)``, no γ) or ``supplied`` (a number
+        the user vouches for).
+        """
+        s = self.sensitivity
+        if s is None:
+            raise ParameterError(f"mechanism {self.name!r} needs a sensitivity: sample one (SensitivitySampler) "
+                                 "or supply a bound (--sensitivity)")
+        if isinstance(s, str):
+            if s != "worst-case":
+                raise ParameterError(f"sensitivity {s!r}: give a number, a SampledSensitivity or 'worst-case'")
+            if self.gamma is not None:
+                raise ParameterError("the worst-case sensitivity is global: it takes no gamma")
+            return worst_case_sensitivity(m), None, "worst-case"
+        sampled = isinstance(s, SampledSensitivity)
+        value = check_sensitivity(s.value if isinstance(s, SampledSensitivity) else s)
+        gamma = (check_probability(self.gamma, "gamma") if self.gamma is not None
+                 else s.gamma if isinstance(s, SampledSensitivity) else None)
+        source = "sampled" if gamma is not None or sampled else "supplied"
+        assert source in SENSITIVITY_SOURCES
+        return value, gamma, source
+
+    def noise(self, shape: tuple[int, int]) -> GridNoise:
+        """The noise core for an ``m x n`` release (a function of the parameters and the public shape)."""
+        raise NotImplementedError  # pragma: no cover - every registered class supplies it
+
+    def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:
+        """The guarantee of an ``m x n`` release with ``core`` (before the keywords' coverage is added)."""
+        raise NotImplementedError  # pragma: no cover - every registered class supplies it
 
     def guarantee(self, context: ReleaseContext | None = None) -> TopicGuarantee:
         """The guarantee of an ``m x n`` release (``context.shape`` is required: the bound depends on it)."""
@@ -125,7 +176,7 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
         ctx = context or ReleaseContext(seeded=self.seeded_)
         if ctx.shape is None:
             raise ParameterError("the guarantee depends on the matrix shape: pass ReleaseContext(shape=(m, n))")
-        g = self.noise(ctx.shape).guarantee(ctx.shape)
+        g = self._stated(self.noise(ctx.shape), ctx.shape)
         if self.keywords_from == "noisy":  # shape = (m, V): whole rows over the public vocabulary
             g = covered_guarantee(g, min(self.keywords or ctx.shape[1], ctx.shape[1]))
         return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note)
@@ -155,16 +206,32 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
             raise ParameterError(f"one batch releases matrices of one shape, got {sorted(shapes)}")
         return ReleaseContext(shape=shapes.pop(), seeded=seeded, empty=empty)
 
+    def _chunk_limit(self, context: ReleaseContext) -> int:
+        """At most :data:`CHUNK_ENTRIES` matrix entries per chunk (the chunk's noise is drawn at once)."""
+        assert context.shape is not None
+        return max(1, CHUNK_ENTRIES // (context.shape[0] * context.shape[1]))
+
     def _privatize(self, prepared: Sequence[TopicMatrix], context: ReleaseContext,
                    rng: np.random.Generator) -> list[np.ndarray]:
+        """The chunk's noisy matrices: the noise of the whole stack in one vectorised draw."""
         assert context.shape is not None
-        core = self.noise(context.shape)
-        return [core.randomize(p.matrix, seed=rng) for p in prepared]
+        raw = self.noise(context.shape).randomize(np.stack([p.matrix for p in prepared]), seed=rng)
+        return list(raw)
 
     def _release(self, uid: str, prepared: TopicMatrix, output: np.ndarray | None, context: ReleaseContext,
                  guarantee: Guarantee, seeded: bool) -> TopicRelease:
         assert isinstance(guarantee, TopicGuarantee) and output is not None  # a matrix is never empty
         return make_release(uid, prepared, output, guarantee, seeded, keywords=self.keywords)
+
+
+def needs_sensitivity(name: str) -> bool:
+    """Whether the registered topics mechanism ``name`` takes an L2 sensitivity (its class says so).
+
+    >>> needs_sensitivity("topicdp-laplace"), needs_sensitivity("topicdp")
+    (False, True)
+    """
+    check_choice(name, "mechanism", names("topics"))
+    return bool(getattr(mechanism_class(name), "takes_sensitivity", True))
 
 
 def topics_mechanism(name: str, **params: object) -> TopicsMechanism:
@@ -191,10 +258,47 @@ class TopicDP(TopicsMechanism):
     """
 
     name = "topicdp"
+    label = "TopicDP (analytic Gaussian)"
     reference = "Canonne, Kamath & Steinke 2020; Rubinstein & Alda 2017"
+    #: the noise's calibration (:class:`~textdp.topics.noise.GaussianNoise`): ``analytic`` or ``thesis``
+    calibration: ClassVar[str] = "analytic"
+
+    def noise(self, shape: tuple[int, int]) -> GaussianNoise:
+        """The discrete Gaussian core for an ``m x n`` release, calibrated to :meth:`sensitivity_for`."""
+        value = self.sensitivity_for(shape[0])[0]
+        return GaussianNoise(epsilon=self.epsilon_, delta=self.delta or 0.0, sensitivity=value,
+                             calibration=self.calibration, grid=self.grid)
+
+    def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:
+        assert isinstance(core, GaussianNoise)
+        m, n = shape
+        eps = core.epsilon
+        _, gamma, src = self.sensitivity_for(m)
+        proven = core.proven_delta(shape)
+        delta = max(core.delta, proven)
+        noise = (f"exact discrete Gaussian (CKS20 Alg. 3) on the grid g={grid_text(core.grid)}, calibrated to "
+                 f"rho-zCDP with rho={core.rho(shape):.6g} for the L2 sensitivity of the grid-rounded matrix; "
+                 f"{ROUNDING_L2}")
+        if core.calibration == "analytic":
+            how = (f"Noise: {noise}; rho-zCDP implies ({eps:g}, {delta:.4g})-DP (CKS20 Thm. 14 and "
+                   f"Cor. 13; rounding to the grid adds g*sqrt(mn) to the sensitivity).")
+        else:
+            noise += f" (thesis calibration: sigma per Sharma 2021 Alg. 2, budget eps/(mn)={eps / (m * n):g})"
+            how = (f"Noise: {noise}. The thesis argues ({eps / (m * n):g}, {core.delta:g})-DP per entry and "
+                   f"composes to ({eps:g}, {min(1.0, m * n * core.delta):g}); the CKS20 zCDP bound for "
+                   f"this noise proves ({eps:g}, {fmt_delta(proven)})-DP, and the stated delta is the larger of "
+                   f"that and the requested {core.delta:g}.")
+        statement = f"{dp_clause(eps, delta, gamma, src)}. {how} {not_covered(gamma, src)}"
+        # what ran, for the accountant: rho-zCDP when the sensitivity is a proven bound; with a sampled
+        # sensitivity the guarantee holds only with probability 1 - gamma, which no zCDP event expresses, so the
+        # release stays the (epsilon, delta) event of its numbers (basic composition)
+        event = ZCDPEvent(core.rho(shape)) if gamma is None else None
+        return TopicGuarantee(mechanism=self.name, epsilon=eps, delta=delta, gamma=gamma, event=event,
+                              shape=(m, n), grid=core.grid, noise=noise, statement=statement,
+                              reference=f"{CKS20}; {RANDOM_DP}" if gamma is not None else CKS20)
 
 
-class TopicDPThesis(TopicsMechanism):
+class TopicDPThesis(TopicDP):
     """TopicDP with the thesis's calibration, ``sigma = Delta' sqrt(2 ln(1.25/delta)) mn / epsilon`` (Sharma 2021, Alg. 2).
 
     The budget is split as ``epsilon/(mn)`` per entry, far noisier than needed since ``Delta``
@@ -206,7 +310,9 @@ class TopicDPThesis(TopicsMechanism):
     """
 
     name = "topicdp-thesis"
+    label = "TopicDP (thesis calibration)"
     reference = "Sharma 2021 (thesis calibration); Canonne, Kamath & Steinke 2020"
+    calibration = "thesis"
 
 
 class TopicDPLaplace(TopicsMechanism):
@@ -216,11 +322,29 @@ class TopicDPLaplace(TopicsMechanism):
     """
 
     name = "topicdp-laplace"
+    label = "Laplace (L1 sens. 2m)"
     reference = "Canonne, Kamath & Steinke 2020 (discrete Laplace)"
+    takes_sensitivity = False
 
     def _check_delta(self) -> None:
         if self.sensitivity is not None or self.gamma is not None:
-            raise ParameterError("topicdp-laplace has the global L1 sensitivity 2m: it takes no sensitivity or gamma")
+            raise ParameterError(f"{self.name} has the global L1 sensitivity 2m: it takes no sensitivity or gamma")
+
+    def noise(self, shape: tuple[int, int]) -> LaplaceNoise:
+        """The discrete Laplace core for ``m`` rows (global L1 sensitivity ``2m``)."""
+        return LaplaceNoise(epsilon=self.epsilon_, m=shape[0], grid=self.grid)
+
+    def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:
+        assert isinstance(core, LaplaceNoise)
+        m, n = shape
+        scale = float(core.grid_scale(shape)) * core.grid
+        noise = (f"exact discrete Laplace (CKS20 Alg. 2) on the grid g={grid_text(core.grid)}, scale {scale:.6g} "
+                 f"(global L1 sensitivity 2m={2 * m} plus g*mn for the rounding, divided by epsilon; "
+                 f"{ROUNDING_L1})")
+        statement = (f"{core.epsilon:g}-differential privacy for user-level neighbours (one user's documents added "
+                     f"or removed; no sampling). Noise: {noise}. {MODEL_NOT_COVERED}")
+        return TopicGuarantee(mechanism=self.name, epsilon=core.epsilon, delta=0.0, gamma=None, shape=(m, n),
+                              grid=core.grid, noise=noise, statement=statement)
 
 
 class MVG(TopicsMechanism):
@@ -234,10 +358,36 @@ class MVG(TopicsMechanism):
     """
 
     name = "mvg"
+    label = "MVG (isotropic)"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
+    #: the column covariance of the noise (:class:`~textdp.topics.noise.MVGNoise`)
+    covariance: ClassVar[str] = "isotropic"
+
+    def noise(self, shape: tuple[int, int]) -> MVGNoise:
+        """The discretised MVG core for an ``m x n`` release, its budget from :meth:`sensitivity_for`."""
+        value = self.sensitivity_for(shape[0])[0]
+        return MVGNoise(epsilon=self.epsilon_, delta=self.delta or 0.0, sensitivity=value,
+                        covariance=self.covariance, grid=self.grid)
+
+    def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:
+        assert isinstance(core, MVGNoise)
+        core._check_shape(shape)  # the CKS20 bound is checked before the guarantee is stated
+        m, n = shape
+        _, gamma, src = self.sensitivity_for(m)
+        noise = (f"discretised matrix-variate Gaussian ({core.covariance} column covariance from the precision "
+                 f"budget of Chanyaswad et al. 2018, Thm. 3): independent exact discrete Gaussians (CKS20 Alg. 3) "
+                 f"on the grid g={grid_text(core.grid)}, one variance per keyword-rank column; {ROUNDING_L2}")
+        how = (f"Noise: {noise}; its privacy is proven with CKS20 (zCDP, Thm. 14 and Cor. 13, with the smallest "
+               f"column variance), checked to give ({core.epsilon:g}, {core.delta:g})-DP; the continuous MVG "
+               "theorem is not relied upon.")
+        statement = f"{dp_clause(core.epsilon, core.delta, gamma, src)}. {how} {not_covered(gamma, src)}"
+        return TopicGuarantee(mechanism=self.name, epsilon=core.epsilon, delta=core.delta, gamma=gamma,
+                              shape=(m, n), grid=core.grid, noise=noise, statement=statement,
+                              reference=(f"Chanyaswad, Dytso, Poor & Mittal, 'MVG Mechanism', CCS 2018; {CKS20}"
+                                         + (f"; {RANDOM_DP}" if gamma is not None else "")))
 
 
-class MVGDirectional(TopicsMechanism):
+class MVGDirectional(MVG):
     """The matrix-variate Gaussian mechanism with directional precision over keyword ranks.
 
     As :class:`MVG`, but the column precisions are proportional to the public weights
@@ -247,4 +397,6 @@ class MVGDirectional(TopicsMechanism):
     """
 
     name = "mvg-directional"
+    label = "MVG (directional)"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
+    covariance = "directional"

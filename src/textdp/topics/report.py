@@ -26,18 +26,15 @@ from .._rng import spawn
 from ..backend import Backend
 from ..errors import ParameterError, require
 from ..io import atomic_writer, write_json
+from ..mechanisms.registry import mechanism_class, names
 from ..progress import ProgressCallback
-from .mechanisms import TopicMechanism, build_mechanism, postprocess
+from .family import TopicsMechanism, needs_sensitivity, topics_mechanism
 from .metrics import all_metrics
 from .models import TopicModel, UserCorpus, extract_topic_matrix
+from .release import postprocess
 from .sensitivity import SensitivitySampler, sampler_parameters
 
-__all__ = ["MECHANISMS", "ReportConfig", "build_mechanism", "run_report"]
-
-#: Mechanisms compared by default (``build_mechanism`` accepts every name of ``mechanisms.MECHANISMS``).
-MECHANISMS = ("topicdp", "topicdp-thesis", "mvg", "topicdp-laplace")
-LABELS = {"topicdp": "TopicDP (analytic Gaussian)", "topicdp-thesis": "TopicDP (thesis calibration)",
-          "mvg": "MVG (isotropic)", "laplace": "Laplace (L1 sens. 2m)"}
+__all__ = ["ReportConfig", "run_report"]
 METRIC_LABELS = {"l1": "L1 distance", "row_euclidean": "per-row Euclidean (thesis 'L1')",
                  "rmse": "RMSE", "kendall_tau": "Kendall tau distance"}
 
@@ -55,7 +52,7 @@ class ReportConfig:
     epsilon: float = 3.0
     repeats: int = 20
     max_samples: int = 700
-    mechanisms: tuple[str, ...] = MECHANISMS
+    mechanisms: tuple[str, ...] = field(default_factory=lambda: names("topics"))
     bar_topics: tuple[int, ...] = (2, 4, 5, 9)
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -110,10 +107,23 @@ def _score(point: SweepPoint, mechanism: str, metric: str) -> float:
     return value[metric]
 
 
-def _evaluate(true: np.ndarray, mech: TopicMechanism, repeats: int, gen: np.random.Generator) -> dict[str, float]:
+def _label(name: str) -> str:
+    """The figure label of a registered topics mechanism (its class's ``label``)."""
+    return str(getattr(mechanism_class(name), "label", name)) if name in names("topics") else name
+
+
+def _mechanism(name: str, *, epsilon: float, delta: float, gamma: float, sensitivity: float) -> TopicsMechanism:
+    """The registered mechanism ``name``, fitted, calibrated to ``sensitivity`` where it takes one."""
+    params: dict[str, object] = {"epsilon": epsilon, "delta": delta}
+    if needs_sensitivity(name):
+        params.update(sensitivity=sensitivity, gamma=gamma)
+    return topics_mechanism(name, **params).fit()
+
+
+def _evaluate(true: np.ndarray, mech: TopicsMechanism, repeats: int, gen: np.random.Generator) -> dict[str, float]:
     acc: dict[str, list[float]] = {}
-    for _ in range(repeats):
-        raw = mech.randomize(true, seed=gen)
+    draws = mech.noise((int(true.shape[0]), int(true.shape[1]))).randomize(np.stack([true] * repeats), seed=gen)
+    for raw in draws:
         out = all_metrics(true, raw)
         out.update({f"post_{k}": v for k, v in all_metrics(true, postprocess(raw)).items()})
         for k, v in out.items():
@@ -164,7 +174,7 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
     def point(eps: float, g: float, k: int) -> dict[str, dict[str, float]]:
         res = {}
         for mname in cfg.mechanisms:
-            mech = build_mechanism(mname, epsilon=eps, delta=cfg.delta, gamma=g, sensitivity=sens[g][k], m=k)
+            mech = _mechanism(mname, epsilon=eps, delta=cfg.delta, gamma=g, sensitivity=sens[g][k])
             res[mname] = _evaluate(true[k].matrix, mech, cfg.repeats, gen)
         return res
 
@@ -176,9 +186,8 @@ def run_report(corpus: UserCorpus, model: TopicModel, out_dir: str | Path, *, na
     # keyword bar charts at the default point
     bars = {}
     for mname in cfg.mechanisms:
-        mech = build_mechanism(mname, epsilon=cfg.epsilon, delta=cfg.delta, gamma=cfg.gamma,
-                               sensitivity=sens[cfg.gamma][K], m=K)
-        bars[mname] = postprocess(mech.randomize(true[K].matrix, seed=gen)).tolist()
+        mech = _mechanism(mname, epsilon=cfg.epsilon, delta=cfg.delta, gamma=cfg.gamma, sensitivity=sens[cfg.gamma][K])
+        bars[mname] = postprocess(mech.noise(true[K].shape).randomize(true[K].matrix, seed=gen)).tolist()
     results: ReportResults = {
         "not_a_release": "experiment on the corpus: holds the true matrix and private statistics; never publish",
         "corpus": name, "corpus_settings": corpus.settings, "n_docs": corpus.n_docs, "model": model.settings(),
@@ -211,7 +220,7 @@ def _figures(res: ReportResults, out: Path, cfg: ReportConfig) -> list[str]:
         xs = [_coordinate(r, xkey) for r in rows]
         for ax, metric in zip(axes, METRIC_LABELS):
             for mname in mechs:
-                ax.plot(xs, [_score(r, mname, metric) for r in rows], marker="o", ms=3, label=LABELS.get(mname, mname))
+                ax.plot(xs, [_score(r, mname, metric) for r in rows], marker="o", ms=3, label=_label(mname))
             ax.set_xlabel(xlabel)
             ax.set_title(METRIC_LABELS[metric])
             if metric != "kendall_tau":
@@ -243,7 +252,7 @@ def _figures(res: ReportResults, out: Path, cfg: ReportConfig) -> list[str]:
         ax.bar(x, true[t - 1], width, label="non-private")
         for j, mname in enumerate(mechs):
             ax.bar(x + (j + 1) * width, np.asarray(res["bars"][mname])[t - 1], width,
-                   label=LABELS.get(mname, mname))
+                   label=_label(mname))
         ax.set_xticks(x + 0.4 - width / 2)
         ax.set_xticklabels(kws[t - 1], rotation=60, fontsize=8)
         ax.set_title(f"topic {t}")
