@@ -1,6 +1,5 @@
 """Privacy accounting: guarantees, distances and calibration.
 
-* :mod:`~textdp.accounting.events` - the immutable guarantee records of a release.
 * :mod:`~textdp.accounting.emd` - Earth Mover's distance between bags (Def. 3, Lemma A1).
 * :mod:`~textdp.accounting.bounds` - privacy loss between two documents (Thm 5.1) and
   utility bounds (Thm 4.2, Thm A2).
@@ -39,13 +38,11 @@ from .calibration import (
 )
 from .diagnostics import neighbour_ranks, rank_summary, report_fields
 from .emd import bag_distance, earth_movers_distance, ground_distances, optimal_matching
-from .events import EarthMoversGuarantee
 
 __all__ = [
     "Calibration",
     "DiagnosticRow",
     "DocumentGuarantee",
-    "EarthMoversGuarantee",
     "SurvivalCurve",
     "UtilityBound",
     "bag_distance",
