@@ -10,7 +10,7 @@ from record_schema import validate_guarantee, validate_record
 
 from textdp import mechanisms
 from textdp.embeddings import Embeddings
-from textdp.errors import DocumentError, ParameterError, ParameterTypeError
+from textdp.errors import DocumentError, ParameterError, ParameterTypeError, UnrecordedSpendWarning
 from textdp.guarantees import GUARANTEE_KEYS, Guarantee
 from textdp.mechanisms import MECHANISM_NAMES, PrivateText, get
 
@@ -82,8 +82,9 @@ def test_every_mechanism_end_to_end(name, vocab):
     assert d["statement"] == g.statement and d["epsilon"] == g.epsilon
     with pytest.raises(dataclasses.FrozenInstanceError):
         g.epsilon = 1.0  # type: ignore[misc]
-    # transform: texts -> texts (scikit-learn style)
-    assert m.transform(["boats river"])[0].count(" ") == 1
+    # transform: texts -> texts (scikit-learn style); without a ledger each call warns that it spends again
+    with pytest.warns(UnrecordedSpendWarning):
+        assert m.transform(["boats river"])[0].count(" ") == 1
 
 
 @pytest.mark.parametrize("name", WORD_LEVEL)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from textdp.accounting.ledger import PrivacyLedger
 from textdp.cli import app
 from textdp.embeddings import load_embeddings, output_vocabulary
-from textdp.errors import ParameterError, ParameterTypeError
+from textdp.errors import ParameterError, ParameterTypeError, UnrecordedSpendWarning
 from textdp.mechanisms import get
 from textdp.release import release
 
@@ -148,3 +148,32 @@ def test_topics_charges_the_ledger_and_refuses_over_budget_with_exit_2(tmp_path)
     beside = runner.invoke(app, ["topics", str(corpus), *TOPICS_FAST, "-o", str(tmp_path / "three.json"),
                                  "--ledger", str(tmp_path / "ledger.jsonl")])
     assert beside.exit_code == 2 and "keep it out of the output's folder" in beside.output
+
+
+def test_transform_without_a_ledger_warns_at_every_call(emb):
+    mech = get("cmp", epsilon=5.0, embeddings=emb, seed=0)
+    for _ in range(2):  # each call draws fresh noise: each is a new release
+        with pytest.warns(UnrecordedSpendWarning, match="no ledger recorded it"):
+            mech.transform([DOCS[0]["text"]])
+
+
+def test_transform_charges_the_ledger_it_is_given_through_a_cloned_pipeline(tmp_path, emb):
+    """scikit-learn clones the estimator (cross_val_score, grid search): the clone charges the same ledger."""
+    from sklearn.base import clone
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.pipeline import make_pipeline
+
+    led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
+    mech = get("earth-movers", epsilon=2.0, size=3, embeddings=emb, seed=0).set_ledger(led, budget=5.0)
+    pipe = clone(make_pipeline(mech, CountVectorizer()))
+    texts = [d["text"] for d in DOCS]
+    assert pipe.fit_transform(texts).shape[0] == 2  # no warning (filterwarnings=error): the ledger records it
+    spent = led.spent()
+    assert len(spent) == 2 and all(s.epsilon == pytest.approx(2.0) for s in spent.values())
+    assert not any(d["text"] in json.dumps(list(spent)) for d in DOCS) and all(k.startswith("text:") for k in spent)
+    pipe.transform(texts[:1])  # the same text again: its key adds up
+    assert sorted(s.epsilon for s in led.spent().values()) == pytest.approx([2.0, 4.0])
+    before = led.path.read_bytes()
+    with pytest.raises(ParameterError, match="privacy budget 5 would be exceeded"):
+        pipe.transform(texts[:1])
+    assert led.path.read_bytes() == before

@@ -42,6 +42,14 @@ class PrivacyWarning(UserWarning):
     """A choice the user made weakens what a release hides (e.g. a bag size taken from the data)."""
 
 
+class UnrecordedSpendWarning(PrivacyWarning):
+    """A release spent its epsilon and no ledger recorded it (``Mechanism.transform`` without ``set_ledger``).
+
+    scikit-learn calls ``transform`` again on every fit, fold and prediction, and each call draws fresh
+    noise: each spends the budget again.
+    """
+
+
 #: The CPU build of torch: install it before the [generation] extra on a machine without a GPU, or pip
 #: fetches the CUDA build (several GB). Said in every hint that needs torch.
 CPU_TORCH = "pip install torch --index-url https://download.pytorch.org/whl/cpu"

@@ -84,14 +84,16 @@ shape, seeded, empty policy); :meth:`release_context` builds it for a batch.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
     ClassVar,
     Generic,
+    Protocol,
     Self,
     TypedDict,
     TypeVar,
@@ -105,7 +107,7 @@ import numpy as np
 
 from .._rng import SeedLike, is_seeded, make_rng
 from .._validation import check_choice
-from ..errors import DocumentError, ParameterError, ParameterTypeError
+from ..errors import DocumentError, ParameterError, ParameterTypeError, UnrecordedSpendWarning
 from ..guarantees import EMPTY_POLICIES, RELEASE_FORMS, Guarantee, ReleaseRecord
 from ..guarantees.events import Charge
 from ..progress import ProgressCallback
@@ -114,7 +116,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 __all__ = ["FAMILIES", "BatchOptions", "ChargeCallback", "Mechanism", "PrivateReport", "ReleaseContext", "SeedLike",
-           "check_ids"]
+           "SpendLedger", "check_ids"]
 
 #: the mechanism families (the registry groups names by them)
 FAMILIES = ("document", "word", "sentence", "topics")
@@ -125,6 +127,25 @@ R = TypeVar("R", bound=ReleaseRecord)  # the release record type
 
 #: receives PRIVATE per-unit diagnostics: a list to append to, or a callable
 PrivateReport = list[Any] | Callable[[Any], None]
+
+class SpendLedger(Protocol):
+    """What :meth:`Mechanism.set_ledger` needs of a ledger (:class:`textdp.accounting.ledger.PrivacyLedger`)."""
+
+    def charge(self, charges: Mapping[str, Charge], *, mechanism: str, unit: str, budget: float | None,
+               command: str = ..., new_ledger: bool = ...) -> object: ...
+
+
+def _text_key(unit: object) -> str:
+    """The ledger key of a unit given to ``transform``: an HMAC of its text under this user's secret (PRIVATE)."""
+    from .._cache import keyed_digest
+
+    if isinstance(unit, str):
+        data = unit.encode("utf-8")
+    else:  # a matrix (topics): its values and shape
+        arr = np.ascontiguousarray(getattr(unit, "matrix", unit))
+        data = str(arr.shape).encode() + arr.tobytes()
+    return "text:" + keyed_digest("transform ledger key", data)[:32]
+
 
 #: receives ``({record id: Charge}, guarantee)`` of a batch once, after validation and before any noise (a ledger)
 ChargeCallback = Callable[[dict[str, Charge], Guarantee], object]
@@ -428,10 +449,53 @@ class Mechanism(ABC, Generic[P, O, R]):
             return self.privatize_batch(list(units), **kwargs)
         return self.privatize_batch([units], **kwargs)[0]
 
+    def set_ledger(self, ledger: SpendLedger | None, *, budget: float | None = None) -> Self:
+        """Charge every later :meth:`transform` call to ``ledger`` (refused past ``budget``); ``None`` stops it.
+
+        ``ledger`` is a :class:`textdp.accounting.ledger.PrivacyLedger` (or anything with its ``charge``
+        method). Each call charges each text its :meth:`~textdp.guarantees.Guarantee.charge` before any noise,
+        under a key that is an HMAC of the text with this user's secret (:func:`textdp._cache.keyed_digest`),
+        so the same text transformed in several folds adds up; a call that would take a text past ``budget``
+        raises a one-line :class:`~textdp.errors.ParameterError` and releases nothing. The setting is kept by
+        :func:`sklearn.base.clone` (so ``cross_val_score`` charges it too) but is not a parameter.
+        """
+        self._ledger = ledger
+        self._budget = budget
+        return self
+
+    def __sklearn_clone__(self) -> Self:
+        """scikit-learn's ``clone``: the same parameters (shared, not copied) and the ledger of :meth:`set_ledger`."""
+        new = type(self)(**self.get_params())
+        return new.set_ledger(getattr(self, "_ledger", None), budget=getattr(self, "_budget", None))
+
     def transform(self, X: Iterable[object]) -> list[str]:
-        """The released texts of an iterable of units (scikit-learn ``transform``; bags space-joined)."""
+        """The released texts of an iterable of units (scikit-learn ``transform``; bags space-joined).
+
+        **Every call is a new release and spends the budget again**: the noise is fresh each time, so
+        inside a scikit-learn ``Pipeline``, ``cross_val_score`` or a grid search (which call ``transform``
+        on every fit, fold and prediction) the same text is released, and its ε spent, many times. With a
+        ledger (:meth:`set_ledger`) each call is charged to it first (refused past its budget); without one
+        each call emits :class:`~textdp.errors.UnrecordedSpendWarning`. For one release with its records,
+        use :meth:`privatize_batch` or :func:`textdp.release.release`.
+        """
+        units = list(X)
+        ledger = getattr(self, "_ledger", None)
+        if ledger is None:
+            warnings.warn(f"{self.name}.transform released {len(units)} text(s) and spent their epsilon again, "
+                          "and no ledger recorded it (each call draws fresh noise); record it with "
+                          "set_ledger(PrivacyLedger(path)), or use privatize_batch for one release",
+                          UnrecordedSpendWarning, stacklevel=2)
+            records = self.privatize_batch(units)
+        else:
+            budget = getattr(self, "_budget", None)
+            ids = [_text_key(u) for u in units]
+
+            def charge(charges: dict[str, Charge], guarantee: Guarantee) -> None:
+                ledger.charge(charges, mechanism=self.name, unit=guarantee.unit, budget=budget, command="transform")
+
+            records = self.privatize_batch(units, ids, charge=charge)
         out = []
-        for rec in self.privatize_batch(list(X)):
+        for rec in records:
             payload = rec.payload()
             out.append(payload if isinstance(payload, str) else " ".join(str(w) for w in payload))
         return out

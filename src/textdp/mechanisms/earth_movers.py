@@ -193,10 +193,17 @@ class EarthMoversPrivacy(BagMechanism):
     (1, 1.0)
 
     The estimator also works in a scikit-learn ``Pipeline``: ``transform`` maps
-    texts to private texts (the bag's words joined by spaces).
+    texts to private texts (the bag's words joined by spaces). Every call is a new release that
+    spends ε again: it charges a ledger given with ``set_ledger``, else it warns.
 
-    >>> mech.fit_transform(["car dog"])
+    >>> import warnings
+    >>> from textdp.errors import UnrecordedSpendWarning
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always", UnrecordedSpendWarning)
+    ...     mech.fit_transform(["car dog"])
     ['dog car']
+    >>> seen[0].category.__name__
+    'UnrecordedSpendWarning'
     """
 
     bag: str = "truncate"
