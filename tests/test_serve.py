@@ -585,3 +585,118 @@ def test_sentence_rewriting_with_a_model(tmp_path, glove):
 def test_sentence_mechanisms_need_a_model(client):
     msg = one_line_error(post(client, "/api/privatize", {"text": TEXT, "mechanism": "er-ae", "epsilon": 1}), 400)
     assert msg.startswith("er-ae rewrites sentences with a trained model, and this server has none")
+
+
+# -- the language-model rewriters on a model folder (issue 27 §2: `textdp serve --model DIR` with an LM) ------------
+def tiny_lms(root):
+    """Tiny random language models of the three kinds (examples/tiny_lm.py: offline, safetensors, no corpus text)."""
+    pytest.importorskip("torch", reason="the language-model rewriters need the [generation] extra")
+    pytest.importorskip("transformers", reason="the language-model rewriters need the [generation] extra")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tiny_lm", Path(__file__).resolve().parents[1] / "examples" /
+                                                  "tiny_lm.py")
+    assert spec and spec.loader
+    tiny = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny)
+    return {kind: tiny.build(root / kind, kind) for kind in ("causal", "seq2seq", "masked")}
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory):
+    return tiny_lms(tmp_path_factory.mktemp("serve-lm"))
+
+
+def _lm_client(folder, **kw):
+    return TestClient(create_app(Workbench(lm_model=folder, **kw), token="t0ken"), base_url=BASE,
+                      raise_server_exceptions=False)
+
+
+LM_TEXT = "the cat sat on the mat . he said that the meeting will start at noon ."
+
+
+def test_the_lm_rewriters_a_folder_holds_are_offered_with_their_public_defaults(lms):
+    """Each kind of folder offers the rewriters its kind runs (the mechanism's own fit decides), with the public
+    clipping bounds the page starts from and δ only for the rewriter that takes one."""
+    offered = {}
+    for kind, folder in lms.items():
+        with _lm_client(folder) as c:
+            listed = c.get("/api/mechanisms", headers={"X-TextDP-Token": "t0ken"}).json()["mechanisms"]
+        offered[kind] = {m["name"]: (m["clip"], m["delta"]) for m in listed if m.get("lm")}
+        assert {m["name"] for m in listed if m["kind"] == "sentence"} == set(offered[kind])
+        assert {m["name"] for m in listed if m["kind"] != "sentence"} == set(MECHANISM_NAMES)
+    assert offered == {"causal": {"dp-prompt": ([-2.0, 2.0], None)},
+                       "seq2seq": {"dp-paraphrase": ([-2.0, 2.0], None), "dp-bart": ([-0.2, 0.1], 1e-5)},
+                       "masked": {"dp-mlm": ([-2.0, 2.0], None)}}
+    with _lm_client(lms["masked"], clip=(-3.0, 1.0)) as c:  # textdp serve --clip=-3,1
+        listed = c.get("/api/mechanisms", headers={"X-TextDP-Token": "t0ken"}).json()["mechanisms"]
+    assert [m["clip"] for m in listed if m.get("lm")] == [[-3.0, 1.0]]
+
+
+@pytest.mark.parametrize("kind,mech,units", [("masked", "dp-mlm", "sentence"), ("causal", "dp-prompt", "document"),
+                                             ("seq2seq", "dp-paraphrase", "sentence")])
+def test_an_lm_release_states_its_bounds_and_its_guarantee_in_numbers(lms, kind, mech, units):
+    with _lm_client(lms[kind]) as c:
+        r = post(c, "/api/privatize", {"text": LM_TEXT, "mechanism": mech, "epsilon": 0.5, "clip": [-3, 1.5]})
+        assert r.status_code == 200, r.text
+        r = r.json()
+    rec = r["record"]
+    assert r["kind"] == "sentence" and rec["mechanism"] == mech and rec["unit"] == units and rec["seeded"] is False
+    assert rec["text"] == " ".join(o["word"] for o in r["output"]) and "".join(sp[0] for sp in r["input"]) == LM_TEXT
+    # the bounds of the request are the public parameters of this release, stated in its guarantee
+    assert "[-3, 1.5]" in r["guarantee"]["statement"] and r["guarantee"]["not_covered"]
+    assert "what the model memorised" in r["guarantee"]["not_covered"]
+    first = r["meaning"][0]
+    assert first["loss"] == pytest.approx(rec["epsilon"]) and rec["epsilon"] > 0.5  # per unit: ε x tokens
+    if units == "document":  # dp-prompt: the whole text is one unit
+        assert [m["text"] for m in r["meaning"]] == ["Your text, and any other text"]
+    else:
+        assert len(r["meaning"]) == 2 and r["meaning"][1]["loss"] == pytest.approx(rec["units"] * rec["epsilon"])
+    assert "times as likely from one as from the other." in first["sentence"] and "probability" not in first["sentence"]
+
+
+def test_dp_bart_on_the_page_takes_delta_and_says_so(lms):
+    with _lm_client(lms["seq2seq"]) as c:
+        r = post(c, "/api/privatize", {"text": LM_TEXT, "mechanism": "dp-bart", "epsilon": 4}).json()
+        assert r["record"]["delta"] == 1e-5 and "[-0.2, 0.1]" in r["guarantee"]["statement"]
+        assert r["meaning"][0]["sentence"].endswith("except with probability at most 1e-05.")
+        r = post(c, "/api/privatize", {"text": LM_TEXT, "mechanism": "dp-bart", "epsilon": 4, "delta": 1e-7}).json()
+        assert r["record"]["delta"] == 1e-7
+
+
+@pytest.mark.parametrize("body,needle", [
+    ({"mechanism": "dp-mlm", "clip": [2, -2]}, "the clipping bounds must be two numbers low < high such as [-2, 2], "
+                                               "got [2, -2]"),
+    ({"mechanism": "dp-mlm", "clip": "abc"}, 'got "abc"'),
+    ({"mechanism": "dp-mlm", "clip": [0, None]}, "got [0, null]"),
+    ({"mechanism": "dp-mlm", "delta": 1e-5}, "dp-mlm is pure epsilon-DP: it takes no delta"),
+    ({"mechanism": "random", "clip": [-2, 2]}, "clip and delta are public parameters of the language-model "
+                                               "rewriters, not of random"),
+    ({"mechanism": "dp-prompt"}, "dp-prompt rewrites sentences with a trained model, and this server has none"),
+])
+def test_bad_lm_parameters_are_one_line(lms, body, needle):
+    with _lm_client(lms["masked"]) as c:
+        msg = one_line_error(post(c, "/api/privatize", {"text": LM_TEXT, "epsilon": 1, **body}), 400)
+    assert needle in msg
+
+
+def test_a_folder_no_lm_rewriter_runs_on_is_refused_in_one_line(tmp_path):
+    pytest.importorskip("torch", reason="the language-model rewriters need the [generation] extra")
+    from textdp.errors import ParameterError
+
+    (tmp_path / "config.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ParameterError, match=r"^no language-model rewriter runs on .*: .*give a model folder from "):
+        Workbench(lm_model=tmp_path)
+
+
+def test_serve_clip_option_is_checked_before_anything_starts():
+    from typer.testing import CliRunner
+
+    from textdp.cli import app as cli
+
+    for args, needle in ((["--clip=2,-2", "--model", "x"], "--clip must be LOW,HIGH, two numbers with LOW < HIGH"),
+                         (["--clip=-2,2"], "--clip applies to a language model given with --model DIR")):
+        r = CliRunner().invoke(cli, ["serve", "--port", "0", *args])
+        assert r.exit_code == 2, r.output
+        lines = [x for x in r.output.splitlines() if x.strip()]
+        assert len(lines) == 1 and needle in lines[0], r.output

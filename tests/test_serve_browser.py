@@ -52,7 +52,11 @@ def model(tmp_path_factory, glove):
 @pytest.fixture(scope="module")
 def server(model):
     _require_browser()
-    extra = ["--model", str(model)] if model is not None else []
+    yield from _serve(["--model", str(model)] if model is not None else [])
+
+
+def _serve(extra):
+    """``textdp serve --port 0 EXTRA`` in a process: yields the printed address, then stops it with Ctrl+C."""
     proc = subprocess.Popen([sys.executable, "-m", "textdp", "serve", "--port", "0", *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -72,6 +76,11 @@ def server(model):
 
 @pytest.fixture(scope="module")
 def page(server):
+    yield from _browse(server)
+
+
+def _browse(server):
+    """A headless Chromium page opened at ``server``'s printed address."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -314,3 +323,49 @@ def test_sentence_rewriting_on_the_page(page, model):
     assert "the same text with a sentence (at most 12 tokens) changed into any other" in items.nth(0).inner_text()
     assert items.nth(1).inner_text().startswith("×") and "(2 sentences)" in items.nth(1).inner_text()
     assert page.locator("#mechanism option[value='ae-dp']").count() == 0  # the model was trained for ER-AE
+
+
+# -- the language-model rewriters (issue 27 §2: `textdp serve --model DIR` with a language model) ------------------
+@pytest.fixture(scope="module")
+def lm_page(tmp_path_factory):
+    _require_browser()
+    from test_serve import tiny_lms
+
+    folder = tiny_lms(tmp_path_factory.mktemp("serve-lm"))["seq2seq"]  # dp-paraphrase and dp-bart
+    for url in _serve(["--model", str(folder)]):
+        yield from _browse(url)
+
+
+def test_lm_rewriters_on_the_page_with_public_bounds(lm_page):
+    """A sequence-to-sequence folder puts dp-paraphrase and dp-bart on the page, each with its public clipping
+    bounds (and dp-bart's δ) as controls; the release states the bounds and what the guarantee covers, and a bad
+    bound clears the release."""
+    page = lm_page
+    page.wait_for_selector("#mechanism option[value='dp-bart']", state="attached")
+    assert page.locator("#mechanism option[value='dp-mlm']").count() == 0  # not this folder's kind
+    _expect(page, "#clip-field").to_be_hidden()  # earth-movers first: no bounds to choose
+    text = "the cat sat on the mat . he said that the meeting will start at noon ."
+    page.fill("#text", text)
+    page.select_option("#mechanism", "dp-paraphrase")
+    _expect(page, "#clip-field").to_be_visible()
+    _expect(page, "#delta-field").to_be_hidden()
+    assert (page.input_value("#clip-low"), page.input_value("#clip-high")) == ("-2", "2")
+    _set(page, "#epsilon", "0.5")
+    _set(page, "#clip-low", "-3")
+    _expect(page, "#guarantee").to_contain_text("clipped logits [-3, 2]")
+    _expect(page, "#kind").to_have_text("each sentence rewritten by the model")
+    _expect(page, "#not-covered").to_contain_text("what the model memorised")
+    _expect(page, "#meaning li").to_have_count(2)
+    assert "times as likely from one as from the other" in page.locator("#meaning li").nth(0).inner_text()
+    _set(page, "#clip-high", "-5")  # below the lower bound: refused, and nothing of the last release stays
+    _expect(page, "#error").to_contain_text("the clipping bounds must be two numbers low < high such as [-2, 2], "
+                                            "got [-3, -5]")
+    _assert_cleared(page)
+
+    page.select_option("#mechanism", "dp-bart")
+    _expect(page, "#delta-field").to_be_visible()
+    assert (page.input_value("#clip-low"), page.input_value("#clip-high"), page.input_value("#delta")) == (
+        "-0.2", "0.1", "0.00001")
+    _expect(page, "#guarantee").to_contain_text("delta=1e-05)-DP per sentence")
+    _expect(page, "#error").to_be_hidden()
+    assert page.locator("#meaning li").nth(0).inner_text().endswith("except with probability at most 1e-05.")

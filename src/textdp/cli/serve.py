@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import socket
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +21,12 @@ SERVE_HELP = (
     "stored or logged, and the page loads nothing from elsewhere. The server listens on 127.0.0.1 only; another "
     "address needs --allow-remote. Open the printed address as it is: the part after # is the page token that lets "
     "this page (and nobody else) use the server. Ctrl+C stops it.\n\n"
-    "Examples: `textdp serve`; `textdp serve --port 0` (a free port; the URL is printed)."
+    "With --model DIR the page rewrites sentences too: a model folder from `textdp train-rewriter` (er-ae or ae-dp, "
+    "syntf-sentence, random-sentence), or a language model as `textdp rewrite` takes it (dp-prompt on a causal "
+    "model; dp-paraphrase and dp-bart on a sequence-to-sequence one; dp-mlm on a masked one), with public clipping "
+    "bounds that the page shows and lets you change (--clip sets where they start).\n\n"
+    "Examples: `textdp serve`; `textdp serve --port 0` (a free port; the URL is printed); "
+    "`textdp serve --model models/masked --clip=-2,2`."
 )
 
 
@@ -36,6 +42,26 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def parse_bounds(text: str) -> tuple[float, float]:
+    """``--clip LOW,HIGH`` -> ``(low, high)``: two finite numbers, ``low < high`` (one-line error otherwise).
+
+    >>> parse_bounds("-0.2,0.1")
+    (-0.2, 0.1)
+    >>> parse_bounds("2,-2")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --clip must be LOW,HIGH, two numbers with LOW < HIGH (e.g. --clip=-2,2), got '2,-2'
+    """
+    parts = text.split(",")
+    try:
+        low, high = (float(p) for p in parts) if len(parts) == 2 else (math.nan, math.nan)
+    except ValueError:
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ParameterError(f"--clip must be LOW,HIGH, two numbers with LOW < HIGH (e.g. --clip=-2,2), got {text!r}")
+    return low, high
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -67,10 +93,15 @@ def serve(
                                                "anyone who can reach it can then use the page.")] = False,
     embeddings: Annotated[Path | None, typer.Option(help="Embeddings file (default: GloVe 6B 50d).",
                                                     show_default=False)] = None,
-    model: Annotated[Path | None, typer.Option(help="A model folder from `textdp train-rewriter`: the page then "
-                                               "offers sentence rewriting too (er-ae or ae-dp, as the model was "
-                                               "trained, syntf-sentence, random-sentence; needs [generation]).",
-                                               show_default=False)] = None,
+    model: Annotated[Path | None, typer.Option(help="A model folder from `textdp train-rewriter` (the page then "
+                                               "offers er-ae or ae-dp, as the model was trained, syntf-sentence, "
+                                               "random-sentence), or a language model folder or GGUF file (dp-prompt, "
+                                               "dp-paraphrase, dp-mlm, dp-bart, as its kind allows); needs "
+                                               "[generation].", show_default=False)] = None,
+    clip: Annotated[str | None, typer.Option(metavar="LOW,HIGH", help="With a language model: the public clipping "
+                                             "bounds the page starts from (default -2,2 for logits; -0.2,0.1 for "
+                                             "dp-bart's encoder output). Chosen without the private text.",
+                                             show_default=False)] = None,
 ) -> None:
     """Start the local page (one command; Ctrl+C stops it)."""
     with cli_errors():
@@ -92,15 +123,28 @@ def serve(
                           "HTTP: anyone who can watch the network between browser and server can read the page token "
                           "and every text")
             extra = (host,) if host not in ("0.0.0.0", "::") else (socket.gethostname(), socket.getfqdn())
-        rewriter = None
-        if model is not None:
+        bounds = None if clip is None else parse_bounds(clip)
+        if clip is not None and model is None:
+            raise ParameterError("--clip applies to a language model given with --model DIR")
+        if model is None:
+            workbench = Workbench(embeddings)
+        else:
             from ..generation.folders import check_model_folder
-            from ..generation.rewriter import load_rewriter
 
-            rewriter = load_rewriter(str(check_model_folder(model)))  # links may not leave the folder
+            where = check_model_folder(model)  # links may not leave the folder
+            if where.is_dir() and (where / "card.json").is_file():  # a model from textdp train-rewriter
+                from ..generation.rewriter import load_rewriter
+
+                if clip is not None:
+                    raise ParameterError(f"--clip applies to a language model; {model} is a model from "
+                                         "textdp train-rewriter (its scores are probabilities, clipped to [0, 1])")
+                workbench = Workbench(embeddings, rewriter=load_rewriter(str(where)))
+            else:
+                workbench = Workbench(embeddings, lm_model=where, clip=bounds)
+                print_info(f"{model}: the page offers {', '.join(workbench.lm_mechanisms)}")
         sock = _bind(host, port)
         bound = sock.getsockname()[1]
-        app = create_app(Workbench(embeddings, rewriter=rewriter), extra_hosts=extra)
+        app = create_app(workbench, extra_hosts=extra)
         shown = socket.gethostname() if host in ("0.0.0.0", "::") else host  # a name the Host check accepts
         typer.echo(f"textdp serve: {page_url(shown, bound, app.state.token)}", err=False)
         print_info("open this address as it is: the part after # is the page token (keep it to yourself). "

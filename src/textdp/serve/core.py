@@ -21,8 +21,8 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import EPSILON_MAX, EPSILON_MIN, check_epsilon
-from ..errors import DocumentError, ParameterError, ParameterTypeError
-from ..mechanisms import MECHANISM_NAMES, Mechanism, entry, get, mechanism_class
+from ..errors import DocumentError, ParameterError, ParameterTypeError, TextDPError
+from ..mechanisms import MECHANISM_NAMES, EarthMoversPrivacy, Mechanism, entry, get, mechanism_class, names
 from ..text import normalize, resolve_stop_words
 
 if TYPE_CHECKING:
@@ -48,6 +48,9 @@ __all__ = [
     "AUDIT_SAMPLES",
     "BAG_MECHANISMS",
     "CURVE_EPSILONS",
+    "LM_DEFAULT_CLIP",
+    "LM_DEFAULT_CLIP_GAUSSIAN",
+    "LM_DEFAULT_DELTA",
     "MAX_SIZE",
     "MAX_TEXT_CHARS",
     "SENTENCE_MECHANISMS",
@@ -64,6 +67,18 @@ BAG_MECHANISMS = tuple(n for n in MECHANISM_NAMES if entry(n).releases == "bag")
 #: with the training objective each needs (``None``: any model).
 SENTENCE_MECHANISMS: dict[str, str | None] = {"er-ae": "er-ae", "ae-dp": "reconstruction",
                                               "syntf-sentence": None, "random-sentence": None}
+#: The language-model rewriters (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``): the sentence mechanisms
+#: that take public clipping bounds. The page offers those whose model kind the folder of ``textdp serve --model DIR``
+#: holds (the mechanism's own ``fit`` decides).
+LM_MECHANISMS = tuple(n for n in names("sentence") if "clip" in mechanism_class(n).param_names())
+#: Public clipping bounds the page starts from for a language-model rewriter (``textdp serve --clip`` replaces them;
+#: each release may set its own): the logits clipped to [-2, 2] (docs/lm-rewriting.md's dp-mlm example).
+LM_DEFAULT_CLIP = (-2.0, 2.0)
+#: ... and for a rewriter with δ (Gaussian noise on the clipped encoder output, DP-BART): [-0.2, 0.1] per coordinate
+#: (docs/lm-rewriting.md's dp-bart example).
+LM_DEFAULT_CLIP_GAUSSIAN = (-0.2, 0.1)
+#: δ per sentence the page starts from for a rewriter with δ.
+LM_DEFAULT_DELTA = 1e-5
 #: Default ε of the slider per mechanism (metric mechanisms: ε per unit of embedding distance).
 DEFAULT_EPSILON = {"earth-movers": 10.0, "cmp": 10.0, "mahalanobis": 10.0, "vickrey": 10.0}
 #: ε grid of the kept-fraction plot (log-spaced; the mechanism itself is run at each point).
@@ -91,9 +106,9 @@ def _check_text(text: object) -> str:
 
 
 def _check_mechanism(name: object, sentence: Sequence[str] = ()) -> str:
-    if isinstance(name, str) and name in SENTENCE_MECHANISMS and name not in sentence:
+    if isinstance(name, str) and name in names("sentence") and name not in sentence:
         raise ParameterError(f"{name} rewrites sentences with a trained model, and this server has none that fits "
-                             f"it; choose a word or document mechanism")
+                             f"it; choose a word or document mechanism (or start textdp serve --model DIR with one)")
     if not isinstance(name, str) or name not in (*MECHANISM_NAMES, *sentence):
         raise ParameterError(f"unknown mechanism {name!r}; choose one of: {', '.join((*MECHANISM_NAMES, *sentence))}")
     return name
@@ -146,6 +161,47 @@ def _check_size(name: str, size: object) -> int | None:
     return int(size)
 
 
+def _check_clip(value: object, default: tuple[float, float]) -> tuple[float, float]:
+    """Public clipping bounds of a request: ``[low, high]``, two finite JSON numbers with ``low < high``
+    (``None``: ``default``).
+
+    >>> _check_clip([-3, 1.5], (-2.0, 2.0)), _check_clip(None, (-2.0, 2.0))
+    ((-3.0, 1.5), (-2.0, 2.0))
+    >>> _check_clip([2, -2], (-2.0, 2.0))
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: the clipping bounds must be two numbers low < high such as [-2, 2], got [2, -2]
+    """
+    if value is None:
+        return default
+    if (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+            and value[0] < value[1]):
+        return float(value[0]), float(value[1])
+    raise ParameterError(f"the clipping bounds must be two numbers low < high such as [-2, 2], got {_shown(value)}")
+
+
+def _check_delta(name: str, value: object, default: float | None) -> float | None:
+    """δ of a request for a rewriter that takes one (``default`` not None): a number in (0, 1); refused otherwise.
+
+    >>> _check_delta("dp-bart", None, 1e-5), _check_delta("dp-bart", 1e-6, 1e-5), _check_delta("dp-mlm", None, None)
+    (1e-05, 1e-06, None)
+    >>> _check_delta("dp-mlm", 1e-5, None)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: dp-mlm is pure epsilon-DP: it takes no delta, got 1e-05
+    """
+    if default is None:
+        if value is None:
+            return None
+        raise ParameterError(f"{name} is pure epsilon-DP: it takes no delta, got {_shown(value)}")
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < float(value) < 1.0:
+        raise ParameterError(f"delta must be a number between 0 and 1 such as 1e-5, got {_shown(value)}")
+    return float(value)
+
+
 def split_guarantee(statement: str) -> tuple[str, str]:
     """``(what is covered, what is not)``: the sentence split at its ``Not covered:`` part.
 
@@ -170,11 +226,25 @@ class Workbench:
     rewriter : Rewriter or None
         A loaded model from ``textdp train-rewriter``: the page then offers the sentence mechanisms of
         :data:`SENTENCE_MECHANISMS` whose training objective the model's card states.
+    lm_model : path or None
+        A language-model folder (Hugging Face, safetensors; or a GGUF file), as ``textdp rewrite`` takes it: the
+        page then offers the rewriters of :data:`LM_MECHANISMS` that run on its kind (causal: ``dp-prompt``;
+        sequence-to-sequence: ``dp-paraphrase``, ``dp-bart``; masked: ``dp-mlm``), each through the public
+        mechanism API (``get(name, model=..., clip=...).fit()``).
+    clip : (float, float) or None
+        The public clipping bounds the page starts from for every language-model rewriter (``None``:
+        :data:`LM_DEFAULT_CLIP`, or :data:`LM_DEFAULT_CLIP_GAUSSIAN` for a rewriter with δ). Public
+        parameters: chosen without the private text, recorded in every release's guarantee.
     """
 
     def __init__(self, embeddings: Embeddings | str | os.PathLike[str] | None = None, cache_size: int = 24,
-                 rewriter: Rewriter | None = None) -> None:
+                 rewriter: Rewriter | None = None, lm_model: str | os.PathLike[str] | None = None,
+                 clip: tuple[float, float] | None = None) -> None:
         self._rewriter = rewriter
+        self._lm_model = None if lm_model is None else os.fspath(lm_model)
+        self._clip = clip
+        #: each offered language-model rewriter -> its public defaults (``clip``, ``delta``: None when pure ε-DP)
+        self.lm_mechanisms: dict[str, dict[str, object]] = {} if lm_model is None else self._probe_lm()
         objective = None
         if rewriter is not None and isinstance(rewriter.card.get("training"), dict):
             objective = rewriter.card["training"].get("objective")
@@ -184,10 +254,39 @@ class Workbench:
         self._emb: Embeddings | None = None
         self._lock = threading.Lock()
         self._warn_lock = threading.Lock()  # catch_warnings changes process-wide state: one release at a time
-        self._fitted: OrderedDict[tuple[str, float, int | None], Mechanism] = OrderedDict()
+        self._fitted: OrderedDict[tuple[object, ...], Mechanism] = OrderedDict()
         self._cache_size = cache_size
         self._stops = resolve_stop_words("english")
         self._sq_norms: np.ndarray | None = None
+
+    def _probe_lm(self) -> dict[str, dict[str, object]]:
+        """The rewriters of :data:`LM_MECHANISMS` that fit on the model folder, with their default bounds and δ.
+
+        Each is fitted as a caller would (pure ε first, then with δ): a mechanism whose model kind the folder
+        does not hold refuses in ``fit``, and is not offered. Raises :class:`ParameterError` when none fits.
+        """
+        offered: dict[str, dict[str, object]] = {}
+        why: list[str] = []
+        for name in LM_MECHANISMS:
+            for delta in (None, LM_DEFAULT_DELTA):
+                clip = self._clip or (LM_DEFAULT_CLIP if delta is None else LM_DEFAULT_CLIP_GAUSSIAN)
+                try:
+                    get(name, epsilon=1.0, model=self._lm_model, clip=clip,
+                        **({} if delta is None else {"delta": delta})).fit()
+                except TextDPError as exc:
+                    why.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                    continue
+                offered[name] = {"clip": list(clip), "delta": delta}
+                break
+        if not offered:
+            raise ParameterError(f"no language-model rewriter runs on {self._lm_model}: {why[0] if why else ''}; "
+                                 "give a model folder from textdp train-rewriter, or a causal, sequence-to-sequence "
+                                 "or masked language model (safetensors or GGUF)")
+        return offered
+
+    def _is_sentence(self, name: str) -> bool:
+        """Whether ``name`` rewrites sentences (the registry's family; ``name`` is a checked, offered name)."""
+        return entry(name).family == "sentence"
 
     @property
     def embeddings(self) -> Embeddings:
@@ -205,21 +304,30 @@ class Workbench:
             {"name": n, "kind": "bag" if n in BAG_MECHANISMS else "text", "epsilon": DEFAULT_EPSILON.get(n, 3.0)}
             for n in MECHANISM_NAMES
         ]
-        return out + [{"name": n, "kind": "sentence", "epsilon": 3.0} for n in self.sentence_mechanisms]
+        out += [{"name": n, "kind": "sentence", "epsilon": 3.0} for n in self.sentence_mechanisms]
+        return out + [{"name": n, "kind": "sentence", "epsilon": 3.0, "lm": True, **d}
+                      for n, d in self.lm_mechanisms.items()]
+
+    def _offered_sentence(self) -> tuple[str, ...]:
+        return (*self.sentence_mechanisms, *self.lm_mechanisms)
 
     def limits(self) -> dict[str, object]:
         return {"epsilon_min": EPSILON_MIN, "epsilon_max": EPSILON_MAX, "max_text_chars": MAX_TEXT_CHARS,
                 "max_size": MAX_SIZE, "audit_epsilon_min": AUDIT_EPSILON_RANGE[0],
                 "audit_epsilon_max": AUDIT_EPSILON_RANGE[1], "audit_samples": AUDIT_SAMPLES}
 
-    def mechanism(self, name: str, epsilon: float, size: int | None) -> Mechanism:
+    def mechanism(self, name: str, epsilon: float, size: int | None, clip: tuple[float, float] | None = None,
+                  delta: float | None = None) -> Mechanism:
         """A fitted mechanism (cached by its public parameters)."""
-        key = (name, epsilon, size)
+        key = (name, epsilon, size, clip, delta)
         with self._lock:
             if key in self._fitted:
                 self._fitted.move_to_end(key)
                 return self._fitted[key]
-        if name in SENTENCE_MECHANISMS:
+        if name in self.lm_mechanisms:
+            mech = get(name, epsilon=epsilon, model=self._lm_model, clip=clip,
+                       **({} if delta is None else {"delta": delta})).fit()
+        elif self._is_sentence(name):
             mech = get(name, epsilon=epsilon, model=self._rewriter).fit()
         else:
             kwargs: dict[str, object] = {"size": size} if size is not None else {}
@@ -240,29 +348,44 @@ class Workbench:
             docs = mech.privatize_batch(texts, seed=make_rng(), private_report=diags, size=size)
         return docs, diags, sorted({str(w.message) for w in caught})
 
-    def privatize(self, text: object, mechanism: object, epsilon: object, size: object = None) -> dict[str, object]:
+    def privatize(self, text: object, mechanism: object, epsilon: object, size: object = None, clip: object = None,
+                  delta: object = None) -> dict[str, object]:
         """One private release of ``text``: output words (kept ones marked), input spans, kept fraction, guarantee.
 
         The release record is exactly what ``textdp obfuscate`` would write for this text; the input spans and
         the kept fraction describe the private input and are shown only to the person at the keyboard.
+        ``clip`` (``[low, high]``) and ``delta``: the public parameters of a language-model rewriter
+        (``None``: the server's defaults, listed by :meth:`mechanisms`); refused for the other mechanisms.
         """
         text = _check_text(text)
-        name = _check_mechanism(mechanism, self.sentence_mechanisms)
+        name = _check_mechanism(mechanism, self._offered_sentence())
         eps = _check_epsilon(epsilon)
         n = _check_size(name, size)
-        if name in SENTENCE_MECHANISMS:
-            return self._rewrite(text, name, eps)
+        if name in self.lm_mechanisms:
+            defaults = self.lm_mechanisms[name]
+            bounds = _check_clip(clip, tuple(defaults["clip"]))  # type: ignore[arg-type]
+            d = _check_delta(name, delta, defaults["delta"])  # type: ignore[arg-type]
+            return self._rewrite(text, name, eps, self.mechanism(name, eps, None, bounds, d))
+        if clip is not None or delta is not None:
+            raise ParameterError(f"clip and delta are public parameters of the language-model rewriters, not of {name}")
+        if self._is_sentence(name):
+            return self._rewrite(text, name, eps, self.mechanism(name, eps, None))
         protected = self._protected_rows(text)
         if not protected and name not in _RELEASES_STOP_WORDS:
             raise DocumentError(_NO_WORDS)
-        if name == "earth-movers" and n is not None and len(protected) < n:
-            raise DocumentError(f"the text has {len(protected)} protected word{'s' if len(protected) != 1 else ''}, "
-                                f"fewer than the bag size N = {n}: set N to {len(protected)} or less, or add text")
+        overflow = f"epsilon {eps:g} overflows {name}'s probabilities; choose a smaller epsilon"
         try:
             mech = self.mechanism(name, eps, n)
+        except (OverflowError, FloatingPointError):
+            raise ParameterError(overflow) from None
+        bag = _truncated_bag(mech, n)
+        if bag is not None and len(protected) < bag:
+            raise DocumentError(f"the text has {len(protected)} protected word{'s' if len(protected) != 1 else ''}, "
+                                f"fewer than the bag size N = {bag}: set N to {len(protected)} or less, or add text")
+        try:
             docs, diags, notes = self._release(mech, [text], n)
         except (OverflowError, FloatingPointError):
-            raise ParameterError(f"epsilon {eps:g} overflows {name}'s probabilities; choose a smaller epsilon") from None
+            raise ParameterError(overflow) from None
         except DocumentError as exc:  # the mechanism's own refusal; its advice names CLI options the page lacks
             raise DocumentError(_page_advice(str(exc))) from None
         doc, diag = docs[0], diags[0]
@@ -292,7 +415,7 @@ class Workbench:
             "epsilon": eps,
             "kind": "bag" if name in BAG_MECHANISMS else "text",
             "output": [{"word": w, "kept": bool(f)} for w, f in zip(words, out_flags)],
-            "input": self._spans(text, kept_words, n if name == "earth-movers" else None),
+            "input": self._spans(text, kept_words, bag),
             "kept": kept,
             "protected": len(inp) if diag.aligned else len(words),
             "kept_fraction": float(diag.unchanged_fraction()),
@@ -303,15 +426,16 @@ class Workbench:
             "notes": notes,
         }
 
-    def _rewrite(self, text: str, name: str, eps: float) -> dict[str, object]:
-        """One release of a sentence mechanism on the model: the rewritten text and its per-sentence guarantee.
+    def _rewrite(self, text: str, name: str, eps: float, mech: Mechanism) -> dict[str, object]:
+        """One release of a sentence mechanism (fitted ``mech``): the rewritten text and its guarantee per unit.
 
         A word of the output is marked kept when the input has it too (matched once each, case ignored); the
-        guarantee in numbers: ``exp(epsilon)`` for the text and any text with one sentence changed (a sentence is
-        the unit: any two sentences are neighbours) and ``exp(m * epsilon)`` for any two texts of ``m``
-        sentences (basic composition).
+        guarantee in numbers, from the release's own guarantee (ε and δ per unit): ``exp(epsilon)`` for the text
+        and any text with one unit (a sentence) changed into a neighbouring one and ``exp(m * epsilon)`` for any
+        two texts of ``m`` sentences (basic composition); for a rewriter whose unit is the whole document
+        (dp-prompt), ``exp(epsilon)`` for the text and any other text. With δ > 0 every factor holds except
+        with probability δ (``m * δ`` for m sentences).
         """
-        mech = self.mechanism(name, eps, None)
         diags: list[dict[str, object]] = []
         with self._warn_lock, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -344,18 +468,19 @@ class Workbench:
             spans.append([text[pos:], None])
         kept = sum(1 for sp in spans if sp[1] == "kept")
         units = int(record.get("units") or 1)
-        e = float(g.epsilon)
-        length = getattr(g, "max_length", None)
-        sentence = f"a sentence (at most {length} tokens)" if length else "a sentence"
-        meaning: list[dict[str, object]] = [
-            {"text": f"Your text, and the same text with {sentence} changed into any other", "loss": e,
-             "factor": _factor(e), "sentence": f"Your text, and the same text with {sentence} changed into any "
-             f"other: any output is at most {_factor(e)} times as likely from one as from the other."},
-            {"text": f"Your text ({units} sentence{'s' if units != 1 else ''}), and any other text of as many",
-             "loss": units * e, "factor": _factor(units * e),
-             "sentence": f"Your text ({units} sentence{'s' if units != 1 else ''}), and any other text of as many: "
-             f"any output is at most {_factor(units * e)} times as likely from one as from the other."},
-        ]
+        e, d = float(g.epsilon), float(g.delta or 0.0)
+        meaning: list[dict[str, object]] = []
+        if g.unit == "document":
+            meaning.append(_pair("Your text, and any other text", e, d))
+        else:
+            length = getattr(g, "max_length", None)
+            sentence = f"a sentence (at most {length} tokens)" if length else "a sentence"
+            adjacency = _adjacency(g)
+            meaning.append(_pair(f"Your text, and the same text with {sentence} changed into any other"
+                                 if not adjacency else f"Your text, and the same text with one sentence changed into "
+                                 f"a neighbouring one ({adjacency})", e, d))
+            meaning.append(_pair(f"Your text ({units} sentence{'s' if units != 1 else ''}), and any other text of as "
+                                 f"many{', each a neighbour of yours' if adjacency else ''}", units * e, units * d))
         if not getattr(g, "covered", True):
             notes.append("the model may have seen private data: the guarantee does not cover what it memorised")
         covered, not_covered = split_guarantee(g.statement)
@@ -404,13 +529,15 @@ class Workbench:
         text than from the same text with ``w`` replaced by ``w'`` (or ``w''``). Word mechanisms: the product
         of the per-word factors, here the one factor ``exp(log_ratio_bound(w, w'))``; ``earth-movers``:
         ``exp(epsilon * N * E_d)`` with ``E_d = d(w, w') / N`` for a truncated bag (one of N words moved) and
-        ``exp(epsilon * N * W_inf)`` with ``W_inf <= d(w, w')`` for a sampled one; ``syntf``: ``exp(epsilon)``
-        for any two texts (Weggenmann & Kerschbaum 2018).
+        ``exp(epsilon * N * W_inf)`` with ``W_inf <= d(w, w')`` for a sampled one; a mechanism with neither a
+        metric guarantee nor a per-word bound (``syntf``): ``exp(epsilon)`` for any two texts (Weggenmann &
+        Kerschbaum 2018).
         """
         from ..guarantees.earth_movers import EarthMoversGuarantee
 
         words = self.embeddings.words
-        if mech.name == "syntf":
+        if not isinstance(guarantee, EarthMoversGuarantee) and not hasattr(mech, "log_ratio_bound"):
+            # a document mechanism with one ε for any two texts (SynTF: no metric, no per-word bound)
             loss = float(guarantee.epsilon)
             return [{"text": "any two texts, however different (with the same N)", "loss": loss,
                      "factor": _factor(loss), "sentence": "For any two texts, however different (with the same "
@@ -491,13 +618,13 @@ class Workbench:
         the ε for the target read from the running maximum by interpolation in log ε.
         """
         text = _check_text(text)
-        name = _check_mechanism(mechanism, self.sentence_mechanisms)
+        name = _check_mechanism(mechanism, self._offered_sentence())
         if isinstance(target, bool) or not isinstance(target, int | float) or not 0.0 < float(target) < 1.0:
             raise ParameterError(f"the target kept fraction must be a number between 0 and 1 such as 0.5, "
                                  f"got {_shown(target)}")
         target = float(target)
         n = _check_size(name, size)
-        if name in SENTENCE_MECHANISMS:
+        if self._is_sentence(name):
             return {"mechanism": name, "points": [], "target": target, "epsilon_for_target": None,
                     "why": "no curve for sentence rewriting",
                     "method": "not computed for sentence rewriting (each point would rewrite the whole text again)"}
@@ -506,7 +633,7 @@ class Workbench:
                          if len(w) > 1 and w not in self._stops and w in emb.index], dtype=np.int64)
         if rows.size == 0:
             raise DocumentError("no in-vocabulary word left after normalisation; nothing to plot")
-        if name == "earth-movers":
+        if issubclass(mechanism_class(name), EarthMoversPrivacy):
             from ..accounting.calibration import survival_curve
 
             words = rows[: 200]
@@ -545,7 +672,7 @@ class Workbench:
         """Run the mechanism's registered audit case (public neighbouring pair; not the text) at ``epsilon``."""
         from ..audit import audit
 
-        name = _check_mechanism(mechanism, self.sentence_mechanisms)
+        name = _check_mechanism(mechanism, self._offered_sentence())
         eps = _check_epsilon(epsilon)
         lo, hi = AUDIT_EPSILON_RANGE
         if not lo <= eps <= hi:
@@ -565,6 +692,14 @@ _NO_WORDS = ("no word of this text can be released: stop words, one-letter words
 _RELEASES_STOP_WORDS = tuple(n for n in MECHANISM_NAMES if getattr(mechanism_class(n), "keeps_stop_words", False))
 
 
+def _truncated_bag(mech: Mechanism, size: int | None) -> int | None:
+    """N when ``mech`` releases a bag of the text's first N protected words (Earth Mover's privacy with
+    ``bag="truncate"``: a shorter text is refused, the words after the N-th are dropped), else None."""
+    if isinstance(mech, EarthMoversPrivacy) and mech.get_params().get("bag", "truncate") == "truncate":
+        return size
+    return None
+
+
 def _page_advice(message: str) -> str:
     """A mechanism's refusal for the page: without the unit's number and the CLI advice after the first ``;``.
 
@@ -573,6 +708,26 @@ def _page_advice(message: str) -> str:
     """
     core = re.sub(r"^document \d+: ", "", message.splitlines()[0] if message else "").split(";")[0].strip()
     return f"{core}: lower N or add text" if "bag size" in core else f"{core}: change the text"
+
+
+def _pair(text: str, loss: float, delta: float) -> dict[str, object]:
+    """One example of the guarantee in numbers: two inputs, the bound ``exp(loss)`` on their output odds, in words.
+
+    >>> _pair("Your text, and any other text", 2.0, 1e-5)["sentence"]
+    'Your text, and any other text: any output is at most 7.39 times as likely from one as from the other, except with probability at most 1e-05.'
+    """
+    tail = f", except with probability at most {delta:.3g}" if delta > 0 else ""
+    return {"text": text, "loss": loss, "factor": _factor(loss), "delta": delta,
+            "sentence": f"{text}: any output is at most {_factor(loss)} times as likely from one as from the other"
+                        f"{tail}."}
+
+
+def _adjacency(guarantee: Guarantee) -> str:
+    """Which sentences are neighbours, as a rewriter's guarantee states it (its public ``adjacency`` parameter;
+    ``""`` when it states none: any two sentences)."""
+    params = getattr(guarantee, "params", None)
+    value = params.get("adjacency") if isinstance(params, dict) else None
+    return str(value).rstrip(".") if value else ""
 
 
 def _factor(loss: float) -> str:

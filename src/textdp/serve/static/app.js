@@ -58,6 +58,14 @@
   function mechanism() { return $("mechanism").value; }
   function isBag() { return (state.mechanisms[mechanism()] || {}).kind === "bag"; }
   function size() { return isBag() ? typed("size") : undefined; }
+  // a language-model rewriter's public parameters: the clipping bounds (and δ when it takes one), as typed
+  function lmParams() {
+    const m = state.mechanisms[mechanism()] || {};
+    if (!m.lm) return {};
+    const p = { clip: [typed("clip-low"), typed("clip-high")] };
+    if (m.delta !== null && m.delta !== undefined) p.delta = typed("delta");
+    return p;
+  }
   function text() { return $("text").value; }
 
   function setEpsilon(x, fromSlider) {
@@ -110,7 +118,8 @@
     const seq = ++state.seq.release;
     working(1);
     try {
-      const r = await api("/api/privatize", { text: text(), mechanism: mechanism(), epsilon: epsilon(), size: size() });
+      const r = await api("/api/privatize", Object.assign({ text: text(), mechanism: mechanism(), epsilon: epsilon(),
+        size: size() }, lmParams()));
       if (seq === state.seq.release) {
         showError(""); renderRelease(r);
         if (state.curveCleared) later("curve", curve, 0);  // an earlier error cleared the curve of this text
@@ -251,6 +260,12 @@
   function onMechanism() {
     const m = state.mechanisms[mechanism()];
     $("size-field").hidden = m.kind !== "bag";
+    $("clip-field").hidden = !m.lm;
+    $("delta-field").hidden = !(m.lm && m.delta !== null);
+    if (m.lm) {
+      $("clip-low").value = String(m.clip[0]); $("clip-high").value = String(m.clip[1]);
+      if (m.delta !== null) $("delta").value = String(m.delta);
+    }
     setEpsilon(m.epsilon, false);
     $("audit-result").replaceChildren();
     release(); curve();
@@ -287,6 +302,7 @@
     drawPlot(); release();
   });
   $("size").addEventListener("change", () => { release(); curve(); });
+  for (const id of ["clip-low", "clip-high", "delta"]) $(id).addEventListener("change", release);
   $("text").addEventListener("input", () => { later("release", release, 300); later("curve", curve, 700); });
   $("target").addEventListener("change", () => later("curve", curve, 200));
   $("use-target").addEventListener("click", () => {
