@@ -38,7 +38,7 @@ from textdp._rng import make_rng
 from textdp.embeddings import load_embeddings
 from textdp.evaluation.datasets import read_jsonl, resolve_data_dir
 from textdp.generation.model import ModelConfig, build_network, losses
-from textdp.generation.rewriter import Rewriter, RewriteSettings
+from textdp.generation.rewriter import AEDP, ERAE, Rewriter, SentenceMechanism
 from textdp.generation.training import TrainingSettings, _tensors
 from textdp.generation.vocab import Vocabulary, build_vocabulary, segment_text
 
@@ -118,25 +118,25 @@ def bench_rewriting(model: str | None, n: int, repeats: int, naive: int) -> list
     rng = make_rng(1)
     rows = []
 
-    def run(settings: RewriteSettings, items: list[list[str]]) -> tuple[float, float, float]:
+    def run(mech: SentenceMechanism, items: list[list[str]]) -> tuple[float, float, float]:
         best, best_cpu, mean_len = 0.0, 0.0, 0.0
         for _ in range(repeats):
             t0, c0 = time.perf_counter(), time.process_time()
-            out = rw.rewrite_segments(items, settings, rng)
+            out = mech.rewrite_segments(items, rng)
             best = max(best, len(items) / (time.perf_counter() - t0))
             best_cpu = max(best_cpu, len(items) / (time.process_time() - c0))
             mean_len = float(np.mean([len(o) for o in out]))
         return best, best_cpu, mean_len
 
     for label, st in (
-        ("er-ae eps=5, autoregressive", RewriteSettings(mechanism="er-ae", epsilon=5.0)),
-        ("er-ae eps=5, teacher-forced", RewriteSettings(mechanism="er-ae", epsilon=5.0, variant="teacher-forced")),
-        ("ae-dp eps=11.5 per token", RewriteSettings(mechanism="ae-dp", epsilon=11.5)),
-        ("greedy (no mechanism; ae-dp at eps=1e6)", RewriteSettings(mechanism="ae-dp", epsilon=1e6)),
+        ("er-ae eps=5, autoregressive", ERAE(epsilon=5.0, model=rw)),
+        ("er-ae eps=5, teacher-forced", ERAE(epsilon=5.0, model=rw, variant="teacher-forced")),
+        ("ae-dp eps=11.5 per token", AEDP(epsilon=11.5, model=rw)),
+        ("greedy (no mechanism; ae-dp at eps=1e6)", AEDP(epsilon=1e6, model=rw)),
     ):
-        rows.append((label, *run(st, segs)))
-    st = RewriteSettings(mechanism="er-ae", epsilon=5.0, batch_size=1)
-    rows.append(("naive loop: er-ae, one sentence at a time", *run(st, segs[:naive])))
+        rows.append((label, *run(st.fit(), segs)))
+    naive_mech = ERAE(epsilon=5.0, model=rw, batch_size=1).fit()
+    rows.append(("naive loop: er-ae, one sentence at a time", *run(naive_mech, segs[:naive])))
     return rows
 
 

@@ -34,7 +34,9 @@ from textdp._rng import make_rng
 from textdp.generation import lm_decode
 from textdp.generation.decoding import ClipBounds
 from textdp.generation.hf import load_language_model
-from textdp.generation.lm import LMSettings, public_bounds
+from textdp.generation.lm import public_bounds
+from textdp.generation.lm_family import DPPrompt
+from textdp.mechanisms import get
 from textdp.text import split_sentences
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,9 +63,9 @@ def _tiny_model() -> str:
     return str(tiny.build(Path(tempfile.mkdtemp()) / "causal", "causal", hidden=256, layers=4, extra_words=5000))
 
 
-def _generate(lm, s: LMSettings, docs: list[str]) -> tuple[int, float]:
+def _generate(lm, s: DPPrompt, docs: list[str]) -> tuple[int, float]:
     """Plain batched ``generate`` on the same prompts (left-padded, the same length-sorted batches)."""
-    frame = lm_decode.prompt_frame(lm, lm_decode.resolve_prompt(lm, s))
+    frame = lm_decode.prompt_frame(lm, s)
     tok = lm.tokenizer
     stops = set(frame.stops)
     prompts = [list(frame.head) + tok(frame.doc_prefix + d, add_special_tokens=False)["input_ids"]
@@ -85,7 +87,7 @@ def _generate(lm, s: LMSettings, docs: list[str]) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
-def _dp(lm, s: LMSettings, docs: list[str]) -> tuple[int, float]:
+def _dp(lm, s: DPPrompt, docs: list[str]) -> tuple[int, float]:
     t0 = time.perf_counter()
     out = lm_decode.dp_prompt(lm, docs, s, make_rng(0))
     dt = time.perf_counter() - t0
@@ -113,17 +115,22 @@ def main() -> None:
         texts = _sentences(a.memory, skip=10_000)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         t0 = time.perf_counter()
-        b = public_bounds(model, "dp-prompt", texts)
+        b = public_bounds(model, DPPrompt, texts)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         print(f"public_bounds on {len(texts)} texts: [{b.low:.3f}, {b.high:.3f}] ({b.procedure}) in "
               f"{time.perf_counter() - t0:.1f} s; peak RSS {peak:.2f} GiB (model loaded: {before:.2f} GiB)")
         return
     docs = _sentences(a.sentences)
     base: dict[str, int] = {"max_new_tokens": a.new_tokens, "batch_size": a.batch}
-    runs = {"generate": lambda: _generate(lm, LMSettings("dp-prompt", a.epsilon, ClipBounds(-10, 30), **base), docs),
-            "dp-prompt": lambda: _dp(lm, LMSettings("dp-prompt", a.epsilon, ClipBounds(-10, 30), **base), docs),
-            "dp-prompt --prior": lambda: _dp(lm, LMSettings("dp-prompt", a.epsilon, ClipBounds(-2, 2), prior=True,
-                                                            **base), docs)}
+
+    def rewriter(bounds: ClipBounds, **kw: object) -> DPPrompt:
+        m = get("dp-prompt", epsilon=a.epsilon, model=model, clip=bounds, **base, **kw).fit()
+        assert isinstance(m, DPPrompt)
+        return m
+
+    runs = {"generate": lambda: _generate(lm, rewriter(ClipBounds(-10, 30)), docs),
+            "dp-prompt": lambda: _dp(lm, rewriter(ClipBounds(-10, 30)), docs),
+            "dp-prompt --prior": lambda: _dp(lm, rewriter(ClipBounds(-2, 2), prior=True), docs)}
     rates: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(a.repeats):
         for name, fn in runs.items():

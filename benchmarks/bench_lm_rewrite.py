@@ -31,11 +31,11 @@ import torch
 
 from textdp._rng import make_rng
 from textdp.generation.decoding import ClipBounds, exponential_step
-from textdp.generation.lm import LMSettings, rewrite_texts
+from textdp.mechanisms import get, mechanism_class
 from textdp.text import split_sentences
 
 ROOT = Path(__file__).resolve().parents[1]
-KIND = {"dp-prompt": "causal", "dp-paraphrase": "seq2seq", "dp-mlm": "masked", "dp-bart": "seq2seq"}
+KIND = {name: mechanism_class(name).kind for name in ("dp-prompt", "dp-paraphrase", "dp-mlm", "dp-bart")}
 
 
 def _sentences(n: int) -> list[str]:
@@ -61,11 +61,12 @@ def bench_rewriters(root: Path, sentences: list[str], batch: int, new_tokens: in
         bounds = ClipBounds(-0.2, 0.1) if mech == "dp-bart" else ClipBounds(-3.0, 3.0)
         res: dict[str, object] = {"mechanism": mech}
         for b in (1, batch):
-            s = LMSettings(mech, 3.0, bounds, delta=1e-5 if mech == "dp-bart" else 0.0, max_new_tokens=new_tokens,
-                           max_tokens=32, batch_size=b)
-            rewrite_texts(str(root / kind), sentences[:2], s, make_rng(0))  # load and warm up
+            own = {"delta": 1e-5} if "delta" in mechanism_class(mech).param_names() else {}
+            s = get(mech, epsilon=3.0, model=str(root / kind), clip=bounds, max_new_tokens=new_tokens, max_tokens=32,
+                    batch_size=b, **own).fit()
+            s.rewrite_units(sentences[:2], make_rng(0))  # load and warm up
             t = time.perf_counter()
-            out = rewrite_texts(str(root / kind), sentences, s, make_rng(1))
+            out = s.rewrite_units(sentences, make_rng(1))
             dt = time.perf_counter() - t
             n = sum(len(x.split()) for x in out) if mech != "dp-mlm" else _tokens(sentences)
             res[f"tok_s_b{b}"] = n / dt

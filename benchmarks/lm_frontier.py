@@ -35,7 +35,9 @@ from textdp.attacks.sentence import minilm_embed
 from textdp.generation import lm_decode
 from textdp.generation.decoding import ClipBounds
 from textdp.generation.hf import load_language_model
-from textdp.generation.lm import LMSettings, public_bounds
+from textdp.generation.lm import public_bounds
+from textdp.generation.lm_family import DPPrompt
+from textdp.mechanisms import get
 from textdp.text import split_sentences
 
 DATA = Path("/work/shared/data")
@@ -76,7 +78,8 @@ def _similarity(src: list[str], out: list[str]) -> float:
 
 
 def _nonprivate(lm, docs: list[str], n_new: int) -> list[str]:
-    s = lm_decode.resolve_prompt(lm, LMSettings("dp-prompt", 1.0, ClipBounds(-1, 1), max_new_tokens=n_new))
+    s = DPPrompt(epsilon=1.0, clip=ClipBounds(-1, 1), max_new_tokens=n_new)
+    s.resolve(lm)
     frame = lm_decode.prompt_frame(lm, s)
     tok = lm.tokenizer
     prompts = [list(frame.head) + tok(frame.doc_prefix + d, add_special_tokens=False)["input_ids"] + list(frame.tail)
@@ -109,8 +112,8 @@ def main() -> None:
     t0 = time.perf_counter()
     paper = step = ClipBounds(-1, 1)
     if wanted & {"paper", "step-max"}:
-        paper = public_bounds(a.model, "dp-prompt", public, rule="all-values")
-        step = public_bounds(a.model, "dp-prompt", public, rule="step-max")
+        paper = public_bounds(a.model, DPPrompt, public, rule="all-values")
+        step = public_bounds(a.model, DPPrompt, public, rule="step-max")
         print(f"bounds on {len(public)} public sentences ({time.perf_counter() - t0:.0f} s): paper [{paper.low:.2f}, "
               f"{paper.high:.2f}], step-max [{step.low:.2f}, {step.high:.2f}]", flush=True)
     c = a.prior_clip
@@ -121,13 +124,14 @@ def main() -> None:
         rows.append({"mechanism": "non-private (generate, T=1)", "epsilon_token": None, "similarity": sim})
         print(f"non-private: {sim:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
     for e in [float(x) for x in a.epsilons.split(",")]:
-        for key, name, kw in (("paper", "paper", {"bounds": paper}), ("step-max", "step-max", {"bounds": step}),
-                              ("prior", f"prior C={c:g}", {"bounds": ClipBounds(-c, c), "prior": True}),
+        for key, name, kw in (("paper", "paper", {"clip": paper}), ("step-max", "step-max", {"clip": step}),
+                              ("prior", f"prior C={c:g}", {"clip": ClipBounds(-c, c), "prior": True}),
                               ("prior-top-k", f"prior C={c:g} top-{a.top_k}+",
-                               {"bounds": ClipBounds(-c, c), "prior": True, "public_top_k": a.top_k})):
+                               {"clip": ClipBounds(-c, c), "prior": True, "public_top_k": a.top_k})):
             if key not in wanted:
                 continue
-            s = LMSettings("dp-prompt", e, max_new_tokens=a.max_new_tokens, batch_size=a.docs, **kw)  # type: ignore[arg-type]
+            s = get("dp-prompt", epsilon=e, model=a.model, max_new_tokens=a.max_new_tokens, batch_size=a.docs,
+                    **kw).fit()
             t0 = time.perf_counter()
             out = lm_decode.dp_prompt(lm, docs, s, make_rng(1))
             sim = _similarity(docs, out)

@@ -14,7 +14,7 @@ from textdp.evaluation.generation import (
     stylometric_features,
     sweep_conditions,
 )
-from textdp.generation.accounting import (
+from textdp.generation.bounds import (
     em_bound,
     random_r_epsilon,
     random_r_rate,

@@ -12,15 +12,15 @@ torch = pytest.importorskip("torch")
 
 from textdp._rng import make_rng
 from textdp.errors import ParameterError
-from textdp.generation.accounting import (
+from textdp.generation.audit import two_set_audit_case
+from textdp.generation.bounds import (
     em_bound,
     random_r_epsilon,
+    random_r_guarantee,
     random_r_rate,
-    rewrite_guarantee,
     two_set_bound,
     two_set_epsilon_for_budget,
 )
-from textdp.generation.audit import two_set_audit_case
 from textdp.generation.sampling import (
     em_distribution,
     em_step,
@@ -135,7 +135,7 @@ def test_em_and_random_r_calibration():
 
 
 def test_random_r_rate_is_the_measured_replacement_rate(tmp_path):
-    from textdp.generation.rewriter import RandomSentence, Rewriter, RewriteSettings
+    from textdp.generation.rewriter import RandomSentence, Rewriter
 
     # a model directory is only needed for its vocabulary; build the smallest one by hand
     from textdp.generation.vocab import Vocabulary
@@ -154,9 +154,8 @@ def test_random_r_rate_is_the_measured_replacement_rate(tmp_path):
     expected = rate * (1 - 1 / len(words))  # replaced by a different word
     assert abs(changed / n - expected) < 4 * math.sqrt(expected * (1 - expected) / n)
     assert all(o == [] for o in out[2000:])  # OOV tokens dropped, as the word family's random does
-    g = rewrite_guarantee("random-sentence", eps, vocab_size=len(words), max_length=32)
-    assert not g.length_covered and "NOT covered" in g.statement
-    assert RewriteSettings(mechanism="random-sentence", epsilon=eps).mechanism == "random-sentence"
+    g = random_r_guarantee("random-sentence", eps, vocab_size=len(words), max_length=32)
+    assert not g.length_covered and "NOT covered" in g.statement and not g.uses_model
 
 
 def test_syntf_matches_exact_law_and_rejects_a_wrong_one():

@@ -11,10 +11,11 @@ from record_schema import validate_record
 torch = pytest.importorskip("torch")
 
 from textdp.errors import MissingDependencyError, ParameterError
-from textdp.generation.rewriter import Rewriter, RewriteSettings, rewrite_documents
+from textdp.generation.rewriter import Rewriter, rewrite_documents
 from textdp.generation.training import TrainingSettings, train_rewriter
 from textdp.generation.vocab import segment_text
 from textdp.guarantees import GUARANTEE_KEYS, Guarantee
+from textdp.mechanisms import get, mechanism_class
 
 # our own toy sentences (no corpus text in the repository)
 SUBJECTS = ["the company", "the bank", "our team", "the minister", "a farmer", "the market", "my sister"]
@@ -89,8 +90,9 @@ def test_interrupted_training_resumes_to_the_same_model(tmp_path, segments, glov
 def test_rewrite_outputs_only_vocabulary_words(tiny_model, mechanism, epsilon, variant):
     rw = Rewriter(tiny_model)
     docs = [("d1", "The company said zyzzyvaqx profits. The bank denied it."), ("d2", "Our team wrote a plan.")]
-    settings = RewriteSettings(mechanism=mechanism, epsilon=epsilon, variant=variant, unit="sentence")
-    records, diag = rewrite_documents(rw, docs, settings, 7, seeded=True)
+    own = {"variant": variant} if "variant" in mechanism_class(mechanism).param_names() else {}
+    mech = get(mechanism, epsilon=epsilon, model=rw, **own)
+    records, diag = rewrite_documents(mech, docs, 7, record_unit="sentence", seeded=True)
     assert [r["id"] for r in records] == ["d1:0", "d1:1", "d2:0"]
     words = set(rw.vocab.words)
     for r in records:
@@ -106,17 +108,17 @@ def test_rewrite_outputs_only_vocabulary_words(tiny_model, mechanism, epsilon, v
         assert len(toks) <= rw.max_length
         assert set(GUARANTEE_KEYS) - {"statement", "reference", "event"} <= set(r["guarantee"])
     assert diag[0]["oov_tokens"] >= 1 and diag[0]["segments"] == 2  # private diagnostics, not in the records
-    again, _ = rewrite_documents(rw, docs, settings, 7, seeded=True)
+    again, _ = rewrite_documents(mech, docs, 7, record_unit="sentence", seeded=True)
     assert again == records  # a seed reproduces the output
 
 
 def test_guarantee_states_the_model_case(tiny_model):
     rw = Rewriter(tiny_model)
-    g = rw.guarantee(RewriteSettings(mechanism="er-ae", epsilon=5.0))
+    g = get("er-ae", epsilon=5.0, model=rw).guarantee()
     assert isinstance(g, Guarantee) and g.unit == "sentence" and g.model_data == "unknown" and not g.covered
     assert "NOT covered" in g.statement and "dominates" in g.statement
     assert g.epsilon == pytest.approx(g.max_length * g.per_token)
-    g2 = rw.guarantee(RewriteSettings(mechanism="er-ae", epsilon=5.0, model_data="disjoint"))
+    g2 = get("er-ae", epsilon=5.0, model=rw, model_data="disjoint").guarantee()
     assert g2.covered and "covers the rewriting" in g2.statement
 
 

@@ -286,7 +286,7 @@ def test_cli_choices_are_the_library_tuples():
     """Every choice option offers exactly a tuple the library validates with (plus the CLI's own ``auto``)."""
     from textdp.accounting.emd import METRICS
     from textdp.embeddings import OUTPUT_VOCABULARIES
-    from textdp.generation.accounting import MODEL_DATA_CASES
+    from textdp.generation.bounds import MODEL_DATA_CASES
     from textdp.generation.model import OUTPUT_LAYERS
     from textdp.generation.rewriter import UNITS, VARIANTS
     from textdp.generation.training import OBJECTIVES, VOCAB_SOURCES

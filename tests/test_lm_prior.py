@@ -35,9 +35,27 @@ from textdp.generation.decoding import (
     sample_log_weights,
 )
 from textdp.generation.hf import gguf_file, load_language_model
-from textdp.generation.lm import LMSettings, lm_guarantee, public_bounds, rewrite_texts
+from textdp.generation.lm import public_bounds
+from textdp.generation.lm_family import DPPrompt
+from textdp.mechanisms import get
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _prompt(epsilon, bounds, **kw):
+    """dp-prompt (unfitted) at ``epsilon`` with the clipping ``bounds``."""
+    return get("dp-prompt", epsilon=epsilon, clip=bounds, **kw)
+
+
+def rewrite_texts(model, texts, m, rng):
+    """Every document of ``texts`` rewritten by ``m`` on ``model`` (fitted there)."""
+    return m.set_params(model=model).fit().rewrite_units(texts, rng)
+
+
+def _resolved(lm, m):
+    """``m`` with what depends on the (public) model made explicit, without loading it from a folder."""
+    m.resolve(lm)
+    return m
 BOUNDS = ClipBounds(-1.5, 1.5)
 PRIOR = np.array([8.0, 7.5, 3.0, 0.0, -4.0, 6.0, -20.0, 1.0])
 PRIVATE = np.array([2.0, 9.5, 3.5, 5.0, -9.0, 6.2, 30.0, 0.0])
@@ -149,8 +167,8 @@ def test_step_max_bounds_sit_above_the_top_logits_and_all_value_quantiles_do_not
     lm = load_language_model(causal, "causal")
     public = ["the weather was cold and the sky was grey .", "please send the report before friday .",
               "a dog ran in the park today .", "my brother plays the piano every evening ."]
-    step = public_bounds(causal, "dp-prompt", public)
-    every = public_bounds(causal, "dp-prompt", public, rule="all-values")
+    step = public_bounds(causal, DPPrompt, public)
+    every = public_bounds(causal, DPPrompt, public, rule="all-values")
     assert step.procedure == "public-step-max" and every.procedure == "public-quantiles"
     allowed = lm.output_mask(keep=lm_decode.stop_ids(lm))
     tops = []
@@ -166,7 +184,7 @@ def test_step_max_bounds_sit_above_the_top_logits_and_all_value_quantiles_do_not
 
 def test_dp_prompt_first_token_follows_the_prior_law(causal):
     n, doc = 3000, "the cat sat on the mat ."
-    s = LMSettings("dp-prompt", 3.0, ClipBounds(-1.0, 1.0), max_new_tokens=1, batch_size=n, prior=True)
+    s = _prompt(3.0, ClipBounds(-1.0, 1.0), max_new_tokens=1, batch_size=n, prior=True)
     lm = load_language_model(causal, "causal")
     tok = lm.tokenizer
     out = rewrite_texts(causal, [doc] * n, s, make_rng(11))
@@ -176,13 +194,13 @@ def test_dp_prompt_first_token_follows_the_prior_law(causal):
         priv = lm.model(input_ids=torch.tensor([head + tok(" " + doc)["input_ids"] + tail])).logits[0, -1]
         pub = lm.model(input_ids=torch.tensor([head + tail])).logits[0, -1]
     allowed = lm.output_mask(keep=lm_decode.stop_ids(lm)).numpy()
-    law = prior_law(priv.double().numpy(), pub.double().numpy(), epsilon=3.0, bounds=s.bounds, allowed=allowed)
+    law = prior_law(priv.double().numpy(), pub.double().numpy(), epsilon=3.0, bounds=s.bounds_, allowed=allowed)
     counts = np.bincount(ids, minlength=law.size)
     assert counts[~allowed].sum() == 0
     assert chisquare(counts[allowed], law[allowed] * n).pvalue > 1e-3
-    plain = exponential_law(priv.double().numpy(), epsilon=3.0, bounds=s.bounds, allowed=allowed)
+    plain = exponential_law(priv.double().numpy(), epsilon=3.0, bounds=s.bounds_, allowed=allowed)
     assert chisquare(counts[allowed], plain[allowed] * n).pvalue < 1e-4
-    g = lm_guarantee(s)
+    g = s.bound()
     assert g.params["prior"] is True and "InvisibleInk" in g.statement and g.epsilon == 3.0
 
 
@@ -196,16 +214,16 @@ def test_chat_template_bos_and_stop_tokens(causal, tmp_path):
                            "{% if add_generation_prompt %}[assistant]{% endif %}"
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
     lm = load_language_model(str(folder), "causal")
-    s = lm_decode.resolve_prompt(lm, LMSettings("dp-prompt", 1.0, BOUNDS))
-    assert s.prompt_format == "chat" and "{document}" in (s.prompt or "")
+    s = _resolved(lm, _prompt(1.0, BOUNDS))
+    assert s.prompt_format_ == "chat" and "{document}" in s.template_ and s.prompt_format == "auto"
     frame = lm_decode.prompt_frame(lm, s)
     assert frame.head[0] == lm.tokenizer.bos_token_id and lm.tokenizer.eos_token_id in frame.stops
-    plain = lm_decode.resolve_prompt(lm, LMSettings("dp-prompt", 1.0, BOUNDS, prompt_format="plain"))
-    assert plain.prompt == "Document : {document}\nParaphrase of the document :"
+    plain = _resolved(lm, _prompt(1.0, BOUNDS, prompt_format="plain"))
+    assert plain.template_ == "Document : {document}\nParaphrase of the document :"
     base = load_language_model(causal, "causal")
     with pytest.raises(ParameterError, match="no chat template"):
-        lm_decode.resolve_prompt(base, LMSettings("dp-prompt", 1.0, BOUNDS, prompt_format="chat"))
-    assert lm_decode.resolve_prompt(base, LMSettings("dp-prompt", 1.0, BOUNDS)).prompt_format == "plain"
+        _resolved(base, _prompt(1.0, BOUNDS, prompt_format="chat"))
+    assert _resolved(base, _prompt(1.0, BOUNDS)).prompt_format_ == "plain"
 
 
 def test_rows_stop_at_eos_and_drop_out_of_the_batch(causal, monkeypatch):
@@ -220,7 +238,7 @@ def test_rows_stop_at_eos_and_drop_out_of_the_batch(causal, monkeypatch):
 
     monkeypatch.setattr(lm.model, "forward", spy)
     # a wide clip range and a large epsilon: the model's own choice, and its end token is likely early
-    s = LMSettings("dp-prompt", 0.5, ClipBounds(-3.0, 3.0), max_new_tokens=40, batch_size=8)
+    s = _prompt(0.5, ClipBounds(-3.0, 3.0), max_new_tokens=40, batch_size=8)
     docs = ["the cat sat on the mat .", "a dog ran in the park today .", "please send the report ."] * 4
     out = rewrite_texts(causal, docs, s, make_rng(4))
     assert len(out) == 12 and all(lm.tokenizer.eos_token not in o for o in out)
@@ -230,7 +248,7 @@ def test_rows_stop_at_eos_and_drop_out_of_the_batch(causal, monkeypatch):
 
 
 def test_length_sorted_batches_respect_the_token_budget():
-    s = LMSettings("dp-prompt", 1.0, BOUNDS, max_new_tokens=10, batch_size=4, batch_tokens=100)
+    s = _prompt(1.0, BOUNDS, max_new_tokens=10, batch_size=4, batch_tokens=100)
     lengths = [5, 40, 7, 30, 6, 5, 90]
     batches = lm_decode._length_batches(lengths, s, 1)
     assert sorted(i for b in batches for i in b) == list(range(7))
@@ -262,7 +280,7 @@ def test_gguf_files_are_found_and_non_decoders_refused(tmp_path):
 
 
 def test_lm_not_covered_text_fits_the_lm_family():
-    g = lm_guarantee(LMSettings("dp-prompt", 1.0, BOUNDS)).evolve(empty="empty")
+    g = _prompt(1.0, BOUNDS).bound().evolve(empty="empty")
     assert "blank" in g.not_covered and "in-vocabulary" not in g.not_covered + g.statement
     assert "blank" in g.evolve(seeded=True).not_covered
 
@@ -276,7 +294,7 @@ def test_bos_is_put_first_when_the_tokenizer_adds_it(causal):
     from textdp.generation.hf import LanguageModel
 
     lm = load_language_model(causal, "causal")
-    s = LMSettings("dp-prompt", 1.0, BOUNDS, prompt_format="plain")
+    s = _resolved(lm, _prompt(1.0, BOUNDS, prompt_format="plain"))
     bos = lm.tokenizer.bos_token_id
     assert lm_decode.prompt_frame(lm, s).head[0] != bos  # this tokenizer adds nothing: no BOS
     tok = copy.deepcopy(lm.tokenizer)

@@ -24,14 +24,9 @@ torch = pytest.importorskip("torch")
 
 from textdp.generation.decoding import ClipBounds, exponential_law
 from textdp.generation.hf import load_language_model
-from textdp.generation.lm import (
-    LMSettings,
-    dp_bart_sigma,
-    lm_guarantee,
-    rewrite_texts,
-)
 from textdp.generation.lm_decode import clip_and_noise
-from textdp.generation.lm_family import rewrite_lm_documents
+from textdp.generation.rewriter import rewrite_documents
+from textdp.mechanisms import get
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = ["the cat sat on the mat .", "he said that the meeting will start at noon ."]
@@ -53,9 +48,16 @@ def models(tmp_path_factory):
 
 
 def _settings(mech, **kw):
+    """The rewriter ``mech`` (unfitted) with the tests' bounds: ε 3 and (dp-bart) δ 1e-5 unless given."""
     bounds = ClipBounds(-0.2, 0.1) if mech == "dp-bart" else ClipBounds(-1.0, 1.0)
-    kw.setdefault("delta", 1e-5 if mech == "dp-bart" else 0.0)
-    return LMSettings(mech, kw.pop("epsilon", 3.0), bounds, **kw)
+    if mech == "dp-bart":
+        kw.setdefault("delta", 1e-5)
+    return get(mech, epsilon=kw.pop("epsilon", 3.0), clip=bounds, **kw)
+
+
+def rewrite_texts(model, texts, m, rng):
+    """Every unit of ``texts`` rewritten by ``m`` on ``model`` (fitted there): the rewriter's own batch function."""
+    return m.set_params(model=model).fit().rewrite_units(texts, rng)
 
 
 @pytest.mark.parametrize("mech,kind", [("dp-prompt", "causal"), ("dp-paraphrase", "seq2seq"), ("dp-mlm", "masked"),
@@ -77,7 +79,7 @@ def _first_token_counts(models, mech, n=4000):
     ids = [tok.convert_tokens_to_ids(t) if t else tok.eos_token_id for t in out]
     with torch.inference_mode():
         if mech == "dp-prompt":
-            head, _, tail = s.template.partition("{document}")
+            head, _, tail = s.template_.partition("{document}")
             prompt = (tok(head, add_special_tokens=False)["input_ids"]
                       + tok(SENTENCES[0], add_special_tokens=False)["input_ids"]
                       + tok(tail, add_special_tokens=False)["input_ids"])
@@ -87,7 +89,7 @@ def _first_token_counts(models, mech, n=4000):
             start = torch.tensor([[model.config.decoder_start_token_id]])
             logits = model(input_ids=enc, decoder_input_ids=start).logits[0, -1]
     allowed = lm.output_mask(keep=(tok.eos_token_id,)).numpy()
-    law = exponential_law(logits.double().numpy(), epsilon=4.0, bounds=s.bounds, allowed=allowed)
+    law = exponential_law(logits.double().numpy(), epsilon=4.0, bounds=s.bounds_, allowed=allowed)
     counts = np.bincount(ids, minlength=law.size)
     return counts, law, logits.double().numpy(), allowed
 
@@ -116,7 +118,7 @@ def test_dp_mlm_replacement_law_and_skeleton(models):
     with torch.inference_mode():
         logits = lm.model(input_ids=torch.tensor([x])).logits[0, 3].double().numpy()
     allowed = lm.output_mask().numpy()
-    law = exponential_law(logits, epsilon=4.0, bounds=s.bounds, allowed=allowed)
+    law = exponential_law(logits, epsilon=4.0, bounds=s.bounds_, allowed=allowed)
     counts = np.bincount(ids, minlength=law.size)
     assert chisquare(counts[allowed], law[allowed] * counts.sum()).pvalue > 1e-3
     wrong = exponential_law(logits, epsilon=40.0, bounds=ClipBounds(-10.0, 10.0), allowed=allowed)
@@ -133,13 +135,13 @@ def test_dp_mlm_replacement_law_and_skeleton(models):
 
 def test_dp_bart_noise_is_independent_per_coordinate_and_token_with_the_analytic_sigma():
     s = _settings("dp-bart", epsilon=2.0, max_tokens=8)
-    sens, sigma = dp_bart_sigma(s, 16)
+    sens, sigma = s.sigma(16)
     assert sens == pytest.approx(0.3 * math.sqrt(16 * 8))
     from textdp.accounting.gaussian import gaussian_delta
 
     assert gaussian_delta(sigma, 2.0, sens) <= 1e-5 < gaussian_delta(sigma * 0.99, 2.0, sens)
     h = torch.full((400, 8, 16), 5.0)  # clipped to 0.1
-    z = ((clip_and_noise(h, s.bounds, sigma, make_rng(1)) - 0.1) / sigma).numpy()
+    z = ((clip_and_noise(h, s.clip, sigma, make_rng(1)) - 0.1) / sigma).numpy()
     assert kstest(z.ravel(), "norm").pvalue > 1e-3
     diff = (z[:, 0, :] - z[:, 1, :]).ravel() / math.sqrt(2)  # rows independent: the difference is N(0, 1) too
     assert kstest(diff, "norm").pvalue > 1e-3
@@ -181,35 +183,39 @@ def test_wrong_kind_missing_and_pickle_only_directories_are_refused(models, tmp_
 
 
 def test_guarantees_state_token_sentence_document_and_adjacency():
-    g = lm_guarantee(_settings("dp-mlm", max_tokens=20))
+    g = _settings("dp-mlm", max_tokens=20).bound()
     p = g.to_dict()["parameters"]
     assert (p["per_token"], p["per_sentence"], g.unit) == (3.0, 60.0, "sentence")
     assert "same stop words" in p["adjacency"] and "the sentence length (kept)" in g.not_covered
     assert p["bounds"]["procedure"] == "fixed" and "Neighbours:" in g.statement
-    g2 = lm_guarantee(_settings("dp-mlm", copy_stopwords=False))
+    g2 = _settings("dp-mlm", copy_stopwords=False).bound()
     assert "every token is replaced" in g2.params["adjacency"]
-    pr = lm_guarantee(_settings("dp-prompt", max_new_tokens=10))
+    pr = _settings("dp-prompt", max_new_tokens=10).bound()
     assert (pr.unit, pr.epsilon, pr.document_epsilon(7)) == ("document", 30.0, (30.0, 0.0))
-    b = lm_guarantee(_settings("dp-bart"), 32)
+    b = _settings("dp-bart").bound(32)
     assert b.per_token is None and b.document_epsilon(3) == (9.0, pytest.approx(3e-5))
     assert "sigma" in b.params and "never released" in b.statement
     with pytest.raises(ParameterError, match="top-k/top-p"):
-        _settings("dp-paraphrase", top_k=50)
-    with pytest.raises(ParameterError, match="delta must be 0"):
-        LMSettings("dp-mlm", 1.0, ClipBounds(0.0, 1.0), delta=1e-5)
+        _settings("dp-paraphrase", top_k=50).bound()
+    with pytest.raises(ParameterError, match="no parameter 'delta'"):  # pure epsilon-DP: delta is dp-bart's alone
+        get("dp-mlm", epsilon=1.0, clip=(0.0, 1.0), delta=1e-5)
+    with pytest.raises(ParameterError, match="no parameter 'prior'"):  # the prompt options are dp-prompt's
+        get("dp-paraphrase", epsilon=1.0, clip=(0.0, 1.0), prior=True)
+    with pytest.raises(ParameterError, match="needs delta"):
+        get("dp-bart", epsilon=1.0, clip=(0.0, 1.0)).bound(32)
 
 
 def test_rewriters_are_mechanisms_of_the_one_base_with_one_record_layout(models):
     from record_schema import validate_record
 
-    from textdp.mechanisms import Mechanism, entry, get
+    from textdp.mechanisms import Mechanism, entry
 
     docs = [("d1", "The cat sat on the mat. He said that the meeting will start at noon."), ("d2", "we met .")]
     mech = get("dp-mlm", epsilon=3.0, model=models["masked"], clip=(-1.0, 1.0))
     assert isinstance(mech, Mechanism) and entry("dp-mlm").audit == "dp-mlm"
-    recs, diag = rewrite_lm_documents(mech, docs, 1, record_unit="sentence", seeded=True)
+    recs, diag = rewrite_documents(mech, docs, 1, record_unit="sentence", seeded=True)
     assert [r["id"] for r in recs] == ["d1:0", "d1:1", "d2:0"]
-    docs_recs, _ = rewrite_lm_documents(mech, docs, 1, seeded=True)
+    docs_recs, _ = rewrite_documents(mech, docs, 1, seeded=True)
     assert docs_recs[0]["units"] == 2 and docs_recs[0]["total"]["epsilon"] == 2 * docs_recs[0]["epsilon"]
     for r in recs + docs_recs:
         validate_record(r)
@@ -221,21 +227,17 @@ def test_rewriters_are_mechanisms_of_the_one_base_with_one_record_layout(models)
 
 
 def test_long_sentences_are_rewritten_in_pieces_not_cut(models):
-    from textdp.mechanisms import get
-
     long = " ".join(["the cat sat on the mat"] * 8) + " ."  # 49 words, one sentence
     mech = get("dp-mlm", epsilon=3.0, model=models["masked"], clip=(-1.0, 1.0), max_tokens=12).fit()
     pieces = mech.units(long)
     assert len(pieces) == 5 and " ".join(pieces) == long and all(len(p.split()) <= 10 for p in pieces)
-    rec = rewrite_lm_documents(mech, [("x", long)], 1)[0][0]
+    rec = rewrite_documents(mech, [("x", long)], 1)[0][0]
     assert rec["units"] == 5 and len(re.findall(r"\w+|[^\w\s]", rec["text"])) == 49  # nothing dropped
 
 
 def test_settings_that_overflow_the_model_context_are_refused_before_any_text(tmp_path):
     """dp-prompt on a GPT-2 with 128 positions: the default cut (256 document tokens) cannot fit, so ``fit``
     refuses it in one line, whatever the documents; a smaller public cut works and long documents are cut."""
-    from textdp.mechanisms import get
-
     small = str(_tiny().build(tmp_path / "causal128", "causal", positions=128))
     mech = get("dp-prompt", epsilon=2.0, model=small, clip=(-3.0, 3.0), max_new_tokens=8)
     with pytest.raises(ParameterError, match=r"need \d+ positions, but the model has 128; lower --max-input-tokens"):

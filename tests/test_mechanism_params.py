@@ -107,20 +107,28 @@ def test_mahalanobis_takes_no_postprocess_and_vickrey_no_decoder():
     assert dict(rec.guarantee.parameters)["decoder"] == "exact"
 
 
-def test_lm_rewriter_options_match_the_frozen_settings():
-    """``LMRewriter`` (the estimator's parameters) and ``LMSettings`` (the frozen, validated settings the
-    decoding and the audit take) declare the same decoding options: same names, same defaults."""
+def test_each_sentence_mechanism_declares_its_own_parameters_once():
+    """A sentence mechanism is one class: its parameters are its dataclass fields (no parallel settings class),
+    the options only one rewriter reads are declared on that rewriter, and the behaviour that differs is a class
+    attribute or method, not a comparison of its name."""
+    import textdp.generation.lm_family as lm_family
+    import textdp.generation.rewriter as rewriter
     from textdp.generation.lm_family import LMRewriter
-    from textdp.generation.lm_settings import LMSettings
 
-    own = {f.name: f.default for f in dataclasses.fields(LMSettings)}
-    estimator = {f.name: f.default for f in dataclasses.fields(LMRewriter)}
-    shared = set(own) & set(estimator)
-    assert shared >= {"max_new_tokens", "max_tokens", "max_input_tokens", "copy_stopwords", "prompt",
-                      "batch_size", "sampler", "top_k", "top_p", "delta", "epsilon"}
-    assert set(own) - shared == {"mechanism", "bounds"}  # the estimator has name and clip for these
-    for name in shared - {"epsilon", "delta"}:  # required / mechanism-dependent there
-        assert estimator[name] == own[name], name
+    assert not hasattr(lm_family, "LMSettings") and not hasattr(rewriter, "RewriteSettings")
+    own = {n: set(mechanism_class(n).param_names()) for n in ("dp-prompt", "dp-paraphrase", "dp-mlm", "dp-bart")}
+    shared = {f.name for f in dataclasses.fields(LMRewriter)}
+    assert shared >= {"epsilon", "model", "clip", "max_new_tokens", "max_tokens", "batch_size", "sampler", "seed"}
+    assert own["dp-prompt"] - shared == {"max_input_tokens", "prompt", "prompt_format", "prior", "public_top_k",
+                                         "batch_tokens"}
+    assert own["dp-mlm"] - shared == {"copy_stopwords"} and own["dp-bart"] - shared == {"delta"}
+    assert own["dp-paraphrase"] == shared
+    kinds = {n: mechanism_class(n).kind for n in own}  # type: ignore[attr-defined]
+    assert kinds == {"dp-prompt": "causal", "dp-paraphrase": "seq2seq", "dp-mlm": "masked", "dp-bart": "seq2seq"}
+    units = {n: mechanism_class(n).privacy_unit for n in names("sentence")}  # type: ignore[attr-defined]
+    assert units.pop("dp-prompt") == "document" and set(units.values()) == {"sentence"}
+    objectives = {n: mechanism_class(n).objective for n in ("er-ae", "ae-dp", "syntf-sentence")}  # type: ignore
+    assert objectives == {"er-ae": "er-ae", "ae-dp": "reconstruction", "syntf-sentence": None}
 
 
 def test_clone_and_pickle_with_real_embeddings(glove):

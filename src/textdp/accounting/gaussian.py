@@ -1,8 +1,8 @@
 """Calibration of the (continuous) Gaussian and matrix-variate Gaussian mechanisms.
 
 Pure functions of public parameters (ε, δ, a sensitivity, a shape), shared by
-the topic-matrix mechanisms (:mod:`textdp.topics.mechanisms`) and the DP-BART
-rewriter (:mod:`textdp.generation.lm_settings`):
+the topic-matrix noise (:mod:`textdp.topics.noise`) and the DP-BART
+rewriter (:meth:`textdp.generation.lm_family.DPBART.sigma`):
 
 * :func:`gaussian_delta` -- the exact δ of the Gaussian mechanism (Balle & Wang,
   ICML 2018, Theorem 8), and :func:`analytic_gaussian_sigma`, the smallest σ

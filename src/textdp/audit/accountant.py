@@ -2,7 +2,7 @@
 
 An audit whose claim calls the mechanism's calibration (``samplers.zcdp_rho``,
 ``accounting.gaussian.thesis_gaussian_sigma``, ``mvg_precision_budget``, ``rounded_sensitivity``,
-``generation.accounting.two_set_bound``) moves with a bug planted there: ρ×2.25 in ``zcdp_rho``
+``generation.bounds.two_set_bound``) moves with a bug planted there: ρ×2.25 in ``zcdp_rho``
 gives σ/1.5 in the mechanism *and* in the claimed law, and the audit passes. The functions here
 compute the same quantities a second time, from the papers' formulas, with their own arithmetic
 (``math``, ``fractions`` and ``scipy.special`` only; nothing from :mod:`textdp.samplers`,

@@ -13,7 +13,7 @@ from .. import __version__
 from .._validation import check_positive_int
 from ..engines import ENGINES
 from ..errors import ParameterError
-from ..generation.accounting import MODEL_DATA_CASES
+from ..generation.bounds import MODEL_DATA_CASES
 from ..generation.rewriter import UNITS, VARIANTS
 from ..mechanisms import names
 from ._choices import choice
@@ -161,7 +161,10 @@ def rewrite_command(
                             public_top_k=public_top_k, batch_tokens=batch_tokens)
         run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,
                    batch_size, text_field, id_field, input_format, force, quiet, lm_opts)
-        if run.mechanism.startswith("dp-"):  # the language-model rewriters (cli/rewrite_lm.py)
+        from ..generation.lm_family import LMRewriter
+        from ..mechanisms import mechanism_class
+
+        if issubclass(mechanism_class(run.mechanism), LMRewriter):  # the language-model rewriters (cli/rewrite_lm.py)
             _rewrite_lm(run, engine=engine, scheduler=scheduler, workers=workers, threads=threads)
         else:
             _rewrite_family(run, variant=variant, model_data=model_data, word_fraction=word_fraction,
@@ -198,9 +201,9 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     before anything is generated), rewrite the partitions on the engine, then write records and settings.
     """
     from ..generation.folders import check_model_folder
-    from ..generation.rewriter import RewriteSettings, load_rewriter
+    from ..generation.rewriter import SentenceMechanism
     from ..io import check_output_paths, read_documents, settings_path
-    from ..mechanisms import ReleaseContext
+    from ..mechanisms import ReleaseContext, mechanism_class
 
     check_other_options(run.mechanism, run.opts, run.output, run.inputs)
     _set_threads(threads)
@@ -209,13 +212,18 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     check_output_paths([("--output", run.output), ("settings", settings_path(run.output)),
                         ("--private-report", run.private_report)],
                        inputs=[*run.inputs, *model_files, run.opts.ledger], force=run.force)
-    settings = RewriteSettings(mechanism=run.mechanism, epsilon=run.epsilon, variant=variant,
-                               word_fraction=word_fraction, model_data=model_data, unit=run.unit,
-                               batch_size=run.batch_size)
-    rewriter = load_rewriter(str(check_model_folder(run.model_dir)))  # links may not leave the folder
-    _check_objective(run.model_dir, rewriter.card, run.mechanism)
+    cls = mechanism_class(run.mechanism)
+    assert issubclass(cls, SentenceMechanism)
+    where = str(check_model_folder(run.model_dir))  # links may not leave the folder
+    options = {"variant": variant, "word_fraction": word_fraction, "batch_size": run.batch_size}
+    # the mechanism's own public parameters: what its workers rebuild it from (the model as its folder)
+    params: dict[str, Any] = {"epsilon": run.epsilon, "model": where, "model_data": model_data,
+                              **{k: v for k, v in options.items() if k in cls.param_names()}}
+    mech = cls(**params).fit()
+    rewriter = mech.model_
+    _check_objective(run.model_dir, rewriter.card, cls.objective, run.mechanism)
     # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
-    guarantee = settings.mechanism_for(rewriter).guarantee(ReleaseContext(seeded=run.seed is not None, empty="empty"))
+    guarantee = mech.guarantee(ReleaseContext(seeded=run.seed is not None, empty="empty"))
     docs = read_documents(run.inputs, text_field=run.text_field, id_field=run.id_field,
                           input_format=run.input_format)
     if not docs:
@@ -224,15 +232,16 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
         raise ParameterError("every input document is empty")
     segments: dict[str, int] = {}  # --ledger: each document's segments, each one release of the per-segment bound
     for doc_id, text in docs:
-        segments[doc_id] = segments.get(doc_id, 0) + len(rewriter.segments(text))
+        segments[doc_id] = segments.get(doc_id, 0) + len(mech.units(text))
     charges = {doc_id: guarantee.charge(m) for doc_id, m in segments.items()}
     charge_ledger(run.opts, charges, mechanism=run.mechanism, unit=guarantee.unit)
-    results = _rewrite_partitions(run, settings.to_dict(), docs, partition_size,
-                                  _backend(engine, scheduler, workers))
+    results = _rewrite_partitions(run, params, docs, partition_size, _backend(engine, scheduler, workers))
     records = [r for res in results for r in res[0]]
+    public = {k: v for k, v in mech.get_params().items() if k not in ("model", "seed")}
     _write_family(run, records, [d for res in results for d in res[1]], {
         "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
-        "settings": {**settings.to_dict(), "model_data": guarantee.model_data}, "records": len(records),
+        "settings": {"mechanism": run.mechanism, **public, "model_data": guarantee.model_data, "unit": run.unit},
+        "records": len(records),
         "seeded": run.seed is not None,  # never the seed itself: it would let anyone undo the noise
         "engine": engine, "partition_size": partition_size, "mechanism": guarantee.mechanism,
         "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
@@ -245,15 +254,19 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
            f"{guarantee.model_data})"))
 
 
-def _rewrite_partitions(run: _Run, settings: dict[str, Any], docs: list[tuple[str, str]], partition_size: int,
+def _rewrite_partitions(run: _Run, params: dict[str, Any], docs: list[tuple[str, str]], partition_size: int,
                         backend: Any) -> list[Any]:
-    """Rewrite the documents partition by partition on ``backend`` (one spawned generator per partition)."""
+    """Rewrite the documents partition by partition on ``backend`` (one spawned generator per partition).
+
+    Each job rebuilds the mechanism from its name and public parameters (the model as its folder, loaded once per
+    worker process).
+    """
     from .._rng import spawn
 
     parts = [docs[i : i + partition_size] for i in range(0, len(docs), partition_size)]
     rngs = spawn(run.seed, len(parts))
-    where = str(run.model_dir.resolve())
-    items = [(where, settings, part, g, run.seed is not None) for part, g in zip(parts, rngs, strict=True)]
+    items = [(run.mechanism, params, part, g, run.seed is not None, run.unit)
+             for part, g in zip(parts, rngs, strict=True)]
     results: list[Any] = [None] * len(items)
     try:
         with progress_bar(disable=run.quiet) as bar:
@@ -282,25 +295,24 @@ def _write_family(run: _Run, records: list[dict[str, Any]], diagnostics: list[An
                                         "documents": diagnostics}, overwrite=run.force)
 
 
-#: The training objective each model-based mechanism is defined with (train-rewriter --objective).
-MECHANISM_OBJECTIVE = {"er-ae": "er-ae", "ae-dp": "reconstruction"}
-
-
-def _check_objective(model_dir: Path, card: dict[str, Any], mechanism: str) -> None:
-    """ER-AE runs on a model trained for ER-AE, AE-DP on the reconstruction-only auto-encoder (the card says which)."""
-    need = MECHANISM_OBJECTIVE.get(mechanism)
+def _check_objective(model_dir: Path, card: dict[str, Any], need: str | None, mechanism: str) -> None:
+    """ER-AE runs on a model trained for ER-AE, AE-DP on the reconstruction-only auto-encoder (the card says which;
+    ``need``: the mechanism's ``objective``)."""
     have = card.get("training", {}).get("objective") if isinstance(card.get("training"), dict) else None
     if need is not None and have != need:
         raise ParameterError(f"--mechanism {mechanism} needs a model trained with --objective {need}; {model_dir} was "
                              f"trained with --objective {have} (train one: textdp train-rewriter --objective {need})")
 
 
-def rewrite_partition(item: tuple[str, dict[str, Any], list[tuple[str, str]], Any, bool]) -> Any:
-    """Engine job: rewrite one partition of documents (pure given the model directory and the generator)."""
-    from ..generation.rewriter import RewriteSettings, load_rewriter, rewrite_documents
+def rewrite_partition(item: tuple[str, dict[str, Any], list[tuple[str, str]], Any, bool, str]) -> Any:
+    """Engine job: rewrite one partition of documents (pure given the mechanism's parameters and the generator)."""
+    from ..generation.rewriter import TextRewriter, rewrite_documents
+    from ..mechanisms import get
 
-    model_dir, settings, docs, rng, seeded = item
-    return rewrite_documents(load_rewriter(model_dir), docs, RewriteSettings(**settings), rng, seeded=seeded)
+    name, params, docs, rng, seeded, unit = item
+    mech = get(name, **params)
+    assert isinstance(mech, TextRewriter)
+    return rewrite_documents(mech, docs, rng, record_unit=unit, seeded=seeded)
 
 
 def _backend(engine: str, scheduler: str | None, workers: int | None) -> Any:

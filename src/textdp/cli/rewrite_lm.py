@@ -18,10 +18,11 @@ import typer
 
 from .. import __version__
 from ..errors import ParameterError
-from ..generation.lm_settings import MAX_NEW_TOKENS
+from ..generation.decoding import MAX_NEW_TOKENS
 from ._common import print_info, progress_bar
 
 if TYPE_CHECKING:
+    from ..generation.lm_family import LMRewriter
     from ..guarantees.events import Charge
 
 __all__ = ["LM_HELP", "MAX_NEW_TOKENS", "LMOptions", "charge_ledger", "check_other_options", "parse_clip",
@@ -98,7 +99,7 @@ def public_texts(path: Path) -> list[str]:
             if line.strip()]
 
 
-def _bounds(model_dir: str, mechanism: str, opts: LMOptions) -> Any:
+def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions) -> Any:
     from ..generation.decoding import ClipBounds
     from ..generation.lm import public_bounds
 
@@ -186,21 +187,21 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                    id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions) -> None:
     """The whole language-model rewrite, from the inputs to the records."""
     from ..generation.folders import check_model_folder
+    from ..generation.hf import load_language_model
     from ..generation.lm import document_charges
-    from ..generation.lm_family import LMRewriter, rewrite_lm_documents
+    from ..generation.lm_family import LMRewriter
+    from ..generation.rewriter import rewrite_documents
     from ..io import atomic_writer, check_output_paths, read_documents, settings_path, write_json
-    from ..mechanisms import ReleaseContext, get
+    from ..mechanisms import ReleaseContext, mechanism_class
 
     check_output_paths([("--output", output), ("settings", settings_path(output)),
                         ("--private-report", private_report)],
                        inputs=[*inputs, opts.clip_public, opts.prompt_file, opts.ledger], force=force)
     _check_ledger(opts, output, inputs)
     where = str(check_model_folder(model_dir))  # links may not leave the folder
-    mech = get(mechanism, epsilon=epsilon, model=where, clip=_bounds(where, mechanism, opts), max_tokens=opts.max_tokens,
-               max_new_tokens=opts.max_new_tokens, max_input_tokens=opts.max_input_tokens, copy_stopwords=opts.copy_stopwords, batch_size=batch_size,
-               top_k=opts.top_k, top_p=opts.top_p, **({"delta": opts.delta} if mechanism == "dp-bart" else {}),
-               **_prompt_params(mechanism, opts))
-    assert isinstance(mech, LMRewriter)
+    cls = mechanism_class(mechanism)
+    assert issubclass(cls, LMRewriter)
+    mech = cls(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts), **_own_params(cls, opts, batch_size))
     mech.fit()
     guarantee = mech.guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
     docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format)
@@ -210,14 +211,14 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     charge_ledger(opts, document_charges(docs, mech.units, guarantee), mechanism=mechanism, unit=guarantee.unit)
     with progress_bar(disable=quiet) as bar:
         task = bar.add_task(f"rewriting ({mechanism})", total=len(docs))
-        records, diagnostics = rewrite_lm_documents(mech, docs, seed, record_unit=unit, seeded=seed is not None,
-                                                    progress=lambda done, _: bar.update(task, completed=done))
+        records, diagnostics = rewrite_documents(mech, docs, seed, record_unit=unit, seeded=seed is not None,
+                                                 progress=lambda done, _: bar.update(task, completed=done))
     with atomic_writer(output, overwrite=force, private=False) as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
     write_json(settings_path(output), {
-        "textdp_version": __version__, "command": "rewrite", "model": _identity(where, mechanism),
-        "settings": mech.settings_.to_dict(), "records": len(records), "record_unit": unit,
+        "textdp_version": __version__, "command": "rewrite", "model": load_language_model(where, cls.kind).identity,
+        "settings": mech.public_settings(), "records": len(records), "record_unit": unit,
         "seeded": seed is not None,  # never the seed itself
         "mechanism": guarantee.mechanism, "epsilon": guarantee.epsilon, "delta": guarantee.delta,
         "unit": guarantee.unit, "guarantee": guarantee.to_dict()}, overwrite=force, private=False)
@@ -230,25 +231,23 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                f"{guarantee.unit}{tok}; each record states the adjacency and what is not covered")
 
 
-def _prompt_params(mechanism: str, opts: LMOptions) -> dict[str, Any]:
-    """dp-prompt's own parameters (prompt, format, prior, candidate set, token budget); refused for the others."""
+def _own_params(cls: type[LMRewriter], opts: LMOptions, batch_size: int) -> dict[str, Any]:
+    """The options the rewriter ``cls`` takes (its dataclass fields); dp-prompt's prompt options are refused by the
+    others (an ignored prompt would mislead)."""
     prompt = _prompt(opts)
-    if mechanism != "dp-prompt":
+    own = cls.param_names()
+    if "prompt" not in own:
         for flag, given in (("--prompt/--prompt-file", prompt is not None), ("--prior", opts.prior),
                             ("--public-top-k", opts.public_top_k is not None),
                             ("--prompt-format", opts.prompt_format != "auto")):
             if given:
-                raise ParameterError(f"{flag} applies to dp-prompt, not to {mechanism}")
-        return {}
-    return {"prompt": prompt, "prompt_format": opts.prompt_format, "prior": opts.prior,
-            "public_top_k": opts.public_top_k, "batch_tokens": opts.batch_tokens}
-
-
-def _identity(model_dir: str, mechanism: str) -> dict[str, Any]:
-    from ..generation.hf import load_language_model
-    from ..generation.lm import MECHANISM_KIND
-
-    return load_language_model(model_dir, MECHANISM_KIND[mechanism]).identity
+                raise ParameterError(f"{flag} applies to dp-prompt, not to {cls.name}")
+    options = {"max_tokens": opts.max_tokens, "max_new_tokens": opts.max_new_tokens,
+               "max_input_tokens": opts.max_input_tokens, "copy_stopwords": opts.copy_stopwords,
+               "batch_size": batch_size, "top_k": opts.top_k, "top_p": opts.top_p, "delta": opts.delta,
+               "prompt": prompt, "prompt_format": opts.prompt_format, "prior": opts.prior,
+               "public_top_k": opts.public_top_k, "batch_tokens": opts.batch_tokens}
+    return {k: v for k, v in options.items() if k in own}
 
 
 #: The options of the language-model rewriters, as ``typer.Option`` objects for :mod:`textdp.cli.rewrite`.

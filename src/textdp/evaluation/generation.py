@@ -389,15 +389,15 @@ def generation_config_from_dict(d: dict[str, Any], *, base_dir: Path | None = No
 
 def _lm_config(lm: dict[str, Any], path: Any) -> tuple[dict[str, str], list[float] | None, str | None]:
     """The ``[lm]`` table: ``models = {name = DIR}`` (sentence-family LM rewriters) and ``clip`` or ``clip_public``."""
-    from ..generation.lm_settings import LM_MECHANISMS
-    from ..mechanisms.registry import names
+    from ..generation.lm_family import LMRewriter
+    from ..mechanisms.registry import mechanism_class, names
 
     if not lm:
         return {}, None, None
     models = lm.get("models")
     if not isinstance(models, dict) or not models:
         raise ParameterError('config [lm] needs models = { "dp-prompt" = "DIR", ... } (local model directories)')
-    allowed = tuple(n for n in names("sentence") if n in LM_MECHANISMS)
+    allowed = tuple(n for n in names("sentence") if issubclass(mechanism_class(n), LMRewriter))
     for name in models:
         if name not in allowed:
             raise ParameterError(f"config [lm]: unknown language-model rewriter {name!r}; choose from: "
@@ -447,7 +447,7 @@ def sweep_conditions(cfg: GenerationConfig, vocab_output_size: int, vocab_words:
     Random-R at ``B / L_max`` per token, SynTF at ``B`` per sentence. ``nominal``: every
     mechanism at the same per-step ε (SynTF at ``L_max · ε`` per sentence, i.e. ε per term).
     """
-    from ..generation.accounting import random_r_epsilon, random_r_rate, two_set_bound
+    from ..generation.bounds import random_r_epsilon, random_r_rate, two_set_bound
 
     out: list[Condition] = []
     for e in cfg.epsilons:
@@ -543,14 +543,17 @@ def _condition_row(cond: Condition, rw: Rewriter, cfg: GenerationConfig, doc_lis
                    test_segments: list[list[list[str]]], measure: _Measurer, rng: np.random.Generator,
                    boot: np.random.Generator) -> SweepRow:
     """Rewrite the test documents under ``cond`` and measure them (one row of the sweep)."""
-    from ..generation.rewriter import RewriteSettings, rewrite_documents
+    from ..generation.rewriter import SentenceMechanism, rewrite_documents
+    from ..mechanisms import mechanism_class
 
     t1 = time.perf_counter()
     n_sent = sum(len(segs) for segs in test_segments)
-    settings = RewriteSettings(mechanism=cond.mechanism, epsilon=cond.epsilon,
-                               variant=cond.variant if cond.variant != "-" else "autoregressive",
-                               model_data=cfg.model_data, unit="sentence")
-    records, _ = rewrite_documents(rw, doc_list, settings, rng, seeded=True)
+    cls = mechanism_class(cond.mechanism)
+    assert issubclass(cls, SentenceMechanism)
+    own: dict[str, Any] = {"variant": cond.variant if cond.variant != "-" else "autoregressive"}
+    mech = cls(epsilon=cond.epsilon, model=rw, model_data=cfg.model_data,
+               **{k: v for k, v in own.items() if k in cls.param_names()})
+    records, _ = rewrite_documents(mech, doc_list, rng, record_unit="sentence", seeded=True)
     out_sents = [r["text"] for r in records]
     if len(out_sents) != n_sent:
         raise RuntimeError("rewrite returned a different number of sentences")  # pragma: no cover
@@ -586,6 +589,7 @@ def run_generation_sweep(
     ``settings``, ``construction``, ``timings``.
     """
     from ..generation.vocab import detokenize
+    from ..mechanisms import mechanism_class
 
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -593,6 +597,7 @@ def run_generation_sweep(
     docs = load_authorship_documents(cfg.corpus, data_dir=cfg.data_dir, authors=cfg.authors,
                                      train_docs=cfg.train_docs, test_docs=cfg.test_docs, seed=cfg.seed)
     er, ae = _rewriters(cfg)
+    trained = {"er-ae": er, "reconstruction": ae}  # by training objective (the mechanism's ``objective``)
     L = er.max_length
     conds = sweep_conditions(cfg, er.vocab.output_size, len(er.vocab.words), L)
     seqs = np.random.SeedSequence(cfg.seed).spawn(4)  # rewriting, sentence sample, bootstrap, attacker
@@ -614,7 +619,8 @@ def run_generation_sweep(
     doc_list = list(zip(docs.test_ids, docs.test_texts, strict=True))
     done_task = ProgressCounter(progress("conditions", len(conds)) if progress else None, len(conds))
     for ci, cond in enumerate(conds):
-        rw = er if cond.mechanism == "er-ae" else ae
+        objective = getattr(mechanism_class(cond.mechanism), "objective", None)
+        rw = trained[objective] if objective in trained else ae
         rows.append(_condition_row(cond, rw, cfg, doc_list, test_segments, measure, cond_rngs[ci], boot_rngs[ci]))
         done_task(1)
     rows += _earth_movers_rows(cfg, docs, measure, spawn(seqs[3], max(len(cfg.earth_movers_epsilons), 1)))
@@ -638,7 +644,7 @@ def _earth_movers_rows(cfg: GenerationConfig, docs: AuthorshipDocuments, measure
     for e, g in zip(cfg.earth_movers_epsilons, rngs, strict=False):
         t0 = time.perf_counter()
         mech = EarthMoversPrivacy(epsilon=e, size=cfg.earth_movers_size, bag="sample", seed=g).fit()
-        outs = mech.transform(docs.test_texts)
+        outs = [" ".join(d.words) for d in mech.privatize_batch(docs.test_texts)]  # one release, no ledger
         pred = measure.attacker.predict(outs)
         emb = measure.embedder.embed(outs)
         rows.append(SweepRow(
@@ -657,10 +663,10 @@ def check_lm_models(cfg: GenerationConfig) -> None:
     if not cfg.lm_models:
         return
     from ..generation.hf import load_language_model
-    from ..generation.lm_settings import MECHANISM_KIND
+    from ..mechanisms import mechanism_class
 
     for name, model_dir in cfg.lm_models.items():
-        load_language_model(str(Path(model_dir).resolve()), MECHANISM_KIND[name])
+        load_language_model(str(Path(model_dir).resolve()), getattr(mechanism_class(name), "kind", ""))
 
 
 def lm_rows(cfg: GenerationConfig, doc_list: Sequence[tuple[str, str]],
@@ -680,27 +686,30 @@ def lm_rows(cfg: GenerationConfig, doc_list: Sequence[tuple[str, str]],
         return []
     from ..generation.decoding import ClipBounds
     from ..generation.lm import public_bounds
-    from ..generation.lm_family import LMRewriter, rewrite_lm_documents
+    from ..generation.lm_family import LMRewriter
+    from ..generation.rewriter import rewrite_documents
     from ..io import read_documents
-    from ..mechanisms import get
+    from ..mechanisms import mechanism_class
 
     public = None if cfg.lm_clip_public is None else [t for _, t in read_documents([Path(cfg.lm_clip_public)])]
     rows: list[SweepRow] = []
     k = 0
     for name, model_dir in cfg.lm_models.items():
         where = str(Path(model_dir).resolve())
+        cls = mechanism_class(name)
+        assert issubclass(cls, LMRewriter)
         if public is not None:
-            bounds = public_bounds(where, name, public, source=f"public text {cfg.lm_clip_public} (config [lm])")
+            bounds = public_bounds(where, cls, public, source=f"public text {cfg.lm_clip_public} (config [lm])")
         else:
             assert cfg.lm_clip is not None
             bounds = ClipBounds(cfg.lm_clip[0], cfg.lm_clip[1], "fixed", "given in the config ([lm] clip)")
         for e in cfg.epsilons:
             t0 = time.perf_counter()
-            mech = get(name, epsilon=e, model=where, clip=bounds, max_new_tokens=cfg.lm_max_new_tokens,
-                       **({"delta": cfg.lm_delta} if name == "dp-bart" else {}))
-            assert isinstance(mech, LMRewriter)
+            own: dict[str, Any] = {"delta": cfg.lm_delta}  # dp-bart's (the Gaussian rewriter's) own parameter
+            mech = cls(epsilon=e, model=where, clip=bounds, max_new_tokens=cfg.lm_max_new_tokens,
+                       **{p: v for p, v in own.items() if p in cls.param_names()})
             mech.fit()
-            records, _ = rewrite_lm_documents(mech, list(doc_list), rngs[k], record_unit="document", seeded=True)
+            records, _ = rewrite_documents(mech, list(doc_list), rngs[k], record_unit="document", seeded=True)
             outs = [str(r["text"]) for r in records]
             rewrite_seconds = time.perf_counter() - t0
             m = measure(outs, None, boots[k])
@@ -713,6 +722,10 @@ def lm_rows(cfg: GenerationConfig, doc_list: Sequence[tuple[str, str]],
                                            "adjacency; not the ER-AE bound)"))
             k += 1
     return rows
+
+
+#: the sweep's tables drawn in the plot (table names, not mechanism names)
+_PLOTTED_TABLES = ("equal-bound", "earth-movers", "lm", "reference")
 
 
 def _fmt(x: object, nd: int = 3) -> str:
@@ -757,7 +770,7 @@ def plot_privacy_utility(result: SweepResult, path: str | Path, title: str) -> P
     mpl.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in result["rows"] if r["table"] in ("equal-bound", "earth-movers", "lm", "reference")]
+    rows = [r for r in result["rows"] if r["table"] in _PLOTTED_TABLES]
     fig, ax = plt.subplots(figsize=(7, 4.8), dpi=110)
     groups: dict[str, list[SweepRow]] = defaultdict(list)
     for r in rows:

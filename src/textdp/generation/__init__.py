@@ -3,14 +3,14 @@
 ER-AE (Bo, Ding, Fung & Iqbal, NAACL 2021) rewrites a sentence with an auto-encoder whose
 generator draws every token through the *two-set exponential mechanism*. textdp
 implements the model after the authors' public code, counts every draw in the budget,
-and states the bound its implementation satisfies (:mod:`textdp.generation.accounting`):
+and states the bound its implementation satisfies (:mod:`textdp.generation.bounds`):
 per sentence ``L_max · (ε_set/2 + ln(|V| − 2 + e^{ε_word/2}))`` — dominated by ``ln |V|``.
 
 * :func:`train_rewriter` / ``textdp train-rewriter`` — train the model (resumable; a model
   card records the data description and settings, never the text);
 * :class:`Rewriter`, :func:`rewrite_documents` / ``textdp rewrite`` — rewrite text with
-  ``er-ae``, ``ae-dp``, ``syntf`` or ``random``; every record carries a
-  :class:`RewriteGuarantee`;
+  ``er-ae``, ``ae-dp``, ``syntf-sentence`` or ``random-sentence`` (``textdp.mechanisms.get(name, ...)``);
+  every record carries a :class:`RewriteGuarantee`;
 * :func:`two_set_bound`, :func:`two_set_step`, :func:`two_set_distribution` — the
   mechanism, its exact law and its accounting;
 * :func:`two_set_audit_case` — the two samplers and the claim the auditor (``textdp audit er-ae``) needs.
@@ -21,29 +21,25 @@ naming the ``[generation]`` extra otherwise); the accounting works without it.
 
 from __future__ import annotations
 
-from .accounting import (
-    MECHANISM_NAMES,
+from .audit import two_set_audit_case
+from .bounds import (
     MODEL_DATA_CASES,
     RewriteGuarantee,
     TwoSetBound,
     em_bound,
     random_r_epsilon,
     random_r_rate,
-    rewrite_guarantee,
     two_set_bound,
     two_set_epsilon_for_budget,
 )
-from .audit import two_set_audit_case
-from .rewriter import Rewriter, RewriteSettings, load_rewriter, rewrite_documents
+from .rewriter import Rewriter, load_rewriter, rewrite_documents
 from .sampling import em_distribution, em_step, two_set_distribution, two_set_step
 from .training import TrainingSettings, train_rewriter
 from .vocab import Vocabulary, detokenize, segment_text
 
 __all__ = [
-    "MECHANISM_NAMES",
     "MODEL_DATA_CASES",
     "RewriteGuarantee",
-    "RewriteSettings",
     "Rewriter",
     "TrainingSettings",
     "TwoSetBound",
@@ -56,7 +52,6 @@ __all__ = [
     "random_r_epsilon",
     "random_r_rate",
     "rewrite_documents",
-    "rewrite_guarantee",
     "segment_text",
     "train_rewriter",
     "two_set_audit_case",

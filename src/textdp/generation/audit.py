@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._validation import check_choice, check_epsilon, check_positive_int
-from .accounting import two_set_bound
+from .bounds import two_set_bound
 from .sampling import torch_module, two_set_step
 
 __all__ = ["BROKEN_VARIANTS", "two_set_audit_case"]
@@ -45,7 +45,7 @@ def two_set_audit_case(
 
     ``sample_a(n, rng)`` returns ``n`` output word ids (``np.ndarray`` of int64) of the
     mechanism on the toy input ``p = δ_0`` over ``vocab_size`` words; ``sample_b`` on
-    ``p = δ_1``. The claim is :func:`~textdp.generation.accounting.two_set_bound` per
+    ``p = δ_1``. The claim is :func:`~textdp.generation.bounds.two_set_bound` per
     token (δ = 0), unless ``broken`` selects a deliberately wrong variant (module
     docstring).
 

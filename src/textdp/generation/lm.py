@@ -64,47 +64,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .._validation import check_choice, check_probability
 from ..errors import ParameterError, require
 from ..guarantees import Guarantee, as_parameters
-from ..guarantees.events import Charge, GaussianEvent, PrivacyEvent
-from ..text import ENGLISH_STOP_WORDS, split_sentences
-from . import lm_decode
+from ..guarantees.events import Charge, PrivacyEvent
+from ..text import split_sentences
 from .decoding import ClipBounds, StreamingQuantiles
 from .hf import load_language_model
-from .lm_decode import clip_and_noise
-from .lm_settings import DP_PROMPT_TEMPLATE, LM_MECHANISMS, MECHANISM_KIND, LMSettings, dp_bart_sigma
 
 __all__ = [
     "BOUND_RULES",
-    "DP_PROMPT_TEMPLATE",
-    "LM_MECHANISMS",
-    "MECHANISM_KIND",
+    "MEMORISED",
     "LMGuarantee",
-    "LMSettings",
-    "clip_and_noise",
     "document_charges",
-    "dp_bart_guarantee",
-    "dp_bart_sigma",
-    "guarantee_of",
     "lm_guarantee",
     "public_bounds",
-    "rewrite_texts",
-    "units_of",
+    "sentence_pieces",
 ]
-
-REFERENCES = {
-    "dp-prompt": "Utpala, Hooker & Chen, 'Locally Differentially Private Document Generation Using Zero Shot "
-                 "Prompting', Findings of EMNLP 2023",
-    "dp-paraphrase": "Mattern, Weggenmann & Kerschbaum, 'The Limits of Word Level Differential Privacy', "
-                     "Findings of NAACL 2022",
-    "dp-mlm": "Meisenbacher, Chevli, Vladika & Matthes, 'DP-MLM: Differentially Private Text Rewriting Using "
-              "Masked Language Models', Findings of ACL 2024",
-    "dp-bart": "Igamberdiev & Habernal, 'DP-BART for Privatized Text Rewriting under Local Differential Privacy', "
-               "Findings of ACL 2023; sigma: Balle & Wang, ICML 2018",
-}
 
 
 _VOCAB_NOTE = "which input units had no in-vocabulary word"
@@ -120,8 +96,10 @@ class LMGuarantee(Guarantee):
     each level; ``per_token`` None for dp-bart: one Gaussian release per sentence),
     ``adjacency`` (which inputs are neighbours), ``bounds`` (the public clipping bounds and
     how they were chosen) and ``steps``; ``not_covered`` says what the bound does not protect.
+    Each rewriter builds its own (``bound()`` of :class:`~textdp.generation.lm_family.LMRewriter`).
 
-    >>> g = lm_guarantee(LMSettings("dp-prompt", 2.0, ClipBounds(-5.0, 5.0), max_new_tokens=10))
+    >>> from textdp.mechanisms import get
+    >>> g = get("dp-prompt", epsilon=2.0, clip=(-5.0, 5.0), max_new_tokens=10).bound()
     >>> g.epsilon, g.unit, g.per_token, g.params["per_document"]
     (20.0, 'document', 2.0, 'epsilon=20 per document (one unit)')
     """
@@ -162,120 +140,34 @@ class LMGuarantee(Guarantee):
         return m * self.epsilon, m * self.delta
 
 
-def _guarantee(mechanism: str, epsilon: float, delta: float, unit: str, per_token: float | None, per_sentence: float,
-               per_document: str, steps: int, adjacency: str, bounds: dict[str, Any], length_covered: bool,
-               uncovered: tuple[str, ...], detail: str, reference: str,
-               extra: dict[str, Any] | None = None, event: PrivacyEvent | None = None) -> LMGuarantee:
+def lm_guarantee(mechanism: str, epsilon: float, delta: float, unit: str, per_token: float | None,
+                 per_sentence: float, per_document: str, steps: int, adjacency: str, bounds: dict[str, Any],
+                 length_covered: bool, uncovered: tuple[str, ...], detail: str, reference: str,
+                 extra: dict[str, Any] | None = None, event: PrivacyEvent | None = None) -> LMGuarantee:
+    """An :class:`LMGuarantee` from plain values (what each rewriter's ``bound()`` states)."""
     return LMGuarantee(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, reference=reference,
                        per_token=per_token, per_sentence=per_sentence, per_document=per_document, steps=steps,
                        adjacency=adjacency, bounds=tuple(bounds.items()), length_covered=length_covered,
                        uncovered=uncovered, detail=detail, extra=tuple((extra or {}).items()), event=event)
 
 
-_MEMORISED = "what the model memorised from its training data (use a public model, or one trained on data disjoint "\
-             "from the private text)"
+#: What no rewriter's bound covers: the model's memory of its training data.
+MEMORISED = "what the model memorised from its training data (use a public model, or one trained on data disjoint "\
+            "from the private text)"
 
 
-def lm_guarantee(s: LMSettings, hidden_size: int | None = None) -> LMGuarantee:
-    """The :class:`LMGuarantee` of settings ``s`` (derivations: module docstring).
+def sentence_pieces(text: str, max_tokens: int, tokenizer: Any = None) -> list[str]:
+    """The sentences of ``text`` cut into pieces of at most ``max_tokens`` tokens of ``tokenizer`` (at word
+    boundaries; two tokens are kept for the special ones), so that no part of a long sentence is dropped.
+    Without a tokenizer, whole sentences.
 
-    ``hidden_size`` (the encoder's ``d``) is needed for dp-bart only.
-    """
-    e, m, ref = float(s.epsilon), s.mechanism, REFERENCES[s.mechanism]
-    b = s.bounds.to_dict()
-    sentences = "m times this for a document of m sentences (basic composition; m is not covered)"
-    if m == "dp-prompt":
-        n = s.max_new_tokens
-        if s.prior:
-            cand = (f" over the public top-k+ set (k={s.public_top_k}: tokens whose prior logit is within "
-                    f"Delta of the k-th largest; chosen from public logits only)" if s.public_top_k else
-                    " over the full vocabulary")
-            detail = (f"Exponential mechanism{cand} on scores p + clip(l - p, {s.bounds.low:.4g}, "
-                      f"{s.bounds.high:.4g}), where l are the logits with the document and p the logits of the public "
-                      f"prompt without it, on the same released tokens (InvisibleInk's clipping; Delta="
-                      f"{s.bounds.width:.4g}), temperature 2*Delta/epsilon={s.bounds.temperature(e):.4g}, {n} steps "
-                      "composed; the end token is drawn by the mechanism.")
-        else:
-            detail = (f"Exponential mechanism over the full vocabulary with logits clipped to [{s.bounds.low:.4g}, "
-                      f"{s.bounds.high:.4g}] (Delta={s.bounds.width:.4g}), temperature 2*Delta/epsilon="
-                      f"{s.bounds.temperature(e):.4g}, {n} steps composed; the end token is drawn by the mechanism.")
-        detail += f" Prompt format: {s.prompt_format} (public template in the settings)."
-        return _guarantee(m, n * e, 0.0, "document", e, n * e, f"epsilon={n * e:.4g} per document (one unit)", n,
-                          f"any two documents (cut to {s.max_input_tokens} tokens); the prompt is public", b, True,
-                          (_MEMORISED,), detail, ref,
-                          {"prompt_format": s.prompt_format, "prior": s.prior, "public_top_k": s.public_top_k})
-    if m == "dp-paraphrase":
-        n = s.max_new_tokens
-        detail = (f"Exponential mechanism per decoding step over clipped logits [{s.bounds.low:.4g}, "
-                  f"{s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}, {n} steps per sentence; the end "
-                  "token is drawn by the mechanism.")
-        return _guarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
-                           f"any two sentences of at most {s.max_tokens} tokens (a longer sentence is rewritten in pieces, each "
-                          "a unit)", b, True,
-                           (_MEMORISED, "the number of sentences per document"), detail, ref)
-    if m == "dp-mlm":
-        n = s.max_tokens
-        skeleton = ("the same number of tokens and the same stop words and punctuation at the same positions (they "
-                    "are copied)" if s.copy_stopwords else "the same number of tokens (every token is replaced)")
-        detail = (f"One exponential-mechanism draw per replaced token at the mask, logits clipped to "
-                  f"[{s.bounds.low:.4g}, {s.bounds.high:.4g}], temperature {s.bounds.temperature(e):.4g}; r replaced "
-                  f"tokens cost r*epsilon <= {n}*epsilon.")
-        return _guarantee(m, n * e, 0.0, "sentence", e, n * e, sentences, n,
-                           f"two sentences of at most {n} tokens (a longer sentence is rewritten in pieces, each a "
-                           f"unit) with {skeleton}", b, False,
-                           (_MEMORISED, "the number of sentences per document", "the sentence length (kept)",
-                            *(("the stop words and punctuation (copied)",) if s.copy_stopwords else ())), detail, ref)
-    return dp_bart_guarantee(s, hidden_size)
-
-
-def dp_bart_guarantee(s: LMSettings, hidden_size: int | None) -> LMGuarantee:
-    """DP-BART's (ε, δ) per sentence with the sensitivity and σ of a model of ``hidden_size``."""
-    sens, sigma = dp_bart_sigma(s, hidden_size)
-    assert hidden_size is not None
-    detail = (f"Encoder output ({s.max_tokens} tokens x {hidden_size} coordinates) clipped per coordinate to "
-              f"[{s.bounds.low:.4g}, {s.bounds.high:.4g}]; independent Gaussian noise per coordinate and per token "
-              f"with sigma={sigma:.6g} (analytic Gaussian, L2 sensitivity {s.bounds.width:.4g}*sqrt({hidden_size}*"
-              f"{s.max_tokens})={sens:.6g}); the noisy encoder output is never released, only greedily decoded "
-              "tokens (post-processing).")
-    return _guarantee("dp-bart", float(s.epsilon), float(s.delta), "sentence", None, float(s.epsilon),
-                      "m times (epsilon, delta) for a document of m sentences by basic composition, less by the "
-                      "Gaussian's tight composition (the ledger's accountant); m is not covered",
-                      1, f"any two sentences of at most {s.max_tokens} tokens, padded to {s.max_tokens} (a longer sentence is "
-                      "rewritten in pieces, each a unit)", s.bounds.to_dict(), True,
-                      (_MEMORISED, "the number of sentences per document"), detail, REFERENCES["dp-bart"],
-                      {"sigma": sigma, "l2_sensitivity": sens, "hidden_size": hidden_size},
-                      GaussianEvent(sigma / sens))
-
-
-def rewrite_texts(model_dir: str, texts: Sequence[str], settings: LMSettings,
-                  rng: np.random.Generator) -> list[str]:
-    """Rewrite every unit of ``texts`` (documents for dp-prompt, sentences otherwise): a pure batch function."""
-    if not texts:
-        return []
-    lm = load_language_model(model_dir, MECHANISM_KIND[settings.mechanism])
-    if settings.mechanism == "dp-prompt":
-        return lm_decode.dp_prompt(lm, texts, settings, rng)
-    if settings.mechanism == "dp-paraphrase":
-        return lm_decode.dp_paraphrase(lm, texts, settings, rng)
-    if settings.mechanism == "dp-mlm":
-        return lm_decode.dp_mlm(lm, texts, settings, rng, stop_words=ENGLISH_STOP_WORDS)
-    return lm_decode.dp_bart(lm, texts, settings, rng)
-
-
-def units_of(text: str, settings: LMSettings, tokenizer: Any = None) -> list[str]:
-    """The privacy units of a document: itself (dp-prompt), or its sentences cut into pieces of at most
-    ``max_tokens`` tokens of ``tokenizer`` (at word boundaries; two tokens are kept for the special ones), so
-    that no part of a long sentence is dropped. Without a tokenizer, whole sentences (longer ones are cut).
-
-    >>> units_of("One two three. Four.", LMSettings("dp-mlm", 1.0, ClipBounds(0.0, 1.0)))
+    >>> sentence_pieces("One two three. Four.", 32)
     ['One two three.', 'Four.']
     """
-    if settings.mechanism == "dp-prompt":
-        return [text] if text.strip() else []
     sentences = split_sentences(text)
     if tokenizer is None:
         return sentences
-    room = max(settings.max_tokens - 2, 1)
+    room = max(max_tokens - 2, 1)
     out: list[str] = []
     for sentence in sentences:
         piece: list[str] = []
@@ -293,18 +185,21 @@ def units_of(text: str, settings: LMSettings, tokenizer: Any = None) -> list[str
 
 
 #: How :func:`public_bounds` reads the public values: ``step-max`` (upper bound from each position's largest
-#: logit), ``all-values`` (quantiles of every value), ``auto`` (step-max for the token-level rewriters, all-values
-#: for dp-bart's encoder output).
+#: logit), ``all-values`` (quantiles of every value), ``auto`` (the rewriter's ``clip_rule``: step-max for the
+#: token-level rewriters, all-values for dp-bart's encoder output).
 BOUND_RULES = ("auto", "step-max", "all-values")
 
 
-def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *, low_quantile: float = 0.01,
-                  high_quantile: float = 0.99, source: str = "", rule: str = "auto") -> ClipBounds:
-    """Clipping bounds from **public** text: quantiles of what the mechanism clips, computed by the same model.
+def public_bounds(model_dir: str, mechanism: Any, public_texts: Sequence[str], *,
+                  low_quantile: float = 0.01, high_quantile: float = 0.99, source: str = "",
+                  rule: str = "auto") -> ClipBounds:
+    """Clipping bounds from **public** text: quantiles of what ``mechanism`` (a rewriter class, a subclass of
+    :class:`~textdp.generation.lm_family.LMRewriter`: its ``kind``, ``clip_rules`` and ``clipped_values``) clips,
+    computed by the same model.
 
-    The values are the logits of a plain forward pass over every position of the public texts
-    (with the BOS token the model expects; decoder positions, teacher-forced, for seq2seq models), or
-    for dp-bart the encoder output's coordinates; at most 256 texts of 128 tokens. Never pass private
+    The values are the rewriter's :meth:`~textdp.generation.lm_family.LMRewriter.clipped_values`: the logits of a
+    plain forward pass over every position of the public texts (decoder positions, teacher-forced, for seq2seq
+    models), or for dp-bart the encoder output's coordinates; at most 256 texts of 128 tokens. Never pass private
     text: the bounds would then depend on it.
 
     ``rule="step-max"`` (the default for logits): the upper bound is the ``high_quantile`` of each
@@ -317,7 +212,7 @@ def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *
     """
     torch = require("torch", "generation")
     check_choice(rule, "bound rule", BOUND_RULES)
-    lm = load_language_model(model_dir, MECHANISM_KIND[check_choice(mechanism, "mechanism", LM_MECHANISMS)])
+    lm = load_language_model(model_dir, mechanism.kind)
     lo_q = check_probability(low_quantile, "low_quantile")
     hi_q = check_probability(high_quantile, "high_quantile")
     if lo_q >= hi_q:
@@ -326,28 +221,20 @@ def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *
     if not texts:
         raise ParameterError("the public text for the clipping bounds is empty")
     if rule == "auto":
-        rule = "all-values" if mechanism == "dp-bart" else "step-max"
-    if rule == "step-max" and mechanism == "dp-bart":
-        raise ParameterError("the step-max rule is for logits; dp-bart clips its encoder output: use all-values")
+        rule = mechanism.clip_rule
+    if rule not in mechanism.clip_rules:
+        raise ParameterError(f"the {rule} rule does not apply to {mechanism.name} (it clips its "
+                             f"{mechanism.clip_target}): use {' or '.join(mechanism.clip_rules)}")
     every, tops = StreamingQuantiles(), StreamingQuantiles()
-    allowed = None if mechanism == "dp-bart" else lm.output_mask(keep=lm_decode.stop_ids(lm))
     with torch.inference_mode():
         for t in texts[:256]:
             ids = torch.tensor([lm.tokenizer(t, truncation=True, max_length=128)["input_ids"]])
-            if mechanism == "dp-bart":
-                values = lm.model.get_encoder()(input_ids=ids).last_hidden_state[0]
-            elif lm.kind == "seq2seq":
-                values = lm.model(input_ids=ids, labels=ids).logits[0]
-            else:
-                values = lm.model(input_ids=ids).logits[0]
-            if allowed is not None:
-                values = values[:, allowed[: values.shape[1]]]
+            values = mechanism.clipped_values(lm, ids)
             every.add(values)
             if rule == "step-max":
                 tops.add(values.amax(1))
     if every.count < 2:
         raise ParameterError("need at least 2 finite public values to choose bounds")
-    what = "encoder outputs" if mechanism == "dp-bart" else "logits"
     low = every.quantile(lo_q, "down")
     if rule == "step-max":
         high = tops.quantile(hi_q, "up")
@@ -356,23 +243,11 @@ def public_bounds(model_dir: str, mechanism: str, public_texts: Sequence[str], *
         procedure = "public-step-max"
     else:
         high = every.quantile(hi_q, "up")
-        text = f"quantiles {lo_q:g} and {hi_q:g} of the model's {what} on public text"
+        text = f"quantiles {lo_q:g} and {hi_q:g} of the model's {mechanism.clip_target} on public text"
         procedure = "public-quantiles"
     if not high > low:
         raise ParameterError(f"the public quantiles give an empty range [{low:g}, {high:g}]: widen the quantiles")
     return ClipBounds(low, high, procedure, f"{text} ({source})" if source else text)
-
-
-def guarantee_of(model_dir: str, settings: LMSettings) -> LMGuarantee:
-    """The guarantee of ``settings`` with the model of ``model_dir`` (its hidden size, for dp-bart).
-
-    Settings whose longest input does not fit the model's positions are refused here
-    (:func:`~textdp.generation.lm_decode.check_context`).
-    """
-    lm = load_language_model(model_dir, MECHANISM_KIND[settings.mechanism])
-    lm_decode.check_context(lm, settings)
-    hidden = getattr(lm.model.config, "d_model", None) or getattr(lm.model.config, "hidden_size", None)
-    return lm_guarantee(settings, hidden)
 
 
 def document_charges(documents: Sequence[tuple[str, str]], units: Callable[[str], list[str]],

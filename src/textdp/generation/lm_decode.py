@@ -2,7 +2,8 @@
 
 Every token-level draw is :func:`~textdp.generation.decoding.exponential_step` over the
 public output mask of the model (real tokens and the end token; special tokens never
-emitted), with the settings' ε and public bounds. No ``generate()`` of ``transformers`` is
+emitted), with the rewriter's ε and public bounds: each loop takes the fitted rewriter
+(:mod:`textdp.generation.lm_family`) itself, so ε goes from its field to the draw without a copy. No ``generate()`` of ``transformers`` is
 used: its default logits processors (repetition penalties over the private prompt,
 n-gram bans, forced tokens) would put input-dependent ``-inf`` entries in the logits, a
 truncation computed from private data. The loops here do nothing but the forward passes.
@@ -15,16 +16,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..errors import ParameterError, require
 from .decoding import ClipBounds, exponential_step, prior_log_weights, public_top_k_plus, sample_log_weights
 from .hf import LanguageModel
-from .lm_settings import LMSettings, dp_bart_sigma
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -32,8 +32,45 @@ if TYPE_CHECKING:
 #: one decoding step: the previous tokens ``(B,)`` -> the next logits ``(B, V)``
 Step = Callable[["Tensor"], "Tensor"]
 
-__all__ = ["PromptFrame", "check_context", "clip_and_noise", "context_length", "dp_bart", "dp_mlm", "dp_paraphrase",
-           "dp_prompt", "prompt_frame", "resolve_prompt", "stop_ids"]
+__all__ = ["Decoding", "GaussianDecoding", "MaskedDecoding", "PromptDecoding", "PromptFrame", "chat_template",
+           "clip_and_noise", "context_length", "dp_bart", "dp_mlm", "dp_prompt", "prompt_frame", "seq2seq", "stop_ids"]
+
+
+class Decoding(Protocol):
+    """What a decoding loop reads from a fitted rewriter (:class:`~textdp.generation.lm_family.LMRewriter`):
+    the rewriter itself is passed, so its ε goes from the field to :func:`exponential_step` without a copy."""
+
+    epsilon_: float
+    bounds_: ClipBounds
+    sampler: str
+    max_new_tokens: int
+    max_tokens: int
+    batch_size: int
+
+
+class PromptDecoding(Decoding, Protocol):
+    """What dp-prompt's loop reads besides (:class:`~textdp.generation.lm_family.DPPrompt`, fitted)."""
+
+    prior: bool
+    public_top_k: int | None
+    batch_tokens: int
+    max_input_tokens: int
+    template_: str
+    prompt_format_: str
+
+
+class MaskedDecoding(Decoding, Protocol):
+    """What dp-mlm's loop reads besides (:class:`~textdp.generation.lm_family.DPMLM`)."""
+
+    copy_stopwords: bool
+
+
+class GaussianDecoding(Decoding, Protocol):
+    """What dp-bart's loop reads besides (:class:`~textdp.generation.lm_family.DPBART`): its σ."""
+
+    def sigma(self, hidden_size: int | None) -> tuple[float, float]:
+        """``(L2 sensitivity, σ)`` for a model of ``hidden_size``."""
+        ...
 
 
 def _torch() -> ModuleType:
@@ -92,7 +129,7 @@ def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Tensor
     return ids, mask
 
 
-def _sample_steps(step: Step, first: Tensor, s: LMSettings, rng: np.random.Generator | None, allowed: Tensor,
+def _sample_steps(step: Step, first: Tensor, s: Decoding, rng: np.random.Generator | None, allowed: Tensor,
                   eos: int) -> list[list[int]]:
     """Up to ``s.max_new_tokens`` tokens per row: ``step(prev_ids) -> logits`` after the ``first`` logits.
 
@@ -106,7 +143,7 @@ def _sample_steps(step: Step, first: Tensor, s: LMSettings, rng: np.random.Gener
     done = torch.zeros(B, dtype=torch.bool)
     for t in range(s.max_new_tokens):
         if rng is not None:
-            ids = exponential_step(logits, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed,
+            ids = exponential_step(logits, rng, epsilon=s.epsilon_, bounds=s.bounds_, allowed=allowed,
                                    method=s.sampler)
         else:
             ids = torch.where(allowed, logits.double(), torch.full((), -np.inf, dtype=torch.float64)).argmax(1)
@@ -134,36 +171,6 @@ def context_length(config: Any) -> int | None:
                 n -= int(getattr(config, "pad_token_id", 0) or 0) + 1
             return n
     return None
-
-
-def check_context(lm: LanguageModel, s: LMSettings) -> None:
-    """Refuse settings whose longest public input does not fit the model's positions (before any text is seen).
-
-    The cuts are public (``max_input_tokens``, ``max_tokens``, ``max_new_tokens``), so the longest
-    input a mechanism can build is known in advance: dp-prompt's prompt around a document cut to
-    ``max_input_tokens`` plus the generated tokens; dp-mlm's sentence and its masked copy; the
-    seq2seq encoder's ``max_tokens`` and decoder's ``max_new_tokens + 1``. Checking this here, and not
-    per document, means no error ever depends on a private text's length.
-    """
-    limit = context_length(lm.model.config)
-    if limit is None:
-        return
-    if s.mechanism == "dp-prompt":
-        f = prompt_frame(lm, resolve_prompt(lm, s))
-        frame = len(f.head) + len(f.tail)
-        need, what = frame + s.max_input_tokens + s.max_new_tokens, (
-            f"the prompt ({frame} tokens) around a document cut to max_input_tokens={s.max_input_tokens}, plus "
-            f"max_new_tokens={s.max_new_tokens}")
-        fix = "lower --max-input-tokens (the cut is public and stated in the guarantee) or --max-new-tokens"
-    elif s.mechanism == "dp-mlm":
-        need, what = 2 * s.max_tokens + 3, f"a sentence of max_tokens={s.max_tokens} and its masked copy"
-        fix = "lower --max-tokens"
-    else:
-        need, what = max(s.max_tokens, s.max_new_tokens + 1), (
-            f"max_tokens={s.max_tokens} input tokens and max_new_tokens={s.max_new_tokens} output tokens")
-        fix = "lower --max-tokens or --max-new-tokens"
-    if need > limit:
-        raise ParameterError(f"{s.mechanism}: {what} need {need} positions, but the model has {limit}; {fix}")
 
 
 def _batches(n: int, size: int) -> Iterable[range]:
@@ -214,31 +221,17 @@ def stop_ids(lm: LanguageModel) -> tuple[int, ...]:
     return tuple(found)
 
 
-def _chat_template(lm: LanguageModel) -> str | None:
+def chat_template(lm: LanguageModel) -> str | None:
+    """The tokenizer's chat template (None when it has none)."""
     t = getattr(lm.tokenizer, "chat_template", None)
     return t if isinstance(t, str) and t.strip() else None
 
 
-def resolve_prompt(lm: LanguageModel, s: LMSettings) -> LMSettings:
-    """dp-prompt's settings with the prompt format and template made explicit (``auto``: chat when the
-    tokenizer has a chat template, the default of instruct models); other mechanisms unchanged."""
-    if s.mechanism != "dp-prompt":
-        return s
-    fmt = s.prompt_format
-    if fmt == "auto":
-        fmt = "chat" if _chat_template(lm) else "plain"
-    elif fmt == "chat" and not _chat_template(lm):
-        raise ParameterError("the model's tokenizer has no chat template: use --prompt-format plain (with --prompt "
-                             "or the paper's template)")
-    out = replace(s, prompt_format=fmt)
-    return replace(out, prompt=out.template)
-
-
-def prompt_frame(lm: LanguageModel, s: LMSettings) -> PromptFrame:
-    """The token ids of dp-prompt's public frame (settings resolved by :func:`resolve_prompt`)."""
+def prompt_frame(lm: LanguageModel, m: PromptDecoding) -> PromptFrame:
+    """The token ids of dp-prompt's public frame (``m`` fitted: its prompt format and template resolved)."""
     tok = lm.tokenizer
-    template = s.template
-    if s.prompt_format == "chat":
+    template = m.template_
+    if m.prompt_format_ == "chat":
         rendered = tok.apply_chat_template([{"role": "user", "content": template.replace("{document}", _SLOT)}],
                                            tokenize=False, add_generation_prompt=True)
         head, _, tail = str(rendered).partition(_SLOT)
@@ -254,7 +247,7 @@ def prompt_frame(lm: LanguageModel, s: LMSettings) -> PromptFrame:
         probe = tok("a", add_special_tokens=True)["input_ids"]
         if probe[:1] == [bos]:  # the tokenizer adds BOS: the model expects it first
             head_ids = [bos, *head_ids]
-    return PromptFrame(tuple(head_ids), tuple(tail_ids), prefix, stop_ids(lm), s.prompt_format)
+    return PromptFrame(tuple(head_ids), tuple(tail_ids), prefix, stop_ids(lm), m.prompt_format_)
 
 
 def _select(cache: Any, rows: list[int]) -> Any:
@@ -272,7 +265,7 @@ def _keeps_last_logits(model: Any) -> bool:
         return False
 
 
-def _length_batches(lengths: Sequence[int], s: LMSettings, copies: int) -> list[list[int]]:
+def _length_batches(lengths: Sequence[int], s: PromptDecoding, copies: int) -> list[list[int]]:
     """Rows sorted by length (longest first), cut into batches of at most ``batch_size`` rows and
     ``batch_tokens`` tokens (``copies`` rows per document: 2 with the public prior)."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
@@ -287,17 +280,17 @@ def _length_batches(lengths: Sequence[int], s: LMSettings, copies: int) -> list[
     return out
 
 
-def _draw(logits: Tensor, n: int, s: LMSettings, rng: np.random.Generator, allowed: Tensor) -> Tensor:
+def _draw(logits: Tensor, n: int, s: PromptDecoding, rng: np.random.Generator, allowed: Tensor) -> Tensor:
     """One ε-DP token per row: rows ``[:n]`` are private; with the prior, rows ``[n:]`` are the public ones."""
     if not s.prior:
-        return exponential_step(logits, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed, method=s.sampler)
+        return exponential_step(logits, rng, epsilon=s.epsilon_, bounds=s.bounds_, allowed=allowed, method=s.sampler)
     priv, pub = logits[:n], logits[n:]
-    mask = allowed if s.public_top_k is None else public_top_k_plus(pub, s.public_top_k, s.bounds.width, allowed)
-    lw = prior_log_weights(priv, pub, epsilon=s.epsilon, bounds=s.bounds, allowed=mask)
+    mask = allowed if s.public_top_k is None else public_top_k_plus(pub, s.public_top_k, s.bounds_.width, allowed)
+    lw = prior_log_weights(priv, pub, epsilon=s.epsilon_, bounds=s.bounds_, allowed=mask)
     return sample_log_weights(lw, rng, method=s.sampler)
 
 
-def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
+def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rng: np.random.Generator) -> list[str]:
     """DP-Prompt: the causal LM continues the public prompt around each (cut) document.
 
     Speed without changing the law: the KV cache; logits only at the last position (``logits_to_keep``);
@@ -307,7 +300,6 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: n
     """
     torch = _torch()
     tok, model = lm.tokenizer, lm.model
-    s = resolve_prompt(lm, s)
     frame = prompt_frame(lm, s)
     pad = tok.pad_token_id if tok.pad_token_id is not None else frame.stops[0]
     allowed = lm.output_mask(keep=frame.stops)
@@ -351,7 +343,7 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: LMSettings, rng: n
     return _decode(lm, out)
 
 
-def _encode(lm: LanguageModel, texts: Sequence[str], s: LMSettings, *, fixed: bool) -> tuple[Tensor, Tensor]:
+def _encode(lm: LanguageModel, texts: Sequence[str], s: Decoding, *, fixed: bool) -> tuple[Tensor, Tensor]:
     pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else _eos(lm)
     rows = [lm.tokenizer(t, add_special_tokens=True, truncation=True, max_length=s.max_tokens)["input_ids"]
             for t in texts]
@@ -361,7 +353,7 @@ def _encode(lm: LanguageModel, texts: Sequence[str], s: LMSettings, *, fixed: bo
     return ids, (mask if not fixed else (ids != pad).long())
 
 
-def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: LMSettings, rng: np.random.Generator | None,
+def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: Decoding, rng: np.random.Generator | None,
                   allowed: Tensor) -> list[list[int]]:
     """Decode from encoder states: ε-DP draws (``rng`` given) or greedy over ``allowed`` (``rng`` None, DP-BART)."""
     torch = _torch()
@@ -385,9 +377,11 @@ def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: LMSettin
         return _sample_steps(step, first, s, rng, allowed, eos)
 
 
-def _seq2seq(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator,
-             noise: Callable[[Tensor], Tensor] | None = None) -> list[str]:
+def seq2seq(lm: LanguageModel, sentences: Sequence[str], s: Decoding, rng: np.random.Generator,
+            noise: Callable[[Tensor], Tensor] | None = None) -> list[str]:
     """Encode each batch, optionally ``noise(encoder_states) -> states`` (DP-BART), and decode.
+
+    Without ``noise`` this is DP-Paraphrase: the seq2seq paraphraser decodes every sentence with ε-DP draws.
 
     Without ``noise`` every token is an ε-DP draw and the decoder gets the encoder's mask; with
     ``noise`` the sentences have the fixed public length, the decoder sees the noisy states only
@@ -405,11 +399,6 @@ def _seq2seq(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np
             mask = torch.ones_like(mask)
         out += _decode(lm, _decoder_loop(lm, enc, mask, s, rng if noise is None else None, allowed))
     return out
-
-
-def dp_paraphrase(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
-    """DP-Paraphrase: the seq2seq paraphraser decodes every sentence with ε-DP draws."""
-    return _seq2seq(lm, sentences, s, rng)
 
 
 def clip_and_noise(hidden: Tensor | np.ndarray, bounds: ClipBounds, sigma: float,
@@ -432,12 +421,12 @@ def clip_and_noise(hidden: Tensor | np.ndarray, bounds: ClipBounds, sigma: float
     return h + float(sigma) * noise
 
 
-def dp_bart(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator) -> list[str]:
+def dp_bart(lm: LanguageModel, sentences: Sequence[str], s: GaussianDecoding, rng: np.random.Generator) -> list[str]:
     """DP-BART: clipped encoder output + Gaussian noise per coordinate and token, then greedy decoding."""
     d = int(lm.model.config.d_model if hasattr(lm.model.config, "d_model") else lm.model.config.hidden_size)
-    _, sigma = dp_bart_sigma(s, d)
-    return _seq2seq(lm, sentences, s, rng,
-                    noise=lambda hidden: clip_and_noise(hidden, s.bounds, sigma, rng).to(hidden.dtype))
+    _, sigma = s.sigma(d)
+    return seq2seq(lm, sentences, s, rng,
+                   noise=lambda hidden: clip_and_noise(hidden, s.bounds_, sigma, rng).to(hidden.dtype))
 
 
 def _skeleton(lm: LanguageModel, ids: Sequence[int], stop_words: frozenset[str] | None) -> list[int]:
@@ -455,7 +444,7 @@ def _skeleton(lm: LanguageModel, ids: Sequence[int], stop_words: frozenset[str] 
     return keep
 
 
-def dp_mlm(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.random.Generator, *,
+def dp_mlm(lm: LanguageModel, sentences: Sequence[str], s: MaskedDecoding, rng: np.random.Generator, *,
            stop_words: frozenset[str]) -> list[str]:
     """DP-MLM: each replaced token is an ε-DP draw at its mask, the original sentence given as context."""
     torch = _torch()
@@ -483,7 +472,7 @@ def dp_mlm(lm: LanguageModel, sentences: Sequence[str], s: LMSettings, rng: np.r
         with torch.inference_mode():
             logits = lm.model(input_ids=ids, attention_mask=mask).logits
         at = logits[torch.arange(len(rows)), torch.tensor(where)]
-        drawn = exponential_step(at, rng, epsilon=s.epsilon, bounds=s.bounds, allowed=allowed, method=s.sampler)
+        drawn = exponential_step(at, rng, epsilon=s.epsilon_, bounds=s.bounds_, allowed=allowed, method=s.sampler)
         for r, w in zip(rows, drawn.tolist(), strict=True):
             j, i = jobs[r]
             result[j][i] = int(w)

@@ -32,18 +32,19 @@ covered by the bound.
 A new sentence mechanism on a textdp model subclasses :class:`SentenceMechanism`, declares
 ``name`` and its own parameters as fields (``epsilon``, ``model``, ``model_data`` and ``seed`` are
 declared there), and supplies :meth:`SentenceMechanism.rewrite_segments` (segments, rng -> output tokens) and
-:meth:`SentenceMechanism.bound` (its :class:`~textdp.generation.accounting.RewriteGuarantee`).
+:meth:`SentenceMechanism.bound` (its :class:`~textdp.generation.bounds.RewriteGuarantee`).
 
-:func:`rewrite_documents` is the pure batch function ``(documents, rng) -> records`` the CLI
-maps over partitions with :mod:`textdp.engines`; it returns the per-document diagnostics
-(counts describing the private input) separately, for a private sidecar.
+:func:`rewrite_documents` is the pure batch function ``(mechanism, documents, rng) -> records`` of every
+sentence mechanism (the language-model rewriters too) that the CLI maps over partitions with
+:mod:`textdp.engines`; it returns the per-document diagnostics (counts describing the private input)
+separately, for a private sidecar.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -54,14 +55,17 @@ from .._validation import check_choice, check_epsilon, check_positive_int
 from ..embeddings import Embeddings
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee, ReleaseRecord
-from ..mechanisms import RandomReplacement, ReleaseContext, mechanism_class
+from ..mechanisms import RandomReplacement, ReleaseContext
 from ..mechanisms.base import Mechanism, SeedLike
 from ..mechanisms.syntf import syntf
-from .accounting import (
-    MECHANISM_NAMES,
+from ..progress import ProgressCallback
+from .bounds import (
     MODEL_DATA_CASES,
     RewriteGuarantee,
-    rewrite_guarantee,
+    em_guarantee,
+    random_r_guarantee,
+    syntf_guarantee,
+    two_set_guarantee,
 )
 from .model import build_network, generate
 from .sampling import em_step, torch_module, two_set_step
@@ -74,7 +78,6 @@ __all__ = [
     "UNITS",
     "VARIANTS",
     "RandomSentence",
-    "RewriteSettings",
     "Rewriter",
     "RewrittenText",
     "SentenceMechanism",
@@ -85,64 +88,6 @@ __all__ = [
 
 VARIANTS = ("autoregressive", "teacher-forced")
 UNITS = ("sentence", "document")
-
-
-@dataclass(frozen=True)
-class RewriteSettings:
-    """Public parameters of a rewrite (recorded in the settings file).
-
-    Attributes
-    ----------
-    mechanism : str
-        One of ``er-ae``, ``ae-dp``, ``syntf-sentence``, ``random-sentence``.
-    epsilon : float
-        Per-step nominal ε (er-ae), per-step ε (ae-dp, random-sentence) or per-sentence ε (syntf-sentence).
-    variant : str
-        ``autoregressive`` (default) or ``teacher-forced`` (the authors').
-    word_fraction : float
-        ER-AE: share of ε for the draw inside the chosen set.
-    k : int
-        ER-AE: lexical-set draws.
-    model_data : str
-        ``public``, ``disjoint``, ``same``, ``unknown`` or ``auto`` (``public`` if the model
-        card declares its data public, else ``unknown``).
-    unit : str
-        ``sentence`` (one record per segment) or ``document`` (segments joined).
-    batch_size : int
-        Segments generated together.
-    """
-
-    mechanism: str = "er-ae"
-    epsilon: float = 5.0
-    variant: str = "autoregressive"
-    word_fraction: float = 0.1
-    k: int = 5
-    model_data: str = "auto"
-    unit: str = "document"
-    batch_size: int = 256
-
-    def __post_init__(self) -> None:
-        check_choice(self.mechanism, "mechanism", MECHANISM_NAMES)
-        check_epsilon(self.epsilon)
-        check_choice(self.variant, "variant", VARIANTS)
-        check_choice(self.model_data, "model data case", (*MODEL_DATA_CASES, "auto"))
-        check_choice(self.unit, "unit", UNITS)
-        check_positive_int(self.batch_size, "batch_size")
-        check_positive_int(self.k, "k")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return asdict(self)
-
-    def mechanism_for(self, rewriter: Rewriter, seed: SeedLike = None) -> SentenceMechanism:
-        """The registered mechanism these settings describe, on ``rewriter`` (its own parameters only)."""
-        cls = mechanism_class(self.mechanism)
-        own = cls.param_names()
-        kwargs: dict[str, Any] = {k: v for k, v in self.to_dict().items() if k in own and k not in ("mechanism", "unit")}
-        kwargs.update(model=rewriter, seed=seed)
-        mech = cls(**kwargs)
-        assert isinstance(mech, SentenceMechanism)
-        return mech
 
 
 class Rewriter:
@@ -178,10 +123,6 @@ class Rewriter:
         if model_data != "auto":
             return check_choice(model_data, "model data case", tuple(MODEL_DATA_CASES))
         return "public" if self.card.get("data", {}).get("declared_public") else "unknown"
-
-    def guarantee(self, settings: RewriteSettings) -> RewriteGuarantee:
-        """The per-sentence guarantee of ``settings`` with this model."""
-        return settings.mechanism_for(self).guarantee()
 
     def model_case(self, model_data: str, *, uses_model: bool) -> str:
         """The model-data case of a guarantee (``none``: no model and a public vocabulary)."""
@@ -256,6 +197,8 @@ class TextRewriter(Mechanism[list[S], list[S], RewrittenText], Generic[S]):
 
     family = "sentence"
     releases = "sentence"
+    #: the privacy unit: ``sentence`` (a text is cut into sentences, each one unit) or ``document`` (one unit)
+    privacy_unit: ClassVar[str] = "sentence"
 
     @abstractmethod
     def units(self, text: str) -> list[S]:
@@ -310,6 +253,8 @@ class SentenceMechanism(TextRewriter[list[str]]):
     chunk_size = 1 << 62
     #: the bound depends on a trained model (else only on its vocabulary)
     uses_model: ClassVar[bool] = True
+    #: the training objective the model must have been trained with (``train-rewriter --objective``), or None
+    objective: ClassVar[str | None] = None
 
     epsilon: float
     model: Rewriter | str | Path
@@ -371,11 +316,12 @@ class ERAE(SentenceMechanism):
 
     ``epsilon`` is the nominal per-step budget, split ``word_fraction`` to the draw inside the
     chosen set and the rest to the set choice; ``k`` draws form the lexical set. The bound
-    per sentence is :func:`~textdp.generation.accounting.two_set_bound`'s (dominated by ``ln |V|``).
+    per sentence is :func:`~textdp.generation.bounds.two_set_bound`'s (dominated by ``ln |V|``).
     """
 
     name = "er-ae"
     reference = "Bo, Ding, Fung & Iqbal, NAACL 2021"
+    objective = "er-ae"
 
     variant: str = "autoregressive"
     word_fraction: float = 0.1
@@ -389,7 +335,7 @@ class ERAE(SentenceMechanism):
 
     def bound(self) -> RewriteGuarantee:
         m = self.model_
-        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=m.vocab.output_size, max_length=m.max_length,
+        return two_set_guarantee(self.name, self.epsilon_, vocab_size=m.vocab.output_size, max_length=m.max_length,
                                  model_data=self.model_case(), word_fraction=self.word_fraction, k=self.k)
 
     def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
@@ -407,6 +353,7 @@ class AEDP(SentenceMechanism):
 
     name = "ae-dp"
     reference = "Bo, Ding, Fung & Iqbal, NAACL 2021 (baseline); McSherry & Talwar 2007"
+    objective = "reconstruction"
 
     variant: str = "autoregressive"
     batch_size: int = 256
@@ -417,8 +364,8 @@ class AEDP(SentenceMechanism):
 
     def bound(self) -> RewriteGuarantee:
         m = self.model_
-        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=m.vocab.output_size, max_length=m.max_length,
-                                 model_data=self.model_case())
+        return em_guarantee(self.name, self.epsilon_, vocab_size=m.vocab.output_size, max_length=m.max_length,
+                            model_data=self.model_case())
 
     def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
         eps = self.epsilon_
@@ -443,8 +390,8 @@ class SynTFSentence(_VocabularySentence):
 
     def bound(self) -> RewriteGuarantee:
         m = self.model_
-        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=len(m.vocab.words), max_length=m.max_length,
-                                 model_data=self.model_case())
+        return syntf_guarantee(self.name, self.epsilon_, vocab_size=len(m.vocab.words), max_length=m.max_length,
+                               model_data=self.model_case())
 
     def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
         words = self.model_.vocab.words
@@ -481,8 +428,8 @@ class RandomSentence(_VocabularySentence):
 
     def bound(self) -> RewriteGuarantee:
         m = self.model_
-        return rewrite_guarantee(self.name, self.epsilon_, vocab_size=len(m.vocab.words), max_length=m.max_length,
-                                 model_data=self.model_case())
+        return random_r_guarantee(self.name, self.epsilon_, vocab_size=len(m.vocab.words), max_length=m.max_length,
+                                  model_data=self.model_case())
 
     def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
         rep = self.replacement_
@@ -501,29 +448,28 @@ def load_rewriter(model_dir: str) -> Rewriter:
 
 
 def rewrite_documents(
-    rewriter: Rewriter,
+    mechanism: TextRewriter[Any],
     documents: Sequence[tuple[str, str]],
-    settings: RewriteSettings,
     rng: SeedLike = None,
     *,
+    record_unit: str = "document",
     seeded: bool = False,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rewrite ``(id, text)`` documents: ``(records, private_diagnostics)``.
+    progress: ProgressCallback | None = None,
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Rewrite ``(id, text)`` documents with a sentence mechanism: ``(records, private_diagnostics)``.
 
-    Records (one per document, or one per segment with ``unit="sentence"``) have the one
-    layout of :class:`~textdp.guarantees.ReleaseRecord`: the per-segment bound at the top level
-    (``epsilon``, ``unit: "sentence"``), ``units`` (the line's segments) and ``total`` (their sum),
-    and the compact guarantee; never the input text or anything computed from it. A document
-    with no words gives an empty record (policy ``empty``, stated in the guarantee). The
-    diagnostics (segments, input tokens, out-of-vocabulary tokens per document) describe the
-    private input: keep them private.
+    Records (one per document, or with ``record_unit="sentence"`` one per privacy unit of a mechanism whose unit is
+    the sentence) have the one layout of :class:`~textdp.guarantees.ReleaseRecord`: the per-unit bound at the top
+    level (``epsilon``, ``unit``), ``units`` (the document's units) and ``total`` (their sum), and the compact
+    guarantee; never the input text or anything computed from it. A document with nothing to rewrite gives an
+    empty record (policy ``empty``, stated in the guarantee). The diagnostics (per document: segments, tokens,
+    out-of-vocabulary tokens, or units and characters) describe the private input: keep them private.
     """
-    mech = settings.mechanism_for(rewriter)
-    diagnostics: list[dict[str, Any]] = []
-    released = mech.privatize_batch([t for _, t in documents], [i for i, _ in documents], seed=rng,
-                                    seeded=seeded, empty="empty", private_report=diagnostics) if documents else []
-    if settings.unit == "sentence":
-        records = [r.to_record() for doc in released for r in doc.sentence_records()]
-    else:
-        records = [doc.to_record() for doc in released]
-    return records, diagnostics
+    check_choice(record_unit, "unit", UNITS)
+    diagnostics: list[Any] = []
+    released = mechanism.privatize_batch([t for _, t in documents], [i for i, _ in documents], seed=rng,
+                                         seeded=seeded, empty="empty", private_report=diagnostics,
+                                         progress=progress) if documents else []
+    if record_unit == "sentence" and mechanism.privacy_unit == "sentence":
+        return [r.to_record() for doc in released for r in doc.sentence_records()], diagnostics
+    return [doc.to_record() for doc in released], diagnostics

@@ -11,7 +11,7 @@ are token probabilities ``p ∈ [0, 1]``, public bounds ``[0, 1]`` (``Δ = 1``,
 CDF in float64, the row's largest log-weight subtracted, no raw score exponentiated).
 
 * :func:`two_set_step` — textdp's two-set exponential mechanism (see
-  :mod:`textdp.generation.accounting` for the law and its bound);
+  :mod:`textdp.generation.bounds` for the law and its bound);
 * :func:`em_step` — AE-DP's exponential mechanism over the whole alphabet;
 * :func:`two_set_distribution` / :func:`em_distribution` — the exact output law of one
   step for a given ``p``, by enumeration (numpy; for tests and audits on toy alphabets).

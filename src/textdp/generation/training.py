@@ -76,6 +76,10 @@ if TYPE_CHECKING:
 __all__ = ["OBJECTIVES", "PRIVATE_MODEL_NOTE", "TrainingResult", "TrainingSettings", "train_rewriter"]
 
 OBJECTIVES = ("er-ae", "reconstruction")
+#: per objective: whether its training has the ER-AE warm-up (reconstruction first, then the two-set objective),
+#: and what the model card calls the model
+_WARMS_UP = {"er-ae": True, "reconstruction": False}
+_MODEL_OF = {"er-ae": "er-ae", "reconstruction": "ae (reconstruction only; the AE-DP baseline's model)"}
 #: Where the model vocabulary comes from: the training corpus, or GloVe's most frequent words.
 VOCAB_SOURCES = ("corpus", "glove")
 
@@ -287,7 +291,7 @@ def _plan(vocab: Vocabulary, n_segments: int, embeddings: Embeddings,
     word_vectors = np.asarray(embeddings.vectors[[embeddings.index[w] for w in vocab.words]], dtype=np.float32)
     steps_per_epoch = math.ceil(n_segments / s.batch_size)
     total = steps_per_epoch * s.epochs
-    warmup = round(s.warmup_fraction * total) if s.objective == "er-ae" else total
+    warmup = round(s.warmup_fraction * total) if _WARMS_UP[s.objective] else total
     return config, word_vectors, steps_per_epoch, total, warmup
 
 
@@ -473,7 +477,7 @@ def _card(run: _Run, config: ModelConfig, embeddings_name: str, s: TrainingSetti
     return {
         "textdp_version": __version__,
         "complete": True,
-        "model": "er-ae" if s.objective == "er-ae" else "ae (reconstruction only; the AE-DP baseline's model)",
+        "model": _MODEL_OF[s.objective],
         "architecture": {**config.to_dict(), "encoder": "bidirectional GRU", "generator": "GRU, input [emb(prev); z], "
                          "initial state ELU(Dense(z))", "embeddings": f"{embeddings_name} (frozen)"},
         "training": {**training, "steps": step, "planned_steps": total, "warmup_steps": warmup,
@@ -525,8 +529,8 @@ def _shared_start(src: Path, run_key: dict[str, object], s_ours: TrainingSetting
     if not same:
         raise ParameterError(f"--init-from {src}: that run has other settings or data")
     s = theirs["settings"]
-    their_warmup = round(s["warmup_fraction"] * total) if s["objective"] == "er-ae" else total
-    our_warmup = round(s_ours.warmup_fraction * total) if s_ours.objective == "er-ae" else total
+    their_warmup = round(s["warmup_fraction"] * total) if _WARMS_UP.get(s["objective"], True) else total
+    our_warmup = round(s_ours.warmup_fraction * total) if _WARMS_UP[s_ours.objective] else total
     if int(state["step"]) > min(their_warmup, our_warmup):
         raise ParameterError(f"--init-from {src}: its checkpoint (step {state['step']}) is past the shared "
                              "reconstruction-only steps")

@@ -10,7 +10,7 @@
 
 The other families' guarantees live beside their maths and derive from :class:`Guarantee`:
 :class:`textdp.mechanisms.word_level.WordLevelGuarantee`, :class:`textdp.mechanisms.syntf.SynTFGuarantee`,
-:class:`textdp.generation.accounting.RewriteGuarantee`, :class:`textdp.topics.mechanisms.TopicGuarantee`.
+:class:`textdp.generation.bounds.RewriteGuarantee`, :class:`textdp.topics.release.TopicGuarantee`.
 This package imports nothing from the rest of textdp but the leaf modules.
 """
 

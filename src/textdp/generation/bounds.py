@@ -1,4 +1,6 @@
-r"""Privacy accounting of sentence rewriting: the bounds textdp's implementation satisfies.
+r"""The bounds of sentence rewriting on a textdp model: what textdp's implementation satisfies, per mechanism.
+
+(Composition across releases is :mod:`textdp.accounting`'s; this module states one release's bound.)
 
 The unit is a **sentence**: a segment of at most ``L_max`` tokens (longer sentences are cut
 into near-equal segments, each its own unit). Two sentences are neighbours whatever their
@@ -90,21 +92,21 @@ from ..errors import ParameterError
 from ..guarantees import Guarantee
 
 __all__ = [
-    "MECHANISM_NAMES",
     "MODEL_DATA_CASES",
+    "POSTER_REFERENCE",
+    "SENTENCE_REFERENCE",
     "RewriteGuarantee",
     "TwoSetBound",
     "em_bound",
+    "em_guarantee",
     "random_r_epsilon",
+    "random_r_guarantee",
     "random_r_rate",
-    "rewrite_guarantee",
+    "syntf_guarantee",
     "two_set_bound",
     "two_set_epsilon_for_budget",
+    "two_set_guarantee",
 ]
-
-#: Mechanism names shared by the API, the CLI and the records.
-#: the sentence family's registered names (:func:`textdp.mechanisms.names` ``("sentence")``)
-MECHANISM_NAMES = ("er-ae", "ae-dp", "syntf-sentence", "random-sentence")
 
 #: Which data the model saw -> whether the guarantee covers the rewriting step.
 MODEL_DATA_CASES: dict[str, tuple[bool, str]] = {
@@ -359,6 +361,8 @@ class RewriteGuarantee(Guarantee):
         Whether the model/vocabulary case lets the bound cover the rewriting step.
     length_covered : bool
         Whether the output length is protected by the mechanism.
+    uses_model : bool
+        Whether the mechanism runs the model's network (else only its vocabulary).
     detail : str
         Mechanism-specific derivation (in the statement).
     unit : str
@@ -368,7 +372,7 @@ class RewriteGuarantee(Guarantee):
     Examples
     --------
     >>> from textdp.guarantees import Guarantee
-    >>> g = rewrite_guarantee("ae-dp", 10.0, vocab_size=10_001, max_length=32, model_data="disjoint")
+    >>> g = em_guarantee("ae-dp", 10.0, vocab_size=10_001, max_length=32, model_data="disjoint")
     >>> g.epsilon, g.unit, isinstance(g, Guarantee)
     (320.0, 'sentence', True)
     >>> sorted(g.params)[:4]
@@ -383,6 +387,7 @@ class RewriteGuarantee(Guarantee):
     covered: bool
     length_covered: bool
     detail: str
+    uses_model: bool = True
     unit: str = "sentence"
 
     def _derive(self) -> dict[str, object]:
@@ -394,7 +399,7 @@ class RewriteGuarantee(Guarantee):
         )
         if self.model_data == "none":
             model = "The output vocabulary is public (GloVe's word list, independent of any private data)."
-        elif self.mechanism in ("syntf-sentence", "random-sentence"):
+        elif not self.uses_model:
             model = ("Vocabulary (this mechanism uses no model, only the model's vocabulary): "
                      f"{MODEL_DATA_CASES[self.model_data][1]}.")
         else:
@@ -410,7 +415,6 @@ class RewriteGuarantee(Guarantee):
             "statement": f"{head} {composition} Not covered: {not_covered}. {model}",
             "not_covered": not_covered + ".",
             "composition": composition,
-            "reference": POSTER_REFERENCE if self.mechanism in ("er-ae", "ae-dp") else SENTENCE_REFERENCE,
             "parameters": (
                 ("epsilon_parameter", self.epsilon_parameter), ("per_token", self.per_token),
                 ("max_length", self.max_length), ("vocab_size", self.vocab_size), ("model_data", self.model_data),
@@ -419,70 +423,77 @@ class RewriteGuarantee(Guarantee):
         }
 
 
-def rewrite_guarantee(
-    mechanism: str,
-    epsilon: float,
-    *,
-    vocab_size: int,
-    max_length: int,
-    model_data: str = "unknown",
-    word_fraction: float = 0.1,
-    k: int = 5,
-    syntf_size: int | None = None,
-) -> RewriteGuarantee:
-    """Build the :class:`RewriteGuarantee` of ``mechanism`` at parameter ``epsilon``.
+def _case(mechanism: str, epsilon: float, vocab_size: int, max_length: int, model_data: str,
+          uses_model: bool) -> tuple[float, int, int, bool]:
+    """Checked ``(ε, |V|, L_max, covered)``; ``model_data="none"`` only for a mechanism that uses no model."""
+    eps = check_epsilon(epsilon)
+    v = check_positive_int(vocab_size, "vocab_size", minimum=2)
+    n = check_positive_int(max_length, "max_length")
+    check_choice(model_data, "model data case", (*MODEL_DATA_CASES, "none"))
+    if model_data == "none" and uses_model:
+        raise ParameterError(f"{mechanism} uses a model: say which data it saw (one of {', '.join(MODEL_DATA_CASES)})")
+    return eps, v, n, True if model_data == "none" else MODEL_DATA_CASES[model_data][0]
 
-    ``epsilon`` is the per-step nominal ε for ``er-ae``, the per-step ε for ``ae-dp`` and
-    ``random-sentence`` (its replacement rate is :func:`random_r_rate`), and the per-sentence ε for
-    ``syntf-sentence`` (whose bag has ``syntf_size`` terms, default ``max_length``).
 
-    >>> g = rewrite_guarantee("er-ae", 5.0, vocab_size=10_001, max_length=32, model_data="public")
+def two_set_guarantee(mechanism: str, epsilon: float, *, vocab_size: int, max_length: int,
+                      model_data: str = "unknown", word_fraction: float = 0.1, k: int = 5) -> RewriteGuarantee:
+    """ER-AE's :class:`RewriteGuarantee`: :func:`two_set_bound` per sentence at the nominal per-step ``epsilon``.
+
+    >>> g = two_set_guarantee("er-ae", 5.0, vocab_size=10_001, max_length=32, model_data="public")
     >>> round(g.epsilon, 1), g.covered, g.length_covered
     (366.7, True, True)
     >>> "dominates" in g.statement
     True
     """
-    check_choice(mechanism, "mechanism", MECHANISM_NAMES)
-    eps = check_epsilon(epsilon)
-    v = check_positive_int(vocab_size, "vocab_size", minimum=2)
-    n = check_positive_int(max_length, "max_length")
-    check_choice(model_data, "model data case", (*MODEL_DATA_CASES, "none"))
-    if model_data == "none" and mechanism not in ("syntf-sentence", "random-sentence"):
-        raise ParameterError(f"{mechanism} uses a model: say which data it saw (one of {', '.join(MODEL_DATA_CASES)})")
-    covered = True if model_data == "none" else MODEL_DATA_CASES[model_data][0]
-    if mechanism == "er-ae":
-        b = two_set_bound(eps, v, n, word_fraction=word_fraction, k=k)
-        detail = (
-            f"Two-set exponential mechanism, textdp's bound (not the poster's epsilon + ln s): per generation step "
-            f"epsilon_set/2 + ln max(|V|-2+e^(epsilon_word/2), 1+(k-1)e^(epsilon_word/2)) = {b.epsilon_set / 2:.3g} + "
-            f"{b.log_term:.3g} = {b.per_token:.4g} nats, with nominal epsilon={eps:g} split into epsilon_set="
-            f"{b.epsilon_set:.3g} and epsilon_word={b.epsilon_word:.3g} (both counted), k={k}, |V|={v}. The ln|V| term "
-            f"dominates ({100 * b.log_share:.0f}% of the per-step bound): the nominal epsilon adds little to it. "
-            f"Composed over L_max={n} steps; the output length is covered (the end token is drawn by the mechanism)."
-        )
-        return RewriteGuarantee(mechanism=mechanism, epsilon=b.per_sentence, epsilon_parameter=eps,
-                                per_token=b.per_token, max_length=n, vocab_size=v, model_data=model_data,
-                                covered=covered, length_covered=True, detail=detail)
-    if mechanism == "ae-dp":
-        detail = (
-            f"One exponential mechanism over the whole vocabulary per step, P(w) ~ exp(epsilon p_w / 2) with p_w in "
-            f"[0, 1]: epsilon={eps:g} per step (|V|={v}), composed over L_max={n} steps; the output length is covered "
-            "(the end token is drawn by the mechanism)."
-        )
-        return RewriteGuarantee(mechanism=mechanism, epsilon=em_bound(eps, n), epsilon_parameter=eps, per_token=eps,
-                                max_length=n, vocab_size=v, model_data=model_data, covered=covered,
-                                length_covered=True, detail=detail)
-    if mechanism == "random-sentence":
-        rate = random_r_rate(eps, v)
-        detail = (
-            f"Uniform random replacement at rate r={rate:.6g} (randomized response over |V|={v} words, the word "
-            f"family's 'random' core): per token ln((1-r+r/|V|)/(r/|V|)) = {eps:g}, composed over at most L_max={n} "
-            "tokens, for two sentences of the same length; out-of-vocabulary tokens are dropped (never released), "
-            "so the output length equals the number of in-vocabulary tokens and is NOT covered."
-        )
-        return RewriteGuarantee(mechanism=mechanism, epsilon=eps * n, epsilon_parameter=eps, per_token=eps,
-                                max_length=n, vocab_size=v, model_data=model_data, covered=covered,
-                                length_covered=False, detail=detail)
+    eps, v, n, covered = _case(mechanism, epsilon, vocab_size, max_length, model_data, True)
+    b = two_set_bound(eps, v, n, word_fraction=word_fraction, k=k)
+    detail = (
+        f"Two-set exponential mechanism, textdp's bound (not the poster's epsilon + ln s): per generation step "
+        f"epsilon_set/2 + ln max(|V|-2+e^(epsilon_word/2), 1+(k-1)e^(epsilon_word/2)) = {b.epsilon_set / 2:.3g} + "
+        f"{b.log_term:.3g} = {b.per_token:.4g} nats, with nominal epsilon={eps:g} split into epsilon_set="
+        f"{b.epsilon_set:.3g} and epsilon_word={b.epsilon_word:.3g} (both counted), k={k}, |V|={v}. The ln|V| term "
+        f"dominates ({100 * b.log_share:.0f}% of the per-step bound): the nominal epsilon adds little to it. "
+        f"Composed over L_max={n} steps; the output length is covered (the end token is drawn by the mechanism)."
+    )
+    return RewriteGuarantee(mechanism=mechanism, epsilon=b.per_sentence, epsilon_parameter=eps,
+                            per_token=b.per_token, max_length=n, vocab_size=v, model_data=model_data,
+                            covered=covered, length_covered=True, detail=detail, reference=POSTER_REFERENCE)
+
+
+def em_guarantee(mechanism: str, epsilon: float, *, vocab_size: int, max_length: int,
+                 model_data: str = "unknown") -> RewriteGuarantee:
+    """AE-DP's :class:`RewriteGuarantee`: ``epsilon`` per step (:func:`em_bound`), ``L_max`` steps per sentence."""
+    eps, v, n, covered = _case(mechanism, epsilon, vocab_size, max_length, model_data, True)
+    detail = (
+        f"One exponential mechanism over the whole vocabulary per step, P(w) ~ exp(epsilon p_w / 2) with p_w in "
+        f"[0, 1]: epsilon={eps:g} per step (|V|={v}), composed over L_max={n} steps; the output length is covered "
+        "(the end token is drawn by the mechanism)."
+    )
+    return RewriteGuarantee(mechanism=mechanism, epsilon=em_bound(eps, n), epsilon_parameter=eps, per_token=eps,
+                            max_length=n, vocab_size=v, model_data=model_data, covered=covered,
+                            length_covered=True, detail=detail, reference=POSTER_REFERENCE)
+
+
+def random_r_guarantee(mechanism: str, epsilon: float, *, vocab_size: int, max_length: int,
+                       model_data: str = "unknown") -> RewriteGuarantee:
+    """Random-R's :class:`RewriteGuarantee`: ``epsilon`` per token (rate :func:`random_r_rate`), length not covered."""
+    eps, v, n, covered = _case(mechanism, epsilon, vocab_size, max_length, model_data, False)
+    rate = random_r_rate(eps, v)
+    detail = (
+        f"Uniform random replacement at rate r={rate:.6g} (randomized response over |V|={v} words, the word "
+        f"family's 'random' core): per token ln((1-r+r/|V|)/(r/|V|)) = {eps:g}, composed over at most L_max={n} "
+        "tokens, for two sentences of the same length; out-of-vocabulary tokens are dropped (never released), "
+        "so the output length equals the number of in-vocabulary tokens and is NOT covered."
+    )
+    return RewriteGuarantee(mechanism=mechanism, epsilon=eps * n, epsilon_parameter=eps, per_token=eps,
+                            max_length=n, vocab_size=v, model_data=model_data, covered=covered,
+                            length_covered=False, detail=detail, uses_model=False, reference=SENTENCE_REFERENCE)
+
+
+def syntf_guarantee(mechanism: str, epsilon: float, *, vocab_size: int, max_length: int,
+                    model_data: str = "unknown", syntf_size: int | None = None) -> RewriteGuarantee:
+    """SynTF's :class:`RewriteGuarantee`: ``epsilon`` per sentence, a bag of ``syntf_size`` (default ``L_max``) terms."""
+    eps, v, n, covered = _case(mechanism, epsilon, vocab_size, max_length, model_data, False)
     size = check_positive_int(syntf_size if syntf_size is not None else n, "syntf_size")
     detail = (
         f"SynTF (Weggenmann & Kerschbaum, SIGIR 2018): a bag of {size} terms sampled by the exponential mechanism "
@@ -492,4 +503,4 @@ def rewrite_guarantee(
     )
     return RewriteGuarantee(mechanism=mechanism, epsilon=eps, epsilon_parameter=eps, per_token=eps / size,
                             max_length=n, vocab_size=v, model_data=model_data, covered=covered, length_covered=True,
-                            detail=detail)
+                            detail=detail, uses_model=False, reference=SENTENCE_REFERENCE)
