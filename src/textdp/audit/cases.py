@@ -70,6 +70,7 @@ __all__ = [
     "TARGET_LOSS",
     "TOPIC_SAMPLES",
     "WORD_PAIRS",
+    "bag_curve",
     "choose_word_pair",
     "decoded_conformance",
     "earth_movers_case",
@@ -87,6 +88,7 @@ __all__ = [
     "randomizer",
     "sample_releases",
     "selected_noise_curve",
+    "stop_word_document_case",
     "syntf_case",
     "table_curve",
     "topic_conformance",
@@ -214,6 +216,56 @@ def table_curve(sample: Sampler, logp_a: np.ndarray, logp_b: np.ndarray, *, what
         grid=tuple(np.linspace(0.0, 0.75 * top, CURVE_POINTS)),
         description=(f"{what}: delta(eps') at {CURVE_POINTS} eps' in [0, {0.75 * top:.3g}] vs the exact profile of "
                      f"{law}"),
+        chunk=16_384,
+        reuse_outputs=True,
+    )
+
+
+def bag_curve(sample: Sampler, logp_a: np.ndarray, logp_b: np.ndarray, size: int, *, what: str = "released bags",
+              law: str = "the claimed law") -> PrivacyCurve:
+    """The curve audit of bags of ``size`` i.i.d. terms of a claimed one-term law (SynTF with N > 1).
+
+    A released bag ``o`` (a row of ``size`` term ids) has the loss ``Σ_i logp_a[o_i] − logp_b[o_i]``
+    (the multinomial coefficient is the same under both inputs and cancels). The profile depends
+    only on the law of that sum under ``a``: the per-term loss takes a few values, so its ``size``-fold
+    convolution is computed exactly here, and ``P_b`` of each value is ``P_a`` times ``e^{−ℓ}``.
+    Grid: ``CURVE_POINTS`` values of ε′ in ``[0, 0.75 max ℓ]``.
+
+    >>> c = bag_curve(lambda x, n, rng: np.zeros((n, 2), dtype=int), np.log([0.6, 0.2, 0.2]),
+    ...               np.log([0.2, 0.6, 0.2]), 2)
+    >>> c.loss(np.array([[0, 0], [0, 1], [2, 2]])).round(4).tolist(), round(float(c.grid[-1]), 4)
+    ([2.1972, 0.0, 0.0], 1.6479)
+    """
+    la = np.asarray(logp_a, dtype=np.float64).reshape(-1)
+    lb = np.asarray(logp_b, dtype=np.float64).reshape(-1)
+    if la.shape != lb.shape or np.any(np.isneginf(la) != np.isneginf(lb)):
+        raise ParameterError("the two claimed laws have different supports: the pair is not protected "
+                             "from each other (infinite privacy loss)")
+    n_terms = check_positive_int(size, "size")
+    live = ~np.isneginf(la)
+    table = np.where(live, la, 0.0) - np.where(live, lb, 0.0)
+    values, inv = np.unique(np.round(table[live], 12), return_inverse=True)
+    step = np.bincount(inv.reshape(-1), weights=np.exp(la[live]), minlength=values.size)
+    support, prob = np.zeros(1), np.ones(1)
+    for _ in range(n_terms):  # the law of the summed loss under a, one term at a time
+        sums = np.round((support[:, None] + values[None, :]).reshape(-1), 12)
+        uniq, where = np.unique(sums, return_inverse=True)
+        support = np.asarray(uniq, dtype=np.float64)
+        prob = np.asarray(np.bincount(where.reshape(-1), weights=(prob[:, None] * step[None, :]).reshape(-1),
+                                      minlength=support.size), dtype=np.float64)
+    keep = prob > 0
+    support, prob = support[keep], prob[keep]
+    top = float(np.max(np.abs(support)))
+
+    def loss(o: np.ndarray) -> np.ndarray:
+        rows = np.asarray(o, dtype=np.int64).reshape(len(o), -1)
+        return np.asarray(table[rows].sum(axis=1))
+
+    return PrivacyCurve(
+        sample=sample, loss=loss, claimed=exact_profile(np.log(prob), np.log(prob) - support),
+        grid=tuple(np.linspace(0.0, 0.75 * top, CURVE_POINTS)),
+        description=(f"{what}: delta(eps') at {CURVE_POINTS} eps' in [0, {0.75 * top:.3g}] vs the exact profile of "
+                     f"bags of {n_terms} i.i.d. terms of {law}"),
         chunk=16_384,
         reuse_outputs=True,
     )
@@ -354,6 +406,61 @@ def word_pair_case(
         chunk=default_chunk if chunk is None else chunk,
         curve=curve,
         conformance=conformance,
+    )
+
+
+def stop_word_document_case(
+    mechanism: str,
+    release: Callable[[np.ndarray, np.random.Generator], np.ndarray],
+    stop: int,
+    pair: tuple[int, int],
+    logp: tuple[np.ndarray, np.ndarray],
+    claimed_epsilon: float,
+    *,
+    words: str = "",
+    law: str = "the claimed law",
+) -> AuditCase:
+    """Two-word documents ``[stop, a]`` vs ``[stop, b]`` for a mechanism that releases stop words unchanged.
+
+    CusText+ differs from CusText only in its stop-word branch (stop words kept, in place; the
+    other words through CusText). Documents of single non-stop words never run that branch, so
+    this case puts a public stop word first: the released document must be ``[stop, y]`` with
+    ``y`` drawn from the claimed word law ``logp`` (``(ln P(·|a), ln P(·|b))`` over the vocabulary,
+    from public parameters only). ``release(ids, rng)`` maps a ``(B, 2)`` batch of rows to the
+    released rows. Events: the released documents; the curve and the conformance test see the
+    pair ``(position 0 is the stop word, word at position 1)``: a document whose first word is
+    not the stop word has probability 0 under both claimed laws (the conformance test rejects
+    it; a release that moves a word out of its position leaks it, which the privacy tests see).
+    """
+    la = np.asarray(logp[0], dtype=np.float64).reshape(-1)
+    lb = np.asarray(logp[1], dtype=np.float64).reshape(-1)
+    v = la.size
+    none = np.full(v, -np.inf)
+    table_a, table_b = np.concatenate([la, none]), np.concatenate([lb, none])  # ids >= V: stop word moved
+    doc_a = np.array([stop, pair[0]], dtype=np.int64)
+    doc_b = np.array([stop, pair[1]], dtype=np.int64)
+
+    def cell(out: np.ndarray) -> np.ndarray:
+        o = np.asarray(out, dtype=np.int64).reshape(len(out), 2)
+        return np.where(o[:, 0] == stop, o[:, 1], v + o[:, 1])
+
+    sample = _copies_sampler(release)
+    pa, pb = np.exp(table_a), np.exp(table_b)
+    words_curve = table_curve(sample, table_a, table_b, what=f"{mechanism}'s released documents", law=law)
+    return AuditCase(
+        mechanism=mechanism,
+        pair=(f"documents [stop word, {words or 'a vs b'}]: the stop word is released unchanged, the second word "
+              f"through the mechanism; claim {claimed_epsilon:.4g} from public parameters; events: released documents"),
+        input_a=doc_a,
+        input_b=doc_b,
+        sample=sample,
+        claimed_epsilon=float(claimed_epsilon),
+        events="discrete",
+        chunk=16_384,
+        curve=dataclasses.replace(words_curve, loss=lambda o: words_curve.loss(cell(o))),  # type: ignore[misc]
+        conformance=Conformance(description=f"{mechanism}'s released documents vs {law} (stop word in place)",
+                                kind="table", keep=lambda x, out: cell(out),
+                                table=lambda x: pa if x is doc_a else pb),
     )
 
 
@@ -579,9 +686,10 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     registered mechanism (built at ε on the ten-word public vocabulary, bags of ``size`` terms);
     the released bags are the events. Default ε = 3 (claimed ε per document). ``sampler`` (the
     signature of :func:`~textdp.mechanisms.syntf.sample_bags`) replaces the release: a power
-    study's stand-in, never used by ``textdp audit``. With ``size=1`` the privacy curve is audited
-    too, against the exact one-term law (:func:`~textdp.audit.claims.syntf_logp`, from ε, |V| and the
-    two documents only). Conformance: χ² against that law (``size=1``), or a two-sample test
+    study's stand-in, never used by ``textdp audit``. The privacy curve is audited too, against the
+    exact one-term law (:func:`~textdp.audit.claims.syntf_logp`, from ε, |V| and the two documents
+    only) for ``size=1``, and against the exact law of bags of ``size`` i.i.d. terms at ε/(2N) per
+    term otherwise (:func:`bag_curve`). Conformance: χ² against that law (``size=1``), or a two-sample test
     against bags of ``size`` terms drawn from it (the multinomial factorisation).
     """
     from ..embeddings import load_embeddings
@@ -634,7 +742,9 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
         events="discrete",
         chunk=16_384,
         curve=table_curve(sample, la, lb, what="syntf's released terms",
-                          law=f"SynTF's one-term law (epsilon={eps:g}, |V|={v})") if n_words == 1 else None,
+                          law=f"SynTF's one-term law (epsilon={eps:g}, |V|={v})") if n_words == 1 else
+        bag_curve(sample, syntf_logp(eps, v, doc_a, n_words), syntf_logp(eps, v, doc_b, n_words), n_words,
+                  what="syntf's released bags", law=f"SynTF's law (epsilon/(2N) per term, |V|={v})"),
         conformance=conformance,
     )
 
