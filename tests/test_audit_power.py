@@ -184,3 +184,31 @@ def test_santext_at_other_vocabularies(monkeypatch, vocab_size):
                                                                                              **kw))
     bad = run_audit(word_mechanism_case("santext", vocab_size=vocab_size), samples=2_000, seed=14, conformance=True)
     assert not bad.privacy_passed and not bad.conformance.passed, bad
+
+
+# -- textdp audit --all: minutes on 2 cores ---------------------------------------------------------------------------
+def test_all_caps_each_case_at_ten_thousand_outputs_and_reports_its_time(monkeypatch):
+    import json
+    import math
+
+    from typer.testing import CliRunner
+
+    from textdp.audit import AuditCase
+    from textdp.audit import registry as audit_registry
+    from textdp.cli import app
+    from textdp.cli.audit import ALL_SAMPLES
+
+    p = math.exp(1.0) / (1 + math.exp(1.0))
+    rr = AuditCase("rr", "bit 0 vs 1", 0, 1, lambda bit, n, rng: np.where(rng.random(n) < p, bit, 1 - bit),
+                   claimed_epsilon=1.0)
+    small = AuditCase("rr-small", "bit 0 vs 1", 0, 1, rr.sample, claimed_epsilon=1.0, default_samples=2_000)
+    assert rr.default_samples == 100_000 > ALL_SAMPLES == 10_000
+    monkeypatch.setattr(audit_registry, "_CASES", {
+        "rr": audit_registry._Entry(lambda epsilon=None, delta=None: rr, "rr"),
+        "rr-small": audit_registry._Entry(lambda epsilon=None, delta=None: small, "rr, a case with fewer samples")})
+    res = CliRunner().invoke(app, ["audit", "--all", "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [c["samples"] for c in out["cases"]] == [10_000, 2_000]
+    assert all(c["seconds"] >= 0 for c in out["cases"]) and "s in all" in out["note"]
+    assert "at least one with probability up to 10%" in out["note"]  # 1 - 0.95^2: the family-wise rate
