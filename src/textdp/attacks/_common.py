@@ -8,8 +8,6 @@ import numpy as np
 
 from ..errors import DocumentError, ParameterError, ParameterTypeError
 
-TextLike = "str | Sequence[str]"
-
 
 def as_tokens(text: object, where: str = "text") -> list[str]:
     """Return ``text`` as a list of whitespace tokens.

@@ -63,10 +63,6 @@ _DEFAULT_DIGESTS = {
     "words_sha256": "5d5f74b8d275407caad13a125d6db79d7011cbea3ead0af458bc69841870c983",
 }
 
-#: Values a header may announce before the file size is even considered.
-_MAX_HEADER_VALUE = 2**40
-
-
 def _file_digest(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()

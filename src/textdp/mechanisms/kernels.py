@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["augment", "augment32", "gumbel_argmax", "logsumexp_rows", "nearest_k", "pairwise_distances", "sample_by_distance"]
+__all__ = ["augment", "augment32", "gumbel_argmax", "nearest_k", "pairwise_distances", "sample_by_distance"]
 
 def gumbel_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Index drawn from each row of ``log_weights`` with probability ``softmax(row)``.
@@ -48,15 +48,6 @@ def gumbel_argmax(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarr
     lw = np.asarray(log_weights, dtype=np.float64)
     g = rng.gumbel(size=lw.shape)
     return np.asarray(np.argmax(lw + g, axis=-1), dtype=np.int64)
-
-
-def logsumexp_rows(log_weights: np.ndarray) -> np.ndarray:
-    """``log(sum(exp(row)))`` per row, stable (``-inf`` for an all ``-inf`` row)."""
-    lw = np.asarray(log_weights, dtype=np.float64)
-    m = lw.max(axis=-1)
-    safe = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.exp(lw - safe[..., None]).sum(axis=-1)) + safe
 
 
 def pairwise_distances(queries: np.ndarray, vectors: np.ndarray, vec_sq: np.ndarray | None = None) -> np.ndarray:
