@@ -1,4 +1,4 @@
-"""Audit cases of the language-model rewriters pass; the known-bad variants the field ships are flagged."""
+"""The known-bad variants of the LM rewriters' laws are flagged (the rewriters themselves: test_audit_lm_release.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,6 @@ GOOD = ("dp-prompt", "dp-paraphrase", "dp-mlm", "dp-bart")
 
 def test_every_rewriter_and_every_known_bad_variant_is_registered():
     assert set(GOOD) | set(KNOWN_BAD) <= set(audit_case_names())
-
-
-@pytest.mark.parametrize("name", GOOD)
-def test_rewriters_pass(name):
-    r = audit(name, samples=200_000 if name.startswith("dp-bart") else 40_000, seed=11)
-    assert r.passed, r.to_dict()
 
 
 @pytest.mark.parametrize("name", KNOWN_BAD)

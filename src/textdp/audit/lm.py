@@ -1,12 +1,13 @@
-"""Audit cases of the language-model rewriters, and the known-bad variants the field's code ships.
+"""The known-bad variants of the language-model rewriters' laws, and the registration of the LM cases.
 
-The token-level rewriters (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``) draw every token with
-:func:`textdp.generation.decoding.exponential_step`; their cases audit that draw on the pair of
-score vectors where the loss is largest: ``u(a) = (b, a, ..., a)`` against ``u(b) = (a, b, ..., b)``
-over a toy vocabulary of ``V`` tokens (loss ``→ ε`` as ``V`` grows: decoding's docstring). The
-``dp-bart`` case audits :func:`textdp.generation.lm_decode.clip_and_noise`, the clip-and-noise
-step, on the farthest pair of encoder outputs (all ``c_min`` against all ``c_max``), with the
-claimed (ε, δ) and events on the projection onto their difference.
+The four rewriters themselves (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``) are audited on
+their own release path: :mod:`textdp.audit.lm_release` (``privatize_batch`` on a tiny random model, the
+reference law recomputed from the model). This module keeps the toy steps that show what the field's
+known-bad variants get wrong: :func:`token_case`, one clipped exponential-mechanism step on the pair of
+score vectors where the loss is largest, ``u(a) = (b, a, ..., a)`` against ``u(b) = (a, b, ..., b)`` over a
+toy vocabulary of ``V`` tokens (loss ``→ ε`` as ``V`` grows: decoding's docstring), and
+:func:`dp_bart_case`, DP-BART's clip-and-noise step on the farthest pair of encoder outputs (all
+``c_min`` against all ``c_max``), σ from the audit's own analytic-Gaussian calibration.
 
 Known-bad variants (registered too; ``textdp audit NAME`` must flag them, exit status 1):
 
@@ -105,16 +106,16 @@ def dp_bart_case(name: str, epsilon: float | None = None, delta: float | None = 
     """DP-BART's clip-and-noise on ``tokens × dim`` toy encoder outputs, all ``c_min`` vs all ``c_max``."""
     require("torch", "generation")
     from ..generation.decoding import ClipBounds
-    from ..generation.lm import LMSettings, dp_bart_sigma
     from ..generation.lm_decode import clip_and_noise
+    from .accountant import analytic_gaussian_sigma
 
     eps = DP_BART_DEFAULT[0] if epsilon is None else float(epsilon)
     dlt = DP_BART_DEFAULT[1] if delta is None else float(delta)
     bounds = ClipBounds(-0.2, 0.1)
-    settings = LMSettings("dp-bart", eps, bounds, delta=dlt, max_tokens=tokens)
-    if variant == "dp-bart-range":  # the copied re-implementation: calibrated for a range of 0.2
-        settings = LMSettings("dp-bart", eps, ClipBounds(-0.1, 0.1), delta=dlt, max_tokens=tokens)
-    _, sigma = dp_bart_sigma(settings, dim)
+    # σ from the audit's own analytic-Gaussian calibration at L2 sensitivity (c_max - c_min) sqrt(n d); the
+    # copied re-implementation (dp-bart-range) calibrates for a range of 0.2 while the true range is 0.3
+    width = 0.2 if variant == "dp-bart-range" else bounds.width
+    sigma = analytic_gaussian_sigma(eps, dlt, width * math.sqrt(tokens * dim))
     h_a = np.full((tokens, dim), bounds.low)
     h_b = np.full((tokens, dim), bounds.high)
     if variant == "dp-bart-shared-noise":  # the rows differ from each other in b only
@@ -142,16 +143,11 @@ def dp_bart_case(name: str, epsilon: float | None = None, delta: float | None = 
 
 
 def register_lm_cases() -> None:
-    """Register the four rewriters' cases and the known-bad variants (idempotent)."""
-    tok = "needs [generation]"
-    for name, paper in (("dp-prompt", "DP-Prompt"), ("dp-paraphrase", "DP-Paraphrase"), ("dp-mlm", "DP-MLM")):
-        register_audit_case(name, lambda epsilon=None, delta=None, name=name: token_case(name, epsilon, delta),
-                            description=f"{paper}: one clipped exponential-mechanism token on the worst pair of "
-                                        f"logit vectors (claim epsilon per token; default {LM_DEFAULT_EPSILON:g}; "
-                                        f"{tok})", replace=True)
-    register_audit_case("dp-bart", lambda epsilon=None, delta=None: dp_bart_case("dp-bart", epsilon, delta),
-                        description="DP-BART: clipped encoder output + Gaussian noise per coordinate and token "
-                                    f"(claim (epsilon, delta); default {DP_BART_DEFAULT}; {tok})", replace=True)
+    """Register the four rewriters' release-path cases (:mod:`textdp.audit.lm_release`) and the known-bad variants
+    (idempotent)."""
+    from .lm_release import register_lm_release_cases
+
+    register_lm_release_cases()
     bad = {
         "lm-unclipped": "temperature 2*Delta/epsilon with no clipping (DP-Prompt's scripts)",
         "lm-topk-clipped": "top-k from the private logits next to clipping (DP-GTR)",

@@ -1,0 +1,504 @@
+r"""Audit cases of the language-model rewriters on their own release path, and their conformance tests.
+
+Each case (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``) builds the mechanism with
+:func:`textdp.mechanisms.get`, fits it on a **tiny random model** of its kind that this module writes
+to a temporary folder (:func:`tiny_model`: random weights drawn from :func:`textdp._rng.make_rng`, a
+word-level tokenizer over :data:`WORDS`; nothing is downloaded) and samples
+:meth:`~textdp.mechanisms.base.Mechanism.privatize_batch` on two neighbouring texts that differ in
+one word (:data:`PAIRS`). The released texts are read back as token sequences (re-tokenised) and
+indexed over every sequence the public vocabulary allows (:class:`SequenceSupport`).
+
+Nothing here calls the rewriters' calibration or decoding code. The reference law of the released
+sequences is computed **again** from the model (:class:`ReferenceLM`: the model run here, clipped
+to the public bounds, the exponential mechanism ``P(w | x) ∝ exp(ε clip(s_w(x)) / (2Δ))`` over the
+public output vocabulary; McSherry & Talwar 2007, as DP-Prompt (Utpala et al. 2023, §3), DP-Paraphrase
+(Mattern et al. 2022) and DP-MLM (Meisenbacher et al. 2024) use it), token by token:
+
+* ``dp-prompt``, ``dp-paraphrase``: ``n = max_new_tokens`` adaptive steps (each conditioned on the
+  tokens released before it), the end token one of the candidates; the released sequence's
+  probability is the product of the step probabilities up to the end token or ``n`` tokens;
+* ``dp-mlm`` (``copy_stopwords=False``: every token replaced): one independent draw per position,
+  each at its mask with the original sentence as context (DP-MLM's input: the sentence, then its
+  copy with one token masked);
+* ``dp-bart`` (Igamberdiev & Habernal 2023): the encoder output of the sentence padded to
+  ``max_tokens``, clipped per coordinate, plus ``N(0, σ²)`` per coordinate and token with σ from
+  the analytic Gaussian mechanism (Balle & Wang 2018; :func:`~textdp.audit.accountant.analytic_gaussian_sigma`,
+  the audit's own bisection) at L2 sensitivity ``(c_max − c_min) sqrt(d · max_tokens)``, then
+  greedy decoding: a reference *sampler* (the law has no closed form).
+
+The claims come from public parameters only: ``n ε`` per unit for the token-level rewriters
+(sequential composition of ``n`` ε-DP steps, every two units neighbours), ``(ε, δ)`` per sentence for
+DP-BART. Every token-level case carries
+
+* the **event test** (:mod:`textdp.audit.core`) on the released sequences against ``n ε``;
+* the **privacy curve** (:mod:`textdp.audit.curve`) with the exact loss ``ln p_a(o)/p_b(o)`` of the
+  reference law at the claimed ε (:func:`~textdp.audit.curve.exact_profile`): a loop that samples a
+  sharper law than it claims (ε×3 inside the temperature, clipping removed) moves the curve above
+  the claim's although ``n ε`` may still hold for this pair;
+* the **conformance test** (:mod:`textdp.audit.conformance`, ``kind="table"``): χ² of the released
+  sequences against the reference table, run by ``textdp audit NAME --conformance``.
+
+DP-BART's case has the event test against ``(ε, δ)``, the curve with selected events against the
+Gaussian mechanism's profile at ``σ`` (the released tokens are post-processing of the noisy encoder
+output, so their profile lies below it), and a two-sample χ² conformance test against the reference
+sampler.
+
+The tiny models make the audit fast (seconds on 2 cores) and exercise the whole loop (prompt frame,
+KV cache, end token, batching, decoding, re-tokenisation); they say nothing about a large model's
+logits, which the claims do not depend on.
+
+References
+----------
+F. McSherry, K. Talwar. Mechanism design via differential privacy. FOCS 2007. S. Utpala, S. Hooker,
+P.-Y. Chen. Locally differentially private document generation using zero shot prompting. Findings of
+EMNLP 2023. J. Mattern, B. Weggenmann, F. Kerschbaum. The limits of word level differential privacy.
+Findings of NAACL 2022. S. Meisenbacher, M. Chevli, J. Vladika, F. Matthes. DP-MLM: differentially
+private text rewriting using masked language models. Findings of ACL 2024. T. Igamberdiev, I. Habernal.
+DP-BART for privatized text rewriting under local differential privacy. Findings of ACL 2023. B. Balle,
+Y.-X. Wang. Improving the Gaussian mechanism for differential privacy. ICML 2018.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._rng import make_rng
+from ..errors import ParameterError, require
+from .accountant import analytic_gaussian_delta, analytic_gaussian_sigma
+from .conformance import Conformance
+from .core import AuditCase
+from .curve import CURVE_POINTS, PrivacyCurve, exact_profile
+
+__all__ = [
+    "LM_RELEASE_DEFAULTS",
+    "PAIRS",
+    "WORDS",
+    "ReferenceLM",
+    "SequenceSupport",
+    "lm_release_case",
+    "register_lm_release_cases",
+    "tiny_model",
+]
+
+#: Public words of the tiny models' tokenizer (written here; no corpus text).
+WORDS = ("the", "a", "cat", "dog", "bird", "sat", "ran", "slept", "on", "in", "mat", "park", "tree", "today",
+         "document", "paraphrase", ".", ",", ":")
+#: Special tokens of the tiny tokenizer (excluded from every output but the end token ``</s>``).
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<s>", "</s>")
+#: Candidate texts of the neighbouring pair (one unit each: a one-sentence document for dp-prompt, a
+#: sentence otherwise; every two are neighbours, dp-mlm's of the same length). The token-level cases
+#: take the pair whose reference laws differ most (symmetrised Kullback-Leibler divergence), computed
+#: from the public model alone; dp-bart takes the first two.
+PAIRS = {
+    "dp-prompt": ("the cat sat", "a dog ran", "the bird slept on the mat", "today , a tree"),
+    "dp-paraphrase": ("the cat sat", "a dog ran", "the bird slept on the mat", "today , a tree"),
+    "dp-mlm": ("cat sat", "dog ran", "bird slept", "tree today", "mat park"),
+    "dp-bart": ("the cat sat on the mat", "a dog ran in the park"),
+}
+#: The model kind of each rewriter.
+KINDS = {"dp-prompt": "causal", "dp-paraphrase": "seq2seq", "dp-mlm": "masked", "dp-bart": "seq2seq"}
+#: dp-prompt's public template in the audit (plain format: no chat template on the tiny model).
+PROMPT = "document : {document} paraphrase :"
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    epsilon: float
+    delta: float
+    clip: tuple[float, float]
+    max_new_tokens: int
+    samples: int
+
+
+#: Per-token ε (per-sentence (ε, δ) for dp-bart), public clipping bounds, generated tokens and samples.
+LM_RELEASE_DEFAULTS = {
+    "dp-prompt": _Defaults(2.0, 0.0, (-1.0, 1.0), 2, 10_000),
+    "dp-paraphrase": _Defaults(2.0, 0.0, (-1.0, 1.0), 2, 10_000),
+    "dp-mlm": _Defaults(2.0, 0.0, (-1.0, 1.0), 1, 10_000),
+    "dp-bart": _Defaults(2.0, 1e-3, (-1.0, 1.0), 2, 10_000),
+}
+#: Hidden size and layers of the tiny models; the standard deviation of their random weights.
+TINY_HIDDEN, TINY_LAYERS, TINY_INIT = 16, 2, 0.3
+#: dp-bart's public sentence shape in the audit (tokens of the encoder output).
+BART_TOKENS = 4
+
+_BUILT: dict[tuple[str, int], tuple[Path, Any]] = {}
+_TMP: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def _tokenizer() -> Any:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate((*SPECIALS, *WORDS))}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", bos_token="<s>", eos_token="</s>")
+
+
+def tiny_model(kind: str, *, seed: int = 0) -> tuple[Path, Any]:
+    """``(folder, model)``: a tiny random model of ``kind`` (causal, seq2seq, masked) saved as safetensors.
+
+    Built once per process in a private temporary folder (removed at exit). Every weight matrix is
+    drawn from ``make_rng(seed)`` (normal, standard deviation :data:`TINY_INIT`); biases and layer
+    norms keep their constant initial values; torch's global generator is left as it was.
+    """
+    key = (kind, seed)
+    if key in _BUILT:
+        return _BUILT[key]
+    torch = require("torch", "generation")
+    require("transformers", "generation")
+    from transformers import (
+        BartConfig,
+        BartForConditionalGeneration,
+        BertConfig,
+        BertForMaskedLM,
+        GPT2Config,
+        GPT2LMHeadModel,
+    )
+
+    tok = _tokenizer()
+    v, ids = len(tok), tok.convert_tokens_to_ids
+    h, n_layers = TINY_HIDDEN, TINY_LAYERS
+    with torch.random.fork_rng(devices=[]):
+        if kind == "causal":
+            model: Any = GPT2LMHeadModel(GPT2Config(
+                vocab_size=v, n_positions=64, n_embd=h, n_layer=n_layers, n_head=2, bos_token_id=ids("<s>"),
+                eos_token_id=ids("</s>"), pad_token_id=ids("[PAD]")))
+        elif kind == "seq2seq":
+            model = BartForConditionalGeneration(BartConfig(
+                vocab_size=v, d_model=h, encoder_layers=n_layers, decoder_layers=n_layers, encoder_attention_heads=2,
+                decoder_attention_heads=2, encoder_ffn_dim=2 * h, decoder_ffn_dim=2 * h, max_position_embeddings=64,
+                pad_token_id=ids("[PAD]"), bos_token_id=ids("<s>"), eos_token_id=ids("</s>"),
+                decoder_start_token_id=ids("</s>"), forced_eos_token_id=None))
+        elif kind == "masked":
+            model = BertForMaskedLM(BertConfig(
+                vocab_size=v, hidden_size=h, num_hidden_layers=n_layers, num_attention_heads=2, intermediate_size=2 * h,
+                max_position_embeddings=64, pad_token_id=ids("[PAD]")))
+        else:
+            raise ParameterError(f"tiny model kind must be causal, seq2seq or masked, got {kind!r}")
+    gen = make_rng(seed)
+    with torch.no_grad():
+        for _, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            if p.ndim >= 2:
+                p.copy_(torch.from_numpy(gen.normal(0.0, TINY_INIT, tuple(p.shape))).to(p.dtype))
+    model.eval()
+    tmp = tempfile.TemporaryDirectory(prefix="textdp-audit-lm-")
+    _TMP.append(tmp)
+    out = Path(tmp.name) / kind
+    from transformers.utils import logging as hf_logging
+
+    bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(out, safe_serialization=True)
+    finally:
+        if bar:
+            hf_logging.enable_progress_bar()
+    tok.save_pretrained(out)
+    _BUILT[key] = (out, model)
+    return out, model
+
+
+def _specials(tok: Any) -> frozenset[int]:
+    return frozenset(int(tok.convert_tokens_to_ids(t)) for t in SPECIALS)
+
+
+@dataclass(frozen=True)
+class SequenceSupport:
+    """Every token sequence a rewriter can release on the public vocabulary, indexed ``0 .. size - 1``.
+
+    ``generated``: sequences of up to ``length`` tokens (fewer: the end token was drawn; the end token
+    itself is not released). Otherwise exactly ``length`` tokens (dp-mlm: every position replaced).
+    Index ``size`` stands for any text that is none of them (probability 0 under the reference law).
+
+    >>> s = SequenceSupport(tokens=(7, 8), length=2, generated=True)
+    >>> s.size, s.index[()], s.index[(8, 7)]
+    (7, 0, 5)
+    """
+
+    tokens: tuple[int, ...]
+    length: int
+    generated: bool
+    index: dict[tuple[int, ...], int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        lengths = range(self.length + 1) if self.generated else (self.length,)
+        seqs = [s for k in lengths for s in itertools.product(self.tokens, repeat=k)]
+        object.__setattr__(self, "index", {s: i for i, s in enumerate(seqs)})
+
+    @property
+    def size(self) -> int:
+        """Number of sequences (the extra index ``size`` is "outside")."""
+        return len(self.index)
+
+    def ids_of(self, texts: Sequence[str], tokenizer: Any) -> np.ndarray:
+        """Index of each released text, read back with the tokenizer (``size``: not a sequence of the support)."""
+        out = np.empty(len(texts), dtype=np.int64)
+        cache: dict[str, int] = {}
+        for i, t in enumerate(texts):
+            if t not in cache:
+                ids = tuple(int(x) for x in tokenizer(t, add_special_tokens=False)["input_ids"])
+                cache[t] = self.index.get(ids, self.size)
+            out[i] = cache[t]
+        return out
+
+
+def _log_law(logits: np.ndarray, epsilon: float, low: float, high: float, allowed: np.ndarray) -> np.ndarray:
+    """Log-probabilities of the clipped exponential mechanism over ``allowed`` (float64; -inf elsewhere).
+
+    ``log P(w) = ε clip(s_w, low, high) / (2Δ) − log Σ_v exp(ε clip(s_v) / (2Δ))``, ``Δ = high − low``
+    (written here again, in numpy; the rewriters draw with torch).
+
+    >>> _log_law(np.array([[9.0, -9.0, 0.0]]), 2.0, -1.0, 1.0, np.array([True, True, False])).round(4).tolist()
+    [[-0.3133, -1.3133, -inf]]
+    """
+    s = np.nan_to_num(np.asarray(logits, dtype=np.float64), nan=low)
+    w = float(epsilon) * np.clip(s, low, high) / (2.0 * (high - low))
+    w = np.where(allowed, w, -np.inf)
+    top = w.max(axis=-1, keepdims=True)
+    return np.asarray(w - top - np.log(np.exp(w - top).sum(axis=-1, keepdims=True)))
+
+
+class ReferenceLM:
+    """The reference laws of the four rewriters, computed from the tiny model run here (module docstring).
+
+    Parameters
+    ----------
+    name : str
+        ``dp-prompt``, ``dp-paraphrase``, ``dp-mlm`` or ``dp-bart``.
+    model : transformers model
+        The model the mechanism was fitted on (:func:`tiny_model`).
+    epsilon, clip, length, max_tokens, delta
+        The public parameters of the release: per-token ε (dp-bart: per sentence), the clipping bounds,
+        the released tokens (``max_new_tokens``; dp-mlm: the sentence's tokens), the encoder shape and δ.
+    """
+
+    def __init__(self, name: str, model: Any, *, epsilon: float, clip: tuple[float, float], length: int,
+                 max_tokens: int, delta: float = 0.0) -> None:
+        self.name, self.model = name, model
+        self.tok = _tokenizer()
+        self.epsilon, self.clip, self.length, self.max_tokens, self.delta = (
+            float(epsilon), (float(clip[0]), float(clip[1])), int(length), int(max_tokens), float(delta))
+        special = _specials(self.tok)
+        self.eos = int(self.tok.convert_tokens_to_ids("</s>"))
+        v = len(self.tok)
+        self.words = tuple(i for i in range(v) if i not in special)
+        allowed = np.zeros(v, dtype=bool)
+        allowed[list(self.words)] = True
+        if name != "dp-mlm":
+            allowed[self.eos] = True
+        self.allowed = allowed
+        self.support = SequenceSupport(self.words, self.length, generated=name != "dp-mlm")
+
+    def _ids(self, text: str) -> list[int]:
+        return [int(x) for x in self.tok(text, add_special_tokens=False)["input_ids"]]
+
+    def _step_logits(self, text: str, prefixes: list[tuple[int, ...]]) -> np.ndarray:
+        """The model's next-token logits after each released ``prefix`` (dp-prompt, dp-paraphrase)."""
+        torch = require("torch", "generation")
+        k = len(prefixes[0])
+        with torch.inference_mode():
+            if self.name == "dp-prompt":
+                prompt = self._ids(PROMPT.replace("{document}", text))
+                x = torch.tensor([prompt + list(p) for p in prefixes], dtype=torch.long)
+                return np.asarray(self.model(input_ids=x).logits[:, -1].double().numpy())
+            enc = self._ids(text)[: self.max_tokens]
+            start = int(self.model.config.decoder_start_token_id)
+            x = torch.tensor([enc] * len(prefixes), dtype=torch.long)
+            dec = torch.tensor([[start, *p] for p in prefixes], dtype=torch.long).reshape(len(prefixes), k + 1)
+            return np.asarray(self.model(input_ids=x, decoder_input_ids=dec).logits[:, -1].double().numpy())
+
+    def log_table(self, text: str) -> np.ndarray:
+        """``log P(sequence | text)`` for every sequence of the support (token-level rewriters)."""
+        lo, hi = self.clip
+        out = np.full(self.support.size, -np.inf)
+        if self.name == "dp-mlm":
+            torch = require("torch", "generation")
+            ids = self._ids(text)
+            cls, sep, mask = (int(self.tok.convert_tokens_to_ids(t)) for t in ("[CLS]", "[SEP]", "[MASK]"))
+            rows = [[cls, *ids, sep, *ids[:i], mask, *ids[i + 1:], sep] for i in range(len(ids))]
+            with torch.inference_mode():
+                logits = self.model(input_ids=torch.tensor(rows, dtype=torch.long)).logits
+            at = np.stack([logits[i, len(ids) + 2 + i].double().numpy() for i in range(len(ids))])
+            laws = _log_law(at, self.epsilon, lo, hi, self.allowed)
+            for seq, j in self.support.index.items():
+                out[j] = sum(laws[i, w] for i, w in enumerate(seq))
+            return out
+        prefix_logp: dict[tuple[int, ...], float] = {(): 0.0}
+        for k in range(self.length):
+            prefixes = [p for p in prefix_logp if len(p) == k]
+            laws = _log_law(self._step_logits(text, prefixes), self.epsilon, lo, hi, self.allowed)
+            for p, law in zip(prefixes, laws, strict=True):
+                base = prefix_logp.pop(p)
+                out[self.support.index[p]] = base + law[self.eos]  # the end token drawn: p is released
+                for w in self.words:
+                    if k + 1 < self.length:
+                        prefix_logp[(*p, w)] = base + law[w]
+                    else:
+                        out[self.support.index[(*p, w)]] = base + law[w]
+        return out
+
+    @property
+    def sensitivity(self) -> float:
+        """DP-BART's L2 sensitivity ``(c_max − c_min) sqrt(d · max_tokens)`` of the clipped encoder output."""
+        d = int(self.model.config.d_model)
+        return (self.clip[1] - self.clip[0]) * math.sqrt(d * self.max_tokens)
+
+    @property
+    def sigma(self) -> float:
+        """DP-BART's σ: the audit's own analytic-Gaussian calibration at (ε, δ) and :attr:`sensitivity`."""
+        return analytic_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
+
+    def bart_sample(self, text: str, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` support indices drawn from DP-BART's law: clip, Gaussian noise, greedy decoding (reference)."""
+        torch = require("torch", "generation")
+        from transformers.modeling_outputs import BaseModelOutput
+
+        pad = int(self.tok.convert_tokens_to_ids("[PAD]"))
+        enc = self._ids(text)[: self.max_tokens]
+        enc = enc + [pad] * (self.max_tokens - len(enc))
+        x = torch.tensor([enc], dtype=torch.long)
+        lo, hi = self.clip
+        with torch.inference_mode():
+            h = self.model.get_encoder()(input_ids=x, attention_mask=(x != pad).long()).last_hidden_state
+            base = np.clip(h.double().numpy(), lo, hi)
+            noisy = base + self.sigma * rng.standard_normal((n, *base.shape[1:]))
+            states = BaseModelOutput(last_hidden_state=torch.from_numpy(noisy).to(h.dtype))
+            ones = torch.ones((n, self.max_tokens), dtype=torch.long)
+            start = int(self.model.config.decoder_start_token_id)
+            dec = torch.full((n, 1), start, dtype=torch.long)
+            done = np.zeros(n, dtype=bool)
+            seqs: list[list[int]] = [[] for _ in range(n)]
+            keep = torch.from_numpy(self.allowed)
+            for _ in range(self.length):
+                logits = self.model(encoder_outputs=states, attention_mask=ones, decoder_input_ids=dec).logits[:, -1]
+                nxt = torch.where(keep, logits.double(), torch.full((), -math.inf, dtype=torch.float64)).argmax(1)
+                for i, w in enumerate(nxt.tolist()):
+                    if not done[i]:
+                        if w == self.eos:
+                            done[i] = True
+                        else:
+                            seqs[i].append(int(w))
+                dec = torch.cat([dec, nxt[:, None]], 1)
+        return np.array([self.support.index.get(tuple(s), self.support.size) for s in seqs], dtype=np.int64)
+
+
+#: The public settings of each case (besides ε, the bounds and the generated tokens).
+MAX_TOKENS = 8
+
+
+def _mechanism(name: str, folder: Path, d: _Defaults, epsilon: float, delta: float) -> Any:
+    """The rewriter built and fitted through the public API (:func:`textdp.mechanisms.get`)."""
+    from ..mechanisms import get
+
+    params: dict[str, Any] = {"epsilon": epsilon, "model": str(folder), "clip": d.clip, "max_tokens": MAX_TOKENS,
+                              "batch_size": 4096}
+    if name == "dp-prompt":
+        params.update(prompt=PROMPT, prompt_format="plain", max_input_tokens=MAX_TOKENS,
+                      max_new_tokens=d.max_new_tokens, batch_tokens=1 << 24)
+    elif name == "dp-mlm":
+        params.update(copy_stopwords=False)
+    else:
+        params.update(max_new_tokens=d.max_new_tokens)
+    if name == "dp-bart":
+        params.update(delta=delta)
+    return get(name, **params).fit()
+
+
+def lm_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
+                    seed: int = 0) -> AuditCase:
+    """The audit case of rewriter ``name`` on its release path (module docstring).
+
+    ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
+    ``seed``: the tiny model's weights (public).
+    """
+    if name not in LM_RELEASE_DEFAULTS:
+        raise ParameterError(f"no release-path LM audit for {name!r}; choose one of {', '.join(LM_RELEASE_DEFAULTS)}")
+    d = LM_RELEASE_DEFAULTS[name]
+    eps = d.epsilon if epsilon is None else float(epsilon)
+    dlt = d.delta if delta is None else float(delta)
+    if name != "dp-bart":
+        dlt = 0.0  # pure epsilon-DP per token
+    folder, model = tiny_model(KINDS[name], seed=seed)
+    mech = _mechanism(name, folder, d, eps, dlt)
+    text_a, text_b = PAIRS[name][:2]
+    length = len(_tokenizer()(text_a, add_special_tokens=False)["input_ids"]) if name == "dp-mlm" else d.max_new_tokens
+    ref = ReferenceLM(name, model, epsilon=eps, clip=d.clip, length=length, max_tokens=MAX_TOKENS, delta=dlt)
+    support, tok = ref.support, ref.tok
+    if name != "dp-bart":
+        tables = {t: ref.log_table(t) for t in PAIRS[name]}
+
+        def divergence(pair: tuple[str, str]) -> float:
+            x, y = tables[pair[0]], tables[pair[1]]
+            return float(((np.exp(x) - np.exp(y)) * (x - y)).sum())
+
+        text_a, text_b = max(itertools.combinations(PAIRS[name], 2), key=divergence)
+
+    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+        released = mech.privatize_batch([str(which)] * n, seed=rng, chunk=n)
+        return support.ids_of([str(r.content) for r in released], tok)
+
+    pair = (f"{name} on a tiny random {KINDS[name]} model ({TINY_HIDDEN} hidden, {TINY_LAYERS} layer, "
+            f"{len(ref.words)} words), released through privatize_batch: {text_a!r} vs {text_b!r}, "
+            f"clip [{d.clip[0]:g}, {d.clip[1]:g}]")
+    if name == "dp-bart":
+        sigma, sens = ref.sigma, ref.sensitivity
+
+        def gaussian(grid: np.ndarray, alpha: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+            pt = np.array([max(analytic_gaussian_delta(sigma, float(e), sens), 0.0) for e in grid])
+            return pt, pt + 1e-12
+
+        curve = PrivacyCurve(sample=sample, loss=None, claimed=gaussian, grid=tuple(np.linspace(0.0, eps, CURVE_POINTS)),
+                             description=f"released tokens against the Gaussian mechanism's profile (sigma {sigma:.4g}, "
+                                         f"L2 sensitivity {sens:.4g}; post-processing)", chunk=4096,
+                             reuse_outputs=True)
+        conf = Conformance(description=f"DP-BART reference sampler: encoder output clipped to [{d.clip[0]:g}, "
+                                       f"{d.clip[1]:g}], N(0, {sigma:.4g}^2) per coordinate and token, greedy "
+                                       f"decoding of {d.max_new_tokens} tokens (Igamberdiev & Habernal 2023)",
+                           kind="reference", keep=lambda which, out: out,
+                           reference=lambda which, n, rng: ref.bart_sample(str(which), n, rng))
+        return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
+                         claimed_epsilon=eps, claimed_delta=dlt, events="discrete", chunk=4096, curve=curve,
+                         conformance=conf, default_samples=d.samples)
+    la, lb = tables[text_a], tables[text_b]
+    claimed = length * eps  # n epsilon-DP steps compose to n epsilon (every two units neighbours)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(np.isfinite(la) & np.isfinite(lb), la - lb, 0.0)
+    loss_of = np.append(diff, 0.0)  # the index "outside the support": loss 0 (the conformance test rejects it)
+    top = float(np.abs(diff).max())
+    curve = PrivacyCurve(sample=sample, loss=lambda ids: loss_of[np.asarray(ids, dtype=np.int64)],
+                         claimed=exact_profile(la, lb), grid=tuple(np.linspace(0.0, top, CURVE_POINTS, endpoint=False)),
+                         description=f"the exact loss of the reference law over {support.size} sequences", chunk=4096,
+                         reuse_outputs=True)
+    probs = {text_a: np.append(np.exp(la), 0.0), text_b: np.append(np.exp(lb), 0.0)}
+    conf = Conformance(description=f"{name}: clipped exponential mechanism, T = 2*Delta/epsilon over the public "
+                                   f"vocabulary, recomputed from the model, {length} token(s) per release",
+                       kind="table", keep=lambda which, out: out, table=lambda which: probs[str(which)])
+    return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
+                     claimed_epsilon=claimed, claimed_delta=0.0, events="discrete", chunk=4096, curve=curve,
+                     conformance=conf, default_samples=d.samples)
+
+
+def register_lm_release_cases() -> None:
+    """Register the four rewriters' release-path cases (idempotent; replaces the toy-step cases)."""
+    from .registry import register_audit_case
+
+    for name, paper in (("dp-prompt", "DP-Prompt"), ("dp-paraphrase", "DP-Paraphrase"), ("dp-mlm", "DP-MLM"),
+                        ("dp-bart", "DP-BART")):
+        d = LM_RELEASE_DEFAULTS[name]
+        claim = (f"(epsilon, delta) per sentence; default ({d.epsilon:g}, {d.delta:g})" if name == "dp-bart" else
+                 f"n*epsilon per unit; default epsilon {d.epsilon:g} per token")
+        register_audit_case(name, lambda epsilon=None, delta=None, name=name: lm_release_case(name, epsilon, delta),
+                            description=f"{paper} through privatize_batch on a tiny random model built here, "
+                                        f"neighbouring texts (claim {claim}; needs [generation])", replace=True)

@@ -1,0 +1,163 @@
+"""The LM rewriters' audit cases sample their own release path (tiny random models built here, never downloaded).
+
+Each case goes through ``textdp.mechanisms.get(name).fit()`` and ``privatize_batch``; the claim and the
+reference law come from public parameters and from the model run again by the audit (audit/lm_release.py).
+The real loops pass at fixed seeds; loops patched with a planted error (ε×3 inside the temperature, clipping
+removed, no noise) are flagged by the privacy tests (event or curve), and the
+conformance test rejects a wrong law (temperature ×2) on the real release.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from textdp._rng import make_rng
+from textdp.audit import audit_case, run_audit
+from textdp.audit.conformance import chi2_goodness_of_fit
+from textdp.audit.lm_release import LM_RELEASE_DEFAULTS, ReferenceLM, lm_release_case, tiny_model
+
+TOKEN_LEVEL = ("dp-prompt", "dp-paraphrase", "dp-mlm")
+SAMPLES = 3000
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return {name: lm_release_case(name) for name in (*TOKEN_LEVEL, "dp-bart")}
+
+
+def _patch_generation(monkeypatch, attr, replacement):
+    """Replace ``attr`` in every loaded module of textdp.generation that binds the same object (the loop's own)."""
+    from textdp.generation import decoding, lm_decode  # noqa: F401  (loaded, so the loop's modules are found)
+
+    original = None
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("textdp.generation") and hasattr(mod, attr):
+            original = original or getattr(mod, attr)
+    assert original is not None, f"no textdp.generation module binds {attr}"
+    hits = 0
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("textdp.generation") and getattr(mod, attr, None) is original:
+            monkeypatch.setattr(mod, attr, replacement(original))
+            hits += 1
+    assert hits
+    return original
+
+
+def _epsilon_times(factor):
+    def wrap(step):
+        def planted(scores, rng, *, epsilon, **kw):
+            return step(scores, rng, epsilon=epsilon * factor, **kw)
+        return planted
+    return wrap
+
+
+def _unclipped(_original):
+    def planted(scores, *, epsilon, bounds, allowed=None):  # temperature 2*Delta/epsilon, nothing clipped
+        logw = torch.as_tensor(scores).to(torch.float64, copy=True) * (epsilon / (2.0 * bounds.width))
+        if allowed is not None:
+            logw = logw.masked_fill(~torch.as_tensor(allowed, dtype=torch.bool).expand_as(logw), -math.inf)
+        return logw - logw.max(dim=1, keepdim=True).values
+    return planted
+
+
+def test_the_registered_cases_are_the_release_path_cases():
+    case = audit_case("dp-prompt")
+    assert "privatize_batch" in case.pair and case.conformance is not None and case.curve is not None
+    assert case.claimed_epsilon == LM_RELEASE_DEFAULTS["dp-prompt"].max_new_tokens * 2.0
+
+
+def test_the_case_draws_through_privatize_batch(cases, monkeypatch):
+    from textdp.mechanisms.base import Mechanism
+
+    calls = []
+    real = Mechanism.privatize_batch
+
+    def spy(self, units, *args, **kwargs):
+        calls.append((self.name, len(list(units))))
+        return real(self, units, *args, **kwargs)
+
+    # the rewriters inherit the one batch verb: spying on the base sees every release
+    monkeypatch.setattr(Mechanism, "privatize_batch", spy)
+    for name, case in cases.items():
+        out = case.sample(case.input_a, 7, make_rng(0))
+        assert out.shape == (7,) and (name, 7) in calls
+
+
+@pytest.mark.parametrize("name", [*TOKEN_LEVEL, "dp-bart"])
+def test_real_loops_pass_every_test_at_a_fixed_seed(cases, name):
+    r = run_audit(cases[name], samples=SAMPLES, seed=29, conformance=True)
+    assert r.passed and r.curve is not None and r.conformance is not None, r.to_dict()
+
+
+@pytest.mark.parametrize("name", TOKEN_LEVEL)
+def test_epsilon_times_three_inside_the_loop_is_flagged_by_the_privacy_curve(cases, name, monkeypatch):
+    _patch_generation(monkeypatch, "exponential_step", _epsilon_times(3.0))
+    r = run_audit(cases[name], samples=SAMPLES, seed=29)
+    assert not r.privacy_passed and r.curve is not None and not r.curve.passed, r.to_dict()
+
+
+@pytest.mark.parametrize("name", TOKEN_LEVEL)
+def test_clipping_removed_inside_the_loop_is_flagged(cases, name, monkeypatch):
+    _patch_generation(monkeypatch, "clipped_log_weights", _unclipped)
+    r = run_audit(cases[name], samples=SAMPLES, seed=29, conformance=True)
+    assert not r.passed and r.conformance is not None and not r.conformance.passed, r.to_dict()
+
+
+def test_greedy_decoding_without_noise_is_flagged(cases, monkeypatch):
+    def greedy(_step):
+        def planted(scores, rng, *, allowed=None, **kw):
+            s = torch.as_tensor(scores).double()
+            if allowed is not None:
+                s = s.masked_fill(~torch.as_tensor(allowed, dtype=torch.bool).expand_as(s), -math.inf)
+            return s.argmax(1)
+        return planted
+
+    _patch_generation(monkeypatch, "exponential_step", greedy)
+    for name in TOKEN_LEVEL:
+        r = run_audit(cases[name], samples=1000, seed=29)
+        assert not r.privacy_passed and r.lower_bound > r.claimed_epsilon, (name, r.to_dict())
+
+
+def test_dp_bart_without_noise_is_flagged_by_the_privacy_tests(cases, monkeypatch):
+    """DP-BART's clip-and-noise patched to add no noise: the greedy decodes of the two sentences differ."""
+    def noiseless(original):
+        def planted(hidden, bounds, sigma, rng):
+            return original(hidden, bounds, 0.0, rng)
+        return planted
+
+    _patch_generation(monkeypatch, "clip_and_noise", noiseless)
+    r = run_audit(cases["dp-bart"], samples=SAMPLES, seed=29, conformance=True)
+    assert not r.privacy_passed and r.lower_bound > r.claimed_epsilon, r.to_dict()
+    assert r.conformance is not None and not r.conformance.passed
+
+
+def test_conformance_rejects_a_wrong_law_on_the_real_release(cases):
+    """The real dp-paraphrase release fits the reference table at its epsilon, not at temperature x2 or unclipped."""
+    case = cases["dp-paraphrase"]
+    ids = case.sample(case.input_a, SAMPLES, make_rng(3))
+    right = case.conformance.table(case.input_a)
+    assert chi2_goodness_of_fit(ids, right)[1] > 1e-3
+    _, model = tiny_model("seq2seq")
+    d = LM_RELEASE_DEFAULTS["dp-paraphrase"]
+    for eps, clip in ((d.epsilon / 2.0, d.clip), (d.epsilon * 20.0, (-20.0, 20.0))):  # temperature x2; no clipping
+        wrong = ReferenceLM("dp-paraphrase", model, epsilon=eps, clip=clip, length=d.max_new_tokens, max_tokens=8)
+        p = np.append(np.exp(wrong.log_table(str(case.input_a))), 0.0)
+        assert chi2_goodness_of_fit(ids, p)[1] < 1e-4, (eps, clip)
+
+
+def test_the_tiny_models_are_deterministic_and_leave_torch_global_generator_alone():
+    state = torch.random.get_rng_state()
+    _, m1 = tiny_model("causal", seed=5)
+    assert torch.equal(state, torch.random.get_rng_state())
+    from textdp.audit import lm_release
+
+    lm_release._BUILT.pop(("causal", 5))
+    _, m2 = tiny_model("causal", seed=5)
+    assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values(), strict=True))
