@@ -251,3 +251,23 @@ def test_settings_that_overflow_the_model_context_are_refused_before_any_text(tm
     with pytest.raises(ParameterError, match="dp-mlm: a sentence of max_tokens=32 and its masked copy need 67"):
         get("dp-mlm", epsilon=2.0, model=masked, clip=(-1.0, 1.0)).fit()
     get("dp-mlm", epsilon=2.0, model=masked, clip=(-1.0, 1.0), max_tokens=16).fit()
+
+
+def test_a_python_caller_releases_a_rewrite_through_the_driver_with_the_ledger(models, tmp_path, monkeypatch):
+    """``textdp.release.release`` (the one driver) runs a language-model rewriter: each document is charged its
+    sentences' per-sentence bound before any token is drawn, and a release past the budget writes nothing."""
+    from textdp.errors import ParameterError as PE
+    from textdp.release import release
+
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "state"))
+    (tmp_path / "private").mkdir()
+    led = tmp_path / "private" / "ledger.jsonl"
+    mech = get("dp-mlm", epsilon=1.0, model=models["masked"], clip=(-1.0, 1.0), max_tokens=12)
+    docs = ["The cat sat on the mat. He said that the meeting will start at noon.", "we met ."]
+    s = release(mech, docs, tmp_path / "out.jsonl", ids=["a", "b"], ledger=led, budget=30.0, seed=1, empty="empty")
+    recs = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert s.records == 2 and s.charged == 2 and s.guarantee.unit == "sentence" and s.guarantee.epsilon == 12.0
+    assert recs[0]["units"] == 2 and recs[0]["total"]["epsilon"] == 24.0  # a's two sentences, 12 each
+    with pytest.raises(PE, match="budget 30 would be exceeded"):  # a would reach 48: refused whole
+        release(mech, docs[:1], tmp_path / "again.jsonl", ids=["a"], ledger=led, budget=30.0)
+    assert not (tmp_path / "again.jsonl").exists()
