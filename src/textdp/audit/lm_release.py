@@ -60,8 +60,10 @@ Y.-X. Wang. Improving the Gaussian mechanism for differential privacy. ICML 2018
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import math
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -131,7 +133,13 @@ TINY_HIDDEN, TINY_LAYERS, TINY_INIT = 16, 2, 0.3
 BART_TOKENS = 4
 
 _BUILT: dict[tuple[str, int], tuple[Path, Any]] = {}
-_TMP: list[tempfile.TemporaryDirectory[str]] = []
+_TMP: list[str] = []
+
+
+@atexit.register
+def _remove_tiny_models() -> None:
+    for folder in _TMP:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _tokenizer() -> Any:
@@ -193,9 +201,9 @@ def tiny_model(kind: str, *, seed: int = 0) -> tuple[Path, Any]:
             if p.ndim >= 2:
                 p.copy_(torch.from_numpy(gen.normal(0.0, TINY_INIT, tuple(p.shape))).to(p.dtype))
     model.eval()
-    tmp = tempfile.TemporaryDirectory(prefix="textdp-audit-lm-")
+    tmp = tempfile.mkdtemp(prefix="textdp-audit-lm-")  # mode 0700, removed at exit
     _TMP.append(tmp)
-    out = Path(tmp.name) / kind
+    out = Path(tmp) / kind
     from transformers.utils import logging as hf_logging
 
     bar = hf_logging.is_progress_bar_enabled()
