@@ -12,7 +12,7 @@ Each case runs the command line in a fresh Python process, alternating the two w
 CPU time (user + sys) is the robust measure on a shared machine; wall time is printed too, with the
 load average. Usage::
 
-    python benchmarks/bench_cli_startup.py [--repeats 7] [--old-src DIR]
+    python benchmarks/bench_cli_startup.py [--repeats 7] [--old-src DIR] [--only SUBSTRING]
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ CASES = {
     "textdp runs -h": ["runs", "-h"],
     "textdp obfusc (typo)": ["obfusc"],
     "textdp obfuscate (missing file)": ["obfuscate", "/nonexistent/in.txt", "-e", "10", "--size", "3"],
+    "textdp obfuscate --mechanism bogus x": ["obfuscate", "--mechanism", "bogus", "x"],
+    "textdp obfuscate -h": ["obfuscate", "-h"],
+    "textdp obfuscate x -e 1 -n 0 (bad N)": ["obfuscate", "x", "-e", "1", "-n", "0"],
     "textdp --help (every command)": ["--help"],
 }
 
@@ -52,11 +55,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--old-src", default=None, help="src folder of an older checkout (the baseline)")
+    ap.add_argument("--only", default=None, help="run only the cases whose label contains this")
     a = ap.parse_args()
     base = "old" if a.old_src else "eager"
     print(f"load average at start: {os.getloadavg()[0]:.1f}; {a.repeats} runs each; baseline: {base}")
     print(f"{'case':34s} {base + ' CPU':>9s} {'lazy CPU':>9s} {'ratio':>6s} {base + ' wall':>10s} {'lazy wall':>10s}")
     for label, args in CASES.items():
+        if a.only and a.only not in label:
+            continue
         runs: dict[str, list[tuple[float, float]]] = {"base": [], "lazy": []}
         for _ in range(a.repeats):
             runs["base"].append(_run(_code(args, eager=not a.old_src, src=a.old_src)))

@@ -38,16 +38,17 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any, TypedDict, Unpack
 
 import numpy as np
 
+from ._options import OUTPUT_FORMATS
+from ._options import check_size_options as _check_size_options
 from .accounting.diagnostics import report_fields
 from .embeddings import Embeddings
 from .errors import ParameterError
 from .guarantees import Guarantee, ReleaseRecord
-from .io import SourcedDocument, atomic_writer, sequence_ids, settings_path
+from .io import SourcedDocument, atomic_writer, sequence_ids
 from .mechanisms import DocumentDiagnostics, ReleaseContext, TextMechanism, entry, get
 from .progress import ProgressCallback
 
@@ -56,7 +57,6 @@ __all__ = [
     "JobOptions",
     "JobResult",
     "build_mechanism",
-    "check_private_report_path",
     "check_size_options",
     "guarantee_decoder",
     "iter_privatize_documents",
@@ -71,34 +71,18 @@ __all__ = [
 
 DEFAULT_MECHANISM = "earth-movers"
 
-OUTPUT_FORMATS = ("jsonl", "text")
-
 
 def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -> None:
     """Bag mechanisms need a public bag size N (``size``) or ``size_from_data``; text mechanisms take neither.
+
+    :func:`textdp._options.check_size_options` for the registered mechanism ``mechanism``.
 
     >>> check_size_options("cmp", 20, False)
     Traceback (most recent call last):
     ...
     textdp.errors.ParameterError: --size applies to bag mechanisms (earth-movers, syntf); cmp releases text (one word per protected input word): drop --size
     """
-    from ._validation import check_positive_int
-
-    if entry(mechanism).releases != "bag":
-        if size is not None or size_from_data:
-            flag = "--size" if size is not None else "--size-from-data"
-            raise ParameterError(
-                f"{flag} applies to bag mechanisms (earth-movers, syntf); {mechanism} releases text (one word per "
-                f"protected input word): drop {flag}"
-            )
-        return
-    if size is None and not size_from_data:
-        raise ParameterError("--size N is required (N is public: it is written in every record); "
-                             "--size-from-data uses the shortest document's length instead, and reveals it")
-    if size is not None and size_from_data:
-        raise ParameterError("--size and --size-from-data exclude each other; give one")
-    if size is not None:
-        check_positive_int(size, "size")
+    _check_size_options(mechanism, entry(mechanism).releases, size, size_from_data)
 
 
 def parse_params(items: Sequence[str] | Mapping[str, object] | None) -> dict[str, object]:
@@ -358,35 +342,6 @@ def write_private_report(
     with atomic_writer(path, overwrite=overwrite, private=True) as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path.resolve() == folder.resolve() or path.resolve().is_relative_to(folder.resolve())
-
-
-def check_private_report_path(
-    report: Path, *, output: Path | None, inputs: Sequence[Path] = (), partitioned: bool = False
-) -> None:
-    """Refuse a private-report path that would end up in the release or overwrite an input.
-
-    >>> import tempfile
-    >>> out = Path(tempfile.mkdtemp())
-    >>> check_private_report_path(out / "report.jsonl", output=out, partitioned=True)
-    Traceback (most recent call last):
-    ...
-    textdp.errors.ParameterError: --private-report ... is inside the output folder ...
-    """
-    if output is not None:
-        if partitioned and _inside(report, output):
-            raise ParameterError(
-                f"--private-report {report} is inside the output folder {output}, which is meant for release; "
-                "write it somewhere private"
-            )
-        if not partitioned and report.resolve() in (output.resolve(), settings_path(output).resolve()):
-            raise ParameterError(f"--private-report {report} would overwrite the output; choose another path")
-    for p in inputs:
-        if str(p) != "-" and Path(p).exists() and Path(p).resolve() == report.resolve():
-            raise ParameterError(f"--private-report {report} is an input file; choose another path")
 
 
 def release_settings(

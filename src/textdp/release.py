@@ -56,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import shutil
 import sys
@@ -64,15 +65,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any, TypeGuard
+from typing import IO, TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
-import numpy as np
-
-from ._rng import SeedLike, is_seeded
-from .accounting.ledger import PrivacyLedger, reset_message
 from .errors import DocumentError, ParameterError, ParameterTypeError
-from .guarantees import Guarantee
-from .guarantees.events import Charge
 from .io import (
     SourcedDocument,
     atomic_writer,
@@ -85,11 +80,17 @@ from .io import (
     settings_path,
     write_json,
 )
-from .mechanisms import DocumentDiagnostics, Mechanism, ReleaseContext
-from .progress import ProgressCallback
+
+if TYPE_CHECKING:  # the module imports no numpy: the CLI checks its options with it before any heavy import
+    from ._rng import SeedLike
+    from .accounting.ledger import PrivacyLedger
+    from .guarantees import Guarantee
+    from .guarantees.events import Charge
+    from .mechanisms import Mechanism
+    from .progress import ProgressCallback
 
 __all__ = ["FORMATS", "PRIVATE_NOTE", "DuplicateIdsCallback", "Ledger", "ReleaseSummary", "charge_ledger",
-           "check_duplicate_ids", "check_file_outputs", "check_ledger_options", "open_release", "release",
+           "check_duplicate_ids", "check_file_outputs", "check_ledger_options", "check_private_report_path", "open_release", "release",
            "stdout_when_done"]
 
 #: the release's file formats: ``jsonl`` (one record a line), ``text`` (the released words or text only), ``json``
@@ -97,7 +98,7 @@ __all__ = ["FORMATS", "PRIVATE_NOTE", "DuplicateIdsCallback", "Ledger", "Release
 FORMATS = ("jsonl", "text", "json")
 
 #: a ledger: its path, or an open :class:`~textdp.accounting.ledger.PrivacyLedger`
-Ledger = str | os.PathLike[str] | PrivacyLedger
+Ledger: TypeAlias = "str | os.PathLike[str] | PrivacyLedger"
 
 PRIVATE_NOTE = "PRIVATE: this report describes the private input; never publish it."
 
@@ -176,6 +177,35 @@ def open_release(output: Path | None, *, force: bool = False) -> contextlib.Abst
     return stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve() == folder.resolve() or path.resolve().is_relative_to(folder.resolve())
+
+
+def check_private_report_path(
+    report: Path, *, output: Path | None, inputs: Sequence[Path] = (), partitioned: bool = False
+) -> None:
+    """Refuse a private-report path that would end up in the release or overwrite an input.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> check_private_report_path(out / "report.jsonl", output=out, partitioned=True)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --private-report ... is inside the output folder ...
+    """
+    if output is not None:
+        if partitioned and _inside(report, output):
+            raise ParameterError(
+                f"--private-report {report} is inside the output folder {output}, which is meant for release; "
+                "write it somewhere private"
+            )
+        if not partitioned and report.resolve() in (output.resolve(), settings_path(output).resolve()):
+            raise ParameterError(f"--private-report {report} would overwrite the output; choose another path")
+    for p in inputs:
+        if str(p) != "-" and Path(p).exists() and Path(p).resolve() == report.resolve():
+            raise ParameterError(f"--private-report {report} is an input file; choose another path")
+
+
 def check_ledger_options(ledger: Ledger | None, *, budget: float | None = None, new_ledger: bool = False,
                          output: str | os.PathLike[str] | None = None,
                          inputs: Sequence[str | os.PathLike[str] | None] = ()) -> None:
@@ -190,11 +220,11 @@ def check_ledger_options(ledger: Ledger | None, *, budget: float | None = None, 
         raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
     if new_ledger and ledger is None:
         raise ParameterError("--new-ledger needs --ledger FILE (the ledger to accept as it is now)")
-    if budget is not None and (isinstance(budget, bool) or not np.isfinite(float(budget)) or float(budget) <= 0):
+    if budget is not None and (isinstance(budget, bool) or not math.isfinite(float(budget)) or float(budget) <= 0):
         raise ParameterError(f"--budget must be a finite number > 0, got {budget!r}")
     if ledger is None:
         return
-    path = ledger.path if isinstance(ledger, PrivacyLedger) else Path(ledger)
+    path = _ledger_path(ledger)
     for given in inputs:
         if given is not None and str(given) != "-" and same_file(path, given):
             raise ParameterError(f"--ledger {path} is the input file {given}: the ledger is a separate private "
@@ -211,17 +241,21 @@ def charge_ledger(ledger: Ledger, charges: Mapping[str, Charge], *, mechanism: s
     The note (``None`` unless ``new_ledger`` accepted a ledger that no longer matched its anchor) says
     what was forgotten; the command prints it as a warning.
     """
-    led = ledger if isinstance(ledger, PrivacyLedger) else PrivacyLedger(ledger)
+    from .accounting.ledger import LedgerState, PrivacyLedger, reset_message
+
+    led = PrivacyLedger(ledger) if isinstance(ledger, (str, os.PathLike)) else ledger
     before = led.state() if new_ledger else None
     new = led.charge(charges, mechanism=mechanism, unit=unit, budget=budget, command=command, new_ledger=new_ledger)
     note = None
     if before is not None and before.anchored_events is not None and \
             (before.anchored_events, before.anchored_head) != (before.events, before.head):
-        from .accounting.ledger import LedgerState
-
         now = LedgerState(before.events, before.head, before.events, before.head)
         note = f"--new-ledger: ledger {led.path} was accepted as it was before this run: {reset_message(before, now)}"
     return len(new), note
+
+
+def _ledger_path(ledger: Ledger) -> Path:
+    return Path(ledger) if isinstance(ledger, (str, os.PathLike)) else ledger.path
 
 
 def _is_path(x: object) -> TypeGuard[os.PathLike[str]]:
@@ -254,6 +288,8 @@ def _read(documents: object, ids: Sequence[object] | None, *, text_field: str, i
 
 def _report_row(diag: object, source: str | None, mech: Mechanism[Any, Any, Any]) -> dict[str, Any]:
     """One PRIVATE report row from a mechanism's diagnostics object (any family)."""
+    from .mechanisms import DocumentDiagnostics
+
     if isinstance(diag, DocumentDiagnostics):
         from .pipeline import _report_row as text_row
 
@@ -375,7 +411,7 @@ def release(
     check_ledger_options(ledger, budget=budget, new_ledger=new_ledger, output=out, inputs=files)
     check_file_outputs(out, report, inputs=files, force=force)
     if ledger is not None:
-        led_path = ledger.path if isinstance(ledger, PrivacyLedger) else Path(ledger)
+        led_path = _ledger_path(ledger)
         for what, path in (("--output", out), ("--private-report", report)):
             if path is not None and same_file(path, led_path):
                 raise ParameterError(f"{what} {path} is the ledger {led_path}; give another path")
@@ -412,6 +448,9 @@ def release(
                 n_records += len(part)
                 rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in diags)
                 diags.clear()
+            from ._rng import is_seeded
+            from .mechanisms import ReleaseContext
+
             guarantee: Guarantee = state["guarantee"] or mechanism.guarantee(
                 ReleaseContext(seeded=bool(seeded) if seeded is not None else bool(is_seeded(seed)) if seed is not None
                            else mechanism.seeded_, empty=empty))

@@ -125,6 +125,8 @@ def parse_param_options(mechanism: str, items: Sequence[str] | None, *, refuse_o
     ...
     textdp.errors.ParameterError: mechanism 'vickrey' has no parameter 'bogus'; the keys --param takes for vickrey: t, lambd
     """
+    if not items:  # nothing to check: the mechanism's class (and numpy) is not loaded
+        return {}
     import dataclasses
 
     from ..mechanisms.registry import mechanism_class

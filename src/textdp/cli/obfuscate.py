@@ -8,24 +8,23 @@ import warnings
 from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated, Protocol
 
-import numpy as np
 import typer
-from rich.progress import Progress
 
-from .._validation import check_epsilon, check_positive_int, check_size
-from ..backend import Backend
-from ..embeddings import (
+# Only light modules here (no numpy, no torch): `textdp obfuscate -h` and its errors for bad option values are
+# answered before the embeddings, the mechanisms and the pipeline are imported (tests/test_release_driver.py)
+from .._options import (
+    BAG_MODES,
     DECODERS,
+    OUTPUT_FORMATS,
     OUTPUT_VOCABULARIES,
-    Embeddings,
-    load_embeddings,
-    output_vocabulary,
-    vocabulary_fingerprint,
+    POSTPROCESSORS,
+    SIZE_FROM_DATA_WARNING,
+    check_size_options,
 )
+from .._validation import check_epsilon, check_positive_int, check_size
 from ..engines import ENGINES
-from ..engines.single import check_file_outputs, obfuscate_settings, stdout_when_done
 from ..errors import ParameterError, PrivacyWarning
 from ..guarantees import EMPTY_POLICIES
 from ..io import (
@@ -37,10 +36,7 @@ from ..io import (
     same_file,
 )
 from ..mechanisms import MECHANISM_NAMES
-from ..mechanisms.common import SIZE_FROM_DATA_WARNING
-from ..mechanisms.mbr import POSTPROCESSORS
-from ..pipeline import OUTPUT_FORMATS, build_mechanism, check_private_report_path, check_size_options, parse_params
-from ..text import BAG_MODES, normalize
+from ..release import check_file_outputs, check_ledger_options, check_private_report_path, stdout_when_done
 from ._choices import choice
 from ._common import (
     ENGINE_PANEL,
@@ -68,6 +64,13 @@ from ._common import (
     print_warning,
     progress_bar,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    from rich.progress import Progress
+
+    from ..backend import Backend
+    from ..embeddings import Embeddings
 
 LARGE_INPUT_BYTES = 64 << 20  # auto engine: partition inputs at least this large
 
@@ -107,6 +110,8 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
         if str(q) != "-" and same_file(path, q):
             raise ParameterError(f"--domain-vocab {path} is the input file {q}; the vocabulary must come from "
                                  "PUBLIC text, never from the documents being privatized")
+    from ..text import normalize
+
     docs = read_documents([path], input_format="auto")
     words: set[str] = set()
     for _, text in docs:
@@ -124,8 +129,7 @@ def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
         check_epsilon(epsilon)
         return
     if mechanism_class(mechanism).epsilon_from is None:  # declared by the class (random: "rate")
-        hint = "" if mechanism != "earth-movers" else " (e.g. -e 10; see textdp obfuscate --help)"
-        raise ParameterError(f"--epsilon is required for {mechanism}{hint}")
+        raise ParameterError(f"--epsilon is required for {mechanism} (e.g. -e 10; see textdp obfuscate --help)")
 
 
 def _stdin_is_terminal() -> bool:
@@ -355,6 +359,8 @@ def obfuscate(
     o = _Options(**locals())  # the parameters, and nothing else yet
     with cli_errors():
         stops, partitioned = _check_options(o)
+        from ..embeddings import load_embeddings, output_vocabulary, vocabulary_fingerprint  # after the checks
+
         domain, domain_texts = _domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None else (None, set())
         emb = load_embeddings(o.embeddings, words_path=o.words, vocab_size=o.vocab_size, domain_words=domain)
         emb = output_vocabulary(emb, o.output_vocab, stops)
@@ -367,12 +373,18 @@ def obfuscate(
 
 
 def _check_options(o: _Options) -> tuple[str | None, bool]:
-    """Validate the options before any work; return the stop-word list and whether the run is partitioned."""
-    check_size_options(o.mechanism, o.size, o.size_from_data)
+    """Validate the options before any work; return the stop-word list and whether the run is partitioned.
+
+    The checks that need no mechanism class come first (they import no numpy: fast errors); ``--param`` and a
+    missing ``--epsilon`` need the mechanism's declared parameters, so they come last.
+    """
+    from ..mechanisms.registry import entry
+
+    check_size_options(o.mechanism, entry(o.mechanism).releases, o.size, o.size_from_data)
     if o.threads is not None:
         check_positive_int(o.threads, "threads")
-    parse_param_options(o.mechanism, o.param)
-    _check_epsilon_option(o.mechanism, o.epsilon)
+    if o.epsilon is not None:
+        check_epsilon(o.epsilon)
     if o.size is not None:
         check_size(o.size)
     stops = parse_stop_words(o.stop_words)
@@ -382,8 +394,6 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
     if partitioned and o.threads is not None:
         raise ParameterError("--threads applies to --engine single; partitioned runs give each worker its share "
                              "of the cores")
-    from ..release import check_ledger_options
-
     check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=o.output, inputs=o.read_too)
     if not partitioned:
         check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force)
@@ -391,12 +401,16 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
         check_private_report_path(o.private_report, output=o.output, inputs=o.inputs, partitioned=True)
         check_output_paths([("--private-report", o.private_report)], inputs=o.read_too, force=o.force,
                            existing=False)  # an existing one: refused by the run, unless it is complete
+    parse_param_options(o.mechanism, o.param)
+    _check_epsilon_option(o.mechanism, o.epsilon)
     return stops, partitioned
 
 
 def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str, object],
                 domain_texts: set[str]) -> None:
     """One process, one output file (or standard output): the release driver, :func:`textdp.release.release`."""
+    from ..engines.single import obfuscate_settings
+    from ..pipeline import build_mechanism, parse_params
     from ..release import release
 
     mech = build_mechanism(
@@ -449,6 +463,7 @@ def _privacy_warnings_on_stderr() -> Iterator[None]:
 def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str, object]) -> None:
     """A partitioned, resumable run: :func:`textdp.engines.corpus.obfuscate_corpus` on a backend."""
     from ..engines.corpus import MANIFEST, obfuscate_corpus
+    from ..pipeline import parse_params
 
     output, files = o.output, o.inputs
     if output is None:

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._cache import cache_dir
+from .._options import DECODERS
 from ..errors import ParameterError, require
 from ..io import atomic_writer
 from .decode import (
@@ -44,8 +45,6 @@ from .decode import (
     _check_queries,
     _check_sources,
 )
-
-DECODERS = ("exact", "faiss-exact", "torch", "approximate", "hnsw", "ivf")
 
 
 class Decoder(Protocol):

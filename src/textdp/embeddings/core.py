@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .._options import OUTPUT_VOCABULARIES
 from .._validation import check_positive_int
 from ..errors import EmbeddingsError, ParameterError
 
@@ -239,10 +240,6 @@ def check_finite(words: Sequence[str], vectors: np.ndarray, name: str) -> None:
                 f"embeddings {name}: the vector of {shown} (row {row}) holds NaN or infinity; "
                 "remove that word from the embeddings and load again"
             )
-
-
-#: Output vocabularies: ``"full"`` (every row) or ``"words"`` (only tokens the normaliser can produce).
-OUTPUT_VOCABULARIES = ("full", "words")
 
 
 #: What an API taking embeddings accepts: loaded ones, a file path, or ``None`` for GloVe 6B 50d.

@@ -19,6 +19,7 @@ from typing import ClassVar, Generic, TypeVar, Unpack, overload
 
 import numpy as np
 
+from .._options import SIZE_FROM_DATA_WARNING
 from .._validation import check_epsilon, check_size, check_texts
 from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
@@ -35,10 +36,6 @@ __all__ = [
 #: 50-d vectors: the float64 noise, the noisy vectors and the decoder's scores) whatever N is.
 WORDS_PER_BLOCK = 32_768
 
-SIZE_FROM_DATA_WARNING = (
-    "the bag size N is taken from the data (the shortest document's in-vocabulary length, N={n}); N is "
-    "published with every record, so this reveals that length. Pass a public size instead."
-)
 
 R = TypeVar("R", bound=ReleaseRecord)
 O = TypeVar("O")  # noqa: E741

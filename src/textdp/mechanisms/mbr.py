@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._options import POSTPROCESSORS
 from .._validation import check_positive_int
 from .kernels import augment32, nearest_k
 
 __all__ = ["ASGHAR_REFERENCE", "POSTPROCESSORS", "MBRDecoder"]
 
-#: Registered post-processing decoders (``--postprocess``).
-POSTPROCESSORS = ("mbr",)
 
 ASGHAR_REFERENCE = (
     "Asghar, Carpentier, Zhao & Kaafar, 'dX-Privacy for Text and the Curse of Dimensionality', "

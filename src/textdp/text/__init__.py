@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._options import BAG_MODES
 from .._validation import check_choice, check_size
 from ..errors import DocumentError, ParameterTypeError
 
@@ -84,7 +85,6 @@ ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
     )
 )
 
-BAG_MODES = ("truncate", "sample")
 
 _TOKEN = re.compile(r"[^\W\d_]+")
 _ATTRIBUTION = re.compile(r"(writes|wrote|says|said)\s*:\s*$", re.IGNORECASE)

@@ -1,0 +1,73 @@
+"""The values of the options that the library and ``textdp obfuscate`` share (a leaf: no numpy, no torch).
+
+``textdp obfuscate -h`` and its one-line errors for bad option values need these lists at parse time;
+keeping them here, not in the modules that use them (which import numpy and the embeddings), lets the
+command answer before any of those is imported (issue 27; measured in BENCHMARKS.md). The library
+modules import them from here, so each list is written once:
+
+``DECODERS``
+    nearest-word decoders (:mod:`textdp.embeddings.ann`);
+``OUTPUT_VOCABULARIES``
+    which vocabulary rows may be released (:func:`textdp.embeddings.output_vocabulary`);
+``BAG_MODES``
+    how a bag of N words is formed (:func:`textdp.text.make_bag`);
+``POSTPROCESSORS``
+    post-processing decoders (:mod:`textdp.mechanisms.mbr`);
+``OUTPUT_FORMATS``
+    what a release file holds (:func:`textdp.pipeline.write_records`).
+
+>>> "exact" in DECODERS and "truncate" in BAG_MODES
+True
+"""
+
+from __future__ import annotations
+
+from ._validation import check_positive_int
+from .errors import ParameterError
+
+__all__ = ["BAG_MODES", "DECODERS", "OUTPUT_FORMATS", "OUTPUT_VOCABULARIES", "POSTPROCESSORS",
+           "SIZE_FROM_DATA_WARNING", "check_size_options"]
+
+DECODERS = ("exact", "faiss-exact", "torch", "approximate", "hnsw", "ivf")
+
+#: Output vocabularies: ``"full"`` (every row) or ``"words"`` (only tokens the normaliser can produce).
+OUTPUT_VOCABULARIES = ("full", "words")
+
+BAG_MODES = ("truncate", "sample")
+
+#: Registered post-processing decoders (``--postprocess``).
+POSTPROCESSORS = ("mbr",)
+
+#: The formats of a release file: JSONL records, or the released words (or text) only, one document a line.
+OUTPUT_FORMATS = ("jsonl", "text")
+
+SIZE_FROM_DATA_WARNING = (
+    "the bag size N is taken from the data (the shortest document's in-vocabulary length, N={n}); N is "
+    "published with every record, so this reveals that length. Pass a public size instead."
+)
+
+
+def check_size_options(mechanism: str, releases: str, size: int | None, size_from_data: bool) -> None:
+    """Bag mechanisms (``releases == "bag"``) need a public bag size N (``size``) or ``size_from_data``; text
+    mechanisms take neither (one-line errors naming the CLI options).
+
+    >>> check_size_options("earth-movers", "bag", None, False)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --size N is required (N is public: it is written in every record); --size-from-data uses the shortest document's length instead, and reveals it
+    """
+    if releases != "bag":
+        if size is not None or size_from_data:
+            flag = "--size" if size is not None else "--size-from-data"
+            raise ParameterError(
+                f"{flag} applies to bag mechanisms (earth-movers, syntf); {mechanism} releases text (one word per "
+                f"protected input word): drop {flag}"
+            )
+        return
+    if size is None and not size_from_data:
+        raise ParameterError("--size N is required (N is public: it is written in every record); "
+                             "--size-from-data uses the shortest document's length instead, and reveals it")
+    if size is not None and size_from_data:
+        raise ParameterError("--size and --size-from-data exclude each other; give one")
+    if size is not None:
+        check_positive_int(size, "size")

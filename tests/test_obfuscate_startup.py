@@ -1,0 +1,51 @@
+"""``textdp obfuscate -h`` and its errors for bad option values import no numpy (issue 27: a fast first contact).
+
+The option lists it needs at parse time live in the leaf :mod:`textdp._options`; the embeddings, the mechanisms
+and the pipeline are imported only after the options are validated. Each case runs the command in a fresh
+interpreter and reads ``sys.modules`` at exit (timings: BENCHMARKS.md, never asserted here).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import sys
+from textdp.cli import main
+sys.argv = ["textdp", *{args!r}]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+heavy = sorted(m for m in ("numpy", "torch", "textdp.embeddings", "textdp.pipeline", "textdp.mechanisms.base")
+               if m in sys.modules)
+print("EXIT", code, "HEAVY", ",".join(heavy) or "-", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args,status,says", [
+    (["obfuscate", "--mechanism", "bogus", "x"], 2, "'bogus' is not one of"),
+    (["obfuscate", "-h"], 0, "--mechanism"),
+    (["obfuscate", "x", "-e", "1", "-n", "0"], 2, "size"),
+    (["obfuscate", "x", "-e", "1", "--mechanism", "cmp", "-n", "5"], 2, "--size applies to bag mechanisms"),
+    (["obfuscate", "x", "-e", "1", "-n", "5", "--budget", "3"], 2, "--budget needs --ledger"),
+])
+def test_obfuscate_help_and_bad_options_import_no_numpy(args, status, says, tmp_path):
+    res = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], check=False, capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    last = res.stderr.strip().splitlines()[-1]
+    assert last == f"EXIT {status} HEAVY -", res.stderr[-2000:]
+    assert says in res.stdout + res.stderr
+
+
+def test_the_probe_sees_a_heavy_import(tmp_path):
+    """The probe bites: a valid run imports numpy and the mechanisms (here it stops at the missing input file)."""
+    res = subprocess.run([sys.executable, "-c", PROBE.format(args=["obfuscate", "missing.txt", "-e", "1", "-n", "3",
+                                                                   "-k", "1000"])],
+                         check=False, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert "numpy" in res.stderr.strip().splitlines()[-1], res.stderr[-2000:]
