@@ -103,7 +103,8 @@ def test_epsilon_times_three_inside_the_loop_is_flagged_by_the_privacy_curve(cas
     assert not r.privacy_passed and r.curve is not None and not r.curve.passed, r.to_dict()
 
 
-@pytest.mark.parametrize("name", TOKEN_LEVEL)
+@pytest.mark.parametrize("name", ["dp-prompt", pytest.param("dp-paraphrase", marks=pytest.mark.slow),
+                                  pytest.param("dp-mlm", marks=pytest.mark.slow)])
 def test_clipping_removed_inside_the_loop_is_flagged(cases, name, monkeypatch):
     _patch_generation(monkeypatch, "clipped_log_weights", _unclipped)
     r = run_audit(cases[name], samples=SAMPLES, seed=29, conformance=True)
