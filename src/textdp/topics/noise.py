@@ -35,7 +35,7 @@ import numpy as np
 
 from .._rng import make_rng
 from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
-from ..accounting.gaussian import check_sensitivity, mvg_precision_budget
+from ..accounting.gaussian import check_sensitivity, mvg_precision_budget, thesis_gaussian_sigma
 from ..errors import ParameterError
 from ..mechanisms.base import SeedLike
 from ..samplers import (
@@ -147,17 +147,24 @@ class GaussianNoise(GridNoise):
         m, n = shape
         return rounded_sensitivity(self.sensitivity, self.grid, m * n) / self.grid
 
+    def _grid_sigma(self, shape: tuple[int, int]) -> float:
+        """σ in grid units before the safety margin: ``Δ_g / sqrt(2ρ)`` (analytic) or the thesis's Alg. 2 σ for ``Δ_g``."""
+        if self.calibration == "analytic":
+            return self.grid_sensitivity(shape) / math.sqrt(2.0 * zcdp_rho(self.epsilon, self.delta))
+        return thesis_gaussian_sigma(self.epsilon, self.delta, self.grid_sensitivity(shape), *shape)
+
     def rho(self, shape: tuple[int, int]) -> float:
-        """The zCDP parameter the noise is calibrated to (public: a function of ε, δ, m, n)."""
-        m, n = shape
+        """The zCDP parameter of the noise (public: a function of ε, δ, m, n): ``Δ_g² / (2σ²)``.
+
+        Analytic: the largest ρ with ``zcdp_delta(ρ, ε) <= δ``; thesis: ``(ε/mn)² / (4 ln(1.25/δ))``.
+        """
         if self.calibration == "analytic":
             return zcdp_rho(self.epsilon, self.delta)
-        per = self.epsilon / (m * n)
-        return per * per / (4.0 * math.log(1.25 / self.delta))
+        return self.grid_sensitivity(shape) ** 2 / (2.0 * self._grid_sigma(shape) ** 2)
 
     def grid_variance(self, shape: tuple[int, int]) -> Fraction:
         """σ² of the integer noise, in grid units, as the exact rational the sampler uses."""
-        s = self.grid_sensitivity(shape) / math.sqrt(2.0 * self.rho(shape)) * (1.0 + 1e-12)
+        s = self._grid_sigma(shape) * (1.0 + 1e-12)
         return Fraction(s * s)
 
     def private_scale(self, shape: tuple[int, int]) -> dict[str, object]:
