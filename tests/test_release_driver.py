@@ -177,3 +177,39 @@ def test_transform_charges_the_ledger_it_is_given_through_a_cloned_pipeline(tmp_
     with pytest.raises(ParameterError, match="privacy budget 5 would be exceeded"):
         pipe.transform(texts[:1])
     assert led.path.read_bytes() == before
+
+
+def test_partitioned_obfuscate_charges_the_ledger_once_before_any_part(tmp_path):
+    """--engine local: each record id is charged before the first part file; over budget, no part is written."""
+    inp = _write(tmp_path / "in.jsonl", DOCS)
+    led = tmp_path / "private" / "ledger.jsonl"
+    runner = CliRunner()
+    base = ["obfuscate", str(inp), "-e", "2", "--mechanism", "cmp", "-k", "20000", "--engine", "local",
+            "--workers", "1", "--ledger", str(led), "--budget", "30"]
+    first = runner.invoke(app, [*base, "-o", str(tmp_path / "one")])
+    assert first.exit_code == 0, first.output
+    spent = PrivacyLedger(led).spent()
+    words = [len(r["text"].split()) for f in sorted((tmp_path / "one").glob("part-*"))
+             for r in map(json.loads, f.read_text().splitlines())]
+    assert sorted(spent) == ["a", "b"] and sum(s.epsilon for s in spent.values()) == pytest.approx(2.0 * sum(words))
+    assert {e.command for e in PrivacyLedger(led).events()} == {"obfuscate"}
+    before = led.read_bytes()
+    second = runner.invoke(app, [*base, "-o", str(tmp_path / "two")])
+    assert second.exit_code == 2 and "privacy budget 30 would be exceeded" in second.output
+    assert led.read_bytes() == before
+    assert not (tmp_path / "two").exists() or not any((tmp_path / "two").iterdir())
+
+
+def test_python_driver_on_the_partitioned_engine_charges_the_ledger_once(tmp_path, emb):
+    """release(engine="local"): the corpus engine charges before the first part; a resume charges nothing."""
+    inp = _write(tmp_path / "in.jsonl", DOCS)
+    led = tmp_path / "private" / "ledger.jsonl"
+    mech = get("earth-movers", epsilon=2.0, size=4, embeddings=emb, seed=5)
+    s = release(mech, [inp], tmp_path / "out", engine="local", ledger=led, budget=3.0)
+    assert s.charged == 2 and s.records == 2 and s.guarantee.unit == "document"
+    assert sorted(PrivacyLedger(led).spent()) == ["a", "b"] and (tmp_path / "out" / "settings.json").exists()
+    with pytest.raises(ParameterError, match="privacy budget 3 would be exceeded"):
+        release(mech, [inp], tmp_path / "again", engine="local", ledger=led, budget=3.0)
+    assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())
+    with pytest.raises(ParameterError, match="reads files"):
+        release(mech, [DOCS[0]["text"]], tmp_path / "texts", engine="local")

@@ -84,7 +84,8 @@ from .io import (
 if TYPE_CHECKING:  # the module imports no numpy: the CLI checks its options with it before any heavy import
     from ._rng import SeedLike
     from .accounting.ledger import PrivacyLedger
-    from .guarantees import Guarantee
+    from .backend import Backend
+    from .guarantees import Guarantee, ReleaseRecord
     from .guarantees.events import Charge
     from .mechanisms import Mechanism
     from .progress import ProgressCallback
@@ -341,6 +342,11 @@ def release(
     on_duplicate_ids: Callable[[int, str], None] | None = None,
     strict_ids: bool = False,
     progress: ProgressCallback | None = None,
+    records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None = None,
+    engine: str = "single",
+    backend: Backend | None = None,
+    partitions: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
 ) -> ReleaseSummary:
     """Release ``documents`` with ``mechanism`` into ``output``: charge, privatize, write (see the module notes).
 
@@ -388,6 +394,15 @@ def release(
         Repeated record ids are reported (``on_duplicate_ids(count, first)``) or refused.
     progress : callable, optional
         ``progress(done, total)`` after each chunk.
+    engine, backend, partitions, work_dir
+        ``single`` (default: one process, one file) or a partitioned, resumable run into the folder
+        ``output`` (``local``, ``dask``; document and word families, files in): the corpus engine
+        (:func:`textdp.engines.corpus.obfuscate_corpus`) on ``backend`` (default: the engine's), which
+        charges the ledger once before the first part, as here.
+    records_of : callable, optional
+        How one released unit is written: as its own record (default), or as the records it splits into
+        (``textdp rewrite --unit sentence``: :meth:`~textdp.generation.rewriter.RewrittenText.sentence_records`);
+        the ledger is charged per unit all the same.
 
     Returns
     -------
@@ -401,6 +416,12 @@ def release(
     """
     from .pipeline import release_settings, write_private_report
 
+    if engine != "single":
+        return _release_partitioned(
+            mechanism, documents, output, engine=engine, backend=backend, partitions=partitions, work_dir=work_dir,
+            ledger=ledger, budget=budget, new_ledger=new_ledger, private_report=private_report, settings=settings,
+            fmt=fmt or "jsonl", empty=empty, force=force, text_field=text_field, id_field=id_field,
+            input_format=input_format, on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids, progress=progress)
     fmt = fmt if fmt is not None else ("json" if mechanism.releases == "matrix" else "jsonl")
     if fmt not in FORMATS:
         raise ParameterError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
@@ -444,8 +465,9 @@ def release(
             for part in mechanism.iter_privatize_batch(
                     units, uids, seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty,
                     private_report=diags if report is not None else None, progress=progress, charge=on_charge):
-                _write_records(fh, (rec.to_record() for rec in part), fmt)
-                n_records += len(part)
+                out_records = part if records_of is None else [r for rec in part for r in records_of(rec)]
+                _write_records(fh, (rec.to_record() for rec in out_records), fmt)
+                n_records += len(out_records)
                 rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in diags)
                 diags.clear()
             from ._rng import is_seeded
@@ -473,6 +495,75 @@ def release(
         raise
     return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
                           charged=int(state["charged"]), ledger_note=state["note"])
+
+
+#: the corpus engine's own options; every other declared parameter goes to it as a mechanism parameter
+_CORPUS_OPTIONS = ("epsilon", "embeddings", "vocab_size", "stop_words", "seed", "size", "size_from_data", "bag",
+                   "decoder", "known_source", "postprocess")
+
+
+def _release_partitioned(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *, engine: str,
+                         backend: Backend | None, partitions: int | None, work_dir: str | os.PathLike[str] | None,
+                         ledger: Ledger | None, budget: float | None, new_ledger: bool,
+                         private_report: str | os.PathLike[str] | None, settings: Mapping[str, object] | None,
+                         fmt: str, empty: str, force: bool, text_field: str, id_field: str, input_format: str,
+                         on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool,
+                         progress: ProgressCallback | None) -> ReleaseSummary:
+    """:func:`release` on the corpus engine: files in, a folder of parts out (see its ``engine``)."""
+    from .engines import ENGINES, get_backend
+    from .engines.corpus import obfuscate_corpus
+    from .mechanisms import ReleaseContext, TextMechanism
+
+    if engine not in ENGINES:
+        raise ParameterError(f"unknown engine {engine!r}; choose single or one of: {', '.join(ENGINES)}")
+    if not isinstance(mechanism, TextMechanism):
+        raise ParameterError(f"engine {engine} runs the document and word families; {mechanism.name} is a "
+                             f"{mechanism.family} mechanism: use engine='single'")
+    paths = _paths_in(documents)
+    if not paths or (isinstance(documents, (list, tuple)) and len(paths) != len(documents)):
+        raise ParameterError(f"engine {engine} reads files: give documents as a list of pathlib.Path")
+    if output is None or not isinstance(output, (str, os.PathLike)):
+        raise ParameterError(f"engine {engine} writes a folder: give output as its path")
+    p: dict[str, Any] = mechanism.get_params()
+    if p.get("seed") is not None and (isinstance(p["seed"], bool) or not isinstance(p["seed"], int)):
+        raise ParameterError("a partitioned release takes an int seed or none (each partition's generator is "
+                             "spawned from it); the generator given cannot be split reproducibly")
+    if p.get("stop_words") is not None and not isinstance(p["stop_words"], str):
+        raise ParameterError("a partitioned release takes stop_words='english' or None (the workers rebuild it)")
+    if p.get("epsilon") is None:
+        raise ParameterError("a partitioned release needs epsilon (rate= runs with engine='single')")
+    mechanism.fit()
+    check_ledger_options(ledger, budget=budget, new_ledger=new_ledger, output=Path(output) / "x", inputs=paths)
+    counted: dict[str, Any] = {"events": 0, "note": None}
+
+    def on_ledger(events: int, note: str | None) -> None:
+        counted.update(events=events, note=note)
+
+    own = backend or get_backend(engine)
+    try:
+        summary = obfuscate_corpus(
+            paths, Path(output), embeddings=mechanism.embeddings_, epsilon=float(p["epsilon"]), size=p.get("size"),
+            bag=str(p.get("bag", "truncate")), stop_words=p.get("stop_words"), decoder=str(p.get("decoder", "exact")),
+            seed=p.get("seed"), backend=own, size_from_data=bool(p.get("size_from_data", False)),
+            known_source=bool(p.get("known_source", False)), partitions=partitions, text_field=text_field,
+            id_field=id_field, input_format=input_format, fmt=fmt,
+            work_dir=None if work_dir is None else Path(work_dir),
+            private_report=None if private_report is None else Path(private_report),
+            extra_settings=dict(settings or {}), progress=progress, force=force, strict_ids=strict_ids,
+            on_duplicate_ids=on_duplicate_ids, mechanism=mechanism.name, postprocess=p.get("postprocess"),
+            params={k: v for k, v in p.items() if k not in _CORPUS_OPTIONS}, empty=empty, ledger=ledger,
+            budget=budget, new_ledger=new_ledger, on_ledger=on_ledger)
+    finally:
+        if backend is None:
+            own.close()
+    bag = mechanism.releases == "bag"
+    size = summary.get("size")
+    context = ReleaseContext(size=int(size) if bag and isinstance(size, int) else None,
+                             size_from_data=bool(p.get("size_from_data")) and bag, seeded=p.get("seed") is not None,
+                             empty=empty)
+    return ReleaseSummary(output=Path(output), records=int(str(summary.get("documents", 0))),
+                          guarantee=mechanism.guarantee(context), settings=MappingProxyType(dict(summary)),
+                          charged=int(counted["events"]), ledger_note=counted["note"])
 
 
 def _source(by_id: dict[str, list[str | None]], diag: object) -> str | None:

@@ -491,13 +491,20 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
                 on_size_from_data=lambda n: print_warning(SIZE_FROM_DATA_WARNING.format(n=n)),
                 mechanism=o.mechanism, postprocess=o.postprocess, params=parse_params(o.param),
                 progress=bar_progress(bar, task), force=o.force, strict_ids=o.strict_ids,
-                on_duplicate_ids=_warn_duplicates, empty=o.empty,
+                on_duplicate_ids=_warn_duplicates, empty=o.empty, on_ledger=_ledger_note,
+                **o.ledger_options,  # type: ignore[arg-type]
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else 130
         raise InterruptedRun(_interrupted_message(output, MANIFEST), status) from None
     finally:
         backend.close()
+
+
+def _ledger_note(_events: int, note: str | None) -> None:
+    """Print what ``--new-ledger`` forgot (a partitioned run's charge)."""
+    if note:
+        print_warning(note)
 
 
 def _backend(o: _Options) -> Backend:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from .._rng import spawn
 from .._validation import check_choice
@@ -48,7 +48,7 @@ from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import DocumentError, OutputExistsError, ParameterError, TextDPError
 from ..guarantees import EMPTY_POLICIES
 from ..io import atomic_writer, write_json
-from ..mechanisms import TextMechanism, entry
+from ..mechanisms import ReleaseContext, TextMechanism, entry
 from ..pipeline import (
     DEFAULT_MECHANISM,
     build_mechanism,
@@ -72,6 +72,9 @@ from .plan import (
 )
 from .single import check_duplicate_ids
 from .workdir import RunState, default_work_dir, fh_sha256, save_vocabulary, vocabulary_digests
+
+if TYPE_CHECKING:
+    from ..release import Ledger
 
 __all__ = [
     "DOCS_PER_PART",
@@ -363,6 +366,8 @@ def obfuscate_corpus(
     on_size_from_data: Callable[[int], None] | None = None, force: bool = False, strict_ids: bool = False,
     on_duplicate_ids: Callable[[int, str], None] | None = None, mechanism: str = DEFAULT_MECHANISM,
     postprocess: str | None = None, params: dict[str, object] | Sequence[str] | None = None, empty: str = "error",
+    ledger: Ledger | None = None, budget: float | None = None, new_ledger: bool = False,
+    on_ledger: Callable[[int, str | None], None] | None = None,
 ) -> JSONObject:
     """Run a registered mechanism over ``paths`` into ``out_dir`` (partitioned, resumable).
 
@@ -384,6 +389,10 @@ def obfuscate_corpus(
     resumed); ``force=True`` writes into any folder and replaces an existing
     ``private_report``. Repeated record ids are reported before any part is written
     (``on_duplicate_ids(count, first_id)``), or refused with ``strict_ids=True``.
+    ``ledger`` (a path or a :class:`~textdp.accounting.ledger.PrivacyLedger`): every record id is charged
+    its units of the guarantee once, before the first part is written (refused whole past ``budget``, nothing
+    written; a resumed run is not charged again), as :func:`textdp.release.release` does;
+    ``on_ledger(events, note)`` is told how many events were recorded and what ``new_ledger`` forgot (or None).
     """
     out_dir, paths = Path(out_dir), [Path(p) for p in paths]
     size_from_data = _check_size(mechanism, size, size_from_data)
@@ -420,6 +429,13 @@ def obfuscate_corpus(
         if size is None and entry(mechanism).releases == "bag":
             size = _resolve_size(state, backend, plan, settings, on_size_from_data)
         settings = replace(settings, size=int(size or 0))
+        if ledger is not None and not state.data.get("ledger_charged"):  # before the first part is written
+            events, note = _charge_ledger(driver_mech, plan, public, size, ledger, budget=budget,
+                                          new_ledger=new_ledger)
+            state.data["ledger_charged"] = True
+            state.save()
+            if on_ledger is not None:
+                on_ledger(events, note)
         parts = [part_name(p.index, fmt) for p in plan]
         if manifest is None:
             write_json(out_dir / MANIFEST, Manifest(run=state.run, settings=public, size=size,
@@ -433,6 +449,28 @@ def obfuscate_corpus(
         # complete: delete every private copy and the run's key, so nothing names or fingerprints the inputs
         state.complete()
         return summary
+
+
+def _charge_ledger(driver_mech: TextMechanism, plan: Sequence[Partition], public: PublicSettings,
+                   size: int | None, ledger: Ledger, *, budget: float | None,
+                   new_ledger: bool) -> tuple[int, str | None]:
+    """Charge every record id of ``plan`` its units of the release's guarantee (reads one partition at a time)."""
+    from ..release import charge_ledger
+
+    is_bag = entry(public["mechanism"]).releases == "bag"
+    context = ReleaseContext(size=int(size) if is_bag and size is not None else None,
+                             size_from_data=bool(public["size_from_data"]) and is_bag, seeded=public["seeded"],
+                             empty=public["empty"])
+    counts: dict[str, int] = {}
+    for part in plan:
+        docs = read_partition(part, public["text_field"], public["id_field"])
+        for uid, n in driver_mech.charge_counts([d.text for d in docs], [str(d.id) for d in docs],
+                                                context=context).items():
+            counts[uid] = counts.get(uid, 0) + n
+    guarantee = driver_mech.guarantee(context)
+    return charge_ledger(ledger, {uid: guarantee.charge(n) for uid, n in counts.items()},
+                         mechanism=public["mechanism"], unit=guarantee.unit, budget=budget, new_ledger=new_ledger,
+                         command="obfuscate")
 
 
 def _summary(driver_mech: TextMechanism, backend: Backend, plan: Sequence[Partition], public: PublicSettings,

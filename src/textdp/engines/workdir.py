@@ -51,7 +51,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -137,6 +137,8 @@ class RunStateData(TypedDict):
     complete: bool
     files: dict[str, str]
     created_folder: bool
+    #: the run's release was charged to a ledger (a resumed run does not charge it again)
+    ledger_charged: NotRequired[bool]
 
 
 def _mac(key: bytes, obj: object) -> str:

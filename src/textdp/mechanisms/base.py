@@ -329,6 +329,31 @@ class Mechanism(ABC, Generic[P, O, R]):
         """
         return 1
 
+    def charge_counts(self, units: Iterable[object], ids: Sequence[object] | None = None, *,
+                      context: ReleaseContext | None = None) -> dict[str, int]:
+        """PRIVATE: how many of ``guarantee(context)``'s units each record id spends on ``units``.
+
+        Every unit is validated; one with nothing to privatize spends nothing, or is refused (a one-line
+        :class:`~textdp.errors.DocumentError`) when ``context.empty`` is ``"error"``, as the release would.
+        For a driver that charges a ledger before a release made of several batches (the partitioned
+        engine) and adds the counts up; ``guarantee.charge(n)`` is then each id's charge.
+        """
+        self._ensure_fitted()
+        units = list(units)
+        uids = check_ids(ids, len(units))
+        ctx = context or ReleaseContext(seeded=self.seeded_)
+        guarantee = self.guarantee(ctx)
+        counts: dict[str, int] = {}
+        for unit, uid in zip(units, uids, strict=True):
+            p = self._prepare(unit, uid)
+            if self._is_empty(p):
+                if ctx.empty == "error":
+                    raise DocumentError(f"{self._empty_message(uid, p)}; to release the other units, use "
+                                        "empty='skip' or 'empty' (CLI: --empty skip|empty)")
+                continue
+            counts[uid] = counts.get(uid, 0) + int(self.charge_units(p, guarantee))
+        return counts
+
     def charges(self, prepared: Sequence[P], uids: Sequence[str], guarantee: Guarantee) -> dict[str, Charge]:
         """``{record id: Charge}``: what this release costs each id (:meth:`Guarantee.charge`, units summed per id).
 
