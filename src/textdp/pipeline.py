@@ -1,11 +1,14 @@
 """The document job: read -> privatize -> release records, plus an optional private report.
 
-This is the one place that turns input documents into what ``textdp obfuscate``
-writes. The single-file command and the partitioned engine
-(:func:`textdp.engines.corpus.run_partition`) both call
-:func:`privatize_documents`, so a record looks the same whichever path made it.
-It sits above :mod:`textdp.mechanisms`, :mod:`textdp.accounting` and
-:mod:`textdp.io` and below :mod:`textdp.cli` and :mod:`textdp.engines`.
+The steps of a document-family or word-family release that the release driver
+(:func:`textdp.release.release`, every command and Python caller) and the partitioned
+engine's jobs (:func:`textdp.engines.jobs.run_partition`) share: :func:`build_mechanism`
+(the CLI's options to a fitted mechanism), :func:`iter_privatize_documents` (records and
+private report rows a chunk at a time), :func:`write_records`, :func:`write_private_report`
+and :func:`release_settings` (the one layout of a release's public settings file, for every
+command), so a record and a settings file look the same whichever path made them. It sits
+above :mod:`textdp.mechanisms`, :mod:`textdp.accounting` and :mod:`textdp.io` and below
+:mod:`textdp.release`, :mod:`textdp.cli` and :mod:`textdp.engines`.
 
 What goes where:
 
@@ -47,7 +50,7 @@ from ._options import check_size_options as _check_size_options
 from .accounting.diagnostics import report_fields
 from .embeddings import Embeddings
 from .errors import ParameterError
-from .guarantees import Guarantee, ReleaseRecord
+from .guarantees import ReleaseRecord
 from .io import SourcedDocument, atomic_writer, sequence_ids
 from .mechanisms import DocumentDiagnostics, ReleaseContext, TextMechanism, entry, get
 from .progress import ProgressCallback
@@ -58,7 +61,6 @@ __all__ = [
     "JobResult",
     "build_mechanism",
     "check_size_options",
-    "guarantee_decoder",
     "iter_privatize_documents",
     "mechanism_decoder",
     "mechanism_guarantee",
@@ -196,12 +198,7 @@ def mechanism_guarantee(mech: TextMechanism, *, size: int | None = None, seeded:
 
 def mechanism_decoder(mech: TextMechanism) -> str:
     """The decoder a fitted mechanism uses, from its guarantee's public parameters (``"none"`` if it decodes nothing)."""
-    return guarantee_decoder(mech.guarantee(ReleaseContext(size=1)))
-
-
-def guarantee_decoder(guarantee: Guarantee) -> str:
-    """The decoder named in a guarantee's public parameters (``"none"`` for mechanisms that decode nothing)."""
-    return str(guarantee.params.get("decoder", "none"))
+    return str(mech.guarantee(ReleaseContext(size=1)).params.get("decoder", "none"))
 
 
 @dataclass(frozen=True)
