@@ -20,7 +20,7 @@ document id and release in an append-only JSONL file:
   with fewer events than its anchor, another event at the anchored position, or missing
   while its anchor records events is refused (:class:`LedgerMismatchError`) until the
   user says otherwise (:meth:`PrivacyLedger.reset`, ``textdp ledger reset``,
-  ``textdp rewrite --new-ledger``). A ledger that *extends* its anchor (more events, the
+  ``--new-ledger`` of ``obfuscate``, ``rewrite`` and ``topics``). A ledger that *extends* its anchor (more events, the
   anchored head in place: a run that stopped between its two writes) is accepted, since
   extra events only over-count. A ledger never anchored (written by a textdp before
   anchors, or the anchors were deleted with the cache) is anchored at its next charge;

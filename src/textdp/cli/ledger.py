@@ -1,6 +1,7 @@
 """``textdp ledger show FILE`` and ``textdp ledger reset FILE``: read a privacy ledger, or accept it as it is.
 
-The ledger (written by ``textdp rewrite --ledger FILE``) is private-side state: document ids next
+The ledger (written by ``textdp obfuscate|rewrite|topics --ledger FILE``, by
+:func:`textdp.release.release` and by ``Mechanism.transform`` after ``set_ledger``) is private-side state: document ids next
 to their spend. ``show`` verifies its hash chain and its anchor (the head textdp recorded in the
 user's private state at the last charge: a truncated, replaced or deleted ledger is refused with a
 one-line error that says so) and prints the spend; print it only where the private input may be
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 ledger_app = typer.Typer(name="ledger", help="Read a privacy ledger (private: document ids and their spend).",
                          no_args_is_help=True, cls=Group)
 
-_LEDGER_ARG = typer.Argument(help="Ledger file written by `textdp rewrite --ledger`.", show_default=False)
+_LEDGER_ARG = typer.Argument(help="Ledger file written by `textdp obfuscate|rewrite|topics --ledger`.", show_default=False)
 
 
 @ledger_app.command("show")
