@@ -42,7 +42,7 @@ from textdp.errors import ParameterError, TextDPError
 from textdp.mechanisms.laplace import laplace_noise
 from textdp.topics.noise import (
     GaussianNoise,
-    MVGNoise,
+    MatrixGaussianNoise,
 )
 
 JSON_KEYS = {"mechanism", "claimed_epsilon", "claimed_delta", "estimated_epsilon", "lower_bound", "samples",
@@ -193,7 +193,7 @@ def test_classic_gaussian_at_large_epsilon_is_flagged():
 class PrecisionAsVariance:
     """MVG with the bug 'precision used as variance' (sd = 1/sqrt(variance))."""
 
-    def __init__(self, mech: MVGNoise) -> None:
+    def __init__(self, mech: MatrixGaussianNoise) -> None:
         self.mech = mech
 
     def randomize(self, matrix: np.ndarray, seed: np.random.Generator) -> np.ndarray:
@@ -203,7 +203,7 @@ class PrecisionAsVariance:
 
 def test_mvg_passes_and_precision_bug_is_flagged():
     assert audit("mvg", epsilon=1.0, delta=1e-4, samples=1_000, seed=5).passed
-    mech = MVGNoise(epsilon=1.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY)
+    mech = MatrixGaussianNoise(epsilon=1.0, delta=1e-4, sensitivity=TOPIC_SENSITIVITY)
     case = matrix_case("mvg-broken", PrecisionAsVariance(mech), sensitivity=TOPIC_SENSITIVITY,
                        claimed_epsilon=1.0, claimed_delta=1e-4)
     assert not run_audit(case, samples=10_000, seed=5).passed

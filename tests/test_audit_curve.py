@@ -34,7 +34,7 @@ from textdp.audit.word_level import group_pair, word_mechanism_case
 from textdp.errors import ParameterError
 from textdp.mechanisms import get
 from textdp.mechanisms.exponential import tem_gamma
-from textdp.topics.noise import GaussianNoise, LaplaceNoise, MVGNoise
+from textdp.topics.noise import GaussianNoise, LaplaceNoise, MatrixGaussianNoise
 
 #: CI sample size (the default of textdp audit is 10^5; the planted bugs are flagged far below it)
 CI_SAMPLES = 10_000
@@ -278,7 +278,7 @@ def test_santext_plus_curve_uses_the_public_sensitive_split(glove5k):
 @pytest.mark.parametrize(
     "mech",
     [LaplaceNoise(epsilon=1.0, m=1), GaussianNoise(epsilon=1.0, delta=1e-4, sensitivity=0.1),
-     MVGNoise(epsilon=1.0, delta=1e-4, sensitivity=0.1, covariance="directional")],
+     MatrixGaussianNoise(epsilon=1.0, delta=1e-4, sensitivity=0.1, covariance="directional")],
     ids=["laplace", "topicdp", "mvg-directional"],
 )
 def test_exact_law_releases_have_the_law_of_randomize(mech):
@@ -329,7 +329,7 @@ def test_the_audits_own_laws_agree_with_the_unplanted_mechanisms(epsilon, delta)
         assert paper == pytest.approx(sigma, rel=1e-6) and least < sigma
     assert acc.laplace_scale(epsilon, 1, (1, 2), grid) == LaplaceNoise(epsilon=epsilon, m=1).grid_scale((1, 2))
     for cov in ("isotropic", "directional"):
-        mech = MVGNoise(epsilon=epsilon, delta=delta, sensitivity=sens, covariance=cov)
+        mech = MatrixGaussianNoise(epsilon=epsilon, delta=delta, sensitivity=sens, covariance=cov)
         paper = acc.mvg_column_variances(epsilon, delta, sens, (2, 2), grid, cov)
         assert paper == pytest.approx([float(v) for v in mech.grid_variances((2, 2))], rel=1e-9)
         assert least**2 < min(paper)

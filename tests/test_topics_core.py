@@ -24,7 +24,7 @@ from textdp.topics import (
     MECHANISMS,
     GaussianNoise,
     LaplaceNoise,
-    MVGNoise,
+    MatrixGaussianNoise,
     TopicGuarantee,
     TopicMatrix,
     TopicRelease,
@@ -192,7 +192,7 @@ def test_mvg_bound_hand_computed_2x3() -> None:
 
 @pytest.mark.parametrize("covariance", ["isotropic", "directional"])
 def test_mvg_covariance_meets_sufficient_condition(covariance: str) -> None:
-    mech = MVGNoise(epsilon=3.0, delta=1e-4, sensitivity=0.2, covariance=covariance)
+    mech = MatrixGaussianNoise(epsilon=3.0, delta=1e-4, sensitivity=0.2, covariance=covariance)
     shape = (10, 10)
     var = mech.column_variances(shape)
     # Sigma = I_m, Psi = diag(var): ||sigma(Sigma^-1)||_2 ||sigma(Psi^-1)||_2 == budget
@@ -312,7 +312,7 @@ def test_parameter_checks() -> None:
     with pytest.raises(ParameterError):
         GaussianNoise(epsilon=1, delta=1e-4, sensitivity=0.1, grid=0.001)
     with pytest.raises(ParameterError):
-        MVGNoise(epsilon=1, delta=1e-4, sensitivity=0.1, covariance="diagonal")
+        MatrixGaussianNoise(epsilon=1, delta=1e-4, sensitivity=0.1, covariance="diagonal")
     with pytest.raises(ParameterError):
         LaplaceNoise(epsilon=1, m=0)
     with pytest.raises(ParameterError):

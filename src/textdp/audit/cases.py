@@ -806,12 +806,12 @@ def exact_law_releases(mechanism: object, matrix: np.ndarray, n: int,
     an audit on these draws still passes. Never used by ``textdp audit``
     (``tests/test_audit_release.py`` checks that); ``None`` for any other class.
     """
-    from ..topics.noise import GaussianNoise, LaplaceNoise, MVGNoise
+    from ..topics.noise import GaussianNoise, LaplaceNoise, MatrixGaussianNoise
 
     a = np.asarray(matrix, dtype=np.float64)
-    if a.ndim != 2 or type(mechanism) not in (LaplaceNoise, MVGNoise, GaussianNoise):
+    if a.ndim != 2 or type(mechanism) not in (LaplaceNoise, MatrixGaussianNoise, GaussianNoise):
         return None
-    assert isinstance(mechanism, (LaplaceNoise, MVGNoise, GaussianNoise))  # exactly one of them (above)
+    assert isinstance(mechanism, (LaplaceNoise, MatrixGaussianNoise, GaussianNoise))  # exactly one of them (above)
     shape = (int(a.shape[0]), int(a.shape[1]))
     k = snap_to_grid(a, mechanism.grid)
     count = n * shape[0] * shape[1]

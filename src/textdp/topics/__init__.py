@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
         topic_matrix_distance,
     )
     from .names import MECHANISMS, NEIGHBOURS, TOPIC_MODELS
-    from .noise import DEFAULT_GRID, GaussianNoise, LaplaceNoise, MVGNoise
+    from .noise import DEFAULT_GRID, GaussianNoise, LaplaceNoise, MatrixGaussianNoise
     from .release import KEYWORD_NOTE, TopicGuarantee, TopicRelease, postprocess
     from .sensitivity import (
         SampledSensitivity,
@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     )
 
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("DEFAULT_GRID", "GaussianNoise", "LaplaceNoise", "MVGNoise"), "noise"),
+    **dict.fromkeys(("DEFAULT_GRID", "GaussianNoise", "LaplaceNoise", "MatrixGaussianNoise"), "noise"),
     **dict.fromkeys(("KEYWORD_NOTE", "TopicGuarantee", "TopicRelease", "postprocess"), "release"),
     "needs_sensitivity": "family",
     **dict.fromkeys(
@@ -90,7 +90,7 @@ __all__ = [
     "TOPIC_MODELS",
     "GaussianNoise",
     "LaplaceNoise",
-    "MVGNoise",
+    "MatrixGaussianNoise",
     "SampledSensitivity",
     "SamplerParameters",
     "SensitivitySampler",

@@ -23,7 +23,7 @@ released as they are and not covered (``keywords_from="model"``, the thesis's re
 The unit of a batch is a :class:`~textdp.topics.models.TopicMatrix`; its shape ``(m, n)`` is
 public (the release's ``context.shape``). Each class builds its noise core for a shape
 (:meth:`TopicsMechanism.noise`: :class:`~textdp.topics.noise.GaussianNoise`,
-:class:`~textdp.topics.noise.LaplaceNoise` or :class:`~textdp.topics.noise.MVGNoise`, chosen by the
+:class:`~textdp.topics.noise.LaplaceNoise` or :class:`~textdp.topics.noise.MatrixGaussianNoise`, chosen by the
 class, never by its name), whose ``randomize(matrices, seed)`` is the pure batch function (one
 vectorised draw per chunk), and states the guarantee (:meth:`TopicsMechanism.guarantee`). A
 release is a :class:`~textdp.topics.release.TopicRelease` (one record: ``release: "matrix"``, the
@@ -61,7 +61,7 @@ from ..mechanisms.registry import get, mechanism_class, names
 from ..samplers import DEFAULT_GRID
 from .models import TopicMatrix
 from .names import KEYWORD_SOURCES
-from .noise import GaussianNoise, GridNoise, LaplaceNoise, MVGNoise
+from .noise import GaussianNoise, GridNoise, LaplaceNoise, MatrixGaussianNoise
 from .release import (
     CKS20,
     MODEL_NOT_COVERED,
@@ -360,17 +360,17 @@ class MVG(TopicsMechanism):
     name = "mvg"
     label = "MVG (isotropic)"
     reference = "Chanyaswad, Dytso, Poor & Mittal, CCS 2018; Canonne, Kamath & Steinke 2020"
-    #: the column covariance of the noise (:class:`~textdp.topics.noise.MVGNoise`)
+    #: the column covariance of the noise (:class:`~textdp.topics.noise.MatrixGaussianNoise`)
     covariance: ClassVar[str] = "isotropic"
 
-    def noise(self, shape: tuple[int, int]) -> MVGNoise:
+    def noise(self, shape: tuple[int, int]) -> MatrixGaussianNoise:
         """The discretised MVG core for an ``m x n`` release, its budget from :meth:`sensitivity_for`."""
         value = self.sensitivity_for(shape[0])[0]
-        return MVGNoise(epsilon=self.epsilon_, delta=self.delta or 0.0, sensitivity=value,
+        return MatrixGaussianNoise(epsilon=self.epsilon_, delta=self.delta or 0.0, sensitivity=value,
                         covariance=self.covariance, grid=self.grid)
 
     def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:
-        assert isinstance(core, MVGNoise)
+        assert isinstance(core, MatrixGaussianNoise)
         core._check_shape(shape)  # the CKS20 bound is checked before the guarantee is stated
         m, n = shape
         _, gamma, src = self.sensitivity_for(m)

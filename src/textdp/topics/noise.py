@@ -15,7 +15,7 @@ Rounding costs ``g sqrt(mn)`` of L2 sensitivity (``g mn`` of L1), which every ca
   entry, classic σ per entry).
 * :class:`LaplaceNoise` -- discrete Laplace (CKS20 Alg. 2, the geometric mechanism) for the
   global L1 sensitivity ``2m`` (each row is a sub-probability vector): pure ε-DP.
-* :class:`MVGNoise` -- the matrix-variate Gaussian of Chanyaswad, Dytso, Poor & Mittal (CCS
+* :class:`MatrixGaussianNoise` -- the matrix-variate Gaussian of Chanyaswad, Dytso, Poor & Mittal (CCS
   2018, Thm. 3) with identity row covariance and diagonal column covariance, so independent
   per entry with a per-column variance, discretised as independent discrete Gaussians.
 
@@ -49,7 +49,7 @@ from ..samplers import (
     zcdp_rho,
 )
 
-__all__ = ["DEFAULT_GRID", "GaussianNoise", "GridNoise", "LaplaceNoise", "MVGNoise"]
+__all__ = ["DEFAULT_GRID", "GaussianNoise", "GridNoise", "LaplaceNoise", "MatrixGaussianNoise"]
 
 
 def _check_matrices(matrix: object) -> np.ndarray:
@@ -227,7 +227,7 @@ class LaplaceNoise(GridNoise):
         return discrete_laplace(self.grid_scale(shape), count * m * n, gen).reshape(count, m, n)
 
 
-class MVGNoise(GridNoise):
+class MatrixGaussianNoise(GridNoise):
     """Matrix-variate Gaussian noise (Chanyaswad et al., CCS 2018), discretised.
 
     ``Z = Σ^{1/2} N Ψ^{1/2}`` with row covariance ``Σ = I_m`` and column covariance
@@ -247,7 +247,7 @@ class MVGNoise(GridNoise):
     noise is drawn. ``sup_norm`` is ``sup ||f||_F``; for sub-probability rows it is ``sqrt(m)``,
     the default.
 
-    >>> noise = MVGNoise(epsilon=1, delta=0.1, sensitivity=1.0, sup_norm=1.0)
+    >>> noise = MatrixGaussianNoise(epsilon=1, delta=0.1, sensitivity=1.0, sup_norm=1.0)
     >>> round(float(noise.column_variances((1, 1))[0]), 1)
     78.6
     """
