@@ -171,3 +171,22 @@ def test_er_ae_family_charges_the_same_ledger_and_refuses_dp_only_options(work):
     for extra, msg in ((["--clip=-1,1"], "--clip applies to the dp-* mechanisms"), (["--top-k", "5"], "refused")):
         bad = runner.invoke(app, [*args, "-o", str(work / "e3.jsonl"), *extra])
         assert bad.exit_code == 2 and msg in bad.output
+
+
+def test_the_dp_path_writes_through_the_release_driver(work):
+    """``rewrite --mechanism dp-*`` runs :func:`textdp.release.release`: the settings file has the one layout of every
+    command (command, engine, documents written, format), the per-sentence records are the driver's (``--unit
+    sentence``), the ledger is charged per document id, and a budget that is no number > 0 is refused first."""
+    led = work / "private" / "driver-ledger.jsonl"
+    res = _rewrite(work, "dp-mlm", "driver.jsonl", "--unit", "sentence", "--ledger", str(led), "--budget", "1000")
+    assert res.exit_code == 0, res.output
+    settings = json.loads((work / "driver.jsonl.settings.json").read_text())
+    assert (settings["command"], settings["engine"], settings["documents"], settings["format"]) == \
+        ("rewrite", "single", 3, "jsonl")
+    assert settings["record_unit"] == "sentence" and settings["settings"]["mechanism"] == "dp-mlm"
+    from textdp.accounting.ledger import PrivacyLedger
+
+    assert set(PrivacyLedger(led).spent()) == {"d1", "d2"}  # charged per document, not per sentence record
+    bad = _rewrite(work, "dp-mlm", "bad.jsonl", "--ledger", str(led), "--budget", "-1")
+    assert bad.exit_code == 2 and "--budget must be a finite number > 0" in bad.output
+    assert not (work / "bad.jsonl").exists()

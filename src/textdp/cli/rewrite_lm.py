@@ -8,7 +8,6 @@ the records and their settings atomically; the per-document counts go to --priva
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .. import __version__
 from ..errors import ParameterError
 from ..generation.decoding import MAX_NEW_TOKENS
 from ._common import print_info, progress_bar
@@ -144,91 +142,78 @@ def check_other_options(mechanism: str, opts: LMOptions, output: Path, inputs: l
 
 
 def _check_ledger(opts: LMOptions, output: Path, inputs: list[Path]) -> None:
-    if opts.budget is not None and opts.ledger is None:
-        raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
-    if opts.new_ledger and opts.ledger is None:
-        raise ParameterError("--new-ledger needs --ledger FILE (the ledger to accept as it is now)")
-    for given in inputs:
-        if opts.ledger is not None and _same_file(opts.ledger, given):
-            raise ParameterError(f"--ledger {opts.ledger} is the input file {given}: the ledger is a separate private "
-                                 "file where the spend is recorded; give another path (a new file is created)")
-    if opts.ledger is not None and opts.ledger.resolve().parent == output.resolve().parent:
-        raise ParameterError("--ledger is private (document ids and their spend): keep it out of the output's "
-                             "folder, which is meant to be published")
+    """The ledger options, checked before any work (:func:`textdp.release.check_ledger_options`)."""
+    from ..release import check_ledger_options
 
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one of them does not exist (yet)
-        return a.resolve() == b.resolve()
+    check_ledger_options(opts.ledger, budget=opts.budget, new_ledger=opts.new_ledger, output=output, inputs=inputs)
 
 
 def charge_ledger(opts: LMOptions, charges: Mapping[str, Charge], *, mechanism: str, unit: str) -> None:
-    """Record a release in ``--ledger`` (refused whole if ``--budget`` would be exceeded); nothing without a ledger."""
-    from ..accounting.ledger import LedgerState, PrivacyLedger
+    """Record a release in ``--ledger`` (refused whole if ``--budget`` would be exceeded); nothing without a ledger.
+
+    The ER-AE family's partitioned path charges here (:func:`textdp.release.charge_ledger`); the dp-* path charges
+    inside :func:`textdp.release.release`.
+    """
+    from ..release import charge_ledger as charge
     from ._common import print_warning
-    from .ledger import reset_message
 
     if opts.ledger is None:
         return
-    led = PrivacyLedger(opts.ledger)
-    before = led.state() if opts.new_ledger else None
-    led.charge(charges, mechanism=mechanism, unit=unit, budget=opts.budget, new_ledger=opts.new_ledger)
-    if before is not None and before.anchored_events is not None and \
-            (before.anchored_events, before.anchored_head) != (before.events, before.head):
-        now = LedgerState(before.events, before.head, before.events, before.head)
-        print_warning(f"--new-ledger: ledger {opts.ledger} was accepted as it was before this run: "
-                      f"{reset_message(before, now)}")
+    _, note = charge(opts.ledger, charges, mechanism=mechanism, unit=unit, budget=opts.budget,
+                     new_ledger=opts.new_ledger, command="rewrite")
+    if note is not None:
+        print_warning(note)
 
 
 def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
                    unit: str, seed: int | None, private_report: Path | None, batch_size: int, text_field: str,
                    id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions) -> None:
-    """The whole language-model rewrite, from the inputs to the records."""
+    """The whole language-model rewrite: build and fit the rewriter, then :func:`textdp.release.release` (the one
+    driver: read, charge the ledger before any token is drawn, rewrite, write records, settings and the private
+    report); this function only prints."""
     from ..generation.folders import check_model_folder
     from ..generation.hf import load_language_model
-    from ..generation.lm import document_charges
+    from ..generation.lm import LMGuarantee
     from ..generation.lm_family import LMRewriter
-    from ..generation.rewriter import rewrite_documents
-    from ..io import atomic_writer, check_output_paths, read_documents, settings_path, write_json
-    from ..mechanisms import ReleaseContext, mechanism_class
+    from ..generation.rewriter import RewrittenText
+    from ..guarantees import ReleaseRecord
+    from ..mechanisms import mechanism_class
+    from ..release import check_file_outputs, release
+    from ._common import print_warning
 
-    check_output_paths([("--output", output), ("settings", settings_path(output)),
-                        ("--private-report", private_report)],
-                       inputs=[*inputs, opts.clip_public, opts.prompt_file, opts.ledger], force=force)
+    def sentences(rec: ReleaseRecord) -> list[ReleaseRecord]:
+        """``--unit sentence``: one record per sentence of a rewritten document."""
+        assert isinstance(rec, RewrittenText)
+        return rec.sentence_records()
+
+    public_inputs = [opts.clip_public, opts.prompt_file]
+    # every path is checked before the model is loaded and the public bounds computed (the driver checks again)
+    check_file_outputs(output, private_report, inputs=[*inputs, *public_inputs, opts.ledger], force=force)
     _check_ledger(opts, output, inputs)
     where = str(check_model_folder(model_dir))  # links may not leave the folder
     cls = mechanism_class(mechanism)
     assert issubclass(cls, LMRewriter)
     mech = cls(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts), **_own_params(cls, opts, batch_size))
     mech.fit()
-    guarantee = mech.guarantee(ReleaseContext(seeded=seed is not None, empty="empty"))
-    docs = read_documents(list(inputs), text_field=text_field, id_field=id_field, input_format=input_format)
-    if not docs or not any(t.strip() for _, t in docs):
-        raise ParameterError("no documents in the input" if not docs else "every input document is empty")
-    # charged before anything is generated: a refusal releases nothing
-    charge_ledger(opts, document_charges(docs, mech.units, guarantee), mechanism=mechanism, unit=guarantee.unit)
+    per_sentence = unit == "sentence" and mech.privacy_unit == "sentence"
     with progress_bar(disable=quiet) as bar:
-        task = bar.add_task(f"rewriting ({mechanism})", total=len(docs))
-        records, diagnostics = rewrite_documents(mech, docs, seed, record_unit=unit, seeded=seed is not None,
-                                                 progress=lambda done, _: bar.update(task, completed=done))
-    with atomic_writer(output, overwrite=force, private=False) as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-    write_json(settings_path(output), {
-        "textdp_version": __version__, "command": "rewrite", "model": load_language_model(where, cls.kind).identity,
-        "settings": mech.public_settings(), "records": len(records), "record_unit": unit,
-        "seeded": seed is not None,  # never the seed itself
-        "mechanism": guarantee.mechanism, "epsilon": guarantee.epsilon, "delta": guarantee.delta,
-        "unit": guarantee.unit, "guarantee": guarantee.to_dict()}, overwrite=force, private=False)
-    if private_report is not None:
-        write_json(private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",
-                                    "documents": diagnostics}, overwrite=force)
-    tok = f" ({guarantee.per_token:.4g} per token, {guarantee.steps} steps)" if guarantee.per_token is not None else ""
-    dl = f", delta={guarantee.delta:.3g}" if guarantee.delta else ""
-    print_info(f"wrote {len(records)} records to {output}; guarantee: epsilon={guarantee.epsilon:.4g}{dl} per "
-               f"{guarantee.unit}{tok}; each record states the adjacency and what is not covered")
+        task = bar.add_task(f"rewriting ({mechanism})", total=None)
+        done = release(
+            mech, list(inputs), output, ledger=opts.ledger, budget=opts.budget, new_ledger=opts.new_ledger,
+            private_report=private_report, private_details={}, command="rewrite", seed=seed, empty="empty",
+            force=force, text_field=text_field, id_field=id_field, input_format=input_format, inputs=public_inputs,
+            settings={"model": load_language_model(where, cls.kind).identity, "settings": mech.public_settings(),
+                      "record_unit": unit},
+            records_of=sentences if per_sentence else None,
+            progress=lambda n, total: bar.update(task, completed=n, total=total))
+    if done.ledger_note is not None:
+        print_warning(done.ledger_note)
+    g = done.guarantee
+    assert isinstance(g, LMGuarantee)
+    tok = f" ({g.per_token:.4g} per token, {g.steps} steps)" if g.per_token is not None else ""
+    dl = f", delta={g.delta:.3g}" if g.delta else ""
+    print_info(f"wrote {done.records} records to {output}; guarantee: epsilon={g.epsilon:.4g}{dl} per "
+               f"{g.unit}{tok}; each record states the adjacency and what is not covered")
 
 
 def _own_params(cls: type[LMRewriter], opts: LMOptions, batch_size: int) -> dict[str, Any]:
