@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import __version__
 from .._validation import check_positive_int
 from ..engines import ENGINES
 from ..errors import ParameterError
@@ -204,6 +203,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     from ..generation.rewriter import SentenceMechanism
     from ..io import check_output_paths, read_documents, settings_path
     from ..mechanisms import ReleaseContext, mechanism_class
+    from ..pipeline import release_settings
 
     check_other_options(run.mechanism, run.opts, run.output, run.inputs)
     _set_threads(threads)
@@ -238,15 +238,12 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     results = _rewrite_partitions(run, params, docs, partition_size, _backend(engine, scheduler, workers))
     records = [r for res in results for r in res[0]]
     public = {k: v for k, v in mech.get_params().items() if k not in ("model", "seed")}
-    _write_family(run, records, [d for res in results for d in res[1]], {
-        "textdp_version": __version__, "command": "rewrite", "model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
-        "settings": {"mechanism": run.mechanism, **public, "model_data": guarantee.model_data, "unit": run.unit},
-        "records": len(records),
-        "seeded": run.seed is not None,  # never the seed itself: it would let anyone undo the noise
-        "engine": engine, "partition_size": partition_size, "mechanism": guarantee.mechanism,
-        "epsilon": guarantee.epsilon, "delta": guarantee.delta, "unit": guarantee.unit,
-        "guarantee": guarantee.to_dict(),
-    })
+    # the one settings layout of every command (textdp.pipeline.release_settings): never the seed, never a path
+    _write_family(run, records, [d for res in results for d in res[1]], release_settings(
+        guarantee.to_dict(), command="rewrite", engine=engine, documents=len(records), fmt="jsonl",
+        extra={"model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
+               "settings": {"mechanism": run.mechanism, **public, "model_data": guarantee.model_data},
+               "record_unit": run.unit, "partition_size": partition_size}))
     print_info(
         f"wrote {len(records)} records to {run.output}; guarantee: epsilon = {guarantee.epsilon:.4g} per sentence "
         f"({guarantee.max_length} steps x {guarantee.per_token:.4g} per step)"
@@ -285,14 +282,14 @@ def _rewrite_partitions(run: _Run, params: dict[str, Any], docs: list[tuple[str,
 def _write_family(run: _Run, records: list[dict[str, Any]], diagnostics: list[Any], settings: dict[str, Any]) -> None:
     """Write the records and their settings (public), and the per-document counts to --private-report only."""
     from ..io import atomic_writer, settings_path, write_json
+    from ..release import PRIVATE_NOTE
 
     with atomic_writer(run.output, overwrite=run.force, private=False) as fh:
         for rec in records:
             fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
     write_json(settings_path(run.output), settings, overwrite=run.force, private=False)
     if run.private_report is not None:
-        write_json(run.private_report, {"note": "PRIVATE: these counts describe the input; do not publish them.",
-                                        "documents": diagnostics}, overwrite=run.force)
+        write_json(run.private_report, {"note": PRIVATE_NOTE, "documents": diagnostics}, overwrite=run.force)
 
 
 def _check_objective(model_dir: Path, card: dict[str, Any], need: str | None, mechanism: str) -> None:
