@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from cli_checks import one_error
+from helpers import run_as, second_user, shared_folder
 from typer.testing import CliRunner
 
 from textdp.accounting.ledger import LedgerMismatchError, PrivacyLedger
@@ -228,43 +226,19 @@ def test_ledger_equal_to_the_input_is_refused_as_the_input(tmp_path, mechanism):
 @pytest.fixture(scope="module")
 def attacker():
     """A throwaway unprivileged user (removed at the end)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create a throwaway second user (CI runs as root)")
-    if not (shutil.which("useradd") and shutil.which("userdel") and os.path.exists(SYSTEM_PYTHON)):
-        pytest.skip("needs useradd, userdel and /usr/bin/python3 to act as a second user")
-    name = f"tdpatk{secrets.token_hex(4)}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
-                   capture_output=True)
-    try:
-        import pwd
-
-        pw = pwd.getpwnam(name)
-        yield pw.pw_uid, pw.pw_gid
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
-
-
-def _as(user, code, *, wait=True):
-    """Run stdlib-only Python ``code`` as ``user`` (uid, gid)."""
-    uid, gid = user
-    cmd = [SYSTEM_PYTHON, "-I", "-c", textwrap.dedent(code)]
-    if not wait:
-        return subprocess.Popen(cmd, user=uid, group=gid, extra_groups=[], cwd="/", stdout=subprocess.PIPE, text=True)
-    return subprocess.run(cmd, user=uid, group=gid, extra_groups=[], cwd="/", check=True, capture_output=True,
-                          text=True, timeout=60)
+    with second_user("tdpatk") as user:
+        yield user
 
 
 @pytest.fixture()
 def arena():
     """A folder both users can write to, root-owned and sticky like ``/tmp`` (the victim's tmp_path is 0700)."""
-    root = Path(tempfile.mkdtemp(prefix="textdp-ledger-"))
-    root.chmod(0o1777)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with shared_folder("textdp-ledger-") as root:
+        yield root
 
 
 def test_attacker_cannot_delete_the_ledger_and_double_spend(attacker, arena):
-    _as(attacker, f"import os; os.mkdir({str(arena / 'shared')!r}); os.chmod({str(arena / 'shared')!r}, 0o777)")
+    run_as(attacker, f"import os; os.mkdir({str(arena / 'shared')!r}); os.chmod({str(arena / 'shared')!r}, 0o777)")
     led = PrivacyLedger(arena / "shared" / "ledger.jsonl")
     done, refusals = 0, []
     for _ in range(2):
@@ -273,14 +247,14 @@ def test_attacker_cannot_delete_the_ledger_and_double_spend(attacker, arena):
             done += 1
         except ParameterError as exc:
             refusals.append(str(exc))
-        _as(attacker, f"import os\nif os.path.exists({str(led.path)!r}): os.unlink({str(led.path)!r})")
+        run_as(attacker, f"import os\nif os.path.exists({str(led.path)!r}): os.unlink({str(led.path)!r})")
     assert done == 0, "a release was charged in a folder another user can write to"
     assert all(str(arena / "shared") in r and "owned by another user" in r for r in refusals)
 
 
 def test_ancestor_owned_by_the_attacker_is_refused(attacker, arena):
     shared = arena / "shared"
-    _as(attacker, f"import os; os.mkdir({str(shared)!r}); os.chmod({str(shared)!r}, 0o777)")
+    run_as(attacker, f"import os; os.mkdir({str(shared)!r}); os.chmod({str(shared)!r}, 0o777)")
     (shared / "mine").mkdir(mode=0o700)  # the victim's own private folder, below the attacker's
     with pytest.raises(ParameterError) as exc:
         _charge(PrivacyLedger(shared / "mine" / "ledger.jsonl"))
@@ -292,7 +266,7 @@ def test_ancestor_owned_by_the_attacker_is_refused(attacker, arena):
 def test_lock_squatted_by_the_attacker_is_refused_without_hanging(attacker, arena, tmp_path):
     shared = arena / "shared"
     lock = shared / "ledger.jsonl.lock"
-    squat = _as(attacker, f"""
+    squat = run_as(attacker, f"""
         import fcntl, os, time
         os.mkdir({str(shared)!r}); os.chmod({str(shared)!r}, 0o777)
         fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT, 0o666)

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import secrets
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 from cli_checks import one_error
+from helpers import run_as, second_user, shared_folder
 from typer.testing import CliRunner
 
 pytest.importorskip("torch")
@@ -106,23 +103,9 @@ def test_rewriter_model_file_linked_outside_is_refused_though_its_hash_matches(t
 
 
 def test_a_folder_link_owned_by_another_user_is_refused(causal, tmp_path):
-    if os.geteuid() != 0 or not shutil.which("useradd"):
-        pytest.skip("needs root and useradd to create a throwaway second user (CI runs as root)")
-    name = f"tdpmdl{secrets.token_hex(4)}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True,
-                   capture_output=True)
-    arena = Path(tempfile.mkdtemp(prefix="textdp-model-"))
-    try:
-        import pwd
-
-        pw = pwd.getpwnam(name)
-        arena.chmod(0o1777)  # like /tmp
+    with second_user("tdpmdl") as user, shared_folder("textdp-model-") as arena:  # sticky, like /tmp
         link = arena / "model"
-        subprocess.run(["/usr/bin/python3", "-I", "-c", f"import os; os.symlink({str(causal)!r}, {str(link)!r})"],
-                       user=pw.pw_uid, group=pw.pw_gid, extra_groups=[], cwd="/", check=True, timeout=60)
-        assert link.lstat().st_uid == pw.pw_uid
+        run_as(user, f"import os; os.symlink({str(causal)!r}, {str(link)!r})")
+        assert link.lstat().st_uid == user[0]
         with pytest.raises(ParameterError, match="is a link owned by another user"):
             load_language_model(str(link), "causal")
-    finally:
-        shutil.rmtree(arena, ignore_errors=True)
-        subprocess.run(["userdel", name], check=False, capture_output=True)

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
-import secrets
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_as, second_user
 
 from textdp.embeddings import Embeddings, vocabulary_fingerprint
 from textdp.engines import LocalBackend
@@ -91,19 +89,8 @@ while time.monotonic() < deadline:
 
 @pytest.fixture(scope="module")
 def attacker() -> Iterator[tuple[int, int]]:
-    name = "tdpa" + secrets.token_hex(4)
-    for attempt in range(5):  # /etc/passwd may be locked by another useradd for a moment
-        made = subprocess.run(["useradd", "-M", "-N", name], check=False, capture_output=True, text=True)
-        if made.returncode == 0:
-            break
-        time.sleep(0.5 * (attempt + 1))
-    else:
-        pytest.fail(f"useradd failed: {made.stderr.strip()}")
-    try:
-        pw = pwd.getpwnam(name)
-        yield pw.pw_uid, pw.pw_gid
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
+    with second_user("tdpa") as user:
+        yield user
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +111,9 @@ def base() -> Iterator[Path]:
 
 
 def _as(user: tuple[int, int], script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-I", "-c", script, *args], check=False, user=user[0], group=user[1], extra_groups=[],
-                          capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    res = run_as(user, script, *args, check=False, env={"PATH": "/usr/bin:/bin"})
+    assert isinstance(res, subprocess.CompletedProcess)
+    return res
 
 
 def _corpus(path: Path) -> Path:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import tiny_lms, tiny_model
 
 pytest.importorskip("starlette", reason="textdp serve needs the [serve] extra (starlette)")
 pytest.importorskip("httpx", reason="the Starlette test client needs httpx")
@@ -539,23 +540,6 @@ def _run_server(err, env):
 
 # -- sentence rewriting on a model from train-rewriter (issue 27 §2) -----------------------------------------------
 # our own toy sentences (no corpus text in the repository)
-TOY = " ".join(f"The {a} {v} the {o} near the river." for a in ("cat", "dog", "fox", "owl") for v in
-               ("saw", "chased", "found") for o in ("ball", "stick", "boat"))
-
-
-def tiny_model(out, glove):
-    """A tiny ER-AE model trained here in seconds (declared public: the guarantee covers the rewriting step)."""
-    torch = pytest.importorskip("torch", reason="sentence rewriting needs the [generation] extra")
-    from textdp.generation.training import TrainingSettings, train_rewriter
-    from textdp.generation.vocab import segment_text
-
-    torch.set_num_threads(1)
-    settings = TrainingSettings(seed=5, vocab_size=40, encoder_hidden=8, latent=8, decoder_hidden=8, max_length=12,
-                                batch_size=8, epochs=1)
-    train_rewriter(segment_text(TOY, 12), out, glove, settings, data_description="toy", declared_public=True)
-    return out
-
-
 def test_sentence_rewriting_with_a_model(tmp_path, glove):
     from textdp.generation.rewriter import load_rewriter
 
@@ -588,20 +572,6 @@ def test_sentence_mechanisms_need_a_model(client):
 
 
 # -- the language-model rewriters on a model folder (issue 27 §2: `textdp serve --model DIR` with an LM) ------------
-def tiny_lms(root):
-    """Tiny random language models of the three kinds (examples/tiny_lm.py: offline, safetensors, no corpus text)."""
-    pytest.importorskip("torch", reason="the language-model rewriters need the [generation] extra")
-    pytest.importorskip("transformers", reason="the language-model rewriters need the [generation] extra")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("tiny_lm", Path(__file__).resolve().parents[1] / "examples" /
-                                                  "tiny_lm.py")
-    assert spec and spec.loader
-    tiny = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tiny)
-    return {kind: tiny.build(root / kind, kind) for kind in ("causal", "seq2seq", "masked")}
-
-
 @pytest.fixture(scope="module")
 def lms(tmp_path_factory):
     return tiny_lms(tmp_path_factory.mktemp("serve-lm"))

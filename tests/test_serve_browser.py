@@ -44,7 +44,7 @@ def model(tmp_path_factory, glove):
         import torch  # noqa: F401
     except ImportError:
         return None
-    from test_serve import tiny_model
+    from helpers import tiny_model
 
     return tiny_model(tmp_path_factory.mktemp("serve-model") / "m", glove)
 
@@ -329,7 +329,7 @@ def test_sentence_rewriting_on_the_page(page, model):
 @pytest.fixture(scope="module")
 def lm_page(tmp_path_factory):
     _require_browser()
-    from test_serve import tiny_lms
+    from helpers import tiny_lms
 
     folder = tiny_lms(tmp_path_factory.mktemp("serve-lm"))["seq2seq"]  # dp-paraphrase and dp-bart
     for url in _serve(["--model", str(folder)]):
