@@ -36,6 +36,7 @@ C. Dwork, A. Roth. The algorithmic foundations of differential privacy (2014), T
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 from ..errors import ParameterError
@@ -127,15 +128,28 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     lo, hi = math.log(sens) - 30.0, math.log(sens) + 30.0
     if analytic_gaussian_delta(math.exp(hi), e, sens) > d:
         raise ParameterError(f"no sigma below e^30 * sensitivity reaches delta={delta!r} at epsilon={epsilon!r}")
+    return math.exp(_bisect(lambda t: analytic_gaussian_delta(math.exp(t), e, sens) <= d, lo, hi))
+
+
+def _bisect(left: Callable[[float], bool], lo: float, hi: float) -> float:
+    """The lower end of the final bracket of a bisection on ``[lo, hi]`` (width < 1e-10 or 200 steps).
+
+    ``left(mid)``: the boundary lies at or left of ``mid`` (the bracket becomes ``[lo, mid]``). The
+    audit's solvers all work on a log scale and return this lower end: the least σ rounded down
+    (:func:`analytic_gaussian_sigma`), the largest ρ rounded down (:func:`cks20_rho`).
+
+    >>> round(_bisect(lambda t: t * t >= 2.0, 0.0, 2.0), 9)
+    1.414213562
+    """
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if analytic_gaussian_delta(math.exp(mid), e, sens) <= d:
+        if left(mid):
             hi = mid
         else:
             lo = mid
         if hi - lo < 1e-10:
             break
-    return math.exp(lo)
+    return lo
 
 
 # -- zCDP (Canonne, Kamath & Steinke 2020) -------------------------------------------------------------------
@@ -177,16 +191,7 @@ def cks20_rho(epsilon: float, delta: float) -> float:
     """
     e = _positive(epsilon, "epsilon")
     d = _delta(delta)
-    lo, hi = math.log(e) - 40.0, math.log(e) + 10.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if cks20_delta(math.exp(mid), e) <= d:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-10:
-            break
-    return math.exp(lo)
+    return math.exp(_bisect(lambda t: cks20_delta(math.exp(t), e) > d, math.log(e) - 40.0, math.log(e) + 10.0))
 
 
 def cks20_sigma(epsilon: float, delta: float, sensitivity: float) -> float:

@@ -299,11 +299,7 @@ def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rn
     >>> r.passed, round(r.delta_estimate, 2), round(r.delta_claimed, 3)
     (False, 0.69, 0.288)
     """
-    from scipy.stats import beta as _beta
-
-    grid = np.asarray(curve.grid, dtype=np.float64)
-    g = grid.size
-    a_share = alpha / (3.0 * g)  # Bonferroni: the a-bound, the b-bound and the claim's band at each point
+    a_share = alpha / (3.0 * len(curve.grid))  # Bonferroni: the a-bound, the b-bound and the claim's band at each point
     count = [done]
 
     def tick(k: int) -> None:
@@ -315,23 +311,33 @@ def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rn
         if atoms is None:
             raise ParameterError("a curve with selected events needs the event audit's outputs")
         return _selected_curve(curve, atoms, n, a_share, rng)
-    if losses is not None:
-        la, lb = (np.asarray(x, dtype=np.float64).reshape(-1) for x in losses)
-        if la.size != n or lb.size != n or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
-            raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
-    elif outputs is not None:
-        la, lb = (np.asarray(curve.loss(o), dtype=np.float64).reshape(-1) for o in outputs)
+    if losses is not None or outputs is not None:
+        pair = losses if losses is not None else tuple(curve.loss(o) for o in outputs)  # type: ignore[union-attr]
+        la, lb = (np.asarray(x, dtype=np.float64).reshape(-1) for x in pair)
         if la.size != n or lb.size != n or not (np.all(np.isfinite(la)) and np.all(np.isfinite(lb))):
             raise ParameterError("the claimed privacy-loss statistic must be finite for every output")
     else:
         la = _draw(curve, input_a, n, rng, tick)
         lb = _draw(curve, input_b, n, rng, tick)
+    return _verdict(curve, la, lb, a_share, rng)
+
+
+def _verdict(curve: PrivacyCurve, la: np.ndarray, lb: np.ndarray, a_share: float,
+             rng: np.random.Generator) -> CurveResult:
+    """The verdict from the loss values ``la``, ``lb`` (one per output of each input) of the fixed events ``{L > ε′}``.
+
+    Both samples have the same size ``m``; each bound holds at level ``a_share`` (the caller's Bonferroni share).
+    """
+    from scipy.stats import beta as _beta
+
+    grid = np.asarray(curve.grid, dtype=np.float64)
+    m = la.size
     ka = (la[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
     kb = (lb[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
-    pa_lo = np.where(ka > 0, _beta.ppf(a_share, np.maximum(ka, 1.0), n - ka + 1.0), 0.0)
-    pb_hi = np.where(kb < n, _beta.ppf(1.0 - a_share, kb + 1.0, np.maximum(n - kb, 1.0)), 1.0)
+    pa_lo = np.where(ka > 0, _beta.ppf(a_share, np.maximum(ka, 1.0), m - ka + 1.0), 0.0)
+    pb_hi = np.where(kb < m, _beta.ppf(1.0 - a_share, kb + 1.0, np.maximum(m - kb, 1.0)), 1.0)
     lower = pa_lo - np.exp(grid) * pb_hi
-    estimate = ka / n - np.exp(grid) * kb / n
+    estimate = ka / m - np.exp(grid) * kb / m
     claim_pt, claim_up = curve.claimed(grid, a_share, rng)
     excess = lower - np.asarray(claim_up, dtype=np.float64)
     j = int(np.argmax(excess))
@@ -342,7 +348,7 @@ def curve_test(curve: PrivacyCurve, input_a: object, input_b: object, n: int, rn
         delta_lower=float(max(lower[j], 0.0)),
         delta_estimate=float(estimate[j]),
         delta_claimed=float(claim_pt[j]),
-        grid_points=g,
+        grid_points=int(grid.size),
         description=curve.description,
     )
 
@@ -355,28 +361,10 @@ def _selected_curve(curve: PrivacyCurve, atoms: tuple[np.ndarray, np.ndarray], n
     each ε′ the event ``{L̂ > ε′}`` is fixed before the second half is looked at, so its
     Clopper–Pearson bounds on the second half are valid as in :func:`curve_test`.
     """
-    from scipy.stats import beta as _beta
-
     half = n // 2
     a, b = (np.asarray(x) for x in atoms)
     (sa, sb, ea, eb), k = category_ids(a[:half], b[:half], a[half:], b[half:])
     ca, cb = np.bincount(sa, minlength=k), np.bincount(sb, minlength=k)
     lhat = np.log((ca + 0.5) / (cb + 0.5))
     lhat[(ca + cb) == 0] = 0.0
-    grid = np.asarray(curve.grid, dtype=np.float64)
-    m = n - half
-    la, lb = lhat[ea], lhat[eb]
-    ka = (la[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
-    kb = (lb[:, None] > grid[None, :]).sum(axis=0).astype(np.float64)
-    pa_lo = np.where(ka > 0, _beta.ppf(a_share, np.maximum(ka, 1.0), m - ka + 1.0), 0.0)
-    pb_hi = np.where(kb < m, _beta.ppf(1.0 - a_share, kb + 1.0, np.maximum(m - kb, 1.0)), 1.0)
-    lower = pa_lo - np.exp(grid) * pb_hi
-    estimate = ka / m - np.exp(grid) * kb / m
-    claim_pt, claim_up = curve.claimed(grid, a_share, rng)
-    excess = lower - np.asarray(claim_up, dtype=np.float64)
-    j = int(np.argmax(excess))
-    return CurveResult(
-        passed=bool(excess[j] <= 0.0), excess=float(excess[j]), epsilon_prime=float(grid[j]),
-        delta_lower=float(max(lower[j], 0.0)), delta_estimate=float(estimate[j]), delta_claimed=float(claim_pt[j]),
-        grid_points=int(grid.size), description=curve.description,
-    )
+    return _verdict(curve, lhat[ea], lhat[eb], a_share, rng)
