@@ -169,8 +169,9 @@ def _write(out: Path, row: dict[str, object]) -> None:
 def table(rows: list[dict[str, object]]) -> str:
     """The markdown power table from the JSON lines."""
     lines = ["| case | samples/input | false alarms (c = 1) | smallest scale error flagged in every rep | "
-             "smallest epsilon error flagged in every rep | largest error missed | s/audit |",
-             "|---|---|---|---|---|---|---|"]
+             "smallest epsilon error flagged in every rep | largest error missed | privacy tests alone: smallest "
+             "scale error flagged in every rep | s/audit |",
+             "|---|---|---|---|---|---|---|---|"]
     for case in dict.fromkeys(str(r["case"]) for r in rows):
         mine = [r for r in rows if r["case"] == case]
         base = [r for r in mine if r["kind"] == "none"]
@@ -190,8 +191,11 @@ def table(rows: list[dict[str, object]]) -> str:
         if case not in TOPICS and not any(r["kind"] == "epsilon" for r in mine):
             e_hit = "= scale x1/k (noise scale 1/epsilon)"
         misses = "; ".join(x for x in (s_miss, e_miss) if x != "-") or "-"
+        private = [r for r in mine if r["kind"] == "scale" and r["privacy"] == r["reps"]]
+        alone = f"x{private[-1]['error']:g}" if private else "none of the ladder"
         secs = float(np.mean([float(str(r["seconds"])) for r in mine]))
-        lines.append(f"| {case} | {mine[0]['samples']:,} | {fa} | {s_hit} | {e_hit} | {misses} | {secs:.0f} |")
+        lines.append(f"| {case} | {mine[0]['samples']:,} | {fa} | {s_hit} | {e_hit} | {misses} | {alone} | "
+                     f"{secs:.0f} |")
     return "\n".join(lines)
 
 
