@@ -148,7 +148,7 @@ def test_conformance_rejects_a_wrong_law_on_the_real_release(cases):
     _, model = tiny_model("seq2seq")
     d = LM_RELEASE_DEFAULTS["dp-paraphrase"]
     for eps, clip in ((d.epsilon / 2.0, d.clip), (d.epsilon * 20.0, (-20.0, 20.0))):  # temperature x2; no clipping
-        wrong = ReferenceLM("dp-paraphrase", model, epsilon=eps, clip=clip, length=d.max_new_tokens, max_tokens=8)
+        wrong = ReferenceLM(d, model, epsilon=eps, clip=clip, length=d.max_new_tokens, max_tokens=8)
         p = np.append(np.exp(wrong.log_table(str(case.input_a))), 0.0)
         assert chi2_goodness_of_fit(ids, p)[1] < 1e-4, (eps, clip)
 

@@ -5,7 +5,7 @@ Each case (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``) builds the
 to a temporary folder (:func:`tiny_model`: random weights drawn from :func:`textdp._rng.make_rng`, a
 word-level tokenizer over :data:`WORDS`; nothing is downloaded) and samples
 :meth:`~textdp.mechanisms.base.Mechanism.privatize_batch` on two neighbouring texts that differ in
-one word (:data:`PAIRS`). The released texts are read back as token sequences (re-tokenised) and
+one unit (:attr:`LMAuditSpec.texts`). The released texts are read back as token sequences (re-tokenised) and
 indexed over every sequence the public vocabulary allows (:class:`SequenceSupport`).
 
 Nothing here calls the rewriters' calibration or decoding code. The reference law of the released
@@ -80,9 +80,10 @@ from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, exact_profile
 
 __all__ = [
+    "LAWS",
     "LM_RELEASE_DEFAULTS",
-    "PAIRS",
     "WORDS",
+    "LMAuditSpec",
     "ReferenceLM",
     "SequenceSupport",
     "lm_release_case",
@@ -95,42 +96,75 @@ WORDS = ("the", "a", "cat", "dog", "bird", "sat", "ran", "slept", "on", "in", "m
          "document", "paraphrase", ".", ",", ":")
 #: Special tokens of the tiny tokenizer (excluded from every output but the end token ``</s>``).
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<s>", "</s>")
-#: Candidate texts of the neighbouring pair (one unit each: a one-sentence document for dp-prompt, a
-#: sentence otherwise; every two are neighbours, dp-mlm's of the same length). The token-level cases
-#: take the pair whose reference laws differ most (symmetrised Kullback-Leibler divergence), computed
-#: from the public model alone; dp-bart takes the first two.
-PAIRS = {
-    "dp-prompt": ("the cat sat", "a dog ran", "the bird slept on the mat", "today , a tree"),
-    "dp-paraphrase": ("the cat sat", "a dog ran", "the bird slept on the mat", "today , a tree"),
-    "dp-mlm": ("cat sat", "dog ran", "bird slept", "tree today", "mat park"),
-    "dp-bart": ("the cat sat on the mat", "a dog ran in the park"),
-}
-#: The model kind of each rewriter.
-KINDS = {"dp-prompt": "causal", "dp-paraphrase": "seq2seq", "dp-mlm": "masked", "dp-bart": "seq2seq"}
 #: dp-prompt's public template in the audit (plain format: no chat template on the tiny model).
 PROMPT = "document : {document} paraphrase :"
+#: How a rewriter's released tokens are drawn: ``steps`` (up to ``max_new_tokens`` adaptive draws, the end
+#: token among the candidates), ``positions`` (one independent draw per token of the sentence, DP-MLM) or
+#: ``gaussian`` (noisy encoder output, greedy decoding: DP-BART).
+LAWS = ("steps", "positions", "gaussian")
 
 
 @dataclass(frozen=True)
-class _Defaults:
+class LMAuditSpec:
+    """The public settings of one rewriter's audit (frozen).
+
+    Attributes
+    ----------
+    paper : str
+        The paper's short name.
+    kind : str
+        The model kind (``causal``, ``seq2seq``, ``masked``).
+    law : str
+        One of :data:`LAWS`.
+    texts : tuple of str
+        Candidate texts of the neighbouring pair (one unit each: a one-sentence document for dp-prompt, a
+        sentence otherwise; every two are neighbours; for ``positions`` of the same length). With a table
+        (``steps``, ``positions``) the pair whose reference laws differ most (symmetrised Kullback-Leibler
+        divergence, from the public model alone) is taken; with ``gaussian`` the first two.
+    epsilon, delta : float
+        Per-token ε (``gaussian``: the sentence's (ε, δ)).
+    clip : tuple of float
+        The public clipping bounds (logits; ``gaussian``: encoder outputs).
+    max_new_tokens : int
+        Generated tokens (``steps``, ``gaussian``).
+    samples : int
+        Default samples per input.
+    params : tuple of (str, object)
+        The mechanism's own parameters beside epsilon, model, clip and max_tokens.
+    """
+
+    paper: str
+    kind: str
+    law: str
+    texts: tuple[str, ...]
     epsilon: float
     delta: float
     clip: tuple[float, float]
     max_new_tokens: int
     samples: int
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.law not in LAWS:
+            raise ParameterError(f"an LM audit's law must be one of {LAWS}, got {self.law!r}")
 
 
-#: Per-token ε (per-sentence (ε, δ) for dp-bart), public clipping bounds, generated tokens and samples.
+_SENTENCES = ("the cat sat", "a dog ran", "the bird slept on the mat", "today , a tree")
+#: The four rewriters' audits.
 LM_RELEASE_DEFAULTS = {
-    "dp-prompt": _Defaults(2.0, 0.0, (-1.0, 1.0), 2, 10_000),
-    "dp-paraphrase": _Defaults(2.0, 0.0, (-1.0, 1.0), 2, 10_000),
-    "dp-mlm": _Defaults(2.0, 0.0, (-1.0, 1.0), 1, 10_000),
-    "dp-bart": _Defaults(2.0, 1e-3, (-1.0, 1.0), 2, 10_000),
+    "dp-prompt": LMAuditSpec("DP-Prompt", "causal", "steps", _SENTENCES, 2.0, 0.0, (-1.0, 1.0), 2, 10_000,
+                             (("prompt", PROMPT), ("prompt_format", "plain"), ("max_input_tokens", 8),
+                              ("max_new_tokens", 2), ("batch_tokens", 1 << 24))),
+    "dp-paraphrase": LMAuditSpec("DP-Paraphrase", "seq2seq", "steps", _SENTENCES, 2.0, 0.0, (-1.0, 1.0), 2, 10_000,
+                                 (("max_new_tokens", 2),)),
+    "dp-mlm": LMAuditSpec("DP-MLM", "masked", "positions", ("cat sat", "dog ran", "bird slept", "tree today",
+                                                            "mat park"), 2.0, 0.0, (-1.0, 1.0), 0, 10_000,
+                          (("copy_stopwords", False),)),
+    "dp-bart": LMAuditSpec("DP-BART", "seq2seq", "gaussian", ("the cat sat on the mat", "a dog ran in the park"),
+                           2.0, 1e-3, (-1.0, 1.0), 2, 10_000, (("max_new_tokens", 2),)),
 }
 #: Hidden size and layers of the tiny models; the standard deviation of their random weights.
 TINY_HIDDEN, TINY_LAYERS, TINY_INIT = 16, 2, 0.3
-#: dp-bart's public sentence shape in the audit (tokens of the encoder output).
-BART_TOKENS = 4
 
 _BUILT: dict[tuple[str, int], tuple[Path, Any]] = {}
 _TMP: list[str] = []
@@ -283,8 +317,8 @@ class ReferenceLM:
 
     Parameters
     ----------
-    name : str
-        ``dp-prompt``, ``dp-paraphrase``, ``dp-mlm`` or ``dp-bart``.
+    spec : LMAuditSpec
+        The rewriter's audit settings (its model kind and law).
     model : transformers model
         The model the mechanism was fitted on (:func:`tiny_model`).
     epsilon, clip, length, max_tokens, delta
@@ -292,9 +326,9 @@ class ReferenceLM:
         the released tokens (``max_new_tokens``; dp-mlm: the sentence's tokens), the encoder shape and δ.
     """
 
-    def __init__(self, name: str, model: Any, *, epsilon: float, clip: tuple[float, float], length: int,
+    def __init__(self, spec: LMAuditSpec, model: Any, *, epsilon: float, clip: tuple[float, float], length: int,
                  max_tokens: int, delta: float = 0.0) -> None:
-        self.name, self.model = name, model
+        self.kind, self.law, self.model = spec.kind, spec.law, model
         self.tok = _tokenizer()
         self.epsilon, self.clip, self.length, self.max_tokens, self.delta = (
             float(epsilon), (float(clip[0]), float(clip[1])), int(length), int(max_tokens), float(delta))
@@ -304,10 +338,10 @@ class ReferenceLM:
         self.words = tuple(i for i in range(v) if i not in special)
         allowed = np.zeros(v, dtype=bool)
         allowed[list(self.words)] = True
-        if name != "dp-mlm":
+        if self.law != "positions":
             allowed[self.eos] = True
         self.allowed = allowed
-        self.support = SequenceSupport(self.words, self.length, generated=name != "dp-mlm")
+        self.support = SequenceSupport(self.words, self.length, generated=self.law != "positions")
 
     def _ids(self, text: str) -> list[int]:
         return [int(x) for x in self.tok(text, add_special_tokens=False)["input_ids"]]
@@ -317,7 +351,7 @@ class ReferenceLM:
         torch = require("torch", "generation")
         k = len(prefixes[0])
         with torch.inference_mode():
-            if self.name == "dp-prompt":
+            if self.kind == "causal":
                 prompt = self._ids(PROMPT.replace("{document}", text))
                 x = torch.tensor([prompt + list(p) for p in prefixes], dtype=torch.long)
                 return np.asarray(self.model(input_ids=x).logits[:, -1].double().numpy())
@@ -331,7 +365,7 @@ class ReferenceLM:
         """``log P(sequence | text)`` for every sequence of the support (token-level rewriters)."""
         lo, hi = self.clip
         out = np.full(self.support.size, -np.inf)
-        if self.name == "dp-mlm":
+        if self.law == "positions":
             torch = require("torch", "generation")
             ids = self._ids(text)
             cls, sep, mask = (int(self.tok.convert_tokens_to_ids(t)) for t in ("[CLS]", "[SEP]", "[MASK]"))
@@ -402,25 +436,18 @@ class ReferenceLM:
         return np.array([self.support.index.get(tuple(s), self.support.size) for s in seqs], dtype=np.int64)
 
 
-#: The public settings of each case (besides ε, the bounds and the generated tokens).
+#: The encoder / sentence shape of every case (``max_tokens``; dp-bart's public padded length).
 MAX_TOKENS = 8
 
 
-def _mechanism(name: str, folder: Path, d: _Defaults, epsilon: float, delta: float) -> Any:
+def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta: float) -> Any:
     """The rewriter built and fitted through the public API (:func:`textdp.mechanisms.get`)."""
     from ..mechanisms import get
 
-    params: dict[str, Any] = {"epsilon": epsilon, "model": str(folder), "clip": d.clip, "max_tokens": MAX_TOKENS,
-                              "batch_size": 4096}
-    if name == "dp-prompt":
-        params.update(prompt=PROMPT, prompt_format="plain", max_input_tokens=MAX_TOKENS,
-                      max_new_tokens=d.max_new_tokens, batch_tokens=1 << 24)
-    elif name == "dp-mlm":
-        params.update(copy_stopwords=False)
-    else:
-        params.update(max_new_tokens=d.max_new_tokens)
-    if name == "dp-bart":
-        params.update(delta=delta)
+    params: dict[str, Any] = {"epsilon": epsilon, "model": str(folder), "clip": spec.clip, "max_tokens": MAX_TOKENS,
+                              "batch_size": 4096, **dict(spec.params)}
+    if spec.law == "gaussian":
+        params["delta"] = delta
     return get(name, **params).fit()
 
 
@@ -431,36 +458,38 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
     ``seed``: the tiny model's weights (public).
     """
-    if name not in LM_RELEASE_DEFAULTS:
+    spec = LM_RELEASE_DEFAULTS.get(name)
+    if spec is None:
         raise ParameterError(f"no release-path LM audit for {name!r}; choose one of {', '.join(LM_RELEASE_DEFAULTS)}")
-    d = LM_RELEASE_DEFAULTS[name]
-    eps = d.epsilon if epsilon is None else float(epsilon)
-    dlt = d.delta if delta is None else float(delta)
-    if name != "dp-bart":
+    eps = spec.epsilon if epsilon is None else float(epsilon)
+    dlt = spec.delta if delta is None else float(delta)
+    if spec.law != "gaussian":
         dlt = 0.0  # pure epsilon-DP per token
-    folder, model = tiny_model(KINDS[name], seed=seed)
-    mech = _mechanism(name, folder, d, eps, dlt)
-    text_a, text_b = PAIRS[name][:2]
-    length = len(_tokenizer()(text_a, add_special_tokens=False)["input_ids"]) if name == "dp-mlm" else d.max_new_tokens
-    ref = ReferenceLM(name, model, epsilon=eps, clip=d.clip, length=length, max_tokens=MAX_TOKENS, delta=dlt)
+    folder, model = tiny_model(spec.kind, seed=seed)
+    mech = _mechanism(name, spec, folder, eps, dlt)
+    text_a, text_b = spec.texts[:2]
+    length = (len(_tokenizer()(text_a, add_special_tokens=False)["input_ids"]) if spec.law == "positions"
+              else spec.max_new_tokens)
+    ref = ReferenceLM(spec, model, epsilon=eps, clip=spec.clip, length=length, max_tokens=MAX_TOKENS, delta=dlt)
     support, tok = ref.support, ref.tok
-    if name != "dp-bart":
-        tables = {t: ref.log_table(t) for t in PAIRS[name]}
+    tables: dict[str, np.ndarray] = {}
+    if spec.law != "gaussian":
+        tables = {t: ref.log_table(t) for t in spec.texts}
 
         def divergence(pair: tuple[str, str]) -> float:
             x, y = tables[pair[0]], tables[pair[1]]
             return float(((np.exp(x) - np.exp(y)) * (x - y)).sum())
 
-        text_a, text_b = max(itertools.combinations(PAIRS[name], 2), key=divergence)
+        text_a, text_b = max(itertools.combinations(spec.texts, 2), key=divergence)
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
         released = mech.privatize_batch([str(which)] * n, seed=rng, chunk=n)
         return support.ids_of([str(r.content) for r in released], tok)
 
-    pair = (f"{name} on a tiny random {KINDS[name]} model ({TINY_HIDDEN} hidden, {TINY_LAYERS} layer, "
+    pair = (f"{name} on a tiny random {spec.kind} model ({TINY_HIDDEN} hidden, {TINY_LAYERS} layer, "
             f"{len(ref.words)} words), released through privatize_batch: {text_a!r} vs {text_b!r}, "
-            f"clip [{d.clip[0]:g}, {d.clip[1]:g}]")
-    if name == "dp-bart":
+            f"clip [{spec.clip[0]:g}, {spec.clip[1]:g}]")
+    if spec.law == "gaussian":
         sigma, sens = ref.sigma, ref.sensitivity
 
         def gaussian(grid: np.ndarray, alpha: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -471,14 +500,14 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
                              description=f"released tokens against the Gaussian mechanism's profile (sigma {sigma:.4g}, "
                                          f"L2 sensitivity {sens:.4g}; post-processing)", chunk=4096,
                              reuse_outputs=True)
-        conf = Conformance(description=f"DP-BART reference sampler: encoder output clipped to [{d.clip[0]:g}, "
-                                       f"{d.clip[1]:g}], N(0, {sigma:.4g}^2) per coordinate and token, greedy "
-                                       f"decoding of {d.max_new_tokens} tokens (Igamberdiev & Habernal 2023)",
+        conf = Conformance(description=f"DP-BART reference sampler: encoder output clipped to [{spec.clip[0]:g}, "
+                                       f"{spec.clip[1]:g}], N(0, {sigma:.4g}^2) per coordinate and token, greedy "
+                                       f"decoding of {spec.max_new_tokens} tokens (Igamberdiev & Habernal 2023)",
                            kind="reference", keep=lambda which, out: out,
                            reference=lambda which, n, rng: ref.bart_sample(str(which), n, rng))
         return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
                          claimed_epsilon=eps, claimed_delta=dlt, events="discrete", chunk=4096, curve=curve,
-                         conformance=conf, default_samples=d.samples)
+                         conformance=conf, default_samples=spec.samples)
     la, lb = tables[text_a], tables[text_b]
     claimed = length * eps  # n epsilon-DP steps compose to n epsilon (every two units neighbours)
     with np.errstate(invalid="ignore"):
@@ -495,18 +524,16 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
                        kind="table", keep=lambda which, out: out, table=lambda which: probs[str(which)])
     return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
                      claimed_epsilon=claimed, claimed_delta=0.0, events="discrete", chunk=4096, curve=curve,
-                     conformance=conf, default_samples=d.samples)
+                     conformance=conf, default_samples=spec.samples)
 
 
 def register_lm_release_cases() -> None:
     """Register the four rewriters' release-path cases (idempotent; replaces the toy-step cases)."""
     from .registry import register_audit_case
 
-    for name, paper in (("dp-prompt", "DP-Prompt"), ("dp-paraphrase", "DP-Paraphrase"), ("dp-mlm", "DP-MLM"),
-                        ("dp-bart", "DP-BART")):
-        d = LM_RELEASE_DEFAULTS[name]
-        claim = (f"(epsilon, delta) per sentence; default ({d.epsilon:g}, {d.delta:g})" if name == "dp-bart" else
+    for name, d in LM_RELEASE_DEFAULTS.items():
+        claim = (f"(epsilon, delta) per sentence; default ({d.epsilon:g}, {d.delta:g})" if d.law == "gaussian" else
                  f"n*epsilon per unit; default epsilon {d.epsilon:g} per token")
         register_audit_case(name, lambda epsilon=None, delta=None, name=name: lm_release_case(name, epsilon, delta),
-                            description=f"{paper} through privatize_batch on a tiny random model built here, "
+                            description=f"{d.paper} through privatize_batch on a tiny random model built here, "
                                         f"neighbouring texts (claim {claim}; needs [generation])", replace=True)
