@@ -34,8 +34,10 @@ print("EXIT", code, "HEAVY", ",".join(heavy) or "-", file=sys.stderr)
     (["obfuscate", "x", "-e", "1", "-n", "0"], 2, "size"),
     (["obfuscate", "x", "-e", "1", "--mechanism", "cmp", "-n", "5"], 2, "--size applies to bag mechanisms"),
     (["obfuscate", "x", "-e", "1", "-n", "5", "--budget", "3"], 2, "--budget needs --ledger"),
+    (["obfuscate", "missing.txt", "-e", "1", "-n", "5"], 2, "missing.txt: no such file"),
 ])
 def test_obfuscate_help_and_bad_options_import_no_numpy(args, status, says, tmp_path):
+    (tmp_path / "x").write_text("The harbour was quiet at dawn.")  # an input file "x"
     res = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], check=False, capture_output=True, text=True,
                          cwd=tmp_path, timeout=120)
     last = res.stderr.strip().splitlines()[-1]
@@ -44,8 +46,9 @@ def test_obfuscate_help_and_bad_options_import_no_numpy(args, status, says, tmp_
 
 
 def test_the_probe_sees_a_heavy_import(tmp_path):
-    """The probe bites: a valid run imports numpy and the mechanisms (here it stops at the missing input file)."""
-    res = subprocess.run([sys.executable, "-c", PROBE.format(args=["obfuscate", "missing.txt", "-e", "1", "-n", "3",
-                                                                   "-k", "1000"])],
+    """The probe bites: a valid run imports numpy and the mechanisms."""
+    (tmp_path / "in.txt").write_text("The harbour was quiet at dawn and the boats were still.")
+    res = subprocess.run([sys.executable, "-c", PROBE.format(args=["obfuscate", "in.txt", "-e", "1", "-n", "3",
+                                                                   "-k", "1000", "-o", "out.jsonl"])],
                          check=False, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert "numpy" in res.stderr.strip().splitlines()[-1], res.stderr[-2000:]

@@ -25,7 +25,7 @@ from .._options import (
 )
 from .._validation import check_epsilon, check_positive_int, check_size
 from ..engines import ENGINES
-from ..errors import ParameterError, PrivacyWarning
+from ..errors import DocumentError, ParameterError, PrivacyWarning
 from ..guarantees import EMPTY_POLICIES
 from ..io import (
     check_output_paths,
@@ -387,6 +387,9 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
         check_epsilon(o.epsilon)
     if o.size is not None:
         check_size(o.size)
+    for f in o.inputs:  # a mistyped file name is said before the vocabulary is loaded
+        if str(f) != "-" and not f.exists():
+            raise DocumentError(f"{f}: no such file")
     stops = parse_stop_words(o.stop_words)
     partitioned = _partitioned(o.engine, o.inputs, o.scheduler or o.dashboard, o.partitions)
     if partitioned and o.epsilon is None:
