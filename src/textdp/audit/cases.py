@@ -72,6 +72,7 @@ __all__ = [
     "WORD_PAIRS",
     "bag_curve",
     "choose_word_pair",
+    "custext_plus_document_case",
     "decoded_conformance",
     "earth_movers_case",
     "earth_movers_noise_case",
@@ -462,6 +463,36 @@ def stop_word_document_case(
                                 kind="table", keep=lambda x, out: cell(out),
                                 table=lambda x: pa if x is doc_a else pb),
     )
+
+
+def custext_plus_document_case(name: str, mech: object, pair: tuple[str, str], epsilon: float,
+                               embeddings: Embeddings, *, top_k: int | None = None,
+                               stop_words: object = "english") -> AuditCase | None:
+    """CusText+ on ``[stop, x]`` vs ``[stop, y]`` (:func:`stop_word_document_case`): its own branch runs.
+
+    ``stop`` is the first word of the public stop list in the vocabulary's frequency order (``the``
+    for GloVe); the law of the second word is CusText's in the pair's output set
+    (:func:`~textdp.audit.claims.custext_logp`, from the public vocabulary, ε and ``top_k``); the
+    claim is ε. ``None`` when the vocabulary holds no stop word (the single-word case applies).
+    """
+    from ..text import resolve_stop_words
+    from .claims import CUSTEXT_TOP_K, custext_logp
+
+    stops = resolve_stop_words(stop_words)  # type: ignore[arg-type]
+    if pair[0] in stops or pair[1] in stops:
+        raise ParameterError(f"{name}: stop words are released unchanged (not protected); audit two other words")
+    stop = next((i for i, w in enumerate(embeddings.words) if w in stops), None)
+    if stop is None:
+        return None
+    eps = check_epsilon(epsilon)
+    k = CUSTEXT_TOP_K if top_k is None else int(top_k)
+    a, b = embeddings.index[pair[0]], embeddings.index[pair[1]]
+    la, lb = custext_logp(embeddings.vectors, eps, k, (a, b))
+    release = mech.privatize_ids  # type: ignore[attr-defined]
+    return stop_word_document_case(
+        name, lambda ids, rng: np.asarray(release(ids, rng)), stop, (a, b), (la, lb), eps,
+        words=f"{pair[0]!r} vs {pair[1]!r} ({embeddings.name}; stop word {embeddings.words[stop]!r})",
+        law=f"CusText's law in the pair's output set (epsilon={eps:g}, top_k={k}, sets from the vocabulary)")
 
 
 def metric_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

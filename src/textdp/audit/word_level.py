@@ -287,6 +287,12 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
         pair = group_pair(mech)
     elif pair is None and spec.pair == "sensitive" and isinstance(mech, SanTextPlus):
         pair = choose_mechanism_pair(name, eps, emb, [p for p in SENSITIVE_PAIRS if _sensitive(mech, p)], **params)
+    if spec.stop_words and pair is not None and getattr(mech, "keeps_stop_words", False):  # CusText+'s own branch
+        from .cases import custext_plus_document_case
+
+        doc = custext_plus_document_case(name, mech, pair, eps, emb, **params)
+        if doc is not None:
+            return doc
     return mechanism_case(name, mech, pair, epsilon=eps, embeddings=emb, **params)
 
 
