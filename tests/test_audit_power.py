@@ -70,6 +70,24 @@ def test_tem_at_these_parameters_is_not_santext_and_passes():
     assert tem.probabilities(x)[far].sum() > 100 * santext.probabilities(x)[far].sum()  # the branch matters
 
 
+def test_the_default_tem_case_is_not_santexts_law():
+    # at the old default epsilon 2, gamma = 15.4 exceeded every distance: the case audited SanText's law again
+    from textdp.audit import audit_case
+    from textdp.audit.claims import TEM_BETA, tem_threshold
+
+    case = audit_case("tem")
+    emb = load_embeddings(vocab_size=5_000)
+    v = emb.vectors.astype(np.float64)
+    x = int(case.input_a)
+    d = np.linalg.norm(v - v[x], axis=1)
+    eps = case.claimed_epsilon / float(np.linalg.norm(v[x] - v[int(case.input_b)]))
+    far = d > tem_threshold(eps, TEM_BETA, emb.vocab_size)
+    untruncated = np.exp(-0.5 * eps * (d - d.min()))
+    untruncated /= untruncated.sum()
+    law = case.conformance.table(case.input_a)
+    assert far.sum() > 4_900 and law[far].sum() > 100 * untruncated[far].sum()
+
+
 @pytest.mark.parametrize("bug", ["no truncation (SanText's law)", "half the threshold"])
 def test_a_bug_in_tems_truncation_branch_is_flagged(monkeypatch, bug):
     draw = ex_module.sample_by_distance  # the unpatched audit passes (the test above)

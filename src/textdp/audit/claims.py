@@ -316,8 +316,9 @@ def vickrey_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params:
     return mahalanobis_claim(epsilon, vectors, a, b, **params)
 
 
-@word_claim_case("tem", default_epsilon=2.0, tables=_tem_tables,
-                 description="truncated exponential mechanism (claim epsilon*min(d, gamma); default epsilon 2)")
+@word_claim_case("tem", default_epsilon=10.0, tables=_tem_tables,  # gamma 3.1 < most distances: truncation decides
+                 description="truncated exponential mechanism (claim epsilon*min(d, gamma); default epsilon 10, "
+                             "where gamma = 3.1 lies below most distances)")
 def tem_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
     """``ε·min(d, γ)`` with ``γ`` from ``beta`` (default :data:`TEM_BETA`) and |V| (Carvalho et al., Thm. 3)."""
     gamma = tem_threshold(float(epsilon), float(params.get("beta", TEM_BETA)), int(np.asarray(vectors).shape[0]))
