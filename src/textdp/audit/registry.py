@@ -4,6 +4,9 @@ A mechanism joins the auditor with one call::
 
     register_audit_case("my-mechanism", factory, description="...")
 
+or with the decorator :func:`audit_case_factory` on the factory itself. The word-level cases are
+declared on their claim functions (:func:`textdp.audit.claims.word_claim_case`).
+
 where ``factory(epsilon=None, delta=None) -> AuditCase`` builds the case at the requested
 privacy parameters (``None``: the case's defaults). See :mod:`textdp.audit.cases` for the
 built-in cases and :func:`textdp.audit.cases.word_pair_case` for word-level metric-DP mechanisms.
@@ -20,7 +23,7 @@ from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
 from .core import AuditCase, AuditResult, run_audit
 
-__all__ = ["AuditFactory", "audit", "audit_case", "audit_case_names", "describe_audit_cases",
+__all__ = ["AuditFactory", "audit", "audit_case", "audit_case_factory", "audit_case_names", "describe_audit_cases",
            "register_audit_case"]
 
 AuditFactory = Callable[..., AuditCase]
@@ -56,6 +59,25 @@ def register_audit_case(name: str, factory: AuditFactory, *, description: str = 
     if name in _CASES and not replace:
         raise ParameterError(f"an audit case named {name!r} is already registered (pass replace=True)")
     _CASES[name] = _Entry(factory, description, takes_params)
+
+
+def audit_case_factory(name: str, *, description: str = "", replace: bool = False,
+                       takes_params: bool = False) -> Callable[[AuditFactory], AuditFactory]:
+    """Decorator form of :func:`register_audit_case`: register the function below as the factory of ``name``.
+
+    >>> @audit_case_factory("doc-example", description="an example")
+    ... def doc_example(epsilon=None, delta=None):
+    ...     raise NotImplementedError
+    >>> describe_audit_cases()["doc-example"]
+    'an example'
+    >>> del _CASES["doc-example"]
+    """
+
+    def register(factory: AuditFactory) -> AuditFactory:
+        register_audit_case(name, factory, description=description, replace=replace, takes_params=takes_params)
+        return factory
+
+    return register
 
 
 def audit_case_names() -> tuple[str, ...]:
