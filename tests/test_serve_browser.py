@@ -75,23 +75,33 @@ def _serve(extra):
 
 
 @pytest.fixture(scope="module")
-def page(server):
-    yield from _browse(server)
-
-
-def _browse(server):
-    """A headless Chromium page opened at ``server``'s printed address."""
+def chromium():
+    """One headless Chromium for the module (Playwright's sync API runs one instance per thread)."""
+    _require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         try:
-            pg = browser.new_page(viewport={"width": 1280, "height": 1000})
-            pg.set_default_timeout(60_000)
-            pg.goto(server)
-            yield pg
+            yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(server, chromium):
+    yield from _browse(chromium, server)
+
+
+def _browse(browser, url):
+    """A page of ``browser`` opened at a server's printed address (closed afterwards)."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        pg.set_default_timeout(60_000)
+        pg.goto(url)
+        yield pg
+    finally:
+        pg.close()
 
 
 def _expect(page, selector):
@@ -327,13 +337,12 @@ def test_sentence_rewriting_on_the_page(page, model):
 
 # -- the language-model rewriters (issue 27 §2: `textdp serve --model DIR` with a language model) ------------------
 @pytest.fixture(scope="module")
-def lm_page(tmp_path_factory):
-    _require_browser()
+def lm_page(tmp_path_factory, chromium):
     from helpers import tiny_lms
 
     folder = tiny_lms(tmp_path_factory.mktemp("serve-lm"))["seq2seq"]  # dp-paraphrase and dp-bart
     for url in _serve(["--model", str(folder)]):
-        yield from _browse(url)
+        yield from _browse(chromium, url)
 
 
 def test_lm_rewriters_on_the_page_with_public_bounds(lm_page):

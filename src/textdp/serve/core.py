@@ -53,7 +53,6 @@ __all__ = [
     "LM_DEFAULT_DELTA",
     "MAX_SIZE",
     "MAX_TEXT_CHARS",
-    "SENTENCE_MECHANISMS",
     "Workbench",
 ]
 
@@ -63,14 +62,6 @@ MAX_TEXT_CHARS = 20_000
 MAX_SIZE = 500
 #: Mechanisms whose release is a bag of N words (the others replace each protected word in place).
 BAG_MECHANISMS = tuple(n for n in MECHANISM_NAMES if entry(n).releases == "bag")
-#: Sentence mechanisms the page runs on a model from ``textdp train-rewriter`` (``textdp serve --model DIR``),
-#: with the training objective each needs (``None``: any model).
-SENTENCE_MECHANISMS: dict[str, str | None] = {"er-ae": "er-ae", "ae-dp": "reconstruction",
-                                              "syntf-sentence": None, "random-sentence": None}
-#: The language-model rewriters (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``): the sentence mechanisms
-#: that take public clipping bounds. The page offers those whose model kind the folder of ``textdp serve --model DIR``
-#: holds (the mechanism's own ``fit`` decides).
-LM_MECHANISMS = tuple(n for n in names("sentence") if "clip" in mechanism_class(n).param_names())
 #: Public clipping bounds the page starts from for a language-model rewriter (``textdp serve --clip`` replaces them;
 #: each release may set its own): the logits clipped to [-2, 2] (docs/lm-rewriting.md's dp-mlm example).
 LM_DEFAULT_CLIP = (-2.0, 2.0)
@@ -224,11 +215,13 @@ class Workbench:
     cache_size : int
         Fitted mechanisms kept (keyed by public parameters only: name, ε, N).
     rewriter : Rewriter or None
-        A loaded model from ``textdp train-rewriter``: the page then offers the sentence mechanisms of
-        :data:`SENTENCE_MECHANISMS` whose training objective the model's card states.
+        A loaded model from ``textdp train-rewriter``: the page then offers the mechanisms of the
+        sentence family that run on such a model (no ``clip``: not the language-model rewriters) and need no
+        training objective or the one the model's card states (the class's ``objective``, as ``textdp rewrite``
+        checks it).
     lm_model : path or None
         A language-model folder (Hugging Face, safetensors; or a GGUF file), as ``textdp rewrite`` takes it: the
-        page then offers the rewriters of :data:`LM_MECHANISMS` that run on its kind (causal: ``dp-prompt``;
+        page then offers the language-model rewriters that run on its kind (causal: ``dp-prompt``;
         sequence-to-sequence: ``dp-paraphrase``, ``dp-bart``; masked: ``dp-mlm``), each through the public
         mechanism API (``get(name, model=..., clip=...).fit()``).
     clip : (float, float) or None
@@ -249,7 +242,8 @@ class Workbench:
         if rewriter is not None and isinstance(rewriter.card.get("training"), dict):
             objective = rewriter.card["training"].get("objective")
         self.sentence_mechanisms: tuple[str, ...] = () if rewriter is None else tuple(
-            n for n, need in SENTENCE_MECHANISMS.items() if need is None or need == objective)
+            n for n in names("sentence") if "clip" not in mechanism_class(n).param_names()
+            and getattr(mechanism_class(n), "objective", None) in (None, objective))
         self._source = embeddings
         self._emb: Embeddings | None = None
         self._lock = threading.Lock()
@@ -260,24 +254,29 @@ class Workbench:
         self._sq_norms: np.ndarray | None = None
 
     def _probe_lm(self) -> dict[str, dict[str, object]]:
-        """The rewriters of :data:`LM_MECHANISMS` that fit on the model folder, with their default bounds and δ.
+        """The language-model rewriters that fit on the model folder, with their default bounds and δ.
 
-        Each is fitted as a caller would (pure ε first, then with δ): a mechanism whose model kind the folder
-        does not hold refuses in ``fit``, and is not offered. Raises :class:`ParameterError` when none fits.
+        The language-model rewriters (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``) are the sentence
+        mechanisms that take public clipping bounds (a ``clip`` parameter); one with a ``delta`` parameter adds
+        Gaussian noise to the clipped encoder output (DP-BART) and starts from :data:`LM_DEFAULT_CLIP_GAUSSIAN`.
+        Each is fitted as a caller would: a mechanism whose model kind the folder does not hold refuses in
+        ``fit``, and is not offered. Raises :class:`ParameterError` when none fits.
         """
         offered: dict[str, dict[str, object]] = {}
         why: list[str] = []
-        for name in LM_MECHANISMS:
-            for delta in (None, LM_DEFAULT_DELTA):
-                clip = self._clip or (LM_DEFAULT_CLIP if delta is None else LM_DEFAULT_CLIP_GAUSSIAN)
-                try:
-                    get(name, epsilon=1.0, model=self._lm_model, clip=clip,
-                        **({} if delta is None else {"delta": delta})).fit()
-                except TextDPError as exc:
-                    why.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-                    continue
-                offered[name] = {"clip": list(clip), "delta": delta}
-                break
+        for name in names("sentence"):
+            params = mechanism_class(name).param_names()
+            if "clip" not in params:
+                continue
+            delta = LM_DEFAULT_DELTA if "delta" in params else None
+            clip = self._clip or (LM_DEFAULT_CLIP if delta is None else LM_DEFAULT_CLIP_GAUSSIAN)
+            try:
+                get(name, epsilon=1.0, model=self._lm_model, clip=clip,
+                    **({} if delta is None else {"delta": delta})).fit()
+            except TextDPError as exc:
+                why.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                continue
+            offered[name] = {"clip": list(clip), "delta": delta}
         if not offered:
             raise ParameterError(f"no language-model rewriter runs on {self._lm_model}: {why[0] if why else ''}; "
                                  "give a model folder from textdp train-rewriter, or a causal, sequence-to-sequence "
