@@ -213,3 +213,24 @@ def test_the_index_command_checks_and_refuses_unknown_arguments(capsys):
 
     assert registry._main(["--check"]) == 0 and "up to date" in capsys.readouterr().out
     assert registry._main(["--write"]) == 2
+
+
+def test_a_new_class_is_one_registry_line_whose_row_comes_from_the_class(monkeypatch):
+    """docs/new-mechanism.md step 2: the line names the class; name, family and releases are read from it."""
+    import sys
+    import types
+    from pathlib import Path
+
+    from textdp.mechanisms import RandomReplacement, registry
+
+    class Scratch(RandomReplacement):
+        name = "scratch-rr"
+        reference = "a scratch class of this test"
+
+    module = types.ModuleType("scratch_mechanism")
+    module.Scratch = Scratch
+    monkeypatch.setitem(sys.modules, "scratch_mechanism", module)
+    monkeypatch.setattr(registry, "LOCATIONS", (*registry.LOCATIONS, "scratch_mechanism:Scratch"))
+    assert '    ("scratch-rr", "word", "text", "scratch-rr", "scratch_mechanism:Scratch"),\n' in registry.index_source()
+    doc = (Path(registry.__file__).resolve().parents[3] / "docs" / "new-mechanism.md").read_text(encoding="utf-8")
+    assert "python -m textdp.mechanisms.registry --write-index" in doc and "`LOCATIONS`" in doc
