@@ -1,8 +1,8 @@
-"""The single-file engine (textdp.engines.single): the library path that ``textdp obfuscate FILE -o out`` runs.
+"""The single-file path that ``textdp obfuscate FILE -o out`` runs: the release driver (textdp.release.release).
 
 Issue 20 item 4: the CLI redid the duplicate-id, settings and private-report steps of the engine. They are now
-library steps (``obfuscate_file`` = ``open_release`` + ``write_release``, ``check_duplicate_ids`` shared with the
-partitioned driver); the CLI is a thin layer, so the API and the CLI write the same bytes for a seed.
+library steps (``release`` with ``obfuscate_settings``; ``check_duplicate_ids`` shared with the partitioned
+driver); the CLI is a thin layer, so the API and the CLI write the same bytes for a seed.
 """
 
 from __future__ import annotations
@@ -15,10 +15,17 @@ from typer.testing import CliRunner
 
 from textdp.cli import app
 from textdp.embeddings import load_embeddings, output_vocabulary
-from textdp.engines.single import check_duplicate_ids, obfuscate_file
+from textdp.engines.single import check_duplicate_ids, obfuscate_settings
 from textdp.errors import DocumentError
 from textdp.io import read_sourced_documents
 from textdp.pipeline import build_mechanism
+from textdp.release import release
+
+
+def obfuscate_file(mech, docs, output, **kwargs):
+    """What ``textdp obfuscate`` runs for one file: the release driver with obfuscate's public settings."""
+    settings = obfuscate_settings(mech, known_source=False, stop_words="english")
+    return dict(release(mech, docs, output, command="obfuscate", settings=settings, **kwargs).settings)
 
 DOCS = [{"id": "a", "text": "The quick brown fox jumps over the lazy dog near the river bank."},
         {"id": "b", "text": "Stocks fell sharply on Monday as investors worried about interest rates."}]

@@ -58,22 +58,22 @@ import dataclasses
 import json
 import math
 import os
-import shutil
-import sys
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
-from .errors import DocumentError, ParameterError, ParameterTypeError
+from .engines.single import (
+    DuplicateIdsCallback,
+    check_duplicate_ids,
+    check_file_outputs,
+    open_release,
+    stdout_when_done,
+)
+from .errors import ParameterError, ParameterTypeError
 from .io import (
     SourcedDocument,
-    atomic_writer,
-    check_output_paths,
-    duplicate_ids_message,
-    find_duplicate_ids,
     read_sourced_documents,
     same_file,
     sequence_ids,
@@ -130,52 +130,6 @@ class ReleaseSummary:
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     charged: int = 0
     ledger_note: str | None = None
-
-
-#: ``on_duplicate_ids(count, first_id)``: told about repeated record ids (a warning, in the CLI)
-DuplicateIdsCallback = Callable[[int, str], None]
-
-
-def check_duplicate_ids(ids: Callable[[], Iterable[str]], *, strict: bool,
-                        on_duplicate_ids: DuplicateIdsCallback | None) -> None:
-    """Refuse (``strict``) or report (``on_duplicate_ids(count, first_id)``) repeated record ids.
-
-    ``ids()`` yields the record ids in input order; it is not called when nobody asks.
-    """
-    if not (strict or on_duplicate_ids is not None):
-        return
-    n_dup, first_dup = find_duplicate_ids(ids)
-    if n_dup and first_dup is not None:
-        if strict:
-            raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
-        if on_duplicate_ids is not None:
-            on_duplicate_ids(n_dup, first_dup)
-
-
-def check_file_outputs(output: Path | None, private_report: Path | None, *, inputs: Sequence[Path | None],
-                       force: bool) -> None:
-    """Refuse outputs that exist (unless ``force``) or that are inputs: the release, its settings, the report."""
-    check_output_paths(
-        [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
-         ("--private-report", private_report)],
-        inputs=inputs, force=force,
-    )
-
-
-@contextlib.contextmanager
-def stdout_when_done(stream: IO[str] | None = None) -> Iterator[IO[str]]:
-    """A file that goes to ``stream`` (standard output) only once everything is written (nothing partial)."""
-    with tempfile.SpooledTemporaryFile(max_size=32 << 20, mode="w+", encoding="utf-8", newline="\n") as tmp:
-        yield tmp
-        tmp.seek(0)
-        out = sys.stdout if stream is None else stream
-        shutil.copyfileobj(tmp, out)
-        out.flush()
-
-
-def open_release(output: Path | None, *, force: bool = False) -> contextlib.AbstractContextManager[IO[str]]:
-    """The release file, written atomically (``None``: standard output, once everything is written)."""
-    return stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -236,23 +190,13 @@ def check_ledger_options(ledger: Ledger | None, *, budget: float | None = None, 
 
 
 def charge_ledger(ledger: Ledger, charges: Mapping[str, Charge], *, mechanism: str, unit: str,
-                  budget: float | None = None, new_ledger: bool = False, command: str = "release") -> tuple[int, str | None]:
-    """Record one release in ``ledger`` (refused whole past ``budget``); return (events, ``new_ledger`` note).
+                  budget: float | None = None, new_ledger: bool = False,
+                  command: str = "release") -> tuple[int, str | None]:
+    """:func:`textdp.accounting.ledger.charge_ledger` (imported on first use: this module imports no numpy)."""
+    from .accounting.ledger import charge_ledger as charge
 
-    The note (``None`` unless ``new_ledger`` accepted a ledger that no longer matched its anchor) says
-    what was forgotten; the command prints it as a warning.
-    """
-    from .accounting.ledger import LedgerState, PrivacyLedger, reset_message
-
-    led = PrivacyLedger(ledger) if isinstance(ledger, (str, os.PathLike)) else ledger
-    before = led.state() if new_ledger else None
-    new = led.charge(charges, mechanism=mechanism, unit=unit, budget=budget, command=command, new_ledger=new_ledger)
-    note = None
-    if before is not None and before.anchored_events is not None and \
-            (before.anchored_events, before.anchored_head) != (before.events, before.head):
-        now = LedgerState(before.events, before.head, before.events, before.head)
-        note = f"--new-ledger: ledger {led.path} was accepted as it was before this run: {reset_message(before, now)}"
-    return len(new), note
+    return charge(ledger, charges, mechanism=mechanism, unit=unit, budget=budget, new_ledger=new_ledger,
+                  command=command)
 
 
 def _ledger_path(ledger: Ledger) -> Path:

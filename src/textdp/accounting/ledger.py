@@ -77,7 +77,8 @@ from ..errors import ParameterError
 from ..guarantees.events import ApproxEvent, Charge, PrivacyEvent, PureEvent, event_from_dict
 from .accountant import Composition, compose
 
-__all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend", "reset_message"]
+__all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend", "charge_ledger",
+           "reset_message"]
 
 #: ``prev`` of the first line.
 GENESIS = "0" * 64
@@ -529,3 +530,23 @@ def reset_message(before: LedgerState, after: LedgerState) -> str:
     if before.anchored_events is not None and before.anchored_head != after.head and lost <= 0:
         forgot = "; the anchored events were replaced by the file's: only the file's spend counts from now on"
     return f"now anchored at {after.events} events (head {after.head}); {was}{forgot}"
+
+
+def charge_ledger(ledger: str | os.PathLike[str] | PrivacyLedger, charges: Mapping[str, Charge], *, mechanism: str,
+                  unit: str, budget: float | None = None, new_ledger: bool = False,
+                  command: str = "release") -> tuple[int, str | None]:
+    """Record one release in ``ledger`` (refused whole past ``budget``); return (events, ``new_ledger`` note).
+
+    What every release path calls (:func:`textdp.release.release`, the partitioned engine). The note
+    (``None`` unless ``new_ledger`` accepted a ledger that no longer matched its anchor) says what was
+    forgotten; the command prints it as a warning.
+    """
+    led = PrivacyLedger(ledger) if isinstance(ledger, (str, os.PathLike)) else ledger
+    before = led.state() if new_ledger else None
+    new = led.charge(charges, mechanism=mechanism, unit=unit, budget=budget, command=command, new_ledger=new_ledger)
+    note = None
+    if before is not None and before.anchored_events is not None and \
+            (before.anchored_events, before.anchored_head) != (before.events, before.head):
+        now = LedgerState(before.events, before.head, before.events, before.head)
+        note = f"--new-ledger: ledger {led.path} was accepted as it was before this run: {reset_message(before, now)}"
+    return len(new), note

@@ -74,7 +74,9 @@ from .single import check_duplicate_ids
 from .workdir import RunState, default_work_dir, fh_sha256, save_vocabulary, vocabulary_digests
 
 if TYPE_CHECKING:
-    from ..release import Ledger
+    from ..accounting.ledger import PrivacyLedger
+
+    Ledger = str | os.PathLike[str] | PrivacyLedger
 
 __all__ = [
     "DOCS_PER_PART",
@@ -455,7 +457,7 @@ def _charge_ledger(driver_mech: TextMechanism, plan: Sequence[Partition], public
                    size: int | None, ledger: Ledger, *, budget: float | None,
                    new_ledger: bool) -> tuple[int, str | None]:
     """Charge every record id of ``plan`` its units of the release's guarantee (reads one partition at a time)."""
-    from ..release import charge_ledger
+    from ..accounting.ledger import charge_ledger
 
     is_bag = entry(public["mechanism"]).releases == "bag"
     context = ReleaseContext(size=int(size) if is_bag and size is not None else None,

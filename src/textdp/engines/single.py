@@ -1,61 +1,84 @@
-"""The single-file engine: one process, one release file (or standard output).
+"""The single-file steps of a release: one process, one release file (or standard output).
 
-:func:`obfuscate_file` is what ``textdp obfuscate FILE -o out.jsonl`` runs: the same
-steps as the partitioned driver (:func:`textdp.engines.corpus.obfuscate_corpus`),
-done once here and shared with it where they are the same step:
+:func:`textdp.release.release` (``textdp obfuscate FILE -o out.jsonl``, every command and Python
+caller) runs these steps, shared with the partitioned driver
+(:func:`textdp.engines.corpus.obfuscate_corpus`) where they are the same step:
 
 * the output paths are checked before any work (:func:`check_file_outputs`;
   the partitioned driver checks its folders the same way before it starts);
 * repeated record ids are reported or refused before anything is written
   (:func:`check_duplicate_ids`, which the partitioned driver calls too);
-* the release records are written as they come (memory stays bounded), then the
-  private report and the public ``settings.json`` beside the output, and the
-  release itself is moved into place last (atomic writers: nothing partial is
-  left on an error).
+* the release is written atomically (:func:`open_release`), or to standard output once
+  everything is written (:func:`stdout_when_done`): nothing partial is left on an error.
+
+``textdp obfuscate``'s own public settings are :func:`obfuscate_settings`. The module imports no
+numpy (the command checks its options with it before any heavy import).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
-from ..errors import ParameterError
-from ..io import SourcedDocument
-from ..mechanisms import TextMechanism
-from ..progress import ProgressCallback
-from ..release import DuplicateIdsCallback, check_duplicate_ids, check_file_outputs, open_release, stdout_when_done
+from ..errors import DocumentError
+from ..io import atomic_writer, check_output_paths, duplicate_ids_message, find_duplicate_ids, settings_path
 
-__all__ = ["check_duplicate_ids", "check_file_outputs", "obfuscate_file", "obfuscate_settings", "open_release",
+if TYPE_CHECKING:
+    from ..mechanisms import TextMechanism
+
+__all__ = ["DuplicateIdsCallback", "check_duplicate_ids", "check_file_outputs", "obfuscate_settings", "open_release",
            "stdout_when_done"]
 
-def obfuscate_file(
-    mech: TextMechanism, docs: Sequence[SourcedDocument], output: Path | None, *, fmt: str = "jsonl",
-    known_source: bool = False, stop_words: str | None = "english", extra: dict[str, object] | None = None,
-    private_report: Path | None = None, force: bool = False, strict_ids: bool = False,
-    on_duplicate_ids: DuplicateIdsCallback | None = None, progress: ProgressCallback | None = None,
-    empty: str = "error", ledger: Path | None = None, budget: float | None = None,
-) -> dict[str, object]:
-    """Privatize ``docs`` with the fitted ``mech`` into ``output`` (``None``: standard output).
 
-    The release driver (:func:`textdp.release.release`) with ``textdp obfuscate``'s public settings:
-    writes the release records (``fmt``: ``jsonl`` or ``text``), then ``private_report``
-    (PRIVATE, JSONL, mode 0600) and, beside a file output, the public
-    ``<output>.settings.json``; the release is moved into place last. Returns the
-    public settings. ``force`` replaces existing outputs (never an input); repeated
-    ids are refused with ``strict_ids`` or reported to ``on_duplicate_ids``. ``empty``: what a
-    document with no in-vocabulary word becomes (``error``, ``skip``, ``empty``). ``ledger`` and
-    ``budget``: charge a private ledger before any noise (refused whole over budget).
+#: ``on_duplicate_ids(count, first_id)``: told about repeated record ids (a warning, in the CLI)
+DuplicateIdsCallback = Callable[[int, str], None]
+
+
+def check_duplicate_ids(ids: Callable[[], Iterable[str]], *, strict: bool,
+                        on_duplicate_ids: DuplicateIdsCallback | None) -> None:
+    """Refuse (``strict``) or report (``on_duplicate_ids(count, first_id)``) repeated record ids.
+
+    ``ids()`` yields the record ids in input order; it is not called when nobody asks.
     """
-    from ..release import release
+    if not (strict or on_duplicate_ids is not None):
+        return
+    n_dup, first_dup = find_duplicate_ids(ids)
+    if n_dup and first_dup is not None:
+        if strict:
+            raise DocumentError(duplicate_ids_message(n_dup, first_dup) + "; make the ids unique")
+        if on_duplicate_ids is not None:
+            on_duplicate_ids(n_dup, first_dup)
 
-    if not docs:
-        raise ParameterError("no documents in the input")
-    summary = release(mech, list(docs), output, private_report=private_report, force=force, fmt=fmt, empty=empty,
-                      settings=obfuscate_settings(mech, known_source=known_source, stop_words=stop_words,
-                                                  extra=extra),
-                      command="obfuscate", strict_ids=strict_ids, on_duplicate_ids=on_duplicate_ids,
-                      progress=progress, ledger=ledger, budget=budget)
-    return dict(summary.settings)
+
+def check_file_outputs(output: Path | None, private_report: Path | None, *, inputs: Sequence[Path | None],
+                       force: bool) -> None:
+    """Refuse outputs that exist (unless ``force``) or that are inputs: the release, its settings, the report."""
+    check_output_paths(
+        [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
+         ("--private-report", private_report)],
+        inputs=inputs, force=force,
+    )
+
+
+@contextlib.contextmanager
+def stdout_when_done(stream: IO[str] | None = None) -> Iterator[IO[str]]:
+    """A file that goes to ``stream`` (standard output) only once everything is written (nothing partial)."""
+    with tempfile.SpooledTemporaryFile(max_size=32 << 20, mode="w+", encoding="utf-8", newline="\n") as tmp:
+        yield tmp
+        tmp.seek(0)
+        out = sys.stdout if stream is None else stream
+        shutil.copyfileobj(tmp, out)
+        out.flush()
+
+
+def open_release(output: Path | None, *, force: bool = False) -> contextlib.AbstractContextManager[IO[str]]:
+    """The release file, written atomically (``None``: standard output, once everything is written)."""
+    return stdout_when_done() if output is None else atomic_writer(output, overwrite=force, private=False)
 
 
 def obfuscate_settings(mech: TextMechanism, *, known_source: bool, stop_words: str | None,
