@@ -91,8 +91,8 @@ if TYPE_CHECKING:  # the module imports no numpy: the CLI checks its options wit
     from .progress import ProgressCallback
 
 __all__ = ["FORMATS", "PRIVATE_NOTE", "DuplicateIdsCallback", "Ledger", "ReleaseSummary", "charge_ledger",
-           "check_duplicate_ids", "check_file_outputs", "check_ledger_options", "check_private_report_path", "open_release", "release",
-           "stdout_when_done"]
+           "check_duplicate_ids", "check_file_outputs", "check_ledger_options", "check_private_report_path",
+           "open_release", "release", "stdout_when_done"]
 
 #: the release's file formats: ``jsonl`` (one record a line), ``text`` (the released words or text only), ``json``
 #: (the one record of a matrix release as one JSON object)
