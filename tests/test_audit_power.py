@@ -168,8 +168,7 @@ def test_epsilon_x1_5_in_a_loose_topic_mechanism_is_flagged_with_a_wide_margin(n
 
 
 # -- other vocabulary sizes and bag sizes ----------------------------------------------------------------------------
-@pytest.mark.parametrize(("vocab_size", "size"), [(1_000, 1), (2_000, 3),
-                                                  pytest.param(20_000, 2, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(("vocab_size", "size"), [(1_000, 1), (2_000, 3), (20_000, 2)])
 def test_earth_movers_at_other_vocabularies_and_bag_sizes(monkeypatch, vocab_size, size):
     case = audit_cases.earth_movers_case(vocab_size=vocab_size, size=size)
     assert f"top {vocab_size}" in case.pair and f"N={size}" in case.pair
@@ -183,7 +182,7 @@ def test_earth_movers_at_other_vocabularies_and_bag_sizes(monkeypatch, vocab_siz
     assert not bad.passed and not bad.conformance.passed, bad
 
 
-@pytest.mark.parametrize("vocab_size", [1_000, pytest.param(20_000, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("vocab_size", [1_000, 20_000])
 def test_santext_at_other_vocabularies(monkeypatch, vocab_size):
     from textdp.audit.word_level import word_mechanism_case
 
