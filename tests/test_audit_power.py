@@ -1,8 +1,9 @@
 """Power where the audit had none (issue 29, failure 4): each planted error below is flagged, the real code passes.
 
 Every error is planted from the test side in the code a release runs (SynTF's ``sample_bags``, the
-exponential mechanisms' ``sample_by_distance``, CusText+'s ``core``, Earth Mover's ``privatize_ids``)
-or is the registered mechanism built at 1.5 ε while the audit's claim stays at ε (the topic matrices),
+exponential mechanisms' ``sample_by_distance``, CusText+'s ``core``, Earth Mover's ``privatize_ids``,
+the topic releases' ``GridNoise.randomize``) or is the registered mechanism built at 1.5 ε while the
+audit's claim stays at ε (the topic matrices),
 and each audit runs at a fixed seed. On a779fc6 SynTF bags of N > 1 terms had no curve, the audit had
 no conformance test (MVG passed ε×1.5 with lower bound 0; topicdp-thesis caught it by a margin of
 0.0006–0.004), ``tem`` was audited only where it equals ``santext`` and ``custext+`` only where it
@@ -221,3 +222,21 @@ def test_all_caps_each_case_at_ten_thousand_outputs_and_reports_its_time(monkeyp
     assert [c["samples"] for c in out["cases"]] == [10_000, 2_000]
     assert all(c["seconds"] >= 0 for c in out["cases"]) and "s in all" in out["note"]
     assert "at least one with probability up to 10%" in out["note"]  # 1 - 0.95^2: the family-wise rate
+
+
+@pytest.mark.parametrize("name", ["laplace", "topicdp", "topicdp-thesis", "mvg", "mvg-directional"])
+def test_noise_x0_9_in_the_topic_release_primitive_is_flagged(monkeypatch, name):
+    # randomize (the release's noise draw, a matrix or a stack of them) keeps rint(0.9 Z) of its integer noise Z
+    import textdp.topics.noise as noise
+
+    randomize = noise.GridNoise.randomize
+
+    def scaled(self, matrix, seed=None):
+        out = randomize(self, matrix, seed)
+        k = np.rint(np.asarray(matrix, dtype=np.float64) / self.grid)
+        return (k + np.rint(0.9 * (np.rint(out / self.grid) - k))) * self.grid
+
+    assert audit(name, samples=10_000, seed=15, conformance=True).passed
+    monkeypatch.setattr(noise.GridNoise, "randomize", scaled)
+    bad = audit(name, samples=10_000, seed=15, conformance=True)
+    assert not bad.passed and not bad.conformance.passed, bad
