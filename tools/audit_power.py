@@ -34,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -125,7 +126,7 @@ def epsilon_error_case(case: str, k: float) -> object:
     return cases.mvg_case(covariance="directional" if case == "mvg-directional" else "isotropic", mechanism=mech)
 
 
-def run_cell(case: str, kind: str, error: float, reps: int, first_seed: int, samples: int | None) -> dict[str, object]:
+def run_cell(case: str, kind: str, error: float, reps: int, first_seed: int, samples: int | None) -> dict[str, Any]:
     """``reps`` full audits of ``case`` with the planted error; the counts flagged by each test."""
     from textdp.audit import audit
 
@@ -160,13 +161,13 @@ def ladder(case: str, kind: str, reps: int, first_seed: int, samples: int | None
             return
 
 
-def _write(out: Path, row: dict[str, object]) -> None:
+def _write(out: Path, row: dict[str, Any]) -> None:
     with out.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
     print(json.dumps(row), file=sys.stderr, flush=True)
 
 
-def table(rows: list[dict[str, object]]) -> str:
+def table(rows: list[dict[str, Any]]) -> str:
     """The markdown power table from the JSON lines."""
     lines = ["| case | samples/input | false alarms (c = 1) | smallest scale error flagged in every rep | "
              "smallest epsilon error flagged in every rep | largest error missed | privacy tests alone: smallest "
@@ -177,7 +178,7 @@ def table(rows: list[dict[str, object]]) -> str:
         base = [r for r in mine if r["kind"] == "none"]
         fa = f"{base[0]['flagged']}/{base[0]['reps']}" if base else "-"
 
-        def best(kind: str, mine: list[dict[str, object]] = mine) -> tuple[str, str]:
+        def best(kind: str, mine: list[dict[str, Any]] = mine) -> tuple[str, str]:
             cells = [r for r in mine if r["kind"] == kind]
             hit = [r for r in cells if r["flagged"] == r["reps"]]
             miss = [r for r in cells if r["flagged"] < r["reps"]]
