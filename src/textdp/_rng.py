@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numbers
 import secrets
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -47,9 +47,10 @@ def _aes(seed: np.random.SeedSequence | None) -> np.random.BitGenerator:
     """An ``AESCounter`` keyed from ``seed``, or from 128 fresh OS bits when ``seed`` is None."""
     from randomgen import AESCounter  # first use: ~35 ms
 
+    # cast: randomgen's own stubs (py.typed in 2.0-2.1) do not declare AESCounter a numpy BitGenerator, which it is
     if seed is None:
-        return AESCounter(key=secrets.randbits(128))
-    return AESCounter(seed)
+        return cast(np.random.BitGenerator, AESCounter(key=secrets.randbits(128)))
+    return cast(np.random.BitGenerator, AESCounter(seed))
 
 
 class TextDPGenerator(np.random.Generator):
