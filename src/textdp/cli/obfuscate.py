@@ -36,6 +36,7 @@ from ..io import (
     same_file,
 )
 from ..mechanisms import MECHANISM_NAMES
+from ..mechanisms.registry import REGISTRY, spoken_list
 from ..release import check_file_outputs, check_ledger_options, check_private_report_path, stdout_when_done
 from ._choices import choice
 from ._common import (
@@ -181,10 +182,10 @@ Files = Annotated[list[Path] | None, typer.Argument(
 Epsilon = Annotated[float | None, typer.Option(
     "--epsilon", "-e", help=EPSILON_OPTION_HELP + " Required, except for random with --param rate=R (its epsilon "
     "then follows from the rate).", show_default=False)]
-MechanismOption = Annotated[str, choice(
-    MECHANISM_NAMES, metavar="NAME", help="Mechanism (README table). Bags of --size words: earth-movers and syntf. "
-    "Text, each word replaced in place (no --size): cmp, mahalanobis, vickrey, tem, santext, santext+, custext, "
-    "custext+ and random.")]
+MechanismOption = Annotated[str, choice(  # the names from the registry's index (no numpy), grouped by what they release
+    MECHANISM_NAMES, metavar="NAME", help="Mechanism (README table). Bags of --size words: "
+    + spoken_list([n for n in MECHANISM_NAMES if REGISTRY[n].releases == "bag"]) + ". Text, each word replaced in "
+    "place (no --size): " + spoken_list([n for n in MECHANISM_NAMES if REGISTRY[n].releases == "text"]) + ".")]
 PostProcessOption = Annotated[str | None, choice(
     POSTPROCESSORS, help="mbr: decode to the posterior medoid among the noisy vector's nearest words (semantic "
     "neighbours; earth-movers and cmp). Post-processing: the guarantee is unchanged.")]

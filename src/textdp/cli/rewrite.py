@@ -15,6 +15,7 @@ from ..errors import ParameterError
 from ..generation.bounds import MODEL_DATA_CASES
 from ..generation.rewriter import UNITS, VARIANTS
 from ..mechanisms import names
+from ..mechanisms.registry import spoken_list
 from ._choices import choice
 from ._common import (
     ENGINE_PANEL,
@@ -51,10 +52,10 @@ InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one docu
                                                       show_default=False)]
 EpsilonOption = Annotated[float, typer.Option("--epsilon", "-e", help=REWRITE_EPSILON_HELP)]
 MechanismOption = Annotated[str, choice(
-    names("sentence"), metavar="NAME", help="er-ae (two-set exponential mechanism; a model trained with "
-    "--objective er-ae), ae-dp (one exponential mechanism over the vocabulary; a model trained with --objective "
-    "reconstruction), syntf-sentence (a bag of words), random-sentence (uniform random replacement); language "
-    "models: dp-prompt, dp-paraphrase, dp-mlm, dp-bart (docs/lm-rewriting.md).")]
+    names("sentence"), metavar="NAME", help=spoken_list(names("sentence")) + ". er-ae "
+    "(two-set exponential mechanism; a model trained with --objective er-ae), ae-dp (one exponential mechanism over "
+    "the vocabulary; a model trained with --objective reconstruction), syntf-sentence (a bag of words), "
+    "random-sentence (uniform random replacement); the dp-* rewriters run a language model (docs/lm-rewriting.md).")]
 OutputOption = Annotated[Path, typer.Option("--output", "-o", help="Output JSONL (written atomically; an existing "
                                             "file is refused unless --force).")]
 UnitOption = Annotated[str, choice(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,8 +43,8 @@ from ._index import FAMILIES, INDEX
 if TYPE_CHECKING:
     from .base import Mechanism
 
-__all__ = ["LOCATIONS", "MECHANISM_NAMES", "REGISTRY", "Entry", "entry", "get", "index_source", "mechanism_class",
-           "names"]
+__all__ = ["DOC_FILES", "LOCATIONS", "MECHANISM_NAMES", "REGISTRY", "Entry", "entry", "get", "index_source",
+           "mechanism_class", "name_blocks", "names", "spoken_list"]
 
 #: One line per mechanism, in the order of the CLI's choices: ``"module:Class"``, or
 #: ``("module:Class", audit)`` when the audit case that checks it (``textdp audit NAME``) has another
@@ -129,6 +130,49 @@ def names(*families: str) -> tuple[str, ...]:
 MECHANISM_NAMES: tuple[str, ...] = names("document", "word")
 
 
+def spoken_list(items: Sequence[str]) -> str:
+    """``a, b and c``: a list of names for help text (built from the index, so a new class needs no edit).
+
+    >>> spoken_list(names("document"))
+    'earth-movers and syntf'
+    """
+    return " and ".join(filter(None, (", ".join(items[:-1]), *items[-1:])))
+
+
+#: the documents (relative to the source tree) whose ``<!-- names:... -->`` blocks ``--write-index`` rewrites
+DOC_FILES: tuple[str, ...] = ("README.md", "docs/glossary.md", "docs/audit.md")
+_BLOCK = re.compile(r"(<!-- names:([a-z,]+) -->)(.*?)(<!-- /names -->)", re.DOTALL)
+
+
+def _render(spec: str, rows: Sequence[tuple[str, str, str, str | None, str]]) -> str:
+    """A block's text: ``all`` is every family (``family: `a`, `b`; ...``), else the names of the listed families."""
+    def quoted(fams: Sequence[str]) -> str:
+        return ", ".join(f"`{r[0]}`" for r in rows if r[1] in fams)
+
+    if spec == "all":
+        return "; ".join(f"{f}: {quoted((f,))}" for f in dict.fromkeys(r[1] for r in rows))
+    families = spec.split(",")
+    for f in families:
+        if f not in FAMILIES:
+            raise ParameterError(f"unknown family {f!r} in <!-- names:{spec} -->; choose all or {', '.join(FAMILIES)}")
+    return quoted(families)
+
+
+def name_blocks(text: str, rows: Sequence[tuple[str, str, str, str | None, str]] | None = None) -> str:
+    """``text`` with every ``<!-- names:SPEC -->...<!-- /names -->`` block rewritten from the registry rows.
+
+    ``SPEC`` is ``all`` (every family, ``family: `name`, ...; ...``) or comma-separated families (their
+    names, in registry order). The lists of names in README.md, the glossary and docs/audit.md are such
+    blocks, so a new class reaches them by ``--write-index`` (``tests/test_name_lists.py`` checks they are
+    current).
+
+    >>> name_blocks("sentence: <!-- names:document -->stale<!-- /names -->.")
+    'sentence: <!-- names:document -->`earth-movers`, `syntf`<!-- /names -->.'
+    """
+    rows = INDEX if rows is None else rows
+    return _BLOCK.sub(lambda m: m.group(1) + _render(m.group(2), rows) + m.group(4), text)
+
+
 def entry(name: str) -> Entry:
     """The :class:`Entry` of ``name`` (one-line :class:`ParameterError` listing the names otherwise)."""
     if not isinstance(name, str) or name not in REGISTRY:
@@ -207,24 +251,34 @@ def index_source() -> str:
 
 
 def _main(argv: Sequence[str]) -> int:
-    """``--write-index``: rewrite :mod:`textdp.mechanisms._index` from the classes; ``--check``: exit 1 if stale."""
+    """``--write-index``: rewrite :mod:`textdp.mechanisms._index` and the name blocks of :data:`DOC_FILES` from the
+    classes; ``--check``: exit 1 if any of them is stale."""
     from pathlib import Path
 
     from ..io import atomic_writer
 
     path = Path(__file__).with_name("_index.py")
     text = index_source()
-    count = text.count("\n    (")
+    _, rows = _read_classes()
+    root = Path(__file__).resolve().parents[3]  # the source tree (editable install); docs absent in a wheel
+    targets = {path: text}
+    for doc in DOC_FILES:
+        if (root / doc).is_file():
+            old = (root / doc).read_text(encoding="utf-8")
+            targets[root / doc] = name_blocks(old, rows)
+    stale = [p for p, t in targets.items() if p.read_text(encoding="utf-8") != t]
     if list(argv) == ["--check"]:
-        stale = path.read_text(encoding="utf-8") != text
-        print(f"{path}: {'stale: run python -m textdp.mechanisms.registry --write-index' if stale else 'up to date'}")
-        return int(stale)
+        for p in targets:
+            print(f"{p}: {'stale: run python -m textdp.mechanisms.registry --write-index' if p in stale else 'up to date'}")
+        return int(bool(stale))
     if list(argv) != ["--write-index"]:
         print("usage: python -m textdp.mechanisms.registry --write-index | --check", file=sys.stderr)
         return 2
-    with atomic_writer(path, private=False) as f:
-        f.write(text)
-    print(f"wrote {path} ({count} mechanisms)")
+    for p in stale:
+        with atomic_writer(p, private=False) as f:
+            f.write(targets[p])
+    print(f"wrote {path} ({text.count(chr(10) + '    (')} mechanisms); name blocks: "
+          f"{', '.join(str(p) for p in stale if p != path) or 'up to date'}")
     return 0
 
 
