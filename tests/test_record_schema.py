@@ -40,16 +40,20 @@ STOP_LINE = "It is all done now."
 
 @pytest.fixture(scope="module")
 def toy() -> Embeddings:
-    words = ["cat", "dog", "car", "sun", "boat", "river", "done", "now", "all", "it"]
+    # 25 words: every registered mechanism runs at its defaults (CusText's top_k=20 needs 20), no per-name table
+    words = ["cat", "dog", "car", "sun", "boat", "river", "done", "now", "all", "it", "tree", "bird", "fish", "lake",
+             "road", "town", "rain", "snow", "wind", "hill", "farm", "ship", "star", "moon", "bell"]
     rng = np.random.default_rng(0)
     return Embeddings(words, rng.normal(size=(len(words), 4)).astype(np.float32), name="toy")
 
 
 def _make(name: str, emb: Embeddings, **kw):
-    params = {"random": {"rate": 0.3}, "custext": {"top_k": 3}, "custext+": {"top_k": 3}}.get(name, {})
-    eps = None if name == "random" else 4.0
+    """``name`` at its defaults; read from the class: a mechanism whose epsilon follows from a parameter
+    (``epsilon_from``: random's rate) gets that parameter, a bag mechanism a size (a new class needs no entry)."""
+    derived = mechanism_class(name).epsilon_from
+    params: dict = {derived: 0.3} if derived else {"epsilon": 4.0}
     extra = {"size": 2} if entry(name).releases == "bag" else {}
-    return get(name, epsilon=eps, embeddings=emb, seed=1, **params, **extra, **kw)
+    return get(name, embeddings=emb, seed=1, **params, **extra, **kw)
 
 
 def test_the_schema_ships_with_the_package_and_matches_the_guarantee_type():
