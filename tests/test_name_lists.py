@@ -72,14 +72,14 @@ def test_audit_help_and_list_name_registered_cases():
     assert missing(sorted(cases), res.output) == []
 
 
-NEW_ROW = ("nearest-rr", "word", "text", "nearest-rr", "textdp.mechanisms.knn_rr:NearestRR")
+NEW_ROW = ("example-new", "word", "text", "example-new", "textdp.mechanisms.example:ExampleNew")
 
 
 def test_name_blocks_are_written_from_the_rows():
     text = "a <!-- names:word -->`cmp`<!-- /names --> b <!-- names:all -->x<!-- /names -->"
     rows = (*INDEX, NEW_ROW)
     out = name_blocks(text, rows)
-    assert out.startswith("a <!-- names:word -->`cmp`, `mahalanobis`,") and "`random`, `nearest-rr`<!-- /names --> b" in out
+    assert out.startswith("a <!-- names:word -->`cmp`, `mahalanobis`,") and "`example-new`<!-- /names --> b" in out
     assert "sentence: `er-ae`" in out and "; topics: `topicdp`," in out and out.endswith("`mvg-directional`<!-- /names -->")
     assert name_blocks(out, rows) == out  # idempotent
     assert name_blocks(out) != out  # the registry's own rows lack the new one: a stale block is seen
