@@ -85,6 +85,8 @@ def test_floors_are_pins_of_the_lower_bounds():
     # and POT 0.9.0 without a Python 3.11 wheel, safetensors 0.4 below accelerate 1.0's, tokenizers 0.15 below
     # transformers 4.46's
     assert {"tomotopy==0.12.4", "pot==0.9.4", "safetensors==0.4.3", "tokenizers==0.20"} <= set(floors)
+    # typer._click (the CLI imports it) first ships in typer 0.26; rich before 14.3 adds a blank line to stderr
+    assert {"typer==0.26", "rich==14.3"} <= set(floors)
     assert not any(f.startswith("torch==") for f in floors)
 
 
