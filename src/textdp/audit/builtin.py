@@ -45,7 +45,8 @@ def register_builtin_cases() -> None:
     for name, (factory, text) in entries.items():
         register_audit_case(name, factory, description=text, replace=True)
     register_audit_case("er-ae", er_ae_case, replace=True,
-                        description="ER-AE two-set exponential mechanism, one step on a 50-word toy alphabet "
-                                    "(claim: the two-set bound per token; default epsilon 2; needs [generation])")
+                        description="ER-AE through privatize_batch on a tiny textdp model trained here, neighbouring "
+                                    "texts (claim: L_max x the two-set bound per token; default epsilon 5; needs "
+                                    "[generation])")
     register_word_level_cases()
     register_lm_cases()
