@@ -311,9 +311,10 @@ def _lira(mechanism: str, corpus: Path | None, user_field: str, models: int, top
           sensitivity: str = "worst-case") -> None:
     """``--attack lira``: the membership-inference table (:mod:`textdp.audit.lira`)."""
     from ..audit.lira import FPRS, run_lira
+    from ..mechanisms import names
     from ..topics import UserCorpus
 
-    if mechanism != "topicdp":
+    if mechanism not in names("topics"):
         raise ParameterError("--attack lira runs on topic-model releases: use `textdp audit topicdp --attack lira`")
     if corpus is None:
         raise ParameterError("--attack lira needs --corpus FILE.jsonl[.gz] (documents with a user field)")
