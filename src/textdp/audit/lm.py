@@ -9,7 +9,13 @@ toy vocabulary of ``V`` tokens (loss ``→ ε`` as ``V`` grows: decoding's docst
 :func:`dp_bart_case`, DP-BART's clip-and-noise step on the farthest pair of encoder outputs (all
 ``c_min`` against all ``c_max``), σ from the audit's own analytic-Gaussian calibration.
 
-Known-bad variants (registered too; ``textdp audit NAME`` must flag them, exit status 1):
+Known-bad variants (registered too; ``textdp audit NAME`` must flag them, exit status 1). The three
+token-level ones (:data:`RELEASE_LOOP_BAD`) are planted in DP-Prompt's **real release loop**
+(:func:`planted_release_case`: ``privatize_batch`` on the tiny model of :mod:`textdp.audit.lm_release`, the
+loop's ``clipped_log_weights`` or ``exponential_step`` replaced while the audit draws and put back after,
+the claim and reference law of the correct loop kept); the two DP-BART ones are still
+:func:`dp_bart_case`'s toy clip-and-noise step (DP-BART's real loop decodes greedily from the noisy
+encoder output, and a shared noise row or a 2/3 σ there has not been shown to be flagged):
 
 ``lm-unclipped``
     temperature sampling ``T = 2Δ/ε`` without clipping (DP-Prompt's released scripts): a
@@ -27,9 +33,12 @@ Known-bad variants (registered too; ``textdp audit NAME`` must flag them, exit s
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -38,7 +47,8 @@ from ..errors import require
 from .core import AuditCase
 from .registry import register_audit_case
 
-__all__ = ["KNOWN_BAD", "LM_DEFAULT_EPSILON", "dp_bart_case", "register_lm_cases", "token_case"]
+__all__ = ["KNOWN_BAD", "LM_DEFAULT_EPSILON", "RELEASE_LOOP_BAD", "dp_bart_case", "planted_release_case",
+           "register_lm_cases", "token_case"]
 
 #: Per-token ε of the default token-level audits, and ε of the DP-BART audits (δ below).
 LM_DEFAULT_EPSILON = 2.0
@@ -142,6 +152,79 @@ def dp_bart_case(name: str, epsilon: float | None = None, delta: float | None = 
                      chunk=100_000)
 
 
+#: The known-bad token-level variants planted in DP-Prompt's real release loop (audit/lm_release.py's case):
+#: the loop's function replaced while the audit draws, the claim and reference law kept.
+RELEASE_LOOP_BAD = ("lm-unclipped", "lm-topk-clipped", "lm-factor-one")
+
+
+@contextlib.contextmanager
+def _planted(attr: str, make: Callable[[Any], Any]) -> Iterator[None]:
+    """Replace ``attr`` in every loaded ``textdp.generation`` module that binds it, for the block only."""
+    from ..generation import decoding, lm_decode  # noqa: F401  (loaded, so every module binding it is found)
+
+    mods = [m for m in list(sys.modules.values())
+            if getattr(m, "__name__", "").startswith("textdp.generation") and hasattr(m, attr)]
+    original = getattr(decoding, attr)
+    bound = [m for m in mods if getattr(m, attr) is original]
+    planted = make(original)
+    for m in bound:
+        setattr(m, attr, planted)
+    try:
+        yield
+    finally:
+        for m in bound:
+            setattr(m, attr, original)
+
+
+def _loop_variant(variant: str) -> tuple[str, Callable[[Any], Any]]:
+    """``(attr, make)``: the function of the release loop a known-bad variant replaces, and its replacement."""
+    torch = require("torch", "generation")
+
+    if variant == "lm-factor-one":  # T = Δ/ε: each step at 2ε
+        return "exponential_step", lambda step: lambda scores, rng, *, epsilon, **kw: step(
+            scores, rng, epsilon=2.0 * epsilon, **kw)
+
+    def make(clipped: Any) -> Any:
+        def planted(scores: Any, *, epsilon: float, bounds: Any, allowed: Any = None) -> Any:
+            s = torch.as_tensor(scores).to(torch.float64, copy=True)
+            if variant == "lm-unclipped":  # softmax(s / T) with T = 2Δ/ε, nothing clipped
+                lw = s * (epsilon / (2.0 * bounds.width))
+                if allowed is not None:
+                    lw = lw.masked_fill(~torch.as_tensor(allowed, dtype=torch.bool).expand_as(lw), -math.inf)
+                return lw - lw.max(dim=1, keepdim=True).values
+            lw = clipped(scores, epsilon=epsilon, bounds=bounds, allowed=allowed)  # lm-topk-clipped
+            ok = torch.isfinite(lw)
+            k = max(1, int(ok[0].sum()) // 4)  # top-k of the private logits among the allowed tokens
+            top = torch.topk(torch.where(ok, s, torch.full((), -math.inf, dtype=torch.float64)), k, dim=1).indices
+            kept = torch.zeros_like(ok).scatter_(1, top, True)
+            return torch.where(kept, lw, torch.full((), -math.inf, dtype=torch.float64))
+        return planted
+
+    return "clipped_log_weights", make
+
+
+def planted_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
+                         variant: str | None = None, base: str = "dp-prompt") -> AuditCase:
+    """A known-bad variant planted in ``base``'s real release loop (:data:`RELEASE_LOOP_BAD`; module docstring).
+
+    The case is :func:`~textdp.audit.lm_release.lm_release_case` of ``base`` (claim, reference law, curve and
+    conformance table from the correct law), sampled with the loop's function replaced while it draws.
+    """
+    from .lm_release import lm_release_case
+
+    attr, make = _loop_variant(variant or name)
+    case = lm_release_case(base, epsilon, delta)
+    real = case.sample
+
+    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+        with _planted(attr, make):
+            return real(which, n, rng)
+
+    curve = dataclasses.replace(case.curve, sample=sample) if case.curve is not None else None
+    return dataclasses.replace(case, mechanism=name, sample=sample, curve=curve,
+                               pair=f"{case.pair}; KNOWN-BAD: {variant or name} planted in the loop")
+
+
 def register_lm_cases() -> None:
     """Register the four rewriters' release-path cases (:mod:`textdp.audit.lm_release`) and the known-bad variants
     (idempotent)."""
@@ -156,6 +239,6 @@ def register_lm_cases() -> None:
         "dp-bart-range": "DP-BART clipped to [-0.2, 0.1] but calibrated for a range of 0.2",
     }
     for name, text in bad.items():
-        build = dp_bart_case if name.startswith("dp-bart") else token_case
+        build = dp_bart_case if name.startswith("dp-bart") else planted_release_case
         factory = functools.partial(build, name, variant=name)
         register_audit_case(name, factory, description=f"KNOWN-BAD variant, must be flagged: {text}", replace=True)
