@@ -5,7 +5,9 @@ level, :class:`~textdp.mechanisms.base.Mechanism`) and one line of :data:`LOCATI
 (``"module:Class"``, with the audit case that checks it when that case has another name). The
 registry's rows (:class:`Entry`) are read from the classes by
 ``python -m textdp.mechanisms.registry --write-index``, which writes :mod:`textdp.mechanisms._index`;
-``tests/test_mechanisms_registry.py`` fails when the index differs from what the classes declare.
+``tests/test_mechanisms_registry.py`` fails when the index differs from what the classes declare. The same
+command rewrites the ``<!-- names:... -->`` blocks of :data:`DOC_FILES` (:func:`name_blocks`), and the help texts
+build their lists with :func:`spoken_list`, so a new class reaches every list of names by its registry line.
 Listing names reads the index only, so ``textdp obfuscate --help`` and the one-line errors import
 neither numpy nor torch; a class is imported on first use (:meth:`Entry.load`), which also keeps the
 sentence and topics families (which import this package) free of import cycles.
@@ -257,6 +259,9 @@ def _main(argv: Sequence[str]) -> int:
 
     from ..io import atomic_writer
 
+    if list(argv) not in (["--check"], ["--write-index"]):
+        print("usage: python -m textdp.mechanisms.registry --write-index | --check", file=sys.stderr)
+        return 2
     path = Path(__file__).with_name("_index.py")
     text = index_source()
     _, rows = _read_classes()
@@ -271,9 +276,6 @@ def _main(argv: Sequence[str]) -> int:
         for p in targets:
             print(f"{p}: {'stale: run python -m textdp.mechanisms.registry --write-index' if p in stale else 'up to date'}")
         return int(bool(stale))
-    if list(argv) != ["--write-index"]:
-        print("usage: python -m textdp.mechanisms.registry --write-index | --check", file=sys.stderr)
-        return 2
     for p in stale:
         with atomic_writer(p, private=False) as f:
             f.write(targets[p])
