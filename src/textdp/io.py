@@ -26,6 +26,7 @@ import gzip
 import hashlib
 import json
 import os
+import signal
 import stat
 import sys
 import tempfile
@@ -364,11 +365,16 @@ def atomic_writer(
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file where a folder of the path should be
         raise ParameterError(_not_a_folder(target, "the output")) from None
+    # SIGINT/SIGTERM are held from creating the temporary file until the cleanup below is in force: a signal
+    # between ``mkstemp`` and ``try`` would otherwise leave the hidden file behind (seen under load).
+    held = _hold_signals()
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:  # name the output, not the hidden temporary file beside it
+        _release_signals(held)
         raise type(exc)(exc.errno, f"cannot write here ({exc.strerror})", str(target)) from None
     try:
+        _release_signals(held)  # a held signal is raised here, inside the cleanup's reach
         if "b" in mode:
             fh = os.fdopen(fd, mode)
         else:
@@ -391,6 +397,22 @@ def atomic_writer(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def _hold_signals() -> set[int | signal.Signals] | None:
+    """Hold SIGINT and SIGTERM for this thread (POSIX); the previous mask, or ``None`` where signals cannot be held."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+
+
+def _release_signals(previous: set[int | signal.Signals] | None) -> None:
+    """Restore the mask :func:`_hold_signals` saved; a signal that arrived meanwhile is delivered now."""
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _move_no_replace(tmp: str, target: Path) -> None:
