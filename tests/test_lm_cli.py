@@ -190,3 +190,30 @@ def test_the_dp_path_writes_through_the_release_driver(work):
     bad = _rewrite(work, "dp-mlm", "bad.jsonl", "--ledger", str(led), "--budget", "-1")
     assert bad.exit_code == 2 and "--budget must be a finite number > 0" in bad.output
     assert not (work / "bad.jsonl").exists()
+
+
+def test_no_lm_rewrite_prints_a_warning(work):
+    """Issue 27: a user's LM rewrite prints its summary and nothing else (no deprecation notice from transformers,
+    no GenerationMixin or logger warning). A fresh interpreter with Python's default warning filters, as a user
+    has them, and its real stderr: transformers' logger writes to the stream it found at import, which an
+    in-process runner does not capture."""
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys\n"
+        "from textdp.cli import app\n"
+        "for mech, kind in json.loads(sys.argv[1]).items():\n"
+        "    clip = '--clip=-0.2,0.1' if mech == 'dp-bart' else '--clip=-2,2'\n"
+        "    try:\n"
+        "        app(['rewrite', kind, 'in.jsonl', '--mechanism', mech, '-e', '2', '-o', f'quiet-{mech}.jsonl',\n"
+        "             '--force', '--max-new-tokens', '4', clip], standalone_mode=False)\n"
+        "    except SystemExit as exc:\n"
+        "        if exc.code:\n"
+        "            raise\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, json.dumps(KIND)], cwd=work, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert len(lines) == len(KIND) and all(line.startswith("wrote 2 records to quiet-") for line in lines), lines
