@@ -224,6 +224,37 @@ def test_all_caps_each_case_at_ten_thousand_outputs_and_reports_its_time(monkeyp
     assert "at least one with probability up to 10%" in out["note"]  # 1 - 0.95^2: the family-wise rate
 
 
+def test_all_names_a_case_it_cannot_build_and_runs_the_others(monkeypatch):
+    """A case whose factory raises a TextDPError (e.g. a missing extra) is reported as not run; the rest still run."""
+    import json
+    import math
+
+    from typer.testing import CliRunner
+
+    from textdp.audit import AuditCase
+    from textdp.audit import registry as audit_registry
+    from textdp.cli import app
+    from textdp.errors import MissingDependencyError
+
+    p = math.exp(1.0) / (1 + math.exp(1.0))
+    rr = AuditCase("rr", "bit 0 vs 1", 0, 1, lambda bit, n, rng: np.where(rng.random(n) < p, bit, 1 - bit),
+                   claimed_epsilon=1.0, default_samples=2_000)
+
+    def needs_extra(epsilon=None, delta=None):
+        raise MissingDependencyError("the 'lm' case needs the [generation] extra: pip install 'textdp[generation]'")
+
+    monkeypatch.setattr(audit_registry, "_CASES", {
+        "lm": audit_registry._Entry(needs_extra, "a case that needs an extra"),
+        "rr": audit_registry._Entry(lambda epsilon=None, delta=None: rr, "rr")})
+    res = CliRunner().invoke(app, ["audit", "--all", "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [c["mechanism"] for c in out["cases"]] == ["rr"]
+    assert "[generation]" in out["not_run"]["lm"] and "NOT RUN, so not checked: lm" in out["note"]
+    res = CliRunner().invoke(app, ["audit", "--all", "--seed", "3"])
+    assert res.exit_code == 0 and "lm: NOT RUN" in res.output, res.output
+
+
 @pytest.mark.parametrize("name", ["laplace", "topicdp", "topicdp-thesis", "mvg", "mvg-directional"])
 def test_noise_x0_9_in_the_topic_release_primitive_is_flagged(monkeypatch, name):
     # randomize (the release's noise draw, a matrix or a stack of them) keeps rint(0.9 Z) of its integer noise Z
