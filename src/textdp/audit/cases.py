@@ -55,7 +55,7 @@ from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
 from ..samplers import DEFAULT_GRID, discrete_gaussian, discrete_laplace, snap_to_grid
 from . import accountant
-from .claims import log_normalize, syntf_logp
+from .claims import exponential_tables, syntf_logp
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, Sampler, exact_profile, simulated_profile
@@ -175,16 +175,8 @@ def exponential_curve(sample: Sampler, vectors: np.ndarray,
     tables of ``a`` and ``b`` are computed here from the public vocabulary and ε; the claimed profile
     is exact. ``sample(x, n, rng)`` returns released word rows from the mechanism under test.
     """
-    eps = check_epsilon(epsilon)
-    v = np.asarray(vectors, dtype=np.float64)
-
-    def logp(x: int) -> np.ndarray:
-        scores = -0.5 * eps * np.minimum(np.linalg.norm(v - v[x], axis=1), cap)
-        scores[:first] = -np.inf
-        return log_normalize(scores)
-
-    law = f"the claimed score table (epsilon={eps:g}" + (f", cap {cap:.4g})" if math.isfinite(cap) else ")")
-    return table_curve(sample, logp(a), logp(b), what=what, law=law)
+    la, lb, law = exponential_tables(check_epsilon(epsilon), vectors, a, b, cap=cap, first=first)
+    return table_curve(sample, la, lb, what=what, law=law)
 
 
 def table_curve(sample: Sampler, logp_a: np.ndarray, logp_b: np.ndarray, *, what: str = "released words",
