@@ -14,7 +14,7 @@ import textdp
 ROOT = Path(textdp.__file__).resolve().parent
 
 #: Leaf modules: they import no other textdp module but each other (and only downwards).
-LEAVES = {"errors", "_validation", "_rng", "_cache", "guarantees", "io", "samplers", "backend", "progress", "_options"}
+LEAVES = {"errors", "_validation", "_rng", "_cache", "guarantees", "io", "samplers", "backend", "progress", "_options", "_lazy"}
 #: The library below the engines and the command line.
 LOWER = {"text", "embeddings", "mechanisms", "accounting", "topics", "attacks", "generation"}
 #: Never imported by a lower layer, not even inside a function.

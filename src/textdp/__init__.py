@@ -14,10 +14,10 @@ True
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .embeddings import Embeddings, load_embeddings
@@ -51,18 +51,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, or a submodule (``textdp.mechanisms``), imported on first use."""
-    module = _LAZY.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(f".{module}", __name__), name)
-    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

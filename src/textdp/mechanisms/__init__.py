@@ -24,9 +24,9 @@ The public names are imported on first use (PEP 562), so that listing the regist
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .base import FAMILIES, Mechanism, ReleaseContext
@@ -99,18 +99,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its submodule on first use (or a submodule: ``mechanisms.base``)."""
-    module = _LAZY.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(f".{module}", __name__), name)
-    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
