@@ -10,6 +10,12 @@ declared on their claim functions (:func:`textdp.audit.claims.word_claim_case`).
 where ``factory(epsilon=None, delta=None) -> AuditCase`` builds the case at the requested
 privacy parameters (``None``: the case's defaults). See :mod:`textdp.audit.cases` for the
 built-in cases and :func:`textdp.audit.cases.word_pair_case` for word-level metric-DP mechanisms.
+
+A registered mechanism with no case (its registry line says ``None``, or names a case nobody
+registered) is still usable everywhere; it is **NOT AUDITED**, and says so: :func:`not_audited`
+lists it (``textdp audit --all`` prints it), and auditing it by name is a one-line error saying how
+to add a claim (docs/new-mechanism.md §audit). Its claim is a separate step on purpose, written from the
+paper in this layer, so that it shares nothing with the mechanism's calibration.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ from ..errors import ParameterError, ParameterTypeError
 from ..progress import ProgressCallback
 from .core import AuditCase, AuditResult, run_audit
 
-__all__ = ["AuditFactory", "audit", "audit_case", "audit_case_factory", "audit_case_names", "describe_audit_cases",
-           "register_audit_case"]
+__all__ = ["NOT_AUDITED", "AuditFactory", "audit", "audit_case", "audit_case_factory", "audit_case_names",
+           "describe_audit_cases", "not_audited", "register_audit_case"]
 
 AuditFactory = Callable[..., AuditCase]
 
@@ -89,6 +95,45 @@ def audit_case_names() -> tuple[str, ...]:
     return tuple(sorted(_CASES))
 
 
+#: Why ``textdp audit --all`` lists a registered mechanism as NOT AUDITED (its registry line says ``None``).
+NOT_AUDITED = "no independent claim registered: see docs/new-mechanism.md §audit"
+
+
+def not_audited() -> dict[str, str]:
+    """``{name: why}`` of every registered mechanism that no registered audit case checks, in registry order.
+
+    ``textdp audit --all`` lists these as NOT AUDITED (never a silent gap): a mechanism whose registry line
+    says ``None`` (:data:`NOT_AUDITED`), or names a case that is not registered.
+
+    >>> set(not_audited()).isdisjoint({"cmp", "earth-movers", "topicdp-laplace"})
+    True
+    """
+    from ..mechanisms.registry import REGISTRY
+
+    out = {}
+    for e in REGISTRY.values():
+        if e.audit is None:
+            out[e.name] = NOT_AUDITED
+        elif e.audit not in _CASES:
+            out[e.name] = f"its audit case {e.audit!r} is not registered: see docs/new-mechanism.md §audit"
+    return out
+
+
+def _no_case(name: object) -> ParameterError:
+    """The one-line error for a name with no registered case (a NOT AUDITED mechanism says how to add one)."""
+    from ..mechanisms.registry import REGISTRY
+
+    e = REGISTRY.get(name) if isinstance(name, str) else None
+    if e is not None and e.audit is not None and e.audit != name and e.audit in _CASES:
+        return ParameterError(f"mechanism {name!r} is audited by the case {e.audit!r}: run textdp audit {e.audit}")
+    if e is not None:
+        return ParameterError(f"mechanism {name!r} is NOT AUDITED (no independent claim registered): declare its "
+                              "claim from the paper in textdp/audit/claims.py (word level: @word_claim_case; "
+                              "others: @audit_case_factory) and name it in its registry line; see "
+                              "docs/new-mechanism.md §audit")
+    return ParameterError(f"no audit case for mechanism {name!r}; choose one of: {', '.join(audit_case_names())}")
+
+
 def describe_audit_cases() -> dict[str, str]:
     """``{name: one-line description}`` of every registered case."""
     return {k: _CASES[k].description for k in audit_case_names()}
@@ -107,7 +152,7 @@ def audit_case(name: str, *, epsilon: float | None = None, delta: float | None =
     """
     entry = _CASES.get(name) if isinstance(name, str) else None
     if entry is None:
-        raise ParameterError(f"no audit case for mechanism {name!r}; choose one of: {', '.join(audit_case_names())}")
+        raise _no_case(name)
     extra = dict(params or {})
     for key in ("epsilon", "delta"):
         if key in extra:

@@ -51,7 +51,8 @@ AUDIT_HELP = (
     "(textdp.audit.accountant), never from the mechanism's calibration. --conformance also tests the "
     "released outputs against an independent reference of the paper's law (chi-square or Kolmogorov-Smirnov): "
     "a change of law that stays under a loose bound is flagged there. --all audits every registered case at "
-    "its defaults, with the conformance test where the case has one (seeds fixed up front from --seed).\n\n"
+    "its defaults, with the conformance test where the case has one (seeds fixed up front from --seed), "
+    "and lists every registered mechanism that no case checks as NOT AUDITED.\n\n"
     "The word-level cases take the mechanism's own parameters with --param (the claim is computed "
     "from them too), e.g. `textdp audit vickrey --param lambd=0.2`.\n\n"
     "Examples: `textdp audit --list`; `textdp audit laplace -e 1 --seed 1`; "
@@ -260,6 +261,7 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
 
     from ..audit import audit_case, audit_case_names, run_audit
     from ..audit.lm import KNOWN_BAD
+    from ..audit.registry import not_audited
     from ..errors import TextDPError
 
     rows, out, seconds = [], [], []
@@ -294,9 +296,12 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
             f"must be flagged; {failed} case(s) wrong; {sum(seconds):.0f} s in all")
     if skipped:
         note += f"; NOT RUN, so not checked: {', '.join(skipped)} (see above why)"
+    unaudited = not_audited()  # registered mechanisms no case checks: named, never a silent gap
+    if unaudited:
+        note += f"; NOT AUDITED (no independent claim registered): {', '.join(unaudited)}"
     if as_json:
-        typer.echo(json.dumps({"cases": out, "flagged": failed, "not_run": skipped, "note": note}, indent=2,
-                              allow_nan=False))
+        typer.echo(json.dumps({"cases": out, "flagged": failed, "not_run": skipped, "not_audited": unaudited,
+                               "note": note}, indent=2, allow_nan=False))
         return failed
     table = Table(title="textdp audit --all")
     for col in ("case", "claim", "lower bound", "curve", "conformance", "verdict", "time"):
@@ -312,6 +317,8 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
             verdict = "[green]PASSED[/]" if r.passed else "[bold red]VIOLATION[/]"
         table.add_row(escape(r.mechanism), claim, _fmt(r.lower_bound), curve, conf, verdict, f"{secs:.0f} s")
     Console(highlight=False, soft_wrap=True).print(table)
+    for name, why in unaudited.items():
+        typer.echo(f"{name}: NOT AUDITED ({why})")
     typer.echo(note)
     return failed
 
