@@ -130,9 +130,10 @@ def test_audit_doc_names_every_word_level_case_in_its_curve_list():
     text = (ROOT / "docs" / "audit.md").read_text(encoding="utf-8")
     curves = text[text.index("2. **the privacy curve**"):text.index("3. **conformance**")]
     assert missing([n for n, c in WORD_CLAIMS.items() if c.tables or c.noise], curves) == []
-    # every word-level mechanism is audited (by its own declaration), and so is every document and topics one
-    assert set(WORD_CLAIMS) == set(names("word"))
-    assert missing([REGISTRY[n].audit for n in names("document", "word", "topics")], text) == []
+    # every audited word-level mechanism is audited by its own declaration (a newcomer's line may say None: NOT
+    # AUDITED, listed by --all), and the doc names every case of the document, word and topics families
+    assert set(WORD_CLAIMS) == {n for n in names("word") if REGISTRY[n].audit is not None}
+    assert missing([a for n in names("document", "word", "topics") if (a := REGISTRY[n].audit)], text) == []
 
 
 MY_FILES = ("mechanisms/registry.py", "mechanisms/__init__.py", "audit/registry.py", "audit/claims.py",
