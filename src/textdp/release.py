@@ -58,6 +58,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,6 +250,38 @@ def _report_row(diag: object, source: str | None, mech: Mechanism[Any, Any, Any]
 
 
 
+def _check_paths(out: Path | None, report: Path | None, documents: object, *,
+                 inputs: Sequence[str | os.PathLike[str] | None], ledger: Ledger | None, budget: float | None,
+                 new_ledger: bool, force: bool) -> None:
+    """Before any work: the ledger options, and no output (release, settings, report, ledger) is another file."""
+    files = [*(None if x is None else Path(x) for x in inputs), *_paths_in(documents)]
+    check_ledger_options(ledger, budget=budget, new_ledger=new_ledger, output=out, inputs=files)
+    check_file_outputs(out, report, inputs=files, force=force)
+    if ledger is not None:
+        led_path = _ledger_path(ledger)
+        for what, path in (("--output", out), ("--private-report", report)):
+            if path is not None and same_file(path, led_path):
+                raise ParameterError(f"{what} {path} is the ledger {led_path}; give another path")
+
+
+def _write_small_files(out: Path | None, public: Mapping[str, Any], report: Path | None,
+                       rows: list[dict[str, Any]], private_details: Mapping[str, object] | None, *, force: bool,
+                       written: list[Path]) -> None:
+    """The PRIVATE report (JSONL rows, or one object with ``private_details``), then the public settings file."""
+    from .pipeline import write_private_report
+
+    if report is not None:
+        if private_details is None:
+            write_private_report(report, rows, overwrite=force)
+        else:
+            write_json(report, {"note": PRIVATE_NOTE, **private_details, **({"documents": rows} if rows else {})},
+                       overwrite=force, private=True)
+        written.append(report)
+    if out is not None:
+        write_json(settings_path(out), public, overwrite=force, private=False)
+        written.append(settings_path(out))
+
+
 def _write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str) -> None:
     if fmt == "json":
         for rec in records:
@@ -290,6 +323,7 @@ def release(
     engine: str = "single",
     backend: Backend | None = None,
     partitions: int | None = None,
+    partition_size: int | None = None,
     work_dir: str | os.PathLike[str] | None = None,
 ) -> ReleaseSummary:
     """Release ``documents`` with ``mechanism`` into ``output``: charge, privatize, write (see the module notes).
@@ -338,11 +372,18 @@ def release(
         Repeated record ids are reported (``on_duplicate_ids(count, first)``) or refused.
     progress : callable, optional
         ``progress(done, total)`` after each chunk.
-    engine, backend, partitions, work_dir
-        ``single`` (default: one process, one file) or a partitioned, resumable run into the folder
-        ``output`` (``local``, ``dask``; document and word families, files in): the corpus engine
-        (:func:`textdp.engines.corpus.obfuscate_corpus`) on ``backend`` (default: the engine's), which
-        charges the ledger once before the first part, as here.
+    engine, backend, partitions, partition_size, work_dir
+        ``single`` (default: one process) or a partitioned, resumable run (``local``, ``dask``) on
+        ``backend`` (default: the engine's), charged to the ledger once before the first partition and
+        not again when a killed run is started again with the same arguments (its private state is
+        kept in ``work_dir``, default under the textdp cache, and deleted at completion). The
+        document and word families (files in) run on the corpus engine
+        (:func:`textdp.engines.corpus.obfuscate_corpus`: ``partitions`` parts into the folder
+        ``output``); the sentence family on a textdp model (``er-ae``, ``ae-dp``, ``syntf-sentence``,
+        ``random-sentence``) on :func:`textdp.engines.sentences.rewrite_corpus` (``partition_size``
+        documents each, default 256, or ``partitions`` parts), into the same files as ``single``:
+        records, settings (with ``partition_size``, which with the seed fixes the output) and
+        private report.
     records_of : callable, optional
         How one released unit is written: as its own record (default), or as the records it splits into
         (``textdp rewrite --unit sentence``: :meth:`~textdp.generation.rewriter.RewrittenText.sentence_records`);
@@ -358,8 +399,19 @@ def release(
     textdp.errors.TextDPError
         A one-line error saying how to fix it; nothing is written then.
     """
-    from .pipeline import release_settings, write_private_report
+    from .pipeline import release_settings
 
+    if engine != "single" and _rewrites_on_engine(mechanism):
+        return _release_sentences(
+            mechanism, documents, output, ids=ids, engine=engine, backend=backend, partitions=partitions,
+            partition_size=partition_size, work_dir=work_dir, ledger=ledger, budget=budget, new_ledger=new_ledger,
+            private_report=private_report, private_details=private_details, settings=settings, command=command,
+            fmt=fmt or "jsonl", seed=seed, force=force, text_field=text_field, id_field=id_field,
+            input_format=input_format, inputs=inputs, on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids,
+            progress=progress, records_of=records_of, empty=empty)
+    if partition_size is not None:
+        raise ParameterError("partition_size applies to the sentence family on engine local or dask; the corpus "
+                             "engine takes partitions=")
     if engine != "single":
         return _release_partitioned(
             mechanism, documents, output, engine=engine, backend=backend, partitions=partitions, work_dir=work_dir,
@@ -372,14 +424,8 @@ def release(
     stream = output if output is not None and not isinstance(output, (str, os.PathLike)) else None
     out = None if output is None or stream is not None or str(output) == "-" else Path(output)  # type: ignore[arg-type]
     report = None if private_report is None else Path(private_report)
-    files = [*(None if x is None else Path(x) for x in inputs), *_paths_in(documents)]
-    check_ledger_options(ledger, budget=budget, new_ledger=new_ledger, output=out, inputs=files)
-    check_file_outputs(out, report, inputs=files, force=force)
-    if ledger is not None:
-        led_path = _ledger_path(ledger)
-        for what, path in (("--output", out), ("--private-report", report)):
-            if path is not None and same_file(path, led_path):
-                raise ParameterError(f"{what} {path} is the ledger {led_path}; give another path")
+    _check_paths(out, report, documents, inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger,
+                 force=force)
     units, uids, sources, _ = _read(documents, ids, text_field=text_field, id_field=id_field,
                                     input_format=input_format)
     if not units:
@@ -423,16 +469,7 @@ def release(
             public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
                                       fmt=fmt, extra=dict(settings or {}))
             # the small files first; the release itself is moved into place last (when ``fh`` closes)
-            if report is not None:
-                if private_details is None:
-                    write_private_report(report, rows, overwrite=force)
-                else:
-                    write_json(report, {"note": PRIVATE_NOTE, **private_details,
-                                        **({"documents": rows} if rows else {})}, overwrite=force, private=True)
-                written.append(report)
-            if out is not None:
-                write_json(settings_path(out), public, overwrite=force, private=False)
-                written.append(settings_path(out))
+            _write_small_files(out, public, report, rows, private_details, force=force, written=written)
     except BaseException:
         for path in written:
             path.unlink(missing_ok=True)
@@ -508,6 +545,120 @@ def _release_partitioned(mechanism: Mechanism[Any, Any, Any], documents: object,
     return ReleaseSummary(output=Path(output), records=int(str(summary.get("documents", 0))),
                           guarantee=mechanism.guarantee(context), settings=MappingProxyType(dict(summary)),
                           charged=int(counted["events"]), ledger_note=counted["note"])
+
+
+def _rewrites_on_engine(mechanism: object) -> bool:
+    """The mechanism is a sentence mechanism on a textdp model (:func:`textdp.engines.sentences.rewrite_corpus`).
+
+    Its class's module is loaded if it is one, so nothing is imported to ask (this module imports no numpy).
+    """
+    rewriter = sys.modules.get("textdp.generation.rewriter")
+    return rewriter is not None and isinstance(mechanism, rewriter.SentenceMechanism)
+
+
+#: documents per partition of a partitioned sentence release, unless given
+PARTITION_SIZE = 256
+
+
+def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *,
+                       ids: Sequence[object] | None, engine: str, backend: Backend | None, partitions: int | None,
+                       partition_size: int | None, work_dir: str | os.PathLike[str] | None, ledger: Ledger | None,
+                       budget: float | None, new_ledger: bool, private_report: str | os.PathLike[str] | None,
+                       private_details: Mapping[str, object] | None, settings: Mapping[str, object] | None,
+                       command: str, fmt: str, seed: SeedLike, force: bool, text_field: str, id_field: str,
+                       input_format: str, inputs: Sequence[str | os.PathLike[str] | None],
+                       on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool,
+                       progress: ProgressCallback | None,
+                       records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None,
+                       empty: str) -> ReleaseSummary:
+    """:func:`release` of a sentence mechanism on the engine: the same files as ``single``, partitioned, resumable."""
+    from ._validation import check_choice, check_positive_int
+    from .engines import ENGINES, get_backend
+    from .engines.sentences import SentencePiece, rewrite_corpus
+    from .guarantees import EMPTY_POLICIES
+    from .mechanisms import ReleaseContext
+    from .pipeline import release_settings
+
+    if engine not in ENGINES:
+        raise ParameterError(f"unknown engine {engine!r}; choose single or one of: {', '.join(ENGINES)}")
+    if fmt not in ("jsonl", "text"):
+        raise ParameterError(f"unknown output format {fmt!r} for a partitioned release; choose jsonl or text")
+    check_choice(empty, "empty policy", EMPTY_POLICIES)
+    if output is None or not isinstance(output, (str, os.PathLike)) or str(output) == "-":
+        raise ParameterError(f"engine {engine} writes a file it can resume: give output as its path")
+    out, report = Path(output), None if private_report is None else Path(private_report)
+    _check_paths(out, report, documents, inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger,
+                 force=force)
+    units, uids, sources, _ = _read(documents, ids, text_field=text_field, id_field=id_field,
+                                    input_format=input_format)
+    if not units:
+        raise ParameterError("no documents in the input")
+    texts = [u for u in units if isinstance(u, str)]
+    if len(texts) != len(units):
+        raise ParameterTypeError(f"{mechanism.name} rewrites texts: give documents as str (or files)")
+    if not any(t.strip() for t in texts):
+        raise ParameterError("every input document is empty")
+    check_duplicate_ids(lambda: uids, strict=strict_ids, on_duplicate_ids=on_duplicate_ids)
+    if partition_size is None:
+        partition_size = PARTITION_SIZE if partitions is None else -(-len(units) // check_positive_int(
+            partitions, "partitions"))
+    size = check_positive_int(partition_size, "partition_size")
+    run_seed = seed if seed is not None else mechanism.get_params().get("seed")
+    mechanism._ensure_fitted()
+    context = ReleaseContext(seeded=run_seed is not None, empty=empty)
+    guarantee = mechanism.guarantee(context)
+    state: dict[str, Any] = {"charged": 0, "note": None}
+
+    def charges() -> tuple[dict[str, Charge], Guarantee]:
+        counts = mechanism.charge_counts(units, uids, context=context)  # every unit validated first
+        return {uid: guarantee.charge(n) for uid, n in counts.items()}, guarantee
+
+    def on_charge(owed: Mapping[str, Charge], g: Guarantee) -> None:
+        if ledger is not None:
+            state["charged"], state["note"] = charge_ledger(
+                ledger, owed, mechanism=mechanism.name, unit=g.unit, budget=budget, new_ledger=new_ledger,
+                command=command)
+
+    def to_records(doc: ReleaseRecord) -> list[dict[str, Any]]:
+        return [r.to_record() for r in (records_of(doc) if records_of is not None else [doc])]
+
+    def finish(pieces: list[SentencePiece]) -> ReleaseSummary:
+        by_id: dict[str, list[str | None]] = {}  # PRIVATE: each id's sources, in input order
+        for uid, src in zip(uids, sources, strict=True):
+            by_id.setdefault(uid, []).append(src)
+        rows: list[dict[str, Any]] = []
+        n_records = 0
+        written: list[Path] = []
+        try:
+            with open_release(out, force=force) as fh:
+                for piece in pieces:
+                    _write_records(fh, piece.records, fmt)
+                    n_records += len(piece.records)
+                    rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in piece.diagnostics)
+                public = release_settings(guarantee.to_dict(), command=command, engine=engine, documents=n_records,
+                                          fmt=fmt, extra={**dict(settings or {}), "partition_size": size})
+                _write_small_files(out, public, report, rows, private_details, force=force, written=written)
+        except BaseException:
+            for path in written:
+                path.unlink(missing_ok=True)
+            raise
+        return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
+                              charged=int(state["charged"]), ledger_note=state["note"])
+
+    key = {"output": str(out.resolve()), "command": command, "format": fmt, "empty": empty,
+           "settings": json.dumps(dict(settings or {}), sort_keys=True, default=str),
+           "private_report": report is not None,
+           "ledger": None if ledger is None else str(_ledger_path(ledger).resolve()),
+           "records_of": None if records_of is None else getattr(records_of, "__qualname__", repr(records_of))}
+    own = backend or get_backend(engine)
+    try:
+        return rewrite_corpus(mechanism, list(zip(uids, texts, strict=True)),  # type: ignore[arg-type]
+                              backend=own, partition_size=size, seed=run_seed,  # type: ignore[arg-type]
+                              charges=charges, on_charge=on_charge, to_records=to_records, finish=finish, key=key,
+                              work_dir=None if work_dir is None else Path(work_dir), progress=progress, empty=empty)
+    finally:
+        if backend is None:
+            own.close()
 
 
 def _source(by_id: dict[str, list[str | None]], diag: object) -> str | None:

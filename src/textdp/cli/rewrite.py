@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from ._common import (
     print_info,
     progress_bar,
 )
-from .rewrite_lm import LM_HELP, MAX_NEW_TOKENS, LMOptions, charge_ledger, check_other_options, run_lm_rewrite
+from .rewrite_lm import LM_HELP, MAX_NEW_TOKENS, LMOptions, check_other_options, run_lm_rewrite
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
@@ -195,102 +196,62 @@ def _rewrite_lm(run: _Run, *, engine: str, scheduler: str | None, workers: int |
 
 def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: float, engine: str,
                     scheduler: str | None, workers: int | None, partition_size: int, threads: int | None) -> None:
-    """The ER-AE family path (er-ae, ae-dp, syntf-sentence, random-sentence) in the privacy order.
-
-    Check every path, load the model, state the guarantee, charge the ledger (an over-budget release is refused
-    before anything is generated), rewrite the partitions on the engine, then write records and settings.
-    """
+    """The ER-AE family (er-ae, ae-dp, syntf-sentence, random-sentence): build the mechanism from the options,
+    then :func:`textdp.release.release` on the engine (the one driver: read, charge the ledger once before
+    anything is generated, rewrite the partitions, write records, settings and the private report; a killed
+    run started again resumes, uncharged); this function only prints."""
     from ..generation.folders import check_model_folder
-    from ..generation.rewriter import SentenceMechanism
-    from ..io import check_output_paths, read_documents, settings_path
-    from ..mechanisms import ReleaseContext, mechanism_class
-    from ..pipeline import release_settings
+    from ..generation.rewriter import RewrittenText, SentenceMechanism
+    from ..guarantees import ReleaseRecord
+    from ..mechanisms import mechanism_class
+    from ..release import check_file_outputs, release
+    from ._common import print_warning
 
     check_other_options(run.mechanism, run.opts, run.output, run.inputs)
     _set_threads(threads)
     check_positive_int(partition_size, "--partition-size")
     model_files = [run.model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]
-    check_output_paths([("--output", run.output), ("settings", settings_path(run.output)),
-                        ("--private-report", run.private_report)],
-                       inputs=[*run.inputs, *model_files, run.opts.ledger], force=run.force)
+    # every path is checked before the model is loaded (the driver checks again)
+    check_file_outputs(run.output, run.private_report, inputs=[*run.inputs, *model_files, run.opts.ledger],
+                       force=run.force)
     cls = mechanism_class(run.mechanism)
     assert issubclass(cls, SentenceMechanism)
     where = str(check_model_folder(run.model_dir))  # links may not leave the folder
-    options = {"variant": variant, "word_fraction": word_fraction, "batch_size": run.batch_size}
+    options: dict[str, Any] = {"variant": variant, "word_fraction": word_fraction, "batch_size": run.batch_size}
     # the mechanism's own public parameters: what its workers rebuild it from (the model as its folder)
-    params: dict[str, Any] = {"epsilon": run.epsilon, "model": where, "model_data": model_data,
-                              **{k: v for k, v in options.items() if k in cls.param_names()}}
-    mech = cls(**params).fit()
-    rewriter = mech.model_
-    _check_objective(run.model_dir, rewriter.card, cls.objective, run.mechanism)
-    # the records' guarantee: lines with no words get an empty record (policy "empty", stated)
-    guarantee = mech.guarantee(ReleaseContext(seeded=run.seed is not None, empty="empty"))
-    docs = read_documents(run.inputs, text_field=run.text_field, id_field=run.id_field,
-                          input_format=run.input_format)
-    if not docs:
-        raise ParameterError("no documents in the input")
-    if not any(d[1].strip() for d in docs):
-        raise ParameterError("every input document is empty")
-    segments: dict[str, int] = {}  # --ledger: each document's segments, each one release of the per-segment bound
-    for doc_id, text in docs:
-        segments[doc_id] = segments.get(doc_id, 0) + len(mech.units(text))
-    charges = {doc_id: guarantee.charge(m) for doc_id, m in segments.items()}
-    charge_ledger(run.opts, charges, mechanism=run.mechanism, unit=guarantee.unit)
-    results = _rewrite_partitions(run, params, docs, partition_size, _backend(engine, scheduler, workers))
-    records = [r for res in results for r in res[0]]
+    mech = cls(epsilon=run.epsilon, model=where, model_data=model_data,
+               **{k: v for k, v in options.items() if k in cls.param_names()}).fit()
+    _check_objective(run.model_dir, mech.model_.card, cls.objective, run.mechanism)
+
+    def sentences(rec: ReleaseRecord) -> list[ReleaseRecord]:
+        """``--unit sentence``: one record per sentence of a rewritten document."""
+        assert isinstance(rec, RewrittenText)
+        return rec.sentence_records()
+
     public = {k: v for k, v in mech.get_params().items() if k not in ("model", "seed")}
-    # the one settings layout of every command (textdp.pipeline.release_settings): never the seed, never a path
-    _write_family(run, records, [d for res in results for d in res[1]], release_settings(
-        guarantee.to_dict(), command="rewrite", engine=engine, documents=len(records), fmt="jsonl",
-        extra={"model": rewriter.card.get("model_id"),  # random: no path, no data fingerprint
-               "settings": {"mechanism": run.mechanism, **public, "model_data": guarantee.model_data},
-               "record_unit": run.unit, "partition_size": partition_size}))
+    model_data_case = mech.guarantee().model_data
+    backend = _backend(engine, scheduler, workers)
+    with progress_bar(disable=run.quiet) as bar, contextlib.closing(backend):
+        task = bar.add_task(f"rewriting ({run.mechanism})", total=None)
+        done = release(
+            mech, list(run.inputs), run.output, ledger=run.opts.ledger, budget=run.opts.budget,
+            new_ledger=run.opts.new_ledger, private_report=run.private_report, private_details={},
+            command="rewrite", seed=run.seed, empty="empty", force=run.force, text_field=run.text_field,
+            id_field=run.id_field, input_format=run.input_format, inputs=model_files,
+            settings={"model": mech.model_.card.get("model_id"),  # random: no path, no data fingerprint
+                      "settings": {"mechanism": run.mechanism, **public, "model_data": model_data_case},
+                      "record_unit": run.unit},
+            records_of=sentences if run.unit == "sentence" else None, engine=engine,
+            backend=backend, partition_size=partition_size,
+            progress=lambda n, total: bar.update(task, completed=n, total=total))
+    if done.ledger_note is not None:
+        print_warning(done.ledger_note)
+    g = done.guarantee
     print_info(
-        f"wrote {len(records)} records to {run.output}; guarantee: epsilon = {guarantee.epsilon:.4g} per sentence "
-        f"({guarantee.max_length} steps x {guarantee.per_token:.4g} per step)"
-        + ("" if guarantee.covered else "; NOT covering what the model memorised (--model-data "
-           f"{guarantee.model_data})"))
-
-
-def _rewrite_partitions(run: _Run, params: dict[str, Any], docs: list[tuple[str, str]], partition_size: int,
-                        backend: Any) -> list[Any]:
-    """Rewrite the documents partition by partition on ``backend`` (one spawned generator per partition).
-
-    Each job rebuilds the mechanism from its name and public parameters (the model as its folder, loaded once per
-    worker process).
-    """
-    from .._rng import spawn
-
-    parts = [docs[i : i + partition_size] for i in range(0, len(docs), partition_size)]
-    rngs = spawn(run.seed, len(parts))
-    items = [(run.mechanism, params, part, g, run.seed is not None, run.unit)
-             for part, g in zip(parts, rngs, strict=True)]
-    results: list[Any] = [None] * len(items)
-    try:
-        with progress_bar(disable=run.quiet) as bar:
-            task = bar.add_task(f"rewriting ({run.mechanism})", total=len(docs))
-
-            def on_result(i: int, res: Any) -> None:
-                results[i] = res
-                bar.advance(task, len(items[i][2]))
-
-            backend.map(rewrite_partition, items, on_result)
-    finally:
-        backend.close()
-    return results
-
-
-def _write_family(run: _Run, records: list[dict[str, Any]], diagnostics: list[Any], settings: dict[str, Any]) -> None:
-    """Write the records and their settings (public), and the per-document counts to --private-report only."""
-    from ..io import atomic_writer, settings_path, write_json
-    from ..release import PRIVATE_NOTE
-
-    with atomic_writer(run.output, overwrite=run.force, private=False) as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-    write_json(settings_path(run.output), settings, overwrite=run.force, private=False)
-    if run.private_report is not None:
-        write_json(run.private_report, {"note": PRIVATE_NOTE, "documents": diagnostics}, overwrite=run.force)
+        f"wrote {done.records} records to {run.output}; guarantee: epsilon = {g.epsilon:.4g} per sentence "
+        f"({g.max_length} steps x {g.per_token:.4g} per step)"  # type: ignore[attr-defined]
+        + ("" if g.covered else "; NOT covering what the model memorised (--model-data "  # type: ignore[attr-defined]
+           f"{g.model_data})"))  # type: ignore[attr-defined]
 
 
 def _check_objective(model_dir: Path, card: dict[str, Any], need: str | None, mechanism: str) -> None:
@@ -300,17 +261,6 @@ def _check_objective(model_dir: Path, card: dict[str, Any], need: str | None, me
     if need is not None and have != need:
         raise ParameterError(f"--mechanism {mechanism} needs a model trained with --objective {need}; {model_dir} was "
                              f"trained with --objective {have} (train one: textdp train-rewriter --objective {need})")
-
-
-def rewrite_partition(item: tuple[str, dict[str, Any], list[tuple[str, str]], Any, bool, str]) -> Any:
-    """Engine job: rewrite one partition of documents (pure given the mechanism's parameters and the generator)."""
-    from ..generation.rewriter import TextRewriter, rewrite_documents
-    from ..mechanisms import get
-
-    name, params, docs, rng, seeded, unit = item
-    mech = get(name, **params)
-    assert isinstance(mech, TextRewriter)
-    return rewrite_documents(mech, docs, rng, record_unit=unit, seeded=seeded)
 
 
 def _backend(engine: str, scheduler: str | None, workers: int | None) -> Any:

@@ -1,14 +1,13 @@
 """``textdp rewrite --mechanism dp-prompt|dp-paraphrase|dp-mlm|dp-bart``: the language-model rewriters.
 
-Called by :mod:`textdp.cli.rewrite` for these mechanisms (the ER-AE family keeps its path there).
-The order of the steps is the privacy order: check every path, choose the public bounds, charge
-the ledger (refusing an over-budget release before anything is generated), rewrite, then write
-the records and their settings atomically; the per-document counts go to --private-report only.
+Called by :mod:`textdp.cli.rewrite` for these mechanisms. This module checks the options, chooses the public
+clipping bounds and builds the rewriter; :func:`textdp.release.release` (the one driver) then charges the
+ledger (refusing an over-budget release before anything is generated), rewrites, and writes the records,
+their settings and the private report atomically; this module prints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,9 +20,8 @@ from ._common import print_info, progress_bar
 
 if TYPE_CHECKING:
     from ..generation.lm_family import LMRewriter
-    from ..guarantees.events import Charge
 
-__all__ = ["LM_HELP", "MAX_NEW_TOKENS", "LMOptions", "charge_ledger", "check_other_options", "parse_clip",
+__all__ = ["LM_HELP", "MAX_NEW_TOKENS", "LMOptions", "check_other_options", "parse_clip",
            "parse_quantiles", "public_texts", "run_lm_rewrite"]
 
 
@@ -146,23 +144,6 @@ def _check_ledger(opts: LMOptions, output: Path, inputs: list[Path]) -> None:
     from ..release import check_ledger_options
 
     check_ledger_options(opts.ledger, budget=opts.budget, new_ledger=opts.new_ledger, output=output, inputs=inputs)
-
-
-def charge_ledger(opts: LMOptions, charges: Mapping[str, Charge], *, mechanism: str, unit: str) -> None:
-    """Record a release in ``--ledger`` (refused whole if ``--budget`` would be exceeded); nothing without a ledger.
-
-    The ER-AE family's partitioned path charges here (:func:`textdp.release.charge_ledger`); the dp-* path charges
-    inside :func:`textdp.release.release`.
-    """
-    from ..release import charge_ledger as charge
-    from ._common import print_warning
-
-    if opts.ledger is None:
-        return
-    _, note = charge(opts.ledger, charges, mechanism=mechanism, unit=unit, budget=opts.budget,
-                     new_ledger=opts.new_ledger, command="rewrite")
-    if note is not None:
-        print_warning(note)
 
 
 def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
