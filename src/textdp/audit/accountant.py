@@ -47,6 +47,7 @@ __all__ = [
     "cks20_delta",
     "cks20_rho",
     "cks20_sigma",
+    "exponential_per_token",
     "laplace_scale",
     "mvg_budget",
     "mvg_column_variances",
@@ -277,6 +278,21 @@ def laplace_scale(epsilon: float, m: int, shape: tuple[int, int], grid: float) -
     e = Fraction(_positive(epsilon, "epsilon"))
     l1 = rounded_l1(2.0 * int(m), grid, int(shape[0]) * int(shape[1]))
     return Fraction(math.ceil(l1 / e * 1024), 1024)
+
+
+# -- the exponential mechanism (AE-DP's step) -----------------------------------------------------------------
+def exponential_per_token(scale: float, width: float) -> float:
+    """The per-draw bound of an exponential mechanism with log-weights ``scale · u``, scores ``u`` in an interval of ``width``.
+
+    ``P(w | x) = e^{scale u(x, w)} / Σ_v e^{scale u(x, v)}``: between two inputs the numerator moves
+    by at most ``e^{scale · width}`` and the normaliser by at most the same factor, so the log ratio is
+    at most ``2 · scale · width`` (McSherry & Talwar 2007, Theorem 6). AE-DP's step has weights
+    ``e^{ε p/2}`` on probabilities ``p ∈ [0, 1]``: ``exponential_per_token(ε/2, 1) = ε``.
+
+    >>> exponential_per_token(2.5, 1.0), exponential_per_token(0.25, 4.0)
+    (5.0, 2.0)
+    """
+    return 2.0 * _positive(scale, "scale") * _positive(width, "width")
 
 
 # -- ER-AE's two-set exponential mechanism -----------------------------------------------------------------------
