@@ -22,18 +22,20 @@ from textdp.audit.word_level import (
     mechanism_case,
 )
 from textdp.errors import ParameterError
-from textdp.mechanisms import MECHANISM_NAMES, get, noisy_vectors
+from textdp.mechanisms import MECHANISM_NAMES, entry, get, noisy_vectors
 
 SAMPLES = 10_000
+#: obfuscate's names whose registry line names an audit case (a line saying None is NOT AUDITED, listed by --all)
+AUDITED = tuple(n for n in MECHANISM_NAMES if entry(n).audit is not None)
 
 
 def test_every_registered_mechanism_has_an_audit_case():
-    # a mechanism added to the registry without an audit case fails here
-    missing = sorted(set(MECHANISM_NAMES) - set(audit_case_names()))
-    assert not missing, f"register an audit case (textdp.audit.register_audit_case) for: {missing}"
+    # a mechanism whose registry line claims an audit case without one fails here
+    missing = sorted(set(AUDITED) - set(audit_case_names()))
+    assert not missing, f"declare its claim (docs/new-mechanism.md §audit) or write None in its line: {missing}"
 
 
-@pytest.mark.parametrize("name", MECHANISM_NAMES)
+@pytest.mark.parametrize("name", AUDITED)
 def test_each_correct_mechanism_passes(name):
     r = audit(name, samples=SAMPLES, seed=11)
     assert r.passed, (name, r)

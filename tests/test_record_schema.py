@@ -200,7 +200,8 @@ def test_every_registry_audit_case_exists():
     cases = set(audit_case_names())
     missing = {e.name: e.audit for e in REGISTRY.values() if e.audit is not None and e.audit not in cases}
     assert not missing, missing
-    assert all(entry(n).audit == n for n in MECHANISM_NAMES)  # obfuscate's names are audited under their own name
+    # obfuscate's names are audited under their own name, or NOT AUDITED yet (line says None; --all lists them)
+    assert all(entry(n).audit in (n, None) for n in MECHANISM_NAMES)
 
 
 def test_partitioned_runs_follow_the_empty_policy(tmp_path: Path, glove):
