@@ -55,7 +55,8 @@ from ..topics.models import TopicMatrix, TopicModel, UserCorpus, extract_topic_m
 from ..topics.names import NEIGHBOURS
 from ..topics.sensitivity import SampledSensitivity, draw_neighbours
 
-__all__ = ["ReplayReport", "declared_bound", "release_unit", "replay_sensitivity"]
+__all__ = ["THEMES", "ReplayReport", "declared_bound", "release_unit", "replay_audit", "replay_sensitivity",
+           "synthetic_corpus"]
 
 #: How the released unit is built from a fit: the model's top ``n`` keywords, or whole rows over a public vocabulary.
 COLUMNS = ("model", "public")
@@ -297,3 +298,93 @@ def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsM
     return ReplayReport(mechanism=mechanism.name, shape=shape, norm=norm, declared=declared, bound=bound, gamma=gamma,
                         distances=tuple(distances), exceedances=over, p_value=p_value, claim_p_value=claim,
                         shift_p_value=shift, consistent=bool(consistent), alpha=level, passed=bool(passed))
+
+
+#: The public word lists of :func:`synthetic_corpus`: four themes of eight words (no corpus text).
+THEMES: tuple[tuple[str, ...], ...] = (
+    ("gas", "power", "price", "market", "energy", "deal", "trade", "contract"),
+    ("game", "team", "coach", "season", "player", "score", "win", "league"),
+    ("music", "band", "concert", "guitar", "song", "album", "stage", "tour"),
+    ("farm", "apple", "pear", "river", "harvest", "field", "crop", "barn"))
+
+
+def synthetic_corpus(users: int = 20, docs: int = 3, words: int = 12, seed: int = 11) -> UserCorpus:
+    """A public synthetic corpus of ``users`` users (``docs`` documents of ``words`` words each), bundled nowhere.
+
+    Each user favours two of :data:`THEMES`; each document is drawn from the first with probability
+    0.7, else the second, and its words uniformly from the theme. Generated from ``seed`` by
+    :func:`textdp._rng.make_rng`: public data, so a replay on it may be printed.
+
+    >>> c = synthetic_corpus(users=4, docs=2)
+    >>> c.n_users, len(c.vocabulary) <= 32
+    (4, True)
+    """
+    rng = make_rng(seed)
+    texts, owners = [], []
+    for u in range(check_positive_int(users, "users", 2)):
+        fav = rng.choice(len(THEMES), size=2, replace=False)
+        for _ in range(check_positive_int(docs, "docs")):
+            texts.append(" ".join(THEMES[fav[0] if rng.random() < 0.7 else fav[1]][rng.integers(8)]
+                                  for _ in range(check_positive_int(words, "words"))))
+            owners.append(f"u{u}")
+    return UserCorpus.from_texts(texts, owners, min_df=1, max_df=1.0)
+
+
+def replay_audit(name: str, *, epsilon: float | None = None, delta: float | None = None, gamma: float = 0.3,
+                 pairs: int = 24, m: int = 2, n: int = 4, topics: int = 3, alpha: float = 0.05,
+                 seed: int | np.random.SeedSequence | np.random.Generator | None = None,
+                 ) -> tuple[ReplayReport, dict[str, object]]:
+    """``textdp audit NAME --replay``: the real sampler and the real release on :func:`synthetic_corpus`.
+
+    A real scikit-learn LDA (``topics`` topics, 3 iterations, seed 0: deterministic, as the sampler
+    needs) on the public synthetic corpus; for a mechanism that takes an L2 sensitivity, the sensitivity
+    of the ``m x n`` release is sampled by the real :class:`~textdp.topics.sensitivity.SensitivitySampler`
+    at ``gamma`` (Rubinstein & Aldà 2017), the registered mechanism is built with it, and
+    :func:`replay_sensitivity` replays ``pairs`` fresh neighbouring pairs through its ``privatize_batch``
+    with the noise frozen. The Laplace baseline (a global L1 bound, ``2m``) is replayed against it.
+    The sampler's and the replay's streams are independent children of ``seed``.
+
+    Returns
+    -------
+    (ReplayReport, dict)
+        The report and the public settings (corpus, model, shape, γ, seed). The corpus is synthetic and
+        public, so both may be printed (on a private corpus they would describe it).
+    """
+    from ..topics import SensitivitySampler, SklearnLDA
+    from ..topics.family import needs_sensitivity, topics_mechanism
+
+    check_choice(name, "mechanism", tuple(_topic_names()))
+    k = check_positive_int(pairs, "pairs")
+    if k > 1000:
+        raise ParameterError(f"pairs must be at most 1000 (two LDA fits each), got {k}")
+    g = check_probability(gamma, "gamma")
+    from .cases import TOPIC_DEFAULT_DELTA, TOPIC_DEFAULT_EPSILON
+
+    eps = TOPIC_DEFAULT_EPSILON if epsilon is None else float(epsilon)
+    corpus = synthetic_corpus()
+    model = SklearnLDA(n_topics=check_positive_int(topics, "topics"), max_iter=3, seed=0)
+    sampler_gen, replay_gen = spawn(make_rng(seed), 2)
+    settings: dict[str, object] = {
+        "corpus": (f"synthetic (textdp.audit.replay.synthetic_corpus: {corpus.n_users} users x 3 documents of 12 "
+                   f"words over {len(THEMES)} public themes; bundled nowhere)"),
+        "model": f"scikit-learn LDA, {topics} topics, 3 iterations, seed 0", "shape": [m, n],
+        "epsilon": eps, "seeded": seed is not None}
+    if needs_sensitivity(name):
+        sens = SensitivitySampler(corpus=corpus, model=model, sizes=[(m, n)]).sample(g, seed=sampler_gen)[(m, n)]
+        dlt = TOPIC_DEFAULT_DELTA if delta is None else float(delta)
+        mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=sens)
+        settings.update(delta=dlt, gamma=g, sensitivity=(f"sampled: the {sens.order_statistic}-th smallest of "
+                                                         f"{sens.n_samples} neighbouring-pair distances"))
+    else:
+        if delta is not None:
+            raise ParameterError(f"{name} is pure epsilon-DP (a global L1 bound): drop --delta")
+        mech = topics_mechanism(name, epsilon=eps)
+        settings["sensitivity"] = "the global L1 bound 2m (each released row is a sub-probability vector)"
+    report = replay_sensitivity(corpus, model, mech, m=m, n=n, pairs=k, alpha=alpha, seed=replay_gen)
+    return report, settings
+
+
+def _topic_names() -> tuple[str, ...]:
+    from ..mechanisms import names
+
+    return tuple(names("topics"))
