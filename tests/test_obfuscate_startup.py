@@ -1,4 +1,5 @@
-"""``textdp obfuscate -h`` and its errors for bad option values import no numpy (issue 27: a fast first contact).
+"""``textdp obfuscate -h`` and its errors for bad option values import no numpy (issues 27 and 31: a fast first
+contact; ``--param`` and a missing ``--epsilon`` are checked against the generated registry index).
 
 The option lists it needs at parse time live in the leaf :mod:`textdp._options`; the embeddings, the mechanisms
 and the pipeline are imported only after the options are validated. Each case runs the command in a fresh
@@ -35,6 +36,13 @@ print("EXIT", code, "HEAVY", ",".join(heavy) or "-", file=sys.stderr)
     (["obfuscate", "x", "-e", "1", "--mechanism", "cmp", "-n", "5"], 2, "--size applies to bag mechanisms"),
     (["obfuscate", "x", "-e", "1", "-n", "5", "--budget", "3"], 2, "--budget needs --ledger"),
     (["obfuscate", "missing.txt", "-e", "1", "-n", "5"], 2, "missing.txt: no such file"),
+    # --param and a missing --epsilon are checked against the index's record of the class (issue 31)
+    (["obfuscate", "x", "-e", "1", "-n", "5", "--param", "bogus=1"], 2, "the keys --param takes for earth-movers"),
+    (["obfuscate", "x", "-e", "1", "--mechanism", "vickrey", "--param", "lambd=abc"], 2, "lambd takes a number"),
+    (["obfuscate", "x", "-e", "1", "--mechanism", "cmp", "--param", "seed=3"], 2, "its own option --seed"),
+    (["obfuscate", "x", "-n", "5"], 2, "--epsilon is required for earth-movers"),
+    (["obfuscate", "x", "--mechanism", "random", "--param", "rate=0.3", "--param", "t=1"], 2,
+     "the keys --param takes for random: rate"),
 ])
 def test_obfuscate_help_and_bad_options_import_no_numpy(args, status, says, tmp_path):
     (tmp_path / "x").write_text("The harbour was quiet at dawn.")  # an input file "x"

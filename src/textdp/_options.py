@@ -16,17 +16,25 @@ modules import them from here, so each list is written once:
 ``OUTPUT_FORMATS``
     what a release file holds (:func:`textdp.pipeline.write_records`).
 
+and the one parser of ``--param KEY=VALUE`` (:func:`parse_params`), whose keys the commands check against
+each class's parameters as the generated registry index records them (:func:`param_annotations`), so a bad
+``--param`` is refused before the mechanism's class (and numpy) is imported.
+
 >>> "exact" in DECODERS and "truncate" in BAG_MODES
 True
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+
 from ._validation import check_positive_int
 from .errors import ParameterError
 
 __all__ = ["BAG_MODES", "DECODERS", "OUTPUT_FORMATS", "OUTPUT_VOCABULARIES", "POSTPROCESSORS",
-           "SIZE_FROM_DATA_WARNING", "check_size_options"]
+           "SIZE_FROM_DATA_WARNING", "check_size_options", "param_annotations", "parse_params"]
 
 DECODERS = ("exact", "faiss-exact", "torch", "approximate", "hnsw", "ivf")
 
@@ -71,3 +79,47 @@ def check_size_options(mechanism: str, releases: str, size: int | None, size_fro
         raise ParameterError("--size and --size-from-data exclude each other; give one")
     if size is not None:
         check_positive_int(size, "size")
+
+
+def parse_params(items: Sequence[str] | Mapping[str, object] | None) -> dict[str, object]:
+    """Mechanism parameters from ``KEY=VALUE`` strings (CLI ``--param``): JSON values, else strings.
+
+    >>> parse_params(["t=0.75", "top_k=20", "lambd=null", "p=0.3"])
+    {'t': 0.75, 'top_k': 20, 'lambd': None, 'p': 0.3}
+    >>> parse_params(["t"])
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --param t: write KEY=VALUE (e.g. --param t=0.75)
+    """
+    if items is None:
+        return {}
+    if isinstance(items, Mapping):
+        return dict(items)
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, raw = str(item).partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ParameterError(f"--param {item}: write KEY=VALUE (e.g. --param t=0.75)")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def param_annotations(cls: type) -> tuple[tuple[str, str], ...]:
+    """A mechanism class's parameters (its dataclass fields, in order) with their annotations as text.
+
+    What ``python -m textdp.mechanisms.registry --write-index`` records in the index (``PARAMS``), so that
+    ``--param`` is checked without importing the class.
+
+    >>> @dataclasses.dataclass
+    ... class Toy:
+    ...     epsilon: float
+    ...     k: int = 5
+    >>> param_annotations(Toy)
+    (('epsilon', 'float'), ('k', 'int'))
+    """
+    return tuple((f.name, f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type)))
+                 for f in dataclasses.fields(cls))

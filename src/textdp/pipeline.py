@@ -45,7 +45,7 @@ from typing import IO, Any, TypedDict, Unpack
 
 import numpy as np
 
-from ._options import OUTPUT_FORMATS
+from ._options import OUTPUT_FORMATS, parse_params
 from ._options import check_size_options as _check_size_options
 from .accounting.diagnostics import report_fields
 from .embeddings import Embeddings
@@ -85,33 +85,6 @@ def check_size_options(mechanism: str, size: int | None, size_from_data: bool) -
     textdp.errors.ParameterError: --size applies to bag mechanisms (earth-movers, syntf); cmp releases text (one word per protected input word): drop --size
     """
     _check_size_options(mechanism, entry(mechanism).releases, size, size_from_data)
-
-
-def parse_params(items: Sequence[str] | Mapping[str, object] | None) -> dict[str, object]:
-    """Mechanism parameters from ``KEY=VALUE`` strings (CLI ``--param``): JSON values, else strings.
-
-    >>> parse_params(["t=0.75", "top_k=20", "lambd=null", "p=0.3"])
-    {'t': 0.75, 'top_k': 20, 'lambd': None, 'p': 0.3}
-    >>> parse_params(["t"])
-    Traceback (most recent call last):
-    ...
-    textdp.errors.ParameterError: --param t: write KEY=VALUE (e.g. --param t=0.75)
-    """
-    if items is None:
-        return {}
-    if isinstance(items, Mapping):
-        return dict(items)
-    out: dict[str, object] = {}
-    for item in items:
-        key, sep, raw = str(item).partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise ParameterError(f"--param {item}: write KEY=VALUE (e.g. --param t=0.75)")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
 
 
 def build_mechanism(

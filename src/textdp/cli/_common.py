@@ -14,9 +14,9 @@ import signal
 import sys
 import time
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -106,13 +106,16 @@ OPTION_PARAMS = {"epsilon": "--epsilon", "embeddings": "--embeddings", "vocab_si
                  "postprocess": "--postprocess"}
 
 
-def parse_param_options(mechanism: str, items: Sequence[str] | None, *, refuse_options: bool = True) -> dict[str, object]:
+def parse_param_options(mechanism: str, items: Sequence[str] | None, *, refuse_options: bool = True,
+                        options: Mapping[str, str] = OPTION_PARAMS) -> dict[str, object]:
     """``--param KEY=VALUE`` for ``mechanism``: its own parameters only, and a number where it takes one.
 
-    An unknown key lists the keys ``--param`` takes (not those with their own option,
-    such as ``--epsilon`` and ``--seed``); a number parameter given a word shows that word.
-    ``refuse_options=False`` passes those keys through (for a command that says itself why
-    it refuses them).
+    An unknown key lists the keys ``--param`` takes (not those with their own option, ``options``:
+    parameter -> the command's option, such as ``--epsilon`` and ``--seed``); a number parameter given a
+    word shows that word. ``refuse_options=False`` passes those keys through (for a command that says
+    itself why it refuses them). The parameters come from the generated registry index
+    (:data:`textdp.mechanisms._index.PARAMS`), so nothing is imported to check them: a bad ``--param`` is
+    a fast one-line error.
 
     >>> parse_param_options("vickrey", ["t=0.75", "lambd=0.2"])
     {'t': 0.75, 'lambd': 0.2}
@@ -125,21 +128,20 @@ def parse_param_options(mechanism: str, items: Sequence[str] | None, *, refuse_o
     ...
     textdp.errors.ParameterError: mechanism 'vickrey' has no parameter 'bogus'; the keys --param takes for vickrey: t, lambd
     """
-    if not items:  # nothing to check: the mechanism's class (and numpy) is not loaded
+    if not items:
         return {}
-    import dataclasses
-
-    from ..mechanisms.registry import mechanism_class
-    from ..pipeline import parse_params
+    from .._options import parse_params
+    from ..mechanisms._index import PARAMS
+    from ..mechanisms.registry import entry
 
     params = parse_params(items)
-    types = {f.name: str(f.type) for f in dataclasses.fields(cast(Any, mechanism_class(mechanism)))}
-    keys = [k for k in types if k not in OPTION_PARAMS]
+    types = dict(PARAMS[entry(mechanism).name])
+    keys = [k for k in types if k not in options]
     for key, value in params.items():
-        if key in OPTION_PARAMS:
+        if key in options:
             if not refuse_options:
                 continue
-            raise ParameterError(f"--param {key}: give it with its own option {OPTION_PARAMS[key]}, not as a "
+            raise ParameterError(f"--param {key}: give it with its own option {options[key]}, not as a "
                                  "mechanism parameter")
         if key not in types:
             raise ParameterError(f"mechanism {mechanism!r} has no parameter {key!r}; the keys --param takes for "

@@ -123,13 +123,17 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
 
 
 def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
-    """``--epsilon`` is required unless the mechanism derives it from its own parameter (random: ``rate``)."""
-    from ..mechanisms.registry import mechanism_class
+    """``--epsilon`` is required unless the mechanism derives it from its own parameter (random: ``rate``).
+
+    The class's ``epsilon_from`` is read from the generated registry index: nothing is imported to say so.
+    """
+    from ..mechanisms._index import EPSILON_FROM
+    from ..mechanisms.registry import entry
 
     if epsilon is not None:
         check_epsilon(epsilon)
         return
-    if mechanism_class(mechanism).epsilon_from is None:  # declared by the class (random: "rate")
+    if EPSILON_FROM[entry(mechanism).name] is None:  # declared by the class (random: "rate")
         raise ParameterError(f"--epsilon is required for {mechanism} (e.g. -e 10; see textdp obfuscate --help)")
 
 
@@ -376,8 +380,8 @@ def obfuscate(
 def _check_options(o: _Options) -> tuple[str | None, bool]:
     """Validate the options before any work; return the stop-word list and whether the run is partitioned.
 
-    The checks that need no mechanism class come first (they import no numpy: fast errors); ``--param`` and a
-    missing ``--epsilon`` need the mechanism's declared parameters, so they come last.
+    No check imports the mechanism's class or numpy (fast errors): ``--param`` and a missing ``--epsilon`` are
+    checked against the parameters the generated registry index records for the class.
     """
     from ..mechanisms.registry import entry
 
