@@ -158,10 +158,10 @@ def test_argument_errors_are_one_error_line_and_exit_2(letter, args, needle):
 def test_an_unwritable_output_folder_names_the_output_not_a_temp_file(letter, monkeypatch):
     import textdp.io as tio
 
-    def refuse(*args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(Path(kwargs["dir"]) / ".out.jsonl.abc123.tmp"))
+    def refuse(name):
+        raise PermissionError(13, "Permission denied", name)
 
-    monkeypatch.setattr(tio.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(tio, "_create_temporary", refuse)
     res = runner.invoke(app, ["obfuscate", "letter.txt", "-e", "10", "-n", "3", *K, "-o", "out.jsonl"])
     _one_error(res, "out.jsonl", "Permission denied")
     assert ".tmp" not in res.output

@@ -26,7 +26,6 @@ import gzip
 import hashlib
 import json
 import os
-import signal
 import stat
 import sys
 import tempfile
@@ -365,16 +364,19 @@ def atomic_writer(
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file where a folder of the path should be
         raise ParameterError(_not_a_folder(target, "the output")) from None
-    # SIGINT/SIGTERM are held from creating the temporary file until the cleanup below is in force: a signal
-    # between ``mkstemp`` and ``try`` would otherwise leave the hidden file behind (seen under load).
-    held = _hold_signals()
+    # The hidden file's name is chosen before the ``try`` and the file is created inside it, so an interrupt that
+    # lands at any point after the file exists is inside the cleanup's reach. Holding SIGINT/SIGTERM with a thread's
+    # signal mask is not enough: a process-directed signal then goes to another thread that does not hold it, and
+    # Python raises it in the main thread at its next check (failed in CI, tests/test_atomic_signals.py).
+    tmp = _temporary_name(target)
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:  # name the output, not the hidden temporary file beside it
-        _release_signals(held)
-        raise type(exc)(exc.errno, f"cannot write here ({exc.strerror})", str(target)) from None
-    try:
-        _release_signals(held)  # a held signal is raised here, inside the cleanup's reach
+        try:
+            fd = _create_temporary(tmp)
+        except FileExistsError:  # another writer's name (chance 2**-64): never ours to remove
+            tmp = ""
+            raise
+        except OSError as exc:  # name the output, not the hidden temporary file beside it
+            raise type(exc)(exc.errno, f"cannot write here ({exc.strerror})", str(target)) from None
         if "b" in mode:
             fh = os.fdopen(fd, mode)
         else:
@@ -394,25 +396,21 @@ def atomic_writer(
         except OSError as exc:
             raise type(exc)(exc.errno, f"cannot write here ({exc.strerror})", str(target)) from None
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if tmp:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
 
 
-_HELD = frozenset({signal.SIGINT, signal.SIGTERM})
+def _temporary_name(target: Path) -> str:
+    """A fresh hidden name beside ``target``: ``.NAME.<16 random hex digits>.tmp`` (OS entropy, never a seed)."""
+    return str(target.parent / f".{target.name}.{os.urandom(8).hex()}.tmp")
 
 
-def _hold_signals() -> set[int | signal.Signals] | None:
-    """Hold SIGINT and SIGTERM for this thread (POSIX); the previous mask, or ``None`` where signals cannot be held."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-
-
-def _release_signals(previous: set[int | signal.Signals] | None) -> None:
-    """Restore the mask :func:`_hold_signals` saved; a signal that arrived meanwhile is delivered now."""
-    if previous is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+def _create_temporary(name: str) -> int:
+    """Create ``name`` exclusively (mode 0600, never through a symbolic link) and return its descriptor."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.open(name, flags | getattr(os, "O_BINARY", 0), 0o600)
 
 
 def _move_no_replace(tmp: str, target: Path) -> None:
