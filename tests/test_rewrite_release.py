@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 from helpers import tiny_model
+from typer.testing import CliRunner
 
 pytest.importorskip("torch", reason="sentence rewriting needs the [generation] extra")
 
 from textdp.accounting.ledger import PrivacyLedger
+from textdp.cli import app
 from textdp.engines.workdir import list_runs
 from textdp.errors import ParameterError
 from textdp.mechanisms import get
@@ -156,3 +158,28 @@ def test_the_driver_on_dask_equals_local(tmp_path, model, inp):
                        partition_size=2)
     assert (local.settings["engine"], dask.settings["engine"]) == ("local", "dask")
     assert (tmp_path / "local.jsonl").read_text() == (tmp_path / "dask.jsonl").read_text()
+
+
+def test_rewrite_param_sets_a_mechanism_parameter_without_an_option(tmp_path, model, inp):
+    """``--param KEY=VALUE`` (obfuscate's parser) reaches the class's own fields: er-ae's k has no option."""
+    runner = CliRunner()
+    out = tmp_path / "k2.jsonl"
+    res = runner.invoke(app, ["rewrite", str(model), str(inp), "-e", "3", "-o", str(out), "--seed", "1",
+                              "--param", "k=2", "--work-dir", str(tmp_path / "work"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert not (tmp_path / "work").exists()  # the run's private state, deleted once complete
+    settings = json.loads((tmp_path / "k2.jsonl.settings.json").read_text())
+    assert settings["settings"]["k"] == 2 and "k=2" in settings["guarantee"]["statement"]
+    for args, says in (
+        (["--param", "bogus=1"], "mechanism 'er-ae' has no parameter 'bogus'; the keys --param takes for er-ae: k"),
+        (["--param", "k=abc"], "--param k=abc: k takes a number"),
+        (["--param", "seed=3"], "--param seed: give it with its own option --seed"),
+        (["--param", "word_fraction=0.5"], "its own option --word-fraction"),
+        (["--param", "k"], "--param k: write KEY=VALUE"),
+        (["--mechanism", "syntf-sentence", "--param", "k=2"], "none (it has no parameters of its own)"),
+        (["--param", "k=0"], "k must be"),
+    ):
+        bad = tmp_path / "bad.jsonl"
+        res = runner.invoke(app, ["rewrite", str(model), str(inp), "-e", "3", "-o", str(bad), *args])
+        assert res.exit_code == 2 and says in res.output, (args, res.output)
+        assert len(res.output.strip().splitlines()) == 1 and not bad.exists()

@@ -31,6 +31,7 @@ from ._common import (
     WorkersOption,
     bar_stages,
     cli_errors,
+    parse_param_options,
     print_info,
     progress_bar,
 )
@@ -80,6 +81,25 @@ PartitionSizeOption = Annotated[int, typer.Option(
     rich_help_panel=ENGINE_PANEL, help="Documents per partition (part of the run's identity: the same seed and "
     "partition size give the same output).")]
 BatchSizeOption = Annotated[int, typer.Option(help="Sentences generated together.")]
+WorkDirOption = Annotated[Path | None, typer.Option(
+    rich_help_panel=ENGINE_PANEL,
+    help="Private work directory of the run (its signed state and finished partitions, so that the same command "
+    "started again after a kill resumes, not charged again). Default: under the textdp cache, found again by the "
+    "same command; deleted when the run completes.")]
+
+ParamOption = Annotated[list[str] | None, typer.Option(
+    metavar="KEY=VALUE", help="A parameter of the mechanism that has no option here, repeatable (e.g. k=3 for "
+    "er-ae: the lexical set's size); checked against the mechanism's own parameters.")]
+
+#: The mechanisms' parameters that ``textdp rewrite`` sets with its own options (never with ``--param``).
+REWRITE_OPTIONS = {"epsilon": "--epsilon", "model": "MODEL_DIR (the argument)", "model_data": "--model-data",
+                   "seed": "--seed", "variant": "--variant", "word_fraction": "--word-fraction",
+                   "batch_size": "--batch-size", "clip": "--clip or --clip-public", "delta": "--delta",
+                   "max_new_tokens": "--max-new-tokens", "max_tokens": "--max-tokens",
+                   "max_input_tokens": "--max-input-tokens", "copy_stopwords": "--copy-stopwords",
+                   "top_k": "--top-k", "top_p": "--top-p", "prompt": "--prompt or --prompt-file",
+                   "prompt_format": "--prompt-format", "prior": "--prior", "public_top_k": "--public-top-k",
+                   "batch_tokens": "--batch-tokens"}
 
 
 @dataclass(frozen=True)
@@ -101,6 +121,7 @@ class _Run:
     force: bool
     quiet: bool
     opts: LMOptions
+    params: dict[str, Any]
 
 
 def rewrite_command(
@@ -119,6 +140,7 @@ def rewrite_command(
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
     partition_size: PartitionSizeOption = 256,
+    work_dir: WorkDirOption = None,
     batch_size: BatchSizeOption = 256,
     threads: ThreadsOption = None,
     text_field: TextFieldOption = "text",
@@ -146,6 +168,7 @@ def rewrite_command(
     prior: Annotated[bool, LM_HELP["prior"]] = False,
     public_top_k: Annotated[int | None, LM_HELP["public_top_k"]] = None,
     batch_tokens: Annotated[int, LM_HELP["batch_tokens"]] = 16384,
+    param: ParamOption = None,
 ) -> None:
     """Rewrite sentences with a differential-privacy guarantee stated on every record.
 
@@ -156,21 +179,27 @@ def rewrite_command(
     settings file.
     """
     with cli_errors():
+        # the mechanism's own parameters without an option of this command (e.g. er-ae's k), checked against the
+        # class's fields as the registry index records them: a bad one is refused before anything is loaded
+        params = parse_param_options(mechanism, param, options=REWRITE_OPTIONS)
         lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, max_input_tokens, copy_stopwords, top_k,
                             top_p, ledger, budget, new_ledger, clip_quantiles=clip_quantiles, clip_rule=clip_rule,
                             prompt=prompt, prompt_file=prompt_file, prompt_format=prompt_format, prior=prior,
                             public_top_k=public_top_k, batch_tokens=batch_tokens)
         run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,
-                   batch_size, text_field, id_field, input_format, force, quiet, lm_opts)
+                   batch_size, text_field, id_field, input_format, force, quiet, lm_opts, params)
         from ..generation.lm_family import LMRewriter
         from ..mechanisms import mechanism_class
 
         if issubclass(mechanism_class(run.mechanism), LMRewriter):  # the language-model rewriters (cli/rewrite_lm.py)
+            if work_dir is not None:
+                raise ParameterError(f"--work-dir applies to the partitioned mechanisms; {mechanism} runs in this "
+                                     "process")
             _rewrite_lm(run, engine=engine, scheduler=scheduler, workers=workers, threads=threads)
         else:
             _rewrite_family(run, variant=variant, model_data=model_data, word_fraction=word_fraction,
                             engine=engine, scheduler=scheduler, workers=workers, partition_size=partition_size,
-                            threads=threads)
+                            threads=threads, work_dir=work_dir)
 
 
 def _set_threads(threads: int | None) -> None:
@@ -191,11 +220,12 @@ def _rewrite_lm(run: _Run, *, engine: str, scheduler: str | None, workers: int |
     run_lm_rewrite(run.model_dir, run.inputs, mechanism=run.mechanism, epsilon=run.epsilon, output=run.output,
                    unit=run.unit, seed=run.seed, private_report=run.private_report, batch_size=run.batch_size,
                    text_field=run.text_field, id_field=run.id_field, input_format=run.input_format,
-                   force=run.force, quiet=run.quiet, opts=run.opts)
+                   force=run.force, quiet=run.quiet, opts=run.opts, params=run.params)
 
 
 def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: float, engine: str,
-                    scheduler: str | None, workers: int | None, partition_size: int, threads: int | None) -> None:
+                    scheduler: str | None, workers: int | None, partition_size: int, threads: int | None,
+                    work_dir: Path | None = None) -> None:
     """The ER-AE family (er-ae, ae-dp, syntf-sentence, random-sentence): build the mechanism from the options,
     then :func:`textdp.release.release` on the engine (the one driver: read, charge the ledger once before
     anything is generated, rewrite the partitions, write records, settings and the private report; a killed
@@ -220,7 +250,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     options: dict[str, Any] = {"variant": variant, "word_fraction": word_fraction, "batch_size": run.batch_size}
     # the mechanism's own public parameters: what its workers rebuild it from (the model as its folder)
     mech = cls(epsilon=run.epsilon, model=where, model_data=model_data,
-               **{k: v for k, v in options.items() if k in cls.param_names()}).fit()
+               **{k: v for k, v in options.items() if k in cls.param_names()}, **run.params).fit()
     _check_objective(run.model_dir, mech.model_.card, cls.objective, run.mechanism)
 
     def sentences(rec: ReleaseRecord) -> list[ReleaseRecord]:
@@ -242,7 +272,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
                       "settings": {"mechanism": run.mechanism, **public, "model_data": model_data_case},
                       "record_unit": run.unit},
             records_of=sentences if run.unit == "sentence" else None, engine=engine,
-            backend=backend, partition_size=partition_size,
+            backend=backend, partition_size=partition_size, work_dir=work_dir,
             progress=lambda n, total: bar.update(task, completed=n, total=total))
     if done.ledger_note is not None:
         print_warning(done.ledger_note)

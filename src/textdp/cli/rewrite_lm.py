@@ -8,6 +8,7 @@ their settings and the private report atomically; this module prints.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,7 +149,8 @@ def _check_ledger(opts: LMOptions, output: Path, inputs: list[Path]) -> None:
 
 def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
                    unit: str, seed: int | None, private_report: Path | None, batch_size: int, text_field: str,
-                   id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions) -> None:
+                   id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions,
+                   params: Mapping[str, Any] | None = None) -> None:
     """The whole language-model rewrite: build and fit the rewriter, then :func:`textdp.release.release` (the one
     driver: read, charge the ledger before any token is drawn, rewrite, write records, settings and the private
     report); this function only prints."""
@@ -174,7 +176,8 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     where = str(check_model_folder(model_dir))  # links may not leave the folder
     cls = mechanism_class(mechanism)
     assert issubclass(cls, LMRewriter)
-    mech = cls(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts), **_own_params(cls, opts, batch_size))
+    mech = cls(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts), **_own_params(cls, opts, batch_size),
+               **(params or {}))  # ``params``: the class's own parameters given with --param
     mech.fit()
     per_sentence = unit == "sentence" and mech.privacy_unit == "sentence"
     with progress_bar(disable=quiet) as bar:
