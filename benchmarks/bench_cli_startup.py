@@ -22,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 CASES = {
     "textdp --version": ["--version"],
@@ -32,6 +33,11 @@ CASES = {
     "textdp obfuscate -h": ["obfuscate", "-h"],
     "textdp obfuscate x -e 1 -n 0 (bad N)": ["obfuscate", "x", "-e", "1", "-n", "0"],
     "textdp --help (every command)": ["--help"],
+    # issue 31: --param and a missing --epsilon are checked from the registry index ({input}: a real file)
+    "obfuscate IN -e 1 -n 5 --param bogus=1": ["obfuscate", "{input}", "-e", "1", "-n", "5", "--param", "bogus=1"],
+    "obfuscate IN -e 1 --param lambd=abc": ["obfuscate", "{input}", "-e", "1", "--mechanism", "vickrey",
+                                            "--param", "lambd=abc"],
+    "obfuscate IN -n 5 (no --epsilon)": ["obfuscate", "{input}", "-n", "5"],
 }
 
 EAGER = ("import importlib, textdp.mechanisms, textdp.embeddings, textdp.cli as c\n"
@@ -58,11 +64,16 @@ def main() -> None:
     ap.add_argument("--only", default=None, help="run only the cases whose label contains this")
     a = ap.parse_args()
     base = "old" if a.old_src else "eager"
+    folder = tempfile.mkdtemp(prefix="bench-cli-")
+    real_input = os.path.join(folder, "in.txt")
+    with open(real_input, "w", encoding="utf-8") as fh:
+        fh.write("The harbour was quiet at dawn.\n")
     print(f"load average at start: {os.getloadavg()[0]:.1f}; {a.repeats} runs each; baseline: {base}")
     print(f"{'case':34s} {base + ' CPU':>9s} {'lazy CPU':>9s} {'ratio':>6s} {base + ' wall':>10s} {'lazy wall':>10s}")
     for label, args in CASES.items():
         if a.only and a.only not in label:
             continue
+        args = [real_input if x == "{input}" else x for x in args]
         runs: dict[str, list[tuple[float, float]]] = {"base": [], "lazy": []}
         for _ in range(a.repeats):
             runs["base"].append(_run(_code(args, eager=not a.old_src, src=a.old_src)))
@@ -72,6 +83,8 @@ def main() -> None:
         print(f"{label:34s} {cpu['base']:8.2f}s {cpu['lazy']:8.2f}s {cpu['base'] / cpu['lazy']:5.1f}x "
               f"{wall['base']:9.2f}s {wall['lazy']:9.2f}s")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    os.remove(real_input)
+    os.rmdir(folder)
 
 
 if __name__ == "__main__":
