@@ -3,8 +3,9 @@
 Each case goes through ``textdp.mechanisms.get(name).fit()`` and ``privatize_batch``; the claim and the
 reference law come from public parameters and from the model run again by the audit (audit/lm_release.py).
 The real loops pass at fixed seeds; loops patched with a planted error (ε×3 inside the temperature, clipping
-removed, no noise) are flagged by the privacy tests (event or curve), and the
-conformance test rejects a wrong law (temperature ×2) on the real release.
+removed, no noise; DP-BART: σ/2, clipping removed) are flagged by the privacy tests (event or curve), and the
+conformance test rejects a wrong law (temperature ×2) on the real release. DP-BART runs on its probe model
+(audit/lm_release.py's GaussianProbe), whose greedy decode reads the noisy encoder rows in one direction only.
 """
 
 from __future__ import annotations
@@ -162,3 +163,69 @@ def test_the_tiny_models_are_deterministic_and_leave_torch_global_generator_alon
     lm_release._BUILT.pop(("causal", 5))
     _, m2 = tiny_model("causal", seed=5)
     assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values(), strict=True))
+
+
+def _sigma_times(factor):
+    def wrap(original):
+        def planted(hidden, bounds, sigma, rng):
+            return original(hidden, bounds, sigma * factor, rng)
+        return planted
+    return wrap
+
+
+def _noise_only(_original):
+    def planted(hidden, bounds, sigma, rng):  # DP-BART with the clipping removed
+        h = torch.as_tensor(hidden).to(torch.float64)
+        return h + float(sigma) * torch.from_numpy(rng.standard_normal(tuple(h.shape)))
+    return planted
+
+
+def test_dp_bart_is_audited_on_its_probe_model_against_the_exact_law(cases):
+    """The probe's decode reads the noisy rows through one direction only, so the released law is exact."""
+    from textdp.audit.lm_release import bart_probe, probe_model
+
+    case = cases["dp-bart"]
+    assert "probe BART model" in case.pair and case.conformance.kind == "table" and case.curve.loss is not None
+    pa, pb = case.conformance.table(case.input_a), case.conformance.table(case.input_b)
+    assert abs(pa.sum() - 1.0) < 1e-9 and abs(pb.sum() - 1.0) < 1e-9 and (pa > 1e-4).sum() >= 10
+    d = LM_RELEASE_DEFAULTS["dp-bart"]
+    probe = bart_probe(d.epsilon, d.delta, d.clip, "mean", (case.input_a, case.input_b))
+    _, model = probe_model(probe)
+    ref = ReferenceLM(d, model, epsilon=d.epsilon, clip=d.clip, length=d.max_new_tokens, max_tokens=8, delta=d.delta)
+    rng = make_rng(4)
+    u = probe.direction
+    states = rng.normal(0.0, ref.sigma, (64, 8, 16))
+    along = (states @ u)[..., None] * u / (u @ u)  # the read-out direction u in every row
+    orthogonal = rng.normal(0.0, ref.sigma, states.shape)
+    orthogonal -= (orthogonal @ u)[..., None] * u / (u @ u)
+    base = ref.greedy(states)
+    assert np.array_equal(ref.greedy(along + orthogonal), base)  # nothing orthogonal to u is read
+    assert len(set(base.tolist())) > 5 and not np.array_equal(ref.greedy(states + 3.0 * u / 8), base)
+
+
+def test_dp_bart_half_sigma_is_flagged_by_the_privacy_curve_and_the_conformance_test(cases, monkeypatch):
+    _patch_generation(monkeypatch, "clip_and_noise", _sigma_times(0.5))
+    r = run_audit(cases["dp-bart"], samples=SAMPLES, seed=29, conformance=True)
+    assert not r.privacy_passed and not r.curve.passed and not r.conformance.passed, r.to_dict()
+
+
+def test_dp_bart_without_clipping_is_flagged(cases, monkeypatch):
+    """The probe's encoder rows are +-5 against the clip +-1: unclipped, the sentences' difference is 5x."""
+    _patch_generation(monkeypatch, "clip_and_noise", _noise_only)
+    r = run_audit(cases["dp-bart"], samples=SAMPLES, seed=29)
+    assert not r.privacy_passed and r.lower_bound > r.claimed_epsilon, r.to_dict()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1010))
+def test_dp_bart_real_loop_passes_at_the_default_samples(seed):
+    r = run_audit(audit_case("dp-bart"), seed=seed, conformance=True)
+    assert r.passed, r.to_dict()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1008))
+def test_dp_bart_sigma_times_0_8_is_flagged_at_the_default_samples(seed, monkeypatch):
+    _patch_generation(monkeypatch, "clip_and_noise", _sigma_times(0.8))
+    r = run_audit(audit_case("dp-bart"), seed=seed)
+    assert not r.privacy_passed, r.to_dict()

@@ -13,8 +13,9 @@ calls, in every loaded ``textdp.generation`` module that binds it:
     ``epsilon_set`` and ``epsilon_word``) while the claim stays;
 ``noclip``
     LM token rewriters: ``clipped_log_weights`` without the clipping (temperature ``2Δ/ε`` on raw logits);
-``nonoise``, ``sigma/2``
-    DP-BART: ``clip_and_noise`` with σ = 0 or σ/2.
+    DP-BART: ``clip_and_noise`` without the clipping (the probe's encoder rows are ``±5``, the clip ``±1``);
+``nonoise``, ``sigma/2``, ``sigma*0.8``
+    DP-BART: ``clip_and_noise`` with σ = 0, σ/2 or 0.8 σ.
 
 Repetition ``r`` of every cell uses seed ``first_seed + r`` (fixed up front). One line per audit on stdout,
 then a markdown table (flagged / runs; the privacy tests alone; the conformance test alone; seconds per
@@ -22,6 +23,8 @@ audit)::
 
     nice -n 10 python tools/audit_lm_power.py --cases er-ae --plants none,eps1.5,eps1.25 --reps 10
     nice -n 10 python tools/audit_lm_power.py --cases dp-prompt --plants none,eps3,eps1.5,noclip --reps 4
+    nice -n 10 python tools/audit_lm_power.py --cases dp-bart --plants none --reps 10
+    nice -n 10 python tools/audit_lm_power.py --cases dp-bart --plants sigma/2,sigma*0.8,noclip --reps 8
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PLANTS = ("none", "eps3", "eps1.5", "eps1.25", "noclip", "nonoise", "sigma/2")
+PLANTS = ("none", "eps3", "eps1.5", "eps1.25", "noclip", "nonoise", "sigma/2", "sigma*0.8")
+SIGMA = {"nonoise": 0.0, "sigma/2": 0.5, "sigma*0.8": 0.8}
 FACTORS = {"eps3": 3.0, "eps1.5": 1.5, "eps1.25": 1.25}
 
 
@@ -82,6 +86,13 @@ def plant(p: Planter, name: str, case: str) -> None:
         else:
             p.set("exponential_step", lambda step: lambda scores, rng, *, epsilon, **kw: step(
                 scores, rng, epsilon=f * epsilon, **kw))
+    elif name == "noclip" and case == "dp-bart":
+        def noise_only(_original: Any) -> Any:
+            def planted(h: Any, bounds: Any, sigma: float, rng: Any) -> Any:
+                x = torch.as_tensor(h).to(torch.float64)
+                return x + float(sigma) * torch.from_numpy(rng.standard_normal(tuple(x.shape)))
+            return planted
+        p.set("clip_and_noise", noise_only)
     elif name == "noclip":
         def unclipped(_original: Any) -> Any:
             def planted(scores: Any, *, epsilon: float, bounds: Any, allowed: Any = None) -> Any:
@@ -91,8 +102,8 @@ def plant(p: Planter, name: str, case: str) -> None:
                 return lw - lw.max(dim=1, keepdim=True).values
             return planted
         p.set("clipped_log_weights", unclipped)
-    elif name in ("nonoise", "sigma/2"):
-        c = 0.0 if name == "nonoise" else 0.5
+    elif name in SIGMA:
+        c = SIGMA[name]
         p.set("clip_and_noise", lambda cn: lambda h, b, s, r: cn(h, b, c * s, r))
     else:
         raise SystemExit(f"unknown plant {name!r}; choose from {', '.join(PLANTS)}")

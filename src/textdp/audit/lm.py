@@ -1,21 +1,19 @@
 """The known-bad variants of the language-model rewriters' laws, and the registration of the LM cases.
 
 The four rewriters themselves (``dp-prompt``, ``dp-paraphrase``, ``dp-mlm``, ``dp-bart``) are audited on
-their own release path: :mod:`textdp.audit.lm_release` (``privatize_batch`` on a tiny random model, the
-reference law recomputed from the model). This module keeps the toy steps that show what the field's
-known-bad variants get wrong: :func:`token_case`, one clipped exponential-mechanism step on the pair of
-score vectors where the loss is largest, ``u(a) = (b, a, ..., a)`` against ``u(b) = (a, b, ..., b)`` over a
-toy vocabulary of ``V`` tokens (loss ``→ ε`` as ``V`` grows: decoding's docstring), and
-:func:`dp_bart_case`, DP-BART's clip-and-noise step on the farthest pair of encoder outputs (all
-``c_min`` against all ``c_max``), σ from the audit's own analytic-Gaussian calibration.
+their own release path: :mod:`textdp.audit.lm_release` (``privatize_batch`` on a tiny model, the
+reference law recomputed from the model). This module keeps :func:`token_case`, the toy step that shows
+what the token-level variants get wrong: one clipped exponential-mechanism step on the pair of score
+vectors where the loss is largest, ``u(a) = (b, a, ..., a)`` against ``u(b) = (a, b, ..., b)`` over a toy
+vocabulary of ``V`` tokens (loss ``→ ε`` as ``V`` grows: decoding's docstring).
 
-Known-bad variants (registered too; ``textdp audit NAME`` must flag them, exit status 1). The three
-token-level ones (:data:`RELEASE_LOOP_BAD`) are planted in DP-Prompt's **real release loop**
-(:func:`planted_release_case`: ``privatize_batch`` on the tiny model of :mod:`textdp.audit.lm_release`, the
-loop's ``clipped_log_weights`` or ``exponential_step`` replaced while the audit draws and put back after,
-the claim and reference law of the correct loop kept); the two DP-BART ones are still
-:func:`dp_bart_case`'s toy clip-and-noise step (DP-BART's real loop decodes greedily from the noisy
-encoder output, and a shared noise row or a 2/3 σ there has not been shown to be flagged):
+Known-bad variants (registered too; ``textdp audit NAME`` must flag them, exit status 1), each planted in a
+rewriter's **real release loop**: ``privatize_batch`` on the audit's own model, a function of the loop (or
+DP-BART's σ calibration) replaced while the audit draws and put back after, the claim and reference law of
+the correct loop kept. The three token-level ones (:data:`RELEASE_LOOP_BAD`) in DP-Prompt's loop
+(:func:`planted_release_case`: ``clipped_log_weights`` or ``exponential_step``), the two DP-BART ones
+(:data:`BART_LOOP_BAD`) in DP-BART's loop on its probe model (:func:`planted_bart_case`;
+:class:`~textdp.audit.lm_release.GaussianProbe`):
 
 ``lm-unclipped``
     temperature sampling ``T = 2Δ/ε`` without clipping (DP-Prompt's released scripts): a
@@ -26,9 +24,11 @@ encoder output, and a shared noise row or a 2/3 σ there has not been shown to b
 ``lm-factor-one``
     ``T = Δ/ε``, the factor 2 dropped (decoding's docstring: the loss tends to ``2ε``).
 ``dp-bart-shared-noise``
-    one noise vector added to every token row: row differences come out noise-free.
+    one noise vector added to every token row (``clip_and_noise`` replaced): row differences come out
+    noise-free, and the ``spread`` probe's read-out with them.
 ``dp-bart-range``
-    clipping to ``[-0.2, 0.1]`` but σ calibrated for a range of 0.2 (the true range is 0.3).
+    clipping to ``[-0.2, 0.1]`` but σ calibrated for a range of 0.2 (``DPBART.sigma`` replaced; the true
+    range is 0.3, so σ is 2/3 of the claim's).
 """
 
 from __future__ import annotations
@@ -43,16 +43,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import require
+from ..errors import ParameterError, require
 from .core import AuditCase
 from .registry import register_audit_case
 
-__all__ = ["KNOWN_BAD", "LM_DEFAULT_EPSILON", "RELEASE_LOOP_BAD", "dp_bart_case", "planted_release_case",
-           "register_lm_cases", "token_case"]
+__all__ = ["BART_LOOP_BAD", "KNOWN_BAD", "LM_DEFAULT_EPSILON", "RELEASE_LOOP_BAD", "planted_bart_case",
+           "planted_release_case", "register_lm_cases", "token_case"]
 
-#: Per-token ε of the default token-level audits, and ε of the DP-BART audits (δ below).
+#: Per-token ε of the default token-level audits.
 LM_DEFAULT_EPSILON = 2.0
-DP_BART_DEFAULT = (2.0, 1e-3)
 #: Toy vocabulary of the token-level cases, and the clipping bounds they use.
 TOY_VOCAB = 200
 TOY_BOUNDS = (-4.0, 4.0)
@@ -111,47 +110,6 @@ def token_case(name: str, epsilon: float | None = None, delta: float | None = No
                      claimed_epsilon=eps, claimed_delta=0.0, events="discrete", chunk=50_000)
 
 
-def dp_bart_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
-                 variant: str = "correct", tokens: int = 2, dim: int = 2) -> AuditCase:
-    """DP-BART's clip-and-noise on ``tokens × dim`` toy encoder outputs, all ``c_min`` vs all ``c_max``."""
-    require("torch", "generation")
-    from ..generation.decoding import ClipBounds
-    from ..generation.lm_decode import clip_and_noise
-    from .accountant import analytic_gaussian_sigma
-
-    eps = DP_BART_DEFAULT[0] if epsilon is None else float(epsilon)
-    dlt = DP_BART_DEFAULT[1] if delta is None else float(delta)
-    bounds = ClipBounds(-0.2, 0.1)
-    # σ from the audit's own analytic-Gaussian calibration at L2 sensitivity (c_max - c_min) sqrt(n d); the
-    # copied re-implementation (dp-bart-range) calibrates for a range of 0.2 while the true range is 0.3
-    width = 0.2 if variant == "dp-bart-range" else bounds.width
-    sigma = analytic_gaussian_sigma(eps, dlt, width * math.sqrt(tokens * dim))
-    h_a = np.full((tokens, dim), bounds.low)
-    h_b = np.full((tokens, dim), bounds.high)
-    if variant == "dp-bart-shared-noise":  # the rows differ from each other in b only
-        h_a = np.full((tokens, dim), bounds.low)
-        h_b = h_a.copy()
-        h_b[0] = bounds.high
-
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
-        row = np.asarray(which, dtype=np.float64).reshape(tokens, dim)
-        h = np.ascontiguousarray(np.broadcast_to(row, (n, tokens, dim)))
-        if variant == "dp-bart-shared-noise":  # one noise row, the same for every token
-            noisy = np.clip(h, bounds.low, bounds.high) + sigma * rng.standard_normal((n, 1, dim))
-            return np.asarray(noisy).reshape(n, -1)
-        return np.asarray(clip_and_noise(h, bounds, sigma, rng).numpy()).reshape(n, -1)
-
-    statistic = None
-    if variant == "dp-bart-shared-noise":
-        def statistic(x: np.ndarray) -> np.ndarray:  # row 0 minus row 1: exactly 0 from a
-            r = x.reshape(len(x), tokens, dim)
-            return np.asarray((r[:, 0] - r[:, 1]).sum(1))
-    return AuditCase(mechanism=name, pair=f"clipped encoder outputs of {tokens} tokens x {dim} coordinates, "
-                     f"[{bounds.low:g}, {bounds.high:g}]", input_a=h_a.ravel(), input_b=h_b.ravel(), sample=sample,
-                     claimed_epsilon=eps, claimed_delta=dlt, events="histogram", statistic=statistic,
-                     chunk=100_000)
-
-
 #: The known-bad token-level variants planted in DP-Prompt's real release loop (audit/lm_release.py's case):
 #: the loop's function replaced while the audit draws, the claim and reference law kept.
 RELEASE_LOOP_BAD = ("lm-unclipped", "lm-topk-clipped", "lm-factor-one")
@@ -160,11 +118,11 @@ RELEASE_LOOP_BAD = ("lm-unclipped", "lm-topk-clipped", "lm-factor-one")
 @contextlib.contextmanager
 def _planted(attr: str, make: Callable[[Any], Any]) -> Iterator[None]:
     """Replace ``attr`` in every loaded ``textdp.generation`` module that binds it, for the block only."""
-    from ..generation import decoding, lm_decode  # noqa: F401  (loaded, so every module binding it is found)
+    from ..generation import decoding, lm_decode  # (loaded, so every module binding it is found)
 
     mods = [m for m in list(sys.modules.values())
             if getattr(m, "__name__", "").startswith("textdp.generation") and hasattr(m, attr)]
-    original = getattr(decoding, attr)
+    original = getattr(decoding, attr) if hasattr(decoding, attr) else getattr(lm_decode, attr)
     bound = [m for m in mods if getattr(m, attr) is original]
     planted = make(original)
     for m in bound:
@@ -225,6 +183,83 @@ def planted_release_case(name: str, epsilon: float | None = None, delta: float |
                                pair=f"{case.pair}; KNOWN-BAD: {variant or name} planted in the loop")
 
 
+#: The DP-BART known-bad variants, planted in DP-BART's real release loop on its probe model
+#: (:class:`~textdp.audit.lm_release.GaussianProbe`).
+BART_LOOP_BAD = ("dp-bart-shared-noise", "dp-bart-range")
+#: ``dp-bart-range``: the clipping bounds, and the range its σ is calibrated for (the true range is 0.3).
+BART_RANGE_CLIP = (-0.2, 0.1)
+BART_RANGE_CALIBRATED = 0.2
+
+
+@contextlib.contextmanager
+def _range_calibration(width: float) -> Iterator[None]:
+    """DP-BART's σ calibrated for a clipping range of ``width`` instead of its own (``dp-bart-range``), for the
+    block only: the sensitivity ``width sqrt(d n)`` goes to the library's own analytic-Gaussian calibration."""
+    from ..generation import lm_family
+
+    original = lm_family.DPBART.sigma
+
+    def sigma(self: Any, hidden_size: int | None) -> tuple[float, float]:
+        original(self, hidden_size)  # the real method's checks
+        sens = width * math.sqrt(int(hidden_size or 0) * self.max_tokens)
+        return sens, lm_family.analytic_gaussian_sigma(float(self.epsilon), self.delta_value(), sens)
+
+    lm_family.DPBART.sigma = sigma  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        lm_family.DPBART.sigma = original  # type: ignore[method-assign]
+
+
+def _shared_noise(clip_and_noise: Any) -> Any:
+    """``clip_and_noise`` with one noise row per sentence added to every token row (``dp-bart-shared-noise``)."""
+    torch = require("torch", "generation")
+
+    def planted(hidden: Any, bounds: Any, sigma: float, rng: np.random.Generator) -> Any:
+        clipped = clip_and_noise(hidden, bounds, 0.0, rng)
+        row = torch.from_numpy(rng.standard_normal((clipped.shape[0], 1, clipped.shape[2])))
+        return clipped + float(sigma) * row
+
+    return planted
+
+
+def planted_bart_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
+                      variant: str | None = None) -> AuditCase:
+    """A DP-BART known-bad variant planted in DP-BART's real release loop (:data:`BART_LOOP_BAD`).
+
+    The case is :func:`~textdp.audit.lm_release.lm_release_case` of ``dp-bart`` (claim and reference law of the
+    correct loop), sampled with the fault planted while it draws: ``dp-bart-shared-noise`` replaces
+    ``clip_and_noise`` (one noise row shared by every token row) and is audited on the ``spread`` probe, whose
+    read-out is exactly 0 for equal rows once a shared row cancels; ``dp-bart-range`` clips to
+    :data:`BART_RANGE_CLIP` with σ calibrated for a range of :data:`BART_RANGE_CALIBRATED` (σ×2/3), audited on
+    the ``mean`` probe.
+    """
+    from .lm_release import lm_release_case
+
+    v = variant or name
+    if v not in BART_LOOP_BAD:
+        raise ParameterError(f"unknown DP-BART known-bad variant {v!r}; choose one of {', '.join(BART_LOOP_BAD)}")
+    if v == "dp-bart-shared-noise":
+        case = lm_release_case("dp-bart", epsilon, delta, design="spread")
+
+        def fault() -> contextlib.AbstractContextManager[None]:
+            return _planted("clip_and_noise", _shared_noise)
+    else:
+        case = lm_release_case("dp-bart", epsilon, delta, clip=BART_RANGE_CLIP)
+
+        def fault() -> contextlib.AbstractContextManager[None]:
+            return _range_calibration(BART_RANGE_CALIBRATED)
+    real = case.sample
+
+    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+        with fault():
+            return real(which, n, rng)
+
+    curve = dataclasses.replace(case.curve, sample=sample) if case.curve is not None else None
+    return dataclasses.replace(case, mechanism=name, sample=sample, curve=curve,
+                               pair=f"{case.pair}; KNOWN-BAD: {v} planted in the loop")
+
+
 def register_lm_cases() -> None:
     """Register the four rewriters' release-path cases (:mod:`textdp.audit.lm_release`) and the known-bad variants
     (idempotent)."""
@@ -239,6 +274,6 @@ def register_lm_cases() -> None:
         "dp-bart-range": "DP-BART clipped to [-0.2, 0.1] but calibrated for a range of 0.2",
     }
     for name, text in bad.items():
-        build = dp_bart_case if name.startswith("dp-bart") else planted_release_case
+        build = planted_bart_case if name in BART_LOOP_BAD else planted_release_case
         factory = functools.partial(build, name, variant=name)
         register_audit_case(name, factory, description=f"KNOWN-BAD variant, must be flagged: {text}", replace=True)

@@ -82,11 +82,17 @@ from .curve import CURVE_POINTS, PrivacyCurve, exact_profile
 __all__ = [
     "LAWS",
     "LM_RELEASE_DEFAULTS",
+    "PROBE_DESIGNS",
+    "SPREAD_TEXTS",
     "WORDS",
+    "GaussianProbe",
     "LMAuditSpec",
     "ReferenceLM",
     "SequenceSupport",
+    "bart_probe",
     "lm_release_case",
+    "probe_edges",
+    "probe_model",
     "register_lm_release_cases",
     "tiny_model",
 ]
@@ -160,7 +166,7 @@ LM_RELEASE_DEFAULTS = {
     "dp-mlm": LMAuditSpec("DP-MLM", "masked", "positions", ("cat sat", "dog ran", "bird slept", "tree today",
                                                             "mat park"), 2.0, 0.0, (-1.0, 1.0), 0, 10_000,
                           (("copy_stopwords", False),)),
-    "dp-bart": LMAuditSpec("DP-BART", "seq2seq", "gaussian", ("the cat sat on the mat", "a dog ran in the park"),
+    "dp-bart": LMAuditSpec("DP-BART", "seq2seq", "gaussian", ("the cat sat", "a dog ran"),
                            2.0, 1e-3, (-1.0, 1.0), 2, 10_000, (("max_new_tokens", 2),)),
 }
 #: Hidden size and layers of the tiny models; the standard deviation of their random weights.
@@ -235,11 +241,192 @@ def tiny_model(kind: str, *, seed: int = 0) -> tuple[Path, Any]:
             if p.ndim >= 2:
                 p.copy_(torch.from_numpy(gen.normal(0.0, TINY_INIT, tuple(p.shape))).to(p.dtype))
     model.eval()
-    tmp = tempfile.mkdtemp(prefix="textdp-audit-lm-")  # mode 0700, removed at exit
-    _TMP.append(tmp)
-    out = Path(tmp) / kind
+    _BUILT[key] = _save(model, tok, kind)
+    return _BUILT[key]
+
+
+#: How DP-BART's probe model reads its noisy encoder output (:class:`GaussianProbe`).
+PROBE_DESIGNS = ("mean", "spread")
+
+
+@dataclass(frozen=True)
+class GaussianProbe:
+    """The public design of DP-BART's **probe model**: a BART whose weights are set by hand, not drawn.
+
+    A random tiny model decodes the noisy encoder output into a few tokens that say little about the noise
+    (DP-BART's σ/2 was caught in 1 of 2 audits that way). The probe is built so that its greedy decode *is*
+    a fine reading of the one direction that separates the two audited sentences:
+
+    * **encoder** (one layer): every word has a polarity (+1: a word of the first sentence, −1: of the
+      second, 0: neither; ``[PAD]``: :attr:`pad`); with ``mean`` the self-attention spreads the sentence's
+      mean polarity ``m`` to every row, with ``spread`` each row keeps its own token's; a final layer norm of
+      gain ``γ = 5 max(|c_min|, |c_max|, 1)`` makes each row ``±γ u``, ``u = (1, …, 1, −1, …, −1)``, so the
+      **clipped** rows are ``c_max`` where ``±u`` is positive and ``c_min`` elsewhere: the two sentences'
+      clipped outputs differ in every coordinate by ``c_max − c_min`` (the whole L2 sensitivity), and without
+      clipping by ``2γ``, far more;
+    * **decoder** (one layer): its state is a constant (no token or position information), so each step
+      reads the same statistic of the noisy rows ``h̃_j`` through cross-attention: ``mean`` reads
+      ``z = α mean_j u·h̃_j`` (uniform attention; ``α = 1/(√2 σ)`` makes the noise of ``z`` standard normal,
+      the two sentences' means ``±μ/2`` with ``μ = Δ/σ``); ``spread`` reads
+      ``z = Σ_j (w_j − 1/n) y_j``, ``y_j = α u·h̃_j`` with ``α = 1/(4σ)``, ``w = softmax(β y)`` (two heads:
+      the softmax-weighted mean minus the uniform one); a noise row *shared* by all rows cancels from it
+      exactly, so ``z = 0`` exactly for rows that are all equal;
+    * **output**: token ``k`` of the public words has the logit ``t_k z − t_k²/2`` (tangents of ``z²/2``),
+      so greedy decoding releases the word of the interval of :attr:`edges` that holds ``z``, once per
+      step; the end token and the special tokens never win.
+
+    For ``mean`` the released law is therefore the Gaussian law of ``z`` cut at the edges: exact, and
+    computed again by :meth:`ReferenceLM.probe_table` from the model alone.
+
+    Attributes
+    ----------
+    clip : tuple of float
+        The public clipping bounds.
+    sigma : float
+        σ of the correct release (the audit's own calibration); sets the read-out scale ``α``.
+    positive, negative : tuple of str
+        Words of polarity +1 and −1.
+    pad : float
+        Polarity of ``[PAD]``.
+    design : str
+        One of :data:`PROBE_DESIGNS`.
+    edges : tuple of float
+        Increasing, evenly spaced cut points of ``z`` (one fewer than the public words).
+    beta : float
+        Softmax sharpness of ``spread``.
+    """
+
+    clip: tuple[float, float]
+    sigma: float
+    positive: tuple[str, ...]
+    negative: tuple[str, ...]
+    pad: float
+    design: str
+    edges: tuple[float, ...]
+    beta: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.design not in PROBE_DESIGNS:
+            raise ParameterError(f"a DP-BART probe's design must be one of {PROBE_DESIGNS}, got {self.design!r}")
+        e = np.asarray(self.edges, dtype=np.float64)
+        if e.size != len(WORDS) - 1 or not np.all(np.diff(e) > 0):
+            raise ParameterError(f"a DP-BART probe needs {len(WORDS) - 1} increasing edges")
+
+    @property
+    def direction(self) -> np.ndarray:
+        """``u``: +1 on the first half of the hidden coordinates, −1 on the second."""
+        return np.repeat([1.0, -1.0], TINY_HIDDEN // 2)
+
+    @property
+    def alpha(self) -> float:
+        """The read-out scale: the noise of ``z`` (``mean``) or of each ``y_j`` (``spread``) has variance 1."""
+        return 1.0 / ((math.sqrt(2.0) if self.design == "mean" else 4.0) * self.sigma)
+
+
+def probe_edges(mu: float, design: str) -> tuple[float, ...]:
+    """The probe's cut points: ``mean`` evenly over ``±(μ/2 + 3)``; ``spread``: one at ``10⁻³`` (a shared noise
+    row gives exactly 0 for equal rows), the rest evenly over ``[0.25, 4.5]``.
+
+    >>> len(probe_edges(0.69, "mean")), probe_edges(0.69, "spread")[0]
+    (18, 0.001)
+    """
+    k = len(WORDS) - 1
+    if design == "mean":
+        b = mu / 2.0 + 3.0
+        return tuple(float(x) for x in np.linspace(-b, b, k))
+    return (1e-3, *(float(x) for x in np.linspace(0.25, 4.5, k - 1)))
+
+
+_PROBES: dict[GaussianProbe, tuple[Path, Any]] = {}
+
+
+def _probe_weights(probe: GaussianProbe, v: int, ids: Any) -> dict[str, np.ndarray]:
+    """The probe's non-zero weights by parameter name (:class:`GaussianProbe`); every other weight is 0."""
+    d = TINY_HIDDEN
+    u = probe.direction
+    pol = np.zeros(v)
+    for w in probe.positive:
+        pol[ids(w)] = 1.0
+    for w in probe.negative:
+        pol[ids(w)] = -1.0
+    pol[ids("[PAD]")] = probe.pad
+    enc, dec = "model.encoder.layers.0.", "model.decoder.layers.0."
+    out: dict[str, np.ndarray] = {"model.encoder.embed_tokens.weight": pol[:, None] * u[None, :]}
+    for ln in ("model.encoder.layernorm_embedding", enc + "self_attn_layer_norm", "model.decoder.layernorm_embedding",
+               dec + "self_attn_layer_norm", dec + "encoder_attn_layer_norm", dec + "final_layer_norm"):
+        out[ln + ".weight"] = np.ones(d)
+    out[enc + "final_layer_norm.weight"] = np.full(d, 5.0 * max(abs(probe.clip[0]), abs(probe.clip[1]), 1.0))
+    if probe.design == "mean":  # uniform self-attention over the sentence, 100x the row's own value
+        out[enc + "self_attn.v_proj.weight"] = 100.0 * np.eye(d)
+        out[enc + "self_attn.out_proj.weight"] = np.eye(d)
+    q = np.zeros(d)
+    q[0], q[1] = 1.0, -1.0  # the decoder's constant state (every position, no token embedding)
+    g = np.zeros(d)
+    g[2], g[3] = 1.0, -1.0  # where cross-attention writes z
+    out["model.decoder.embed_positions.weight"] = np.tile(q, (64 + 2, 1))
+    qhat = q / q.std()  # the state after the decoder's layer norm
+    vp, op = np.zeros((d, d)), np.zeros((d, d))
+    vp[0], op[:, 0] = probe.alpha * u, g
+    if probe.design == "spread":  # head 1: softmax(beta y) weights; head 2 (uniform) subtracted
+        half = d // 2
+        vp[half], op[:, half] = probe.alpha * u, -g
+        kp = np.zeros((d, d))
+        kp[0] = probe.alpha * u
+        qb = np.zeros(d)
+        qb[0] = probe.beta * math.sqrt(half)  # BART scales the query by head_dim ** -0.5
+        out[dec + "encoder_attn.k_proj.weight"], out[dec + "encoder_attn.q_proj.bias"] = kp, qb
+    out[dec + "encoder_attn.v_proj.weight"], out[dec + "encoder_attn.out_proj.weight"] = vp, op
+    e = np.asarray(probe.edges, dtype=np.float64)
+    t = np.empty(e.size + 1)  # tangent points whose lines t z - t^2/2 cross at the edges
+    t[0] = e[0] - (e[1] - e[0]) / 2.0
+    for k in range(e.size):
+        t[k + 1] = 2.0 * e[k] - t[k]
+    head = np.tile(-1000.0 * qhat / (qhat @ qhat), (v, 1))  # the end token and the specials never win
+    for k, w in enumerate(WORDS):
+        head[ids(w)] = -t[k] ** 2 / 2.0 * qhat / (qhat @ qhat) + t[k] * g / (g @ g)
+    out["lm_head.weight"] = head
+    return out
+
+
+def probe_model(probe: GaussianProbe) -> tuple[Path, Any]:
+    """``(folder, model)``: DP-BART's probe model (:class:`GaussianProbe`) saved as safetensors.
+
+    Built once per process and design in a private temporary folder (removed at exit); no randomness.
+    """
+    if probe in _PROBES:
+        return _PROBES[probe]
+    torch = require("torch", "generation")
+    require("transformers", "generation")
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    tok = _tokenizer()
+    v, ids = len(tok), tok.convert_tokens_to_ids
+    h = TINY_HIDDEN
+    with torch.random.fork_rng(devices=[]):
+        model = BartForConditionalGeneration(BartConfig(
+            vocab_size=v, d_model=h, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=2 * h, decoder_ffn_dim=2 * h, max_position_embeddings=64,
+            pad_token_id=ids("[PAD]"), bos_token_id=ids("<s>"), eos_token_id=ids("</s>"),
+            decoder_start_token_id=ids("</s>"), forced_eos_token_id=None, tie_word_embeddings=False,
+            scale_embedding=False))
+    weights = _probe_weights(probe, v, ids)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.zero_()
+            if name in weights:
+                p.copy_(torch.from_numpy(weights[name]).to(p.dtype).reshape(p.shape))
+    model.eval()
+    _PROBES[probe] = _save(model, tok, f"probe-{probe.design}")
+    return _PROBES[probe]
+
+
+def _save(model: Any, tok: Any, name: str) -> tuple[Path, Any]:
+    """Save ``model`` and ``tok`` in a fresh private temporary folder (mode 0700, removed at exit)."""
     from transformers.utils import logging as hf_logging
 
+    tmp = tempfile.mkdtemp(prefix="textdp-audit-lm-")
+    _TMP.append(tmp)
+    out = Path(tmp) / name
     bar = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
@@ -248,7 +435,6 @@ def tiny_model(kind: str, *, seed: int = 0) -> tuple[Path, Any]:
         if bar:
             hf_logging.enable_progress_bar()
     tok.save_pretrained(out)
-    _BUILT[key] = (out, model)
     return out, model
 
 
@@ -402,29 +588,36 @@ class ReferenceLM:
         """DP-BART's σ: the audit's own analytic-Gaussian calibration at (ε, δ) and :attr:`sensitivity`."""
         return analytic_gaussian_sigma(self.epsilon, self.delta, self.sensitivity)
 
-    def bart_sample(self, text: str, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` support indices drawn from DP-BART's law: clip, Gaussian noise, greedy decoding (reference)."""
+    def clipped(self, text: str) -> np.ndarray:
+        """DP-BART's clipped encoder output of ``text`` padded to ``max_tokens``: ``(max_tokens, d)`` float64."""
+        torch = require("torch", "generation")
+        pad = int(self.tok.convert_tokens_to_ids("[PAD]"))
+        enc = self._ids(text)[: self.max_tokens]
+        x = torch.tensor([enc + [pad] * (self.max_tokens - len(enc))], dtype=torch.long)
+        with torch.inference_mode():
+            h = self.model.get_encoder()(input_ids=x, attention_mask=(x != pad).long()).last_hidden_state
+        return np.asarray(np.clip(h[0].double().numpy(), *self.clip))
+
+    def greedy(self, states: np.ndarray) -> np.ndarray:
+        """Support indices of the greedy decodes of ``states`` (``(n, max_tokens, d)`` noisy encoder outputs).
+
+        The decoder sees the states only (an all-ones mask); ``length`` steps over the public words and the
+        end token (written here again: the model called step by step, no cache).
+        """
         torch = require("torch", "generation")
         from transformers.modeling_outputs import BaseModelOutput
 
-        pad = int(self.tok.convert_tokens_to_ids("[PAD]"))
-        enc = self._ids(text)[: self.max_tokens]
-        enc = enc + [pad] * (self.max_tokens - len(enc))
-        x = torch.tensor([enc], dtype=torch.long)
-        lo, hi = self.clip
+        n = len(states)
+        dtype = next(self.model.parameters()).dtype
         with torch.inference_mode():
-            h = self.model.get_encoder()(input_ids=x, attention_mask=(x != pad).long()).last_hidden_state
-            base = np.clip(h.double().numpy(), lo, hi)
-            noisy = base + self.sigma * rng.standard_normal((n, *base.shape[1:]))
-            states = BaseModelOutput(last_hidden_state=torch.from_numpy(noisy).to(h.dtype))
+            enc = BaseModelOutput(last_hidden_state=torch.from_numpy(np.asarray(states, dtype=np.float64)).to(dtype))
             ones = torch.ones((n, self.max_tokens), dtype=torch.long)
-            start = int(self.model.config.decoder_start_token_id)
-            dec = torch.full((n, 1), start, dtype=torch.long)
+            dec = torch.full((n, 1), int(self.model.config.decoder_start_token_id), dtype=torch.long)
             done = np.zeros(n, dtype=bool)
             seqs: list[list[int]] = [[] for _ in range(n)]
             keep = torch.from_numpy(self.allowed)
             for _ in range(self.length):
-                logits = self.model(encoder_outputs=states, attention_mask=ones, decoder_input_ids=dec).logits[:, -1]
+                logits = self.model(encoder_outputs=enc, attention_mask=ones, decoder_input_ids=dec).logits[:, -1]
                 nxt = torch.where(keep, logits.double(), torch.full((), -math.inf, dtype=torch.float64)).argmax(1)
                 for i, w in enumerate(nxt.tolist()):
                     if not done[i]:
@@ -435,16 +628,60 @@ class ReferenceLM:
                 dec = torch.cat([dec, nxt[:, None]], 1)
         return np.array([self.support.index.get(tuple(s), self.support.size) for s in seqs], dtype=np.int64)
 
+    def bart_sample(self, text: str, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` support indices drawn from DP-BART's law: clip, Gaussian noise, greedy decoding (reference)."""
+        base = self.clipped(text)
+        return self.greedy(base + self.sigma * rng.standard_normal((n, *base.shape)))
+
+    def probe_tables(self, texts: Sequence[str], probe: GaussianProbe) -> list[np.ndarray]:
+        """``log P(sequence | text)`` of DP-BART's release on the ``mean`` probe model for each of ``texts``.
+
+        The probe's decoder reads the noisy rows only through ``z = α mean_j u·h̃_j`` (:class:`GaussianProbe`),
+        which is ``N(α mean_j u·clip(h_j), σ² α² |u|² / n)`` under DP-BART's law (σ: :attr:`sigma`). The
+        decoded sequence as a function of ``z`` is found with :meth:`greedy` on rows ``z u / (α |u|²)`` (a grid
+        over 12 standard deviations beyond the means, each change bisected to 10⁻⁹ of one); each sequence gets
+        the Gaussian mass of its intervals.
+        """
+        from scipy.special import ndtr
+
+        u, a = probe.direction, probe.alpha
+        sd = self.sigma * a * float(np.linalg.norm(u)) / math.sqrt(self.max_tokens)
+        means = [a * float((self.clipped(t) @ u).mean()) for t in texts]
+
+        def decode(z: np.ndarray) -> np.ndarray:
+            rows = z[:, None] * (u / (a * float(u @ u)))[None, :]
+            return self.greedy(np.repeat(rows[:, None, :], self.max_tokens, axis=1))
+
+        z = np.linspace(min(means) - 12.0 * sd, max(means) + 12.0 * sd, 2001)
+        seq = decode(z)
+        change = np.nonzero(seq[1:] != seq[:-1])[0]
+        left, right = z[change], z[change + 1]
+        while len(change) and float((right - left).max()) > 1e-9 * sd:
+            mid = (left + right) / 2.0
+            same = decode(mid) == seq[change]
+            left, right = np.where(same, mid, left), np.where(same, right, mid)
+        cuts = np.concatenate([[-np.inf], (left + right) / 2.0, [np.inf]])
+        at = np.concatenate([seq[:1], seq[change + 1]])
+        out = []
+        for m in means:
+            p = np.zeros(self.support.size + 1)
+            np.add.at(p, at, np.diff(ndtr((cuts - m) / sd)))
+            with np.errstate(divide="ignore"):
+                out.append(np.log(p[: self.support.size]))
+        return out
+
 
 #: The encoder / sentence shape of every case (``max_tokens``; dp-bart's public padded length).
 MAX_TOKENS = 8
 
 
-def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta: float) -> Any:
+def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta: float,
+               clip: tuple[float, float] | None = None) -> Any:
     """The rewriter built and fitted through the public API (:func:`textdp.mechanisms.get`)."""
     from ..mechanisms import get
 
-    params: dict[str, Any] = {"epsilon": epsilon, "model": str(folder), "clip": spec.clip, "max_tokens": MAX_TOKENS,
+    params: dict[str, Any] = {"epsilon": epsilon, "model": str(folder), "clip": clip or spec.clip,
+                              "max_tokens": MAX_TOKENS,
                               "batch_size": 4096, **dict(spec.params)}
     if spec.law == "gaussian":
         params["delta"] = delta
@@ -452,19 +689,21 @@ def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta
 
 
 def lm_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
-                    seed: int = 0) -> AuditCase:
+                    seed: int = 0, clip: tuple[float, float] | None = None, design: str = "mean") -> AuditCase:
     """The audit case of rewriter ``name`` on its release path (module docstring).
 
     ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
-    ``seed``: the tiny model's weights (public).
+    ``seed``: the tiny model's weights (public). dp-bart only: ``clip`` (default the spec's) and the probe's
+    ``design`` (:data:`PROBE_DESIGNS`; ``spread`` audits :data:`SPREAD_TEXTS`).
     """
     spec = LM_RELEASE_DEFAULTS.get(name)
     if spec is None:
         raise ParameterError(f"no release-path LM audit for {name!r}; choose one of {', '.join(LM_RELEASE_DEFAULTS)}")
     eps = spec.epsilon if epsilon is None else float(epsilon)
     dlt = spec.delta if delta is None else float(delta)
-    if spec.law != "gaussian":
-        dlt = 0.0  # pure epsilon-DP per token
+    if spec.law == "gaussian":
+        return _dp_bart_case(name, spec, eps, dlt, clip or spec.clip, design)
+    dlt = 0.0  # pure epsilon-DP per token
     folder, model = tiny_model(spec.kind, seed=seed)
     mech = _mechanism(name, spec, folder, eps, dlt)
     text_a, text_b = spec.texts[:2]
@@ -472,15 +711,13 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
               else spec.max_new_tokens)
     ref = ReferenceLM(spec, model, epsilon=eps, clip=spec.clip, length=length, max_tokens=MAX_TOKENS, delta=dlt)
     support, tok = ref.support, ref.tok
-    tables: dict[str, np.ndarray] = {}
-    if spec.law != "gaussian":
-        tables = {t: ref.log_table(t) for t in spec.texts}
+    tables = {t: ref.log_table(t) for t in spec.texts}
 
-        def divergence(pair: tuple[str, str]) -> float:
-            x, y = tables[pair[0]], tables[pair[1]]
-            return float(((np.exp(x) - np.exp(y)) * (x - y)).sum())
+    def divergence(pair: tuple[str, str]) -> float:
+        x, y = tables[pair[0]], tables[pair[1]]
+        return float(((np.exp(x) - np.exp(y)) * (x - y)).sum())
 
-        text_a, text_b = max(itertools.combinations(spec.texts, 2), key=divergence)
+    text_a, text_b = max(itertools.combinations(spec.texts, 2), key=divergence)
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
         released = mech.privatize_batch([str(which)] * n, seed=rng, chunk=n)
@@ -489,41 +726,102 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     pair = (f"{name} on a tiny random {spec.kind} model ({TINY_HIDDEN} hidden, {TINY_LAYERS} layer, "
             f"{len(ref.words)} words), released through privatize_batch: {text_a!r} vs {text_b!r}, "
             f"clip [{spec.clip[0]:g}, {spec.clip[1]:g}]")
-    if spec.law == "gaussian":
-        sigma, sens = ref.sigma, ref.sensitivity
-
-        def gaussian(grid: np.ndarray, alpha: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-            pt = np.array([max(analytic_gaussian_delta(sigma, float(e), sens), 0.0) for e in grid])
-            return pt, pt + 1e-12
-
-        curve = PrivacyCurve(sample=sample, loss=None, claimed=gaussian, grid=tuple(np.linspace(0.0, eps, CURVE_POINTS)),
-                             description=f"released tokens against the Gaussian mechanism's profile (sigma {sigma:.4g}, "
-                                         f"L2 sensitivity {sens:.4g}; post-processing)", chunk=4096,
-                             reuse_outputs=True)
-        conf = Conformance(description=f"DP-BART reference sampler: encoder output clipped to [{spec.clip[0]:g}, "
-                                       f"{spec.clip[1]:g}], N(0, {sigma:.4g}^2) per coordinate and token, greedy "
-                                       f"decoding of {spec.max_new_tokens} tokens (Igamberdiev & Habernal 2023)",
-                           kind="reference", keep=lambda which, out: out,
-                           reference=lambda which, n, rng: ref.bart_sample(str(which), n, rng))
-        return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
-                         claimed_epsilon=eps, claimed_delta=dlt, events="discrete", chunk=4096, curve=curve,
-                         conformance=conf, default_samples=spec.samples)
     la, lb = tables[text_a], tables[text_b]
-    claimed = length * eps  # n epsilon-DP steps compose to n epsilon (every two units neighbours)
+    law = (f"{name}: clipped exponential mechanism, T = 2*Delta/epsilon over the public vocabulary, recomputed "
+           f"from the model, {length} token(s) per release")
+    # n epsilon-DP steps compose to n epsilon (every two units neighbours)
+    return _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, length * eps, 0.0, spec.samples)
+
+
+def _table_case(name: str, pair: str, text_a: str, text_b: str, sample: Any, la: np.ndarray, lb: np.ndarray,
+                size: int, law: str, claimed: float, delta: float, samples: int) -> AuditCase:
+    """The case of a release whose exact law over ``size`` sequences is the table ``la`` / ``lb`` (log)."""
     with np.errstate(invalid="ignore"):
         diff = np.where(np.isfinite(la) & np.isfinite(lb), la - lb, 0.0)
     loss_of = np.append(diff, 0.0)  # the index "outside the support": loss 0 (the conformance test rejects it)
     top = float(np.abs(diff).max())
     curve = PrivacyCurve(sample=sample, loss=lambda ids: loss_of[np.asarray(ids, dtype=np.int64)],
                          claimed=exact_profile(la, lb), grid=tuple(np.linspace(0.0, top, CURVE_POINTS, endpoint=False)),
-                         description=f"the exact loss of the reference law over {support.size} sequences", chunk=4096,
+                         description=f"the exact loss of the reference law over {size} sequences", chunk=4096,
                          reuse_outputs=True)
     probs = {text_a: np.append(np.exp(la), 0.0), text_b: np.append(np.exp(lb), 0.0)}
-    conf = Conformance(description=f"{name}: clipped exponential mechanism, T = 2*Delta/epsilon over the public "
-                                   f"vocabulary, recomputed from the model, {length} token(s) per release",
-                       kind="table", keep=lambda which, out: out, table=lambda which: probs[str(which)])
+    conf = Conformance(description=law, kind="table", keep=lambda which, out: out,
+                       table=lambda which: probs[str(which)])
     return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
-                     claimed_epsilon=claimed, claimed_delta=0.0, events="discrete", chunk=4096, curve=curve,
+                     claimed_epsilon=claimed, claimed_delta=delta, events="discrete", chunk=4096, curve=curve,
+                     conformance=conf, default_samples=samples)
+
+
+#: The pair of dp-bart's ``spread`` probe: the second sentence's first row differs, every other row (and the
+#: padding) is the same.
+SPREAD_TEXTS = ("cat sat", "dog sat")
+
+
+def bart_probe(epsilon: float, delta: float, clip: tuple[float, float], design: str,
+               texts: tuple[str, str]) -> GaussianProbe:
+    """The probe (:class:`GaussianProbe`) of DP-BART's audit at ``(ε, δ)`` and ``clip`` on the pair ``texts``.
+
+    σ is the audit's own analytic-Gaussian calibration at the L2 sensitivity ``(c_max − c_min) sqrt(d n)``;
+    polarity +1 for the words of the first text (``mean``: those not in the second), −1 for the second's
+    other words; ``[PAD]`` 0 (``mean``) or +1 (``spread``: padding rows equal to the first text's).
+
+    >>> p = bart_probe(2.0, 1e-3, (-1.0, 1.0), "mean", ("the cat sat", "a dog ran"))
+    >>> p.positive, p.negative, round(p.sigma, 3)
+    (('the', 'cat', 'sat'), ('a', 'dog', 'ran'), 32.702)
+    """
+    lo, hi = float(clip[0]), float(clip[1])
+    if not lo < hi:
+        raise ParameterError(f"clip must be (low, high) with low < high, got {clip!r}")
+    sens = (hi - lo) * math.sqrt(TINY_HIDDEN * MAX_TOKENS)
+    sigma = analytic_gaussian_sigma(float(epsilon), float(delta), sens)
+    wa, wb = texts[0].split(), texts[1].split()
+    return GaussianProbe(clip=(lo, hi), sigma=sigma,
+                         positive=tuple(w for w in wa if design == "spread" or w not in wb),
+                         negative=tuple(w for w in wb if w not in wa), pad=0.0 if design == "mean" else 1.0,
+                         design=design, edges=probe_edges(sens / sigma, design))
+
+
+def _dp_bart_case(name: str, spec: LMAuditSpec, eps: float, dlt: float, clip: tuple[float, float],
+                  design: str) -> AuditCase:
+    """DP-BART through ``privatize_batch`` on its probe model (:class:`GaussianProbe`; module docstring)."""
+    text_a, text_b = spec.texts[:2] if design == "mean" else SPREAD_TEXTS
+    probe = bart_probe(eps, dlt, clip, design, (text_a, text_b))
+    lo, hi = probe.clip
+    sigma = probe.sigma
+    sens = (hi - lo) * math.sqrt(TINY_HIDDEN * MAX_TOKENS)
+    folder, model = probe_model(probe)
+    mech = _mechanism(name, spec, folder, eps, dlt, (lo, hi))
+    ref = ReferenceLM(spec, model, epsilon=eps, clip=(lo, hi), length=spec.max_new_tokens, max_tokens=MAX_TOKENS,
+                      delta=dlt)
+    support, tok = ref.support, ref.tok
+
+    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+        released = mech.privatize_batch([str(which)] * n, seed=rng, chunk=n)
+        return support.ids_of([str(r.content) for r in released], tok)
+
+    pair = (f"{name} on a probe BART model built here ({TINY_HIDDEN} hidden, 1 layer, designed weights: "
+            f"{design} read-out of the noisy encoder rows), released through privatize_batch: {text_a!r} vs "
+            f"{text_b!r}, clip [{lo:g}, {hi:g}]")
+    if design == "mean":
+        law = (f"DP-BART on the probe: encoder rows clipped to [{lo:g}, {hi:g}], N(0, {sigma:.4g}^2) per coordinate "
+               f"and token (Igamberdiev & Habernal 2023), the probe's read-out z normal, cut at its edges")
+        la, lb = ref.probe_tables((text_a, text_b), probe)
+        return _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, eps, dlt, spec.samples)
+
+    def gaussian(grid: np.ndarray, alpha: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        pt = np.array([max(analytic_gaussian_delta(sigma, float(e), sens), 0.0) for e in grid])
+        return pt, pt + 1e-12
+
+    curve = PrivacyCurve(sample=sample, loss=None, claimed=gaussian, grid=tuple(np.linspace(0.0, eps, CURVE_POINTS)),
+                         description=f"released tokens against the Gaussian mechanism's profile (sigma {sigma:.4g}, "
+                                     f"L2 sensitivity {sens:.4g}; post-processing)", chunk=4096, reuse_outputs=True)
+    conf = Conformance(description=f"DP-BART reference sampler: encoder output clipped to [{lo:g}, {hi:g}], "
+                                   f"N(0, {sigma:.4g}^2) per coordinate and token, greedy decoding of "
+                                   f"{spec.max_new_tokens} tokens (Igamberdiev & Habernal 2023)",
+                       kind="reference", keep=lambda which, out: out,
+                       reference=lambda which, n, rng: ref.bart_sample(str(which), n, rng))
+    return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
+                     claimed_epsilon=eps, claimed_delta=dlt, events="discrete", chunk=4096, curve=curve,
                      conformance=conf, default_samples=spec.samples)
 
 
