@@ -143,10 +143,9 @@ def rewrite_corpus(
     state = RunState.open(work, run_key)
     try:
         if not state.data.get("ledger_charged"):  # before any partition is rewritten
-            owed, guarantee = charges()
             try:
-                on_charge(owed, guarantee)
-            except TextDPError:  # refused (over budget): nothing to resume, no private state left behind
+                on_charge(*charges())
+            except TextDPError:  # refused (a bad unit, over budget): nothing to resume, no private state left
                 if not state.resumed:
                     state.remove()
                 raise
