@@ -87,7 +87,43 @@ def test_floors_are_pins_of_the_lower_bounds():
     assert {"tomotopy==0.12.4", "pot==0.9.4", "safetensors==0.4.3", "tokenizers==0.21"} <= set(floors)
     # typer._click (the CLI imports it) first ships in typer 0.26; rich before 14.3 adds a blank line to stderr
     assert {"typer==0.26", "rich==14.3"} <= set(floors)
+    # threadpoolctl before 3.5 cannot limit numpy 2's BLAS (the test below)
+    assert "threadpoolctl==3.5" in floors
     assert not any(f.startswith("torch==") for f in floors)
+
+
+def _numpys_blas() -> set[str]:
+    """The BLAS libraries numpy itself loaded (mapped from its own folders: numpy/ and the wheel's numpy.libs/)."""
+    import numpy as np
+
+    maps = Path("/proc/self/maps")
+    if not maps.is_file():
+        pytest.skip("reads the loaded libraries from /proc/self/maps (Linux)")
+    np.ones((2, 2)) @ np.ones((2, 2))  # BLAS in use
+    site = Path(np.__file__).resolve().parents[1]
+    mine = (str(site / "numpy") + os.sep, str(site / "numpy.libs") + os.sep)
+    paths = {line.split(maxsplit=5)[-1].strip() for line in maps.read_text().splitlines() if "/" in line}
+    found = {p for p in paths if p.startswith(mine) and "blas" in Path(p).name.lower()}
+    if not found:
+        pytest.skip("this numpy uses a BLAS outside its own folders (a system build)")
+    return found
+
+
+def test_blas_threads_limits_numpys_own_blas():
+    """Issue 27's loose end (the oldest check's browser failure): threadpoolctl 3.0-3.4 does not know the BLAS that
+    numpy 2's wheels ship (``libscipy_openblas64_``), so ``blas_threads(1)`` left numpy's BLAS on every core while
+    textdp's own worker threads split the work: at the floors the earth-movers audit of ``textdp serve`` took 53 s
+    instead of 13 s on a loaded 2-core machine, past the browser test's 60 s. Fails with ``threadpoolctl==3.4``."""
+    from threadpoolctl import threadpool_info
+
+    from textdp.mechanisms.kernels import blas_threads
+
+    blas = _numpys_blas()
+    with blas_threads(1):
+        limited = {info["filepath"]: info["num_threads"] for info in threadpool_info()}
+    unknown = sorted(p for p in blas if p not in limited)
+    assert not unknown, f"threadpoolctl {__import__('threadpoolctl').__version__} cannot limit numpy's BLAS {unknown}"
+    assert all(limited[p] == 1 for p in blas), limited
 
 
 @pytest.mark.skipif(not os.environ.get("CI"), reason="CI installs with constraints.txt; a developer's venv may differ")
