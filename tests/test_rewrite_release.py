@@ -177,6 +177,8 @@ def test_rewrite_param_sets_a_mechanism_parameter_without_an_option(tmp_path, mo
         (["--param", "word_fraction=0.5"], "its own option --word-fraction"),
         (["--param", "k"], "--param k: write KEY=VALUE"),
         (["--mechanism", "syntf-sentence", "--param", "k=2"], "none (it has no parameters of its own)"),
+        (["--mechanism", "dp-bart", "--param", "k=2"], "the keys --param takes for dp-bart: sampler"),
+        (["--mechanism", "dp-bart", "--param", "delta=0.1"], "its own option --delta"),
         (["--param", "k=0"], "k must be"),
     ):
         bad = tmp_path / "bad.jsonl"
