@@ -373,8 +373,10 @@ def replay_audit(name: str, *, epsilon: float | None = None, delta: float | None
         sens = SensitivitySampler(corpus=corpus, model=model, sizes=[(m, n)]).sample(g, seed=sampler_gen)[(m, n)]
         dlt = TOPIC_DEFAULT_DELTA if delta is None else float(delta)
         mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=sens)
-        settings.update(delta=dlt, gamma=g, sensitivity=(f"sampled: the {sens.order_statistic}-th smallest of "
-                                                         f"{sens.n_samples} neighbouring-pair distances"))
+        k_th = sens.order_statistic
+        nth = f"{k_th}{'th' if 10 <= k_th % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k_th % 10, 'th')}"
+        settings.update(delta=dlt, gamma=g, sensitivity=(f"sampled: the {nth} smallest of {sens.n_samples} "
+                                                         "neighbouring-pair distances"))
     else:
         if delta is not None:
             raise ParameterError(f"{name} is pure epsilon-DP (a global L1 bound): drop --delta")
