@@ -24,7 +24,11 @@ public output vocabulary; McSherry & Talwar 2007, as DP-Prompt (Utpala et al. 20
   ``max_tokens``, clipped per coordinate, plus ``N(0, σ²)`` per coordinate and token with σ from
   the analytic Gaussian mechanism (Balle & Wang 2018; :func:`~textdp.audit.accountant.analytic_gaussian_sigma`,
   the audit's own bisection) at L2 sensitivity ``(c_max − c_min) sqrt(d · max_tokens)``, then
-  greedy decoding: a reference *sampler* (the law has no closed form).
+  greedy decoding. A random model's greedy decode says little about the noise, so DP-BART is fitted on a
+  **probe model** instead (:class:`GaussianProbe`: a BART whose weights are set by hand): the two
+  sentences' clipped encoder outputs differ by the whole sensitivity (and by 5× more unclipped), and
+  the decoder reads the noisy rows through one direction only, cut into one interval per public word,
+  so the released law is the Gaussian mass of each interval, exact (:meth:`ReferenceLM.probe_tables`).
 
 The claims come from public parameters only: ``n ε`` per unit for the token-level rewriters
 (sequential composition of ``n`` ε-DP steps, every two units neighbours), ``(ε, δ)`` per sentence for
@@ -38,10 +42,12 @@ DP-BART. Every token-level case carries
 * the **conformance test** (:mod:`textdp.audit.conformance`, ``kind="table"``): χ² of the released
   sequences against the reference table, run by ``textdp audit NAME --conformance``.
 
-DP-BART's case has the event test against ``(ε, δ)``, the curve with selected events against the
-Gaussian mechanism's profile at ``σ`` (the released tokens are post-processing of the noisy encoder
-output, so their profile lies below it), and a two-sample χ² conformance test against the reference
-sampler.
+DP-BART's case has the event test against ``(ε, δ)`` and, like the token-level cases, the curve with the
+exact loss of the probe's law and the χ² table conformance test. Its ``spread`` probe (the known-bad
+``dp-bart-shared-noise``'s, :mod:`textdp.audit.lm`) has no closed-form law: the curve selects events on the
+released tokens against the Gaussian mechanism's profile at ``σ`` (the released tokens are post-processing
+of the noisy encoder output, so their profile lies below it), and a two-sample χ² test compares them
+with the reference sampler (:meth:`ReferenceLM.bart_sample`).
 
 The tiny models make the audit fast (seconds on 2 cores) and exercise the whole loop (prompt frame,
 KV cache, end token, batching, decoding, re-tokenisation); they say nothing about a large model's
