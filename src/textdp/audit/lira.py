@@ -385,7 +385,8 @@ def run_lira(
                 stats = np.empty((n_models, users))
                 for j, fit in enumerate(fits["public" if mode == "noisy" else "rule"]):
                     values, cols = _non_private(mode, fit, m, k, fixed[:k])
-                    noisy = values if mech is None else mech.noise(values.shape).randomize(values, seed=noise_rng)
+                    shape = (values.shape[0], values.shape[1])  # numpy 2.0's stubs: tuple[int, ...]
+                    noisy = values if mech is None else mech.noise(shape).randomize(values, seed=noise_rng)
                     released, released_cols = _released(mode, noisy, cols, k)
                     stats[j] = _statistic(freqs, released, released_cols, len(all_words))
                 scores = lira_scores(stats, member)
