@@ -12,6 +12,8 @@ equals ``custext``, on one 5,000-word vocabulary with bags of one word.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -271,3 +273,71 @@ def test_noise_x0_9_in_the_topic_release_primitive_is_flagged(monkeypatch, name)
     monkeypatch.setattr(noise.GridNoise, "randomize", scaled)
     bad = audit(name, samples=10_000, seed=15, conformance=True)
     assert not bad.passed and not bad.conformance.passed, bad
+
+
+# -- tools/audit_power.py: the power table's repetitions and bounds (issue 29 item 4) --------------------------------
+def _power_tool():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "audit_power.py"
+    spec = importlib.util.spec_from_file_location("audit_power_tool", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _same(a, b) -> bool:
+    import json
+
+    strip = lambda d: json.dumps({k: v for k, v in d.items() if k != "seconds"}, sort_keys=True)  # noqa: E731
+    return strip(a) == strip(b)
+
+
+@pytest.mark.parametrize("cell", [("laplace", "none", 1.0), ("topicdp", "scale", 0.9), ("laplace", "epsilon", 1.1)])
+def test_power_tool_reuses_the_built_case_with_a_fresh_builds_verdicts(cell):
+    # the speed-up of the power run: one case built per cell, only the seed changes; the results are the ones a
+    # fresh `audit(...)` per repetition gives (the case does not depend on the seed), the planted error in force
+    from textdp.topics.noise import GridNoise
+
+    tool = _power_tool()
+    randomize = GridNoise.randomize
+    with tool.planted(*cell) as built:
+        reused = [run_audit(built, samples=600, seed=s, conformance=True).to_dict() for s in (1, 2)]
+    assert GridNoise.randomize is randomize  # the patch is undone when the cell ends
+    fresh = []
+    for s in (1, 2):
+        if cell[1] == "epsilon":
+            fresh.append(run_audit(tool.epsilon_error_case(cell[0], cell[2]), samples=600, seed=s,
+                                   conformance=True).to_dict())
+        else:
+            with tool.scale_error(cell[0], cell[2]):
+                fresh.append(audit(cell[0], samples=600, seed=s, conformance=True).to_dict())
+    assert all(_same(a, b) for a, b in zip(reused, fresh, strict=True))
+    with tool.planted(cell[0], "none", 1.0) as unplanted:
+        clean = run_audit(unplanted, samples=600, seed=1, conformance=True)
+    assert (cell[1] == "none") == _same(clean.to_dict(), reused[0])  # a planted cell is not the clean audit
+
+
+def test_power_table_claims_95_percent_power_only_from_the_clopper_pearson_bound():
+    tool = _power_tool()
+    lo, hi = tool.clopper_pearson(20, 20)
+    assert lo == pytest.approx(0.05 ** (1 / 20)) and hi == 1.0  # k = n: the bound is alpha^(1/n)
+    assert tool.clopper_pearson(59, 59)[0] >= 0.95 > tool.clopper_pearson(58, 58)[0]
+    assert tool.clopper_pearson(1, 20)[1] == pytest.approx(0.2161, abs=1e-4)
+
+    def rows(case, kind, error, k, n):
+        return [{"case": case, "kind": kind, "error": error, "seed": i, "reps": 1, "flagged": int(i < k),
+                 "privacy": 0, "conformance": int(i < k), "samples": 10_000, "seconds": 1.0} for i in range(n)]
+
+    table = tool.power_table(rows("x", "none", 1.0, 1, 20) + rows("x", "scale", 0.95, 59, 59)
+                             + rows("x", "scale", 0.98, 20, 20) + rows("x", "epsilon", 1.05, 15, 20))
+    line = {row.split("|")[2].strip(): row for row in table.splitlines()[2:]}
+    assert "1/20" in line["nothing (c = 1)"] and "false-alarm rate <= 0.216" in line["nothing (c = 1)"]
+    assert "59/59" in line["scale x0.95"] and "shown (lower bound)" in line["scale x0.95"]
+    assert "20/20" in line["scale x0.98"] and "point estimate only" in line["scale x0.98"]
+    assert "power >= 0.861" in line["scale x0.98"] and line["eps x1.05"].rstrip(" |").split("|")[-2].strip() == "no"
+    # the wrong law: a normal (Wald) interval has zero width at 20 of 20 and would call it 95% power shown
+    wald_lower = 1.0 - 1.645 * math.sqrt(1.0 * 0.0 / 20)
+    assert wald_lower >= 0.95 and "shown" not in line["scale x0.98"]
