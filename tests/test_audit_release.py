@@ -22,8 +22,9 @@ from textdp.audit import cases as audit_cases
 from textdp.audit.lm import KNOWN_BAD
 from textdp.mechanisms.word_level import WordLevelMechanism
 
-#: The language-model and ER-AE cases (tested by their own no-noise tests below and in test_lm_audit.py).
-LM = ("dp-bart", "dp-mlm", "dp-paraphrase", "dp-prompt", "er-ae")
+#: The sentence cases (tested by their own no-noise tests below, in test_lm_audit.py, test_audit_generation_ae_dp.py
+#: and test_audit_sentence_release.py).
+LM = ("dp-bart", "dp-mlm", "dp-paraphrase", "dp-prompt", "er-ae", "ae-dp", "syntf-sentence", "random-sentence")
 #: Every other registered case: its release primitive a test below replaces with the identity (a new case is
 #: covered without an entry here).
 NON_LM = tuple(n for n in audit_case_names() if n not in {*LM, *KNOWN_BAD})

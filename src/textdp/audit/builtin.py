@@ -13,9 +13,10 @@ from .cases import (
     topicdp_case,
 )
 from .core import AuditCase
-from .generation import er_ae_case
+from .generation import ae_dp_case, er_ae_case
 from .lm import register_lm_cases
 from .registry import register_audit_case
+from .sentence_release import random_sentence_case, syntf_sentence_case
 from .word_level import register_word_level_cases
 
 __all__ = ["register_builtin_cases"]
@@ -47,6 +48,17 @@ def register_builtin_cases() -> None:
     register_audit_case("er-ae", er_ae_case, replace=True,
                         description="ER-AE through privatize_batch on a tiny textdp model trained here, neighbouring "
                                     "texts (claim: L_max x the two-set bound per token; default epsilon 5; needs "
+                                    "[generation])")
+    register_audit_case("ae-dp", ae_dp_case, replace=True,
+                        description="AE-DP through privatize_batch on a tiny textdp model trained here on reconstruction, "
+                                    "neighbouring texts (claim: L_max x epsilon per step; default epsilon 5; needs "
+                                    "[generation])")
+    register_audit_case("syntf-sentence", syntf_sentence_case, replace=True,
+                        description="SynTF per sentence through privatize_batch on a tiny model's 8-word vocabulary, "
+                                    "bags of L_max = 2 terms (claim epsilon per sentence; default 3; needs [generation])")
+    register_audit_case("random-sentence", random_sentence_case, replace=True,
+                        description="Random-R per sentence through privatize_batch on a tiny model's 8-word "
+                                    "vocabulary, two 2-token sentences (claim 2 x epsilon; default epsilon 2; needs "
                                     "[generation])")
     register_word_level_cases()
     register_lm_cases()

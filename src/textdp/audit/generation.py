@@ -1,19 +1,24 @@
-"""Audit case of ER-AE (``er-ae``) on its own release path, and its reference law derived again.
+"""Audit cases of ER-AE (``er-ae``) and AE-DP (``ae-dp``) on their own release path, their laws derived again.
 
-:func:`er_ae_case` builds the mechanism with :func:`textdp.mechanisms.get` and fits it on a **tiny
-trained textdp model** that this module writes to a private temporary folder (:func:`tiny_er_ae_model`:
-random 8-d embeddings of :data:`ER_AE_WORDS` from :func:`textdp._rng.make_rng`, trained by
-:func:`textdp.generation.training.train_rewriter` on public two-word sentences written here; nothing is
-read from a corpus or downloaded). It samples :meth:`~textdp.mechanisms.base.Mechanism.privatize_batch`
-on two neighbouring one-segment texts and reads the released text back as a token sequence of at
-most ``L_max`` words (:data:`ER_AE_MAX_LENGTH`), indexed over every sequence the vocabulary allows.
+:func:`er_ae_case` and :func:`ae_dp_case` build the mechanism with :func:`textdp.mechanisms.get` and
+fit it on a **tiny trained textdp model** that this module writes to a private temporary folder
+(:func:`tiny_model`: random 8-d embeddings of :data:`ER_AE_WORDS` from :func:`textdp._rng.make_rng`,
+trained by :func:`textdp.generation.training.train_rewriter` on public two-word sentences written
+here, with the objective the mechanism requires: ``er-ae`` for ER-AE, ``reconstruction`` for AE-DP;
+nothing is read from a corpus or downloaded). It samples
+:meth:`~textdp.mechanisms.base.Mechanism.privatize_batch` on two neighbouring one-segment texts and
+reads the released text back as a token sequence of at most ``L_max`` words
+(:data:`ER_AE_MAX_LENGTH`), indexed over every sequence the vocabulary allows.
 
 Nothing here calls the mechanism's calibration or sampling code. The claim is ``L_max`` times the
 per-token bound re-derived by :func:`textdp.audit.accountant.two_set_per_token` (never read from
 ``two_set_bound``); the reference law (:func:`sequence_law`) runs the model's network again
 (encoder, then the generator step by step, autoregressive, the end token among the candidates) and
 computes each step's two-set law exactly (:func:`two_set_step_law`: every lexical multiset of ``k``
-draws enumerated, er-ae-notes.md's steps 1-5 with textdp's weights ``e^{ε u/2}``). The case carries
+draws enumerated, er-ae-notes.md's steps 1-5 with textdp's weights ``e^{ε u/2}``). AE-DP's claim is
+``L_max`` times :func:`textdp.audit.accountant.exponential_per_token` (never ``em_bound``), its step law
+:func:`em_step_law` (one exponential mechanism ``∝ e^{ε p_w/2}`` over the allowed tokens, written
+again here, never ``em_distribution``). Each case carries
 
 * the **event test** on the released sequences against the claim;
 * the **privacy curve** with the exact loss ``ln p_a(o)/p_b(o)`` of the reference law: a loop that
@@ -29,17 +34,20 @@ form, and a check of :func:`two_set_step_law` on point masses. Needs the ``[gene
 References
 ----------
 H. Bo, S. H. H. Ding, B. C. M. Fung, F. Iqbal. ER-AE: differentially private text generation for
-authorship anonymization. NAACL 2021 (poster; /work/shared/reference/er-ae-notes.md). F. McSherry,
-K. Talwar. Mechanism design via differential privacy. FOCS 2007.
+authorship anonymization. NAACL 2021 (poster; /work/shared/reference/er-ae-notes.md; AE-DP is its
+baseline: the auto-encoder trained on reconstruction, one exponential mechanism per step). F. McSherry,
+K. Talwar. Mechanism design via differential privacy. FOCS 2007 (Theorem 6).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import math
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +55,23 @@ import numpy as np
 
 from .._rng import make_rng
 from ..errors import require
-from .accountant import two_set_per_token
+from .accountant import exponential_per_token, two_set_per_token
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, exact_profile
 
 __all__ = [
+    "AE_DP_DEFAULT_EPSILON",
     "ER_AE_DEFAULT_EPSILON",
     "ER_AE_MAX_LENGTH",
     "ER_AE_WORDS",
+    "ae_dp_case",
+    "em_step_law",
     "er_ae_case",
+    "one_torch_thread",
     "sequence_law",
     "tiny_er_ae_model",
+    "tiny_model",
     "two_set_point_mass_law",
     "two_set_step_law",
     "two_set_toy_case",
@@ -77,8 +90,11 @@ ER_AE_TEXTS = ("cat sat", "dog ran", "bird slept", "fox hid")
 ER_AE_EPOCHS = 30
 #: Default samples per input (10^4 releases take about a second).
 ER_AE_SAMPLES = 10_000
+#: Nominal per-step ε of the default AE-DP audit (claim ``L_max`` ε = 10): at 5 the tiny model's law
+#: ``∝ e^{ε p/2}`` moves with the input enough for ε×1.5 inside the step to show in 10^4 samples.
+AE_DP_DEFAULT_EPSILON = 5.0
 
-_BUILT: dict[int, Path] = {}
+_BUILT: dict[tuple[int, str], Path] = {}
 _TMP: list[str] = []
 
 
@@ -88,16 +104,35 @@ def _remove_tiny_models() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def tiny_er_ae_model(*, seed: int = 0) -> Path:
-    """The folder of a tiny ER-AE model trained here (once per process; a private temporary folder removed at exit).
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block on one torch thread (restored after): tiny networks on a shared machine.
+
+    torch's intra-op threads spin-wait; on a loaded 2-core machine the tiny model's 60 training
+    steps took 42 s on torch's default 2 threads and 2.2 s on one (measured in this module's first run).
+    """
+    torch = require("torch", "generation")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def tiny_model(*, seed: int = 0, objective: str = "er-ae") -> Path:
+    """The folder of a tiny textdp model trained here (once per process and objective; private, removed at exit).
 
     Embeddings: ``make_rng(seed)`` normal 8-d vectors of :data:`ER_AE_WORDS`; training: every
     subject-verb sentence of the words (public, written here), ``L_max`` = :data:`ER_AE_MAX_LENGTH`,
-    8 hidden units, :data:`ER_AE_EPOCHS` epochs, training seed ``seed``, declared public (the guarantee then covers the
-    rewriting step). A few seconds on one core; torch's global generator is left as it was.
+    8 hidden units, :data:`ER_AE_EPOCHS` epochs, training seed ``seed``, the training ``objective``
+    (``er-ae``: ER-AE's warm-up then embedding reward; ``reconstruction``: AE-DP's model), declared
+    public (the guarantee then covers the rewriting step). About 2 s on one thread; torch's global
+    generator and thread count are left as they were.
     """
-    if seed in _BUILT:
-        return _BUILT[seed]
+    key = (int(seed), str(objective))
+    if key in _BUILT:
+        return _BUILT[key]
     torch = require("torch", "generation")
     from ..embeddings import Embeddings
     from ..generation.training import TrainingSettings, train_rewriter
@@ -108,15 +143,21 @@ def tiny_er_ae_model(*, seed: int = 0) -> Path:
     subjects, verbs = words[:4], words[4:]
     text = " ".join(f"{a} {v}" for a in subjects for v in verbs)
     settings = TrainingSettings(seed=int(seed) + 5, vocab_size=len(words), encoder_hidden=8, latent=8,
-                                decoder_hidden=8, max_length=ER_AE_MAX_LENGTH, batch_size=8, epochs=ER_AE_EPOCHS)
-    tmp = tempfile.mkdtemp(prefix="textdp-audit-er-ae-")  # mode 0700, removed at exit
+                                decoder_hidden=8, max_length=ER_AE_MAX_LENGTH, batch_size=8, epochs=ER_AE_EPOCHS,
+                                objective=objective)
+    tmp = tempfile.mkdtemp(prefix="textdp-audit-tiny-")  # mode 0700, removed at exit
     _TMP.append(tmp)
-    out = Path(tmp) / "er-ae"
-    with torch.random.fork_rng(devices=[]):  # torch's global generator is left as it was
+    out = Path(tmp) / objective
+    with torch.random.fork_rng(devices=[]), one_torch_thread():  # torch's global generator is left as it was
         train_rewriter(segment_text(text, ER_AE_MAX_LENGTH), out, emb, settings, data_description="audit: public "
                        "subject-verb pairs of a toy word list", declared_public=True)
-    _BUILT[seed] = out
+    _BUILT[key] = out
     return out
+
+
+def tiny_er_ae_model(*, seed: int = 0) -> Path:
+    """:func:`tiny_model` trained on ER-AE's objective (the ``er-ae`` case's model)."""
+    return tiny_model(seed=seed, objective="er-ae")
 
 
 def two_set_step_law(p: np.ndarray, allowed: np.ndarray, epsilon: float, *, word_fraction: float = 0.1,
@@ -165,16 +206,38 @@ def two_set_step_law(p: np.ndarray, allowed: np.ndarray, epsilon: float, *, word
     return np.asarray(law / law.sum())
 
 
-def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, word_fraction: float = 0.1,
-                 k: int = 5) -> tuple[np.ndarray, dict[tuple[str, ...], int], list[str]]:
-    """``(log_law, index, words)``: the reference law of ER-AE's released sequences for the one-segment ``text``.
+def em_step_law(p: np.ndarray, allowed: np.ndarray, epsilon: float) -> np.ndarray:
+    """The output probabilities of one AE-DP step on the model's distribution ``p`` (derived again, float64).
+
+    One exponential mechanism over the allowed tokens with utility ``p_w ∈ [0, 1]`` (sensitivity 1)
+    and weights ``e^{ε p_w/2}`` (McSherry & Talwar 2007): ``softmax(ε p/2)`` over ``allowed``, 0 elsewhere.
+
+    >>> em_step_law(np.array([0.0, 1.0, 0.0]), np.array([False, True, True]), 2.0).round(4).tolist()
+    [0.0, 0.7311, 0.2689]
+    """
+    pp = np.asarray(p, dtype=np.float64)
+    ok = np.asarray(allowed, dtype=bool)
+    score = np.where(ok, 0.5 * float(epsilon) * pp, -np.inf)
+    w = np.exp(score - score[ok].max())
+    return np.asarray(w / w.sum())
+
+
+#: ``step_law(p, allowed, epsilon) -> probabilities``: one step's law on the model's distribution ``p``.
+StepLaw = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+
+
+def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, step_law: StepLaw | None = None,
+                 ) -> tuple[np.ndarray, dict[tuple[str, ...], int], list[str]]:
+    """``(log_law, index, words)``: the reference law of the released sequences for the one-segment ``text``.
 
     The model (a public function) is run here: the text's token ids through the encoder, then the
     generator from ``<start>``, each step's logits with pad, start and unk banned, softmax in float64,
-    the step's law from :func:`two_set_step_law`; autoregressive (the drawn token is the next input),
-    at most ``L_max`` steps, the end token ending the sequence (not released). ``index`` maps each
-    sequence of words (length 0 to ``L_max``) to its position in ``log_law``.
+    the step's law from ``step_law`` (default :func:`two_set_step_law`, ER-AE's; :func:`em_step_law`
+    for AE-DP); autoregressive (the drawn token is the next input), at most ``L_max`` steps, the end
+    token ending the sequence (not released). ``index`` maps each sequence of words (length 0 to
+    ``L_max``) to its position in ``log_law``.
     """
+    law_of: StepLaw = two_set_step_law if step_law is None else step_law
     torch = require("torch", "generation")
     from ..generation.rewriter import Rewriter
 
@@ -203,7 +266,7 @@ def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, word_fract
             lg = logits[0].double().numpy()
             lg = np.where(allowed, lg, -np.inf)
             p = np.exp(lg - lg.max())
-            step = two_set_step_law(p / p.sum(), allowed, epsilon, word_fraction=word_fraction, k=k)
+            step = law_of(p / p.sum(), allowed, float(epsilon))
             law[index[tuple(words[j] for j in prefix)]] += prob * step[end]
             for j, w in enumerate(word_ids):
                 walk((*prefix, j), prob * step[w], w, h2)
@@ -213,19 +276,18 @@ def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, word_fract
         return np.log(law), index, words
 
 
-def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0) -> AuditCase:
-    """The ``er-ae`` audit case on its release path (module docstring).
+def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, per_token: float, law: str,
+                       **params: Any) -> AuditCase:
+    """The audit case of the textdp-model mechanism ``name`` at ``eps`` through ``privatize_batch`` (module docstring).
 
-    ``epsilon``: the nominal per-token ε (``None``: :data:`ER_AE_DEFAULT_EPSILON`); ``delta`` is ignored
-    (the two-set mechanism is pure ε-DP); ``seed``: the tiny model's embeddings and training (public).
+    ``step_law``: the reference law of one step; ``per_token``: the audit accountant's bound per
+    generation step (the claim is ``L_max`` times it); ``law``: the conformance test's description;
+    ``params``: the mechanism's other public parameters.
     """
-    require("torch", "generation")
     from ..mechanisms import get
 
-    eps = ER_AE_DEFAULT_EPSILON if epsilon is None else float(epsilon)
-    folder = tiny_er_ae_model(seed=seed)
-    mech = get("er-ae", epsilon=eps, model=str(folder), batch_size=1 << 20).fit()
-    laws = {t: sequence_law(folder, t, eps) for t in ER_AE_TEXTS}
+    mech = get(name, epsilon=eps, model=str(folder), batch_size=1 << 20, **params).fit()
+    laws = {t: sequence_law(folder, t, eps, step_law=step_law) for t in ER_AE_TEXTS}
     index, words = laws[ER_AE_TEXTS[0]][1], laws[ER_AE_TEXTS[0]][2]
     size = len(index)
 
@@ -235,12 +297,12 @@ def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed
 
     text_a, text_b = max(itertools.combinations(ER_AE_TEXTS, 2), key=divergence)
     la, lb = laws[text_a][0], laws[text_b][0]
-    # the claim: L_max steps, each at most the per-token bound re-derived by the audit's accountant over the
-    # output alphabet (the words and the end token), never read from two_set_bound
-    claimed = ER_AE_MAX_LENGTH * two_set_per_token(eps, len(words) + 1)
+    # the claim: L_max steps, each at most the audit accountant's per-step bound (never the mechanism's own)
+    claimed = ER_AE_MAX_LENGTH * per_token
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
-        released = mech.privatize_batch([str(which)] * n, seed=rng)
+        with one_torch_thread():
+            released = mech.privatize_batch([str(which)] * n, seed=rng)
         return np.array([index.get(tuple(str(r.content).split()), size) for r in released], dtype=np.int64)
 
     with np.errstate(invalid="ignore"):
@@ -252,15 +314,45 @@ def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed
                          description=f"the exact loss of the reference law over {size} sequences", chunk=ER_AE_SAMPLES,
                          reuse_outputs=True)
     probs = {text_a: np.append(np.exp(la), 0.0), text_b: np.append(np.exp(lb), 0.0)}
-    conf = Conformance(description=f"er-ae: two-set exponential mechanism (er-ae-notes.md, k = 5, eps_set = 0.9 eps, "
-                                   f"eps_word = 0.1 eps) on the model's distribution, recomputed from the model, "
-                                   f"up to {ER_AE_MAX_LENGTH} autoregressive steps",
+    conf = Conformance(description=f"{name}: {law} on the model's distribution, recomputed from the model, up to "
+                                   f"{ER_AE_MAX_LENGTH} autoregressive steps",
                        kind="table", keep=lambda which, out: out, table=lambda which: probs[str(which)])
-    pair = (f"er-ae on a tiny textdp model trained here ({len(words)} words, L_max {ER_AE_MAX_LENGTH}), released "
+    pair = (f"{name} on a tiny textdp model trained here ({len(words)} words, L_max {ER_AE_MAX_LENGTH}), released "
             f"through privatize_batch: {text_a!r} vs {text_b!r}")
-    return AuditCase(mechanism="er-ae", pair=pair, input_a=text_a, input_b=text_b, sample=sample,
+    return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
                      claimed_epsilon=claimed, claimed_delta=0.0, events="discrete", chunk=ER_AE_SAMPLES, curve=curve,
                      conformance=conf, default_samples=ER_AE_SAMPLES)
+
+
+def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0) -> AuditCase:
+    """The ``er-ae`` audit case on its release path (module docstring).
+
+    ``epsilon``: the nominal per-token ε (``None``: :data:`ER_AE_DEFAULT_EPSILON`); ``delta`` is ignored
+    (the two-set mechanism is pure ε-DP); ``seed``: the tiny model's embeddings and training (public).
+    The claim is ``L_max`` times :func:`~textdp.audit.accountant.two_set_per_token` over the output
+    alphabet (the words and the end token), never read from ``two_set_bound``.
+    """
+    require("torch", "generation")
+    eps = ER_AE_DEFAULT_EPSILON if epsilon is None else float(epsilon)
+    return _release_path_case("er-ae", tiny_model(seed=seed, objective="er-ae"), eps, two_set_step_law,
+                              two_set_per_token(eps, len(ER_AE_WORDS) + 1),
+                              "two-set exponential mechanism (er-ae-notes.md, k = 5, eps_set = 0.9 eps, "
+                              "eps_word = 0.1 eps)")
+
+
+def ae_dp_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0) -> AuditCase:
+    """The ``ae-dp`` audit case on its release path (module docstring): a tiny model trained on reconstruction.
+
+    ``epsilon``: the per-step ε (``None``: :data:`AE_DP_DEFAULT_EPSILON`); ``delta`` is ignored (pure
+    ε-DP); ``seed``: the tiny model's embeddings and training (public). The claim is ``L_max`` times
+    :func:`~textdp.audit.accountant.exponential_per_token` (log-weights ``ε p/2``, scores of range 1),
+    never read from ``em_bound``; the reference law's step is :func:`em_step_law`.
+    """
+    require("torch", "generation")
+    eps = AE_DP_DEFAULT_EPSILON if epsilon is None else float(epsilon)
+    return _release_path_case("ae-dp", tiny_model(seed=seed, objective="reconstruction"), eps, em_step_law,
+                              exponential_per_token(eps / 2.0, 1.0),
+                              "one exponential mechanism over the allowed tokens, P(w) ~ exp(eps p_w / 2)")
 
 
 def two_set_toy_case(epsilon: float | None = None, delta: float | None = None, *, broken: str | None = None,
