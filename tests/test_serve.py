@@ -9,9 +9,9 @@ import contextlib
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import tiny_lms, tiny_model
+from serve_process import assert_no_server_left, serve_children, serve_process, stop
 
 pytest.importorskip("starlette", reason="textdp serve needs the [serve] extra (starlette)")
 pytest.importorskip("httpx", reason="the Starlette test client needs httpx")
@@ -32,6 +33,13 @@ from textdp.serve.core import MAX_TEXT_CHARS, Workbench
 TEXT = ("Dear Anna, the quarterly report for the Boston office is late again. Please send the revised budget "
         "figures to Michael before Friday, and remind the auditors about the pension fund review.")
 BASE = "http://127.0.0.1:8765"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_server_left_behind():
+    """After this module: no ``textdp serve`` child still running (issue 27: one had to be killed by hand)."""
+    yield
+    assert_no_server_left()
 
 
 @pytest.fixture(scope="module")
@@ -248,7 +256,7 @@ def test_a_body_that_does_not_arrive_in_time_gets_408(monkeypatch):
     from textdp.serve import app as serve_app
 
     monkeypatch.setattr(serve_app, "BODY_TIMEOUT", 0.5)
-    with _real_server(create_app(Workbench(), token="t0ken")) as port:
+    with _real_server(create_app(Workbench(), token="t0ken")) as (port, _, _):
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
             s.sendall(f"POST /api/privatize HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-TextDP-Token: t0ken\r\n"
                       "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"text\": ".encode())
@@ -465,7 +473,7 @@ def _real_server(app, header_timeout=10.0):
         deadline = time.monotonic() + 30
         while not server.started and time.monotonic() < deadline:
             time.sleep(0.05)
-        yield sock.getsockname()[1]
+        yield sock.getsockname()[1], server, thread
     finally:
         server.should_exit = True
         thread.join(timeout=20)
@@ -478,7 +486,7 @@ def test_header_read_timeout_closes_half_open_connections():
     from textdp.serve.server import HEADER_TIMEOUT
 
     assert HEADER_TIMEOUT == 10.0
-    with _real_server(create_app(Workbench(), token="t0ken"), header_timeout=1.0) as port:
+    with _real_server(create_app(Workbench(), token="t0ken"), header_timeout=1.0) as (port, _, _):
         socks = _half_open(port, 30)
         try:
             assert _get(f"http://127.0.0.1:{port}/").startswith("<!doctype html>")  # the page still answers
@@ -488,54 +496,93 @@ def test_header_read_timeout_closes_half_open_connections():
                 s.close()
 
 
+class _HeldAudit(Workbench):
+    """A workbench whose audit holds its thread until the test lets it go (an audit of a minute, on demand)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def audit(self, mechanism, epsilon):
+        self.started.set()
+        self.release.wait(300)
+        return {"held": True}
+
+
+def test_stopping_does_not_wait_for_a_running_computation():
+    """Ctrl+C while the page waits for an audit: the server stops within SHUTDOWN_TIMEOUT (the request gets a
+    one-line 503) instead of waiting for the computation. Before, it waited for every running request (anyio's
+    worker threads, no shutdown timeout): at the version floors an audit took a minute and the tests killed the
+    server."""
+    from textdp.serve.server import SHUTDOWN_TIMEOUT
+
+    wb = _HeldAudit()
+    answer: list[tuple[int, str]] = []
+    with _real_server(create_app(wb, token="t0ken")) as (port, server, thread):
+        client = threading.Thread(target=lambda: answer.append(_refused(
+            f"http://127.0.0.1:{port}/api/audit", "t0ken", {"mechanism": "random", "epsilon": 1})), daemon=True)
+        client.start()
+        try:
+            assert wb.started.wait(60)
+            start = time.monotonic()
+            server.should_exit = True
+            thread.join(SHUTDOWN_TIMEOUT + 20)
+            assert not thread.is_alive(), "the server is still waiting for the audit"
+            assert time.monotonic() - start < SHUTDOWN_TIMEOUT + 20
+            client.join(30)
+            assert answer and answer[0][0] == 503 and "stopped (Ctrl+C) before this answer was ready" in answer[0][1]
+        finally:
+            wb.release.set()
+
+
+def test_ctrl_c_stops_the_command_while_a_client_holds_a_request_open():
+    """``textdp serve`` exits within seconds of Ctrl+C even while a client is still sending a request body (it
+    waited for the 30 s body deadline before)."""
+    import socket
+
+    from textdp.serve.app import BODY_TIMEOUT
+
+    with serve_process() as s:
+        with socket.create_connection(("127.0.0.1", s.port), timeout=30) as conn:
+            conn.sendall(f"POST /api/privatize HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nX-TextDP-Token: {s.token}\r\n"
+                         "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"text\": ".encode())
+            time.sleep(1.0)  # the request is in: its body never completes
+            took = stop(s.proc, BODY_TIMEOUT)
+    assert took < BODY_TIMEOUT - 10, f"Ctrl+C took {took:.1f} s"
+
+
+def test_a_server_left_running_is_found():
+    """The module check (:func:`serve_process.assert_no_server_left`) sees a ``textdp serve`` child still running."""
+    if not os.path.isfile("/proc/self/stat"):
+        pytest.skip("lists processes from /proc")
+    with serve_process() as s:
+        assert any(entry.startswith(f"{s.proc.pid}:") for entry in serve_children())
+    assert not any(entry.startswith(f"{s.proc.pid}:") for entry in serve_children())
+
+
 def test_the_token_is_printed_in_a_fragment_and_never_served():
     """Issue 28 §3: any local user (or, with --allow-remote, any client sending ``Host: localhost``) could read the
     token from GET /; now only the printed URL holds it, in the fragment, which no browser sends."""
-    proc = subprocess.Popen([sys.executable, "-m", "textdp", "serve", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:(\d+)/)#token=([A-Za-z0-9_-]{43})\n",
-                         proc.stdout.readline())
-        assert m
-        url, port, token = m.group(1), m.group(2), m.group(3)
+    with serve_process() as s:
+        url, port, token = s.url, s.port, s.token
+        assert len(token) == 43 and s.address == f"{url}#token={token}"
         page = _get(url) + _get(url + "static/app.js")
         assert token not in page
         body = {"text": TEXT, "mechanism": "random", "epsilon": 1}
         assert _refused(url + "api/privatize", None, body, host=f"localhost:{port}")[0] == 403
         assert _refused(url + "api/mechanisms", "x" * 43)[0] == 403
         assert json.loads(_get(url + "api/privatize", token, body))["protected"] == 18
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-        proc.stdout.close()
 
 
 def _run_server(err, env):
     """Start ``textdp serve --port 0``, use it once, stop it with SIGINT; what it printed."""
-    proc = subprocess.Popen([sys.executable, "-m", "textdp", "serve", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=err, text=True, env=env)
-    try:
-        line = proc.stdout.readline()
-        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:(\d+)/)#token=([A-Za-z0-9_-]+)\n", line)
-        assert m, line
-        url, token = m.group(1), m.group(3)
+    with serve_process(stderr=err, env=env) as s:
         marker = "zanzibarian"
-        out = json.loads(_get(url + "api/privatize", token, {"text": f"{marker} report from Boston",
-                                                               "mechanism": "tem", "epsilon": 1}))
+        out = json.loads(_get(s.url + "api/privatize", s.token, {"text": f"{marker} report from Boston",
+                                                                   "mechanism": "tem", "epsilon": 1}))
         assert out["protected"] >= 2
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-    rest = proc.stdout.read()
-    proc.stdout.close()
     err.seek(0)
-    return err.read() + rest
+    return err.read() + s.rest
 
 
 # -- sentence rewriting on a model from train-rewriter (issue 27 §2) -----------------------------------------------

@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import struct
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from serve_process import assert_no_server_left, serve_process
 
 pytestmark = pytest.mark.browser
 
@@ -35,6 +33,13 @@ def _require_browser():
         pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium); browser tests skipped")
     pytest.importorskip("playwright.sync_api", reason="Playwright for Python is absent; browser tests skipped")
     pytest.importorskip("uvicorn", reason="textdp serve needs the [serve] extra")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_server_left_behind():
+    """After this module: no ``textdp serve`` child still running (issue 27: one had to be killed by hand)."""
+    yield
+    assert_no_server_left()
 
 
 @pytest.fixture(scope="module")
@@ -56,22 +61,10 @@ def server(model):
 
 
 def _serve(extra):
-    """``textdp serve --port 0 EXTRA`` in a process: yields the printed address, then stops it with Ctrl+C."""
-    proc = subprocess.Popen([sys.executable, "-m", "textdp", "serve", "--port", "0", *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        line = proc.stdout.readline()
-        m = re.fullmatch(r"textdp serve: (http://127\.0\.0\.1:\d+/#token=[A-Za-z0-9_-]+)\n", line)
-        assert m, f"unexpected first line: {line!r}"
-        yield m.group(1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
+    """``textdp serve --port 0 EXTRA`` in a process: yields the printed address, then stops it with Ctrl+C (it must
+    exit within :data:`serve_process.STOP_SECONDS`)."""
+    with serve_process(*extra) as s:
+        yield s.address
 
 
 @pytest.fixture(scope="module")
@@ -341,8 +334,8 @@ def lm_page(tmp_path_factory, chromium):
     from helpers import tiny_lms
 
     folder = tiny_lms(tmp_path_factory.mktemp("serve-lm"))["seq2seq"]  # dp-paraphrase and dp-bart
-    for url in _serve(["--model", str(folder)]):
-        yield from _browse(chromium, url)
+    with serve_process("--model", str(folder)) as s:  # stopped even when the page fails to open
+        yield from _browse(chromium, s.address)
 
 
 def test_lm_rewriters_on_the_page_with_public_bounds(lm_page):

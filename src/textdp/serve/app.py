@@ -29,15 +29,17 @@ of the machine:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
 import secrets
+import threading
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
 import anyio
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -47,7 +49,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..errors import TextDPError
 from .core import Workbench
 
-__all__ = ["BODY_TIMEOUT", "CSP", "LOOPBACK_NAMES", "MAX_BODY_BYTES", "TOKEN_HEADER", "create_app", "page_url", "parse_host"]
+__all__ = ["BODY_TIMEOUT", "CSP", "LOOPBACK_NAMES", "MAX_BODY_BYTES", "TOKEN_HEADER", "create_app", "on_daemon_thread",
+           "page_url", "parse_host"]
 
 #: Largest request body accepted (bytes); the text itself is capped at ``core.MAX_TEXT_CHARS`` characters.
 MAX_BODY_BYTES = 100_000
@@ -78,6 +81,40 @@ _ORIGIN = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<host>[^/?#@]*)", re.A
 
 def _static(name: str) -> str:
     return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+
+
+async def on_daemon_thread(fn: Callable[..., object], *args: object) -> object:
+    """``fn(*args)`` on a new daemon thread, awaited without holding up the event loop.
+
+    Starlette's ``run_in_threadpool`` (anyio's worker threads) makes a cancelled request wait for its
+    computation, and the interpreter joins those threads at exit: a Ctrl+C during an audit or a curve waited
+    for it to finish (a minute on a loaded machine). Here a cancelled request stops waiting at once (the
+    server cancels what is still running :data:`textdp.serve.server.SHUTDOWN_TIMEOUT` seconds after Ctrl+C),
+    and the abandoned computation, which stores nothing, cannot keep the process alive.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[object] = loop.create_future()
+
+    def settle(result: object, error: BaseException | None) -> None:
+        if done.done():  # the request was cancelled meanwhile
+            return
+        if error is None:
+            done.set_result(result)
+        else:
+            done.set_exception(error)
+
+    def work() -> None:
+        result: object = None
+        error: BaseException | None = None
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting request, which answers it
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the server stopped, nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="textdp-serve-request", daemon=True).start()
+    return await done
 
 
 def _error(message: str, status: int) -> JSONResponse:
@@ -226,11 +263,13 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
 
     async def call(fn: Callable[..., object], *args: object) -> JSONResponse:
         try:
-            return JSONResponse(await run_in_threadpool(fn, *args), headers=_HEADERS)
+            return JSONResponse(await on_daemon_thread(fn, *args), headers=_HEADERS)
         except TextDPError as exc:
             return _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 400)
         except MemoryError:
             return _error("out of memory: try a shorter text or a smaller bag size", 503)
+        except asyncio.CancelledError:  # Ctrl+C: the server stops without waiting for this computation
+            return _error("the textdp server was stopped (Ctrl+C) before this answer was ready; start it again", 503)
         except Exception as exc:  # noqa: BLE001 - the page gets one line, never a stack trace
             return _error(f"internal error ({type(exc).__name__}); nothing was stored", 500)
 

@@ -17,12 +17,16 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT", "MAX_CONNECTIONS", "HeaderDeadlineProtocol", "make_server"]
+__all__ = ["HEADER_TIMEOUT", "MAX_CONNECTIONS", "SHUTDOWN_TIMEOUT", "HeaderDeadlineProtocol", "make_server"]
 
 #: Seconds a client has to send the complete request headers (from connecting, or from the last response).
 HEADER_TIMEOUT = 10.0
 #: Open connections beyond which a request gets 503 (uvicorn's ``limit_concurrency``).
 MAX_CONNECTIONS = 64
+#: Seconds Ctrl+C waits for requests still running before it cancels them (uvicorn's ``timeout_graceful_shutdown``;
+#: without it the server waited for every open request: a minute for an audit on a loaded machine, 30 s for a
+#: client that never finishes its body).
+SHUTDOWN_TIMEOUT = 3
 
 
 class HeaderDeadlineProtocol(H11Protocol):
@@ -67,12 +71,14 @@ class HeaderDeadlineProtocol(H11Protocol):
 
 
 def make_server(app: Any, *, header_timeout: float = HEADER_TIMEOUT) -> uvicorn.Server:
-    """A uvicorn server for ``app``: no access log, no server/date headers, the header deadline above.
+    """A uvicorn server for ``app``: no access log, no server/date headers, the header deadline above, and
+    requests still running :data:`SHUTDOWN_TIMEOUT` seconds after Ctrl+C cancelled.
 
     Run it with ``server.run(sockets=[sock])`` on a socket bound by the caller.
     """
     protocol = type("HeaderDeadline", (HeaderDeadlineProtocol,), {"header_timeout": float(header_timeout)})
     config = uvicorn.Config(app, http=protocol, access_log=False, log_level="warning", server_header=False,
-                            date_header=False, lifespan="off", limit_concurrency=MAX_CONNECTIONS)
+                            date_header=False, lifespan="off", limit_concurrency=MAX_CONNECTIONS,
+                            timeout_graceful_shutdown=SHUTDOWN_TIMEOUT)
     return uvicorn.Server(config)
 
