@@ -123,3 +123,17 @@ def test_the_loop_with_no_noise_is_flagged(monkeypatch):
     r = audit("ae-dp", samples=1_000, seed=2, conformance=True)
     assert not r.privacy_passed and not r.passed, r.to_dict()
     assert r.conformance is not None and not r.conformance.passed
+
+
+@pytest.mark.parametrize(("scale", "width"), [(2.5, 1.0), (0.75, 2.0), (0.1, 3.0)])
+def test_the_accountants_exponential_bound_holds_and_is_attained(scale, width):
+    """``2 scale width`` bounds every output's log ratio, and a large alphabet comes within 1e-3 of it."""
+    rng = make_rng(11)
+    bound = exponential_per_token(scale, width)
+    for _ in range(200):  # random neighbouring score vectors in [0, width]
+        u_a, u_b = rng.uniform(0, width, (2, 20))
+        la, lb = scale * u_a - np.logaddexp.reduce(scale * u_a), scale * u_b - np.logaddexp.reduce(scale * u_b)
+        assert float(np.max(la - lb)) <= bound + 1e-12
+    v = 10**7  # u_a = (width, 0, ..., 0), u_b = (0, width, ..., width): the ratio of output 0 tends to e^(2 s w)
+    worst = scale * width - math.log(math.exp(scale * width) + v - 1) + math.log(1 + (v - 1) * math.exp(scale * width))
+    assert worst <= bound and worst == pytest.approx(bound, abs=1e-3)
