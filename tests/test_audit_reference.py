@@ -57,3 +57,31 @@ def test_nearest_on_ordinary_noisy_vectors_matches_brute_force():
     got = ref.nearest(z, v)
     for s in range(0, 1000, 100):  # brute force in slices (memory)
         assert np.array_equal(got[s:s + 100], _brute(z[s:s + 100], v, 1)[:, 0])
+
+
+@pytest.mark.slow
+def test_mahalanobis_releases_follow_the_reference_law_at_ten_times_the_audit_size():
+    # issue 29: mahalanobis' conformance test flagged 2 of the first 10 unpatched audits at 10^4 (level 0.025). At
+    # 10^5 outputs per input (10x the size of `--all`) the released words still follow the reference law, so a
+    # law the reference does not share would show here; the reference at epsilon x1.05 (5% less noise) is rejected.
+    from textdp.audit import audit_case
+    from textdp.audit.cases import decoded_conformance
+    from textdp.audit.claims import mahalanobis_inverse_root
+    from textdp.audit.conformance import chi2_two_sample
+    from textdp.embeddings import load_embeddings
+
+    n = 100_000
+    case = audit_case("mahalanobis")
+    conf = case.conformance
+    rng = make_rng(29)
+    vectors = load_embeddings(vocab_size=5_000).vectors
+    wrong = decoded_conformance(vectors, 10.0 * 1.05, root=np.linalg.inv(mahalanobis_inverse_root(vectors, 0.2)))
+
+    def draws(sampler, x):
+        return np.concatenate([np.asarray(conf.keep(x, np.asarray(sampler(x, min(16_384, n - s), rng))))
+                               for s in range(0, n, 16_384)])
+
+    released = {x: np.asarray(conf.keep(x, np.asarray(case.sample(x, n, rng)))) for x in (case.input_a, case.input_b)}
+    for x in (case.input_a, case.input_b):
+        assert chi2_two_sample(released[x], draws(conf.reference, x))[1] > 0.001
+    assert chi2_two_sample(released[case.input_a], draws(wrong.reference, case.input_a))[1] < 1e-4
