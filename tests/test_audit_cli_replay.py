@@ -78,6 +78,7 @@ def test_replay_of_the_laplace_baseline_checks_its_global_bound():
     (["topicdp", "--replay", "--gamma", "1.5"], "--gamma"),
     (["topicdp", "--replay", "--epsilon", "1e9"], "--epsilon"),
     (["topicdp-laplace", "--replay", "--delta", "1e-5"], "drop --delta"),
+    (["--all", "--replay"], "--replay"),
 ])
 def test_replay_bad_use_is_a_one_line_error(args, says):
     res = runner.invoke(app, ["audit", *args])

@@ -224,9 +224,9 @@ def audit(
             Console(highlight=False).print(table)
             return
         if all_cases:
-            if mechanism is not None or param or epsilon is not None or delta is not None:
+            if mechanism is not None or param or epsilon is not None or delta is not None or replay:
                 raise ParameterError("--all audits every case at its defaults: drop the mechanism name, --epsilon, "
-                                     "--delta and --param")
+                                     "--delta, --param and --replay")
             if _all(None if samples is None else _samples(samples), seed, confidence, as_json):
                 raise typer.Exit(1)
             return
