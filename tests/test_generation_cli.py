@@ -142,7 +142,8 @@ def test_rewrite_bad_inputs_exit_2_without_output(tmp_path, model_dir):
     for args, message in (
         ([str(model_dir), str(bad)], "not valid UTF-8"),
         ([str(model_dir), str(empty)], "empty"),
-        ([str(tmp_path / "nomodel"), str(empty)], "no card.json"),
+        ([str(tmp_path / "nomodel"), str(empty)], "no such folder"),
+        ([str(tmp_path), str(empty)], "no card.json"),
         ([str(model_dir), str(tmp_path / "missing.txt")], "no such file"),
     ):
         res = runner.invoke(app, ["rewrite", *args, "-e", "3", "-o", str(out)])

@@ -1,6 +1,7 @@
-"""The values of the options that the library and ``textdp obfuscate`` share (a leaf: no numpy, no torch).
+"""The values of the options that the library and its commands share (a leaf: no numpy, no torch).
 
-``textdp obfuscate -h`` and its one-line errors for bad option values need these lists at parse time;
+``textdp obfuscate -h``, ``textdp rewrite -h`` and their one-line errors for bad option values need these lists
+at parse time;
 keeping them here, not in the modules that use them (which import numpy and the embeddings), lets the
 command answer before any of those is imported (issue 27; measured in BENCHMARKS.md). The library
 modules import them from here, so each list is written once:
@@ -14,7 +15,14 @@ modules import them from here, so each list is written once:
 ``POSTPROCESSORS``
     post-processing decoders (:mod:`textdp.mechanisms.mbr`);
 ``OUTPUT_FORMATS``
-    what a release file holds (:func:`textdp.pipeline.write_records`).
+    what a release file holds (:func:`textdp.pipeline.write_records`);
+``UNITS``, ``VARIANTS``
+    records per sentence or per document, and how the ER-AE family's generator is fed
+    (:mod:`textdp.generation.rewriter`);
+``MODEL_DATA_CASES``
+    which data a rewriting model saw, and whether the guarantee covers it (:mod:`textdp.generation.bounds`);
+``MAX_NEW_TOKENS``
+    the language-model rewriters' default cap on generated tokens (:mod:`textdp.generation.decoding`).
 
 and the one parser of ``--param KEY=VALUE`` (:func:`parse_params`), whose keys the commands check against
 each class's parameters as the generated registry index records them (:func:`param_annotations`), so a bad
@@ -33,8 +41,9 @@ from collections.abc import Mapping, Sequence
 from ._validation import check_positive_int
 from .errors import ParameterError
 
-__all__ = ["BAG_MODES", "DECODERS", "OUTPUT_FORMATS", "OUTPUT_VOCABULARIES", "POSTPROCESSORS",
-           "SIZE_FROM_DATA_WARNING", "check_size_options", "param_annotations", "parse_params"]
+__all__ = ["BAG_MODES", "DECODERS", "MAX_NEW_TOKENS", "MODEL_DATA_CASES", "OUTPUT_FORMATS", "OUTPUT_VOCABULARIES",
+           "POSTPROCESSORS", "SIZE_FROM_DATA_WARNING", "UNITS", "VARIANTS", "check_size_options", "param_annotations",
+           "parse_params"]
 
 DECODERS = ("exact", "faiss-exact", "torch", "approximate", "hnsw", "ivf")
 
@@ -48,6 +57,46 @@ POSTPROCESSORS = ("mbr",)
 
 #: The formats of a release file: JSONL records, or the released words (or text) only, one document a line.
 OUTPUT_FORMATS = ("jsonl", "text")
+
+#: ``textdp rewrite --variant``: the ER-AE family's generator fed its own draws, or the private input (the authors'
+#: code).
+VARIANTS = ("autoregressive", "teacher-forced")
+#: ``textdp rewrite --unit``: one record per sentence segment, or per document (segments joined).
+UNITS = ("sentence", "document")
+
+#: ``textdp rewrite --model-data``: which data the model saw -> whether the guarantee covers the rewriting step.
+MODEL_DATA_CASES: dict[str, tuple[bool, str]] = {
+    "public": (
+        True,
+        ("the model and its vocabulary were declared trained on public data, so they are public functions and the "
+        "bound covers the rewriting of each sentence"),
+    ),
+    "disjoint": (
+        True,
+        ("the user declared that this text was not in the model's training data, so the model and its vocabulary are "
+        "fixed functions of other data and the bound covers the rewriting of each sentence (the model itself is as "
+        "private as its training data)"),
+    ),
+    "same": (
+        False,
+        ("NOT covered: the model was trained without privacy on this very text, so its vocabulary (the output "
+        "alphabet) and every rewritten sentence can carry information about every training sentence; the bound "
+        "holds for one output sentence alone, not for a release of several (up to N times the bound for N sentences "
+        "rewritten with the same model), and not for which words are in the vocabulary"),
+    ),
+    "unknown": (
+        False,
+        ("NOT covered: it is unknown whether the model saw this text; if it did, its vocabulary (the output alphabet) "
+        "and every rewritten sentence can carry information about every training sentence, so the bound holds for "
+        "one output sentence alone, not for a release of several or for which words are in the vocabulary "
+        "(declare --model-data public or disjoint if you know it)"),
+    ),
+}
+
+#: Default cap on generated tokens of the language-model rewriters: covers ordinary sentences and short paragraphs
+#: (90th percentile of a public corpus' sentences: 47 tokens); each step costs epsilon, so a unit costs
+#: max_new_tokens * epsilon.
+MAX_NEW_TOKENS = 64
 
 SIZE_FROM_DATA_WARNING = (
     "the bag size N is taken from the data (the shortest document's in-vocabulary length, N={n}); N is "

@@ -10,11 +10,12 @@ from typing import Annotated, Any
 
 import typer
 
+# Only light modules here (no numpy, no torch): `textdp rewrite -h` and its errors for bad option values, a bad
+# --param or a missing file are answered before the mechanism's class is imported (tests/test_rewrite_startup.py)
+from .._options import MODEL_DATA_CASES, UNITS, VARIANTS
 from .._validation import check_positive_int
 from ..engines import ENGINES
-from ..errors import ParameterError
-from ..generation.bounds import MODEL_DATA_CASES
-from ..generation.rewriter import UNITS, VARIANTS
+from ..errors import DocumentError, ParameterError
 from ..mechanisms import names
 from ..mechanisms.registry import spoken_list
 from ._choices import choice
@@ -188,6 +189,7 @@ def rewrite_command(
                             public_top_k=public_top_k, batch_tokens=batch_tokens)
         run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,
                    batch_size, text_field, id_field, input_format, force, quiet, lm_opts, params)
+        _check_files(run)
         from ..generation.lm_family import LMRewriter
         from ..mechanisms import mechanism_class
 
@@ -200,6 +202,17 @@ def rewrite_command(
             _rewrite_family(run, variant=variant, model_data=model_data, word_fraction=word_fraction,
                             engine=engine, scheduler=scheduler, workers=workers, partition_size=partition_size,
                             threads=threads, work_dir=work_dir)
+
+
+def _check_files(run: _Run) -> None:
+    """A mistyped input file or model folder is said before the mechanism's class (numpy, torch) is imported and
+    the model loaded; each path says what it must hold later (the model folder's files, the outputs)."""
+    for f in run.inputs:
+        if str(f) != "-" and not f.exists():
+            raise DocumentError(f"{f}: no such file")
+    if not run.model_dir.is_dir():
+        raise ParameterError(f"MODEL_DIR {run.model_dir}: no such folder (a model from `textdp train-rewriter`, or "
+                             "a local Hugging Face directory for the dp-* mechanisms)")
 
 
 def _set_threads(threads: int | None) -> None:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .._options import MAX_NEW_TOKENS
 from ..errors import ParameterError
-from ..generation.decoding import MAX_NEW_TOKENS
 from ._common import print_info, progress_bar
 
 if TYPE_CHECKING:

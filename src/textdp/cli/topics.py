@@ -261,8 +261,10 @@ def _interrupted_message(sampler: SensitivitySampler, total: int) -> str:
 
 def _check_paths(corpus: Path, output: Path | None, private_report: Path | None, force: bool) -> None:
     """Refuse outputs that are the corpus, each other, folders or existing files (unless ``force``), early."""
-    from ..errors import ParameterError
+    from ..errors import DocumentError, ParameterError
 
+    if str(corpus) != "-" and not corpus.exists():  # said before the public vocabulary is loaded
+        raise DocumentError(f"{corpus}: no such file")
     if output is not None and (not output.name or output.is_dir()):
         raise ParameterError(f"--output {str(output)!r} is a directory; give a file name")
     if output is not None and private_report is not None:
@@ -399,6 +401,7 @@ def topics(
     """Release a noisy topic-keyword matrix with user-level (random) differential privacy."""
     o = _TopicsOptions(**locals())  # the parameters, and nothing else yet
     with cli_errors():
+        run = _check_topics_options(o)  # before numpy and the topic models are imported (fast one-line errors)
         from .._rng import spawn
         from ..release import release
         from ..topics import extract_topic_matrix, make_topic_model
@@ -406,7 +409,6 @@ def topics(
         from ..topics.models import fit_database, topic_rows
         from ..topics.vocabulary import public_vocabulary, vocabulary_note
 
-        run = _check_topics_options(o)
         public_vocab = public_vocabulary(o.vocabulary, inputs=[o.corpus])
         sampler_seed, release_seed = spawn(o.seed, 2)  # separate streams: sampling never shifts the noise
         t0 = time.perf_counter()

@@ -87,6 +87,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .._options import MODEL_DATA_CASES
 from .._validation import EPSILON_MIN, check_choice, check_epsilon, check_positive_int
 from ..errors import ParameterError
 from ..guarantees import Guarantee
@@ -107,35 +108,6 @@ __all__ = [
     "two_set_epsilon_for_budget",
     "two_set_guarantee",
 ]
-
-#: Which data the model saw -> whether the guarantee covers the rewriting step.
-MODEL_DATA_CASES: dict[str, tuple[bool, str]] = {
-    "public": (
-        True,
-        ("the model and its vocabulary were declared trained on public data, so they are public functions and the "
-        "bound covers the rewriting of each sentence"),
-    ),
-    "disjoint": (
-        True,
-        ("the user declared that this text was not in the model's training data, so the model and its vocabulary are "
-        "fixed functions of other data and the bound covers the rewriting of each sentence (the model itself is as "
-        "private as its training data)"),
-    ),
-    "same": (
-        False,
-        ("NOT covered: the model was trained without privacy on this very text, so its vocabulary (the output "
-        "alphabet) and every rewritten sentence can carry information about every training sentence; the bound "
-        "holds for one output sentence alone, not for a release of several (up to N times the bound for N sentences "
-        "rewritten with the same model), and not for which words are in the vocabulary"),
-    ),
-    "unknown": (
-        False,
-        ("NOT covered: it is unknown whether the model saw this text; if it did, its vocabulary (the output alphabet) "
-        "and every rewritten sentence can carry information about every training sentence, so the bound holds for "
-        "one output sentence alone, not for a release of several or for which words are in the vocabulary "
-        "(declare --model-data public or disjoint if you know it)"),
-    ),
-}
 
 POSTER_REFERENCE = (
     "Bo, Ding, Fung & Iqbal, 'ER-AE: Differentially Private Text Generation for Authorship Anonymization', "

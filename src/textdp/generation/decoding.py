@@ -125,6 +125,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from .._options import MAX_NEW_TOKENS
 from .._validation import check_choice, check_epsilon, check_probability
 from ..errors import ParameterError, require
 
@@ -155,10 +156,6 @@ __all__ = [
 BOUND_PROCEDURES = ("fixed", "public-quantiles", "public-step-max", "probability")
 #: The two samplers of :func:`sample_log_weights`.
 SAMPLERS = ("inverse-cdf", "gumbel")
-#: Default cap on generated tokens of the language-model rewriters: covers ordinary sentences and short paragraphs
-#: (90th percentile of a public corpus' sentences: 47 tokens); each step costs epsilon, so a unit costs
-#: max_new_tokens * epsilon.
-MAX_NEW_TOKENS = 64
 
 
 def _torch() -> ModuleType:

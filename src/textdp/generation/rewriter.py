@@ -51,6 +51,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from .._options import UNITS, VARIANTS
 from .._validation import check_choice, check_epsilon, check_positive_int
 from ..embeddings import Embeddings
 from ..errors import ParameterError, ParameterTypeError
@@ -85,9 +86,6 @@ __all__ = [
     "load_rewriter",
     "rewrite_documents",
 ]
-
-VARIANTS = ("autoregressive", "teacher-forced")
-UNITS = ("sentence", "document")
 
 
 class Rewriter:
