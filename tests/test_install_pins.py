@@ -85,8 +85,9 @@ def test_floors_are_pins_of_the_lower_bounds():
     # and POT 0.9.0 without a Python 3.11 wheel, safetensors 0.4 below accelerate 1.0's, tokenizers below
     # transformers 4.50's
     assert {"tomotopy==0.12.4", "pot==0.9.4", "safetensors==0.4.3", "tokenizers==0.21"} <= set(floors)
-    # typer._click (the CLI imports it) first ships in typer 0.26; rich before 14.3 adds a blank line to stderr
-    assert {"typer==0.26", "rich==14.3"} <= set(floors)
+    # typer._click (the CLI imports it) first ships in typer 0.26, the README's error for a bad number in 0.29;
+    # rich before 14.3 adds a blank line to stderr
+    assert {"typer==0.29", "rich==14.3"} <= set(floors)
     # threadpoolctl before 3.5 cannot limit numpy 2's BLAS (the test below)
     assert "threadpoolctl==3.5" in floors
     assert not any(f.startswith("torch==") for f in floors)
