@@ -6,7 +6,9 @@ sends a few bytes of headers ("slowloris") keeps them open for ever. :class:`Hea
 timer when a connection opens and again after each response, and closes the connection when the complete
 request headers have not arrived within :data:`HEADER_TIMEOUT` seconds; the request body has its own
 deadline (:data:`textdp.serve.app.BODY_TIMEOUT`). ``limit_concurrency`` answers 503 beyond
-:data:`MAX_CONNECTIONS` open connections.
+:data:`MAX_CONNECTIONS` open connections. Ctrl+C cancels the requests still open after :data:`SHUTDOWN_TIMEOUT`
+seconds (each gets a one-line 503; its computation, on a daemon thread, is abandoned), so the server stops in
+seconds even during an audit or while a client holds a request open.
 """
 
 from __future__ import annotations
