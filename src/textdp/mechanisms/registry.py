@@ -50,7 +50,9 @@ __all__ = ["DOC_FILES", "LOCATIONS", "MECHANISM_NAMES", "REGISTRY", "Entry", "en
 
 #: One line per mechanism, in the order of the CLI's choices: ``"module:Class"``, or
 #: ``("module:Class", audit)`` when the audit case that checks it (``textdp audit NAME``) has another
-#: name than the mechanism (``None``: no audit case). Everything else is read from the class.
+#: name than the mechanism, or ``("module:Class", None)`` while it has none: the mechanism is then usable
+#: everywhere and ``textdp audit --all`` lists it as NOT AUDITED (docs/new-mechanism.md, §audit).
+#: Everything else is read from the class.
 LOCATIONS: tuple[str | tuple[str, str | None], ...] = (
     "textdp.mechanisms.earth_movers:EarthMoversPrivacy",
     "textdp.mechanisms.perturbation:CMP",
