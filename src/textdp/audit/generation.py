@@ -108,8 +108,8 @@ def _remove_tiny_models() -> None:
 def one_torch_thread() -> Iterator[None]:
     """Run the block on one torch thread (restored after): tiny networks on a shared machine.
 
-    torch's intra-op threads spin-wait; on a loaded 2-core machine the tiny model's 60 training
-    steps took 42 s on torch's default 2 threads and 2.2 s on one (measured in this module's first run).
+    torch's intra-op threads spin-wait: on the project's shared 2-core machine at load ~8 the tiny
+    model's 60 training steps took 42 s on torch's default 2 threads and 2.2 s on one (one run each).
     """
     torch = require("torch", "generation")
     before = torch.get_num_threads()
