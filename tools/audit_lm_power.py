@@ -14,8 +14,8 @@ calls, in every loaded ``textdp.generation`` module that binds it:
 ``noclip``
     LM token rewriters: ``clipped_log_weights`` without the clipping (temperature ``2Δ/ε`` on raw logits);
     DP-BART: ``clip_and_noise`` without the clipping (the probe's encoder rows are ``±5``, the clip ``±1``);
-``nonoise``, ``sigma/2``, ``sigma*0.8``
-    DP-BART: ``clip_and_noise`` with σ = 0, σ/2 or 0.8 σ.
+``nonoise``, ``sigma/2``, ``sigma*0.8``, ``sigma*0.9``
+    DP-BART: ``clip_and_noise`` with σ = 0, σ/2, 0.8 σ or 0.9 σ.
 
 Repetition ``r`` of every cell uses seed ``first_seed + r`` (fixed up front). One line per audit on stdout,
 then a markdown table (flagged / runs; the privacy tests alone; the conformance test alone; seconds per
@@ -25,6 +25,7 @@ audit)::
     nice -n 10 python tools/audit_lm_power.py --cases dp-prompt --plants none,eps3,eps1.5,noclip --reps 4
     nice -n 10 python tools/audit_lm_power.py --cases dp-bart --plants none --reps 10
     nice -n 10 python tools/audit_lm_power.py --cases dp-bart --plants sigma/2,sigma*0.8,noclip --reps 8
+    nice -n 10 python tools/audit_lm_power.py --cases dp-bart-range,dp-bart-shared-noise --plants none --reps 4
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PLANTS = ("none", "eps3", "eps1.5", "eps1.25", "noclip", "nonoise", "sigma/2", "sigma*0.8")
-SIGMA = {"nonoise": 0.0, "sigma/2": 0.5, "sigma*0.8": 0.8}
+PLANTS = ("none", "eps3", "eps1.5", "eps1.25", "noclip", "nonoise", "sigma/2", "sigma*0.8", "sigma*0.9")
+SIGMA = {"nonoise": 0.0, "sigma/2": 0.5, "sigma*0.8": 0.8, "sigma*0.9": 0.9}
 FACTORS = {"eps3": 3.0, "eps1.5": 1.5, "eps1.25": 1.25}
 
 
