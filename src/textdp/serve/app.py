@@ -79,6 +79,10 @@ _HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*)\]|(?P<name>[A-Za-
 _ORIGIN = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<host>[^/?#@]*)", re.ASCII | re.IGNORECASE)
 
 
+#: The answer to a request that Ctrl+C cancelled (:data:`textdp.serve.server.SHUTDOWN_TIMEOUT`).
+_STOPPED = "the textdp server was stopped (Ctrl+C) before this answer was ready; start it again"
+
+
 def _static(name: str) -> str:
     return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
 
@@ -269,7 +273,7 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
         except MemoryError:
             return _error("out of memory: try a shorter text or a smaller bag size", 503)
         except asyncio.CancelledError:  # Ctrl+C: the server stops without waiting for this computation
-            return _error("the textdp server was stopped (Ctrl+C) before this answer was ready; start it again", 503)
+            return _error(_STOPPED, 503)
         except Exception as exc:  # noqa: BLE001 - the page gets one line, never a stack trace
             return _error(f"internal error ({type(exc).__name__}); nothing was stored", 500)
 
@@ -283,6 +287,8 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
                 data = await _body(request)
             except _BadRequest as exc:
                 return _error(str(exc), exc.status)
+            except asyncio.CancelledError:  # Ctrl+C while the body was still arriving
+                return _error(_STOPPED, 503)
             unknown = sorted(set(data) - set(fields))
             if unknown:
                 return _error(f"unknown field {unknown[0]!r}; this endpoint takes {', '.join(fields)}", 400)
