@@ -38,6 +38,19 @@ CASES = {
     "obfuscate IN -e 1 --param lambd=abc": ["obfuscate", "{input}", "-e", "1", "--mechanism", "vickrey",
                                             "--param", "lambd=abc"],
     "obfuscate IN -n 5 (no --epsilon)": ["obfuscate", "{input}", "-n", "5"],
+    # issue 31: rewrite's option lists in the leaf _options, files checked before the class is imported
+    # ({model}: an empty folder, {out}: a file name in the temporary folder)
+    "rewrite -h": ["rewrite", "-h"],
+    "rewrite M IN --mechanism bogus": ["rewrite", "{model}", "{input}", "-e", "1", "-o", "{out}",
+                                       "--mechanism", "bogus"],
+    "rewrite M IN --unit bogus": ["rewrite", "{model}", "{input}", "-e", "1", "-o", "{out}", "--unit", "bogus"],
+    "rewrite M IN --param bogus=1": ["rewrite", "{model}", "{input}", "-e", "1", "-o", "{out}", "--param", "bogus=1"],
+    "rewrite M missing.txt": ["rewrite", "{model}", "/nonexistent/in.txt", "-e", "1", "-o", "{out}"],
+    "topics -h": ["topics", "-h"],
+    "topics IN -e -1": ["topics", "{input}", "-e", "-1"],
+    "topics missing.jsonl": ["topics", "/nonexistent/c.jsonl"],
+    "audit -h": ["audit", "-h"],
+    "audit bogus": ["audit", "bogus"],
 }
 
 EAGER = ("import importlib, textdp.mechanisms, textdp.embeddings, textdp.cli as c\n"
@@ -68,12 +81,15 @@ def main() -> None:
     real_input = os.path.join(folder, "in.txt")
     with open(real_input, "w", encoding="utf-8") as fh:
         fh.write("The harbour was quiet at dawn.\n")
+    model = os.path.join(folder, "model")  # an empty model folder: read only after the options are checked
+    os.mkdir(model)
     print(f"load average at start: {os.getloadavg()[0]:.1f}; {a.repeats} runs each; baseline: {base}")
     print(f"{'case':34s} {base + ' CPU':>9s} {'lazy CPU':>9s} {'ratio':>6s} {base + ' wall':>10s} {'lazy wall':>10s}")
     for label, args in CASES.items():
         if a.only and a.only not in label:
             continue
-        args = [real_input if x == "{input}" else x for x in args]
+        places = {"{input}": real_input, "{model}": model, "{out}": os.path.join(folder, "out.jsonl")}
+        args = [places.get(x, x) for x in args]
         runs: dict[str, list[tuple[float, float]]] = {"base": [], "lazy": []}
         for _ in range(a.repeats):
             runs["base"].append(_run(_code(args, eager=not a.old_src, src=a.old_src)))
@@ -84,6 +100,7 @@ def main() -> None:
               f"{wall['base']:9.2f}s {wall['lazy']:9.2f}s")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     os.remove(real_input)
+    os.rmdir(model)
     os.rmdir(folder)
 
 
