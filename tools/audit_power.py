@@ -262,10 +262,19 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 
 def cells(rows: list[dict[str, Any]]) -> dict[Cell, dict[str, Any]]:
-    """The rows summed per cell (per-audit rows and the per-cell rows of older runs alike)."""
+    """The rows summed per cell (per-audit rows and the per-cell rows of older runs alike).
+
+    A per-audit row whose (cell, seed) was already counted is skipped: the audit is deterministic given its
+    seed, so a repeat (two files of overlapping runs) is the same audit, not a new repetition.
+    """
     agg: dict[Cell, dict[str, Any]] = {}
+    seen: set[tuple[Cell, int]] = set()
     for r in rows:
         key = (str(r["case"]), str(r["kind"]), float(r["error"]))
+        if r.get("seed") is not None:
+            if (key, int(r["seed"])) in seen:
+                continue
+            seen.add((key, int(r["seed"])))
         a = agg.setdefault(key, {"n": 0, "flagged": 0, "privacy": 0, "conformance": 0, "seconds": 0.0,
                                  "samples": r["samples"]})
         n = int(r["reps"])
