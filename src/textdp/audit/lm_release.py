@@ -838,6 +838,8 @@ def register_lm_release_cases() -> None:
     for name, d in LM_RELEASE_DEFAULTS.items():
         claim = (f"(epsilon, delta) per sentence; default ({d.epsilon:g}, {d.delta:g})" if d.law == "gaussian" else
                  f"n*epsilon per unit; default epsilon {d.epsilon:g} per token")
+        model = ("a probe BART model built here (weights set so the exact law is known)" if d.law == "gaussian"
+                 else "a tiny random model built here")
         register_audit_case(name, lambda epsilon=None, delta=None, name=name: lm_release_case(name, epsilon, delta),
-                            description=f"{d.paper} through privatize_batch on a tiny random model built here, "
+                            description=f"{d.paper} through privatize_batch on {model}, "
                                         f"neighbouring texts (claim {claim}; needs [generation])", replace=True)
