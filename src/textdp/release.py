@@ -59,7 +59,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -264,6 +264,29 @@ def _check_paths(out: Path | None, report: Path | None, documents: object, *,
                 raise ParameterError(f"{what} {path} is the ledger {led_path}; give another path")
 
 
+def _sources_by_id(uids: Sequence[str], sources: Sequence[str | None]) -> dict[str, list[str | None]]:
+    """PRIVATE: each id's sources, in input order (ids may repeat)."""
+    by_id: dict[str, list[str | None]] = {}
+    for uid, src in zip(uids, sources, strict=True):
+        by_id.setdefault(uid, []).append(src)
+    return by_id
+
+
+@contextlib.contextmanager
+def _removed_on_failure() -> Iterator[list[Path]]:
+    """A list for the files a release writes; if the release fails or is interrupted, they are removed.
+
+    Entered before the release's own file is opened, so its cleanup runs after that file's: nothing partial is left.
+    """
+    written: list[Path] = []
+    try:
+        yield written
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+
+
 def _write_small_files(out: Path | None, public: Mapping[str, Any], report: Path | None,
                        rows: list[dict[str, Any]], private_details: Mapping[str, object] | None, *, force: bool,
                        written: list[Path]) -> None:
@@ -446,34 +469,27 @@ def release(
     diags: list[object] = []
     rows: list[dict[str, Any]] = []
     n_records = 0
-    by_id: dict[str, list[str | None]] = {}  # PRIVATE: each id's sources, in input order (ids may repeat)
-    for uid, src in zip(uids, sources, strict=True):
-        by_id.setdefault(uid, []).append(src)
-    written: list[Path] = []  # if the release fails or is interrupted, these are removed (nothing partial is left)
-    try:
-        with open_release(out, force=force) if stream is None else contextlib.nullcontext(stream) as fh:
-            for part in mechanism.iter_privatize_batch(
-                    units, uids, seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty,
-                    private_report=diags if report is not None else None, progress=progress, charge=on_charge):
-                out_records = part if records_of is None else [r for rec in part for r in records_of(rec)]
-                _write_records(fh, (rec.to_record() for rec in out_records), fmt)
-                n_records += len(out_records)
-                rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in diags)
-                diags.clear()
-            from ._rng import is_seeded
-            from .mechanisms import ReleaseContext
+    by_id = _sources_by_id(uids, sources)
+    with _removed_on_failure() as written, \
+            (open_release(out, force=force) if stream is None else contextlib.nullcontext(stream)) as fh:
+        for part in mechanism.iter_privatize_batch(
+                units, uids, seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty,
+                private_report=diags if report is not None else None, progress=progress, charge=on_charge):
+            out_records = part if records_of is None else [r for rec in part for r in records_of(rec)]
+            _write_records(fh, (rec.to_record() for rec in out_records), fmt)
+            n_records += len(out_records)
+            rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in diags)
+            diags.clear()
+        from ._rng import is_seeded
+        from .mechanisms import ReleaseContext
 
-            guarantee: Guarantee = state["guarantee"] or mechanism.guarantee(
-                ReleaseContext(seeded=bool(seeded) if seeded is not None else bool(is_seeded(seed)) if seed is not None
-                           else mechanism.seeded_, empty=empty))
-            public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
-                                      fmt=fmt, extra=dict(settings or {}))
-            # the small files first; the release itself is moved into place last (when ``fh`` closes)
-            _write_small_files(out, public, report, rows, private_details, force=force, written=written)
-    except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
-        raise
+        guarantee: Guarantee = state["guarantee"] or mechanism.guarantee(
+            ReleaseContext(seeded=bool(seeded) if seeded is not None else bool(is_seeded(seed)) if seed is not None
+                       else mechanism.seeded_, empty=empty))
+        public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
+                                  fmt=fmt, extra=dict(settings or {}))
+        # the small files first; the release itself is moved into place last (when ``fh`` closes)
+        _write_small_files(out, public, report, rows, private_details, force=force, written=written)
     return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
                           charged=int(state["charged"]), ledger_note=state["note"])
 
@@ -623,25 +639,17 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
         return [r.to_record() for r in (records_of(doc) if records_of is not None else [doc])]
 
     def finish(pieces: list[SentencePiece]) -> ReleaseSummary:
-        by_id: dict[str, list[str | None]] = {}  # PRIVATE: each id's sources, in input order
-        for uid, src in zip(uids, sources, strict=True):
-            by_id.setdefault(uid, []).append(src)
+        by_id = _sources_by_id(uids, sources)
         rows: list[dict[str, Any]] = []
         n_records = 0
-        written: list[Path] = []
-        try:
-            with open_release(out, force=force) as fh:
-                for piece in pieces:
-                    _write_records(fh, piece.records, fmt)
-                    n_records += len(piece.records)
-                    rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in piece.diagnostics)
-                public = release_settings(guarantee.to_dict(), command=command, engine=engine, documents=n_records,
-                                          fmt=fmt, extra={**dict(settings or {}), "partition_size": size})
-                _write_small_files(out, public, report, rows, private_details, force=force, written=written)
-        except BaseException:
-            for path in written:
-                path.unlink(missing_ok=True)
-            raise
+        with _removed_on_failure() as written, open_release(out, force=force) as fh:
+            for piece in pieces:
+                _write_records(fh, piece.records, fmt)
+                n_records += len(piece.records)
+                rows.extend(_report_row(dg, _source(by_id, dg), mechanism) for dg in piece.diagnostics)
+            public = release_settings(guarantee.to_dict(), command=command, engine=engine, documents=n_records,
+                                      fmt=fmt, extra={**dict(settings or {}), "partition_size": size})
+            _write_small_files(out, public, report, rows, private_details, force=force, written=written)
         return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
                               charged=int(state["charged"]), ledger_note=state["note"])
 
