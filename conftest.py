@@ -1,0 +1,113 @@
+"""A hermetic test run: textdp's per-user state lives in a private folder made for this run (issue 38, item 9).
+
+Everything textdp keeps per user (converted embeddings, approximate-decoder indexes, sampled
+sensitivities, ledger anchors, the runs of partitioned and interrupted releases, the per-user
+secret key) lives under one folder, :func:`textdp._cache.cache_dir`: ``$TEXTDP_CACHE_DIR``, else
+``$XDG_CACHE_HOME/textdp``, else ``~/.cache/textdp``. This file sits at the repository root so
+that it applies to every test, the doctests under ``src/textdp`` included, and it points
+``TEXTDP_CACHE_DIR`` at a fresh ``0700`` folder under the system's temporary folder as pytest
+starts, before any test module (or textdp) is imported; subprocesses inherit it. The folder is
+removed when pytest ends. Tests that need a state folder of their own (a second user, a moved
+cache) still set ``TEXTDP_CACHE_DIR`` with ``monkeypatch``, which restores this one afterwards.
+
+The guard: the real state folders (``~/.cache/textdp``, and the folder ``$TEXTDP_CACHE_DIR`` or
+``$XDG_CACHE_HOME`` named before pytest started) are listed with sizes and modification times at
+the start and compared at the end; any change fails the run and names what changed. On a machine
+where something else uses that cache while the tests run, ``TEXTDP_TEST_CACHE_GUARD=0`` turns the
+check into a warning.
+
+Converting the default GloVe vectors into the fresh cache costs about 2 s once per run (the test
+subprocesses share the same folder), so no shared cache is read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+#: the state variable textdp reads (src/textdp/_cache.py); every per-user file lives under it
+STATE_VAR = "TEXTDP_CACHE_DIR"
+GUARD_VAR = "TEXTDP_TEST_CACHE_GUARD"
+
+_snapshot_key = pytest.StashKey[dict[Path, dict[str, tuple[int, int, int]]]]()
+_private_key = pytest.StashKey[Path]()
+
+
+def real_state_dirs(environ: os._Environ[str] | dict[str, str] | None = None) -> list[Path]:
+    """The per-user textdp state folders a run outside the tests would use (``_cache.cache_dir``'s rule)."""
+    env = os.environ if environ is None else environ
+    dirs = [Path.home() / ".cache" / "textdp"]
+    if env.get("XDG_CACHE_HOME"):
+        dirs.append(Path(env["XDG_CACHE_HOME"]) / "textdp")
+    if env.get(STATE_VAR):
+        dirs.append(Path(env[STATE_VAR]))
+    return list(dict.fromkeys(dirs))
+
+
+def listing(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every entry under ``root`` (not following links): relative path -> (mode, size, mtime_ns)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    if not root.is_dir():
+        return out
+    for top, dirs, files in os.walk(root, onerror=lambda _e: None):
+        for name in dirs + files:
+            p = Path(top, name)
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            out[str(p.relative_to(root))] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
+    return out
+
+
+def changes(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]) -> list[str]:
+    """What differs between two :func:`listing` results, one line each (new, removed, modified)."""
+    out = [f"new      {k}" for k in sorted(after.keys() - before.keys())]
+    out += [f"removed  {k}" for k in sorted(before.keys() - after.keys())]
+    out += [f"modified {k}" for k in sorted(before.keys() & after.keys()) if before[k] != after[k]]
+    return out
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the real folders are recorded under the environment pytest was started with, then replaced
+    config.stash[_snapshot_key] = {d: listing(d) for d in real_state_dirs()}
+    private = Path(tempfile.mkdtemp(prefix="textdp-tests-"))  # 0700, made exclusively
+    os.chmod(private, 0o700)
+    state = private / "cache"
+    state.mkdir(mode=0o700)
+    config.stash[_private_key] = private
+    os.environ[STATE_VAR] = str(state)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    snapshot = session.config.stash.get(_snapshot_key, {})
+    found = []
+    for d, before in snapshot.items():
+        diff = changes(before, listing(d))
+        if diff:
+            found.append(f"{d}:\n  " + "\n  ".join(diff[:40]) + ("\n  ..." if len(diff) > 40 else ""))
+    if not found:
+        return
+    message = ("the test run changed the real textdp state folder(s); every test must keep its state in the "
+               f"private folder ${STATE_VAR} points at (conftest.py) or in its own tmp_path:\n" + "\n".join(found))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if os.environ.get(GUARD_VAR, "1") == "0":
+        message = f"warning ({GUARD_VAR}=0): " + message
+    elif session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if reporter is not None:
+        reporter.write_sep("=", "textdp state guard", red=True, bold=True)
+        reporter.write_line(message)
+    else:  # pragma: no cover - without the terminal plugin
+        print(message)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    private = config.stash.get(_private_key, None)
+    if private is not None:
+        shutil.rmtree(private, ignore_errors=True)
