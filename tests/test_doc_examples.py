@@ -30,8 +30,13 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\s*$")
 #: terminal width for the commands (rich tables and help text wrap at it)
 COLUMNS = "130"
-#: commands whose examples take over a minute on 2 cores: run with ``-m slow``
-SLOW_COMMANDS = ("textdp calibrate",)
+#: commands whose examples take over a minute on 2 cores: run with ``-m slow``. ``examples/tiny_lm.py``: the
+#: language-model blocks of docs/lm-rewriting.md (30-120 s each on 2 cores: every command imports torch and
+#: transformers, and one audits at 20,000 samples; issue 38 item 9). What they show runs in the default suite:
+#: the releases, records and refusals in tests/test_lm_cli.py and tests/test_lm_rewriters.py, the ledger's
+#: budget, truncation and reset in tests/test_ledger_trust.py and tests/test_release_driver.py, the audits in
+#: tests/test_lm_audit.py, the [lm] sweep refusals in tests/test_generation_eval_lm.py.
+SLOW_COMMANDS = ("textdp calibrate", "python examples/tiny_lm.py")
 
 
 @dataclass(frozen=True)
