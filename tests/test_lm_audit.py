@@ -49,8 +49,12 @@ def test_known_bad_token_variants_are_flagged_in_the_real_release_loop(name):
     assert "privatize_batch" in case.pair and "KNOWN-BAD" in case.pair
     r = audit(name, samples=10_000, seed=12)
     assert not r.passed and not r.privacy_passed and not r.curve.passed, r.to_dict()
-    # the loop is put back after the draws: the same case unpatched is the correct release
+    # the loop is put back after the draws (the same case unpatched passes: the test below, run after these)
     assert (decoding.clipped_log_weights, decoding.exponential_step, lm_decode.exponential_step) == originals
+
+
+def test_the_real_release_loop_passes_after_the_known_bad_variants_were_planted():
+    """Once, after the variants above (5 s of CPU each; it ran after every variant before, issue 38 item 9)."""
     assert audit("dp-prompt", samples=10_000, seed=12).passed
 
 
@@ -59,7 +63,8 @@ def test_the_correct_laws_pass_at_the_same_settings_as_the_bad_ones():
 
 
 def test_cli_flags_a_known_bad_variant_with_exit_1():
-    res = CliRunner().invoke(app, ["audit", "lm-topk-clipped", "--samples", "20000", "--seed", "1"])
+    # 10^4 samples, as the variants above: the lower bound found is 6.9 for the claimed 4 (was 2 x 10^4, issue 38)
+    res = CliRunner().invoke(app, ["audit", "lm-topk-clipped", "--samples", "10000", "--seed", "1"])
     assert res.exit_code == 1, res.output
 
 
