@@ -17,7 +17,9 @@ where something else uses that cache while the tests run, ``TEXTDP_TEST_CACHE_GU
 check into a warning.
 
 Converting the default GloVe vectors into the fresh cache costs about 2 s once per run (the test
-subprocesses share the same folder), so no shared cache is read.
+subprocesses share the same folder), so no shared cache is read. The slow tests that sample sensitivities
+for minutes (``-m slow``) cache them there too; to keep that state between runs, name a folder of your own
+in ``TEXTDP_TEST_STATE_DIR`` (made ``0700``; one of the real state folders is refused).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import pytest
 #: the state variable textdp reads (src/textdp/_cache.py); every per-user file lives under it
 STATE_VAR = "TEXTDP_CACHE_DIR"
 GUARD_VAR = "TEXTDP_TEST_CACHE_GUARD"
+#: an optional folder that keeps the tests' state between runs (instead of a fresh one per run)
+KEEP_VAR = "TEXTDP_TEST_STATE_DIR"
 
 _snapshot_key = pytest.StashKey[dict[Path, dict[str, tuple[int, int, int]]]]()
 _private_key = pytest.StashKey[Path]()
@@ -75,12 +79,21 @@ def changes(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int,
 
 def pytest_configure(config: pytest.Config) -> None:
     # the real folders are recorded under the environment pytest was started with, then replaced
-    config.stash[_snapshot_key] = {d: listing(d) for d in real_state_dirs()}
-    private = Path(tempfile.mkdtemp(prefix="textdp-tests-"))  # 0700, made exclusively
-    os.chmod(private, 0o700)
-    state = private / "cache"
-    state.mkdir(mode=0o700)
-    config.stash[_private_key] = private
+    real = real_state_dirs()
+    config.stash[_snapshot_key] = {d: listing(d) for d in real}
+    kept = os.environ.get(KEEP_VAR)
+    if kept:
+        state = Path(kept).expanduser().absolute()
+        if any(state.resolve() == d.resolve() or d.resolve().is_relative_to(state.resolve()) for d in real):
+            raise pytest.UsageError(f"{KEEP_VAR}={kept} is (or holds) a real textdp state folder; name a folder "
+                                    "kept for the tests only")
+        state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    else:
+        private = Path(tempfile.mkdtemp(prefix="textdp-tests-"))  # 0700, made exclusively
+        os.chmod(private, 0o700)
+        state = private / "cache"
+        state.mkdir(mode=0o700)
+        config.stash[_private_key] = private
     os.environ[STATE_VAR] = str(state)
 
 

@@ -21,7 +21,7 @@ def test_state_folder_is_private_and_not_the_users():
     real = Path.home() / ".cache" / "textdp"
     assert not state.resolve().is_relative_to(real.resolve())
     check_private_dir(state, what="the test state folder")  # 0700, this user's, every parent checked
-    assert stat.S_IMODE(state.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
 
 
 def test_subprocesses_inherit_the_private_state_folder():

@@ -87,7 +87,8 @@ def test_enron_covered_default_is_within_the_dp_bound_and_model_keywords_are_not
 
     The covered default's TPR interval at 0.1% FPR includes or lies below the (1, 1e-5)-DP bound; the thesis's
     release (keywords chosen by the model) at the same size is far above it (about 13%) -- the wrong law fails.
-    Minutes: 128 LDA fits and the sampler's 285 pairs (cached in the default cache directory).
+    Minutes: 128 LDA fits and the sampler's 285 pairs (cached in the default cache directory: the run's
+    private one, or TEXTDP_TEST_STATE_DIR, conftest.py).
     """
     from textdp.topics import default_cache_dir
 
