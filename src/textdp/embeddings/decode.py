@@ -394,6 +394,12 @@ class ExactDecoder:
         List length k of the known-source table (0 disables the shortcut).
     query_tile : int
         Queries per score tile (``query_tile x vocab_block`` float32 scores stay in cache).
+    precision : {"auto", "float32", "bfloat16"}
+        Precision of the score tiles (the words are the same): ``bfloat16`` scores in bfloat16 with
+        float32 accumulation and re-ranks within its proven margin (:mod:`textdp.embeddings.bf16`, needs
+        torch); ``auto`` takes it when the CPU has bfloat16 arithmetic, the vocabulary has at least
+        65,536 rows and a one-off timing at load shows it faster, else float32. ``score_precision`` says
+        which one runs.
 
     Notes
     -----
@@ -422,7 +428,11 @@ class ExactDecoder:
         threads: int | None = None,
         neighbours: int = 128,
         query_tile: int = 128,
+        precision: str = "auto",
     ) -> None:
+        from .bf16 import check_precision
+
+        self.precision = check_precision(precision)
         vec = np.asarray(vectors)
         if vec.ndim != 2 or vec.shape[0] == 0:
             raise EmbeddingsError(f"decoder needs a non-empty (V, d) matrix, got shape {vec.shape}")
@@ -455,11 +465,40 @@ class ExactDecoder:
         self._nb_have: np.ndarray | None = None
         self._nb_upper: dict[int, float] = {}
         self.stats = {"queries": 0, "known_source": 0, "ambiguous": 0}
+        self.bf16_query_tile, self.bf16_vocab_tile = 256, 4096
+        self._bf16: Any = None
+        self.score_precision = self._choose_precision()
+
+    def _choose_precision(self) -> str:
+        """``float32`` or ``bfloat16`` for :attr:`precision` here (the bfloat16 tiles built if chosen)."""
+        from . import bf16
+
+        if self.precision == "float32":
+            return "float32"
+        if self.precision == "auto":
+            if self.vocab_size < bf16.AUTO_MIN_ROWS or not bf16.has_bf16_arithmetic():
+                return "float32"
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                return "float32"
+        scorer = bf16.Bf16Scorer(self._vectors, self._sq, self.bf16_vocab_tile)
+        if not bf16.probe(scorer._t, self.bf16_query_tile, scorer.vocab_tile, scorer.k):
+            if self.precision == "auto":
+                return "float32"
+            raise EmbeddingsError("torch's bfloat16 matrix product here does not accumulate in float32, so the "
+                                  "bfloat16 decoder's margin does not hold; use precision float32")
+        if self.precision == "auto" and not bf16.faster_than_float32(scorer, self._aug, self.bf16_query_tile,
+                                                                     scorer.vocab_tile):
+            return "float32"
+        self._bf16 = scorer
+        return "bfloat16"
 
     def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         state["_pool"] = None
         state["_lock"] = None
+        state["_bf16"] = None  # rebuilt on first use (torch tensors stay in this process)
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
@@ -546,6 +585,8 @@ class ExactDecoder:
         return scan_tiles(score, qa.shape[0], lo, hi, plan, margin)
 
     def _decode_full(self, q64: np.ndarray) -> np.ndarray:
+        if self.score_precision == "bfloat16":
+            return self._decode_full_bf16(q64)
         out = np.empty(q64.shape[0], dtype=np.int64)
         plan = self.plan(q64.shape[0])
         with self._lock, _blas_single_thread(True):
@@ -561,6 +602,40 @@ class ExactDecoder:
         else:
             parts = list(self._executor().map(lambda r: self._scan_range(qa, margin, plan, *r), plan.ranges))
         qi, rows = select_candidates(parts, margin, q64.shape[0])
+        idx, reranked = rerank_exact(self._vectors, q64, qi, rows)
+        self.stats["ambiguous"] += reranked
+        return idx
+
+    # -- bfloat16 candidates (textdp.embeddings.bf16) --------------------------------------
+    def _decode_full_bf16(self, q64: np.ndarray) -> np.ndarray:
+        if self._bf16 is None:  # unpickled: rebuild the tiles (the probe passed where it was chosen)
+            from .bf16 import Bf16Scorer
+
+            self._bf16 = Bf16Scorer(self._vectors, self._sq, self.bf16_vocab_tile)
+        scorer = self._bf16
+        torch = scorer._t
+        out = np.empty(q64.shape[0], dtype=np.int64)
+        plan = plan_tiles(q64.shape[0], self.vocab_size, threads=self.threads, batch=self.query_block,
+                          query_tile=self.bf16_query_tile, vocab_tile=scorer.vocab_tile)
+        before = torch.get_num_threads()
+        try:
+            torch.set_num_threads(1)  # our threads split the vocabulary, one torch thread each
+            with self._lock, torch.no_grad():
+                for start in range(0, q64.shape[0], plan.batch):
+                    out[start : start + plan.batch] = self._decode_batch_bf16(q64[start : start + plan.batch], plan)
+        finally:
+            torch.set_num_threads(before)
+        return out
+
+    def _decode_batch_bf16(self, q64: np.ndarray, plan: TilePlan) -> np.ndarray:
+        scorer = self._bf16
+        qn = np.sqrt(np.einsum("ij,ij->i", q64, q64))
+        delta = 4.0 * (self._k + 2) * _U64 * (qn + self._max_norm) ** 2  # margin_of's float64 term
+        coef = scorer.bounds(q64, delta)
+        qb = scorer.queries(q64)
+        qt = min(plan.query_tile, q64.shape[0])
+        run = None if len(plan.ranges) == 1 else (lambda fn, rs: list(self._executor().map(fn, rs)))
+        qi, rows = scorer.search(qb, coef, plan.ranges, qt, run)
         idx, reranked = rerank_exact(self._vectors, q64, qi, rows)
         self.stats["ambiguous"] += reranked
         return idx
