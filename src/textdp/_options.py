@@ -8,6 +8,8 @@ modules import them from here, so each list is written once:
 
 ``DECODERS``
     nearest-word decoders (:mod:`textdp.embeddings.ann`);
+``DECODER_PRECISIONS``
+    score precisions of the exact decoder (:mod:`textdp.embeddings.bf16`);
 ``OUTPUT_VOCABULARIES``
     which vocabulary rows may be released (:func:`textdp.embeddings.output_vocabulary`);
 ``BAG_MODES``
@@ -41,11 +43,13 @@ from collections.abc import Mapping, Sequence
 from ._validation import check_positive_int
 from .errors import ParameterError
 
-__all__ = ["BAG_MODES", "DECODERS", "MAX_NEW_TOKENS", "MODEL_DATA_CASES", "OUTPUT_FORMATS", "OUTPUT_VOCABULARIES",
+__all__ = ["BAG_MODES", "DECODERS", "DECODER_PRECISIONS", "MAX_NEW_TOKENS", "MODEL_DATA_CASES", "OUTPUT_FORMATS", "OUTPUT_VOCABULARIES",
            "POSTPROCESSORS", "SIZE_FROM_DATA_WARNING", "UNITS", "VARIANTS", "check_size_options", "param_annotations",
            "parse_params"]
 
 DECODERS = ("exact", "faiss-exact", "torch", "approximate", "hnsw", "ivf")
+#: the exact decoder's score precisions (``auto``: bfloat16 where the CPU has it and it measures faster)
+DECODER_PRECISIONS = ("auto", "float32", "bfloat16")
 
 #: Output vocabularies: ``"full"`` (every row) or ``"words"`` (only tokens the normaliser can produce).
 OUTPUT_VOCABULARIES = ("full", "words")

@@ -16,6 +16,7 @@ import typer
 # answered before the embeddings, the mechanisms and the pipeline are imported (tests/test_release_driver.py)
 from .._options import (
     BAG_MODES,
+    DECODER_PRECISIONS,
     DECODERS,
     OUTPUT_FORMATS,
     OUTPUT_VOCABULARIES,
@@ -248,6 +249,11 @@ StrictIds = Annotated[bool, typer.Option("--strict-ids", help=STRICT_IDS_HELP)]
 ThreadsOption = Annotated[int | None, typer.Option(
     "--threads", help="Threads of the exact nearest-word decoder (default: one per CPU core; same words whatever "
     "the count). --engine single only: partitioned runs give each worker its share of the cores.")]
+DecoderPrecision = Annotated[str, choice(
+    DECODER_PRECISIONS, "--decoder-precision", metavar="PRECISION",
+    help="Score precision of the exact decoder: auto (default: bfloat16 on a CPU with bfloat16 arithmetic when a "
+    "one-off timing shows it faster, else float32), float32, bfloat16 (needs torch). The words are the same: "
+    "candidates within a proven rounding margin are re-ranked in float64. --engine single only.")]
 Empty = Annotated[str, choice(EMPTY_POLICIES, metavar="POLICY", help=EMPTY_HELP)]
 
 
@@ -288,6 +294,7 @@ class _Options:
     strict_ids: bool
     empty: str
     threads: int | None = None
+    decoder_precision: str = "auto"
     ledger: Path | None = None
     budget: float | None = None
     new_ledger: bool = False
@@ -341,6 +348,7 @@ def obfuscate(
     strict_ids: StrictIds = False,
     empty: Empty = "error",
     threads: ThreadsOption = None,
+    decoder_precision: DecoderPrecision = "auto",
     ledger: LedgerOption = None,
     budget: BudgetOption = None,
     new_ledger: NewLedgerOption = False,
@@ -370,7 +378,8 @@ def obfuscate(
         emb = load_embeddings(o.embeddings, words_path=o.words, vocab_size=o.vocab_size, domain_words=domain)
         emb = output_vocabulary(emb, o.output_vocab, stops)
         extra: dict[str, object] = {"vocab_size_limit": o.vocab_size, "domain_vocab": o.domain_vocab is not None,
-                                    "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors)}
+                                    "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors),
+                                    "decoder_precision": o.decoder_precision}
         if partitioned:
             _run_partitioned(o, emb, stops, extra)
         else:
@@ -402,6 +411,8 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
     if partitioned and o.threads is not None:
         raise ParameterError("--threads applies to --engine single; partitioned runs give each worker its share "
                              "of the cores")
+    if partitioned and o.decoder_precision != "auto":
+        raise ParameterError("--decoder-precision applies to --engine single; partitioned runs use auto")
     check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=o.output, inputs=o.read_too)
     if not partitioned:
         check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force)
@@ -429,6 +440,7 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
     )
     if o.threads is not None:
         mech.limit_threads(o.threads)
+    mech.set_decoder_precision(o.decoder_precision)
     if all(str(f) == "-" for f in o.inputs) and _stdin_is_terminal():
         print_info("reading documents from standard input (type them, then Ctrl-D); give FILES to read files "
                    "(see: textdp obfuscate --help)")

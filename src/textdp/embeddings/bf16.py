@@ -61,16 +61,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from .._options import DECODER_PRECISIONS
 from ..errors import EmbeddingsError, ParameterError
 
-#: the decoder's score precisions (``auto``: bfloat16 where the CPU has it and it measures faster)
-DECODER_PRECISIONS = ("auto", "float32", "bfloat16")
 #: the CPU flags that mean bfloat16 arithmetic (``/proc/cpuinfo``)
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 #: ``auto`` below this many rows stays float32 (the timing and the bfloat16 copy do not pay)
@@ -149,27 +148,32 @@ def _as_bf16(torch: Any, bits: np.ndarray) -> Any:
     return torch.from_numpy(np.ascontiguousarray(bits).view(np.int16)).view(torch.bfloat16)
 
 
-def probe(torch: Any, rows: int, cols: int, k: int, seed: int = 0) -> bool:
+def probe(torch: Any, rows: int, cols: int, k: int, seed: int = 0,
+          matmul: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> bool:
     """Whether torch's bfloat16 GEMM of this shape meets the proof's assumptions (see the module notes).
 
     Rows of the query tile hold ``+256`` and ``-256`` at random positions and ``1`` elsewhere against
     a tile of ones: the exact sum ``k - 2`` is lost by any bfloat16 accumulation (``256 + 1`` rounds to
     ``256``) and kept by a float32 one. The other rows are random products, checked against the float32
-    accumulation bound and the output's rounding.
+    accumulation bound and the output's rounding. ``matmul(q_bits, e_bits)`` replaces torch's product
+    (tests: a planted bfloat16 accumulation must fail).
     """
     gen = np.random.default_rng(seed)
-    rows, cols = max(rows, 8), max(cols, 8)
+    rows, cols = max(rows, 1), max(cols, 2)
     q = round_bf16(gen.standard_normal((rows, k)).astype(np.float32) * 4)
     e = round_bf16(gen.standard_normal((cols, k)).astype(np.float32) * 4)
-    half = rows // 2
+    half = max(1, rows // 2)
     qv = np.ones((half, k), dtype=np.float32)
     for r in range(half):
         i, j = gen.choice(k, 2, replace=False)
         qv[r, i], qv[r, j] = 256.0, -256.0
     q[:half] = round_bf16(qv)
     e[: cols // 2] = round_bf16(np.ones((cols // 2, k), dtype=np.float32))
-    with torch.no_grad():
-        s = (_as_bf16(torch, q) @ _as_bf16(torch, e).T).float().numpy().astype(np.float64)
+    if matmul is None:
+        with torch.no_grad():
+            s = (_as_bf16(torch, q) @ _as_bf16(torch, e).T).float().numpy().astype(np.float64)
+    else:
+        s = np.asarray(matmul(q, e), dtype=np.float64)
     if s.shape != (rows, cols) or not np.all(s[:half, : cols // 2] == k - 2):
         return False
     q64, e64 = bf16_values(q).astype(np.float64), bf16_values(e).astype(np.float64)
@@ -177,6 +181,13 @@ def probe(torch: Any, rows: int, cols: int, k: int, seed: int = 0) -> bool:
     gamma = k * _U32 / (1 - k * _U32)
     bound = gamma * (np.abs(q64) @ np.abs(e64).T) + 2.0**-8 * np.abs(s) + 1e-30
     return bool(np.all(np.abs(s - exact) <= bound))
+
+
+def probe_decoder(torch: Any, query_tile: int, vocab_tile: int, k: int) -> bool:
+    """:func:`probe` on every shape the decoder multiplies: full tiles (pass 1) and 1, 2, 3, 17 rows (pass 2)."""
+    shapes = {(query_tile, vocab_tile), (1, vocab_tile), (2, vocab_tile), (3, vocab_tile), (17, vocab_tile),
+              (query_tile, 7)}
+    return all(probe(torch, r, c, k, seed=i) for i, (r, c) in enumerate(sorted(shapes)))
 
 
 class Bf16Scorer:
@@ -350,4 +361,4 @@ def faster_than_float32(scorer: Bf16Scorer, aug32: np.ndarray, query_tile: int, 
 
 
 __all__ = ["AUTO_MIN_ROWS", "BF16_FLAGS", "DECODER_PRECISIONS", "Bf16Scorer", "check_precision", "cpu_flags",
-           "faster_than_float32", "has_bf16_arithmetic", "probe", "round_bf16", "split3"]
+           "faster_than_float32", "has_bf16_arithmetic", "probe", "probe_decoder", "round_bf16", "split3"]

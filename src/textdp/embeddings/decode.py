@@ -398,7 +398,7 @@ class ExactDecoder:
         Precision of the score tiles (the words are the same): ``bfloat16`` scores in bfloat16 with
         float32 accumulation and re-ranks within its proven margin (:mod:`textdp.embeddings.bf16`, needs
         torch); ``auto`` takes it when the CPU has bfloat16 arithmetic, the vocabulary has at least
-        65,536 rows and a one-off timing at load shows it faster, else float32. ``score_precision`` says
+        65,536 rows and a one-off timing (before its first full scan) shows it faster, else float32. ``score_precision`` says
         which one runs.
 
     Notes
@@ -467,7 +467,24 @@ class ExactDecoder:
         self.stats = {"queries": 0, "known_source": 0, "ambiguous": 0}
         self.bf16_query_tile, self.bf16_vocab_tile = 256, 4096
         self._bf16: Any = None
-        self.score_precision = self._choose_precision()
+        self._score_precision: str | None = None  # chosen at the first full scan (see score_precision)
+
+    @property
+    def score_precision(self) -> str:
+        """The precision the score tiles run in: ``float32`` or ``bfloat16`` (``auto`` decided once, here)."""
+        if self._score_precision is None:
+            with self._lock:
+                if self._score_precision is None:
+                    self._score_precision = self._choose_precision()
+        return self._score_precision
+
+    def set_precision(self, precision: str) -> None:
+        """Change :attr:`precision` (``auto``, ``float32``, ``bfloat16``): the words stay the same."""
+        from .bf16 import check_precision
+
+        with self._lock:
+            self.precision = check_precision(precision)
+            self._score_precision, self._bf16 = None, None
 
     def _choose_precision(self) -> str:
         """``float32`` or ``bfloat16`` for :attr:`precision` here (the bfloat16 tiles built if chosen)."""
@@ -483,7 +500,7 @@ class ExactDecoder:
             except ImportError:
                 return "float32"
         scorer = bf16.Bf16Scorer(self._vectors, self._sq, self.bf16_vocab_tile)
-        if not bf16.probe(scorer._t, self.bf16_query_tile, scorer.vocab_tile, scorer.k):
+        if not bf16.probe_decoder(scorer._t, self.bf16_query_tile, scorer.vocab_tile, scorer.k):
             if self.precision == "auto":
                 return "float32"
             raise EmbeddingsError("torch's bfloat16 matrix product here does not accumulate in float32, so the "
@@ -612,7 +629,7 @@ class ExactDecoder:
             from .bf16 import Bf16Scorer
 
             self._bf16 = Bf16Scorer(self._vectors, self._sq, self.bf16_vocab_tile)
-        scorer = self._bf16
+        scorer: Any = self._bf16
         torch = scorer._t
         out = np.empty(q64.shape[0], dtype=np.int64)
         plan = plan_tiles(q64.shape[0], self.vocab_size, threads=self.threads, batch=self.query_block,
@@ -628,7 +645,7 @@ class ExactDecoder:
         return out
 
     def _decode_batch_bf16(self, q64: np.ndarray, plan: TilePlan) -> np.ndarray:
-        scorer = self._bf16
+        scorer: Any = self._bf16
         qn = np.sqrt(np.einsum("ij,ij->i", q64, q64))
         delta = 4.0 * (self._k + 2) * _U64 * (qn + self._max_norm) ** 2  # margin_of's float64 term
         coef = scorer.bounds(q64, delta)

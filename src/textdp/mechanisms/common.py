@@ -240,6 +240,16 @@ class TextMechanism(Mechanism[PreparedText, O, R], Generic[O, R]):
         if isinstance(decoder, ExactDecoder):
             decoder.threads = max(1, int(n))
 
+    def set_decoder_precision(self, precision: str) -> None:
+        """Run this mechanism's exact decoder in ``precision`` (``auto``, ``float32``, ``bfloat16``; same words).
+
+        Other decoders (and mechanisms without one) have no such setting: nothing to do.
+        """
+        self._ensure_fitted()
+        decoder = vars(self).get("decoder_")
+        if isinstance(decoder, ExactDecoder):
+            decoder.set_precision(precision)
+
     def prepare(self, texts: Sequence[str], ids: Sequence[str] | None = None
                 ) -> tuple[list[np.ndarray], list[int], list[int]]:
         """PRIVATE: each text's in-vocabulary rows, token count and OOV count (a text with none is an error).
