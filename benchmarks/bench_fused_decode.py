@@ -164,6 +164,8 @@ def decode_alone(args: argparse.Namespace, vec: np.ndarray, gen: np.random.Gener
     if args.old_decoder:
         decoders["previous exact decoder"] = load_old(args.old_decoder)(vec, threads=args.threads)
     try:
+        if args.no_faiss:
+            raise ImportError
         import faiss
 
         from textdp.embeddings import FaissExactDecoder
@@ -175,7 +177,7 @@ def decode_alone(args: argparse.Namespace, vec: np.ndarray, gen: np.random.Gener
         cases["faiss IndexFlatL2.search k=1 (raw)"] = lambda: index.search(z32, 1)[1][:, 0]
         decoders["textdp faiss-exact (certified)"] = FaissExactDecoder(vec, fallback=ExactDecoder(vec, threads=1))
     except ImportError:
-        print("faiss not installed: its rows are skipped")
+        print("faiss rows skipped (--no-faiss, or faiss not installed)")
     try:
         if args.no_torch:
             raise ImportError
@@ -337,6 +339,7 @@ def main() -> None:
                     help="--decoder-precision values run end to end (comma-separated)")
     ap.add_argument("--e2e-one-thread", action="store_true", help="also run end to end with --threads 1")
     ap.add_argument("--no-bf16", action="store_true", help="skip the bfloat16 rows")
+    ap.add_argument("--no-faiss", action="store_true", help="skip the faiss rows (slow on a CPU)")
     ap.add_argument("--no-alone", action="store_true")
     ap.add_argument("--seed", type=int, default=0, help="seed of the noisy vectors (experiments)")
     args = ap.parse_args()
