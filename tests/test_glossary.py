@@ -10,7 +10,7 @@ import pytest
 import typer.main
 
 from textdp.cli import app
-from textdp.embeddings import DECODERS
+from textdp.embeddings import DECODER_PRECISIONS, DECODERS
 from textdp.engines import ENGINES
 from textdp.mechanisms import MECHANISM_NAMES
 from textdp.text import BAG_MODES
@@ -26,7 +26,7 @@ def _commands() -> dict:
     return dict(group.commands)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("names", [MECHANISM_NAMES, TOPIC_MECHANISMS, DECODERS, BAG_MODES, ENGINES, TOPIC_MODELS])
+@pytest.mark.parametrize("names", [MECHANISM_NAMES, TOPIC_MECHANISMS, DECODERS, DECODER_PRECISIONS, BAG_MODES, ENGINES, TOPIC_MODELS])
 def test_every_registered_name_is_in_the_glossary(names):
     missing = [n for n in names if f"`{n}`" not in GLOSSARY and f"{n}\\|" not in GLOSSARY and f"\\|{n}`" not in GLOSSARY]
     assert not missing, missing
@@ -297,7 +297,7 @@ def test_cli_choices_are_the_library_tuples():
     from textdp.pipeline import OUTPUT_FORMATS
     from textdp.topics.names import KEYWORD_SOURCES, NEIGHBOURS
 
-    library = {INPUT_FORMATS, OUTPUT_FORMATS, EMPTY_POLICIES, BAG_MODES, METRICS, DECODERS, MECHANISM_NAMES,
+    library = {INPUT_FORMATS, OUTPUT_FORMATS, EMPTY_POLICIES, BAG_MODES, METRICS, DECODERS, DECODER_PRECISIONS, MECHANISM_NAMES,
                OUTPUT_VOCABULARIES, POSTPROCESSORS, ENGINES, ("auto", "single", *ENGINES), names("sentence"), UNITS,
                VARIANTS, ("auto", *MODEL_DATA_CASES), OBJECTIVES, VOCAB_SOURCES, OUTPUT_LAYERS, TOPIC_MECHANISMS,
                TOPIC_MODELS, NEIGHBOURS, KEYWORD_SOURCES}

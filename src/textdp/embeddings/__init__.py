@@ -24,6 +24,7 @@ SHA-256 checksums recorded at conversion and an altered entry is refused (see
 
 from __future__ import annotations
 
+from .._options import DECODER_PRECISIONS
 from .ann import (
     DECODERS,
     ApproximateDecoder,
@@ -38,6 +39,7 @@ from .loaders import cache_dir, load_default_embeddings, load_embeddings
 
 __all__ = [
     "DECODERS",
+    "DECODER_PRECISIONS",
     "OUTPUT_VOCABULARIES",
     "ApproximateDecoder",
     "Decoder",
