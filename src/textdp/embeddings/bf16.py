@@ -126,7 +126,7 @@ def split3(n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``n`` (float64) as three bfloat16 patterns whose sum is within ``2^-23 |n|`` of it.
 
     >>> h = split3(np.array([-12.345678]))
-    >>> abs(sum(bf16_values(x).astype(np.float64) for x in h)[0] + 12.345678) < 2e-6
+    >>> bool(abs(sum(bf16_values(x).astype(np.float64) for x in h)[0] + 12.345678) < 2e-6)
     True
     """
     parts = []
