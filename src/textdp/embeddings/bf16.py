@@ -30,25 +30,31 @@ the computed score ``s~_w`` of a word ``w`` in tile ``t`` and its true score
     ``B_t(z) = (2u + u^2) ||z|| N_t + 2^-23 N_t^2 / 2 + gamma_k ((1 + u)^2 ||z|| N_t + 1.01 N_t^2 / 2) + a``
 
 where ``u_o = 2^-8`` is the output rounding (round to nearest: ``|fl(x) - x| <= u_o |fl(x)|``) and
-``a = 2^-100 k (1 + ||z||)(1 + N_t)`` covers products and sums flushed to zero below ``2^-126``
-(the bfloat16 instructions flush subnormals). :meth:`Bf16Scorer.bounds` doubles ``B_t`` and adds
-``2^-16`` to ``u_o`` as slack for the float64 evaluation of the bounds.
+``a = 2^-100 k (1 + ||z||)(1 + N_t)`` covers what the relative bounds miss below float32's normal range
+(``2^-126``): subnormal inputs (rounded with an absolute error under ``2^-133``, or read as zero) and
+products, sums and results flushed to zero (the bfloat16 instructions flush subnormals).
+:meth:`Bf16Scorer.bounds` doubles ``B_t`` and adds ``2^-16`` to ``u_o`` as slack for the float64
+evaluation of the bounds.
 
 Why the candidate set holds the answer. Define per word the interval ``L_w <= s_w <= U_w`` with
 ``U_w = s~_w + u_o |s~_w| + B_t``, ``L_w = s~_w - u_o |s~_w| - B_t``, and let ``delta`` be the float64
 re-ranking error term of the module notes of :mod:`textdp.embeddings.decode` (a float64 minimiser
 ``w`` of ``D`` has ``s_w >= s_u - delta`` for every ``u``). Then for every minimiser ``w``,
-``U_w >= s_w >= max_u s_u - delta >= max_u L_u - delta``. The scan keeps every word with
-``U_w >= Lbest - delta`` where ``Lbest`` is the running maximum of ``L`` (never above the final one,
-so the kept set only grows), and the merge filters by the final ``Lbest``: every minimiser survives,
-and the float64 re-rank of the survivors returns ``F(z)``. ``U`` and ``L`` are increasing in
-``s~``, so a tile needs ``L`` only at its row maxima and ``U >= T`` is the threshold
-``s~ >= U_t^{-1}(T)`` on the scores (computed in float64 and lowered before the float32 comparison).
+``U_w >= s_w >= max_u s_u - delta >= Lbest - delta`` with ``Lbest = max_u L_u``. ``U`` and ``L`` are
+increasing in ``s~``, so a tile's largest ``L`` is ``L`` of its row maximum. The search runs in two
+passes (:meth:`Bf16Scorer.search`): pass 1 computes every tile and keeps only its row maxima, which
+give ``Lbest``; pass 2 scores again only the (query, tile) pairs whose row maximum ``m`` has
+``U(m) >= Lbest - delta`` (a minimiser's tile is among them, since ``m >= s~_w``) and keeps every word
+with ``U_w >= Lbest - delta``, i.e. ``s~_w >= U_t^{-1}(Lbest - delta)`` (computed in float64 and
+lowered to a float32 before the comparison). Pass 2's scores need not repeat pass 1's bits: any
+computed score obeys the bound, so the minimisers pass the test either way. The float64 re-rank of
+the kept words (:func:`~textdp.embeddings.decode.rerank_exact`) returns ``F(z)``.
 
 The assumptions (exact bfloat16 products, float32 accumulation, bfloat16 output rounded to nearest)
-are what oneDNN's ``avx512_bf16``/AMX kernels and torch's reference GEMM do; :func:`probe` checks them
-on the decoder's own tile shape when the path is set up (cancellations that a bfloat16 accumulation
-would lose, and random products against the bound), and the path is refused if they fail.
+are what oneDNN's ``avx512_bf16``/AMX kernels and torch's reference GEMM do; :func:`probe_decoder`
+checks them on every shape the decoder multiplies (full tiles, and the few-row products of pass 2)
+when the path is set up (cancellations that a bfloat16 accumulation would lose, and random products
+against the bound), and the path is refused if they fail.
 
 Choosing it. ``precision="auto"`` (the default) takes this path when torch is importable, the CPU
 lists ``avx512_bf16`` or ``amx_bf16`` in ``/proc/cpuinfo``, the vocabulary has at least

@@ -34,8 +34,10 @@ the final one; filtering it by the final best keeps every minimiser. Hence
 word it is the answer; otherwise ``D`` is computed for the candidates only (the same expression,
 so the same float64 values) and the lowest row among the minimisers is returned.
 The answer is ``F(z)`` whatever the precision, tile sizes or thread count: the float32 and the
-lower-precision (float16) paths return identical rows, word for word with a fixed seed, only the
-number of candidates re-ranked differs. Ties (equal vectors) go to the lowest row, i.e. the most
+lower-precision (float16, bfloat16) paths return identical rows, word for word with a fixed seed, only
+the number of candidates re-ranked differs. The bfloat16 path (``ExactDecoder(precision=...)``, for
+CPUs with bfloat16 arithmetic) bounds the error per norm-sorted tile and searches in two passes; its
+proof is in :mod:`textdp.embeddings.bf16`. Ties (equal vectors) go to the lowest row, i.e. the most
 frequent word.
 
 Known source. Earth Mover's privacy decodes ``z = e_s + noise`` whose source
