@@ -56,6 +56,10 @@ checks them on every shape the decoder multiplies (full tiles, and the few-row p
 when the path is set up (cancellations that a bfloat16 accumulation would lose, and random products
 against the bound), and the path is refused if they fail.
 
+Timing. Like the float32 path's, the work of a search (how many tile rows pass 2 scores again, how
+many words are re-ranked) is a function of the noisy vectors alone: the decoder is never given the
+input words. The ``auto`` choice times random vectors, never the data.
+
 Choosing it. ``precision="auto"`` (the default) takes this path when torch is importable, the CPU
 lists ``avx512_bf16`` or ``amx_bf16`` in ``/proc/cpuinfo``, the vocabulary has at least
 :data:`AUTO_MIN_ROWS` rows, the probe passes, and a one-off timing of one tile
