@@ -46,7 +46,7 @@ from .._rng import spawn
 from .._validation import check_choice
 from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
-from ..errors import DocumentError, OutputExistsError, ParameterError, TextDPError
+from ..errors import OutputExistsError, ParameterError, TextDPError
 from ..guarantees import EMPTY_POLICIES
 from ..io import atomic_writer, write_json
 from ..mechanisms import ReleaseContext, TextMechanism, entry

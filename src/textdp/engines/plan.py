@@ -280,7 +280,9 @@ def iter_input_documents(src: InputFile, text_field: str = "text", id_field: str
             return
         try:
             with contextlib.ExitStack() as stack:
-                body: IO[bytes] = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")) if src.gzip else raw
+                body: IO[bytes] = raw
+                if src.gzip:
+                    body = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb"))  # type: ignore[arg-type]
                 if src.jsonl:
                     yield from iter_jsonl_stream(body, src.source, text_field, id_field)
                 else:
@@ -350,7 +352,7 @@ def _plan(inputs: Inputs, partitions: int | None, text_field: str, id_field: str
             target, fh = spill(src, i)
         else:
             target = write_spill(src, Path(spill_dir or ".") / f"input-{i:05d}.jsonl", text_field, id_field)
-            fh = open(target, "rb")  # noqa: SIM115 - closed with the inputs
+            fh = open(target, "rb")
         inputs.add_spill(Path(os.path.abspath(target)), fh)
         sources.append(_Source("spill", os.path.abspath(target), fh.fileno()))
     total = sum(s.n for s in sources)
@@ -363,10 +365,10 @@ def _plan(inputs: Inputs, partitions: int | None, text_field: str, id_field: str
     for k in range(n_parts):
         a, b = starts[k], starts[k + 1]
         segs = []
-        for j, src in enumerate(sources):
+        for j, source in enumerate(sources):
             lo, hi = max(a, int(bounds[j])), min(b, int(bounds[j + 1]))
             if hi > lo:
-                segs.append(src.segment(lo - int(bounds[j]), hi - int(bounds[j])))
+                segs.append(source.segment(lo - int(bounds[j]), hi - int(bounds[j])))
         plan.append(Partition(k, a, tuple(segs)))
     return plan
 
