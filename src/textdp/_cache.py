@@ -46,11 +46,12 @@ import os
 import secrets
 import shutil
 import stat
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import ParameterError
+from .errors import CacheWarning, ParameterError
 
 __all__ = [
     "USER_SECRET",
@@ -59,6 +60,7 @@ __all__ = [
     "check_private_dir",
     "check_secure_path",
     "keyed_digest",
+    "load_keyed",
     "open_private_dir",
     "private_dir",
     "read_keyed",
@@ -523,3 +525,19 @@ def read_keyed(folder: PrivateDir, name: str, purpose: str) -> bytes | None:
         return None
     want = keyed_digest(purpose, name.encode() + b"\0" + data)
     return data if hmac.compare_digest(mac.decode("ascii", "replace"), want) else None
+
+
+def load_keyed(folder: PrivateDir, name: str, purpose: str, *, what: str) -> bytes | None:
+    """:func:`read_keyed`, with a one-line :class:`~textdp.errors.CacheWarning` when ``name`` is there but not keyed.
+
+    ``None`` when the file is absent (silently) or was not written by this user's textdp
+    (planted, edited, or copied from another cache: warned): the caller computes it again.
+    """
+    if not folder.exists(name):
+        return None
+    data = read_keyed(folder, name, purpose)
+    if data is None:
+        warnings.warn(f"{what} {folder.path / name} was not written by your textdp (its keyed MAC is missing or "
+                      "wrong: planted, edited or copied from elsewhere); it is ignored and computed again",
+                      CacheWarning, stacklevel=3)
+    return data
