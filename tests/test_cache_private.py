@@ -188,3 +188,20 @@ def test_converted_embeddings_with_a_rewritten_record_are_converted_again(tmp_pa
     with pytest.warns(CacheWarning, match="keyed MAC is wrong"):
         emb = load_embeddings(src)
     np.testing.assert_array_equal(emb.vectors, np.array(list(rows.values()), dtype=np.float32))
+
+
+def test_security_md_states_the_cache_rules():
+    """The sentences of SECURITY.md's "The cache" section that the tests above check."""
+    import re
+
+    text = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "SECURITY.md").read_text(encoding="utf-8"))
+    cache = text[text.index("## The cache"):text.index("## Partitioned runs")]
+    for claim in ("**Every cache folder is private state.**", "`textdp topics --cache-dir`",
+                  "one that others can write to (a 0777 folder without the sticky bit), or below a folder they could "
+                  "rename, is refused with a one-line error naming the folder (exit 2), before any data is read",
+                  "**What a cache holds is used only if you wrote it.**",
+                  "A file whose HMAC is wrong (planted, edited, or copied from another cache) is ignored with a "
+                  "one-line warning and computed again",
+                  "so an index planted by anyone else never reaches faiss's deserializer"):
+        assert claim in cache, claim
+    assert "are not checksummed: the approximate decoders" not in cache  # no longer true

@@ -232,3 +232,41 @@ def test_process_substitution_of_a_gzip_stream_works(tmp_path, toy_emb):
     res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     assert sorted(r["id"] for r in _records(tmp_path / "out")) == sorted(r["id"] for r in rows)
+
+
+def test_an_interrupted_run_that_read_a_pipe_keeps_nothing(tmp_path, toy_emb):
+    """SECURITY.md: 'a run that reads a pipe or standard input cannot be resumed: when it is interrupted, its
+    private state (the spill included) is deleted'."""
+    from cli_checks import Crash
+
+    inp = _write(tmp_path / "in.jsonl", _rows("d", 30, 4, WORDS))
+    fifo = tmp_path / "pipe"
+    writer = _feed_fifo(fifo, inp.read_bytes())
+    work = tmp_path / "wd"
+    with pytest.raises(KeyboardInterrupt):
+        obfuscate_corpus([fifo], tmp_path / "out", backend=Crash(1), input_format="jsonl",
+                         **_kw(toy_emb, tmp_path, "x", work_dir=work))
+    writer.join(5)
+    assert len(list((tmp_path / "out").glob("part-*"))) == 1  # one part was finished before the kill
+    assert not work.exists() or not any(work.iterdir())  # no spill, no key, no state: nothing to resume from
+    # a file input keeps its state, so that the same command resumes
+    with pytest.raises(KeyboardInterrupt):
+        obfuscate_corpus([inp], tmp_path / "out2", backend=Crash(1), **_kw(toy_emb, tmp_path, "y", work_dir=work))
+    assert (work / "state.json").is_file()
+
+
+def test_security_md_states_the_input_layer():
+    """The sentences of SECURITY.md's "Inputs" section that the tests above check."""
+    import re
+
+    text = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "SECURITY.md").read_text(encoding="utf-8"))
+    inputs = text[text.index("## Inputs"):text.index("## The cache")]
+    for claim in ("**Each input is opened once.**", "nothing reads it by its path again",
+                  "every worker (Dask worker processes too) opens the file through a descriptor of its own, reads its "
+                  "range once and refuses bytes whose hash differs",
+                  "Every other input (Parquet, gzip, plain text, a pipe, standard input) is read once, through the "
+                  "driver's descriptor, into a JSONL spill",
+                  "**A swapped input changes nothing or stops the run.**",
+                  "every part and every ledger charge comes from the bytes the driver read first",
+                  "**A pipe cannot be read twice**"):
+        assert claim in inputs, claim
