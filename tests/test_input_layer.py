@@ -270,3 +270,64 @@ def test_security_md_states_the_input_layer():
                   "every part and every ledger charge comes from the bytes the driver read first",
                   "**A pipe cannot be read twice**"):
         assert claim in inputs, claim
+
+
+# -- the attack as a second user (a throwaway account; skipped when not root, as in CI's other two-user tests) --
+SWAP_INPUT = r"""
+import os, sys
+inp, target = sys.argv[1:3]
+os.symlink(target, inp + ".x")   # a link to another file of the victim's (which the attacker cannot read)
+os.rename(inp + ".x", inp)       # renamed over the victim's input: the attacker may rename in this folder
+"""
+
+
+@pytest.fixture(scope="module")
+def attacker():
+    from helpers import second_user
+
+    with second_user("tdpi") as user:
+        yield user
+
+
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_a_second_user_who_swaps_the_input_mid_run_gets_nothing(toy_emb, attacker, engine):
+    """The issue's attack: rename rights in the input's folder, a link to another 0600 file of the victim's."""
+    import tempfile
+
+    from helpers import run_as
+
+    from textdp.accounting.ledger import PrivacyLedger
+
+    base = Path(tempfile.mkdtemp(prefix="textdp-input-"))
+    try:
+        base.chmod(0o755)
+        shared = base / "shared"
+        shared.mkdir()
+        os.chown(shared, *attacker)
+        shared.chmod(0o777)  # the attacker's folder, writable by all, no sticky bit: they can rename in it
+        inp = _write(shared / "in.jsonl", _rows("v", 30, 1, WORDS[:150]))
+        inp.chmod(0o600)
+        (base / "private").mkdir(mode=0o700)
+        secret = _write(base / "private" / "secret.jsonl", _rows("x", 30, 2, WORDS[150:]))
+        secret.chmod(0o600)
+        swapped: list[bool] = []
+
+        def attack(done: int, total: int) -> None:  # the victim's first progress report: after the driver's reads
+            if not swapped:
+                res = run_as(attacker, SWAP_INPUT, str(inp), str(secret), check=False)
+                assert res.returncode == 0, res.stderr
+                swapped.append(True)
+
+        backend = _backend(engine)
+        ledger = base / "ledger" / "l.jsonl"
+        try:
+            with pytest.raises(DocumentError, match="is not the one the driver read"):
+                obfuscate_corpus([inp], base / "out", backend=backend, progress=attack, ledger=ledger, budget=100.0,
+                                 **_kw(toy_emb, base, engine))
+        finally:
+            backend.close()
+        assert swapped and inp.is_symlink()
+        assert not list((base / "out").glob("part-*"))  # nothing of the secret file was released
+        assert set(PrivacyLedger(ledger).spent()) == {f"v{i}" for i in range(30)}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
