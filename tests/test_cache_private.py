@@ -205,3 +205,30 @@ def test_security_md_states_the_cache_rules():
                   "so an index planted by anyone else never reaches faiss's deserializer"):
         assert claim in cache, claim
     assert "are not checksummed: the approximate decoders" not in cache  # no longer true
+
+
+def test_the_issues_attacker_owned_sticky_cache_dir_is_refused(tmp_path):
+    """The issue's folder: another user's 1777 folder (like /tmp/senscache made first by them), samples planted."""
+    import os
+    import shutil
+    import tempfile
+
+    from helpers import run_as, second_user
+
+    with second_user("tdpc") as attacker:
+        base = Path(tempfile.mkdtemp(prefix="textdp-cache-"))
+        try:
+            base.chmod(0o755)
+            shared = base / "senscache"
+            shared.mkdir()
+            os.chown(shared, *attacker)
+            res = run_as(attacker, "import os, sys; os.chmod(sys.argv[1], 0o1777)", str(shared), check=False)
+            assert res.returncode == 0, res.stderr
+            out = runner.invoke(app, ["topics", str(_corpus(tmp_path)), *TOPICS_FAST, "--cache-dir", str(shared),
+                                      "-o", str(tmp_path / "out.json")])
+            assert out.exit_code == 2 and out.output.count("\n") == 1, out.output
+            assert "--cache-dir" in out.output and "owned by another user" in out.output
+            assert list(shared.iterdir()) == [] and not (tmp_path / "out.json").exists()
+            assert os.stat(shared).st_uid == attacker[0]
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
