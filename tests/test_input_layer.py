@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +184,7 @@ def _feed_fifo(path: Path, data: bytes) -> threading.Thread:
     os.mkfifo(path, 0o600)
 
     def write() -> None:
+        time.sleep(0.3)  # textdp opens the FIFO first and waits for its writer, as any reader would
         with open(path, "wb") as fh:
             fh.write(data)
 

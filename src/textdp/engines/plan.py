@@ -93,8 +93,11 @@ class Partition:
 
 
 # -- the inputs, opened once ---------------------------------------------------------------
-#: O_NONBLOCK: opening a FIFO swapped in for a file never waits (it is refused by fstat instead)
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+#: how the driver opens an input (a named FIFO waits for its writer, as any reader would)
+_INPUT_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+#: how a worker re-opens a JSONL input: O_NONBLOCK, so a FIFO swapped in for the file never makes it wait (it is
+#: refused by fstat instead)
+_READ_FLAGS = _INPUT_FLAGS | getattr(os, "O_NONBLOCK", 0)
 
 
 class InputFile:
@@ -110,7 +113,7 @@ class InputFile:
         self.stdin = str(path) == "-"
         self.source = "<stdin>" if self.stdin else str(path)
         try:
-            self.fd = _stdin_fd() if self.stdin else os.open(self.path, _READ_FLAGS)
+            self.fd = _stdin_fd() if self.stdin else os.open(self.path, _INPUT_FLAGS)
         except FileNotFoundError:
             raise DocumentError(f"{path}: no such file") from None
         except (OSError, ValueError, io.UnsupportedOperation) as exc:
@@ -119,8 +122,6 @@ class InputFile:
         if stat.S_ISDIR(self.st.st_mode):
             os.close(self.fd)
             raise DocumentError(f"{path}: is a directory, expected a file")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(self.fd, True)
         self.stream = self.stdin or not stat.S_ISREG(self.st.st_mode)
         name = "" if self.stdin else self.path.name.lower()
         self.parquet = not self.stdin and is_parquet(self.path)
