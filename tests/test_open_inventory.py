@@ -3,7 +3,8 @@
 Every ``open``, ``io.open``, ``os.open``, ``np.load``, ``Path.read_text``/``read_bytes`` and
 ``mmap`` of a release is seen by a ``sys.addaudithook`` hook (the interpreter's ``open`` and
 ``mmap.__new__`` audit events, in every thread), on each path that runs fast: ``obfuscate`` on
-the single, local and Dask engines, ``topics`` with its sensitivity cache, and ``release()``.
+the single, local and Dask engines, ``topics`` with its sensitivity cache, ``release()``, and ER-AE rewriting
+through ``release()`` on the single and local engines.
 Each file opened must be one of:
 
 * **private state through a checked descriptor**: a name relative to a folder descriptor of the
@@ -15,6 +16,7 @@ Each file opened must be one of:
   own descriptor and refuse bytes whose hash differs (``_segment_bytes``);
 * **an output** the user named, written (the release, its settings, manifest and parts, the
   private report);
+* **a public file the user named** (the embeddings source, a model folder);
 * **a public package file**: the interpreter, site-packages (the embeddings package among them),
   textdp's own modules, ``/proc/self`` and ``/etc`` (what Python and its libraries read).
 
@@ -321,3 +323,28 @@ def test_a_path_open_inside_private_state_fails_the_inventory(tmp_path, corpus):
         _check(events, Run([corpus["plain"]], [], corpus["cache"]))
     with pytest.raises(AssertionError, match=r"outside the checked layers|more than once"):
         _check(events[1:], Run([corpus["plain"]], [], corpus["cache"]))
+
+
+@pytest.mark.parametrize("engine", ["single", "local"])
+def test_rewrite_er_ae_through_release(tmp_path, monkeypatch, glove, engine):
+    """The sentence family on a textdp model: the model folder is a public file the user names."""
+    pytest.importorskip("torch", reason="sentence rewriting needs the [generation] extra")
+    from helpers import tiny_model
+
+    from textdp.mechanisms import get
+    from textdp.release import release
+
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    model = tiny_model(tmp_path / "model", glove)
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(
+        ["The cat ran to the garden. A dog slept there.", "The fox saw a cow near the river!",
+         "A bird sat in the field."])))
+    mech = get("er-ae", epsilon=3.0, model=str(model))
+    mech.fit()  # the model is loaded (and its files checked against its card) before the release is traced
+    out, rep = tmp_path / "out.jsonl", tmp_path / "private" / "rep.json"
+    extra = {} if engine == "single" else {"engine": "local", "partition_size": 2}
+    with _traced() as events:
+        release(mech, [inp], out, private_report=rep, private_details={}, seed=4, command="rewrite", **extra)
+    counts = _check(events, Run([inp], [out, Path(f"{out}.settings.json"), rep], tmp_path / "cache", [model]))
+    assert counts["input"] == 1
