@@ -263,7 +263,8 @@ def test_security_md_states_the_input_layer():
 
     text = re.sub(r"\s+", " ", (Path(__file__).resolve().parents[1] / "SECURITY.md").read_text(encoding="utf-8"))
     inputs = text[text.index("## Inputs"):text.index("## The cache")]
-    for claim in ("**Each input is opened once.**", "nothing reads it by its path again",
+    for claim in ("**Each input is opened once.**", "never reads it by its path again; only the workers of a "
+                  "partitioned run open a JSONL input again, each through a descriptor of its own",
                   "every worker (Dask worker processes too) opens the file through a descriptor of its own, reads its "
                   "range once and refuses bytes whose hash differs",
                   "Every other input (Parquet, gzip, plain text, a pipe, standard input) is read once, through the "
