@@ -395,7 +395,10 @@ class SensitivitySampler:
         self.backend: Backend = backend if backend is not None else LocalBackend()
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         if self.cache_dir is not None:
-            self._open_cache().close()  # refused now, before any work, if it is not private
+            try:
+                self._open_cache().close()  # refused now, before any work, if it is not private
+            except OSError:  # it cannot be made (e.g. a read-only cache): samples are drawn, not stored
+                pass
         self.chunk_size = None if chunk_size is None else check_positive_int(chunk_size, "chunk_size")
         self.rows = bool(rows)
         if self.rows and corpus.rule is not None:
@@ -434,11 +437,15 @@ class SensitivitySampler:
         return open_private_dir(self.cache_dir, what=_CACHE_WHAT, create=True)
 
     def _load(self) -> list[list[float]]:
-        path = self._cache_path()
-        if path is None:
+        if self.cache_dir is None:
             return []
-        with self._open_cache() as folder:  # read once, through the checked folder; used only if keyed by us
-            raw = load_keyed(folder, path.name, _CACHE_PURPOSE, what="the sensitivity cache file")
+        try:
+            path = self._cache_path()  # keyed: the per-user secret lives in the cache too
+            assert path is not None
+            with self._open_cache() as folder:  # read once, through the checked folder; used only if keyed by us
+                raw = load_keyed(folder, path.name, _CACHE_PURPOSE, what="the sensitivity cache file")
+        except OSError:  # no usable cache: nothing to reuse
+            return []
         if raw is None:
             return []
         try:
@@ -451,12 +458,16 @@ class SensitivitySampler:
         return samples if all(len(r) == len(self.sizes) for r in samples) else []
 
     def _save(self, samples: list[list[float]]) -> None:
-        path = self._cache_path()
-        if path is None:
+        if self.cache_dir is None:
             return
         data = json.dumps({"version": CACHE_VERSION, "sizes": self.sizes, "samples": samples}).encode("utf-8")
-        with self._open_cache() as folder:
-            write_keyed(folder, path.name, data, _CACHE_PURPOSE)
+        try:
+            path = self._cache_path()
+            assert path is not None
+            with self._open_cache() as folder:
+                write_keyed(folder, path.name, data, _CACHE_PURPOSE)
+        except OSError:  # a read-only or unusable cache: the samples are not stored
+            pass
 
     def _chunk(self, todo: int) -> int:
         if self.chunk_size is not None:
