@@ -9,7 +9,7 @@ Three parts, one module each:
   (``work_dir``; default ``<textdp cache>/runs/<name>``, outside the output) must
   be owned by the user and writable by nobody else; it holds an authenticated
   record of the run (a keyed hash of its identity, the hashes of every file the run
-  wrote), the inline inputs spilled to JSONL (gzip, plain text), the vocabulary the
+  wrote), the inputs spilled to JSONL (Parquet, gzip, plain text, pipes), the vocabulary the
   workers load (each verifies the bytes it reads) and the pieces of the private report;
   it is opened once and used through its descriptor. All of it is deleted
   when the run completes: nothing is left that names or fingerprints the inputs;
@@ -381,6 +381,10 @@ def obfuscate_corpus(
     on_ledger: Callable[[int, str | None], None] | None = None,
 ) -> JSONObject:
     """Run a registered mechanism over ``paths`` into ``out_dir`` (partitioned, resumable).
+
+    ``paths``: files (JSONL, Parquet, gzip, plain text), pipes or ``-`` (standard input), each
+    opened once (:func:`textdp.engines.plan.open_inputs`): every later read uses the bytes the
+    driver hashed (a run that reads a pipe cannot resume, and keeps nothing when interrupted).
 
     ``mechanism`` is a registered name (default ``earth-movers``); ``postprocess``
     and ``params`` are passed to :func:`textdp.pipeline.build_mechanism`. For bag
