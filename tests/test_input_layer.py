@@ -334,3 +334,20 @@ def test_a_second_user_who_swaps_the_input_mid_run_gets_nothing(toy_emb, attacke
         assert set(PrivacyLedger(ledger).spent()) == {f"v{i}" for i in range(30)}
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_cli_says_an_interrupted_pipe_run_cannot_resume(tmp_path, toy_emb, monkeypatch):
+    from cli_checks import Crash
+
+    from textdp.cli import obfuscate as cli_obfuscate
+
+    opts = _cli_files(tmp_path, toy_emb)
+    inp = _write(tmp_path / "in.jsonl", _rows("d", 20, 4, WORDS))
+    fifo = tmp_path / "pipe"
+    writer = _feed_fifo(fifo, inp.read_bytes())
+    monkeypatch.setattr(cli_obfuscate, "_backend", lambda o: Crash(1))
+    res = runner.invoke(app, ["obfuscate", str(fifo), *opts, "--engine", "local", "-o", str(tmp_path / "out")])
+    writer.join(5)
+    assert res.exit_code == 130, res.output
+    assert "read a pipe or standard input" in res.output and "cannot resume" in res.output
+    assert not list((tmp_path / "cache" / "runs").glob("[0-9a-f]*"))  # nothing kept to resume from
