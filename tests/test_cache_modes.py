@@ -63,7 +63,7 @@ def test_ann_index_folder_is_private(fresh_cache: Path) -> None:
     vec = make_rng(0).standard_normal((200, 8)).astype(np.float32)
     dec = ApproximateDecoder(vec, method="hnsw")
     assert bool((dec.decode(vec[:20] + 0.01) == np.arange(20)).all())
-    assert [p.suffix for p in (fresh_cache / "ann").iterdir()] == [".faiss"]
+    assert sorted(p.suffix for p in (fresh_cache / "ann").iterdir()) == [".faiss", ".hmac"]  # the index, its MAC
     _assert_private(fresh_cache, {"ann"})
 
 
@@ -92,4 +92,9 @@ def test_unwritable_cache_still_works_without_caching(tmp_path: Path, monkeypatc
     assert default_cache_dir() == blocker / "cache" / "topics"
     vec = make_rng(1).standard_normal((100, 8)).astype(np.float32)
     assert ApproximateDecoder(vec, method="hnsw").decode(vec[:5]).tolist() == [0, 1, 2, 3, 4]
+    c = UserCorpus.from_texts(["gas price power", "game team win", "gas power deal", "team coach win"],
+                              ["a", "b", "c", "d"], min_df=1, max_df=1.0)
+    s = SensitivitySampler(corpus=c, model=SklearnLDA(n_topics=2, max_iter=2), sizes=[(2, 2)],
+                           cache_dir=default_cache_dir())
+    assert s.draw(2, seed=1)[0].shape == (2, 1) and s.cached_samples() == 0  # drawn, not stored
     assert blocker.read_text() == ""

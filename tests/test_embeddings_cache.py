@@ -13,7 +13,7 @@ import pytest
 
 from textdp.embeddings import Embeddings, load_embeddings
 from textdp.embeddings.loaders import _DEFAULT_DIGESTS, _array_digest
-from textdp.errors import EmbeddingsError
+from textdp.errors import CacheWarning, EmbeddingsError
 from textdp.mechanisms import EarthMoversPrivacy
 
 
@@ -215,9 +215,10 @@ def test_ann_index_uses_the_one_cache_dir_and_atomic_writes(tmp_path: Path, monk
     vec = make_rng(0).standard_normal((300, 8)).astype(np.float32)
     q = vec[:40] + 0.01
     first = ApproximateDecoder(vec, method="hnsw").decode(q)
-    files = list((tmp_path / "ann").iterdir())
-    assert len(files) == 1 and files[0].suffix == ".faiss"  # no temporary files left behind
+    files = sorted((tmp_path / "ann").iterdir())
+    assert [p.suffix for p in files] == [".faiss", ".hmac"]  # the index and its keyed MAC, no temporary files
     again = ApproximateDecoder(vec, method="hnsw").decode(q)  # read back
     np.testing.assert_array_equal(first, again)
-    files[0].write_bytes(b"garbage")  # a damaged index is rebuilt
-    np.testing.assert_array_equal(ApproximateDecoder(vec, method="hnsw").decode(q), first)
+    files[0].write_bytes(b"garbage")  # a damaged (or planted) index is ignored, with one line, and rebuilt
+    with pytest.warns(CacheWarning, match="keyed MAC is wrong"):
+        np.testing.assert_array_equal(ApproximateDecoder(vec, method="hnsw").decode(q), first)

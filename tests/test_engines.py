@@ -66,14 +66,14 @@ def test_parquet_partitions(tmp_path):
 
     tbl = pa.table({"id": [f"p{i}" for i in range(50)], "text": ["w1 w2 w3"] * 50})
     pq.write_table(tbl, tmp_path / "c.parquet", row_group_size=8)
-    plan = plan_partitions([tmp_path / "c.parquet"])
+    plan = plan_partitions([tmp_path / "c.parquet"], spill_dir=tmp_path)
     assert len(plan) == 1
     assert [d.id for p in plan for d in read_partition(p)] == [f"p{i}" for i in range(50)]
-    plan3 = plan_partitions([tmp_path / "c.parquet"], partitions=3)
+    plan3 = plan_partitions([tmp_path / "c.parquet"], partitions=3, spill_dir=tmp_path / "s3")
     assert [d.id for p in plan3 for d in read_partition(p)] == [f"p{i}" for i in range(50)]
     # without an id column: sequence numbers across files, in input order
     pq.write_table(pa.table({"text": ["w1 w2"] * 7}), tmp_path / "noid.parquet", row_group_size=3)
-    plan = plan_partitions([tmp_path / "noid.parquet", tmp_path / "c.parquet"], partitions=4)
+    plan = plan_partitions([tmp_path / "noid.parquet", tmp_path / "c.parquet"], partitions=4, spill_dir=tmp_path / "s4")
     ids = [d.id for p in plan for d in read_partition(p)]
     assert ids == [str(i) for i in range(7)] + [f"p{i}" for i in range(50)]
 

@@ -60,7 +60,7 @@ def test_sampled_sensitivity_calibrates_each_release_with_its_own_sampler(corpus
     assert by[("model", "topicdp")].sensitivity == "sampled, gamma 0.45"
     assert by[("noisy", "topicdp-laplace")].sensitivity == "global L1 2m"
     assert "sampled once on the whole corpus" in str(settings["sensitivity"])
-    assert len(list(tmp_path.iterdir())) == 2  # one sampler per release kind (whole rows; the model's m x n)
+    assert len(list(tmp_path.glob("sens-*.json"))) == 2  # one sampler per release kind (whole rows; the model's m x n)
 
 
 def test_consistency_is_the_interval_against_the_bound():

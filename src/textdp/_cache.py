@@ -46,11 +46,12 @@ import os
 import secrets
 import shutil
 import stat
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import ParameterError
+from .errors import CacheWarning, ParameterError
 
 __all__ = [
     "USER_SECRET",
@@ -59,10 +60,12 @@ __all__ = [
     "check_private_dir",
     "check_secure_path",
     "keyed_digest",
+    "load_keyed",
     "open_private_dir",
     "private_dir",
     "read_keyed",
     "user_secret",
+    "verify_keyed",
     "write_keyed",
 ]
 
@@ -523,3 +526,34 @@ def read_keyed(folder: PrivateDir, name: str, purpose: str) -> bytes | None:
         return None
     want = keyed_digest(purpose, name.encode() + b"\0" + data)
     return data if hmac.compare_digest(mac.decode("ascii", "replace"), want) else None
+
+
+def load_keyed(folder: PrivateDir, name: str, purpose: str, *, what: str) -> bytes | None:
+    """:func:`read_keyed`, with a one-line :class:`~textdp.errors.CacheWarning` when ``name``'s MAC is wrong.
+
+    ``None`` when the file is absent, has no MAC (an older textdp's file, or a plant: silently)
+    or a MAC that does not verify (edited, planted, or copied from another cache: warned); the
+    caller computes it again and writes it with its MAC.
+    """
+    if not folder.exists(name):
+        return None
+    data = read_keyed(folder, name, purpose)
+    if data is None and folder.exists(name + ".hmac"):  # without one: an older layout (or a plant), silently redone
+        warnings.warn(f"{what} {folder.path / name} was not written by your textdp (its keyed MAC is "
+                      "wrong: planted, edited or copied from elsewhere); it is ignored and computed again",
+                      CacheWarning, stacklevel=3)
+    return data
+
+
+def verify_keyed(folder: PrivateDir, name: str, data: bytes, purpose: str) -> bool:
+    """Whether ``data`` (the bytes of ``name``, already read once) carry this user's keyed MAC (``name + ".hmac"``).
+
+    For a file whose bytes the caller must read itself (to hash or map them through one
+    descriptor): the MAC is checked on those very bytes, never on a second read.
+    """
+    try:
+        mac = folder.read_bytes(name + ".hmac")
+        want = keyed_digest(purpose, name.encode() + b"\0" + data)
+    except (OSError, ParameterError):
+        return False
+    return hmac.compare_digest(mac.decode("ascii", "replace"), want)

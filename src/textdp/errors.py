@@ -42,6 +42,11 @@ class PrivacyWarning(UserWarning):
     """A choice the user made weakens what a release hides (e.g. a bag size taken from the data)."""
 
 
+class CacheWarning(UserWarning):
+    """A cached file was not written by this user's textdp (planted, edited, or from another cache): it was ignored
+    and computed again."""
+
+
 class UnrecordedSpendWarning(PrivacyWarning):
     """A release spent its epsilon and no ledger recorded it (``Mechanism.transform`` without ``set_ledger``).
 

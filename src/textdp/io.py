@@ -92,28 +92,70 @@ def _looks_parquet(data: bytes) -> bool:
 def _parquet_documents(data: bytes, source: str, text_field: str, id_field: str) -> list[SourcedDocument]:
     """One :class:`SourcedDocument` per row of Parquet ``data`` (text: column ``text_field``; id: ``id_field``)."""
     import pyarrow as pa
+
+    return list(iter_parquet_documents(pa.BufferReader(data), source, text_field, id_field))
+
+
+#: rows a Parquet input is read at a time (:func:`iter_parquet_documents`: memory stays bounded)
+PARQUET_BATCH_ROWS = 4096
+
+
+def iter_parquet_documents(fh: Any, source: str, text_field: str = "text", id_field: str = "id"
+                           ) -> Iterator[SourcedDocument]:
+    """One :class:`SourcedDocument` per row of the Parquet file open as ``fh`` (seekable), a batch of rows at a time.
+
+    Text: column ``text_field``; id: column ``id_field`` when the file has one. A file that
+    is not Parquet, a missing text column, a text that is not a string or an id that is an
+    object or a list raise :class:`~textdp.errors.DocumentError` naming the row.
+    """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(pa.BufferReader(data))
+        pf = pq.ParquetFile(fh)
         names = pf.schema_arrow.names
         if text_field not in names:
             raise DocumentError(f"{source}: no column {text_field!r} (choose it with --text-field; its columns: "
                                 f"{', '.join(names[:20])})")
-        table = pf.read(columns=[text_field] + ([id_field] if id_field in names else []))
+        batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS,
+                                  columns=[text_field] + ([id_field] if id_field in names else []))
+        k = 0
+        for batch in batches:
+            texts = batch.column(text_field).to_pylist()
+            ids = batch.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
+            for i, t in zip(ids, texts):
+                if not isinstance(t, str):
+                    raise DocumentError(f"{source}: row {k}: column {text_field!r} is not a string")
+                if isinstance(i, (dict, list)):
+                    raise DocumentError(f"{source}: row {k}: column {id_field!r} is not a string or number; record "
+                                        "ids must be (choose the id column with --id-field)")
+                yield SourcedDocument(str(i) if i is not None else None, t, f"{source}:row {k}")
+                k += 1
     except (pa.ArrowException, OSError) as exc:
         raise DocumentError(f"{source}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
-    texts = table.column(text_field).to_pylist()
-    ids = table.column(id_field).to_pylist() if id_field in names else [None] * len(texts)
-    docs = []
-    for k, (i, t) in enumerate(zip(ids, texts)):
-        if not isinstance(t, str):
-            raise DocumentError(f"{source}: row {k}: column {text_field!r} is not a string")
-        if isinstance(i, (dict, list)):
-            raise DocumentError(f"{source}: row {k}: column {id_field!r} is not a string or number; record ids "
-                                "must be (choose the id column with --id-field)")
-        docs.append(SourcedDocument(str(i) if i is not None else None, t, f"{source}:row {k}"))
-    return docs
+
+
+def iter_jsonl_stream(fh: IO[bytes], source: str, text_field: str = "text", id_field: str = "id"
+                      ) -> Iterator[SourcedDocument]:
+    """A :class:`SourcedDocument` for every non-empty line of the JSONL byte stream ``fh``, one line at a time.
+
+    The same documents and errors as :func:`iter_jsonl_text` on the whole content (a
+    byte-order mark at the start is skipped), in memory bounded by the longest line, so a
+    pipe or a gzip stream of any size can be read once.
+
+    >>> import io
+    >>> [tuple(d) for d in iter_jsonl_stream(io.BytesIO(b'{"text": "a"}\\n\\n{"id": 2, "text": "b"}'), "p")]
+    [(None, 'a', 'p:1'), ('2', 'b', 'p:3')]
+    """
+    for lineno, raw in enumerate(fh, start=1):
+        try:
+            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            if lineno == 1:
+                _decode(raw, source)  # says what the file is (UTF-16, Parquet, ...) when it can
+            raise DocumentError(f"{source}:{lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x}); convert it to "
+                                "UTF-8 first") from None
+        yield from iter_jsonl_text(line, source, text_field, id_field, first_line=lineno)
 
 
 def _read_bytes(path: Path) -> bytes:

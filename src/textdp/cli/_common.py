@@ -227,6 +227,27 @@ def _signals() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _cache_warnings() -> Iterator[None]:
+    """Print a :class:`~textdp.errors.CacheWarning` (a cached file ignored and computed again) as one line."""
+    import warnings
+
+    from ..errors import CacheWarning
+
+    original = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, CacheWarning):
+            print_warning(message)
+        else:
+            original(message, category, *args, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", CacheWarning)
+        warnings.showwarning = show
+        yield
+
+
+@contextlib.contextmanager
 def cli_errors() -> Iterator[None]:
     """Turn expected failures into a one-line ``error: ...`` on stderr and exit code 2.
 
@@ -235,7 +256,7 @@ def cli_errors() -> Iterator[None]:
     left unless the command raised :class:`InterruptedRun` to say what remains.
     """
     try:
-        with _signals():
+        with _signals(), _cache_warnings():
             yield
     except InterruptedRun as exc:
         err_console.print(_line("interrupted:", "bold red", exc), soft_wrap=True, highlight=False)

@@ -489,8 +489,8 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
     if output is None:
         raise ParameterError(_no_output_message(o))
     check_writable_folder(output, "--output")  # refused here, it leaves no interrupted run in the cache
-    if not files or any(str(f) == "-" for f in files):
-        raise ParameterError("partitioned runs read files, not standard input")
+    # a pipe, a process substitution or standard input is read once into the run's private state
+    streamed = not files or any(str(f) == "-" or (f.exists() and not f.is_file()) for f in files)
     if o.input_format == "text" and any(f.name.lower().endswith((".parquet", ".pq")) for f in files):
         raise ParameterError("--input-format text cannot read Parquet")
     if o.partitions is not None:
@@ -516,7 +516,7 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else 130
-        raise InterruptedRun(_interrupted_message(output, MANIFEST), status) from None
+        raise InterruptedRun(_interrupted_message(output, MANIFEST, streamed=streamed), status) from None
     finally:
         backend.close()
 
@@ -568,8 +568,8 @@ def _no_output_message(o: _Options) -> str:
             + ", or --engine single to write one file or standard output")
 
 
-def _interrupted_message(output: Path, manifest_name: str) -> str:
-    """What an interrupted partitioned run leaves behind, truthfully."""
+def _interrupted_message(output: Path, manifest_name: str, *, streamed: bool = False) -> str:
+    """What an interrupted partitioned run leaves behind, truthfully (a run that read a stream cannot resume)."""
     import json
 
     done = sorted(p.name for p in output.glob("part-*") if p.is_file()) if output.is_dir() else []
@@ -578,6 +578,9 @@ def _interrupted_message(output: Path, manifest_name: str) -> str:
         total = len(json.loads((output / manifest_name).read_text(encoding="utf-8"))["parts"])
     if not (output / manifest_name).exists():
         return f"the run had not started writing {output}; nothing was released"
+    if streamed:
+        return (f"{len(done)} of {total} part files are finished in {output}, but the run read a pipe or standard "
+                "input, which cannot be read again, so it cannot resume: delete the folder and run again")
     return (f"{len(done)} of {total} part files are finished in {output} (each complete; the run is not); "
             "run the same command again to finish the rest, or delete the folder to start over")
 

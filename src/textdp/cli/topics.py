@@ -451,6 +451,13 @@ def topics(
             print_info(f"wrote {run.output} ({g.mechanism}, epsilon {g.epsilon:g})")
 
 
+def _check_cache_dir(folder: Path) -> None:
+    """Refuse a ``--cache-dir`` that is not private (every folder on its path checked), before any data is read."""
+    from .._cache import open_private_dir
+
+    open_private_dir(folder, what="--cache-dir", create=True).close()
+
+
 def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     """Check every option before any data is read (one-line errors)."""
     from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
@@ -477,6 +484,8 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     from ..release import check_ledger_options
 
     check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=output, inputs=[o.corpus])
+    if o.cache_dir is not None and not o.no_cache:
+        _check_cache_dir(o.cache_dir)
     return _TopicsRun(m=m, n=n, K=K, sensitivity=sens_choice, grid=grid, engine=engine, workers=workers,
                       output=output, topic_model=o.topic_model)
 
@@ -592,6 +601,8 @@ def topics_report(
         check_probability(gamma, "gamma")
         check_report_folder(output, force)  # before minutes of work, not after
         engine, workers = _engine_options(engine, workers, scheduler)
+        if cache_dir is not None:
+            _check_cache_dir(cache_dir)
         data = _load(corpus, user_field, text_field, max_docs_per_user, min_user_docs, max_features, strip_quotes)
         model = make_topic_model(topic_model, n_topics=10, max_iter=max_iter, seed=0)
         cfg = ReportConfig(delta=delta, gamma=gamma, epsilon=epsilon,

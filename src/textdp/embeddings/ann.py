@@ -21,7 +21,12 @@ Every decoder has ``decode(Z, sources=None) -> int64 rows``, a ``name`` and an
   the privacy guarantee; it changes utility (measured top-1 agreement with exact
   decoding is in BENCHMARKS.md). Statistical tests of the mechanism use exact
   decoding. For the same reason a damaged or altered cached index cannot leak the
-  input words; it can only hurt utility.
+  input words; it can only hurt utility. It is still private state (issue 39): the index
+  folder passes the ancestor rule (:func:`textdp._cache.open_private_dir`), an index is read
+  once through that descriptor and used only if its HMAC under the per-user key verifies;
+  one planted or edited by anyone else is ignored (a one-line
+  :class:`~textdp.errors.CacheWarning`) and built again, so a hostile file never reaches
+  faiss's deserializer.
 """
 
 from __future__ import annotations
@@ -34,10 +39,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._cache import cache_dir
+from .._cache import PrivateDir, cache_dir, load_keyed, open_private_dir, write_keyed
 from .._options import DECODERS
 from ..errors import ParameterError, require
-from ..io import atomic_writer
 from .decode import (
     _F32_EPS,
     ExactDecoder,
@@ -69,11 +73,17 @@ def _faiss() -> ModuleType:
     return require("faiss", "faiss")
 
 
-def _read_index(faiss: ModuleType, path: Path) -> Any:
-    """A cached faiss index, or ``None`` if absent or damaged (then it is rebuilt)."""
+#: the keyed MAC's purpose: an index is used only if this user's textdp wrote it
+_INDEX_PURPOSE = "textdp approximate-decoder index"
+
+
+def _read_index(faiss: ModuleType, folder: PrivateDir, name: str) -> Any:
+    """A cached faiss index keyed by this user, or ``None`` if absent, not keyed by us or damaged (then rebuilt)."""
     try:
-        data = path.read_bytes()
+        data = load_keyed(folder, name, _INDEX_PURPOSE, what="the approximate-decoder index")
     except OSError:
+        return None
+    if data is None:
         return None
     try:
         return faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
@@ -81,21 +91,25 @@ def _read_index(faiss: ModuleType, path: Path) -> Any:
         return None
 
 
-def _ann_cache() -> Path:
-    """``<cache>/ann``, made ``0700`` (with :func:`cache_dir`); a read-only cache is used as it is."""
+def _ann_folder(cache: str | os.PathLike[str] | None) -> PrivateDir | None:
+    """The index folder (``cache``, else ``<cache>/ann``), opened once and checked private (made ``0700``).
+
+    ``None`` when it cannot be made (a read-only cache: the index is built in memory);
+    a folder others could write to, or below one they could rename, is refused.
+    """
+    root = Path(cache) if cache is not None else cache_dir() / "ann"
     try:
-        return cache_dir("ann", create=True)
-    except OSError:  # the index is then rebuilt in memory (its write fails quietly)
-        return cache_dir("ann")
+        return open_private_dir(root, what="the approximate-decoder index cache", create=True)
+    except OSError:  # e.g. a read-only cache
+        return None
 
 
-def _write_index(faiss: ModuleType, index: object, path: Path) -> None:
-    """Write ``index`` atomically (:func:`textdp.io.atomic_writer`); a read-only cache keeps it in memory."""
+def _write_index(faiss: ModuleType, index: object, folder: PrivateDir, name: str) -> None:
+    """Write ``index`` with its keyed MAC, atomically, through the folder's descriptor; a read-only cache skips it."""
     try:
-        data = faiss.serialize_index(index)
-        with atomic_writer(path, "wb") as fh:
-            fh.write(np.asarray(data, dtype=np.uint8).tobytes())
-    except (OSError, RuntimeError, ParameterError):  # ParameterError: atomic_writer's "a file, not a folder"
+        data = np.asarray(faiss.serialize_index(index), dtype=np.uint8).tobytes()
+        write_keyed(folder, name, data, _INDEX_PURPOSE)
+    except (OSError, RuntimeError):
         pass
 
 
@@ -204,11 +218,22 @@ class ApproximateDecoder:
             nlist = int(nlist or max(1, min(int(6.5 * np.sqrt(self.vocab_size)), self.vocab_size // 39 or 1)))
             params = f"ivf-{nlist}"
         self.params = params
-        path = None
+        folder = None
         if cache is not False:
-            root = Path(cache) if isinstance(cache, (str, os.PathLike)) else _ann_cache()
-            path = root / f"{vocabulary_fingerprint(vec)}-{params}.faiss"
-        index = _read_index(faiss, path) if path is not None else None
+            folder = _ann_folder(cache if isinstance(cache, (str, os.PathLike)) else None)
+        name = f"{vocabulary_fingerprint(vec)}-{params}.faiss"
+        try:
+            self._build(faiss, vec, folder, name, m=m, ef_construction=ef_construction, nlist=nlist)
+        finally:
+            if folder is not None:
+                folder.close()
+        self.set_search(ef_search=ef_search, nprobe=nprobe)
+
+    def _build(self, faiss: ModuleType, vec: np.ndarray, folder: PrivateDir | None, name: str, *, m: int,
+               ef_construction: int, nlist: int | None) -> None:
+        """The index: read from the checked cache folder if keyed by this user, else built (and cached)."""
+        method = self.method
+        index = _read_index(faiss, folder, name) if folder is not None else None
         if index is None:
             if method == "hnsw":
                 index = faiss.IndexHNSWFlat(self.dim, int(m))
@@ -219,10 +244,9 @@ class ApproximateDecoder:
                 index = faiss.IndexIVFFlat(quant, self.dim, nlist)
                 index.train(vec)
                 index.add(vec)
-            if path is not None:
-                _write_index(faiss, index, path)
+            if folder is not None:
+                _write_index(faiss, index, folder, name)
         self._index = index
-        self.set_search(ef_search=ef_search, nprobe=nprobe)
 
     def set_search(self, *, ef_search: int | None = None, nprobe: int | None = None) -> None:
         """Change the search effort (speed / agreement trade-off)."""

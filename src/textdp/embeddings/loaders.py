@@ -15,8 +15,12 @@ GloVe 6B 50d) and refuses a mismatch with an :class:`~textdp.errors.EmbeddingsEr
 a modified cache could otherwise change what the record's embeddings name means
 (a matrix scaled by 1000 makes a release copy its input words). For the default
 GloVe 6B 50d the expected hashes are also compiled into textdp, so editing
-``meta.json`` as well does not help. An entry without ``meta.json`` (interrupted,
-or written by an older textdp) is rebuilt from the source.
+``meta.json`` as well does not help. ``meta.json`` carries an HMAC under the per-user
+key (``meta.json.hmac``, :func:`textdp._cache.write_keyed`): an entry whose record was not
+written by this user's textdp (planted, edited, copied from another cache) is converted again
+from the source, with a one-line :class:`~textdp.errors.CacheWarning`, so a matrix and a record
+replaced together are never used. An entry without ``meta.json`` (interrupted, or written by an
+older textdp) is rebuilt from the source.
 
 **Hashed and loaded through one descriptor.** A cache entry is opened once
 (:func:`textdp._cache.open_private_dir`: every folder from ``/`` down checked, each
@@ -39,14 +43,15 @@ import json
 import os
 import re
 import stat
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from tokenize import TokenError
 
 import numpy as np
 
-from .._cache import PrivateDir, cache_dir, open_private_dir
-from ..errors import EmbeddingsError, ParameterError
+from .._cache import PrivateDir, cache_dir, open_private_dir, verify_keyed, write_keyed
+from ..errors import CacheWarning, EmbeddingsError, ParameterError
 from .core import Embeddings, as_float32_matrix, check_finite
 
 __all__ = ["DEFAULT_NAME", "cache_dir", "load_default_embeddings", "load_embeddings"]
@@ -155,6 +160,10 @@ def _load_npy(path: Path) -> np.ndarray:
     return arr
 
 
+#: the keyed MAC's purpose: an entry's meta.json (the checksums of its data) is trusted only if this user wrote it
+_META_PURPOSE = "textdp embeddings cache entry"
+
+
 def _stat_key(paths: Sequence[Path], kind: str) -> str:
     parts = [f"v{CACHE_FORMAT}", kind]
     for path in paths:
@@ -215,6 +224,13 @@ def _load_entry(d: PrivateDir, entry: Path, name: str, expected: dict[str, str] 
         raise _refuse(entry, "meta.json unreadable") from None
     if expected is not None and (v_sum, w_sum) != (expected["vectors_sha256"], expected["words_sha256"]):
         raise _refuse(entry, "not the known GloVe 6B 50d checksums")
+    if not verify_keyed(d, "meta.json", meta_data, _META_PURPOSE):  # the record itself: written by this user?
+        if not d.exists("meta.json.hmac"):
+            return None  # an older textdp's entry (or a plant without a MAC): converted again from the source
+        warnings.warn(f"the cached embeddings {entry} were not converted by your textdp (meta.json's keyed MAC is "
+                      "wrong: planted, edited, or copied from another cache); converted again from the source",
+                      CacheWarning, stacklevel=4)
+        return None
     if not finite:
         raise _refuse(entry, "vectors not validated")
     try:
@@ -276,7 +292,7 @@ def _store_cached(
             with d.writer("vectors.npy") as fh:
                 np.save(fh, arr)
             d.write_bytes("words.txt", words_data)
-            d.write_bytes("meta.json", json.dumps(meta, indent=1, ensure_ascii=False).encode("utf-8"))
+            write_keyed(d, "meta.json", json.dumps(meta, indent=1, ensure_ascii=False).encode("utf-8"), _META_PURPOSE)
     except OSError:
         return Embeddings._validated(words, arr, name)  # read-only or full cache: keep it in memory
     cached = _load_cached(key, name, expected)

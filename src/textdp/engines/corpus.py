@@ -9,7 +9,7 @@ Three parts, one module each:
   (``work_dir``; default ``<textdp cache>/runs/<name>``, outside the output) must
   be owned by the user and writable by nobody else; it holds an authenticated
   record of the run (a keyed hash of its identity, the hashes of every file the run
-  wrote), the inline inputs spilled to JSONL (gzip, plain text), the vocabulary the
+  wrote), the inputs spilled to JSONL (Parquet, gzip, plain text, pipes), the vocabulary the
   workers load (each verifies the bytes it reads) and the pieces of the private report;
   it is opened once and used through its descriptor. All of it is deleted
   when the run completes: nothing is left that names or fingerprints the inputs;
@@ -34,6 +34,7 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,7 +46,7 @@ from .._rng import spawn
 from .._validation import check_choice
 from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
-from ..errors import DocumentError, OutputExistsError, ParameterError, TextDPError
+from ..errors import OutputExistsError, ParameterError, TextDPError
 from ..guarantees import EMPTY_POLICIES
 from ..io import atomic_writer, write_json
 from ..mechanisms import ReleaseContext, TextMechanism, entry
@@ -62,9 +63,12 @@ from ..progress import ProgressCallback
 from .jobs import JobSettings, PartResult, _mechanism, min_length, part_name, run_partition
 from .plan import (
     DOCS_PER_PART,
+    InputFile,
+    Inputs,
     Partition,
     Segment,
     Spiller,
+    open_inputs,
     partition_ids,
     plan_partitions,
     read_partition,
@@ -177,17 +181,17 @@ def _check_folders(out_dir: Path, work: Path | None, private_report: Path | None
         raise ParameterError(f"the output folder {out_dir} is inside the work directory {work}")
 
 
-def _run_key(paths: Sequence[Path], out_dir: Path, public: PublicSettings, seed: int | None,
+def _run_key(inputs: Inputs, out_dir: Path, public: PublicSettings, seed: int | None,
              private_report: bool) -> dict[str, object]:
-    """The run's private identity: never stored, only keyed hashes of it (see :mod:`textdp.engines.workdir`)."""
-    inputs = []
-    for p in paths:
-        if not p.exists():
-            raise DocumentError(f"{p}: no such file")
-        st = p.stat()
-        inputs.append({"path": str(p.resolve()), "bytes": st.st_size, "mtime_ns": st.st_mtime_ns})
+    """The run's private identity: never stored, only keyed hashes of it (see :mod:`textdp.engines.workdir`).
+
+    The inputs are named by what their open descriptors are (path, device, inode, size,
+    modification time). A run that reads a pipe or standard input gets a fresh random
+    identity: the stream cannot be read again, so the run cannot be resumed.
+    """
     return {
-        "output": str(out_dir.resolve()), "inputs": inputs, "public": public,
+        "output": str(out_dir.resolve()), "inputs": inputs.identity(), "public": public,
+        "stream": None if inputs.resumable else secrets.token_hex(16),
         "seed_sha256": None if seed is None else hashlib.sha256(str(seed).encode()).hexdigest(),
         "private_report": private_report,
     }
@@ -238,14 +242,15 @@ def _check_output(out_dir: Path, state: RunState, public: PublicSettings, force:
 
 @contextmanager
 def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicSettings,
-              force: bool) -> Iterator[tuple[RunState, Manifest | None]]:
+              force: bool, *, resumable: bool = True) -> Iterator[tuple[RunState, Manifest | None]]:
     """The run state (created, or resumed and verified) and the manifest of the run being resumed.
 
     The run's lock is held while the ``with`` block runs and released however it ends. A new
     run refused with a one-line error (a :class:`~textdp.errors.TextDPError`: bad input,
     options or output folder) leaves no private state behind: there is nothing to resume,
     since the same command fails the same way. An interrupted one (Ctrl-C, a crash, a lost
-    worker) keeps it, so that the same command resumes.
+    worker) keeps it, so that the same command resumes, unless the run cannot be resumed
+    (``resumable=False``: it reads a pipe or standard input), which keeps nothing.
     """
     state = RunState.open(work, key)
     try:
@@ -253,6 +258,10 @@ def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicS
         yield state, manifest
     except TextDPError:
         if not state.resumed:
+            state.remove()
+        raise
+    except BaseException:
+        if not resumable:
             state.remove()
         raise
     finally:
@@ -268,12 +277,12 @@ def _spiller(state: RunState, text_field: str, id_field: str, input_format: str)
     segment for the workers).
     """
 
-    def spill(path: Path, index: int) -> tuple[Path, io.BufferedReader]:
+    def spill(src: InputFile, index: int) -> tuple[Path, io.BufferedReader]:
         name = f"input/input-{index:05d}.jsonl"
         fh = state.open_verified(name)
         if fh is None:
             with state.dir.writer(name, "w") as out:
-                spill_documents(path, out, text_field, id_field, input_format)
+                spill_documents(src, out, text_field, id_field, input_format)
             fh = state.dir.open_read(name)
             state.record(name, fh_sha256(fh))
         return state.work / name, fh
@@ -373,6 +382,10 @@ def obfuscate_corpus(
 ) -> JSONObject:
     """Run a registered mechanism over ``paths`` into ``out_dir`` (partitioned, resumable).
 
+    ``paths``: files (JSONL, Parquet, gzip, plain text), pipes or ``-`` (standard input), each
+    opened once (:func:`textdp.engines.plan.open_inputs`): every later read uses the bytes the
+    driver hashed (a run that reads a pipe cannot resume, and keeps nothing when interrupted).
+
     ``mechanism`` is a registered name (default ``earth-movers``); ``postprocess``
     and ``params`` are passed to :func:`textdp.pipeline.build_mechanism`. For bag
     mechanisms ``size`` (public) is required unless ``size_from_data=True`` (then the shortest
@@ -414,18 +427,37 @@ def obfuscate_corpus(
         "text_field": text_field, "id_field": id_field, "input_format": input_format, "seeded": seed is not None,
         "empty": check_choice(empty, "empty policy", EMPTY_POLICIES),
     }
-    key = _run_key(paths, out_dir, public, seed, private_report is not None)
+    with open_inputs(paths, input_format) as inputs:  # every input opened once: nothing reads it by path again
+        return _run_corpus(inputs, out_dir, driver_mech, public, work_dir=work_dir, seed=seed, size=size,
+                           size_from_data=size_from_data, mechanism=mechanism, embeddings=embeddings,
+                           backend=backend, partitions=partitions, private_report=private_report, force=force,
+                           progress=progress, on_size_from_data=on_size_from_data, strict_ids=strict_ids,
+                           on_duplicate_ids=on_duplicate_ids, ledger=ledger, budget=budget, new_ledger=new_ledger,
+                           on_ledger=on_ledger, extra_settings=extra_settings)
+
+
+def _run_corpus(inputs: Inputs, out_dir: Path, driver_mech: TextMechanism, public: PublicSettings, *,
+                work_dir: Path | None, seed: int | None, size: int | None, size_from_data: bool, mechanism: str,
+                embeddings: Embeddings, backend: Backend, partitions: int | None, private_report: Path | None,
+                force: bool, progress: ProgressCallback | None, on_size_from_data: Callable[[int], None] | None,
+                strict_ids: bool, on_duplicate_ids: Callable[[int, str], None] | None, ledger: Ledger | None,
+                budget: float | None, new_ledger: bool, on_ledger: Callable[[int, str | None], None] | None,
+                extra_settings: dict[str, object] | None) -> JSONObject:
+    """:func:`obfuscate_corpus` once its inputs are open: every read of them goes through ``inputs``."""
+    text_field, id_field, input_format, fmt = (public["text_field"], public["id_field"], public["input_format"],
+                                               public["format"])
+    key = _run_key(inputs, out_dir, public, seed, private_report is not None)
     work = Path(work_dir) if work_dir is not None else default_work_dir(key)
     _check_folders(out_dir, work, None)
-    with _open_run(work, key, out_dir, public, force) as (state, manifest):
+    with _open_run(work, key, out_dir, public, force, resumable=inputs.resumable) as (state, manifest):
         if state.data["complete"] and manifest is not None:  # killed while cleaning up: only that is left
             done = _finish_cleanup(state, out_dir, manifest, progress)
             if done is not None:
                 return done
         state.save()
-        plan = plan_partitions(paths, partitions=partitions, text_field=text_field, id_field=id_field,
+        plan = plan_partitions(inputs, partitions=partitions, text_field=text_field, id_field=id_field,
                                input_format=input_format, spill=_spiller(state, text_field, id_field, input_format))
-        check_duplicate_ids(lambda: partition_ids(plan, text_field, id_field), strict=strict_ids,
+        check_duplicate_ids(lambda: partition_ids(plan, text_field, id_field, inputs=inputs), strict=strict_ids,
                             on_duplicate_ids=on_duplicate_ids)
         settings = _prepare_jobs(state, out_dir, embeddings, backend, public, report=private_report is not None)
         if size is None and entry(mechanism).releases == "bag":
@@ -433,7 +465,7 @@ def obfuscate_corpus(
         settings = replace(settings, size=int(size or 0))
         if ledger is not None and not state.data.get("ledger_charged"):  # before the first part is written
             events, note = _charge_ledger(driver_mech, plan, public, size, ledger, budget=budget,
-                                          new_ledger=new_ledger)
+                                          new_ledger=new_ledger, inputs=inputs)
             state.data["ledger_charged"] = True
             state.save()
             if on_ledger is not None:
@@ -455,7 +487,7 @@ def obfuscate_corpus(
 
 def _charge_ledger(driver_mech: TextMechanism, plan: Sequence[Partition], public: PublicSettings,
                    size: int | None, ledger: Ledger, *, budget: float | None,
-                   new_ledger: bool) -> tuple[int, str | None]:
+                   new_ledger: bool, inputs: Inputs | None = None) -> tuple[int, str | None]:
     """Charge every record id of ``plan`` its units of the release's guarantee (reads one partition at a time)."""
     from ..accounting.ledger import charge_ledger
 
@@ -465,7 +497,7 @@ def _charge_ledger(driver_mech: TextMechanism, plan: Sequence[Partition], public
                              empty=public["empty"])
     counts: dict[str, int] = {}
     for part in plan:
-        docs = read_partition(part, public["text_field"], public["id_field"])
+        docs = read_partition(part, public["text_field"], public["id_field"], inputs=inputs)
         for uid, n in driver_mech.charge_counts([d.text for d in docs], [str(d.id) for d in docs],
                                                 context=context).items():
             counts[uid] = counts.get(uid, 0) + n

@@ -16,7 +16,7 @@ squatted work dir with a planted vocabulary made a release copy its input):
   input); workers open it themselves the same way and verify the bytes they use;
 * the **run state** ``state.json`` is authenticated: an HMAC-SHA-256 with a random
   per-run key (``secret.key``, 0600) that never leaves the work directory. It holds
-  a keyed hash of the run's identity (output folder, input paths, sizes and
+  a keyed hash of the run's identity (output folder, input paths, devices, inodes, sizes and
   modification times, settings, a hash of the seed), never the identity itself, and
   the SHA-256 of every file this run wrote (spills, part files, report pieces). A
   file is reused on resume only if its hash matches that record; anything else is

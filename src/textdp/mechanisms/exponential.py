@@ -429,7 +429,7 @@ def cached_custext_groups(vectors: np.ndarray, k: int, *, min_cached: int = 100_
     import hashlib
     import io
 
-    from .._cache import cache_dir, open_private_dir, read_keyed, write_keyed
+    from .._cache import cache_dir, load_keyed, open_private_dir, write_keyed
 
     h = hashlib.blake2b(digest_size=12)
     arr = np.ascontiguousarray(vec, dtype=np.float32)
@@ -441,7 +441,7 @@ def cached_custext_groups(vectors: np.ndarray, k: int, *, min_cached: int = 100_
     except OSError:  # a read-only or unusable cache only costs time
         return custext_groups(vec, k)
     with folder:
-        data = read_keyed(folder, name, "custext-groups")
+        data = load_keyed(folder, name, "custext-groups", what="CusText's cached groups")
         if data is not None:
             try:
                 groups = np.load(io.BytesIO(data), allow_pickle=False)

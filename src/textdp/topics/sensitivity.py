@@ -80,6 +80,13 @@ per (corpus, model, neighbours, N, sizes); the cache file holds the samples and
 nothing else (no seed, no generator output). Samples are i.i.d., so a cache
 built for a large ``gamma`` (few samples) is extended with fresh samples, not
 recomputed, for a smaller one.
+
+The cache is private state (issue 39): its folder (``cache_dir``, the CLI's ``--cache-dir``)
+must pass the ancestor rule of :func:`textdp._cache.open_private_dir` (refused otherwise, before
+any work), and a cache file is read once through that checked descriptor and used only if its
+HMAC under the per-user key (:func:`textdp._cache.write_keyed`) verifies: samples planted or
+edited by anyone else (1e-12 distances would shrink the noise to nothing) are ignored, with a
+one-line :class:`~textdp.errors.CacheWarning`, and drawn again.
 """
 
 from __future__ import annotations
@@ -95,12 +102,11 @@ from pathlib import Path
 import numpy as np
 from scipy.special import lambertw
 
-from .._cache import cache_dir, keyed_digest
+from .._cache import PrivateDir, cache_dir, keyed_digest, load_keyed, open_private_dir, write_keyed
 from .._rng import spawn
 from .._validation import check_choice, check_positive_int, check_probability
 from ..backend import Backend, LocalBackend
 from ..errors import ParameterError, ParameterTypeError
-from ..io import atomic_writer
 from ..progress import ProgressCallback
 from .models import TopicModel, UserCorpus, fit_database, released_matrix_distance, topic_rows_distance
 from .names import NEIGHBOURS
@@ -245,6 +251,12 @@ class SampledSensitivity:
                 "distance": "Frobenius distance of the released matrices", "statement": self.statement}
 
 
+#: what the sampler's cache folder is called in a refusal (``--cache-dir``, or ``<cache>/topics``)
+_CACHE_WHAT = "the sensitivity cache folder (--cache-dir)"
+#: the keyed MAC's purpose: a cache file's samples are used only if this user's textdp wrote them
+_CACHE_PURPOSE = "textdp topics sensitivity samples"
+
+
 def default_cache_dir() -> Path:
     """The ``topics`` subdirectory of :func:`textdp._cache.cache_dir` (made ``0700`` when it can be)."""
     try:
@@ -382,6 +394,11 @@ class SensitivitySampler:
             raise ParameterTypeError(f"backend must implement textdp.backend.Backend, got {type(backend).__name__}")
         self.backend: Backend = backend if backend is not None else LocalBackend()
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
+        if self.cache_dir is not None:
+            try:
+                self._open_cache().close()  # refused now, before any work, if it is not private
+            except OSError:  # it cannot be made (e.g. a read-only cache): samples are drawn, not stored
+                pass
         self.chunk_size = None if chunk_size is None else check_positive_int(chunk_size, "chunk_size")
         self.rows = bool(rows)
         if self.rows and corpus.rule is not None:
@@ -414,12 +431,25 @@ class SensitivitySampler:
         """How many samples the cache holds now (they are reused, so a re-run resumes from them)."""
         return len(self._load())
 
+    def _open_cache(self) -> PrivateDir:
+        """The cache folder, opened once with every folder on its path checked (made ``0700`` if missing)."""
+        assert self.cache_dir is not None
+        return open_private_dir(self.cache_dir, what=_CACHE_WHAT, create=True)
+
     def _load(self) -> list[list[float]]:
-        path = self._cache_path()
-        if path is None or not path.is_file():
+        if self.cache_dir is None:
             return []
         try:
-            data = json.loads(path.read_text())
+            path = self._cache_path()  # keyed: the per-user secret lives in the cache too
+            assert path is not None
+            with self._open_cache() as folder:  # read once, through the checked folder; used only if keyed by us
+                raw = load_keyed(folder, path.name, _CACHE_PURPOSE, what="the sensitivity cache file")
+        except OSError:  # no usable cache: nothing to reuse
+            return []
+        if raw is None:
+            return []
+        try:
+            data = json.loads(raw.decode("utf-8"))
             if data.get("version") != CACHE_VERSION:
                 return []
             samples = [list(map(float, r)) for r in data["samples"]]
@@ -428,11 +458,16 @@ class SensitivitySampler:
         return samples if all(len(r) == len(self.sizes) for r in samples) else []
 
     def _save(self, samples: list[list[float]]) -> None:
-        path = self._cache_path()
-        if path is None:
+        if self.cache_dir is None:
             return
-        with atomic_writer(path) as fh:
-            json.dump({"version": CACHE_VERSION, "sizes": self.sizes, "samples": samples}, fh)
+        data = json.dumps({"version": CACHE_VERSION, "sizes": self.sizes, "samples": samples}).encode("utf-8")
+        try:
+            path = self._cache_path()
+            assert path is not None
+            with self._open_cache() as folder:
+                write_keyed(folder, path.name, data, _CACHE_PURPOSE)
+        except OSError:  # a read-only or unusable cache: the samples are not stored
+            pass
 
     def _chunk(self, todo: int) -> int:
         if self.chunk_size is not None:
