@@ -358,6 +358,7 @@ class _TopicsRun:
     workers: int | None
     output: Path | None
     topic_model: str
+    corpus_unit: bool = False
 
 
 def topics(
@@ -414,6 +415,9 @@ def topics(
         t0 = time.perf_counter()
         data = _load(o.corpus, o.user_field, o.text_field, o.max_docs_per_user, o.min_user_docs, o.max_features,
                      o.strip_quotes, public_vocab)
+        if run.corpus_unit:  # noise on a clipped statistic of the corpus, the topics fitted after it
+            _release_from_corpus(o, run, data, release_seed, t0)
+            return
         model = make_topic_model(run.topic_model, n_topics=run.K, max_iter=o.max_iter, seed=o.model_seed)
         t_fit = time.perf_counter()
         tw, prev, vocab = fit_database(data, model)  # the released function; the sampler measures this one
@@ -458,6 +462,38 @@ def _check_cache_dir(folder: Path) -> None:
     open_private_dir(folder, what="--cache-dir", create=True).close()
 
 
+def _release_from_corpus(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, release_seed: object,
+                         t0: float) -> None:
+    """Release with a mechanism whose unit is the corpus (no model fit, no sensitivity: its clip is public)."""
+    from ..release import release
+    from ..topics.family import topics_mechanism
+    from ..topics.vocabulary import vocabulary_note
+
+    family = topics_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, topics=run.K, released_topics=run.m,
+                              keywords=run.n, grid=run.grid, seed=release_seed,
+                              vocabulary_note=vocabulary_note(data.settings, "global"))
+    family.fit()
+    if not o.quiet:
+        print_info(f"{o.mechanism}: noise on a per-user clipped statistic of the corpus, then {run.K} topics "
+                   "fitted to it (one pass; no sensitivity sampling)")
+    details = None
+    if o.private_report is not None:
+        details = {"warning": "PRIVATE: describes the private corpus; never publish this file", "command": "topics",
+                   "corpus": str(o.corpus), "release": None if run.output is None else str(run.output),
+                   "n_users": data.n_users, "n_docs": data.n_docs,
+                   "sensitivity_source": "the mechanism's public clip (deterministic)",
+                   "load_seconds": round(time.perf_counter() - t0, 3)}
+    settings = _release_settings(o, run, data.settings, {"fitted_by": o.mechanism, "topics": run.K}, "global")
+    summary = release(family, [data], run.output, ids=["topics"], fmt="json", command="topics", settings=settings,
+                      private_report=o.private_report, private_details=details, force=o.force, inputs=[o.corpus],
+                      seeded=o.seed is not None, ledger=o.ledger, budget=o.budget, new_ledger=o.new_ledger)
+    if summary.ledger_note:
+        print_warning(summary.ledger_note)
+    if run.output is not None:
+        g = summary.guarantee
+        print_info(f"wrote {run.output} ({g.mechanism}, epsilon {g.epsilon:g})")
+
+
 def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     """Check every option before any data is read (one-line errors)."""
     from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
@@ -478,6 +514,14 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
         raise ParameterError("--vocabulary corpus is built from the private corpus, so its words cannot name the "
                              "covered keywords: give a public --vocabulary (glove:K or FILE), or --keywords-from "
                              "model (keywords NOT covered)")
+    from ..topics.family import takes_corpus
+
+    corpus_unit = takes_corpus(o.mechanism)
+    if corpus_unit and o.keywords_from != "noisy":
+        from ..errors import ParameterError
+
+        raise ParameterError(f"--mechanism {o.mechanism} fits its topics to a noisy statistic and reads every keyword "
+                             "off them (covered): --keywords-from model does not apply; drop it or choose topicdp")
     grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
     output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
     _check_paths(o.corpus, output, o.private_report, o.force)
@@ -487,7 +531,7 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     if o.cache_dir is not None and not o.no_cache:
         _check_cache_dir(o.cache_dir)
     return _TopicsRun(m=m, n=n, K=K, sensitivity=sens_choice, grid=grid, engine=engine, workers=workers,
-                      output=output, topic_model=o.topic_model)
+                      output=output, topic_model=o.topic_model, corpus_unit=corpus_unit)
 
 
 def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: TopicModel,

@@ -32,6 +32,8 @@ INDEX: tuple[tuple[str, str, str, str | None, str], ...] = (
     ("topicdp-laplace", "topics", "matrix", "laplace", "textdp.topics.family:TopicDPLaplace"),
     ("mvg", "topics", "matrix", "mvg", "textdp.topics.family:MVG"),
     ("mvg-directional", "topics", "matrix", "mvg-directional", "textdp.topics.family:MVGDirectional"),
+    ("noisy-cooccurrence", "topics", "matrix", None, "textdp.topics.cooccurrence:NoisyCooccurrence"),
+    ("spectral-lda", "topics", "matrix", None, "textdp.topics.spectral:SpectralLDA"),
 )
 
 PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -154,6 +156,19 @@ PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
         ("grid", "float"), ("vocabulary_note", "str | None"), ("keywords_from", "str | None"),
         ("keywords", "int | None"), ("seed", "SeedLike"),
     ),
+    "noisy-cooccurrence": (
+        ("epsilon", "float"), ("delta", "float | None"), ("sensitivity", "Sensitivity"), ("gamma", "float | None"),
+        ("grid", "float"), ("vocabulary_note", "str | None"), ("keywords_from", "str | None"),
+        ("keywords", "int | None"), ("seed", "SeedLike"), ("topics", "int"), ("released_topics", "int | None"),
+        ("words", "int"), ("clip", "float"), ("relevance", "float"), ("nmf_iter", "int"),
+    ),
+    "spectral-lda": (
+        ("epsilon", "float"), ("delta", "float | None"), ("sensitivity", "Sensitivity"), ("gamma", "float | None"),
+        ("grid", "float"), ("vocabulary_note", "str | None"), ("keywords_from", "str | None"),
+        ("keywords", "int | None"), ("seed", "SeedLike"), ("topics", "int"), ("released_topics", "int | None"),
+        ("words", "int"), ("clip", "float"), ("relevance", "float"), ("alpha0", "float"), ("clip3", "float"),
+        ("share", "float"),
+    ),
 }
 
 EPSILON_FROM: dict[str, str | None] = {
@@ -181,4 +196,6 @@ EPSILON_FROM: dict[str, str | None] = {
     "topicdp-laplace": None,
     "mvg": None,
     "mvg-directional": None,
+    "noisy-cooccurrence": None,
+    "spectral-lda": None,
 }

@@ -78,6 +78,8 @@ LOCATIONS: tuple[str | tuple[str, str | None], ...] = (
     ("textdp.topics.family:TopicDPLaplace", "laplace"),
     "textdp.topics.family:MVG",
     "textdp.topics.family:MVGDirectional",
+    ("textdp.topics.cooccurrence:NoisyCooccurrence", None),
+    ("textdp.topics.spectral:SpectralLDA", None),
 )
 
 

@@ -88,6 +88,7 @@ __all__ = [
     "TopicDPThesis",
     "TopicsMechanism",
     "needs_sensitivity",
+    "takes_corpus",
     "topics_mechanism",
 ]
 
@@ -107,6 +108,9 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     #: whether the noise is calibrated to an L2 sensitivity (sampled, supplied or worst-case); the Laplace
     #: baseline's global L1 sensitivity ``2m`` needs none
     takes_sensitivity: ClassVar[bool] = True
+    #: whether the unit is the user corpus itself (noise on a clipped statistic of it, the topics fitted after the
+    #: noise: :mod:`textdp.topics.cooccurrence`) rather than a fitted model's topic matrix
+    takes_corpus: ClassVar[bool] = False
     #: the mechanism's label in figures and tables (``textdp topics --report``)
     label: ClassVar[str] = ""
 
@@ -232,6 +236,16 @@ def needs_sensitivity(name: str) -> bool:
     """
     check_choice(name, "mechanism", names("topics"))
     return bool(getattr(mechanism_class(name), "takes_sensitivity", True))
+
+
+def takes_corpus(name: str) -> bool:
+    """Whether the registered topics mechanism ``name`` takes the user corpus itself (its class says so).
+
+    >>> takes_corpus("noisy-cooccurrence"), takes_corpus("topicdp")
+    (True, False)
+    """
+    check_choice(name, "mechanism", names("topics"))
+    return bool(getattr(mechanism_class(name), "takes_corpus", False))
 
 
 def topics_mechanism(name: str, **params: object) -> TopicsMechanism:
