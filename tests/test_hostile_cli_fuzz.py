@@ -71,7 +71,7 @@ BASES = {
     "obfuscate": ["obfuscate", "doc.txt", "-e", "10", "-k", "20000"],
     "obfuscate-bag": ["obfuscate", "a.txt", "-e", "10", "-n", "3", "-k", "20000"],
     "calibrate": ["calibrate", "-k", "3000", "--rank-min", "100", "--rank-max", "2000", "--epsilons", "10"],
-    "topics": ["topics", "docs.jsonl", "--max-iter", "1", "--max-features", "30", "--model-topics", "2",
+    "topics": ["topics", "docs.jsonl", "--mechanism", "topicdp", "--max-iter", "1", "--max-features", "30", "--model-topics", "2",
                "--topics", "2", "--keywords", "2"],
     "evaluate": ["evaluate", "config.toml"],
 }

@@ -119,7 +119,7 @@ def test_obfuscate_charges_the_ledger_and_refuses_over_budget_with_exit_2(tmp_pa
 THEMES = ["president press economy inflation markets investors", "farmer apples pears market river harvest",
           "football team match season fans training", "music band concert guitar songs album"]
 #: a fast ``textdp topics`` run (no sampling: a supplied sensitivity), as in test_topics_hostile.py
-TOPICS_FAST = ["--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2", "--keywords", "2",
+TOPICS_FAST = ["--mechanism", "topicdp", "--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2", "--keywords", "2",
                "--sensitivity", "0.5", "--no-cache", "-q", "--seed", "1", "-e", "1"]
 
 

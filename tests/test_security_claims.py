@@ -88,7 +88,7 @@ def test_a_topic_release_holds_no_private_sensitivity(tmp_path, sensitivity):
     corpus = _corpus(tmp_path / "c.jsonl")
     out, report = tmp_path / "r.json", tmp_path / "p.json"
     res = runner.invoke(app, ["topics", str(corpus), "-o", str(out), "--private-report", str(report),
-                              "--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2",
+                              "--mechanism", "topicdp", "--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2",
                               "--keywords", "2", "--sensitivity", sensitivity, "--no-cache", "-q", "--seed", "1"])
     assert res.exit_code == 0, res.output
     rec = json.loads(out.read_text())

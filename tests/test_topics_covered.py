@@ -126,7 +126,8 @@ def _write_corpus(tmp_path, corpus_rows: int = 48):
 def test_cli_default_release_is_covered(tmp_path):
     path, vocab = _write_corpus(tmp_path)
     out = tmp_path / "rel.json"
-    res = runner.invoke(app, ["topics", str(path), "-o", str(out), "--vocabulary", str(vocab), "--topics", "2",
+    res = runner.invoke(app, ["topics", str(path), "-o", str(out), "--mechanism", "topicdp", "--vocabulary", str(vocab),
+                              "--topics", "2",
                               "--keywords", "3", "--model-topics", "3", "--sensitivity", "worst-case",
                               "--seed", "1", "--quiet"])
     assert res.exit_code == 0, res.output
@@ -142,7 +143,8 @@ def test_cli_default_release_is_covered(tmp_path):
 def test_cli_model_keywords_say_they_are_not_covered(tmp_path):
     path, _ = _write_corpus(tmp_path)
     out = tmp_path / "rel.json"
-    res = runner.invoke(app, ["topics", str(path), "-o", str(out), "--vocabulary", "corpus", "--keywords-from",
+    res = runner.invoke(app, ["topics", str(path), "-o", str(out), "--mechanism", "topicdp", "--vocabulary", "corpus",
+                              "--keywords-from",
                               "model", "--min-user-docs", "1", "--topics", "2", "--keywords", "3", "--model-topics",
                               "3", "--sensitivity", "worst-case", "--seed", "1", "--quiet"])
     assert res.exit_code == 0, res.output
@@ -207,7 +209,8 @@ def test_sampler_progress_estimates_before_and_after_the_first_pairs():
 
 def test_cli_sampled_run_off_a_terminal_prints_the_estimate_and_progress_lines(tmp_path):
     path, vocab = _write_corpus(tmp_path)
-    res = runner.invoke(app, ["topics", str(path), "--vocabulary", str(vocab), "--topics", "2", "--keywords", "3",
+    res = runner.invoke(app, ["topics", str(path), "--mechanism", "topicdp", "--vocabulary", str(vocab), "--topics", "2",
+                              "--keywords", "3",
                               "--model-topics", "3", "--gamma", "0.45", "--max-iter", "2", "--no-cache",
                               "--seed", "1", "-o", str(tmp_path / "r.json")])
     assert res.exit_code == 0, res.output

@@ -28,7 +28,7 @@ runner = CliRunner()
 THEMES = ["president press economy inflation markets investors", "farmer apples pears market river harvest",
           "football team match season fans training", "music band concert guitar songs album"]
 #: A valid, fast invocation (no sampling, no cache); the corpus and the outputs are appended.
-FAST = ["--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2", "--keywords", "2",
+FAST = ["--mechanism", "topicdp", "--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2", "--keywords", "2",
         "--sensitivity", "0.5", "--no-cache", "-q", "--seed", "1"]
 
 
@@ -172,7 +172,7 @@ def _spawn(args: list[str], cwd: Path) -> subprocess.Popen[str]:
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_sigint_while_sampling_says_what_the_cache_keeps_and_rerunning_resumes(tmp_path):
     _users_corpus(tmp_path / "u.jsonl")
-    args = ["topics", "u.jsonl", "--gamma", "0.2", "--topics", "2", "--keywords", "2", "--max-iter", "1",
+    args = ["topics", "u.jsonl", "--mechanism", "topicdp", "--gamma", "0.2", "--topics", "2", "--keywords", "2", "--max-iter", "1",
             "--model-topics", "2", "--max-features", "50", "--seed", "1", "-q", "-o", "r.json"]
     proc = _spawn(args, tmp_path)
     cache = tmp_path / "cache" / "topics"

@@ -165,8 +165,9 @@ def test_cli_topics_mechanism_path(tmp_path, name):
     assert settings["mechanism"] == name and "seed" not in settings
 
 
-def test_cli_refuses_model_keywords_for_a_corpus_mechanism(tmp_path):
+def test_cli_refuses_options_that_do_not_apply_to_a_corpus_mechanism(tmp_path):
     path, vocab = _write(tmp_path)
-    res = runner.invoke(app, ["topics", str(path), "--vocabulary", "corpus", "--mechanism", "noisy-cooccurrence",
-                              "--keywords-from", "model"])
-    assert res.exit_code == 2 and "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    for extra in (["--keywords-from", "model"], ["--sensitivity", "worst-case"]):
+        res = runner.invoke(app, ["topics", str(path), "--vocabulary", str(vocab), "--mechanism", "noisy-cooccurrence",
+                                  *extra])
+        assert res.exit_code == 2 and "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1

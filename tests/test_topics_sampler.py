@@ -237,7 +237,8 @@ def test_cli_release_noise_does_not_depend_on_the_sampler_cache(tmp_path: Path) 
     from textdp.cli import app
 
     src = _write_jsonl(tmp_path / "c.jsonl")
-    args = ["topics", str(src), "--topics", "2", "--keywords", "3", "--model-topics", "3", "--gamma", "0.4",
+    args = ["topics", str(src), "--mechanism", "topicdp", "--topics", "2", "--keywords", "3", "--model-topics", "3",
+            "--gamma", "0.4",
             "--max-iter", "2", "--cache-dir", str(tmp_path / "cache"), "--seed", "9", "-q"]
     runner = CliRunner()
     cold = runner.invoke(app, [*args, "-o", str(tmp_path / "a.json")])

@@ -33,7 +33,7 @@ runner = CliRunner()
 M, N, K, ITER, SEED = 3, 4, 4, 3, 7
 #: the CLI invocation whose released function the tests rebuild (supplied sensitivity: no sampling); the
 #: thesis's release over the corpus vocabulary (keywords chosen by the model), whose function these tests rebuild
-ARGS = ["--topics", str(M), "--keywords", str(N), "--model-topics", str(K), "--max-iter", str(ITER),
+ARGS = ["--mechanism", "topicdp", "--topics", str(M), "--keywords", str(N), "--model-topics", str(K), "--max-iter", str(ITER),
         "--max-docs-per-user", "8", "--sensitivity", "0.5", "--no-cache", "-q", "--seed", str(SEED),
         "--keywords-from", "model", "--vocabulary", "corpus"]
 

@@ -45,25 +45,29 @@ if TYPE_CHECKING:
     from ..topics.vocabulary import PublicVocabulary
 
 TOPICS_HELP = (
-    "Release the topic-keyword matrix of an LDA model (top --topics topics x top --keywords words) "
-    "with user-level differential privacy (TopicDP, Sharma 2021).\n\n"
+    "Release topics (top --topics topics x --keywords words) of a user-attributed corpus with user-level "
+    "differential privacy.\n\n"
     "What the parameters mean, in plain words: EPSILON is the privacy dial -- how much any one user's "
     "presence may change the odds of any output (at most a factor exp(epsilon)); smaller = more noise "
-    "= more privacy. DELTA is the small probability (e.g. 1e-4) with which that bound may fail. GAMMA "
-    "is the share of users the sampled sensitivity may fail to cover: the sensitivity is estimated by "
-    "fitting the model on random pairs of databases that differ in one user, so the guarantee is "
-    "'random DP' -- it holds for a random user with probability at least 1 - gamma, not for every "
-    "user. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower. --sensitivity worst-case "
-    "uses the global bound sqrt(2m) instead: plain DP for every user, no gamma, more noise.\n\n"
-    "What is covered: by default every part of the release. The noise is added to each released topic's "
-    "probability of every word of a public vocabulary (--vocabulary, default GloVe's 10,000 most frequent "
-    "words), and each topic's keywords are its largest NOISY values, so which words are named is protected "
-    "too. --keywords-from model is the thesis's release instead: keywords chosen by the non-private model, "
-    "NOT covered (see its help for what a membership attack gets from them).\n\n"
-    "Cost: the default sampled sensitivity fits the model on 285 pairs of databases (570 fits, gamma 0.1); "
-    "the command says how long that will take before it starts and prints progress lines when its output is "
-    "not a terminal. --sensitivity worst-case skips the fits.\n\n"
-    "The release (-o) holds only the guarantee, public parameters, keywords and the noisy matrix (exact "
+    "= more privacy. DELTA is the small probability (e.g. 1e-5) with which that bound may fail.\n\n"
+    "Default mechanism (noisy-cooccurrence): each user's word co-occurrence distribution over the first 500 words "
+    "of the public vocabulary, clipped to a public norm, summed, Gaussian noise for (epsilon, delta), then topics "
+    "fitted to the noisy matrix. The sensitivity is the public clip: (epsilon, delta)-DP for every user, no "
+    "sampling, one pass, and every part of the release (topics, order, keywords, values) is covered "
+    "(docs/topics-results.md measures it on 20 Newsgroups and Enron). spectral-lda is the spectral LDA of "
+    "DeCarolis et al. 2020 on noisy moments.\n\n"
+    "--mechanism topicdp (and its variants) is the thesis's TopicDP (Sharma 2021): fit an LDA model, add noise "
+    "calibrated to how much one user moves the fit. GAMMA is then the share of users the sampled sensitivity may "
+    "fail to cover: the guarantee is 'random DP' -- it holds for a random user with probability at least "
+    "1 - gamma. Smaller gamma = more samples (285 for 0.1, 9498 for 0.02) = slower; --sensitivity worst-case uses "
+    "the global bound sqrt(2m) instead: plain DP, much more noise. Its noise goes on each released topic's "
+    "probability of every word of the public vocabulary (--vocabulary, default GloVe's 10,000 most frequent words) "
+    "and each topic's keywords are its largest NOISY values; --keywords-from model is the thesis's release "
+    "instead: keywords chosen by the non-private model, NOT covered.\n\n"
+    "Cost (topicdp): the default sampled sensitivity fits the model on 285 pairs of databases (570 fits, gamma "
+    "0.1); the command says how long that will take before it starts and prints progress lines when its output is "
+    "not a terminal.\n\n"
+    "The release (-o) holds only the guarantee, public parameters, keywords and the noisy values (exact "
     "multiples of the public grid 2^-GRID_BITS). Everything that describes the private corpus (user and "
     "document counts, the sampled sensitivity and the noise scale, timings, paths) goes to the private "
     "report (--private-report), which must never be published."
@@ -74,8 +78,12 @@ TOPICS_HELP = (
 EPS_HELP = "Privacy dial epsilon > 0: a user's presence changes output odds by at most exp(epsilon)."
 DELTA_HELP = "Probability delta in (0,1) that the epsilon bound fails (keep it below 1/number of users)."
 GAMMA_HELP = "Share gamma in (0, 0.5) of random neighbouring pairs the sampled sensitivity may miss."
-MECHANISM_HELP = ("topicdp: discrete Gaussian, zCDP calibration (default); topicdp-thesis: the thesis's budget "
+MECHANISM_HELP = ("noisy-cooccurrence (default): noise on per-user clipped word co-occurrences, then NMF topics "
+                  "(plain DP, all covered); spectral-lda: spectral LDA on noisy moments; topicdp: the thesis's "
+                  "method, discrete Gaussian on a fitted LDA, zCDP calibration; topicdp-thesis: the thesis's budget "
                   "split (reproduction); topicdp-laplace / mvg / mvg-directional: the thesis's baselines.")
+#: Default ``--mechanism``: noise on a clipped statistic of the corpus (issue 42: useful at epsilon 3, all covered).
+DEFAULT_MECHANISM = "noisy-cooccurrence"
 ENGINE_HELP = ("Where the sensitivity pairs are fitted: local (this process) or dask (a local cluster of --workers "
                "processes, or the cluster at --scheduler). The same --seed gives the same result on any engine.")
 VOCABULARY_HELP = ("Columns of the model: 'glove:K' (GloVe's K most frequent words, public), FILE (a public word "
@@ -373,7 +381,7 @@ def topics(
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help=EPS_HELP)] = 3.0,
     delta: Delta = 1e-4,
     gamma: Annotated[float, typer.Option(help=GAMMA_HELP)] = 0.1,
-    mechanism: MechanismOption = "topicdp",
+    mechanism: MechanismOption = DEFAULT_MECHANISM,
     topic_model: TopicModelOption = "sklearn",
     max_iter: Annotated[int, typer.Option(help="LDA passes (tomotopy: x20 Gibbs iterations).")] = 10,
     model_seed: Annotated[int, typer.Option(help="Fixed seed of the LDA initialisation (defines the function).")] = 0,
@@ -514,7 +522,13 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
         raise ParameterError("--vocabulary corpus is built from the private corpus, so its words cannot name the "
                              "covered keywords: give a public --vocabulary (glove:K or FILE), or --keywords-from "
                              "model (keywords NOT covered)")
-    from ..topics.family import takes_corpus
+    grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
+    output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
+    _check_paths(o.corpus, output, o.private_report, o.force)
+    from ..release import check_ledger_options
+
+    check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=output, inputs=[o.corpus])
+    from ..topics.family import takes_corpus  # imports numpy: after the checks that need none
 
     corpus_unit = takes_corpus(o.mechanism)
     if corpus_unit and o.keywords_from != "noisy":
@@ -522,12 +536,11 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
 
         raise ParameterError(f"--mechanism {o.mechanism} fits its topics to a noisy statistic and reads every keyword "
                              "off them (covered): --keywords-from model does not apply; drop it or choose topicdp")
-    grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
-    output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
-    _check_paths(o.corpus, output, o.private_report, o.force)
-    from ..release import check_ledger_options
+    if corpus_unit and sens_choice != "sampled":
+        from ..errors import ParameterError
 
-    check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=output, inputs=[o.corpus])
+        raise ParameterError(f"--mechanism {o.mechanism} is calibrated to its public clip: --sensitivity applies to "
+                             "topicdp and its variants; drop it or add --mechanism topicdp")
     if o.cache_dir is not None and not o.no_cache:
         _check_cache_dir(o.cache_dir)
     return _TopicsRun(m=m, n=n, K=K, sensitivity=sens_choice, grid=grid, engine=engine, workers=workers,

@@ -36,19 +36,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 from scipy import sparse
 
 from .._validation import check_positive_int
 from ..accounting.gaussian import analytic_gaussian_sigma, check_sensitivity, gaussian_delta
-from ..errors import DocumentError, ParameterError, ParameterTypeError
+from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee
 from ..guarantees.events import GaussianEvent
 from ..mechanisms.base import Mechanism, ReleaseContext
 from .family import TopicsMechanism
 from .models import UserCorpus
+from .noise import GridNoise
 from .release import TopicGuarantee, TopicRelease, grid_text, noisy_keywords, postprocess
 
 __all__ = [
@@ -56,7 +56,7 @@ __all__ = [
     "CorpusTopicsMechanism",
     "NoisyCooccurrence",
     "UserMoments",
-    "factorise",
+    "factorize",
     "low_rank",
     "relevance",
     "user_pair_moments",
@@ -160,7 +160,7 @@ def low_rank(M: np.ndarray, rank: int) -> np.ndarray:
     return np.maximum((U[:, top] * w[top]) @ U[:, top].T, 0.0)
 
 
-def factorise(M: np.ndarray, k: int, *, max_iter: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def factorize(M: np.ndarray, k: int, *, max_iter: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(topic_word, prevalence)`` of ``k`` topics from a non-negative symmetric co-occurrence matrix ``M``.
 
     Non-negative matrix factorisation ``M ~ W H`` (scikit-learn's coordinate descent, NNDSVD initialisation:
@@ -169,7 +169,7 @@ def factorise(M: np.ndarray, k: int, *, max_iter: int = 400, seed: int = 0) -> t
     Post-processing only.
 
     >>> M = np.zeros((4, 4)); M[:2, :2] = 1; M[2:, 2:] = 2
-    >>> tw, prev = factorise(M, 2)
+    >>> tw, prev = factorize(M, 2)
     >>> tw.round(2).tolist(), prev.round(2).tolist()
     ([[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 0.0, 0.0]], [0.67, 0.33])
     """
@@ -237,7 +237,7 @@ class CorpusTopicsMechanism(TopicsMechanism):
     topics: int = 10
     released_topics: int | None = None
     words: int = 500
-    clip: float = 0.05
+    clip: float = 0.02
     relevance: float = 0.6
 
     def _fit(self) -> None:
@@ -285,7 +285,7 @@ class CorpusTopicsMechanism(TopicsMechanism):
                         size_from_data: bool = False, seeded: bool = False,
                         empty: str = "error") -> ReleaseContext:
         """The public shape ``(m, V)``: ``V`` the kept columns (``words``, or fewer if the public list is shorter)."""
-        Mechanism.release_context(self, prepared, size=size, size_from_data=size_from_data,  # type: ignore[arg-type]
+        Mechanism.release_context(self, prepared, size=size, size_from_data=size_from_data,  # type: ignore[misc]
                                   seeded=seeded, empty=empty)
         widths = {min(self.words, len(p.vocabulary)) for p in prepared}
         if len(widths) != 1:
@@ -296,10 +296,13 @@ class CorpusTopicsMechanism(TopicsMechanism):
         return 1
 
     def guarantee(self, context: ReleaseContext | None = None) -> TopicGuarantee:
-        """The guarantee of an ``m x V`` release (``context.shape``; default ``(m, words)``)."""
+        """The guarantee of an ``m x V`` release (``context.shape`` is required, as for the family)."""
         self._ensure_fitted()
         ctx = context or ReleaseContext(seeded=self.seeded_)
-        shape = ctx.shape or (self.m, self.words)
+        if ctx.shape is None:
+            raise ParameterError("the guarantee depends on the matrix shape: pass ReleaseContext(shape=(m, V)), V the "
+                                 "public columns kept")
+        shape = ctx.shape
         n = min(self.keywords or shape[1], shape[1])
         g = self._stated(shape, n)
         return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note)
@@ -307,7 +310,7 @@ class CorpusTopicsMechanism(TopicsMechanism):
     def _stated(self, shape: tuple[int, int], n: int) -> TopicGuarantee:  # type: ignore[override]
         raise NotImplementedError  # pragma: no cover - every registered class supplies it
 
-    def noise(self, shape: tuple[int, int]):  # type: ignore[no-untyped-def,override]
+    def noise(self, shape: tuple[int, int]) -> GridNoise:
         raise ParameterError(f"{self.name} draws its noise on the corpus statistic, not on a topic matrix")
 
     def topic_word(self, corpus: UserCorpus, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -354,7 +357,7 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
     ``S~ = S + Z`` with ``Z`` i.i.d. ``N(0, sigma^2)`` on all ``V^2`` entries and
     ``sigma = analytic_gaussian_sigma(epsilon, delta, C)``; then post-processing only: ``M = (S~ + S~^T)/2``,
     its best rank-``topics`` approximation clipped at 0 (:func:`low_rank`: the denoising), NMF with ``topics``
-    components (:func:`factorise`), topics ordered by prevalence, the top ``released_topics`` rows released
+    components (:func:`factorize`), topics ordered by prevalence, the top ``released_topics`` rows released
     over the ``V`` columns (rounded to the grid), each topic's keywords its ``keywords`` most relevant words
     (:func:`relevance` with the denoised matrix's word marginal) with their probabilities.
 
@@ -396,7 +399,7 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
     def topic_word(self, corpus: UserCorpus, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         noisy = self.noisy_statistic(corpus, rng)
         L = low_rank(noisy, self.topics)
-        tw, prev = factorise(L, self.topics, max_iter=self.nmf_iter)
+        tw, prev = factorize(L, self.topics, max_iter=self.nmf_iter)
         mass = L.sum(axis=1)
         return tw, prev, mass / mass.sum() if mass.sum() > 0 else np.full(mass.size, 1.0 / mass.size)
 

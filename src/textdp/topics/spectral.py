@@ -104,15 +104,17 @@ def tensor_power(T: np.ndarray, k: int, *, starts: int = 20, iters: int = 50,
     rng = np.random.default_rng(seed)
     K = T.shape[0]
     T = T.copy()
-    lams, vecs = [], []
+    lams: list[float] = []
+    vecs: list[np.ndarray] = []
     for _ in range(k):
-        best, best_v = -np.inf, np.zeros(K)
+        best: float = -np.inf
+        best_v: np.ndarray = np.zeros(K)
         for _ in range(starts):
-            v = rng.standard_normal(K)
-            v /= np.linalg.norm(v)
+            v: np.ndarray = rng.standard_normal(size=(int(K),))
+            v = v / float(np.linalg.norm(v))
             for _ in range(iters):
                 w = np.einsum("abc,b,c->a", T, v, v)
-                nw = np.linalg.norm(w)
+                nw = float(np.linalg.norm(w))
                 if nw == 0:
                     break
                 v = w / nw
@@ -125,10 +127,13 @@ def tensor_power(T: np.ndarray, k: int, *, starts: int = 20, iters: int = 50,
     return np.array(lams), np.array(vecs).T
 
 
-def _symmetrise3(T: np.ndarray) -> np.ndarray:
+def _symmetrize3(T: np.ndarray) -> np.ndarray:
     """The mean of the six axis permutations of a ``K x K x K`` tensor (post-processing)."""
     perms = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
-    return sum(np.transpose(T, p) for p in perms) / 6.0
+    out = np.zeros_like(T)
+    for p in perms:
+        out += np.transpose(T, p)
+    return out / 6.0
 
 
 class SpectralLDA(CorpusTopicsMechanism):
@@ -138,7 +143,7 @@ class SpectralLDA(CorpusTopicsMechanism):
 
     1. ``S2 = sum_u c_u Q_u`` (:class:`~textdp.topics.cooccurrence.UserMoments`: each user's pair distribution,
        scaled to Frobenius norm at most ``C2 = clip``) plus i.i.d. ``N(0, sigma2^2)`` on its ``V^2`` entries;
-       post-processing: symmetrise, ``E2 = S2~ / sum(S2~)``, ``M1`` its row sums, ``M2`` as in the module
+       post-processing: symmetrize, clip at 0, ``E2 = S2~ / sum(S2~)``, ``M1`` its row sums, ``M2`` as in the module
        docstring, ``W = U_K diag(s_K)^(-1/2)`` from its ``K`` largest eigenvalues (public from here on);
     2. per user the vector ``r_u = (R_u, kappa)`` with ``R_u`` the mean whitened triple estimator of their
        documents (:func:`user_triple_moments`, ``K^3`` entries) and ``kappa = clip3`` a constant, scaled to
@@ -196,8 +201,9 @@ class SpectralLDA(CorpusTopicsMechanism):
     def whitening(self, noisy_pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(W, unwhiten, E2, M1)`` from ``S2~`` (post-processing); ``unwhiten = (W^T)^+``."""
         a0, K = float(self.alpha0), self.topics
-        S = 0.5 * (noisy_pairs + noisy_pairs.T)
-        E2 = S / max(float(S.sum()), 1e-300)
+        S = np.maximum(0.5 * (noisy_pairs + noisy_pairs.T), 0.0)  # a distribution's estimate: non-negative
+        total = float(S.sum())
+        E2 = S / total if total > 0 else np.full(S.shape, 1.0 / S.size)
         M1 = E2.sum(axis=1)
         M2 = E2 - a0 / (a0 + 1.0) * np.outer(M1, M1)
         w, U = np.linalg.eigh(M2)
@@ -227,7 +233,7 @@ class SpectralLDA(CorpusTopicsMechanism):
         W, unwhiten, E2, M1 = self.whitening(self.noisy_pairs(corpus, rng))
         S3 = self.noisy_triples(corpus, W, rng)
         users = max(float(S3[-1]) / float(self.clip3), 1.0)
-        E3w = _symmetrise3(S3[:-1].reshape(K, K, K) / users)
+        E3w = _symmetrize3(S3[:-1].reshape(K, K, K) / users)
         m1 = W.T @ M1
         E2w = W.T @ E2 @ W
         cross = (np.einsum("ab,c->abc", E2w, m1) + np.einsum("ac,b->abc", E2w, m1)
