@@ -120,6 +120,7 @@ def test_release_is_covered_and_recovers_planted_topics_with_little_noise(name):
     rel = get(name, epsilon=1e4, delta=1e-5, topics=2, keywords=4, words=len(WORDS), seed=1).privatize(corpus)
     assert rel.guarantee.delta == 1e-5 and rel.guarantee.gamma is None and rel.guarantee.unit == "user"
     assert rel.guarantee.params["keywords_from"] == "noisy" and "Covered: every part" in rel.guarantee.statement
+    assert "most relevant words" in rel.keyword_note and rel.guarantee.params["keyword_note"] == rel.keyword_note
     groups = [set(k) for k in rel.keywords]
     assert {frozenset(g <= set(WORDS[:8]) or g <= set(WORDS[8:]) for g in groups)} == {frozenset({True})}
     assert groups[0] != groups[1]
@@ -162,7 +163,7 @@ def test_cli_topics_mechanism_path(tmp_path, name):
     assert rec["guarantee"]["parameters"]["keywords_from"] == "noisy" and "NOT covered" not in json.dumps(rec)
     assert "n_users" not in json.dumps(rec) and json.loads(private.read_text())["n_users"] == 20
     settings = json.loads((tmp_path / "rel.json.settings.json").read_text())
-    assert settings["mechanism"] == name and "seed" not in settings
+    assert settings["mechanism"] == name and "seed" not in settings and "per_db_users" not in settings
 
 
 def test_cli_refuses_options_that_do_not_apply_to_a_corpus_mechanism(tmp_path):

@@ -492,6 +492,8 @@ def _release_from_corpus(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, r
                    "sensitivity_source": "the mechanism's public clip (deterministic)",
                    "load_seconds": round(time.perf_counter() - t0, 3)}
     settings = _release_settings(o, run, data.settings, {"fitted_by": o.mechanism, "topics": run.K}, "global")
+    for key in ("neighbours", "per_db_users"):  # the sensitivity sampler's: not part of this release
+        settings.pop(key, None)
     summary = release(family, [data], run.output, ids=["topics"], fmt="json", command="topics", settings=settings,
                       private_report=o.private_report, private_details=details, force=o.force, inputs=[o.corpus],
                       seeded=o.seed is not None, ledger=o.ledger, budget=o.budget, new_ledger=o.new_ledger)

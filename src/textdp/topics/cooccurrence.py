@@ -342,6 +342,12 @@ class CorpusTopicsMechanism(TopicsMechanism):
                             raw_matrix=tuple(map(tuple, raw.tolist())),
                             content=tuple(map(tuple, postprocess(raw).tolist())))
 
+    def keyword_text(self) -> str:
+        """The release's ``keyword_note``: how its topics and keywords are read off the noisy statistic."""
+        return ("Covered: the topics are fitted to the noisy statistic and each topic's keywords are its most "
+                f"relevant words (relevance lambda={float(self.relevance):g}) in that fit, listed with their "
+                "probabilities: post-processing of the private release.")
+
     def _covered(self, shape: tuple[int, int], n: int) -> str:
         return (f"Covered: every part of the release -- which {shape[0]} topics, their order, each topic's {n} "
                 f"keywords and all values over the {shape[1]} public columns -- is post-processing of the noisy "
@@ -419,5 +425,5 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
         return TopicGuarantee(mechanism=self.name, epsilon=eps, delta=delta, gamma=None,
                               event=GaussianEvent(sigma / C), shape=shape, grid=self.grid, noise=noise,
                               statement=statement, keywords_from="noisy", keywords=n,
-                              reference=f"{BALLE_WANG}; {ARORA}")
+                              keyword_text=self.keyword_text(), reference=f"{BALLE_WANG}; {ARORA}")
 

@@ -171,6 +171,9 @@ class TopicGuarantee(Guarantee):
     vocabulary_note: str | None = None
     keywords_from: str = "model"
     keywords: int | None = None
+    #: the release's own ``keyword_note`` (a mechanism that reads its keywords otherwise than as the largest noisy
+    #: values of noised rows says how); the family's note by default
+    keyword_text: str | None = None
     unit: str = "user"
     reference: str = CKS20
 
@@ -189,7 +192,7 @@ class TopicGuarantee(Guarantee):
                 ("keywords_per_topic", self.keywords if noisy and self.keywords is not None else self.shape[1]),
                 ("keywords_from", self.keywords_from), *((("noised_columns", self.shape[1]),) if noisy else ()),
                 ("grid", self.grid), ("grid_text", grid_text(self.grid)), ("noise", self.noise),
-                ("keyword_note", KEYWORD_NOTE_NOISY if noisy else KEYWORD_NOTE),
+                ("keyword_note", self.keyword_text or (KEYWORD_NOTE_NOISY if noisy else KEYWORD_NOTE)),
                 ("vocabulary_note", self.vocabulary_note),
             ),
         }
@@ -281,6 +284,8 @@ class TopicRelease(ReleaseRecord):
 
     @property
     def keyword_note(self) -> str:
+        if self.topic_guarantee.keyword_text:
+            return self.topic_guarantee.keyword_text
         return KEYWORD_NOTE_NOISY if self.topic_guarantee.keywords_from == "noisy" else KEYWORD_NOTE
 
     def as_array(self) -> np.ndarray:

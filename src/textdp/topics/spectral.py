@@ -270,5 +270,6 @@ class SpectralLDA(CorpusTopicsMechanism):
         return TopicGuarantee(mechanism=self.name, epsilon=eps, delta=delta, gamma=None,
                               event=GaussianEvent(1.0 / mu), shape=shape, grid=self.grid, noise=noise,
                               statement=statement, keywords_from="noisy", keywords=n,
+                              keyword_text=self.keyword_text(),
                               reference=f"{DECAROLIS}; {DONG_ROTH_SU}; {BALLE_WANG}")
 
