@@ -28,6 +28,7 @@ from textdp.topics import (
     TopicGuarantee,
     TopicMatrix,
     TopicRelease,
+    UserCorpus,
     align_topics,
     extract_topic_matrix,
     kendall_tau_distance,
@@ -249,7 +250,8 @@ def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
 
 @pytest.mark.parametrize("name", MECHANISMS)
 def test_every_mechanism_has_a_frozen_guarantee_object_and_releases_on_the_grid(name: str) -> None:
-    l2 = {"sensitivity": 0.2, "gamma": 0.1} if get(name, epsilon=1.0).takes_sensitivity else {}
+    cls = type(get(name, epsilon=1.0))
+    l2 = {"sensitivity": 0.2, "gamma": 0.1} if cls.takes_sensitivity else {"topics": 3} if cls.takes_corpus else {}
     mech = get(name, epsilon=2.0, delta=1e-4, grid=2.0**-16, seed=2, **l2)
     g = mech.guarantee(ReleaseContext(shape=(3, 4)))
     assert isinstance(g, TopicGuarantee) and isinstance(g, Guarantee)
@@ -260,6 +262,9 @@ def test_every_mechanism_has_a_frozen_guarantee_object_and_releases_on_the_grid(
         g.delta = 0.5  # type: ignore[misc]
     true = make_rng(1).dirichlet(np.ones(40), size=3)[:, :4]
     tm = TopicMatrix(true, tuple(("w",) * 4 for _ in range(3)), (0, 1, 2))
+    if cls.takes_corpus:  # its unit is the user corpus over a public vocabulary (here 4 words)
+        tm = UserCorpus.from_texts(["a b c d a", "b c d", "c a b d b", "a d"], ["u", "v", "w", "u"],
+                                   vocabulary=["a", "b", "c", "d"])
     rel = mech.privatize(tm)
     raw = np.array(rel.raw_matrix)
     k = raw / rel.grid
