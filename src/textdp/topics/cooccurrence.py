@@ -352,7 +352,10 @@ class CorpusTopicsMechanism(TopicsMechanism):
         return (f"Covered: every part of the release -- which {shape[0]} topics, their order, each topic's {n} "
                 f"keywords and all values over the {shape[1]} public columns -- is post-processing of the noisy "
                 "statistic. Not covered: nothing beyond the public parameters (the vocabulary, its first "
-                f"{shape[1]} words, the clip, the shape and the noise scale are public).")
+                f"{shape[1]} words, the clip, the shape and the noise scale are public). Floating point: the proof "
+                "is for real-valued Gaussian noise; it is drawn in float64 (numpy), and the noisy statistic itself is "
+                "never released, only its post-processing rounded to the grid (topicdp's exact discrete sampler is "
+                "not used here).")
 
 
 class NoisyCooccurrence(CorpusTopicsMechanism):
@@ -376,6 +379,12 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
     to the grid and the keyword choice read ``S~`` and public parameters only, so the whole release is
     ``(epsilon, delta)``-DP for every user (post-processing, Dwork & Roth 2014, Prop. 2.1). The composition
     event is the Gaussian with noise multiplier ``sigma / C``.
+
+    Floating point: the proof is for real-valued noise. The noise is numpy's float64 Gaussian (the low-order-bit
+    attack on ``x + normal()`` of ``docs/topics-results.md`` concerns releasing the noisy value itself; here only an
+    eigendecomposition and NMF of it, rounded to the grid, are released, which is not proven safe either); the
+    exact discrete Gaussian of :class:`~textdp.topics.noise.GaussianNoise` would cost about 10% more sigma at
+    ``V = 500`` (its zCDP conversion and the rounding of ``V^2`` entries) and is not used.
 
     Method: Arora et al. (ICML 2013) learn topics from the word co-occurrence matrix (anchor words); NMF of the
     co-occurrence matrix is the symmetric form of the same model (``E[x x^T] = A R A^T``). The per-user clip
