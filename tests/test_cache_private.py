@@ -50,7 +50,8 @@ def _corpus(tmp: Path) -> Path:
     return path
 
 
-TOPICS_FAST = ["--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2", "--keywords", "2",
+TOPICS_FAST = ["--mechanism", "topicdp", "--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2",
+               "--keywords", "2",
                "-q", "--seed", "1", "-e", "1"]
 
 

@@ -301,7 +301,8 @@ def test_topics_with_its_sensitivity_cache(tmp_path, monkeypatch):
     docs.write_text("".join(json.dumps({"text": f"{themes[i % 4]} {themes[i // 4 % 4].split()[0]}",
                                         "author": f"u{i % 6}"}) + "\n" for i in range(48)))
     cache = tmp_path / "senscache"
-    args = ["topics", str(docs), "--max-iter", "1", "--max-features", "30", "--model-topics", "2", "--topics", "2",
+    args = ["topics", str(docs), "--mechanism", "topicdp", "--max-iter", "1", "--max-features", "30", "--model-topics", "2",
+            "--topics", "2",
             "--keywords", "2", "-q", "--seed", "1", "-e", "1", "--gamma", "0.3", "--cache-dir", str(cache)]
     for out in ("a.json", "b.json"):  # the first draws and writes the samples, the second reads them back
         with _traced() as events:
