@@ -21,7 +21,8 @@ import textdp.mechanisms.earth_movers as em_module
 import textdp.mechanisms.exponential as exp_module
 import textdp.mechanisms.perturbation as pert_module
 from textdp.audit import AuditCase, audit, audit_case, run_audit
-from textdp.audit.cases import exact_law_releases, metric_noise_curve
+from textdp.audit.cases import metric_noise_curve
+from textdp.audit.power import exact_law_releases
 from textdp.audit.claims import (
     custext_logp,
     first_sensitive_row,

@@ -19,6 +19,7 @@ import pytest
 import textdp.mechanisms.earth_movers as em_module
 from textdp.audit import audit, audit_case, audit_case_names
 from textdp.audit import cases as audit_cases
+from textdp.audit import power as audit_power
 from textdp.audit.lm import KNOWN_BAD
 from textdp.mechanisms.word_level import WordLevelMechanism
 
@@ -49,7 +50,7 @@ def test_the_topic_cases_never_sample_the_declared_law(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("the audit drew from the declared law")
 
-    monkeypatch.setattr(audit_cases, "exact_law_releases", refuse)
+    monkeypatch.setattr(audit_power, "exact_law_releases", refuse)
     for name in TOPICS:
         r = audit(name, samples=200, seed=1)
         assert r.passed, name

@@ -200,7 +200,7 @@ def test_syntf_guarantee_bound_and_api(glove):
 
 def test_two_set_audit_stays_below_the_claim_and_flags_broken_variants():
     from textdp.audit import run_audit
-    from textdp.audit.generation import two_set_toy_case as er_ae_case
+    from textdp.audit.power import two_set_toy_case as er_ae_case
 
     results = {b: run_audit(er_ae_case(2.0, broken=b), samples=100_000, seed=1)
                for b in (None, "set-epsilon-doubled", "poster-claim")}

@@ -11,7 +11,7 @@ corpus. Each is registered under the mechanism's CLI name by
   frequent words (a public vocabulary restriction, which is post-processing), events are the
   decoded words.
 * ``earth-movers-noise`` -- the same pair, auditing the noisy vectors the release itself decodes
-  (Algorithm 1 inside ``privatize_ids``, observed through a recording decoder) with the tails of
+  (Algorithm 1 inside ``privatize_batch``, observed through a recording decoder) with the tails of
   their likelihood-ratio statistic: a much sharper check of the noise (decoding is
   post-processing, so the claim is the same).
 * ``earth-movers-2d`` -- Algorithm 1 on GloVe's first two coordinates, where those tails carry
@@ -37,8 +37,10 @@ corpus. Each is registered under the mechanism's CLI name by
   N = 1; two one-word documents only reach ε/2). Events are the released bags; the claim is ε.
 
 Every case samples through the release path (``privatize_batch`` or the family's release function,
-with the real decoder, rounding and post-processing). :func:`exact_law_releases` draws a topic
-mechanism's *declared* law instead: it exists for power studies only and no registered case uses it.
+with the real decoder, rounding and post-processing): never ``privatize_ids``, ``core`` or a sampler
+(``tests/test_audit_public_path.py`` scans the imports). :func:`textdp.audit.power.exact_law_releases`
+draws a topic mechanism's *declared* law instead: it exists for power studies only and no registered
+case uses it.
 """
 
 from __future__ import annotations
@@ -53,13 +55,13 @@ import numpy as np
 
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..errors import ParameterError
-from ..samplers import DEFAULT_GRID, discrete_gaussian, discrete_laplace, snap_to_grid
 from . import accountant
 from .claims import exponential_tables, syntf_logp
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, Sampler, exact_profile, simulated_profile
 from .grid_curves import gaussian_entry_curve, laplace_pair_curve
+from .public_lists import audit_stop_words
 
 if TYPE_CHECKING:
     from ..embeddings import Embeddings
@@ -76,7 +78,6 @@ __all__ = [
     "decoded_conformance",
     "earth_movers_case",
     "earth_movers_noise_case",
-    "exact_law_releases",
     "exponential_curve",
     "l1_likelihood_statistic",
     "l1_matrix_case",
@@ -117,6 +118,68 @@ TOPIC_SENSITIVITY = 0.1
 #: sampler through ``privatize_batch`` (~2-7 ms on 2 cores), so 10^4 keeps a case near a minute.
 TOPIC_SAMPLES = 10_000
 _TOY_MATRIX = np.array([[0.4, 0.3], [0.2, 0.1]])
+#: The grid of the topic cases (2^-20, the mechanisms' public default, written here: the audit reads no
+#: constant of :mod:`textdp.samplers`).
+DEFAULT_GRID = 2.0 ** -20
+
+
+def grid_units(values: object, grid: float) -> np.ndarray:
+    """``rint(values / grid)`` as int64: the audit's own rounding to a public grid (shares no code with the release).
+
+    >>> grid_units(np.array([0.3, -0.26]), 0.25).tolist()
+    [1, -1]
+    """
+    return np.asarray(np.rint(np.asarray(values, dtype=np.float64) / float(grid)), dtype=np.int64)
+
+
+def released_rows(records: object, index: object, per_unit: int, name: str) -> np.ndarray:
+    """The vocabulary rows of the words each release record names: ``(n, per_unit)`` int64.
+
+    ``records`` are what the registered mechanism's ``privatize_batch`` returned (each record's
+    ``content`` is its released words); ``index`` maps a word to its row. A record with another
+    number of words is an error of the release (one-line, names the case).
+    """
+    recs = list(records)  # type: ignore[call-overload]
+    lookup = index.__getitem__  # type: ignore[attr-defined]
+    rows = np.fromiter((lookup(w) for r in recs for w in r.content), dtype=np.int64)
+    if rows.size != len(recs) * per_unit:
+        raise ParameterError(f"{name}: the release returned {rows.size} words for {len(recs)} units of "
+                             f"{per_unit} word(s) each")
+    return rows.reshape(len(recs), per_unit)
+
+
+def text_batch(
+    mech: object, words: object, name: str, *, per_unit: int | None = None, sort: bool = False, **options: object,
+) -> Callable[[np.ndarray, np.random.Generator], np.ndarray]:
+    """``release(ids, rng)``: a ``(B, N)`` batch of vocabulary rows released through ``mech.privatize_batch``.
+
+    Each row of ``ids`` becomes the text of its words (joined by spaces), all ``B`` texts go to the
+    registered mechanism's ``privatize_batch`` in one call (one chunk: ``chunk=B``; ``options`` such
+    as ``size=N`` pass through), and the released words of each record are mapped back to rows
+    (``per_unit`` words each, default ``N``; ``sort``: as a bag, each row sorted). This is the path of
+    ``textdp obfuscate`` and ``release()``: the class's ``_privatize`` with its real decoder.
+    """
+    vocab = list(words)  # type: ignore[call-overload]
+    index = {w: i for i, w in enumerate(vocab)}
+    batch = mech.privatize_batch  # type: ignore[attr-defined]
+
+    def release(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        arr = np.asarray(ids, dtype=np.int64)
+        arr2 = arr.reshape(len(arr), -1)
+        texts: dict[bytes, str] = {}
+        docs = []
+        for row in arr2:
+            key = row.tobytes()
+            if key not in texts:
+                texts[key] = " ".join(vocab[int(j)] for j in row)
+            docs.append(texts[key])
+        k = arr2.shape[1] if per_unit is None else per_unit
+        out = released_rows(batch(docs, seed=rng, chunk=max(1, len(docs)), **options), index, k, name)
+        if sort:
+            out = np.sort(out, axis=1)
+        return out.reshape(arr.shape) if per_unit is None else out
+
+    return release
 
 
 #: Draws of the claimed law's loss used to estimate its privacy curve (simulated profiles).
@@ -467,10 +530,9 @@ def custext_plus_document_case(name: str, mech: object, pair: tuple[str, str], e
     (:func:`~textdp.audit.claims.custext_logp`, from the public vocabulary, ε and ``top_k``); the
     claim is ε. ``None`` when the vocabulary holds no stop word (the single-word case applies).
     """
-    from ..text import resolve_stop_words
     from .claims import CUSTEXT_TOP_K, custext_logp
 
-    stops = resolve_stop_words(stop_words)  # type: ignore[arg-type]
+    stops = audit_stop_words(stop_words)  # type: ignore[arg-type]
     if pair[0] in stops or pair[1] in stops:
         raise ParameterError(f"{name}: stop words are released unchanged (not protected); audit two other words")
     stop = next((i for i, w in enumerate(embeddings.words) if w in stops), None)
@@ -480,9 +542,8 @@ def custext_plus_document_case(name: str, mech: object, pair: tuple[str, str], e
     k = CUSTEXT_TOP_K if top_k is None else int(top_k)
     a, b = embeddings.index[pair[0]], embeddings.index[pair[1]]
     la, lb = custext_logp(embeddings.vectors, eps, k, (a, b))
-    release = mech.privatize_ids  # type: ignore[attr-defined]
     return stop_word_document_case(
-        name, lambda ids, rng: np.asarray(release(ids, rng)), stop, (a, b), (la, lb), eps,
+        name, text_batch(mech, embeddings.words, name), stop, (a, b), (la, lb), eps,
         words=f"{pair[0]!r} vs {pair[1]!r} ({embeddings.name}; stop word {embeddings.words[stop]!r})",
         law=f"CusText's law in the pair's output set (epsilon={eps:g}, top_k={k}, sets from the vocabulary)")
 
@@ -528,7 +589,7 @@ def selected_noise_curve(sample: Sampler, noise_curve: PrivacyCurve, what: str) 
     divergence). The loss of a word has no closed form, so the events are selected on half of
     the released words and evaluated on the other half (``loss=None``,
     :func:`~textdp.audit.curve.curve_test`). This samples what is released: a bug in the decoder
-    or in the release function (``privatize_ids``) moves these words, not the noise helper.
+    or in the release (``_privatize``, run by ``privatize_batch``) moves these words, not the noise helper.
     """
     return PrivacyCurve(sample=sample, loss=None, claimed=noise_curve.claimed, grid=noise_curve.grid,
                         description=(f"{what}: delta(eps') at {len(noise_curve.grid)} eps' in "
@@ -593,18 +654,18 @@ def _recording(decoder: object) -> object:
 def earth_movers_case(epsilon: float | None = None, delta: float | None = None, *,
                       vocab_size: int = EARTH_MOVERS_VOCABULARY,
                       pair: tuple[str, str] | None = None, size: int = 1) -> AuditCase:
-    """Earth Mover's privacy through its release function (:meth:`EarthMoversPrivacy.privatize_ids`).
+    """Earth Mover's privacy through the registered class's ``privatize_batch`` (what ``textdp obfuscate`` runs).
 
     The registered mechanism is built at ε on GloVe 6B 50d restricted to ``vocab_size`` words
-    (its real decoder) and releases bags of ``size`` copies of each audited word; events are the
-    released bags. Default ε = 10, for which the pair is ``monday``/``tuesday`` (claim ε·d ≈ 3.5).
+    (its real decoder; no stop-word list: the audit's documents are the words themselves) and
+    releases documents of ``size`` copies of each audited word as bags of ``size`` (:func:`text_batch`);
+    events are the released bags. Default ε = 10, for which the pair is ``monday``/``tuesday`` (claim ε·d ≈ 3.5).
     With ``size=1`` the privacy curve of the released words is audited against the claimed
     noise law's (:func:`selected_noise_curve`). Conformance: the released bags against the
     reference law (:func:`decoded_conformance`).
     """
     from ..embeddings import load_embeddings
     from ..mechanisms import get
-    from ..mechanisms.earth_movers import EarthMoversPrivacy
 
     if delta not in (None, 0, 0.0):
         raise ParameterError("earth-movers is pure metric DP (delta = 0); --delta does not apply")
@@ -612,11 +673,8 @@ def earth_movers_case(epsilon: float | None = None, delta: float | None = None, 
     n_words = check_positive_int(size, "size")
     emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
     vectors = emb.vectors
-    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words).fit()
-    assert isinstance(mech, EarthMoversPrivacy)
-
-    def privatize(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(mech.privatize_ids(ids, seed=rng))
+    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words, stop_words=None).fit()
+    privatize = text_batch(mech, emb.words, "earth-movers", sort=True, size=n_words)
 
     chosen, _ = choose_word_pair(emb, eps, n_words, pair, "earth-movers")
     law = None
@@ -636,8 +694,8 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
                             | None = None) -> AuditCase:
     """Earth Mover's privacy, the noisy vectors its release decodes (Algorithm 1 inside the release).
 
-    The registered mechanism releases bags of copies of the audited word through
-    :meth:`~textdp.mechanisms.earth_movers.EarthMoversPrivacy.privatize_ids`; its decoder is
+    The registered mechanism releases documents of copies of the audited word through its
+    ``privatize_batch`` (:func:`text_batch`, what ``textdp obfuscate`` runs); its decoder is
     wrapped so that the noisy vectors the release actually decodes are observed (a release that
     decodes nothing is observed as its released words' own vectors: no noise). ``dim``: the
     mechanism runs on GloVe's first ``dim`` coordinates (``earth-movers-2d``). The guarantee ε·d
@@ -652,7 +710,6 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
 
     from ..embeddings import Embeddings, load_embeddings
     from ..mechanisms import get
-    from ..mechanisms.earth_movers import EarthMoversPrivacy
 
     name = "earth-movers-noise" if dim is None else f"earth-movers-{dim}d"
     if delta not in (None, 0, 0.0):
@@ -668,17 +725,17 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
                          name=f"{emb.name}[first {k} coordinates]")
     vectors = emb.vectors
     v64 = vectors.astype(np.float64)
-    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words).fit()
-    assert isinstance(mech, EarthMoversPrivacy)
-    recorder = _recording(mech.decoder_)
-    mech.decoder_ = recorder  # type: ignore[assignment]  # the audit's own instance: the release decodes through the recorder
+    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words, stop_words=None).fit()
+    recorder = _recording(mech.decoder_)  # type: ignore[attr-defined]
+    mech.decoder_ = recorder  # type: ignore[attr-defined]  # the audit's own instance: the release decodes through the recorder
+    release = text_batch(mech, emb.words, name, size=n_words)
 
     def noisy_batch(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         if noisy is not None:
             return noisy(ids, vectors, eps, rng)
         seen = recorder.seen  # type: ignore[attr-defined]
         seen.clear()
-        rows = np.asarray(mech.privatize_ids(ids, seed=rng))
+        rows = np.asarray(release(ids, rng))
         z = np.concatenate(seen, axis=0) if seen else v64[rows.reshape(-1)]
         seen.clear()
         if z.shape[0] != ids.size:
@@ -703,7 +760,7 @@ SYNTF_AUDIT_WORDS = ("monday", "tuesday", "wednesday", "thursday", "friday", "sa
 
 def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size: int = 1,
                sampler: Callable[..., np.ndarray] | None = None) -> AuditCase:
-    """SynTF through its release function (:meth:`~textdp.mechanisms.syntf.SynTF.privatize_ids`) over :data:`SYNTF_AUDIT_WORDS`.
+    """SynTF through the registered class's ``privatize_batch`` (what ``textdp obfuscate`` runs) over :data:`SYNTF_AUDIT_WORDS`.
 
     Document ``a`` = ``monday``, document ``b`` = the other nine words once each, given to the
     registered mechanism (built at ε on the ten-word public vocabulary, bags of ``size`` terms);
@@ -717,7 +774,6 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     """
     from ..embeddings import load_embeddings
     from ..mechanisms import get
-    from ..mechanisms.syntf import SynTF
 
     if delta not in (None, 0, 0.0):
         raise ParameterError("syntf is pure epsilon-DP (delta = 0); --delta does not apply")
@@ -728,14 +784,14 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     doc_a = np.array([index["monday"]], dtype=np.int64)
     doc_b = np.array(sorted(index[w] for w in SYNTF_AUDIT_WORDS if w != "monday"), dtype=np.int64)
     v = emb.vocab_size
-    mech = get("syntf", epsilon=eps, embeddings=emb, size=n_words).fit()
-    assert isinstance(mech, SynTF)
+    mech = get("syntf", epsilon=eps, embeddings=emb, size=n_words, stop_words=None).fit()
+    release = text_batch(mech, emb.words, "syntf", per_unit=n_words, sort=True, size=n_words)
 
     def sample(doc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         if sampler is not None:
             w = np.ones(doc.size)
             return np.asarray(sampler([doc] * n, [w] * n, v, eps, n_words, rng))
-        return np.asarray(mech.privatize_ids(np.broadcast_to(doc, (n, doc.size)), size=n_words, seed=rng))
+        return release(np.broadcast_to(doc, (n, doc.size)), rng)
 
     la, lb = syntf_logp(eps, v, doc_a), syntf_logp(eps, v, doc_b)
     if n_words == 1:
@@ -813,42 +869,9 @@ def sample_releases(mechanism: object, matrix: np.ndarray, n: int, rng: np.rando
     """``n`` independent releases of ``matrix`` through the release path: shape ``(n,) + matrix.shape``.
 
     See :func:`topic_release_sampler` (the audit's sampler). The exact-law shortcut of earlier
-    versions is :func:`exact_law_releases`, for power studies only.
+    versions is :func:`textdp.audit.power.exact_law_releases`, for power studies only.
     """
     return topic_release_sampler(mechanism)(matrix, n, rng)
-
-
-def exact_law_releases(mechanism: object, matrix: np.ndarray, n: int,
-                       rng: np.random.Generator) -> np.ndarray | None:
-    """POWER STUDIES ONLY: ``n`` releases drawn from the law a grid mechanism *declares*, not from its release.
-
-    ``randomize`` of :mod:`textdp.topics.noise`' classes is ``(rint(matrix/g) + Z) g`` with
-    ``Z`` i.i.d. exact discrete noise whose parameter the class exposes (``grid_scale``,
-    ``grid_variance``, ``grid_variances``). Drawing from that declared law in one vectorised call
-    is fast, but it never runs the code that releases: with ``randomize`` patched to add no noise
-    an audit on these draws still passes. Never used by ``textdp audit``
-    (``tests/test_audit_release.py`` checks that); ``None`` for any other class.
-    """
-    from ..topics.noise import GaussianNoise, LaplaceNoise, MatrixGaussianNoise
-
-    a = np.asarray(matrix, dtype=np.float64)
-    if a.ndim != 2 or type(mechanism) not in (LaplaceNoise, MatrixGaussianNoise, GaussianNoise):
-        return None
-    assert isinstance(mechanism, (LaplaceNoise, MatrixGaussianNoise, GaussianNoise))  # exactly one of them (above)
-    shape = (int(a.shape[0]), int(a.shape[1]))
-    k = snap_to_grid(a, mechanism.grid)
-    count = n * shape[0] * shape[1]
-    if isinstance(mechanism, LaplaceNoise):
-        z = discrete_laplace(mechanism.grid_scale(shape), count, rng).reshape((n,) + shape)
-    elif isinstance(mechanism, GaussianNoise):
-        z = discrete_gaussian(mechanism.grid_variance(shape), count, rng).reshape((n,) + shape)
-    else:
-        var = mechanism.grid_variances(shape)
-        z = np.empty((n,) + shape, dtype=np.int64)
-        for v in sorted(set(var)):
-            cols = [j for j in range(shape[1]) if var[j] == v]
-            z[:, :, cols] = discrete_gaussian(v, n * shape[0] * len(cols), rng).reshape(n, shape[0], len(cols))
-    return np.asarray((k + np.asarray(z, dtype=np.int64)).astype(np.float64) * mechanism.grid)
 
 
 def topic_conformance(grid: float, *, variances: list[float] | None = None, scale: float | None = None,
@@ -863,7 +886,7 @@ def topic_conformance(grid: float, *, variances: list[float] | None = None, scal
 
     def keep(x: object, out: np.ndarray) -> np.ndarray:
         o = np.asarray(out, dtype=np.float64)
-        z = np.rint(o / grid) - snap_to_grid(np.asarray(x, dtype=np.float64), grid)[None]
+        z = np.rint(o / grid) - grid_units(x, grid)[None]
         if variances is not None:
             sd = np.sqrt(np.asarray(variances, dtype=np.float64))[None, None, :]
             return np.asarray(ndtr(z / sd)).reshape(-1)

@@ -18,7 +18,8 @@ parameters (TEM's β, Mahalanobis' λ), with their own arithmetic:
 The exact claimed laws of the discrete ε-DP mechanisms, for the curve audit
 (:mod:`textdp.audit.curve`), are recomputed here too: :func:`randomized_response_logp` (``random``,
 from ε and |V|) and :func:`custext_logp` (``custext``/``custext+``, from ε, ``top_k`` and the public
-grouping :func:`textdp.mechanisms.exponential.custext_groups` of the vocabulary).
+grouping of the vocabulary, recomputed by the audit's own :func:`custext_output_sets`; stop words come from
+the audit's own copy of the public list, :mod:`textdp.audit.public_lists`).
 
 Each word-level mechanism's audit case is declared here, by decorator, on its claim function
 (:func:`word_claim_case`): the case's default ε, its description, its exact law where known
@@ -45,12 +46,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParameterError
-from ..text import resolve_stop_words
+from .public_lists import audit_stop_words
 
 __all__ = [
     "WORD_CLAIMS",
     "WordClaim",
     "custext_logp",
+    "custext_output_sets",
     "log_normalize",
     "mahalanobis_inverse_root",
     "randomized_response_logp",
@@ -266,7 +268,7 @@ def _custext_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
 
 def _custext_plus_tables(epsilon: float, vectors: np.ndarray, a: int, b: int, *, words: tuple[str, str] = ("", ""),
                          **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
-    stops = resolve_stop_words(params.get("stop_words", "english"))
+    stops = audit_stop_words(params.get("stop_words", "english"))
     if words[0] in stops or words[1] in stops:  # CusText+ releases stop words unchanged
         raise ParameterError("custext+: stop words are released unchanged (not protected); audit two other words")
     return _custext_tables(epsilon, vectors, a, b, **params)
@@ -370,11 +372,43 @@ def randomized_response_logp(epsilon: float, vocab_size: int, x: int) -> np.ndar
     return out
 
 
+def custext_output_sets(vectors: np.ndarray, top_k: int) -> np.ndarray:
+    """CusText's output sets, recomputed by the audit from the public vectors and ``top_k`` (Chen et al. 2023).
+
+    The paper's mapping function, written again in plain float64 (no blocking, no float32 screen):
+    rows are visited in order; the first row not yet assigned takes itself and its ``top_k − 1``
+    nearest unassigned rows (Euclidean distance, ties to the lower row); a remainder of fewer than
+    ``top_k`` rows joins the last set. Returns the set id of every row, in creation order. It shares
+    no code with the mechanism's grouping (``tests/test_audit_independent.py`` compares the two and
+    plants an error in the library's).
+
+    >>> custext_output_sets(np.array([[0.0], [10.0], [0.1], [10.2], [0.3]]), 2).tolist()
+    [0, 1, 0, 1, 1]
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    n, k = v.shape[0], int(top_k)
+    if k < 1 or n < k:
+        raise ParameterError(f"CusText needs 1 <= top_k <= |V| (top_k={k}, |V|={n})")
+    group = np.full(n, -1, dtype=np.int64)
+    made = 0
+    for x in range(n):
+        if group[x] >= 0:
+            continue
+        free = np.flatnonzero(group < 0)
+        if free.size < k:
+            group[free] = made - 1
+            break
+        d = np.sqrt(((v[free] - v[x]) ** 2).sum(axis=1))
+        group[free[np.lexsort((free, d))[:k]]] = made
+        made += 1
+    return group
+
+
 def custext_logp(vectors: np.ndarray, epsilon: float, top_k: int, rows: tuple[int, ...]) -> np.ndarray:
     """``ln P(· | x)`` of CusText for each ``x`` of ``rows``: ``(len(rows), |V|)``, ``-inf`` outside x's output set.
 
-    The output sets are the public partition :func:`~textdp.mechanisms.exponential.custext_groups`
-    of the vocabulary (a function of the vectors and ``top_k`` only); inside the set ``G`` of ``x``
+    The output sets are the public partition of the vocabulary (:func:`custext_output_sets`, the
+    audit's own code: a function of the vectors and ``top_k`` only); inside the set ``G`` of ``x``
     the weights are ``exp((ε/2) u(x, y))`` with ``u = −(d − min_G d(x, ·))/(max_G d(x, ·) − min_G d(x, ·))``
     (Chen et al. 2023, Euclidean ``d``), normalised here in log space.
 
@@ -382,10 +416,8 @@ def custext_logp(vectors: np.ndarray, epsilon: float, top_k: int, rows: tuple[in
     >>> np.exp(lp).round(4).tolist()
     [[0.7311, 0.2689, 0.0, 0.0], [0.2689, 0.7311, 0.0, 0.0]]
     """
-    from ..mechanisms.exponential import custext_groups
-
     v = np.asarray(vectors, dtype=np.float64)
-    groups = custext_groups(v, int(top_k))
+    groups = custext_output_sets(v, int(top_k))
     out = np.full((len(rows), v.shape[0]), -np.inf)
     for i, x in enumerate(rows):
         members = np.flatnonzero(groups == groups[x])

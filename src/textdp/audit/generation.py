@@ -26,7 +26,7 @@ again here, never ``em_distribution``). Each case carries
   dominated by ``ln |V|``, still holds for this pair;
 * the **conformance test** (χ² of the released sequences against the reference table).
 
-:func:`two_set_toy_case` keeps the earlier one-step toy (point masses on words 0 and 1 of a toy
+:func:`textdp.audit.power.two_set_toy_case` keeps the earlier one-step toy (point masses on words 0 and 1 of a toy
 alphabet, drawn by the mechanism's ``two_set_step`` directly): a power study of the step alone,
 never registered behind ``textdp audit``. :func:`two_set_point_mass_law` is its law, derived in closed
 form, and a check of :func:`two_set_step_law` on point masses. Needs the ``[generation]`` extra (torch).
@@ -74,7 +74,6 @@ __all__ = [
     "tiny_model",
     "two_set_point_mass_law",
     "two_set_step_law",
-    "two_set_toy_case",
 ]
 
 #: Nominal per-token ε of the default audit (the claim is ``L_max`` times the two-set bound at this ε): the
@@ -353,43 +352,6 @@ def ae_dp_case(epsilon: float | None = None, delta: float | None = None, *, seed
     return _release_path_case("ae-dp", tiny_model(seed=seed, objective="reconstruction"), eps, em_step_law,
                               exponential_per_token(eps / 2.0, 1.0),
                               "one exponential mechanism over the allowed tokens, P(w) ~ exp(eps p_w / 2)")
-
-
-def two_set_toy_case(epsilon: float | None = None, delta: float | None = None, *, broken: str | None = None,
-                     vocab_size: int = 50) -> AuditCase:
-    """One step of the two-set mechanism on point masses (a power study of the step; never registered).
-
-    The samplers come from :func:`textdp.generation.audit.two_set_audit_case` (point masses on words
-    0 and 1 of a toy alphabet, drawn by the mechanism's own ``two_set_step``); the claim is
-    :func:`~textdp.audit.accountant.two_set_per_token`; ``broken``: a deliberately wrong variant.
-    ``delta`` is ignored.
-    """
-    require("torch", "generation")
-    from ..generation.audit import two_set_audit_case
-
-    eps = 2.0 if epsilon is None else epsilon
-    sample_a, sample_b, stated, claimed_delta = two_set_audit_case(eps, vocab_size=vocab_size, broken=broken)
-    # the poster-claim variant keeps its deliberately wrong claim
-    claimed = stated if broken == "poster-claim" else two_set_per_token(float(eps), vocab_size)
-
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
-        return sample_a(n, rng) if which == "a" else sample_b(n, rng)
-
-    table = two_set_point_mass_law(float(eps), vocab_size)
-    conf = Conformance(description=f"two-set exponential mechanism on a point mass (er-ae-notes.md): the lexical "
-                                   f"set chosen with probability 1/(1 + e^(-eps_set/2)), eps_set = 0.9 eps, else a "
-                                   f"uniform word of the other {vocab_size - 1}",
-                       kind="table", keep=lambda which, out: out, table=lambda which: table[0 if which == "a" else 1])
-    la, lb = np.log(table[0]), np.log(table[1])
-    curve = PrivacyCurve(sample=sample, loss=lambda out: (la - lb)[np.asarray(out, dtype=np.int64)],
-                         claimed=exact_profile(la, lb), grid=tuple(np.linspace(0.0, 0.75 * claimed, CURVE_POINTS)),
-                         description="the exact loss of the two-set law on the point masses", chunk=50_000,
-                         reuse_outputs=True)
-    return AuditCase(
-        mechanism="er-ae", pair=f"one step, point masses on words 0 and 1 of a {vocab_size}-word toy alphabet",
-        input_a="a", input_b="b", sample=sample, claimed_epsilon=claimed, claimed_delta=claimed_delta,
-        events="discrete", chunk=50_000, curve=curve, conformance=conf,
-    )
 
 
 def two_set_point_mass_law(epsilon: float, vocab_size: int, *, word_fraction: float = 0.1) -> np.ndarray:

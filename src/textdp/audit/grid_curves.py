@@ -32,7 +32,6 @@ import math
 import numpy as np
 
 from ..errors import ParameterError
-from ..samplers import snap_to_grid
 from .curve import CURVE_POINTS, ClaimedProfile, PrivacyCurve, Sampler, exact_profile
 
 __all__ = [
@@ -48,9 +47,13 @@ FLOAT_SLACK = 1e-9
 
 
 def _differing(a: np.ndarray, b: np.ndarray, grid: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The grid-rounded inputs (flat, grid units) and the indices of the entries where they differ."""
-    ka = snap_to_grid(np.asarray(a, dtype=np.float64), grid).reshape(-1)
-    kb = snap_to_grid(np.asarray(b, dtype=np.float64), grid).reshape(-1)
+    """The grid-rounded inputs (flat, grid units) and the indices of the entries where they differ.
+
+    The rounding is the audit's own (``rint(x/g)``, the paper's grid), never the release's helper:
+    a rounding error shared by the release and the claim would cancel (issue 41).
+    """
+    ka = np.rint(np.asarray(a, dtype=np.float64) / float(grid)).astype(np.int64).reshape(-1)
+    kb = np.rint(np.asarray(b, dtype=np.float64) / float(grid)).astype(np.int64).reshape(-1)
     if ka.shape != kb.shape:
         raise ParameterError("the two audit matrices must have the same shape")
     return ka, kb, np.flatnonzero(ka != kb)

@@ -1,8 +1,9 @@
 """Audit cases for the word-level mechanisms (every name of :data:`textdp.mechanisms.MECHANISM_NAMES`).
 
-Each case runs the registered mechanism class itself (``privatize_ids``: its pure batch core,
-vectorised over all samples) on one of two public GloVe words, ``n`` times per word, and audits
-the released words (discrete events). The claim is the mechanism's per-word bound for the pair,
+Each case releases one of two public GloVe words, ``n`` times per word, through the registered
+class's ``privatize_batch`` (one call of ``n`` one-word documents, :func:`~textdp.audit.cases.text_batch`:
+the path of ``textdp obfuscate`` and ``release()``, the class's ``_privatize``), and audits the
+released words (discrete events). The claim is the mechanism's per-word bound for the pair,
 computed by :func:`textdp.audit.claims.word_claim` from the public parameters the case was given
 (ε, the vocabulary, β or λ), never read from the mechanism object (whose ``epsilon_`` the sampler
 also reads, so a bug inflating both would go unseen):
@@ -60,15 +61,27 @@ from .cases import (
     metric_noise_curve,
     selected_noise_curve,
     table_curve,
+    text_batch,
 )
-from .claims import VICKREY_T, WORD_CLAIMS, WordClaim, word_claim, word_claim_of
+from .claims import (
+    CUSTEXT_TOP_K,
+    SANTEXT_SENSITIVE_FRACTION,
+    VICKREY_T,
+    WORD_CLAIMS,
+    WordClaim,
+    custext_logp,
+    custext_output_sets,
+    first_sensitive_row,
+    word_claim,
+    word_claim_of,
+)
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import PrivacyCurve
+from .public_lists import audit_stop_words
 
 if TYPE_CHECKING:
     from ..embeddings import Embeddings
-    from ..mechanisms.exponential import CusText, SanTextPlus
     from ..mechanisms.word_level import WordLevelMechanism
 
 __all__ = [
@@ -117,20 +130,26 @@ def choose_mechanism_pair(name: str, epsilon: float, embeddings: Embeddings,
     return min(scored)[1]
 
 
-def group_pair(mech: CusText, anchor: str = GROUP_ANCHOR) -> tuple[str, str]:
-    """Two words of ``anchor``'s CusText output set with the largest exact privacy loss.
+def group_pair(embeddings: Embeddings, anchor: str = GROUP_ANCHOR, *, top_k: int | None = None,
+               stop_words: object = None, epsilon: float = 1.0) -> tuple[str, str]:
+    """Two words of ``anchor``'s CusText output set with the largest privacy loss of CusText's law.
 
-    Uses the mechanism's exact law (``probabilities``) to pick the pair only; the audit itself
-    samples the mechanism as a black box.
+    The output sets and the law are the audit's own (:func:`~textdp.audit.claims.custext_output_sets`,
+    :func:`~textdp.audit.claims.custext_logp`: the public vectors, ``top_k`` and ε); stop words
+    (CusText+ releases them unchanged) are left out by the audit's own list. Nothing is read from
+    the mechanism.
     """
-    emb = mech.embeddings_
+    emb = embeddings
     if anchor not in emb.index:
-        raise ParameterError(f"{mech.name}: audit anchor word {anchor!r} is not in the vocabulary {emb.name}")
+        raise ParameterError(f"custext: audit anchor word {anchor!r} is not in the vocabulary {emb.name}")
+    k = CUSTEXT_TOP_K if top_k is None else int(top_k)
+    sets = custext_output_sets(emb.vectors, k)
+    stops = audit_stop_words(stop_words)  # type: ignore[arg-type]
     x = emb.index[anchor]
-    members = np.array([m for m in np.flatnonzero(mech.groups_ == mech.groups_[x])
-                        if math.isfinite(mech.log_ratio_bound(x, int(m)))])  # CusText+: no stop words
-    with np.errstate(divide="ignore"):
-        logp = np.log(np.stack([mech.probabilities(int(m))[members] for m in members]))
+    members = [int(m) for m in np.flatnonzero(sets == sets[x]) if emb.words[m] not in stops]
+    if len(members) < 2:
+        raise ParameterError(f"custext: the output set of {anchor!r} holds fewer than two audited words")
+    logp = custext_logp(emb.vectors, epsilon, k, tuple(members))[:, members]
     loss = np.max(np.abs(logp[:, None, :] - logp[None, :, :]), axis=2)
     i, j = np.unravel_index(int(np.argmax(loss)), loss.shape)
     return emb.words[members[i]], emb.words[members[j]]
@@ -155,8 +174,8 @@ def mechanism_case(
     name : str
         Name of the case (the mechanism's registered name for the built-in cases).
     mech : WordLevelMechanism
-        The mechanism to sample (``privatize_ids(ids, rng)``), fitted or not. It is sampled only:
-        the claim never reads it.
+        The mechanism to sample (its ``privatize_batch``: one-word documents), fitted or not. It is
+        sampled only: the claim never reads it.
     pair : (str, str), optional
         The two words (default: :func:`choose_mechanism_pair`).
     epsilon : float
@@ -197,8 +216,10 @@ def mechanism_case(
     if not math.isfinite(claim):
         raise ParameterError(f"{name}: the words {chosen} are not protected from each other (infinite bound)")
 
+    release = text_batch(mech, emb.words, name)
+
     def sample(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(mech.privatize_ids(np.full(n, x, dtype=np.int64), rng))
+        return release(np.full(n, x, dtype=np.int64), rng)
 
     spec = word_claim_of(kind)
     law = _curve(spec, eps, emb, a, b, sample, **params) if curve else None
@@ -270,7 +291,6 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     """
     from ..embeddings import load_embeddings
     from ..mechanisms import get
-    from ..mechanisms.exponential import CusText, SanTextPlus
     from ..mechanisms.word_level import WordLevelMechanism
 
     spec = word_claim_of(name)
@@ -283,10 +303,13 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     mech = get(name, epsilon=eps, embeddings=emb, **stops, **params).fit() if mechanism is None else mechanism
     if not isinstance(mech, WordLevelMechanism):
         raise ParameterError(f"{name} is not a word-level mechanism ({type(mech).__name__})")
-    if pair is None and spec.pair == "output-set" and isinstance(mech, CusText):
-        pair = group_pair(mech)
-    elif pair is None and spec.pair == "sensitive" and isinstance(mech, SanTextPlus):
-        pair = choose_mechanism_pair(name, eps, emb, [p for p in SENSITIVE_PAIRS if _sensitive(mech, p)], **params)
+    if pair is None and spec.pair == "output-set":
+        pair = group_pair(emb, top_k=params.get("top_k"), epsilon=eps,
+                          stop_words=params.get("stop_words", "english") if spec.stop_words else None)
+    elif pair is None and spec.pair == "sensitive":
+        first = first_sensitive_row(emb.vocab_size, float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION)))
+        pair = choose_mechanism_pair(name, eps, emb, [p for p in SENSITIVE_PAIRS if _sensitive(emb, first, p)],
+                                     **params)
     if spec.stop_words and pair is not None and getattr(mech, "keeps_stop_words", False):  # CusText+'s own branch
         from .cases import custext_plus_document_case
 
@@ -296,9 +319,10 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
     return mechanism_case(name, mech, pair, epsilon=eps, embeddings=emb, **params)
 
 
-def _sensitive(mech: SanTextPlus, pair: tuple[str, str]) -> bool:
-    index = mech.embeddings_.index
-    return all(w in index and index[w] >= mech.first_sensitive_ for w in pair)
+def _sensitive(emb: Embeddings, first: int, pair: tuple[str, str]) -> bool:
+    """Both words are SanText+-sensitive: rows from ``first`` on (the audit's own split of the public vocabulary)."""
+    index = emb.index
+    return all(w in index and index[w] >= first for w in pair)
 
 
 def _factory(name: str) -> Callable[..., AuditCase]:
