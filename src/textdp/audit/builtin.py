@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from .cases import (
+    COVERED_MECHANISMS,
+    covered_topic_case,
     earth_movers_case,
     earth_movers_noise_case,
     laplace_case,
@@ -43,6 +46,11 @@ def register_builtin_cases() -> None:
         "mvg-directional": (lambda epsilon=None, delta=None: mvg_case(epsilon, delta, covariance="directional"),
                             "matrix-variate Gaussian, directional (claim (epsilon, delta))"),
     }
+    for kind in COVERED_MECHANISMS:
+        entries[f"{kind}-covered"] = (
+            functools.partial(covered_topic_case, kind),
+            f"{COVERED_MECHANISMS[kind]}, the covered default of textdp topics: one row over a public vocabulary, "
+            "keywords read off the noise (the released keywords sampled; claim as its matrix case)")
     for name, (factory, text) in entries.items():
         register_audit_case(name, factory, description=text, replace=True)
     register_audit_case("er-ae", er_ae_case, replace=True,
