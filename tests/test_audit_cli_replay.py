@@ -52,14 +52,62 @@ def test_replay_of_the_real_release_passes_with_a_json_verdict():
 
 
 def test_replay_flags_a_sampler_that_measures_half_the_change(monkeypatch):
+    # the model-keyword release, selected by its flag (--keywords-from model), as textdp topics selects it
     real = sensitivity_module.released_matrix_distance
     monkeypatch.setattr(sensitivity_module, "released_matrix_distance", lambda *a, **k: real(*a, **k) / 2)
+    args = ["audit", "topicdp", "--replay", "--seed", "1", "--keywords-from", "model"]
+    res = runner.invoke(app, [*args, "--json"])
+    assert res.exit_code == 1, res.output
+    out = json.loads(res.output)
+    rep = out["replay"]
+    assert out["settings"]["keywords_from"] == "model" and rep["keywords"] is None
+    assert not rep["passed"] and rep["consistent"] and min(rep["p_value"], rep["shift_p_value"]) < 0.05 / 3, rep
+    table = runner.invoke(app, args, env={"COLUMNS": "160"})
+    assert table.exit_code == 1 and "VIOLATION" in table.output
+
+
+# -- issue 41, finding 4: --replay replays what textdp topics releases by default ----------------------------------
+def test_the_default_replay_is_the_covered_release_of_textdp_topics():
+    res = runner.invoke(app, ["audit", "topicdp", "--replay", "--seed", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    rep = out["replay"]
+    assert out["settings"]["keywords_from"] == "noisy" and rep["keywords"] == 4 and rep["keyword_mismatches"] == 0
+    assert rep["shape"][1] == 32  # whole rows over the public vocabulary of the synthetic corpus
+
+
+def test_the_default_replay_flags_a_rows_sampler_that_measures_half_the_change(monkeypatch):
+    # the sampler of the default release (whole rows): understated by half; e24cd34 replayed the model keywords
+    real = sensitivity_module.topic_rows_distance
+    monkeypatch.setattr(sensitivity_module, "topic_rows_distance", lambda *a, **k: real(*a, **k) / 2)
     res = runner.invoke(app, ["audit", "topicdp", "--replay", "--seed", "1", "--json"])
     assert res.exit_code == 1, res.output
     rep = json.loads(res.output)["replay"]
-    assert not rep["passed"] and rep["consistent"] and min(rep["p_value"], rep["shift_p_value"]) < 0.05 / 3, rep
-    table = runner.invoke(app, ["audit", "topicdp", "--replay", "--seed", "1"], env={"COLUMNS": "160"})
-    assert table.exit_code == 1 and "VIOLATION" in table.output
+    assert not rep["passed"] and min(rep["p_value"], rep["shift_p_value"]) < 0.05 / 3, rep
+
+
+def test_the_default_replay_flags_keywords_ranked_by_the_private_rows(monkeypatch):
+    import dataclasses
+
+    import numpy as np
+
+    import textdp.topics.family as family
+
+    real = family.make_release
+
+    def planted(uid, topics, raw, guarantee, seeded, *, keywords=None):
+        rel = real(uid, topics, raw, guarantee, seeded, keywords=keywords)
+        if topics.columns != "public" or keywords is None:
+            return rel
+        cols = np.argsort(-np.asarray(topics.matrix), axis=1, kind="stable")[:, :keywords]
+        return dataclasses.replace(rel, keywords=tuple(tuple(topics.keywords[i][c] for c in row)
+                                                       for i, row in enumerate(cols)))
+
+    monkeypatch.setattr(family, "make_release", planted)
+    res = runner.invoke(app, ["audit", "topicdp", "--replay", "--seed", "1", "--json"])
+    assert res.exit_code == 1, res.output
+    rep = json.loads(res.output)["replay"]
+    assert rep["keyword_mismatches"] > 0 and not rep["passed"], rep
 
 
 def test_replay_of_the_laplace_baseline_checks_its_global_bound():
@@ -78,6 +126,7 @@ def test_replay_of_the_laplace_baseline_checks_its_global_bound():
     (["topicdp", "--replay", "--gamma", "1.5"], "--gamma"),
     (["topicdp", "--replay", "--epsilon", "1e9"], "--epsilon"),
     (["topicdp-laplace", "--replay", "--delta", "1e-5"], "drop --delta"),
+    (["topicdp", "--replay", "--keywords-from", "fixed"], "--keywords-from"),
     (["--all", "--replay"], "--replay"),
 ])
 def test_replay_bad_use_is_a_one_line_error(args, says):

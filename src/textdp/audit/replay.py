@@ -98,7 +98,14 @@ class ReplayReport:
     alpha : float
         The audit's level (family-wise: each of the three p-values of a sampled sensitivity is held to ``alpha/3``).
     passed : bool
-        No evidence that the release moves more than declared.
+        No evidence that the release moves more than declared (and every released keyword list is the top of
+        its replayed noisy rows).
+    keywords : int or None
+        Keywords per topic of a covered release (whole rows, keywords read off the noise); None otherwise.
+    keyword_mismatches : int
+        Replayed releases whose keywords or values are not the top ``keywords`` of the same noisy rows
+        (replayed without ``keywords``, noise frozen): a release that chose them from anything but the
+        noise (0 for a correct release).
     """
 
     mechanism: str
@@ -115,6 +122,8 @@ class ReplayReport:
     consistent: bool
     alpha: float
     passed: bool
+    keywords: int | None = None
+    keyword_mismatches: int = 0
 
     @property
     def pairs(self) -> int:
@@ -128,6 +137,7 @@ class ReplayReport:
                 "max_distance": max(self.distances), "p_value": self.p_value,
                 "claim_p_value": self.claim_p_value, "shift_p_value": self.shift_p_value,
                 "consistent": self.consistent, "alpha": self.alpha,
+                "keywords": self.keywords, "keyword_mismatches": self.keyword_mismatches,
                 "passed": self.passed, "distances": list(self.distances)}
 
     def summary(self) -> str:
@@ -190,23 +200,35 @@ def release_unit(corpus: UserCorpus, model: TopicModel, users: list[int], *, m: 
     return extract_topic_matrix(tw, prev, vocabulary, m, n)
 
 
-def _released(mechanism: TopicsMechanism, unit: TopicMatrix, seed: np.random.SeedSequence) -> np.ndarray:
+def _released(mechanism: TopicsMechanism, unit: TopicMatrix, seed: np.random.SeedSequence,
+              whole: TopicsMechanism | None = None) -> tuple[np.ndarray, bool]:
     """The DP output (the grid-exact noisy matrix before post-processing) of ``unit``, noise drawn from ``seed``.
 
     For whole rows the record lists each topic's columns by noisy value (its keywords); they are put
-    back in the vocabulary's order, so two databases' outputs are compared column by column.
+    back in the vocabulary's order, so two databases' outputs are compared column by column. A covered
+    release with ``keywords`` (``textdp topics``' default) names only the top of each noisy row: the
+    whole rows are then replayed through ``whole`` (the same mechanism without ``keywords``) with the same
+    frozen noise, and the record must be their top ``keywords`` (names and values; ties to the earlier
+    column). Returns the whole noisy rows and whether the keywords agreed.
     """
     rec = mechanism.privatize_batch([unit], seed=np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key))[0]
     raw = np.asarray(rec.raw_matrix, dtype=np.float64)
     if unit.columns != "public":
-        return raw
+        return raw, True
     index = {w: j for j, w in enumerate(unit.keywords[0])}
     if raw.shape[1] != len(index):
-        raise ParameterError("replaying whole rows needs every column released: build the mechanism without keywords=")
+        if whole is None:
+            raise ParameterError("replaying a covered release with keywords needs its whole rows: pass whole=")
+        rows, _ = _released(whole, unit, seed)
+        cols = np.argsort(-rows, axis=1, kind="stable")[:, : raw.shape[1]]
+        named = tuple(tuple(unit.keywords[i][c] for c in row) for i, row in enumerate(cols))
+        agree = named == tuple(tuple(k) for k in rec.keywords) and np.array_equal(
+            np.take_along_axis(rows, cols, axis=1), raw)
+        return rows, bool(agree)
     out = np.empty_like(raw)
     for i, words in enumerate(rec.keywords):
         out[i, [index[w] for w in words]] = raw[i]
-    return out
+    return out, True
 
 
 def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsMechanism, *, m: int, n: int,
@@ -257,6 +279,14 @@ def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsM
     users = check_positive_int(n_users or (sampled.per_db_users if sampled else corpus.n_users), "n_users", 2)
     fn = release or (lambda c, mod, u: release_unit(c, mod, u, m=m, n=n, columns=columns))
     mechanism.fit()
+    n_keywords = mechanism.keywords if columns == "public" else None
+    whole = None
+    if n_keywords is not None:  # the covered release names the top of each noisy row: replay the whole rows too
+        from ..mechanisms import get
+
+        params = {**mechanism.get_params(), "keywords": None}
+        whole = get(mechanism.name, **params).fit()  # type: ignore[assignment]
+    mismatches = 0
     pair_gen, noise_seq = spawn(make_rng(seed), 2)
     noise_seeds = np.random.SeedSequence(int(noise_seq.integers(0, 2**63))).spawn(k)
     distances: list[float] = []
@@ -271,10 +301,12 @@ def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsM
         if shape is None:
             shape = unit_a.shape
             norm, declared, bound, gamma = declared_bound(mechanism, shape)
-        out_a = _released(mechanism, unit_a, noise_seeds[i])
-        if not np.array_equal(out_a, _released(mechanism, unit_a, noise_seeds[i])):
+        out_a, ok_a = _released(mechanism, unit_a, noise_seeds[i], whole)
+        if not np.array_equal(out_a, _released(mechanism, unit_a, noise_seeds[i], whole)[0]):
             raise ParameterError("the release does not replay: the same noise seed gave two outputs")
-        diff = (out_a - _released(mechanism, unit_b, noise_seeds[i])).reshape(-1)
+        out_b, ok_b = _released(mechanism, unit_b, noise_seeds[i], whole)
+        mismatches += int(not ok_a) + int(not ok_b)
+        diff = (out_a - out_b).reshape(-1)
         distances.append(float(np.abs(diff).sum() if norm == "l1" else math.sqrt(float(diff @ diff))))
     assert shape is not None
     tol = bound * 1e-12  # float64 rounding of the norm itself
@@ -294,10 +326,11 @@ def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsM
             if len(recorded):
                 shift = float(mannwhitneyu(distances, recorded, alternative="greater").pvalue)
     tests = 3 if sampled is not None and gamma is not None else 1  # Bonferroni over the p-values computed
-    passed = min(p_value, claim, shift) >= level / tests and consistent
+    passed = min(p_value, claim, shift) >= level / tests and consistent and mismatches == 0
     return ReplayReport(mechanism=mechanism.name, shape=shape, norm=norm, declared=declared, bound=bound, gamma=gamma,
                         distances=tuple(distances), exceedances=over, p_value=p_value, claim_p_value=claim,
-                        shift_p_value=shift, consistent=bool(consistent), alpha=level, passed=bool(passed))
+                        shift_p_value=shift, consistent=bool(consistent), alpha=level, passed=bool(passed),
+                        keywords=n_keywords, keyword_mismatches=mismatches)
 
 
 #: The public word lists of :func:`synthetic_corpus`: four themes of eight words (no corpus text).
@@ -308,7 +341,8 @@ THEMES: tuple[tuple[str, ...], ...] = (
     ("farm", "apple", "pear", "river", "harvest", "field", "crop", "barn"))
 
 
-def synthetic_corpus(users: int = 20, docs: int = 3, words: int = 12, seed: int = 11) -> UserCorpus:
+def synthetic_corpus(users: int = 20, docs: int = 3, words: int = 12, seed: int = 11, *,
+                     public: bool = False) -> UserCorpus:
     """A public synthetic corpus of ``users`` users (``docs`` documents of ``words`` words each), bundled nowhere.
 
     Each user favours two of :data:`THEMES`; each document is drawn from the first with probability
@@ -327,14 +361,22 @@ def synthetic_corpus(users: int = 20, docs: int = 3, words: int = 12, seed: int 
             texts.append(" ".join(THEMES[fav[0] if rng.random() < 0.7 else fav[1]][rng.integers(8)]
                                   for _ in range(check_positive_int(words, "words"))))
             owners.append(f"u{u}")
-    return UserCorpus.from_texts(texts, owners, min_df=1, max_df=1.0)
+    vocabulary = sorted({w for theme in THEMES for w in theme}) if public else None  # the themes' words: public
+    return UserCorpus.from_texts(texts, owners, min_df=1, max_df=1.0, vocabulary=vocabulary)
 
 
 def replay_audit(name: str, *, epsilon: float | None = None, delta: float | None = None, gamma: float = 0.3,
                  pairs: int = 24, m: int = 2, n: int = 4, topics: int = 3, alpha: float = 0.05,
                  seed: int | np.random.SeedSequence | np.random.Generator | None = None,
+                 keywords_from: str = "noisy",
                  ) -> tuple[ReplayReport, dict[str, object]]:
     """``textdp audit NAME --replay``: the real sampler and the real release on :func:`synthetic_corpus`.
+
+    ``keywords_from="noisy"`` (default, as ``textdp topics``): the covered release -- whole rows over the
+    corpus's public vocabulary (the words of :data:`THEMES`), the sampler measuring whole rows
+    (``rows=True``), the mechanism built with ``keywords=n``, each replayed record checked to name the top
+    ``n`` of its replayed noisy rows. ``"model"`` (``--keywords-from model``): the model's top ``n``
+    keywords (the thesis's release).
 
     A real scikit-learn LDA (``topics`` topics, 3 iterations, seed 0: deterministic, as the sampler
     needs) on the public synthetic corpus; for a mechanism that takes an L2 sensitivity, the sensitivity
@@ -361,18 +403,25 @@ def replay_audit(name: str, *, epsilon: float | None = None, delta: float | None
     from .cases import TOPIC_DEFAULT_DELTA, TOPIC_DEFAULT_EPSILON
 
     eps = TOPIC_DEFAULT_EPSILON if epsilon is None else float(epsilon)
-    corpus = synthetic_corpus()
+    check_choice(keywords_from, "keywords_from", ("noisy", "model"))
+    rows = keywords_from == "noisy"
+    corpus = synthetic_corpus(public=rows)
     model = SklearnLDA(n_topics=check_positive_int(topics, "topics"), max_iter=3, seed=0)
     sampler_gen, replay_gen = spawn(make_rng(seed), 2)
     settings: dict[str, object] = {
         "corpus": (f"synthetic (textdp.audit.replay.synthetic_corpus: {corpus.n_users} users x 3 documents of 12 "
                    f"words over {len(THEMES)} public themes; bundled nowhere)"),
         "model": f"scikit-learn LDA, {topics} topics, 3 iterations, seed 0", "shape": [m, n],
-        "epsilon": eps, "seeded": seed is not None}
+        "epsilon": eps, "seeded": seed is not None, "keywords_from": keywords_from,
+        "released": (f"whole rows over the public vocabulary ({len(corpus.vocabulary)} words), the top {n} noisy values "
+                     "named (the covered default of textdp topics)" if rows else f"the model's top {n} keywords")}
+    size = (m, len(corpus.vocabulary)) if rows else (m, n)
+    kw = {"keywords": n} if rows else {}
     if needs_sensitivity(name):
-        sens = SensitivitySampler(corpus=corpus, model=model, sizes=[(m, n)]).sample(g, seed=sampler_gen)[(m, n)]
+        sens = SensitivitySampler(corpus=corpus, model=model, sizes=[size], rows=rows).sample(
+            g, seed=sampler_gen)[size]
         dlt = TOPIC_DEFAULT_DELTA if delta is None else float(delta)
-        mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=sens)
+        mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=sens, **kw)
         k_th = sens.order_statistic
         nth = f"{k_th}{'th' if 10 <= k_th % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k_th % 10, 'th')}"
         settings.update(delta=dlt, gamma=g, sensitivity=(f"sampled: the {nth} smallest of {sens.n_samples} "
@@ -380,9 +429,10 @@ def replay_audit(name: str, *, epsilon: float | None = None, delta: float | None
     else:
         if delta is not None:
             raise ParameterError(f"{name} is pure epsilon-DP (a global L1 bound): drop --delta")
-        mech = topics_mechanism(name, epsilon=eps)
+        mech = topics_mechanism(name, epsilon=eps, **kw)
         settings["sensitivity"] = "the global L1 bound 2m (each released row is a sub-probability vector)"
-    report = replay_sensitivity(corpus, model, mech, m=m, n=n, pairs=k, alpha=alpha, seed=replay_gen)
+    report = replay_sensitivity(corpus, model, mech, m=m, n=n, pairs=k, alpha=alpha, seed=replay_gen,
+                                columns="public" if rows else "model")
     return report, settings
 
 

@@ -23,6 +23,8 @@ from ._common import ParamOption, bar_progress, err_console, parse_param_options
 
 _LIRA = "Membership inference (--attack lira)"
 _REPLAY = "Record and replay of the sampled sensitivity (--replay)"
+#: ``--keywords-from``'s default (the LIRA attack's three releases); ``--replay`` reads it as ``noisy``.
+_LIRA_MODES = "noisy,model,fixed"
 
 #: The ε range the auditor accepts (claims beyond ~ln(samples) cannot be resolved anyway).
 EPSILON_RANGE = (1e-3, 100.0)
@@ -187,8 +189,9 @@ def audit(
     keywords: Annotated[str, typer.Option(help="Keywords per topic (n), or several: 20,500.",
                                           rich_help_panel=_LIRA)] = "20",
     keywords_from: Annotated[str, typer.Option(help="Releases attacked: noisy (the covered default), model "
-                                               "(keywords chosen by the model), fixed.",
-                                               rich_help_panel=_LIRA)] = "noisy,model,fixed",
+                                               "(keywords chosen by the model), fixed. With --replay: the release "
+                                               "replayed, noisy (default, as textdp topics) or model.",
+                                               rich_help_panel=_LIRA)] = _LIRA_MODES,
     sensitivity: Annotated[str, typer.Option(help="worst-case (sqrt(2m)) or sampled (TopicDP as users run "
                                              "it, gamma 0.1).", rich_help_panel=_LIRA)] = "worst-case",
     vocabulary: Annotated[int, typer.Option(help="Vocabulary size of the corpus.", rich_help_panel=_LIRA)] = 500,
@@ -236,7 +239,11 @@ def audit(
             if conformance or samples is not None or param or attack != "privacy":
                 raise ParameterError("--replay runs the record-and-replay audit alone: drop --conformance, "
                                      "--samples, --param and --attack")
-            if _replay(mechanism, epsilon, delta, pairs, gamma, seed, 1.0 - confidence, as_json):
+            replayed = "noisy" if keywords_from == _LIRA_MODES else keywords_from
+            if replayed not in ("noisy", "model"):
+                raise ParameterError(f"--replay replays one release: --keywords-from noisy (the covered default of "
+                                     f"textdp topics) or model, got {keywords_from!r}")
+            if _replay(mechanism, epsilon, delta, pairs, gamma, seed, 1.0 - confidence, as_json, replayed):
                 return
             raise typer.Exit(1)
         if attack not in ("privacy", "lira"):
@@ -344,7 +351,7 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
 
 
 def _replay(mechanism: str, epsilon: float | None, delta: float | None, pairs: int, gamma: float,
-            seed: int | None, alpha: float, as_json: bool) -> bool:
+            seed: int | None, alpha: float, as_json: bool, keywords_from: str = "noisy") -> bool:
     """``--replay``: :func:`textdp.audit.replay.replay_audit` in the audit's report style; True when it passed."""
     import time
 
@@ -363,7 +370,7 @@ def _replay(mechanism: str, epsilon: float | None, delta: float | None, pairs: i
     with progress_bar() as bar:  # on stderr, only on a terminal
         bar.add_task(f"replaying {mechanism}", total=None)
         r, settings = replay_audit(mechanism, epsilon=epsilon, delta=delta, gamma=gamma, pairs=pairs, alpha=alpha,
-                                   seed=seed)
+                                   seed=seed, keywords_from=keywords_from)
     seconds = time.perf_counter() - t0
     if as_json:
         typer.echo(json.dumps({"mechanism": mechanism, "passed": r.passed, "seconds": round(seconds, 1),
@@ -374,7 +381,10 @@ def _replay(mechanism: str, epsilon: float | None, delta: float | None, pairs: i
     table.add_column("value")
     table.add_row("corpus", escape(str(settings["corpus"])))
     table.add_row("model", escape(str(settings["model"])))
-    table.add_row("released matrix", f"{r.shape[0]} x {r.shape[1]} (the model's top keywords)")
+    table.add_row("released matrix", f"{r.shape[0]} x {r.shape[1]} ({escape(str(settings['released']))})")
+    if r.keywords is not None:
+        table.add_row("keywords = top of the replayed noisy rows",
+                      "yes" if r.keyword_mismatches == 0 else f"[bold red]NO[/] ({r.keyword_mismatches} releases)")
     table.add_row("declared sensitivity", f"{r.declared:.6g} ({escape(str(settings['sensitivity']))}"
                   + (f", gamma {r.gamma:g})" if r.gamma is not None else ")"))
     table.add_row(f"bound on the released change ({r.norm}, with the grid)", f"{r.bound:.6g}")
