@@ -67,6 +67,7 @@ Y.-X. Wang. Improving the Gaussian mechanism for differential privacy. ICML 2018
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import math
 import shutil
@@ -504,6 +505,37 @@ def _log_law(logits: np.ndarray, epsilon: float, low: float, high: float, allowe
     return np.asarray(w - top - np.log(np.exp(w - top).sum(axis=-1, keepdims=True)))
 
 
+def _prior_log_law(scores: np.ndarray, prior: np.ndarray, epsilon: float, low: float, high: float,
+                   allowed: np.ndarray, public_top_k: int | None = None) -> np.ndarray:
+    """Log-probabilities of DP-Prompt's public-prior law (InvisibleInk's clipping), written again in numpy.
+
+    ``u = p' + clip(s − p', low, high)`` with ``p'`` the public logits floored at ``max p − R``,
+    ``R = max(1400Δ/ε − Δ, 0)`` (``Δ = high − low``); ``P(w) ∝ exp(ε u_w/(2Δ))`` over ``allowed`` and, with
+    ``public_top_k = k``, only the tokens whose public logit is within Δ of the k-th largest allowed one
+    (chosen from the public logits alone).
+
+    >>> _prior_log_law(np.array([[9.0, 0.0]]), np.array([[1.0, 0.0]]), 4.0, -1.0, 1.0,
+    ...                np.array([True, True])).round(4).tolist()
+    [[-0.1269, -2.1269]]
+    """
+    width = float(high) - float(low)
+    p = np.nan_to_num(np.asarray(prior, dtype=np.float64), nan=0.0, posinf=0.0, neginf=-np.inf)
+    s = np.nan_to_num(np.asarray(scores, dtype=np.float64), nan=low, posinf=high, neginf=low)
+    mask = np.broadcast_to(np.asarray(allowed, dtype=bool), p.shape).copy()
+    if public_top_k is not None:
+        pm = np.where(mask, p, -np.inf)
+        k = min(int(public_top_k), p.shape[1])
+        kth = np.sort(pm, axis=1)[:, -k][:, None]
+        mask &= pm >= kth - width
+    top = np.where(mask, p, -np.inf).max(axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    floored = np.maximum(p, top - max(1400.0 * width / float(epsilon) - width, 0.0))
+    u = floored + np.clip(s - floored, low, high)
+    w = np.where(mask, float(epsilon) * u / (2.0 * width), -np.inf)
+    best = w.max(axis=1, keepdims=True)
+    return np.asarray(w - best - np.log(np.exp(w - best).sum(axis=1, keepdims=True)))
+
+
 class ReferenceLM:
     """The reference laws of the four rewriters, computed from the tiny model run here (module docstring).
 
@@ -519,8 +551,9 @@ class ReferenceLM:
     """
 
     def __init__(self, spec: LMAuditSpec, model: Any, *, epsilon: float, clip: tuple[float, float], length: int,
-                 max_tokens: int, delta: float = 0.0) -> None:
+                 max_tokens: int, delta: float = 0.0, prior: bool = False, public_top_k: int | None = None) -> None:
         self.kind, self.law, self.model = spec.kind, spec.law, model
+        self.prior, self.public_top_k = bool(prior), public_top_k
         self.tok = _tokenizer()
         self.epsilon, self.clip, self.length, self.max_tokens, self.delta = (
             float(epsilon), (float(clip[0]), float(clip[1])), int(length), int(max_tokens), float(delta))
@@ -538,13 +571,18 @@ class ReferenceLM:
     def _ids(self, text: str) -> list[int]:
         return [int(x) for x in self.tok(text, add_special_tokens=False)["input_ids"]]
 
-    def _step_logits(self, text: str, prefixes: list[tuple[int, ...]]) -> np.ndarray:
-        """The model's next-token logits after each released ``prefix`` (dp-prompt, dp-paraphrase)."""
+    def _step_logits(self, text: str | None, prefixes: list[tuple[int, ...]]) -> np.ndarray:
+        """The model's next-token logits after each released ``prefix`` (dp-prompt, dp-paraphrase).
+
+        ``text=None``: the public prompt (the template without the document: DP-Prompt's public prior).
+        """
         torch = require("torch", "generation")
         k = len(prefixes[0])
         with torch.inference_mode():
             if self.kind == "causal":
-                prompt = self._ids(PROMPT.replace("{document}", text))
+                head, tail = PROMPT.split("{document}")
+                prompt = (self._ids(head) + self._ids(tail) if text is None
+                          else self._ids(PROMPT.replace("{document}", text)))
                 x = torch.tensor([prompt + list(p) for p in prefixes], dtype=torch.long)
                 return np.asarray(self.model(input_ids=x).logits[:, -1].double().numpy())
             enc = self._ids(text)[: self.max_tokens]
@@ -572,7 +610,11 @@ class ReferenceLM:
         prefix_logp: dict[tuple[int, ...], float] = {(): 0.0}
         for k in range(self.length):
             prefixes = [p for p in prefix_logp if len(p) == k]
-            laws = _log_law(self._step_logits(text, prefixes), self.epsilon, lo, hi, self.allowed)
+            if self.prior:
+                laws = _prior_log_law(self._step_logits(text, prefixes), self._step_logits(None, prefixes),
+                                      self.epsilon, lo, hi, self.allowed, self.public_top_k)
+            else:
+                laws = _log_law(self._step_logits(text, prefixes), self.epsilon, lo, hi, self.allowed)
             for p, law in zip(prefixes, laws, strict=True):
                 base = prefix_logp.pop(p)
                 out[self.support.index[p]] = base + law[self.eos]  # the end token drawn: p is released
@@ -677,51 +719,76 @@ class ReferenceLM:
         return out
 
 
+#: The options of a rewriter that change its released law and that ``textdp audit NAME --param KEY=VALUE`` takes.
+LM_LAW_OPTIONS: dict[str, tuple[str, ...]] = {"dp-prompt": ("prior", "public_top_k")}
+#: The non-default laws ``textdp audit --all`` audits: ``{case: (rewriter, ((option, value), ...))}``.
+LM_VARIANT_CASES: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
+    "dp-prompt-prior": ("dp-prompt", (("prior", True),)),
+    "dp-prompt-public-top-k": ("dp-prompt", (("prior", True), ("public_top_k", 5))),
+}
+
 #: The encoder / sentence shape of every case (``max_tokens``; dp-bart's public padded length).
 MAX_TOKENS = 8
 
 
 def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta: float,
-               clip: tuple[float, float] | None = None) -> Any:
+               clip: tuple[float, float] | None = None, **extra: Any) -> Any:
     """The rewriter built and fitted through the public API (:func:`textdp.mechanisms.get`)."""
     from ..mechanisms import get
 
     params: dict[str, Any] = {"epsilon": epsilon, "model": str(folder), "clip": clip or spec.clip,
                               "max_tokens": MAX_TOKENS,
-                              "batch_size": 4096, **dict(spec.params)}
+                              "batch_size": 4096, **dict(spec.params), **extra}
     if spec.law == "gaussian":
         params["delta"] = delta
     return get(name, **params).fit()
 
 
 def lm_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
-                    seed: int = 0, clip: tuple[float, float] | None = None, design: str = "mean") -> AuditCase:
+                    seed: int = 0, clip: tuple[float, float] | None = None, design: str = "mean",
+                    prior: bool = False, public_top_k: int | None = None) -> AuditCase:
     """The audit case of rewriter ``name`` on its release path (module docstring).
 
     ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
     ``seed``: the tiny model's weights (public). dp-bart only: ``clip`` (default the spec's) and the probe's
-    ``design`` (:data:`PROBE_DESIGNS`; ``spread`` audits :data:`SPREAD_TEXTS`).
+    ``design`` (:data:`PROBE_DESIGNS`; ``spread`` audits :data:`SPREAD_TEXTS`). dp-prompt only: ``prior``
+    (the public-prior path, ``--prior``) and ``public_top_k`` (its public top-k+ candidate set,
+    ``--public-top-k``): the mechanism is built with them and the reference law is the prior law
+    (:func:`_prior_log_law`, the public prompt's logits computed from the model here).
     """
     spec = LM_RELEASE_DEFAULTS.get(name)
     if spec is None:
         raise ParameterError(f"no release-path LM audit for {name!r}; choose one of {', '.join(LM_RELEASE_DEFAULTS)}")
+    prior = _flag(prior, "prior")
+    if public_top_k is not None:
+        public_top_k = int(public_top_k)  # type: ignore[call-overload]
+        if public_top_k < 1:
+            raise ParameterError(f"{name}: public_top_k must be a positive whole number, got {public_top_k}")
+        if not prior:
+            raise ParameterError(f"{name}: public_top_k needs prior=true (the candidate set comes from the public "
+                                 "prior); pass --param prior=true")
+    if prior and spec.kind != "causal":
+        raise ParameterError(f"{name} has no public-prior path: prior and public_top_k are dp-prompt's options")
     eps = spec.epsilon if epsilon is None else float(epsilon)
     dlt = spec.delta if delta is None else float(delta)
     if spec.law == "gaussian":
         return _dp_bart_case(name, spec, eps, dlt, clip or spec.clip, design)
     dlt = 0.0  # pure epsilon-DP per token
     folder, model = tiny_model(spec.kind, seed=seed)
-    mech = _mechanism(name, spec, folder, eps, dlt)
+    extra: dict[str, Any] = {"prior": True, "public_top_k": public_top_k} if prior else {}
+    mech = _mechanism(name, spec, folder, eps, dlt, **extra)
     text_a, text_b = spec.texts[:2]
     length = (len(_tokenizer()(text_a, add_special_tokens=False)["input_ids"]) if spec.law == "positions"
               else spec.max_new_tokens)
-    ref = ReferenceLM(spec, model, epsilon=eps, clip=spec.clip, length=length, max_tokens=MAX_TOKENS, delta=dlt)
+    ref = ReferenceLM(spec, model, epsilon=eps, clip=spec.clip, length=length, max_tokens=MAX_TOKENS, delta=dlt,
+                      prior=prior, public_top_k=public_top_k)
     support, tok = ref.support, ref.tok
     tables = {t: ref.log_table(t) for t in spec.texts}
 
     def divergence(pair: tuple[str, str]) -> float:
         x, y = tables[pair[0]], tables[pair[1]]
-        return float(((np.exp(x) - np.exp(y)) * (x - y)).sum())
+        live = np.isfinite(x) & np.isfinite(y)
+        return float(((np.exp(x[live]) - np.exp(y[live])) * (x[live] - y[live])).sum())
 
     text_a, text_b = max(itertools.combinations(spec.texts, 2), key=divergence)
 
@@ -735,8 +802,22 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     la, lb = tables[text_a], tables[text_b]
     law = (f"{name}: clipped exponential mechanism, T = 2*Delta/epsilon over the public vocabulary, recomputed "
            f"from the model, {length} token(s) per release")
+    if prior:
+        law += (", scores clipped around the public prompt's logits (InvisibleInk)"
+                + (f", over the public top-k+ set (k={public_top_k})" if public_top_k is not None else ""))
+        pair += "; public prior" + (f", public_top_k={public_top_k}" if public_top_k is not None else "")
     # n epsilon-DP steps compose to n epsilon (every two units neighbours)
     return _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, length * eps, 0.0, spec.samples)
+
+
+def _flag(value: object, key: str) -> bool:
+    """A boolean option given in Python or as ``--param KEY=true|false`` (a string)."""
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low not in ("true", "false", "1", "0", "yes", "no"):
+            raise ParameterError(f"{key} must be true or false, got {value!r}")
+        return low in ("true", "1", "yes")
+    return bool(value)
 
 
 def _table_case(name: str, pair: str, text_a: str, text_b: str, sample: Any, la: np.ndarray, lb: np.ndarray,
@@ -840,6 +921,32 @@ def register_lm_release_cases() -> None:
                  f"n*epsilon per unit; default epsilon {d.epsilon:g} per token")
         model = ("a probe BART model built here (weights set so the exact law is known)" if d.law == "gaussian"
                  else "a tiny random model built here")
-        register_audit_case(name, lambda epsilon=None, delta=None, name=name: lm_release_case(name, epsilon, delta),
-                            description=f"{d.paper} through privatize_batch on {model}, "
-                                        f"neighbouring texts (claim {claim}; needs [generation])", replace=True)
+        opts = LM_LAW_OPTIONS.get(name, ())
+
+        def factory(epsilon: float | None = None, delta: float | None = None, name: str = name,
+                    opts: tuple[str, ...] = opts, **params: Any) -> AuditCase:
+            bad = sorted(set(params) - set(opts))
+            if bad:
+                raise ParameterError(f"the audit case {name!r} takes {', '.join(opts) or 'no mechanism parameters'} "
+                                     f"as --param, not {', '.join(bad)}")
+            return lm_release_case(name, epsilon, delta, **params)
+
+        register_audit_case(name, factory, description=f"{d.paper} through privatize_batch on {model}, "
+                            f"neighbouring texts (claim {claim}; needs [generation])", replace=True,
+                            takes_params=bool(opts))
+    for variant, (base, params) in LM_VARIANT_CASES.items():
+        register_audit_case(variant, functools.partial(_variant, base, params), replace=True,
+                            description=(f"{LM_RELEASE_DEFAULTS[base].paper} with "
+                                         f"{', '.join(f'{k}={v}' for k, v in params)} (a law users select: "
+                                         f"textdp audit {base} " + " ".join(f"--param {k}={v}" for k, v in params)
+                                         + "; needs [generation])"))
+
+
+def _variant(base: str, params: tuple[tuple[str, Any], ...], epsilon: float | None = None,
+             delta: float | None = None) -> AuditCase:
+    """The case of ``base`` with the law-changing options ``params`` (registered for ``--all``)."""
+    import dataclasses
+
+    case = lm_release_case(base, epsilon, delta, **dict(params))
+    name = next(k for k, v in LM_VARIANT_CASES.items() if v == (base, params))
+    return dataclasses.replace(case, mechanism=name)
