@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from ..errors import ParameterError
 from .cases import (
     COVERED_MECHANISMS,
+    EARTH_MOVERS_PARAMS,
     covered_topic_case,
     earth_movers_case,
     earth_movers_noise_case,
@@ -22,37 +24,68 @@ from .registry import register_audit_case
 from .sentence_release import random_sentence_case, syntf_sentence_case
 from .word_level import register_word_level_cases
 
-__all__ = ["register_builtin_cases"]
+__all__ = ["TAKES_PARAMS", "register_builtin_cases"]
+
+#: The built-in cases that take the mechanism's own options as ``--param KEY=VALUE`` (each factory checks which).
+TAKES_PARAMS = frozenset({"earth-movers", "syntf", "topicdp", "topicdp-thesis", "laplace", "mvg", "mvg-directional",
+                          "topicdp-covered", "topicdp-thesis-covered", "laplace-covered", "mvg-covered",
+                          "mvg-directional-covered"})
+
+
+def _only(name: str, kw: dict[str, object], allowed: tuple[str, ...]) -> dict[str, object]:
+    """``kw`` when every key is one of the case's ``--param`` options (else a one-line error)."""
+    bad = sorted(set(kw) - set(allowed))
+    if bad:
+        raise ParameterError(f"the audit case {name!r} takes {', '.join(allowed)} as --param, not {', '.join(bad)} "
+                             "(epsilon and delta with --epsilon and --delta)")
+    return kw
+
+
+def _grid_only(name: str, kw: dict[str, object]) -> dict[str, object]:
+    return _only(name, kw, ("grid",))
+
+
+def _with_params(name: str, factory: Callable[..., AuditCase], allowed: tuple[str, ...]) -> Callable[..., AuditCase]:
+    """``factory`` taking only ``allowed`` as mechanism options (checked: nothing else reaches it)."""
+
+    def build(epsilon: float | None = None, delta: float | None = None, **kw: object) -> AuditCase:
+        return factory(epsilon, delta, **_only(name, kw, allowed))
+
+    return build
 
 
 def register_builtin_cases() -> None:
     """Register every built-in case (idempotent): matrices, Earth Mover's, SynTF, ER-AE and the word-level family."""
     entries: dict[str, tuple[Callable[..., AuditCase], str]] = {
-        "earth-movers": (earth_movers_case, ("Earth Mover's privacy, two GloVe words at distance d "
+        "earth-movers": (_with_params("earth-movers", earth_movers_case, EARTH_MOVERS_PARAMS), ("Earth Mover's privacy, two GloVe words at distance d "
                          "(claim epsilon*d; default epsilon 10)")),
         "earth-movers-noise": (earth_movers_noise_case, ("Earth Mover's privacy, Algorithm 1's noisy vectors "
                                "(likelihood-ratio tails; claim epsilon*d; default epsilon 10)")),
         "earth-movers-2d": (lambda epsilon=None, delta=None: earth_movers_noise_case(epsilon, delta, dim=2),
                             ("Earth Mover's privacy, Algorithm 1 on GloVe's first 2 coordinates (likelihood-ratio "
                              "tails carry ~all of epsilon*d in low dimension; default epsilon 10)")),
-        "topicdp": (topicdp_case, ("TopicDP Gaussian, analytic calibration (claim (epsilon, delta); "
+        "topicdp": (_with_params("topicdp", topicdp_case, ("grid",)), ("TopicDP Gaussian, analytic calibration (claim (epsilon, delta); "
                     "default 1, 1e-4)")),
-        "topicdp-thesis": (lambda epsilon=None, delta=None: topicdp_case(epsilon, delta, calibration="thesis"),
+        "topicdp-thesis": (lambda epsilon=None, delta=None, **kw: topicdp_case(epsilon, delta, calibration="thesis",
+                                                                               **_grid_only("topicdp-thesis", kw)),
                            "TopicDP Gaussian, thesis calibration (claim (epsilon, m*n*delta))"),
-        "laplace": (laplace_case, "Laplace baseline, L1 sensitivity 2m (claim epsilon; default 1)"),
-        "syntf": (syntf_case, ("SynTF, document 'monday' vs nine other words over a ten-word public vocabulary "
+        "laplace": (_with_params("laplace", laplace_case, ("grid",)), "Laplace baseline, L1 sensitivity 2m (claim epsilon; default 1)"),
+        "syntf": (_with_params("syntf", syntf_case, ("size", "variant")), ("SynTF, document 'monday' vs nine other words over a ten-word public vocabulary "
                   "(claim epsilon per document; default 3)")),
-        "mvg": (mvg_case, "matrix-variate Gaussian, isotropic (claim (epsilon, delta))"),
-        "mvg-directional": (lambda epsilon=None, delta=None: mvg_case(epsilon, delta, covariance="directional"),
+        "mvg": (_with_params("mvg", mvg_case, ("grid",)), "matrix-variate Gaussian, isotropic (claim (epsilon, delta))"),
+        "mvg-directional": (lambda epsilon=None, delta=None, **kw: mvg_case(epsilon, delta, covariance="directional",
+                                                                            **_grid_only("mvg-directional", kw)),
                             "matrix-variate Gaussian, directional (claim (epsilon, delta))"),
     }
     for kind in COVERED_MECHANISMS:
         entries[f"{kind}-covered"] = (
-            functools.partial(covered_topic_case, kind),
+            _with_params(f"{kind}-covered", functools.partial(covered_topic_case, kind), ("grid",)),
             f"{COVERED_MECHANISMS[kind]}, the covered default of textdp topics: one row over a public vocabulary, "
             "keywords read off the noise (the released keywords sampled; claim as its matrix case)")
+    entries["syntf-n3"] = (lambda epsilon=None, delta=None: syntf_case(epsilon, delta, size=3),
+                           "SynTF with bags of N = 3 terms (a law users select: --size 3; claim epsilon per document)")
     for name, (factory, text) in entries.items():
-        register_audit_case(name, factory, description=text, replace=True)
+        register_audit_case(name, factory, description=text, replace=True, takes_params=name in TAKES_PARAMS)
     register_audit_case("er-ae", er_ae_case, replace=True,
                         description="ER-AE through privatize_batch on a tiny textdp model trained here, neighbouring "
                                     "texts (claim: L_max x the two-set bound per token; default epsilon 5; needs "

@@ -651,9 +651,16 @@ def _recording(decoder: object) -> object:
     return Recording()
 
 
+#: Earth Mover's decoders whose released words are the exact nearest word (the reference law applies).
+EXACT_DECODERS = ("exact", "faiss-exact", "torch")
+#: The mechanism parameters ``textdp audit earth-movers --param KEY=VALUE`` takes (each changes the released law
+#: or its decoding; ``size`` is the bag size N).
+EARTH_MOVERS_PARAMS = ("size", "bag", "decoder", "postprocess", "candidates", "known_source")
+
+
 def earth_movers_case(epsilon: float | None = None, delta: float | None = None, *,
                       vocab_size: int = EARTH_MOVERS_VOCABULARY,
-                      pair: tuple[str, str] | None = None, size: int = 1) -> AuditCase:
+                      pair: tuple[str, str] | None = None, size: int = 1, **params: object) -> AuditCase:
     """Earth Mover's privacy through the registered class's ``privatize_batch`` (what ``textdp obfuscate`` runs).
 
     The registered mechanism is built at ε on GloVe 6B 50d restricted to ``vocab_size`` words
@@ -662,18 +669,28 @@ def earth_movers_case(epsilon: float | None = None, delta: float | None = None, 
     events are the released bags. Default ε = 10, for which the pair is ``monday``/``tuesday`` (claim ε·d ≈ 3.5).
     With ``size=1`` the privacy curve of the released words is audited against the claimed
     noise law's (:func:`selected_noise_curve`). Conformance: the released bags against the
-    reference law (:func:`decoded_conformance`).
+    reference law (:func:`decoded_conformance`). ``params``: the mechanism's own options
+    (:data:`EARTH_MOVERS_PARAMS`; ``textdp audit earth-movers --param decoder=torch``); with a decoder that
+    is not the exact nearest word (``postprocess="mbr"``, an approximate index) the reference law does not
+    apply and only the privacy tests run (decoding is post-processing of the noise).
     """
     from ..embeddings import load_embeddings
     from ..mechanisms import get
 
     if delta not in (None, 0, 0.0):
         raise ParameterError("earth-movers is pure metric DP (delta = 0); --delta does not apply")
+    bad = sorted(set(params) - set(EARTH_MOVERS_PARAMS))
+    if bad:
+        raise ParameterError(f"earth-movers: the audit takes {', '.join(EARTH_MOVERS_PARAMS)} as --param, not "
+                             f"{', '.join(bad)} (epsilon with --epsilon; the vocabulary is GloVe's "
+                             f"{EARTH_MOVERS_VOCABULARY:,} most frequent words)")
     eps = check_epsilon(10.0 if epsilon is None else epsilon)
     n_words = check_positive_int(size, "size")
     emb = load_embeddings(vocab_size=check_positive_int(vocab_size, "vocab_size"))
     vectors = emb.vectors
-    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words, stop_words=None).fit()
+    opts = {k: _option(v) for k, v in params.items()}
+    mech = get("earth-movers", epsilon=eps, embeddings=emb, size=n_words, stop_words=None, **opts).fit()
+    exact = opts.get("postprocess") is None and opts.get("decoder", "exact") in EXACT_DECODERS
     privatize = text_batch(mech, emb.words, "earth-movers", sort=True, size=n_words)
 
     chosen, _ = choose_word_pair(emb, eps, n_words, pair, "earth-movers")
@@ -683,7 +700,25 @@ def earth_movers_case(epsilon: float | None = None, delta: float | None = None, 
                                    vectors[emb.index[chosen[1]]], eps, what="Algorithm 1's noisy vectors")
         law = selected_noise_curve(_copies_sampler(privatize), noise, "earth-movers' released words")
     return word_pair_case("earth-movers", privatize, emb, eps, chosen, size=n_words, curve=law,
-                          conformance=decoded_conformance(vectors, eps, what="earth-movers' released bags"))
+                          conformance=decoded_conformance(vectors, eps, what="earth-movers' released bags")
+                          if exact else None)
+
+
+def _option(value: object) -> object:
+    """A mechanism option given as ``--param KEY=VALUE`` text: ``true``/``false``/``none`` and numbers parsed."""
+    if not isinstance(value, str):
+        return value
+    low = value.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
 
 
 def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = None, *,
@@ -758,8 +793,8 @@ SYNTF_AUDIT_WORDS = ("monday", "tuesday", "wednesday", "thursday", "friday", "sa
                      "february", "march")
 
 
-def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size: int = 1,
-               sampler: Callable[..., np.ndarray] | None = None) -> AuditCase:
+def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size: object = 1,
+               variant: str = "weights", sampler: Callable[..., np.ndarray] | None = None) -> AuditCase:
     """SynTF through the registered class's ``privatize_batch`` (what ``textdp obfuscate`` runs) over :data:`SYNTF_AUDIT_WORDS`.
 
     Document ``a`` = ``monday``, document ``b`` = the other nine words once each, given to the
@@ -770,7 +805,9 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     exact one-term law (:func:`~textdp.audit.claims.syntf_logp`, from ε, |V| and the two documents
     only) for ``size=1``, and against the exact law of bags of ``size`` i.i.d. terms at ε/(2N) per
     term otherwise (:func:`bag_curve`). Conformance: χ² against that law (``size=1``), or a two-sample test
-    against bags of ``size`` terms drawn from it (the multinomial factorisation).
+    against bags of ``size`` terms drawn from it (the multinomial factorisation). ``variant="composition"``
+    (the patent's two-step draw; ``--param variant=composition``): its law is not written again here, so
+    only the event test runs (claim ε).
     """
     from ..embeddings import load_embeddings
     from ..mechanisms import get
@@ -778,13 +815,15 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     if delta not in (None, 0, 0.0):
         raise ParameterError("syntf is pure epsilon-DP (delta = 0); --delta does not apply")
     eps = check_epsilon(3.0 if epsilon is None else epsilon)
-    n_words = check_positive_int(size, "size")
+    n_words = check_positive_int(_option(size), "size")  # type: ignore[arg-type]
+    if variant not in ("weights", "composition"):
+        raise ParameterError(f"syntf: variant must be weights or composition, got {variant!r}")
     emb = load_embeddings(vocab_size=EARTH_MOVERS_VOCABULARY).restrict(words=SYNTF_AUDIT_WORDS, label="syntf audit")
     index = emb.index
     doc_a = np.array([index["monday"]], dtype=np.int64)
     doc_b = np.array(sorted(index[w] for w in SYNTF_AUDIT_WORDS if w != "monday"), dtype=np.int64)
     v = emb.vocab_size
-    mech = get("syntf", epsilon=eps, embeddings=emb, size=n_words, stop_words=None).fit()
+    mech = get("syntf", epsilon=eps, embeddings=emb, size=n_words, stop_words=None, variant=variant).fit()
     release = text_batch(mech, emb.words, "syntf", per_unit=n_words, sort=True, size=n_words)
 
     def sample(doc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -809,22 +848,25 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
         conformance = Conformance(description=(f"released bags vs {n_words} i.i.d. terms of SynTF's law "
                                                f"(epsilon/(2N) per term, |V|={v})"), kind="reference",
                                   keep=lambda x, out: np.asarray(out).reshape(len(out), -1), reference=refbags)
+    composition = variant == "composition"
     return AuditCase(
         mechanism="syntf",
         pair=(f"documents 'monday' vs the other {doc_b.size} words of a {v}-word public vocabulary "
-              f"({', '.join(SYNTF_AUDIT_WORDS)}), bags of N={n_words}; claim epsilon={eps:g} per document; "
-              "events: released bags"),
+              f"({', '.join(SYNTF_AUDIT_WORDS)}), bags of N={n_words}"
+              + (", variant composition (law not written again: event test only)" if composition else "")
+              + f"; claim epsilon={eps:g} per document; events: released bags"),
         input_a=doc_a,
         input_b=doc_b,
         sample=sample,
         claimed_epsilon=eps,
         events="discrete",
         chunk=16_384,
-        curve=table_curve(sample, la, lb, what="syntf's released terms",
-                          law=f"SynTF's one-term law (epsilon={eps:g}, |V|={v})") if n_words == 1 else
+        curve=None if composition else
+        table_curve(sample, la, lb, what="syntf's released terms",
+                    law=f"SynTF's one-term law (epsilon={eps:g}, |V|={v})") if n_words == 1 else
         bag_curve(sample, syntf_logp(eps, v, doc_a, n_words), syntf_logp(eps, v, doc_b, n_words), n_words,
                   what="syntf's released bags", law=f"SynTF's law (epsilon/(2N) per term, |V|={v})"),
-        conformance=conformance,
+        conformance=None if composition else conformance,
     )
 
 
@@ -985,8 +1027,22 @@ def _topic_params(epsilon: float | None, delta: float | None) -> tuple[float, fl
     return eps, dlt
 
 
+def _grid(grid: object) -> float:
+    """The grid of a topic case: the public default, or ``--param grid=G`` (a positive number)."""
+    if grid is None:
+        return DEFAULT_GRID
+    try:
+        g = float(grid)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ParameterError(f"grid must be a positive number (a power of two, e.g. {DEFAULT_GRID:g}), got "
+                             f"{grid!r}") from None
+    if not (math.isfinite(g) and g > 0):
+        raise ParameterError(f"grid must be a positive number (a power of two, e.g. {DEFAULT_GRID:g}), got {grid!r}")
+    return g
+
+
 def topicdp_case(epsilon: float | None = None, delta: float | None = None, *,
-                 calibration: str = "analytic", mechanism: object | None = None) -> AuditCase:
+                 calibration: str = "analytic", mechanism: object | None = None, grid: object = None) -> AuditCase:
     """TopicDP (``topicdp`` or ``topicdp-thesis``) through ``privatize_batch`` at the supplied sensitivity Δ = 0.1.
 
     Privacy claim: (ε, δ), the mechanism's guarantee. The privacy curve is compared with the
@@ -1002,23 +1058,24 @@ def topicdp_case(epsilon: float | None = None, delta: float | None = None, *,
     name = "topicdp" if calibration == "analytic" else "topicdp-thesis"
     if calibration not in ("analytic", "thesis"):
         raise ParameterError(f"unknown calibration {calibration!r}; choose one of: analytic, thesis")
-    mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY) if mechanism is None \
-        else mechanism
+    g = _grid(grid)
+    mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, grid=g) \
+        if mechanism is None else mechanism
     m, n = _TOY_MATRIX.shape
-    d_g = accountant.rounded_l2(TOPIC_SENSITIVITY, DEFAULT_GRID, m * n)
+    d_g = accountant.rounded_l2(TOPIC_SENSITIVITY, g, m * n)
     least = accountant.analytic_gaussian_sigma(eps, dlt, d_g)
     if calibration == "analytic":
         paper, law = accountant.cks20_sigma(eps, dlt, d_g), "TopicDP's discrete Gaussian (CKS20 calibration)"
     else:
         paper, law = accountant.thesis_sigma(eps, dlt, d_g, m, n), "TopicDP's discrete Gaussian (thesis Alg. 2)"
-    conformance = topic_conformance(DEFAULT_GRID, variances=[paper * paper] * n,
+    conformance = topic_conformance(g, variances=[paper * paper] * n,
                                     law=f"{law}, sigma {paper:.6g} grid units")
     return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt,
-                       noise_variance=least * least, conformance=conformance)
+                       noise_variance=least * least, conformance=conformance, grid=g)
 
 
 def laplace_case(epsilon: float | None = None, delta: float | None = None, *,
-                 mechanism: object | None = None) -> AuditCase:
+                 mechanism: object | None = None, grid: object = None) -> AuditCase:
     """The Laplace baseline (``topicdp-laplace``, global L1 sensitivity 2m) through ``privatize_batch``.
 
     The pair ``[[1, 0]]`` / ``[[0, 1]]`` is the extreme one. Privacy curve: the discrete Laplace
@@ -1030,11 +1087,12 @@ def laplace_case(epsilon: float | None = None, delta: float | None = None, *,
     if delta not in (None, 0, 0.0):
         raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
     eps = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon)
-    mech = topics_mechanism("topicdp-laplace", epsilon=eps) if mechanism is None else mechanism
-    least = float(accountant.rounded_l1(2.0, DEFAULT_GRID, 2) / Fraction(eps))
-    stated = float(accountant.laplace_scale(eps, 1, (1, 2), DEFAULT_GRID))
-    return l1_matrix_case("laplace", mech, claimed_epsilon=eps, noise_scale=least,
-                          conformance=topic_conformance(DEFAULT_GRID, scale=stated,
+    g = _grid(grid)
+    mech = topics_mechanism("topicdp-laplace", epsilon=eps, grid=g) if mechanism is None else mechanism
+    least = float(accountant.rounded_l1(2.0, g, 2) / Fraction(eps))
+    stated = float(accountant.laplace_scale(eps, 1, (1, 2), g))
+    return l1_matrix_case("laplace", mech, claimed_epsilon=eps, noise_scale=least, grid=g,
+                          conformance=topic_conformance(g, scale=stated,
                                                         law=f"the discrete Laplace of scale {stated:.6g} grid units"))
 
 
@@ -1056,7 +1114,7 @@ def l1_likelihood_statistic(a: np.ndarray, b: np.ndarray) -> Callable[[np.ndarra
 
 
 def mvg_case(epsilon: float | None = None, delta: float | None = None, *,
-             covariance: str = "isotropic", mechanism: object | None = None) -> AuditCase:
+             covariance: str = "isotropic", mechanism: object | None = None, grid: object = None) -> AuditCase:
     """The MVG mechanism (Chanyaswad et al. 2018; ``mvg``, ``mvg-directional``) through ``privatize_batch``.
 
     Privacy claim (ε, δ): the curve is compared with the least noise (ε, δ) allows (the analytic
@@ -1068,15 +1126,16 @@ def mvg_case(epsilon: float | None = None, delta: float | None = None, *,
 
     eps, dlt = _topic_params(epsilon, delta)
     name = "mvg" if covariance == "isotropic" else "mvg-directional"
-    mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY) if mechanism is None \
-        else mechanism
+    g = _grid(grid)
+    mech = topics_mechanism(name, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, grid=g) \
+        if mechanism is None else mechanism
     m, n = _TOY_MATRIX.shape
-    least = accountant.analytic_gaussian_sigma(eps, dlt, accountant.rounded_l2(TOPIC_SENSITIVITY, DEFAULT_GRID, m * n))
-    paper = accountant.mvg_column_variances(eps, dlt, TOPIC_SENSITIVITY, (m, n), DEFAULT_GRID, covariance)
-    conformance = topic_conformance(DEFAULT_GRID, variances=paper,
+    least = accountant.analytic_gaussian_sigma(eps, dlt, accountant.rounded_l2(TOPIC_SENSITIVITY, g, m * n))
+    paper = accountant.mvg_column_variances(eps, dlt, TOPIC_SENSITIVITY, (m, n), g, covariance)
+    conformance = topic_conformance(g, variances=paper,
                                     law=f"the MVG law ({covariance}, Chanyaswad et al. Thm. 3)")
     return matrix_case(name, mech, sensitivity=TOPIC_SENSITIVITY, claimed_epsilon=eps, claimed_delta=dlt,
-                       noise_variance=least * least, conformance=conformance)
+                       noise_variance=least * least, conformance=conformance, grid=g)
 
 
 # -- the covered topic release: keywords read off the noisy rows over a public vocabulary -------------------------
@@ -1104,7 +1163,7 @@ def keyword_codes(records: object, words: tuple[str, ...] = COVERED_WORDS) -> np
 
 
 def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | None = None, *,
-                       mechanism: object | None = None) -> AuditCase:
+                       mechanism: object | None = None, grid: object = None) -> AuditCase:
     """The covered topic release (``textdp topics``' default): one row over a public vocabulary, keywords from the noise.
 
     The registered mechanism (:data:`COVERED_MECHANISMS`) is built with ``keywords=2`` and releases,
@@ -1126,7 +1185,7 @@ def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | N
         raise ParameterError(f"unknown covered topic case {kind!r}; choose one of {', '.join(COVERED_MECHANISMS)}")
     reg = COVERED_MECHANISMS[kind]
     m, n = 1, len(COVERED_WORDS)
-    g = DEFAULT_GRID
+    g = _grid(grid)
     k = COVERED_KEYWORDS
     laplace = kind == "laplace"
     if laplace:
@@ -1134,7 +1193,7 @@ def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | N
             raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
         eps, dlt = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon), 0.0
         a, b = np.array([[0.6, 0.4, 0.0, 0.0]]), np.array([[0.4, 0.6, 0.0, 0.0]])
-        mech = topics_mechanism(reg, epsilon=eps, keywords=k) if mechanism is None else mechanism
+        mech = topics_mechanism(reg, epsilon=eps, keywords=k, grid=g) if mechanism is None else mechanism
         scale = float(accountant.laplace_scale(eps, m, (m, n), g))
         claimed = laplace_pair_curve(lambda x, n_, rng: x, a, b,
                                      float(accountant.rounded_l1(2.0, g, m * n) / Fraction(eps)), g)
@@ -1146,7 +1205,7 @@ def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | N
     else:
         eps, dlt = _topic_params(epsilon, delta)
         a, b = np.array([[0.35, 0.3, 0.2, 0.1]]), np.array([[0.25, 0.3, 0.2, 0.1]])
-        mech = topics_mechanism(reg, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, keywords=k) \
+        mech = topics_mechanism(reg, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, keywords=k, grid=g) \
             if mechanism is None else mechanism
         d_g = accountant.rounded_l2(TOPIC_SENSITIVITY, g, m * n)
         least = accountant.analytic_gaussian_sigma(eps, dlt, d_g)
