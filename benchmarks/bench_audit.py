@@ -162,7 +162,7 @@ def word_level_broken_cases() -> list[tuple[str, float, AuditCase]]:
         eps = DEFAULT_EPSILON[name]
         ok = get(name, epsilon=eps, embeddings=emb, stop_words=None).fit()
         bad = get(name, epsilon=eps * factor, embeddings=emb, stop_words=None).fit()
-        pair = group_pair(ok) if name == "custext" else choose_mechanism_pair(name, eps, emb)
+        pair = group_pair(emb, epsilon=eps) if name == "custext" else choose_mechanism_pair(name, eps, emb)
         out.append((f"{name}, epsilon x {factor:g} inside", eps,
                      mechanism_case(name, bad, pair, epsilon=eps, embeddings=emb)))
 

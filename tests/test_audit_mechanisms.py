@@ -81,7 +81,7 @@ def test_broken_word_mechanisms_are_flagged(glove5k, name, factor):
     eps = DEFAULT_EPSILON[name]
     ok = get(name, epsilon=eps, embeddings=glove5k, stop_words=None).fit()
     bad = get(name, epsilon=eps * factor, embeddings=glove5k, stop_words=None).fit()
-    pair = group_pair(ok) if name == "custext" else choose_mechanism_pair(name, eps, glove5k)
+    pair = group_pair(glove5k, epsilon=eps) if name == "custext" else choose_mechanism_pair(name, eps, glove5k)
     a, b = (glove5k.index[w] for w in pair)
     claim = ok.log_ratio_bound(a, b)
     assert _exact_loss(ok, a, b) <= claim + 1e-9 < _exact_loss(bad, a, b)  # a real violation, not a tighter claim

@@ -720,7 +720,9 @@ class ReferenceLM:
 
 
 #: The options of a rewriter that change its released law and that ``textdp audit NAME --param KEY=VALUE`` takes.
-LM_LAW_OPTIONS: dict[str, tuple[str, ...]] = {"dp-prompt": ("prior", "public_top_k")}
+LM_LAW_OPTIONS: dict[str, tuple[str, ...]] = {"dp-prompt": ("prior", "public_top_k", "clip", "sampler"),
+                                              "dp-paraphrase": ("clip", "sampler"), "dp-mlm": ("clip", "sampler"),
+                                              "dp-bart": ("clip",)}
 #: The non-default laws ``textdp audit --all`` audits: ``{case: (rewriter, ((option, value), ...))}``.
 LM_VARIANT_CASES: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "dp-prompt-prior": ("dp-prompt", (("prior", True),)),
@@ -746,7 +748,7 @@ def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta
 
 def lm_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
                     seed: int = 0, clip: tuple[float, float] | None = None, design: str = "mean",
-                    prior: bool = False, public_top_k: int | None = None) -> AuditCase:
+                    prior: bool = False, public_top_k: int | None = None, sampler: str | None = None) -> AuditCase:
     """The audit case of rewriter ``name`` on its release path (module docstring).
 
     ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
@@ -760,6 +762,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     if spec is None:
         raise ParameterError(f"no release-path LM audit for {name!r}; choose one of {', '.join(LM_RELEASE_DEFAULTS)}")
     prior = _flag(prior, "prior")
+    clip = _clip(clip)
     if public_top_k is not None:
         public_top_k = int(public_top_k)  # type: ignore[call-overload]
         if public_top_k < 1:
@@ -776,11 +779,14 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     dlt = 0.0  # pure epsilon-DP per token
     folder, model = tiny_model(spec.kind, seed=seed)
     extra: dict[str, Any] = {"prior": True, "public_top_k": public_top_k} if prior else {}
-    mech = _mechanism(name, spec, folder, eps, dlt, **extra)
+    if sampler is not None:  # how each draw is made (inverse CDF or Gumbel): the same law
+        extra["sampler"] = sampler
+    bounds = clip or spec.clip
+    mech = _mechanism(name, spec, folder, eps, dlt, clip=bounds, **extra)
     text_a, text_b = spec.texts[:2]
     length = (len(_tokenizer()(text_a, add_special_tokens=False)["input_ids"]) if spec.law == "positions"
               else spec.max_new_tokens)
-    ref = ReferenceLM(spec, model, epsilon=eps, clip=spec.clip, length=length, max_tokens=MAX_TOKENS, delta=dlt,
+    ref = ReferenceLM(spec, model, epsilon=eps, clip=bounds, length=length, max_tokens=MAX_TOKENS, delta=dlt,
                       prior=prior, public_top_k=public_top_k)
     support, tok = ref.support, ref.tok
     tables = {t: ref.log_table(t) for t in spec.texts}
@@ -798,7 +804,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
 
     pair = (f"{name} on a tiny random {spec.kind} model ({TINY_HIDDEN} hidden, {TINY_LAYERS} layer, "
             f"{len(ref.words)} words), released through privatize_batch: {text_a!r} vs {text_b!r}, "
-            f"clip [{spec.clip[0]:g}, {spec.clip[1]:g}]")
+            f"clip [{bounds[0]:g}, {bounds[1]:g}]")
     la, lb = tables[text_a], tables[text_b]
     law = (f"{name}: clipped exponential mechanism, T = 2*Delta/epsilon over the public vocabulary, recomputed "
            f"from the model, {length} token(s) per release")
@@ -808,6 +814,20 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
         pair += "; public prior" + (f", public_top_k={public_top_k}" if public_top_k is not None else "")
     # n epsilon-DP steps compose to n epsilon (every two units neighbours)
     return _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, length * eps, 0.0, spec.samples)
+
+
+def _clip(value: object) -> tuple[float, float] | None:
+    """Clipping bounds given in Python or as ``--param clip=LOW,HIGH`` (a string)."""
+    if value is None:
+        return None
+    parts = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+    try:
+        low, high = (float(x) for x in parts)
+    except (TypeError, ValueError):
+        raise ParameterError(f"clip must be two numbers LOW,HIGH (e.g. -1,1), got {value!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ParameterError(f"clip must be two finite numbers LOW < HIGH, got {value!r}")
+    return (low, high)
 
 
 def _flag(value: object, key: str) -> bool:

@@ -110,18 +110,18 @@ GROUP_ANCHOR = "monday"
 
 
 def choose_mechanism_pair(name: str, epsilon: float, embeddings: Embeddings,
-                          candidates: Sequence[tuple[str, str]] | None = None,
+                          pairs: Sequence[tuple[str, str]] | None = None,
                           target: float | None = None, **params: Any) -> tuple[str, str]:
     """The candidate pair (in the vocabulary, positive claim) whose claim is closest to ``target``.
 
     The claim is :func:`~textdp.audit.claims.word_claim` (public parameters only); "closest" is on
-    a log scale. ``candidates`` defaults to :data:`textdp.audit.cases.WORD_PAIRS`, ``target`` to
+    a log scale. ``pairs`` (the candidates) defaults to :data:`textdp.audit.cases.WORD_PAIRS`, ``target`` to
     :data:`~textdp.audit.cases.TARGET_LOSS`.
     """
     index = embeddings.index
     goal = TARGET_LOSS if target is None else float(target)
     scored = []
-    for p in WORD_PAIRS if candidates is None else candidates:
+    for p in WORD_PAIRS if pairs is None else pairs:
         if p[0] in index and p[1] in index:
             claim = word_claim(name, epsilon, embeddings.vectors, index[p[0]], index[p[1]], **params)
             if math.isfinite(claim) and claim > 0:

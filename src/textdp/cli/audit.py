@@ -326,9 +326,14 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
     unaudited = not_audited()  # registered mechanisms no case checks: named, never a silent gap
     if unaudited:
         note += f"; NOT AUDITED (no independent claim registered): {', '.join(unaudited)}"
+    from ..audit.options import not_audited_options
+
+    gaps = not_audited_options()  # options that change a law no case samples yet: named too
+    if gaps:
+        note += "; options NOT AUDITED: " + ", ".join(f"{m} {k}" for m, opts in gaps.items() for k in opts)
     if as_json:
         typer.echo(json.dumps({"cases": out, "flagged": failed, "not_run": skipped, "not_audited": unaudited,
-                               "note": note}, indent=2, allow_nan=False))
+                               "not_audited_options": gaps, "note": note}, indent=2, allow_nan=False))
         return failed
     table = Table(title="textdp audit --all")
     for col in ("case", "claim", "lower bound", "curve", "conformance", "verdict", "time"):
@@ -346,6 +351,9 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
     Console(highlight=False, soft_wrap=True).print(table)
     for name, why in unaudited.items():
         typer.echo(f"{name}: NOT AUDITED ({why})")
+    for name, opts in gaps.items():
+        for key, why in opts.items():
+            typer.echo(f"{name} {key}: option NOT AUDITED ({why})")
     typer.echo(note)
     return failed
 
