@@ -351,7 +351,8 @@ def test_word_level_cases_take_the_mechanisms_own_parameters():
     d_rm = word_claim("vickrey", 10.0, emb.vectors, plain.input_a, plain.input_b, lambd=0.2)
     assert out["claimed_epsilon"] == pytest.approx(d_rm) and d_rm != pytest.approx(plain.claimed_epsilon)
     assert out["passed"] and out["curve"]["passed"]
-    for args, message in [(["laplace", "--param", "grid=0.5"], "takes no mechanism parameters"),
+    for args, message in [(["laplace", "--param", "nope=0.5"], "takes grid as --param, not nope"),
+                          (["earth-movers-noise", "--param", "size=2"], "takes no mechanism parameters"),
                           (["cmp", "--param", "epsilon=3"], "set epsilon with --epsilon"),
                           (["cmp", "--param", "nope=1"], "has no parameter 'nope'"),
                           (["cmp", "--param", "vocab_size=10"], "the audit sets vocab_size itself")]:

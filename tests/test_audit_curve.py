@@ -22,7 +22,6 @@ import textdp.mechanisms.exponential as exp_module
 import textdp.mechanisms.perturbation as pert_module
 from textdp.audit import AuditCase, audit, audit_case, run_audit
 from textdp.audit.cases import metric_noise_curve
-from textdp.audit.power import exact_law_releases
 from textdp.audit.claims import (
     custext_logp,
     first_sensitive_row,
@@ -31,6 +30,7 @@ from textdp.audit.claims import (
     word_claim,
 )
 from textdp.audit.curve import PrivacyCurve, curve_test, exact_profile, hockey_stick, simulated_profile
+from textdp.audit.power import exact_law_releases
 from textdp.audit.word_level import group_pair, word_mechanism_case
 from textdp.errors import ParameterError
 from textdp.mechanisms import get

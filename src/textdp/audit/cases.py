@@ -47,9 +47,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -132,16 +132,15 @@ def grid_units(values: object, grid: float) -> np.ndarray:
     return np.asarray(np.rint(np.asarray(values, dtype=np.float64) / float(grid)), dtype=np.int64)
 
 
-def released_rows(records: object, index: object, per_unit: int, name: str) -> np.ndarray:
+def released_rows(records: Iterable[Any], index: Mapping[str, int], per_unit: int, name: str) -> np.ndarray:
     """The vocabulary rows of the words each release record names: ``(n, per_unit)`` int64.
 
     ``records`` are what the registered mechanism's ``privatize_batch`` returned (each record's
     ``content`` is its released words); ``index`` maps a word to its row. A record with another
     number of words is an error of the release (one-line, names the case).
     """
-    recs = list(records)  # type: ignore[call-overload]
-    lookup = index.__getitem__  # type: ignore[attr-defined]
-    rows = np.fromiter((lookup(w) for r in recs for w in r.content), dtype=np.int64)
+    recs = list(records)
+    rows = np.fromiter((index[w] for r in recs for w in r.content), dtype=np.int64)
     if rows.size != len(recs) * per_unit:
         raise ParameterError(f"{name}: the release returned {rows.size} words for {len(recs)} units of "
                              f"{per_unit} word(s) each")
@@ -815,7 +814,7 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     if delta not in (None, 0, 0.0):
         raise ParameterError("syntf is pure epsilon-DP (delta = 0); --delta does not apply")
     eps = check_epsilon(3.0 if epsilon is None else epsilon)
-    n_words = check_positive_int(_option(size), "size")  # type: ignore[arg-type]
+    n_words = check_positive_int(_option(size), "size")
     if variant not in ("weights", "composition"):
         raise ParameterError(f"syntf: variant must be weights or composition, got {variant!r}")
     emb = load_embeddings(vocab_size=EARTH_MOVERS_VOCABULARY).restrict(words=SYNTF_AUDIT_WORDS, label="syntf audit")
@@ -1146,9 +1145,12 @@ COVERED_KEYWORDS = 2
 #: The registered topics mechanism each covered case releases through (case name without ``-covered``).
 COVERED_MECHANISMS = {"topicdp": "topicdp", "topicdp-thesis": "topicdp-thesis", "laplace": "topicdp-laplace",
                       "mvg": "mvg", "mvg-directional": "mvg-directional"}
+#: The paper's law of each covered case (the audit's own derivation: :mod:`textdp.audit.accountant`).
+COVERED_LAWS = {"topicdp": "cks20", "topicdp-thesis": "thesis", "laplace": "laplace", "mvg": "isotropic",
+                "mvg-directional": "directional"}
 
 
-def keyword_codes(records: object, words: tuple[str, ...] = COVERED_WORDS) -> np.ndarray:
+def keyword_codes(records: Iterable[Any], words: tuple[str, ...] = COVERED_WORDS) -> np.ndarray:
     """Each topic release's keywords (its one topic, in rank order) as one integer: ``Σ_p col_p |V|^p``.
 
     >>> class R:
@@ -1158,8 +1160,8 @@ def keyword_codes(records: object, words: tuple[str, ...] = COVERED_WORDS) -> np
     """
     index = {w: i for i, w in enumerate(words)}
     v = len(words)
-    return np.asarray([sum(index[w] * v ** p for p, w in enumerate(r.keywords[0]))  # type: ignore[attr-defined]
-                       for r in records], dtype=np.int64)  # type: ignore[attr-defined]
+    return np.asarray([sum(index[w] * v ** p for p, w in enumerate(r.keywords[0])) for r in records],
+                      dtype=np.int64)
 
 
 def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | None = None, *,
@@ -1183,12 +1185,11 @@ def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | N
 
     if kind not in COVERED_MECHANISMS:
         raise ParameterError(f"unknown covered topic case {kind!r}; choose one of {', '.join(COVERED_MECHANISMS)}")
-    reg = COVERED_MECHANISMS[kind]
+    reg, paper = COVERED_MECHANISMS[kind], COVERED_LAWS[kind]
     m, n = 1, len(COVERED_WORDS)
     g = _grid(grid)
     k = COVERED_KEYWORDS
-    laplace = kind == "laplace"
-    if laplace:
+    if paper == "laplace":
         if delta not in (None, 0, 0.0):
             raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
         eps, dlt = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon), 0.0
@@ -1210,13 +1211,12 @@ def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | N
         d_g = accountant.rounded_l2(TOPIC_SENSITIVITY, g, m * n)
         least = accountant.analytic_gaussian_sigma(eps, dlt, d_g)
         claimed = gaussian_entry_curve(lambda x, n_, rng: x, a, b, least * least, g)
-        if kind == "topicdp":
+        if paper == "cks20":
             variances = [accountant.cks20_sigma(eps, dlt, d_g) ** 2] * n
-        elif kind == "topicdp-thesis":
+        elif paper == "thesis":
             variances = [accountant.thesis_sigma(eps, dlt, d_g, m, n) ** 2] * n
         else:
-            variances = list(accountant.mvg_column_variances(
-                eps, dlt, TOPIC_SENSITIVITY, (m, n), g, "directional" if kind == "mvg-directional" else "isotropic"))
+            variances = list(accountant.mvg_column_variances(eps, dlt, TOPIC_SENSITIVITY, (m, n), g, paper))
         sd = np.sqrt(np.asarray(variances, dtype=np.float64))
 
         def noise(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:

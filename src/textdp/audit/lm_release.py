@@ -585,7 +585,7 @@ class ReferenceLM:
                           else self._ids(PROMPT.replace("{document}", text)))
                 x = torch.tensor([prompt + list(p) for p in prefixes], dtype=torch.long)
                 return np.asarray(self.model(input_ids=x).logits[:, -1].double().numpy())
-            enc = self._ids(text)[: self.max_tokens]
+            enc = self._ids(text or "")[: self.max_tokens]
             start = int(self.model.config.decoder_start_token_id)
             x = torch.tensor([enc] * len(prefixes), dtype=torch.long)
             dec = torch.tensor([[start, *p] for p in prefixes], dtype=torch.long).reshape(len(prefixes), k + 1)
@@ -764,7 +764,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     prior = _flag(prior, "prior")
     clip = _clip(clip)
     if public_top_k is not None:
-        public_top_k = int(public_top_k)  # type: ignore[call-overload]
+        public_top_k = int(public_top_k)
         if public_top_k < 1:
             raise ParameterError(f"{name}: public_top_k must be a positive whole number, got {public_top_k}")
         if not prior:

@@ -145,10 +145,10 @@ def audit_case(name: str, *, epsilon: float | None = None, delta: float | None =
 
     ``params``: the mechanism's own parameters (``{"lambd": 0.2}``), for the cases that take them.
 
-    >>> audit_case("laplace", params={"grid": 0.5})
+    >>> audit_case("earth-movers-2d", params={"size": 2})
     Traceback (most recent call last):
     ...
-    textdp.errors.ParameterError: the audit case 'laplace' takes no mechanism parameters (grid): its claim is set by epsilon and delta
+    textdp.errors.ParameterError: the audit case 'earth-movers-2d' takes no mechanism parameters (size): its claim is set by epsilon and delta
     """
     entry = _CASES.get(name) if isinstance(name, str) else None
     if entry is None:

@@ -280,12 +280,12 @@ def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsM
     fn = release or (lambda c, mod, u: release_unit(c, mod, u, m=m, n=n, columns=columns))
     mechanism.fit()
     n_keywords = mechanism.keywords if columns == "public" else None
-    whole = None
+    whole: TopicsMechanism | None = None
     if n_keywords is not None:  # the covered release names the top of each noisy row: replay the whole rows too
-        from ..mechanisms import get
+        from ..topics.family import topics_mechanism
 
         params = {**mechanism.get_params(), "keywords": None}
-        whole = get(mechanism.name, **params).fit()  # type: ignore[assignment]
+        whole = topics_mechanism(mechanism.name, **params).fit()
     mismatches = 0
     pair_gen, noise_seq = spawn(make_rng(seed), 2)
     noise_seeds = np.random.SeedSequence(int(noise_seq.integers(0, 2**63))).spawn(k)
