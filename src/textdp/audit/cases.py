@@ -1155,8 +1155,8 @@ def keyword_codes(records: Iterable[Any], words: tuple[str, ...] = COVERED_WORDS
 
     >>> class R:
     ...     keywords = (("market", "river"),)
-    >>> keyword_codes([R()]).tolist()
-    [4]
+    >>> keyword_codes([R()]).tolist()  # market = 1 at rank 0, river = 0 at rank 1
+    [1]
     """
     index = {w: i for i, w in enumerate(words)}
     v = len(words)

@@ -198,9 +198,9 @@ def mechanism_case(
     >>> from textdp.embeddings import Embeddings
     >>> from textdp.mechanisms import RandomReplacement
     >>> from textdp.audit import run_audit
-    >>> emb = Embeddings(["a1", "b2", "c3", "d4"], np.eye(4), name="toy")
+    >>> emb = Embeddings(["alpha", "beta", "gamma", "delta"], np.eye(4), name="toy")
     >>> m = RandomReplacement(epsilon=1.0, embeddings=emb, stop_words=None).fit()
-    >>> case = mechanism_case("random", m, ("a1", "b2"), epsilon=1.0)
+    >>> case = mechanism_case("random", m, ("alpha", "beta"), epsilon=1.0)
     >>> case.claimed_epsilon, run_audit(case, samples=20_000, seed=0).passed
     (1.0, True)
     """
