@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -82,7 +83,8 @@ def register_builtin_cases() -> None:
             _with_params(f"{kind}-covered", functools.partial(covered_topic_case, kind), ("grid",)),
             f"{COVERED_MECHANISMS[kind]}, the covered default of textdp topics: one row over a public vocabulary, "
             "keywords read off the noise (the released keywords sampled; claim as its matrix case)")
-    entries["syntf-n3"] = (lambda epsilon=None, delta=None: syntf_case(epsilon, delta, size=3),
+    entries["syntf-n3"] = (lambda epsilon=None, delta=None: dataclasses.replace(
+        syntf_case(epsilon, delta, size=3), mechanism="syntf-n3"),
                            "SynTF with bags of N = 3 terms (a law users select: --size 3; claim epsilon per document)")
     for name, (factory, text) in entries.items():
         register_audit_case(name, factory, description=text, replace=True, takes_params=name in TAKES_PARAMS)
