@@ -26,8 +26,10 @@ SENTENCE = {n for n in REGISTRY if mechanism_class(n).family == "sentence"}
 
 
 def test_every_parameter_of_every_registered_class_is_classified():
-    assert set(LAW_OPTIONS) == set(REGISTRY), "a registered mechanism without entries, or a stale one"
-    for name in REGISTRY:
+    # a mechanism with no case at all is NOT AUDITED as a whole (textdp audit --all names it); every other is here
+    audited = {n for n, e in REGISTRY.items() if e.audit is not None}
+    assert set(LAW_OPTIONS) == audited, "an audited mechanism without entries, or a stale one"
+    for name in audited:
         params = set(mechanism_class(name).param_names())
         assert set(LAW_OPTIONS[name]) == params, (name, params ^ set(LAW_OPTIONS[name]))
 
