@@ -161,7 +161,7 @@ def test_public_word_list_fixes_the_columns_for_every_database(enron, tmp_path):
     assert "public (word list (10 words" in rec["guarantee"]["parameters"]["vocabulary_note"]
     assert all(k in words for row in rec["keywords"] for k in row)
     settings = json.loads(next(tmp_path.glob("rel-*.settings.json")).read_text())
-    assert settings["corpus_settings"]["vocabulary"].startswith("public: word list (10 words, sha256 ")
+    assert settings["corpus_settings"]["vocabulary"].startswith("public: word list (10 words, file sha256 ")
     assert str(vocab_file) not in json.dumps(settings)
 
 

@@ -40,6 +40,9 @@ True
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import dataclasses
+import hashlib
 import hmac
 import io
 import os
@@ -54,16 +57,23 @@ from typing import IO, Any
 from .errors import CacheWarning, ParameterError
 
 __all__ = [
+    "SHARED_FLAG",
     "USER_SECRET",
     "PrivateDir",
+    "PublicFile",
+    "allow_shared_files",
     "cache_dir",
     "check_private_dir",
+    "check_public_path",
     "check_secure_path",
     "keyed_digest",
     "load_keyed",
     "open_private_dir",
     "private_dir",
+    "public_sha256",
     "read_keyed",
+    "read_public_file",
+    "shared_files_allowed",
     "user_secret",
     "verify_keyed",
     "write_keyed",
@@ -133,7 +143,18 @@ def _check_own(st: os.stat_result, path: Path, what: str, me: int) -> None:
                              "could be planted); use a new folder, or chmod 700 it")
 
 
-def _walk(path: Path, *, what: str, create: bool = False, own: bool = True) -> tuple[int, Path]:
+def _check_public(st: os.stat_result, shown: str, path: Path, what: str, me: int) -> None:
+    """A user-named file or folder itself: owned by root or this user, writable by nobody else."""
+    if st.st_uid not in (0, me):
+        raise ParameterError(f"{what} {path}: {shown} is owned by another user (uid {st.st_uid}), who could change "
+                             "it at any time")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (stat.S_ISDIR(st.st_mode) and st.st_uid == 0
+                                                          and st.st_mode & stat.S_ISVTX):
+        raise ParameterError(f"{what} {path}: {shown} is writable by others (mode {stat.S_IMODE(st.st_mode):o}), "
+                             "who could change it at any time")
+
+
+def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, public: bool = False) -> tuple[int, Path]:
     """Open ``path`` from ``/`` down, one component at a time, checking each; return its descriptor and real path.
 
     Every folder is opened relative to its parent's descriptor with ``O_NOFOLLOW`` and
@@ -143,6 +164,9 @@ def _walk(path: Path, *, what: str, create: bool = False, own: bool = True) -> t
     (read through the descriptor of the folder holding it). ``create``: missing folders are
     made ``0700`` relative to their parent's descriptor. ``own``: the last folder must also
     be this user's and writable by nobody else (:func:`check_private_dir`'s rule).
+    ``public``: the last component may be a regular file or a folder, owned by root or this
+    user and writable by nobody else (:func:`check_public_path`'s rule); a file is opened
+    ``O_NOFOLLOW`` relative to its folder's descriptor and that descriptor is returned.
     """
     me = _uid()
     path = Path(path)
@@ -195,13 +219,28 @@ def _walk(path: Path, *, what: str, create: bool = False, own: bool = True) -> t
             if not stat.S_ISDIR(st.st_mode):
                 if todo:  # an ancestor that is a file: the caller's own write would fail the same way
                     raise NotADirectoryError(20, "not a folder", shown)
+                if public and stat.S_ISREG(st.st_mode):
+                    fd = os.open(name, _FILE_FLAGS, dir_fd=fds[-1])  # O_NOFOLLOW: a link swapped in fails here
+                    fst = os.fstat(fd)
+                    try:
+                        if not stat.S_ISREG(fst.st_mode):
+                            raise ParameterError(f"{what} {path} is not a regular file")
+                        _check_public(fst, shown, path, what, me)
+                    except ParameterError:
+                        os.close(fd)
+                        raise
+                    if hasattr(os, "set_blocking"):
+                        os.set_blocking(fd, True)
+                    return fd, Path("/" + "/".join([*names, name]))
                 raise ParameterError(f"{what} {path} is not a folder")
             fd = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])  # O_NOFOLLOW: a link swapped in since fails here
             fds.append(fd)
             names.append(name)
             if todo:  # the last folder is checked below, by the rule that applies to it
                 _check_ancestor(os.fstat(fd), shown, path, what, me)
-        if own:
+        if public:
+            _check_public(os.fstat(fds[-1]), "/" + "/".join(names), path, what, me)
+        elif own:
             _check_own(os.fstat(fds[-1]), path, what, me)
         else:
             _check_ancestor(os.fstat(fds[-1]), "/" + "/".join(names), path, what, me)
@@ -274,6 +313,132 @@ def open_private_dir(path: Path, *, what: str = "the work directory", create: bo
     """
     fd, real = _walk(Path(path), what=what, create=create)
     return PrivateDir(fd, real, what=what)
+
+
+#: the command-line flag that accepts a user-named file others could change (named in every refusal)
+SHARED_FLAG = "--allow-shared-files"
+_ALLOW_SHARED: contextvars.ContextVar[bool] = contextvars.ContextVar("textdp_allow_shared_files", default=False)
+
+
+@contextlib.contextmanager
+def allow_shared_files(allow: bool = True) -> Iterator[None]:
+    """Within the block, :func:`check_public_path` accepts files others can change (``--allow-shared-files``)."""
+    token = _ALLOW_SHARED.set(bool(allow))
+    try:
+        yield
+    finally:
+        _ALLOW_SHARED.reset(token)
+
+
+def shared_files_allowed() -> bool:
+    """Whether :func:`allow_shared_files` is in force."""
+    return _ALLOW_SHARED.get()
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicFile:
+    """A user-named public file read once through the descriptor that was checked.
+
+    ``data`` are the bytes every later step uses (the file is never opened by path again),
+    ``sha256`` their hash (recorded in the public settings), ``path`` the name as given (for
+    messages) and ``real`` the path that was opened.
+    """
+
+    path: Path
+    real: Path
+    data: bytes
+    sha256: str
+
+    def text(self) -> str:
+        """The bytes as UTF-8 text (a one-line error if they are not)."""
+        try:
+            return self.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParameterError(f"{self.path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _public_fd(path: Path, what: str) -> tuple[int, Path]:
+    """Open ``path`` (a file or folder) after checking it and every folder above it; refusals name the flag."""
+    try:
+        return _walk(Path(path), what=what, own=False, public=True)
+    except ParameterError as exc:
+        msg = str(exc)
+        for advice in ("; choose a folder whose every parent belongs to you or to root", "; choose a folder elsewhere",
+                       "; choose a folder you own"):
+            msg = msg.removesuffix(advice)
+        raise ParameterError(f"{msg}; keep it where only you and root can change it, or pass {SHARED_FLAG} if you "
+                             "trust every user who can") from None
+
+
+def check_public_path(path: str | os.PathLike[str], *, what: str = "the file") -> Path:
+    """Refuse a user-named file or folder a release depends on unless nobody else can change it; return its real path.
+
+    The rule of :func:`check_secure_path` from ``/`` down (every folder on the way owned by
+    root or this user and not writable by others unless root-owned and sticky; a symbolic
+    link on the way owned by root or this user), and the file or folder itself owned by root
+    or this user and writable by nobody else. A refusal is one line naming the component at
+    fault and :data:`SHARED_FLAG`; inside :func:`allow_shared_files` nothing is refused.
+    A missing path raises :class:`FileNotFoundError` (the folders above it are checked first).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); (d / "words.txt").write_text("a\\n") and None
+    >>> check_public_path(d / "words.txt") == (d / "words.txt").resolve()
+    True
+    >>> (d / "words.txt").chmod(0o666)
+    >>> check_public_path(d / "words.txt", what="--vocabulary")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    textdp.errors.ParameterError: --vocabulary .../words.txt: .../words.txt is writable by others (mode 666), ... --allow-shared-files ...
+    """
+    if _uid() < 0 or shared_files_allowed():  # pragma: no cover - no POSIX ownership (Windows)
+        return Path(path).resolve()
+    fd, real = _public_fd(Path(path), what)
+    os.close(fd)
+    return real
+
+
+def read_public_file(path: str | os.PathLike[str], *, what: str = "the file") -> PublicFile:
+    """Check ``path`` like :func:`check_public_path` and read it once, through the checked descriptor.
+
+    The bytes returned are the ones checked and hashed: nothing reopens the file by its name,
+    so a file renamed over it afterwards is never used.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); (d / "p.txt").write_text("hi") and None
+    >>> f = read_public_file(d / "p.txt")
+    >>> f.data, f.sha256[:12]
+    (b'hi', '8f434346648f')
+    """
+    given = Path(path)
+    if _uid() < 0 or shared_files_allowed():
+        real = given.resolve()
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise ParameterError(f"{what} {given} is not a regular file")
+    else:
+        fd, real = _public_fd(given, what)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ParameterError(f"{what} {given} is a folder, not a file")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read()
+    return PublicFile(given, real, data, hashlib.sha256(data).hexdigest())
+
+
+def public_sha256(path: str | os.PathLike[str], *, what: str = "the file") -> str:
+    """The SHA-256 of a user-named public file, streamed through the descriptor :func:`check_public_path` checked.
+
+    For large files (embeddings) that a loader then converts or maps itself: after the check nobody but you and root
+    can change the file, and the hash recorded is of the bytes that were checked.
+    """
+    given = Path(path)
+    if _uid() < 0 or shared_files_allowed():
+        fd = os.open(given, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    else:
+        fd, _ = _public_fd(given, what)
+    with os.fdopen(fd, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 class PrivateDir:

@@ -587,3 +587,31 @@ def settings_path(output: str | os.PathLike[str]) -> Path:
     """Where the resolved-settings record of ``output`` goes: ``<output>.settings.json``."""
     p = Path(output)
     return p.with_name(p.name + ".settings.json")
+
+
+def read_public_documents(path: str | os.PathLike[str], *, what: str, input_format: str = "auto",
+                          text_field: str = "text", id_field: str = "id") -> tuple[list[SourcedDocument], str]:
+    """The documents of a user-named PUBLIC file (``--domain-vocab``, ``--clip-public``) and the SHA-256 of its bytes.
+
+    The file is checked and read once (:func:`textdp._cache.read_public_file`: refused, one line naming the
+    component at fault, if another user could change it, unless ``--allow-shared-files``); the documents are
+    parsed from those very bytes (gzip, JSONL, Parquet or plain text, as :func:`read_documents`), never from a
+    second read. The hash is of the file as read (compressed bytes for ``.gz``), for the public settings.
+    """
+    from ._cache import read_public_file
+
+    p = Path(path)
+    pub = read_public_file(p, what=what)
+    raw = pub.data
+    source = str(p)
+    if p.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise DocumentError(f"{p}: cannot read ({exc})") from None
+    if input_format == "auto" and is_parquet(p):
+        return _parquet_documents(raw, source, text_field, id_field), pub.sha256
+    content = _decode(raw, source)
+    if input_format == "jsonl" or (input_format == "auto" and is_jsonl(p)):
+        return list(iter_jsonl_text(content, source, text_field, id_field)), pub.sha256
+    return [SourcedDocument(None, content, source)], pub.sha256

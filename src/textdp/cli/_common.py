@@ -474,15 +474,125 @@ def _option_tables() -> Iterator[None]:
         rich_utils.Table = before  # type: ignore[misc]
 
 
+# -- user-named files (issue 39 §3): every path a command reads goes through one checker -----------------
+#: Path-valued parameters (by parameter name) that a command writes or keeps as PRIVATE state, each under its
+#: own rule, so the public-file rule does not apply: outputs are written atomically and never replace an input
+#: (check_report_folder / release); --work-dir, --cache-dir and the ledger's folder pass the private-folder rule
+#: (textdp._cache.open_private_dir: every ancestor checked, the folder yours and 0700).
+WRITTEN_PATHS: dict[str, str] = {
+    "output": "written (atomic; never an input)",
+    "private_report": "written (0600, atomic)",
+    "write_training_corpus": "written (atomic)",
+    "work_dir": "private folder (open_private_dir)",
+    "cache_dir": "private folder (open_private_dir)",
+    "ledger": "private ledger (its folder passes open_private_dir; anchored)",
+}
+#: Options typed ``str`` whose value may name a file (a word list, ...): the value names a file when the test
+#: says so.
+STRING_PATHS: dict[str, Callable[[str], bool]] = {
+    "vocabulary": lambda v: v != "corpus" and not v.startswith("glove:"),
+}
+ALLOW_SHARED_HELP = ("Accept user-named files (inputs, embeddings, word lists, prompt files, models) that another user "
+                     "owns or could change: in a folder others can write to, or reached through their link. Default: "
+                     "refuse, with the component at fault named.")
+_ALLOW_SHARED_KEY = "textdp.allow_shared_files"
+
+
+def _path_annotation(param: Parameter) -> bool:
+    """Whether ``param`` is declared as a path (``Path``, ``Path | None``, ``list[Path]``)."""
+    td = getattr(param, "type_descriptor", None)
+    return td is not None and "Path" in str(getattr(td, "annotation", ""))
+
+
+def read_path_params(command: Any) -> list[Parameter]:
+    """The parameters of ``command`` that name files it reads (checked by :func:`check_read_paths`)."""
+    return [p for p in command.params if p.name not in WRITTEN_PATHS
+            and (_path_annotation(p) or p.name in STRING_PATHS)]
+
+
+def named_paths(param: Parameter, value: Any) -> list[Path]:
+    """The paths the value of ``param`` names (none for ``-``, ``None`` or a string option's non-file value)."""
+    if value is None:
+        return []
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if param.name in STRING_PATHS:
+        values = [v for v in values if isinstance(v, str) and STRING_PATHS[str(param.name)](v)]
+    return [Path(v) for v in values if str(v) != "-"]
+
+
+def check_read_paths(ctx: Context) -> None:
+    """Refuse (one line, exit 2 through :func:`cli_errors`) any file or folder the command reads that others can change.
+
+    Each named path goes through :func:`textdp._cache.check_public_path` (unless ``--allow-shared-files``): every
+    folder from ``/`` down owned by root or you and not writable by others unless root-owned and sticky, links on
+    the way yours or root's, and the file itself yours or root's and writable by nobody else. A pipe or device
+    (``<(zcat ...)``, ``/dev/stdin``) is not a file someone can rename: it is left alone. Missing paths are left to
+    the command, which says what is missing.
+    """
+    import os
+    import stat
+
+    from .._cache import check_public_path
+
+    if ctx.meta.get(_ALLOW_SHARED_KEY):
+        return
+    for param in read_path_params(ctx.command):
+        for path in named_paths(param, ctx.params.get(str(param.name))):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                continue
+            name = param.opts[0] if param.opts and param.opts[0].startswith("-") else str(param.name).upper()
+            check_public_path(path, what=name)
+
+
+def _remember_allow_shared(ctx: typer.Context, value: bool) -> bool:
+    if value:
+        ctx.meta[_ALLOW_SHARED_KEY] = True
+    return value
+
+
+def _allow_shared_param() -> Parameter:
+    """A fresh ``--allow-shared-files`` flag (eager, not passed to the command's function)."""
+    sub = typer.Typer(add_completion=False)
+
+    @sub.command("flag")
+    def _flag(allow_shared_files: Annotated[bool, typer.Option(
+            "--allow-shared-files", help=ALLOW_SHARED_HELP, is_eager=True, expose_value=False,
+            callback=_remember_allow_shared)] = False) -> None:
+        """Only here to build the flag."""
+
+    sub.command("other")(lambda: None)  # two commands: get_command returns a group
+    group = typer.main.get_command(sub)
+    return group.commands["flag"].params[0]  # type: ignore[attr-defined]
+
+
 class Command(TyperCommand):
     """A command whose help is plain text (escaped for rich), whose flags show no ``<bool>``, whose
     usage line names its arguments the same way in every command (``CORPUS``, ``[FILES]...``) and
-    whose option names are never cut (:class:`_OptionTable`)."""
+    whose option names are never cut (:class:`_OptionTable`).
+
+    A command that reads user-named files also takes ``--allow-shared-files``, and every file it reads is checked
+    by :func:`check_read_paths` before the command runs (issue 39 §3)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if read_path_params(self) and not any(p.name == "allow_shared_files" for p in self.params):
+            self.params.append(_allow_shared_param())
         _plain_helps(self)
         self.short_help = _plain_help(self.short_help)
+
+    def invoke(self, ctx: Context) -> Any:
+        with cli_errors():
+            check_read_paths(ctx)
+        if ctx.meta.get(_ALLOW_SHARED_KEY):
+            from .._cache import allow_shared_files
+
+            with allow_shared_files():
+                return super().invoke(ctx)
+        return super().invoke(ctx)
 
     def format_help(self, ctx: Context, formatter: Any) -> None:
         with _option_tables():

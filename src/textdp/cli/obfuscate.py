@@ -32,7 +32,6 @@ from ..io import (
     check_output_paths,
     check_writable_folder,
     duplicate_ids_message,
-    read_documents,
     read_sourced_documents,
     same_file,
 )
@@ -102,7 +101,15 @@ def _warn_duplicates(count: int, first: str) -> None:
                   "(--strict-ids refuses such input)")
 
 
-def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
+def public_file_digests(**files: Path | None) -> dict[str, str]:
+    """``{"<name>_sha256": hex}`` for each user-named public file given (the public settings name them by content)."""
+    from .._cache import public_sha256
+
+    return {f"{name}_sha256": public_sha256(p, what=f"--{name.replace('_', '-')}")
+            for name, p in files.items() if p is not None}
+
+
+def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str], str]:
     """The words of a public ``--domain-vocab`` corpus, and its documents' texts (to spot an input inside it).
 
     The file must not be an input: a vocabulary taken from the private documents themselves
@@ -112,15 +119,16 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
         if str(q) != "-" and same_file(path, q):
             raise ParameterError(f"--domain-vocab {path} is the input file {q}; the vocabulary must come from "
                                  "PUBLIC text, never from the documents being privatized")
+    from ..io import read_public_documents
     from ..text import normalize
 
-    docs = read_documents([path], input_format="auto")
+    docs, sha = read_public_documents(path, what="--domain-vocab")  # read once, checked; its SHA-256 is public
     words: set[str] = set()
-    for _, text in docs:
-        words.update(normalize(text, stop_words=None))
+    for d in docs:
+        words.update(normalize(d.text, stop_words=None))
     if not words:
         raise ParameterError(f"--domain-vocab {path}: no words found")
-    return words, {text.strip() for _, text in docs if text.strip()}
+    return words, {d.text.strip() for d in docs if d.text.strip()}, sha
 
 
 def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
@@ -374,12 +382,15 @@ def obfuscate(
         stops, partitioned = _check_options(o)
         from ..embeddings import load_embeddings, output_vocabulary, vocabulary_fingerprint  # after the checks
 
-        domain, domain_texts = _domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None else (None, set())
+        domain, domain_texts, domain_sha = (_domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None
+                                            else (None, set(), None))
         emb = load_embeddings(o.embeddings, words_path=o.words, vocab_size=o.vocab_size, domain_words=domain)
         emb = output_vocabulary(emb, o.output_vocab, stops)
         extra: dict[str, object] = {"vocab_size_limit": o.vocab_size, "domain_vocab": o.domain_vocab is not None,
                                     "vocabulary_fingerprint": vocabulary_fingerprint(emb.vectors),
-                                    "decoder_precision": o.decoder_precision}
+                                    "decoder_precision": o.decoder_precision,
+                                    **public_file_digests(embeddings=o.embeddings, words=o.words),
+                                    **({"domain_vocab_sha256": domain_sha} if domain_sha else {})}
         if partitioned:
             _run_partitioned(o, emb, stops, extra)
         else:

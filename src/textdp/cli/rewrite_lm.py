@@ -85,15 +85,16 @@ def parse_quantiles(text: str) -> tuple[float, float]:
     return low, high
 
 
-def public_texts(path: Path) -> list[str]:
-    """The texts of ``--clip-public``: one per line of a plain-text file (each line a public text), the
-    documents of a JSONL/Parquet file."""
-    from ..io import is_jsonl, is_parquet, read_documents
+def public_texts(path: Path) -> tuple[list[str], str]:
+    """The texts of ``--clip-public`` and the SHA-256 of the file: one text per line of a plain-text file, the
+    documents of a JSONL/Parquet file (read once, checked: :func:`textdp.io.read_public_documents`)."""
+    from ..io import is_jsonl, is_parquet, read_public_documents
 
     if is_jsonl(path) or is_parquet(path):
-        return [t for _, t in read_documents([path])]
-    return [line for _, text in read_documents([path], input_format="text") for line in text.splitlines()
-            if line.strip()]
+        docs, sha = read_public_documents(path, what="--clip-public")
+        return [d.text for d in docs], sha
+    docs, sha = read_public_documents(path, what="--clip-public", input_format="text")
+    return [line for d in docs for line in d.text.splitlines() if line.strip()], sha
 
 
 def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions) -> Any:
@@ -111,8 +112,9 @@ def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions) -> Any
         raise ParameterError("--prior clips the difference to the public prior: give its range with --clip LOW,HIGH "
                              "(e.g. --clip=-2,2); --clip-public chooses bounds of the logits themselves")
     lo_q, hi_q = parse_quantiles(opts.clip_quantiles)
-    return public_bounds(model_dir, mechanism, public_texts(opts.clip_public), low_quantile=lo_q,
-                         high_quantile=hi_q, rule=opts.clip_rule, source="public text given with --clip-public")
+    texts, sha = public_texts(opts.clip_public)
+    return public_bounds(model_dir, mechanism, texts, low_quantile=lo_q, high_quantile=hi_q, rule=opts.clip_rule,
+                         source=f"public text given with --clip-public (file sha256 {sha})")
 
 
 def _prompt(opts: LMOptions) -> str | None:
@@ -121,10 +123,10 @@ def _prompt(opts: LMOptions) -> str | None:
         raise ParameterError("give the prompt once: --prompt TEXT or --prompt-file FILE")
     if opts.prompt_file is None:
         return opts.prompt
-    from ..io import read_documents
+    from ..io import read_public_documents
 
-    docs = read_documents([opts.prompt_file], input_format="text")
-    return docs[0][1].rstrip("\n") if docs else ""
+    docs, _ = read_public_documents(opts.prompt_file, what="--prompt-file", input_format="text")  # the text is recorded
+    return docs[0].text.rstrip("\n") if docs else ""
 
 
 def check_other_options(mechanism: str, opts: LMOptions, output: Path, inputs: list[Path]) -> None:

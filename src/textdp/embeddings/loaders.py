@@ -452,6 +452,9 @@ def _load_npy_source(p: Path, words_path: str | os.PathLike[str] | None, label: 
         else:
             raise EmbeddingsError(f"{p}: a .npy matrix needs a words file (--words PATH)")
     wp = Path(words_path)
+    from .._cache import check_public_path
+
+    check_public_path(wp, what="embeddings words file")
     words = _read_words(wp)
     arr = _load_npy(p)
     if arr.shape[0] != len(words):
@@ -527,11 +530,16 @@ def load_embeddings(
     if path is None:
         emb = load_default_embeddings(rebuild_cache=rebuild_cache)
     else:
+        from .._cache import check_public_path
+
         p = Path(path)
         if not p.exists():
             raise EmbeddingsError(f"embeddings file not found: {p}")
         if p.is_dir():
             raise EmbeddingsError(f"embeddings path is a directory, expected a file: {p}")
+        check_public_path(p, what="embeddings")  # nobody else may change it (issue 39 §3)
+        if words_path is not None and Path(words_path).exists():
+            check_public_path(words_path, what="embeddings words file")
         kind = fmt or _detect_format(p)
         if kind not in FORMATS:
             raise EmbeddingsError(f"unknown embeddings format {kind!r}; choose text, word2vec-binary or npy")

@@ -46,14 +46,17 @@ def check_model_folder(path: str | os.PathLike[str], *, what: str = "model folde
     Traceback (most recent call last):
     textdp.errors.ParameterError: model folder ...: model.pt is a link to .../weights.pt, outside the folder; ...
     """
+    from .._cache import check_public_path, shared_files_allowed
+
     given = Path(path)
     try:
         ls = os.lstat(given)
     except FileNotFoundError:
         return given
-    if stat.S_ISLNK(ls.st_mode) and ls.st_uid not in (0, os.geteuid()):
+    if stat.S_ISLNK(ls.st_mode) and ls.st_uid not in (0, os.geteuid()) and not shared_files_allowed():
         raise ParameterError(f"{what} {given} is a link owned by another user (they could point it at another model "
-                             "at any time); give the real path")
+                             "at any time); give the real path, or pass --allow-shared-files")
+    check_public_path(given, what=what)  # every folder above it, and the folder or file itself (issue 39 §3)
     real = given.resolve()
     if not real.is_dir():
         return real
@@ -61,6 +64,12 @@ def check_model_folder(path: str | os.PathLike[str], *, what: str = "model folde
         for name in (*dirs, *files):
             p = Path(top, name)
             if not p.is_symlink():
+                st = p.lstat()
+                if (not shared_files_allowed() and (st.st_uid not in (0, os.geteuid())
+                                                    or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))):
+                    raise ParameterError(f"{what} {given}: {p.relative_to(real)} is owned by another user or writable "
+                                         f"by others (mode {stat.S_IMODE(st.st_mode):o}), who could change the model; "
+                                         "chmod go-w it, or pass --allow-shared-files if you trust them")
                 continue
             target = p.resolve()
             if target != real and real not in target.parents:

@@ -41,7 +41,6 @@ vector.
 
 from __future__ import annotations
 
-import hashlib
 import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -134,19 +133,23 @@ def read_vocabulary(path: str | Path) -> PublicVocabulary:
 
     Each line goes through :func:`textdp.text.normalize`, so the words match the
     corpus's tokens; a line that normalises to nothing (a stop word) is dropped.
-    The file must be public data: never the private corpus.
+    The file must be public data: never the private corpus. It is checked and read once
+    (:func:`textdp._cache.read_public_file`: refused if another user could change it, unless
+    ``--allow-shared-files``); the public description gives the SHA-256 of the file's bytes.
     """
+    from .._cache import read_public_file
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        pub = read_public_file(p, what="--vocabulary")
+        text = pub.data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ParameterError(f"cannot read the vocabulary file {p}: {exc}") from None
     words = _clean(text.splitlines())
     if len(words) < 2:
         raise ParameterError(f"the vocabulary file {p} holds {len(words)} usable words; give at least 2 "
                              "(one per line, not stop words)")
-    digest = hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()[:16]
-    return PublicVocabulary(tuple(words), f"word list ({len(words)} words, sha256 {digest})")
+    return PublicVocabulary(tuple(words), f"word list ({len(words)} words, file sha256 {pub.sha256})")
 
 
 def glove_vocabulary(k: int) -> PublicVocabulary:
