@@ -507,7 +507,8 @@ def _path_annotation(param: Parameter) -> bool:
 def read_path_params(command: Any) -> list[Parameter]:
     """The parameters of ``command`` that name files it reads (checked by :func:`check_read_paths`)."""
     return [p for p in command.params if p.name not in WRITTEN_PATHS
-            and (_path_annotation(p) or p.name in STRING_PATHS)]
+            and (_path_annotation(p) or (p.name in STRING_PATHS
+                                         and getattr(getattr(p, "type_descriptor", None), "annotation", None) is str))]
 
 
 def named_paths(param: Parameter, value: Any) -> list[Path]:
