@@ -16,6 +16,12 @@ the start and compared at the end; any change fails the run and names what chang
 where something else uses that cache while the tests run, ``TEXTDP_TEST_CACHE_GUARD=0`` turns the
 check into a warning.
 
+The ledgers' anchors live in textdp's STATE folder instead (:func:`textdp._cache.state_dir`:
+``$TEXTDP_STATE_DIR``, else ``$XDG_STATE_HOME/textdp``, else ``~/.local/state/textdp``), which
+no cache wipe removes (issue 39): ``TEXTDP_STATE_DIR`` points at a ``state`` folder beside the
+private cache for the run, every test gets a fresh one of its own (``_private_textdp_state``),
+and the real state folders are guarded like the cache.
+
 Converting the default GloVe vectors into the fresh cache costs about 2 s once per run (the test
 subprocesses share the same folder), so no shared cache is read. The slow tests that sample sensitivities
 for minutes (``-m slow``) cache them there too; to keep that state between runs, name a folder of your own
@@ -34,6 +40,8 @@ import pytest
 
 #: the state variable textdp reads (src/textdp/_cache.py); every per-user file lives under it
 STATE_VAR = "TEXTDP_CACHE_DIR"
+#: the variable of textdp's STATE folder (the ledgers' anchors: src/textdp/_cache.py ``state_dir``)
+ANCHORS_VAR = "TEXTDP_STATE_DIR"
 GUARD_VAR = "TEXTDP_TEST_CACHE_GUARD"
 #: an optional folder that keeps the tests' state between runs (instead of a fresh one per run)
 KEEP_VAR = "TEXTDP_TEST_STATE_DIR"
@@ -50,6 +58,11 @@ def real_state_dirs(environ: os._Environ[str] | dict[str, str] | None = None) ->
         dirs.append(Path(env["XDG_CACHE_HOME"]) / "textdp")
     if env.get(STATE_VAR):
         dirs.append(Path(env[STATE_VAR]))
+    dirs.append(Path.home() / ".local" / "state" / "textdp")  # the ledgers' anchors (_cache.state_dir)
+    if env.get("XDG_STATE_HOME"):
+        dirs.append(Path(env["XDG_STATE_HOME"]) / "textdp")
+    if env.get(ANCHORS_VAR):
+        dirs.append(Path(env[ANCHORS_VAR]))
     return list(dict.fromkeys(dirs))
 
 
@@ -95,6 +108,14 @@ def pytest_configure(config: pytest.Config) -> None:
         state.mkdir(mode=0o700)
         config.stash[_private_key] = private
     os.environ[STATE_VAR] = str(state)
+    os.environ[ANCHORS_VAR] = str(state.parent / "state")  # made 0700 by textdp when first used
+
+
+@pytest.fixture(autouse=True)
+def _private_textdp_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own STATE folder (ledger anchors), so no test sees another's anchors; a test that sets
+    ``TEXTDP_STATE_DIR`` itself overrides it."""
+    monkeypatch.setenv(ANCHORS_VAR, str(tmp_path_factory.mktemp("textdp-state")))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -115,21 +115,30 @@ def test_a_ledger_ahead_of_its_anchor_is_accepted_and_an_unanchored_one_is_adopt
     led.reset()  # anchored at 1 event
     led.path.write_bytes(after)  # a run stopped between its two writes: more events, the anchored head in place
     assert set(led.spent()) == {"a", "b"}
-    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "fresh-state"))  # anchors gone: adopted as it is
-    assert led.state().anchored_events is None and set(led.spent()) == {"a", "b"}
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "another-cache"))  # a second cache: the anchor is kept
+    assert led.state().anchored_events == 1 and set(led.spent()) == {"a", "b"}
+    monkeypatch.setenv("TEXTDP_STATE_DIR", str(tmp_path / "fresh-state"))  # the state itself gone: refused ...
+    assert led.state().anchored_events is None
+    with pytest.raises(LedgerMismatchError, match="holds 2 events but textdp has no anchor .*`textdp ledger adopt "):
+        led.spent()
+    adopted = runner.invoke(app, ["ledger", "adopt", str(led.path)])  # ... until the user adopts it
+    assert adopted.exit_code == 0 and "anchored at 2 events" in adopted.stdout
     _charge(led, 1.0, doc="c")
     assert led.state().anchored_events == 3
 
 
-def test_anchor_is_private_and_names_no_path(tmp_path):
+def test_anchor_is_private_and_names_no_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTDP_STATE_DIR", str(tmp_path / "state-folder"))
     led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
     _charge(led)
-    folder = tmp_path / "state" / "ledgers"
+    folder = tmp_path / "state-folder" / "ledger-anchors"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    (anchor,) = folder.iterdir()
-    assert stat.S_IMODE(anchor.stat().st_mode) == 0o600
-    assert "private" not in anchor.name and str(tmp_path) not in anchor.read_text()
-    assert json.loads(anchor.read_text())["events"] == 1
+    by_id, by_path = sorted(folder.iterdir())  # id-<hmac>.json (the head), path-<hmac>.json (which ledger is here)
+    for anchor in (by_id, by_path):
+        assert stat.S_IMODE(anchor.stat().st_mode) == 0o600
+        assert "private" not in anchor.name and str(tmp_path) not in anchor.read_text()
+    assert json.loads(by_id.read_text())["events"] == 1
+    assert json.loads(by_path.read_text())["ledger"] == json.loads(led.path.read_text())["ledger"]
 
 
 # -- the folder, the lock --------------------------------------------------------------------------------------------
@@ -331,3 +340,58 @@ def test_rewrite_refuses_a_truncated_ledger_and_new_ledger_says_what_it_forgets(
         warning[0]
     shown = json.loads(runner.invoke(app, ["ledger", "show", str(led), "--json"]).stdout)
     assert shown["events"] == 2 and shown["documents"]["d1"]["releases"] == 1
+
+
+# -- issue 39 §4: the anchor outlives the cache, follows a moved ledger, and an unanchored history is refused -------
+def test_a_rolled_back_ledger_is_refused_after_a_cache_wipe_or_a_second_cache(tmp_path, monkeypatch):
+    import shutil
+
+    from textdp._cache import user_secret
+
+    user_secret()  # the cache exists, its key and all (this module's TEXTDP_CACHE_DIR)
+    cache = tmp_path / "state"
+    led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
+    _charge(led, 2.0, doc="a")
+    older = led.path.read_bytes()
+    _charge(led, 2.0, doc="a")
+    shutil.rmtree(cache)  # the cache wiped (rm -rf ~/.cache/textdp, or runs clean and more)
+    led.path.write_bytes(older)  # ... and the ledger rolled back to 2 of its 4 spent
+    with pytest.raises(LedgerMismatchError, match="holds 1 events, but textdp recorded 2"):
+        _charge(led, 2.0, doc="a")  # document a would reach 6 under a budget of 5
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "second-cache"))
+    one_error(runner.invoke(app, ["obfuscate", "-", "-e", "1", "-n", "1", "--ledger", str(led.path),
+                                  "--budget", "5"], input="river\n"), "holds 1 events, but textdp recorded 2")
+
+
+def test_a_moved_ledger_is_recognised_and_its_older_copy_refused(tmp_path):
+    led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
+    _charge(led, 1.0, doc="a")
+    older = led.path.read_bytes()
+    _charge(led, 1.0, doc="b")
+    moved = PrivacyLedger(tmp_path / "elsewhere" / "moved.jsonl")
+    moved.path.parent.mkdir(mode=0o700)
+    led.path.rename(moved.path)
+    assert set(moved.spent()) == {"a", "b"}  # anchored by its identity, not by its old path
+    _charge(moved, 1.0, doc="c")
+    copy = PrivacyLedger(tmp_path / "elsewhere" / "copy.jsonl")
+    copy.path.write_bytes(older)
+    copy.path.chmod(0o600)
+    with pytest.raises(LedgerMismatchError, match="holds 1 events, but textdp recorded 3"):
+        _charge(copy, 1.0, doc="a")
+
+
+def test_an_unanchored_ledger_with_history_is_refused_until_adopted(tmp_path, monkeypatch):
+    led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
+    _charge(led, 1.0, doc="a")
+    monkeypatch.setenv("TEXTDP_STATE_DIR", str(tmp_path / "wiped-state"))  # the anchors themselves are gone
+    res = runner.invoke(app, ["ledger", "show", str(led.path)])
+    one_error(res, "holds 1 events but textdp has no anchor", f"textdp ledger adopt {led.path}")
+    with pytest.raises(LedgerMismatchError, match="no anchor"):
+        _charge(led, 1.0, doc="b")  # never silently accepted
+    adopted = runner.invoke(app, ["ledger", "adopt", str(led.path)])
+    assert adopted.exit_code == 0, adopted.output
+    _charge(led, 1.0, doc="b")
+    assert set(led.spent()) == {"a", "b"}
+    led.path.write_bytes(b"".join(led.path.read_bytes().splitlines(keepends=True)[:1]))
+    one_error(runner.invoke(app, ["ledger", "adopt", str(led.path)]), "holds 1 events, but textdp recorded 2",
+              "textdp ledger reset")  # adopt never accepts a rollback: that is reset's job

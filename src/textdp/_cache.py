@@ -74,6 +74,8 @@ __all__ = [
     "read_keyed",
     "read_public_file",
     "shared_files_allowed",
+    "state_dir",
+    "state_secret",
     "user_secret",
     "verify_keyed",
     "write_keyed",
@@ -625,6 +627,35 @@ class PrivateDir:
                 parent.close()
 
 
+def state_dir(sub: str | None = None) -> Path:
+    """textdp's per-user STATE folder (made ``0700``, checked like the cache), or its subfolder ``sub`` (made too).
+
+    ``$TEXTDP_STATE_DIR`` if set, else ``$XDG_STATE_HOME/textdp``, else ``~/.local/state/textdp``. It holds what
+    must outlive the cache: the privacy ledgers' anchors (``ledger-anchors/``) and their key (``.key``). Nothing
+    textdp deletes (``runs clean``, a cache wipe, ``rebuild_cache``) is under it.
+
+    >>> import os, tempfile
+    >>> old = os.environ.get("TEXTDP_STATE_DIR")
+    >>> os.environ["TEXTDP_STATE_DIR"] = tmp = tempfile.mkdtemp() + "/state"
+    >>> state_dir("x") == Path(tmp, "x"), oct(Path(tmp).stat().st_mode & 0o777)
+    (True, '0o700')
+    >>> os.environ.pop("TEXTDP_STATE_DIR") and None
+    >>> if old is not None: os.environ["TEXTDP_STATE_DIR"] = old
+    """
+    env = os.environ.get("TEXTDP_STATE_DIR")
+    if env:
+        base = Path(env)
+    else:
+        base = Path(os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")) / "textdp"
+    base = private_dir(base, what="the textdp state folder")
+    return private_dir(base / sub, what="the textdp state folder") if sub else base
+
+
+def state_secret() -> bytes:
+    """The key of the STATE folder (32 random bytes in ``<state>/.key``, ``0600``): :func:`user_secret`'s rule."""
+    return _folder_secret(state_dir(), ".key", what="the textdp state folder")
+
+
 def user_secret() -> bytes:
     """This user's secret key: 32 random bytes in ``<cache>/runs/.salt`` (mode ``0600``, made once).
 
@@ -635,8 +666,12 @@ def user_secret() -> bytes:
     the same key); a file of the wrong size is replaced.
     """
     cache_dir()  # checks (or makes) the cache itself
-    with open_private_dir(cache_dir() / USER_SECRET[0], what="the textdp cache directory", create=True) as folder:
-        name = USER_SECRET[1]
+    return _folder_secret(cache_dir() / USER_SECRET[0], USER_SECRET[1], what="the textdp cache directory")
+
+
+def _folder_secret(where: Path, name: str, *, what: str) -> bytes:
+    """32 random bytes in ``where/name`` (``0600``), made once, race-free, through the checked folder's descriptor."""
+    with open_private_dir(where, what=what, create=True) as folder:
         for _ in range(3):
             try:
                 data = folder.read_bytes(name)

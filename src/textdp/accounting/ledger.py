@@ -14,16 +14,21 @@ document id and release in an append-only JSONL file:
   repaired: a ledger nobody can trust cannot say what was spent);
 * **anchored**: a hash chain alone does not stop the removal of the *last* lines, a
   deleted ledger or one replaced by an older copy. So every charge also records the
-  ledger's head (its event count and last hash) in textdp's private per-user state
-  (``<cache>/ledgers/``, mode ``0700``, see :func:`textdp._cache.cache_dir`), under a
-  name keyed by the ledger's real path (:func:`textdp._cache.keyed_digest`). A ledger
-  with fewer events than its anchor, another event at the anchored position, or missing
-  while its anchor records events is refused (:class:`LedgerMismatchError`) until the
-  user says otherwise (:meth:`PrivacyLedger.reset`, ``textdp ledger reset``,
-  ``--new-ledger`` of ``obfuscate``, ``rewrite`` and ``topics``). A ledger that *extends* its anchor (more events, the
-  anchored head in place: a run that stopped between its two writes) is accepted, since
-  extra events only over-count. A ledger never anchored (written by a textdp before
-  anchors, or the anchors were deleted with the cache) is anchored at its next charge;
+  ledger's head (its event count and last hash) in textdp's per-user STATE folder
+  (``<state>/ledger-anchors/``, mode ``0700``, :func:`textdp._cache.state_dir`; never under
+  the cache, so neither a cache wipe, a second ``TEXTDP_CACHE_DIR`` nor ``runs clean`` removes
+  it), under a name keyed (HMAC with the state's own key) by the ledger's **identity**: a
+  random id bound into its first line's hash (``prev`` of line 1, repeated as ``ledger``), so
+  a moved or copied ledger is recognised wherever it is. A second record, keyed by the real
+  path, says which ledger lives there (so a deleted ledger is noticed). A ledger with fewer
+  events than its anchor, another event at the anchored position, missing while its anchor
+  records events, or **holding events but no anchor** (the state was deleted, or a copy textdp
+  never anchored) is refused (:class:`LedgerMismatchError`) until the user says otherwise
+  (:meth:`PrivacyLedger.adopt`, ``textdp ledger adopt`` for an unanchored one;
+  :meth:`PrivacyLedger.reset`, ``textdp ledger reset``, ``--new-ledger`` of ``obfuscate``, ``rewrite`` and
+  ``topics``). A ledger that *extends* its anchor (more events, the anchored head in place: a run
+  that stopped between its two writes) is accepted, since extra events only over-count. Anchors
+  that older textdp versions kept in ``<cache>/ledgers/`` are still read (then moved to the state);
 * **its folder is private**: it is opened once with :func:`textdp._cache.open_private_dir`:
   every ancestor from ``/`` down owned by root or this user and not writable by others
   unless root-owned and sticky (like ``/tmp``; OpenSSH's ``StrictModes`` rule), the folder
@@ -64,6 +69,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -72,7 +78,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._cache import PrivateDir, cache_dir, keyed_digest, open_private_dir
+from .._cache import PrivateDir, cache_dir, keyed_digest, open_private_dir, state_dir, state_secret
 from ..errors import ParameterError
 from ..guarantees.events import ApproxEvent, Charge, PrivacyEvent, PureEvent, event_from_dict
 from .accountant import Composition, compose
@@ -84,8 +90,10 @@ __all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "Priv
 GENESIS = "0" * 64
 _FORMAT = "textdp-ledger/1"
 _ANCHOR_FORMAT = "textdp-ledger-anchor/1"
-#: the folder of the anchors, under :func:`textdp._cache.cache_dir`
-ANCHOR_DIR = "ledgers"
+#: the folder of the anchors, under :func:`textdp._cache.state_dir`
+ANCHOR_DIR = "ledger-anchors"
+#: where textdp before issue 39 kept them, under :func:`textdp._cache.cache_dir` (read, never written)
+LEGACY_ANCHOR_DIR = "ledgers"
 _FOLDER = "the ledger's folder"
 _ANCHORS = "textdp's ledger anchors folder"
 
@@ -158,6 +166,17 @@ class LedgerState:
     head: str
     anchored_events: int | None
     anchored_head: str | None
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def ledger_identity(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """A ledger's identity: the random id of its first line, or (ledgers before ids) its first hash; None if empty."""
+    if not rows:
+        return None
+    return str(rows[0]["ledger"]) if _is_id(rows[0].get("ledger")) else str(rows[0]["hash"])
 
 
 def _digest(prev: str, event: Mapping[str, Any]) -> str:
@@ -283,36 +302,89 @@ class PrivacyLedger:
         finally:
             os.close(fd)
 
-    def _anchor_name(self, real: Path) -> str:
-        ident = os.fsencode(str(real / self.path.name))
-        return keyed_digest("textdp ledger anchor", ident)[:40] + ".json"
+    @staticmethod
+    def _name(kind: str, ident: str) -> str:
+        """An anchor file's name: keyed by the STATE's key (which a cache wipe does not change)."""
+        import hmac
+
+        mac = hmac.new(state_secret(), f"textdp ledger anchor {kind}\0{ident}".encode(), "sha256").hexdigest()
+        return f"{kind}-{mac[:40]}.json"
+
+    def _path_ident(self, real: Path) -> str:
+        return os.fsdecode(os.fsencode(str(real / self.path.name)))
 
     def _anchors(self) -> PrivateDir:
-        return open_private_dir(cache_dir(ANCHOR_DIR, create=True), what=_ANCHORS)
+        return open_private_dir(state_dir(ANCHOR_DIR), what=_ANCHORS)
 
-    def _read_anchor(self, real: Path) -> tuple[int, str] | None:
-        name = self._anchor_name(real)
-        with self._anchors() as folder:
-            found = _read_at(folder.fd, name, folder.path / name, what="ledger anchor")
+    def _load(self, folder: PrivateDir, name: str) -> dict[str, Any] | None:
+        found = _read_at(folder.fd, name, folder.path / name, what="ledger anchor")
         if found is None:
             return None
         _check_private(found[1], folder.path / name, what="ledger anchor")
         try:
             row = json.loads(found[0])
-            if row.get("format") != _ANCHOR_FORMAT:
+            if not isinstance(row, dict) or row.get("format") != _ANCHOR_FORMAT:
                 raise ValueError
+            return row
+        except (ValueError, TypeError):
+            raise LedgerMismatchError(f"the anchor of ledger {self.path} ({folder.path / name}) is damaged; run "
+                                      f"`textdp ledger reset {self.path}` to anchor the ledger as it is now") from None
+
+    def _head(self, row: dict[str, Any], shown: Path) -> tuple[int, str]:
+        try:
             n, h = int(row["events"]), str(row["head"])
             if n < 0 or len(h) != 64:
                 raise ValueError
-        except (ValueError, TypeError, KeyError, AttributeError):
-            raise LedgerMismatchError(f"the anchor of ledger {self.path} ({folder.path / name}) is damaged; run "
+        except (ValueError, TypeError, KeyError):
+            raise LedgerMismatchError(f"the anchor of ledger {self.path} ({shown}) is damaged; run "
                                       f"`textdp ledger reset {self.path}` to anchor the ledger as it is now") from None
         return n, h
 
-    def _write_anchor(self, real: Path, events: int, head: str) -> None:
+    def _legacy_anchor(self, real: Path) -> tuple[int, str] | None:
+        """An anchor written before issue 39 (``<cache>/ledgers/``, keyed by the real path with the cache's key)."""
+        try:
+            folder = open_private_dir(cache_dir(LEGACY_ANCHOR_DIR), what=_ANCHORS)
+        except FileNotFoundError:
+            return None
+        name = keyed_digest("textdp ledger anchor", os.fsencode(str(real / self.path.name)))[:40] + ".json"
+        with folder:
+            row = self._load(folder, name)
+        return None if row is None else self._head(row, folder.path / name)
+
+    def _read_anchor(self, real: Path, rows: list[dict[str, Any]] | None) -> tuple[int, str] | None:
+        """The anchored head to check this ledger against.
+
+        That of the ledger textdp last wrote at this path when the file is missing, empty or another ledger
+        (replaced: its spend would vanish) and that one recorded events; else that of the file's own identity
+        (wherever it was anchored: a moved ledger is recognised).
+        """
+        ident = ledger_identity(rows or [])
         with self._anchors() as folder:
-            folder.write_bytes(self._anchor_name(real), json.dumps(
-                {"format": _ANCHOR_FORMAT, "events": events, "head": head}, sort_keys=True).encode())
+            where = self._load(folder, self._name("path", self._path_ident(real)))
+            here = str(where["ledger"]) if where and isinstance(where.get("ledger"), str) else None
+            if here is not None and here != ident:
+                name = self._name("id", here)
+                row = self._load(folder, name)
+                if row is not None and self._head(row, folder.path / name)[0] > 0:
+                    return self._head(row, folder.path / name)
+            if ident is not None:
+                name = self._name("id", ident)
+                row = self._load(folder, name)
+                if row is not None:
+                    return self._head(row, folder.path / name)
+        return self._legacy_anchor(real) if rows else None
+
+    def _write_anchor(self, real: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+        ident = ledger_identity(rows)
+        with self._anchors() as folder:
+            path_name = self._name("path", self._path_ident(real))
+            if ident is None:  # an empty ledger (reset of a missing file): nothing lives at this path now
+                folder.remove(path_name)
+                return
+            head = str(rows[-1]["hash"])
+            folder.write_bytes(self._name("id", ident), json.dumps(
+                {"format": _ANCHOR_FORMAT, "events": len(rows), "head": head}, sort_keys=True).encode())
+            folder.write_bytes(path_name, json.dumps({"format": _ANCHOR_FORMAT, "ledger": ident}).encode())
 
     # reading ---------------------------------------------------------------------------------
     def _rows(self, dir_fd: int) -> list[dict[str, Any]] | None:
@@ -337,6 +409,8 @@ class PrivacyLedger:
         for n, line in enumerate(text.splitlines(keepends=True), 1):
             try:
                 row = json.loads(line)
+                if n == 1 and isinstance(row, dict) and _is_id(row.get("ledger")):
+                    prev = row["ledger"]  # the ledger's random id, bound into the first hash
                 ok = (isinstance(row, dict) and row.get("format") == _FORMAT and row.get("prev") == prev
                       and isinstance(row.get("event"), dict) and row.get("hash") == _digest(prev, row["event"])
                       and line.endswith("\n"))
@@ -354,6 +428,12 @@ class PrivacyLedger:
 
     def _check_anchor(self, rows: list[dict[str, Any]] | None, anchor: tuple[int, str] | None) -> None:
         if anchor is None:
+            if rows:
+                raise LedgerMismatchError(
+                    f"ledger {self.path} holds {len(rows)} events but textdp has no anchor for it in your state "
+                    f"folder ({state_dir(ANCHOR_DIR)}): the state was deleted, or this is a copy textdp never "
+                    f"anchored, so an older copy cannot be told apart; if it is the ledger you trust, run `textdp "
+                    f"ledger adopt {self.path}`")
             return
         n, h = anchor
         have = len(rows or [])
@@ -377,22 +457,24 @@ class PrivacyLedger:
         try:
             folder = open_private_dir(self.path.parent, what=_FOLDER)
         except FileNotFoundError:
-            return None, self._read_anchor(Path(os.path.realpath(os.path.abspath(self.path.parent))))
+            return None, self._read_anchor(Path(os.path.realpath(os.path.abspath(self.path.parent))), None)
         with folder:
             try:
                 os.stat(self.path.name, dir_fd=folder.fd, follow_symlinks=False)
             except FileNotFoundError:  # nothing to lock (and no lock file made by a read)
-                return None, self._read_anchor(folder.path)
+                return None, self._read_anchor(folder.path, None)
             try:
                 os.stat(self.path.name + ".lock", dir_fd=folder.fd, follow_symlinks=False)
             except FileNotFoundError:
                 # never charged here: read without making a lock file (a wrong file is refused, nothing left)
-                rows, anchor = self._rows(folder.fd), self._read_anchor(folder.path)
+                rows = self._rows(folder.fd)
+                anchor = self._read_anchor(folder.path, rows)
                 with contextlib.suppress(LedgerMismatchError):
                     self._check_anchor(rows, anchor)
                     return rows, anchor
             with self._locked(folder.fd, exclusive=False):  # read again under the lock: a run may be writing
-                return self._rows(folder.fd), self._read_anchor(folder.path)
+                rows = self._rows(folder.fd)
+                return rows, self._read_anchor(folder.path, rows)
 
     def _verified(self) -> list[dict[str, Any]]:
         rows, anchor = self._read()
@@ -462,6 +544,25 @@ class PrivacyLedger:
                 "was released or recorded")
 
     # writing ---------------------------------------------------------------------------------
+    def adopt(self) -> LedgerState:
+        """Anchor a ledger that holds events but has no anchor (the state was deleted, or a copy never anchored here).
+
+        The user's word that this file is the ledger to trust; its spend counts from now on, and an older
+        copy is refused again. A ledger whose anchor disagrees with it is refused here (that needs
+        :meth:`reset`, which says what is forgotten); an anchored one that agrees is only re-anchored (after a
+        move, its path is recorded). Returns the state after.
+        """
+        with self._session(create=False, exclusive=True) as folder:
+            rows = self._rows(folder.fd)
+            if rows is None:
+                raise ParameterError(f"{self.path}: no such ledger file")
+            anchor = self._read_anchor(folder.path, rows)
+            if anchor is not None:
+                self._check_anchor(rows, anchor)
+            self._write_anchor(folder.path, rows)
+        head = rows[-1]["hash"] if rows else GENESIS
+        return LedgerState(len(rows), head, len(rows), head)
+
     def reset(self) -> tuple[LedgerState, LedgerState]:
         """Anchor the ledger as it is now (an empty one when the file is missing): the user's word that it is right.
 
@@ -477,9 +578,9 @@ class PrivacyLedger:
             except ParameterError as exc:
                 raise ParameterError(f"{exc}; a reset accepts only a ledger whose chain verifies, or a missing one: "
                                      f"move {self.path} away first to start an empty ledger") from None
-            anchor = self._read_anchor(folder.path)
+            anchor = self._read_anchor(folder.path, rows)
             head = rows[-1]["hash"] if rows else GENESIS
-            self._write_anchor(folder.path, len(rows), head)
+            self._write_anchor(folder.path, rows)
         before = LedgerState(len(rows), head, *(anchor or (None, None)))
         return before, LedgerState(len(rows), head, len(rows), head)
 
@@ -501,20 +602,24 @@ class PrivacyLedger:
         with self._session(create=True, exclusive=True) as folder:
             found = self._rows(folder.fd)
             if not new_ledger:
-                self._check_anchor(found, self._read_anchor(folder.path))
+                self._check_anchor(found, self._read_anchor(folder.path, found))
             rows = found or []
             if budget is not None:
                 self._check_budget(self._events(rows), new, float(budget))
-            prev = rows[-1]["hash"] if rows else GENESIS
+            prev = rows[-1]["hash"] if rows else secrets.token_hex(32)  # a new ledger: its random identity
             lines = [json.dumps(r, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n" for r in rows]
+            written = list(rows)
             for e in new:
                 body = e.to_dict()
                 h = _digest(prev, body)
-                lines.append(json.dumps({"format": _FORMAT, "prev": prev, "event": body, "hash": h}, sort_keys=True,
-                                        ensure_ascii=True, allow_nan=False) + "\n")
+                row = {"format": _FORMAT, "prev": prev, "event": body, "hash": h}
+                if not written:
+                    row["ledger"] = prev
+                lines.append(json.dumps(row, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n")
+                written.append(row)
                 prev = h
             folder.write_bytes(self.path.name, "".join(lines).encode("ascii"))
-            self._write_anchor(folder.path, len(rows) + len(new), prev)  # after the ledger: a crash between over-counts
+            self._write_anchor(folder.path, written)  # after the ledger: a crash between over-counts
         return new
 
 

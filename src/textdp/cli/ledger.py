@@ -1,11 +1,12 @@
-"""``textdp ledger show FILE`` and ``textdp ledger reset FILE``: read a privacy ledger, or accept it as it is.
+"""``textdp ledger show|adopt|reset FILE``: read a privacy ledger, or accept it as it is.
 
 The ledger (written by ``textdp obfuscate|rewrite|topics --ledger FILE``, by
 :func:`textdp.release.release` and by ``Mechanism.transform`` after ``set_ledger``) is private-side state: document ids next
 to their spend. ``show`` verifies its hash chain and its anchor (the head textdp recorded in the
 user's private state at the last charge: a truncated, replaced or deleted ledger is refused with a
 one-line error that says so) and prints the spend; print it only where the private input may be
-seen. ``reset`` is the user's word that the ledger as it is now (or a new, empty one when the file
+seen. ``adopt`` anchors a ledger with events that has no anchor (the state folder was deleted, a copied
+ledger): refused, never silently accepted, until then. ``reset`` is the user's word that the ledger as it is now (or a new, empty one when the file
 is gone) is the one to trust: the spend the old anchor covered beyond it is forgotten.
 """
 
@@ -54,7 +55,7 @@ def show_command(
         spent = led.spent(events)
         composed = led.composed(events)
         state = led.state()
-        anchored = "anchored" if state.anchored_events is not None else "not anchored yet (anchored at its next charge)"
+        anchored = "anchored" if state.anchored_events is not None else "not anchored yet (empty)"
         if as_json:
             typer.echo(json.dumps({"events": len(events), "head": state.head,
                                    "anchored": state.anchored_events is not None, "enforced": "tight", "documents": {
@@ -71,6 +72,21 @@ def show_command(
         notes = {c.note for c in composed.values() if c.note}
         typer.echo("epsilon: summed over the releases; tight: composed by dp-accounting at the same delta (the sum "
                    "for pure releases); --budget is enforced on tight" + (f" ({notes.pop()})" if notes else ""))
+
+
+@ledger_app.command("adopt")
+def adopt_command(ledger: Annotated[Path, _LEDGER_ARG]) -> None:
+    """Anchor a ledger that holds events but that textdp has no anchor for (your textdp state folder was deleted,
+    or you copied the ledger from another account or machine).
+
+    Only for a ledger you trust to hold every release: from now on an older copy of it is refused again. A
+    ledger whose anchor disagrees with it (truncated, replaced) is refused here: that needs `textdp ledger reset`.
+    """
+    with cli_errors():
+        from ..accounting.ledger import PrivacyLedger
+
+        after = PrivacyLedger(ledger).adopt()
+        typer.echo(f"ledger {ledger} adopted: anchored at {after.events} events (head {after.head})")
 
 
 @ledger_app.command("reset")
