@@ -496,6 +496,85 @@ def test_header_read_timeout_closes_half_open_connections():
                 s.close()
 
 
+def test_the_token_holder_is_never_locked_out_by_half_open_connections():
+    """Issue 39 §4: any local user, without the token, held 66 half-open connections renewed every 8 s and the
+    owner got 503 for ever. Now a connection without the token waits for its headers 2 s at most and only 8 may
+    wait at once (a new one closes the oldest), and requests are limited per kind. Loopback only, bounded: at
+    most 66 attacker sockets open at a time, renewed for 6 s."""
+    import threading
+    import time
+
+    from textdp.serve.server import UNTRUSTED_HEADER_TIMEOUT, UNTRUSTED_WAITING
+
+    assert UNTRUSTED_HEADER_TIMEOUT == 2.0 and UNTRUSTED_WAITING == 8
+    with _real_server(create_app(Workbench(), token="t0ken")) as (port, _, _):
+        held = _half_open(port, 66)
+        stop = threading.Event()
+
+        def renew():  # the attacker keeps 66 connections open, reopening every one the server closes
+            end = time.monotonic() + 6
+            while not stop.is_set() and time.monotonic() < end:
+                for i, s in enumerate(held):
+                    try:
+                        s.setblocking(False)
+                        gone = s.recv(4096) == b""
+                    except BlockingIOError:
+                        gone = False
+                    except OSError:
+                        gone = True
+                    if gone:
+                        s.close()
+                        held[i] = _half_open(port, 1)[0]
+                time.sleep(0.2)
+
+        attacker = threading.Thread(target=renew, daemon=True)
+        attacker.start()
+        try:
+            time.sleep(0.5)
+            answers = []
+            for _ in range(8):  # the owner, with the token, during the attack
+                answers.append(_refused(f"http://127.0.0.1:{port}/api/mechanisms", "t0ken"))
+                time.sleep(0.3)
+            assert all(code == 200 for code, _ in answers), answers
+            assert _get(f"http://127.0.0.1:{port}/").startswith("<!doctype html>")  # and the page loads
+        finally:
+            stop.set()
+            attacker.join(10)
+            for s in held:
+                s.close()
+
+
+def test_every_error_the_server_writes_is_one_line_of_json():
+    """Issue 39 §4: uvicorn's own 400 (a malformed request) and 503 (the concurrency limit) were plain text."""
+    import asyncio
+    import socket
+
+    from textdp.serve.server import RequestLimit
+
+    with _real_server(create_app(Workbench(), token="t0ken")) as (port, _, _):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+    head, _, body = answer.decode().partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 400 ") and "content-type: application/json" in head.lower()
+    assert "\n" not in body and "error" in json.loads(body)
+
+    sent = []
+
+    async def never(scope, receive, send):  # pragma: no cover - the limit answers first
+        raise AssertionError
+
+    async def collect(message):
+        sent.append(message)
+
+    limit = RequestLimit(never, token=b"t0ken", trusted=0, untrusted=0)
+    asyncio.run(limit({"type": "http", "headers": []}, None, collect))
+    assert sent[0]["status"] == 503 and (b"content-type", b"application/json") in sent[0]["headers"]
+    assert b"\n" not in sent[1]["body"] and "busy" in json.loads(sent[1]["body"])["error"]
+
+
 class _HeldAudit(Workbench):
     """A workbench whose audit holds its thread until the test lets it go (an audit of a minute, on demand)."""
 
