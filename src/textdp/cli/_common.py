@@ -75,6 +75,12 @@ IdFieldOption = Annotated[str, typer.Option(
 SeedOption = Annotated[int | None, typer.Option(
     help="Seed for a reproducible experiment (never recorded; anyone who knows it can undo the noise). Default: "
     "fresh OS entropy (use that for real releases).")]
+#: The environment variable that gives ``--seed`` (readable by this user and root only, unlike the command line).
+SEED_ENV = "TEXTDP_SEED"
+#: Appended to the help of every ``--seed``.
+SEED_PS_NOTE = (f"--seed is visible to every user of this machine (ps, /proc) while the command runs: give a seed "
+                f"that must stay secret with --seed-file FILE (yours, mode 600) or the {SEED_ENV} environment "
+                "variable instead.")
 #: The --help panel of the options that say where the work runs (--engine, --scheduler, --workers, ...).
 ENGINE_PANEL = "Engine"
 SchedulerOption = Annotated[str | None, typer.Option(
@@ -549,6 +555,65 @@ def check_read_paths(ctx: Context) -> None:
             check_public_path(path, what=name)
 
 
+_SEED_FILE_KEY = "textdp.seed_file"
+
+
+def _remember_seed_file(ctx: typer.Context, value: Path | None) -> Path | None:
+    if value is not None:
+        ctx.meta[_SEED_FILE_KEY] = value
+    return value
+
+
+def read_seed_file(path: Path) -> int:
+    """The seed in ``path``: a file of yours that nobody else can read or change (one line: a whole number >= 0)."""
+    import os
+    import stat
+
+    from .._cache import read_public_file
+
+    pub = read_public_file(path, what="--seed-file")  # every folder above it checked, the file yours or root's
+    mode = stat.S_IMODE(os.stat(pub.real).st_mode)
+    if mode & 0o077:
+        raise ParameterError(f"--seed-file {path} can be read by others (mode {mode:o}): the seed undoes the noise; "
+                             f"run chmod 600 {path}")
+    text = pub.data.decode("ascii", "replace").strip()
+    if not text.isdigit():
+        raise ParameterError(f"--seed-file {path} must hold one whole number >= 0 (the seed), nothing else")
+    return int(text)
+
+
+def resolve_seed(ctx: Context) -> None:
+    """``--seed``, ``--seed-file`` or ``$TEXTDP_SEED`` (one of them at most) into the command's ``seed`` parameter."""
+    import os
+
+    given = {name: v for name, v in (("--seed", ctx.params.get("seed")), ("--seed-file", ctx.meta.get(_SEED_FILE_KEY)),
+                                     (SEED_ENV, os.environ.get(SEED_ENV) or None)) if v is not None}
+    if len(given) > 1:
+        raise ParameterError(f"give the seed once: {' and '.join(given)} were both given")
+    if "--seed-file" in given:
+        ctx.params["seed"] = read_seed_file(Path(given["--seed-file"]))
+    elif SEED_ENV in given:
+        value = str(given[SEED_ENV]).strip()
+        if not value.isdigit():
+            raise ParameterError(f"{SEED_ENV} must be a whole number >= 0 (the seed), got {value!r}")
+        ctx.params["seed"] = int(value)
+
+
+def _seed_file_param() -> Parameter:
+    """A fresh ``--seed-file`` option (eager, not passed to the command's function)."""
+    sub = typer.Typer(add_completion=False)
+
+    @sub.command("flag")
+    def _flag(seed_file: Annotated[Path | None, typer.Option(
+            "--seed-file", help=f"Read the seed from this file (yours, mode 600): not shown by ps, unlike --seed. "
+            f"Or set {SEED_ENV}.", is_eager=True, expose_value=False, callback=_remember_seed_file)] = None) -> None:
+        """Only here to build the option."""
+
+    sub.command("other")(lambda: None)  # two commands: get_command returns a group
+    group = typer.main.get_command(sub)
+    return group.commands["flag"].params[0]  # type: ignore[attr-defined]
+
+
 def _remember_allow_shared(ctx: typer.Context, value: bool) -> bool:
     if value:
         ctx.meta[_ALLOW_SHARED_KEY] = True
@@ -580,6 +645,10 @@ class Command(TyperCommand):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        seed = next((p for p in self.params if p.name == "seed" and "--seed" in p.opts), None)
+        if seed is not None and not any(p.name == "seed_file" for p in self.params):
+            seed.help = f"{(seed.help or '').rstrip()} {SEED_PS_NOTE}"  # type: ignore[attr-defined]
+            self.params.insert(self.params.index(seed) + 1, _seed_file_param())
         if read_path_params(self) and not any(p.name == "allow_shared_files" for p in self.params):
             self.params.append(_allow_shared_param())
         _plain_helps(self)
@@ -588,6 +657,8 @@ class Command(TyperCommand):
     def invoke(self, ctx: Context) -> Any:
         with cli_errors():
             check_read_paths(ctx)
+            if any(p.name == "seed_file" for p in self.params):
+                resolve_seed(ctx)
         if ctx.meta.get(_ALLOW_SHARED_KEY):
             from .._cache import allow_shared_files
 
