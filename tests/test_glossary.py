@@ -42,8 +42,10 @@ def test_cli_options_use_the_glossary_names():
             assert not opts & {"--rng", "--random-state", "--jobs", "-j", "--backend", "--n-jobs"}, (name, opts)
             if "-n" in opts:
                 assert "--size" in opts, (name, opts)
-            if "seed" in p.name and p.name != "model_seed":
+            if "seed" in p.name and p.name not in ("model_seed", "seed_file"):
                 assert "--seed" in opts, (name, opts)
+            if p.name == "seed_file":  # the secret seed's other source, beside --seed (issue 39 §4)
+                assert opts == {"--seed-file"} and any(q.name == "seed" for q in cmd.params), (name, opts)
 
 
 def test_cli_options_named_in_the_glossary_exist():

@@ -231,18 +231,25 @@ def test_serve_host_and_origin_rules(headers):
 
 def test_serve_limits_are_the_stated_ones():
     """'over 100,000 bytes gets 413; the request headers must arrive within 10 seconds ... the body within 30
-    seconds (408); beyond 64 open connections a request gets 503' and 'no access log'."""
+    seconds (408)'; 'Until then it has 2 seconds for its request headers, and at most 8 such connections wait for
+    headers at once'; 'At most 64 requests with the token and 16 without run at once' and 'no access log'."""
     pytest.importorskip("uvicorn", reason="textdp serve needs the [serve] extra")
     from textdp.serve import app as serve_app
     from textdp.serve import server
 
     assert "over 100,000 bytes gets 413" in TEXT and "within 10 seconds of connecting" in TEXT
-    assert "the body within 30 seconds (408)" in TEXT and "beyond 64 open connections" in TEXT
+    assert "the body within 30 seconds (408)" in TEXT
+    assert "Until then it has 2 seconds for its request headers, and at most 8 such connections" in TEXT
+    assert "At most 64 requests with the token and 16 without run at once" in TEXT
     assert serve_app.MAX_BODY_BYTES == 100_000 and serve_app.BODY_TIMEOUT == 30.0
     assert server.HEADER_TIMEOUT == 10.0 and server.MAX_CONNECTIONS == 64
-    config = server.make_server(_serve_app()).config
+    app = _serve_app()
+    config = server.make_server(app).config
     assert issubclass(config.http, server.HeaderDeadlineProtocol) and config.http.header_timeout == 10.0
-    assert config.limit_concurrency == 64 and config.access_log is False
+    assert config.http.untrusted_header_timeout == 2.0 and config.http.untrusted_waiting == 8
+    assert config.http.token == app.state.token.encode()
+    assert isinstance(config.app, server.RequestLimit) and config.app.limits == {True: 64, False: 16}
+    assert config.limit_concurrency is None and config.access_log is False
 
 
 # --- the privacy ledger, model folders, keyed names (issue 28 §2-3) -------------------------
@@ -250,17 +257,20 @@ def test_serve_limits_are_the_stated_ones():
 
 def test_ledger_folder_lock_and_anchor_are_as_stated(tmp_path, monkeypatch):
     """'textdp creates it (and any missing parent) with mode 0700 whatever the umask'; 'the ledger's event
-    count and last hash in your private textdp state (`<cache>/ledgers/`, mode 0700 ...)'; 'A run waits at most
-    60 seconds for another run's lock'; 'missing while its anchor records events is refused ... until you say
-    otherwise: `textdp ledger reset FILE` (or `textdp rewrite ... --new-ledger`)'."""
+    count and last hash in your textdp state folder (`$TEXTDP_STATE_DIR` ... `ledger-anchors/`, mode 0700'; 'A run
+    waits at most 60 seconds for another run's lock'; 'missing while the ledger last anchored at its path records
+    events ... is refused'; '`textdp ledger reset FILE` (or `--new-ledger`)'; 'records each release made *with that
+    ledger*'."""
     import os
     import stat
 
     from textdp.accounting.ledger import LedgerMismatchError, PrivacyLedger
 
     assert "mode 0700 whatever the umask" in TEXT and "A run waits at most 60 seconds" in TEXT
-    assert "`textdp ledger reset FILE` (or `textdp rewrite ... --new-ledger`)" in TEXT
-    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "state"))
+    assert "`textdp ledger reset FILE` (or `--new-ledger`)" in TEXT and "records each release made *with that" in TEXT
+    assert "`ledger-anchors/`, mode 0700" in TEXT and "not a cache wipe, not a second `TEXTDP_CACHE_DIR`" in TEXT
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEXTDP_STATE_DIR", str(tmp_path / "state"))
     mask = os.umask(0)
     try:
         led = PrivacyLedger(tmp_path / "a" / "b" / "ledger.jsonl")
@@ -268,14 +278,16 @@ def test_ledger_folder_lock_and_anchor_are_as_stated(tmp_path, monkeypatch):
     finally:
         os.umask(mask)
     assert led.lock_timeout == 60
-    for d in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "state" / "ledgers"):
+    for d in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "state" / "ledger-anchors"):
         assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    assert not (tmp_path / "cache" / "ledgers").exists()  # nothing of the ledger under the cache
     led.path.unlink()
     with pytest.raises(LedgerMismatchError, match="missing"):
         led.spent()
     assert runner.invoke(app, ["ledger", "reset", str(led.path)]).exit_code == 0
     assert led.spent() == {}
-    assert "--new-ledger" in runner.invoke(app, ["rewrite", "--help"], env={"COLUMNS": "200"}).stdout
+    for command in ("rewrite", "obfuscate", "topics"):
+        assert "--new-ledger" in runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).stdout
 
 
 def test_model_folder_links_are_as_stated(tmp_path):
@@ -409,6 +421,7 @@ def test_custext_groups_and_in_place_npy_are_as_stated(tmp_path, monkeypatch):
 
     assert "**CusText's groups are keyed.**" in TEXT and "is recomputed, never used" in TEXT
     assert "memory-mapped only if nobody but you or root can write it" in TEXT
+    assert "the settings file of an `obfuscate` release gives the SHA-256 of it and of its words file" in TEXT
     monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
     vec = make_rng(4).standard_normal((200, 5)).astype(np.float32)
     real = cached_custext_groups(vec, 3, min_cached=10)
@@ -421,7 +434,13 @@ def test_custext_groups_and_in_place_npy_are_as_stated(tmp_path, monkeypatch):
     np.save(tmp_path / "v.npy", vec)
     (tmp_path / "v.words.txt").write_text("".join(f"w{i}\n" for i in range(200)))
     os.chmod(tmp_path / "v.npy", 0o646)
-    emb = load_embeddings(tmp_path / "v.npy")
+    from textdp._cache import allow_shared_files
+    from textdp.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="writable by others .*--allow-shared-files"):
+        load_embeddings(tmp_path / "v.npy")  # a user-named file others could change: refused ...
+    with allow_shared_files():  # ... unless the user says so, and then it is read into memory
+        emb = load_embeddings(tmp_path / "v.npy")
     assert not isinstance(emb.vectors, np.memmap) and not isinstance(np.asarray(emb.vectors).base, np.memmap)
 
 

@@ -359,6 +359,15 @@ class PublicFile:
             raise ParameterError(f"{self.path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
+def _a_stream(path: Path) -> bool:
+    """Whether ``path`` is a pipe or a device (``<(zcat ...)``, ``/dev/stdin``): nothing anyone can rename or edit."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
+
+
 def _public_fd(path: Path, what: str) -> tuple[int, Path]:
     """Open ``path`` (a file or folder) after checking it and every folder above it; refusals name the flag."""
     try:
@@ -393,6 +402,8 @@ def check_public_path(path: str | os.PathLike[str], *, what: str = "the file") -
     """
     if _uid() < 0 or shared_files_allowed():  # pragma: no cover - no POSIX ownership (Windows)
         return Path(path).resolve()
+    if _a_stream(Path(path)):
+        return Path(path)
     fd, real = _public_fd(Path(path), what)
     os.close(fd)
     return real
@@ -411,13 +422,13 @@ def read_public_file(path: str | os.PathLike[str], *, what: str = "the file") ->
     (b'hi', '8f434346648f')
     """
     given = Path(path)
-    if _uid() < 0 or shared_files_allowed():
-        real = given.resolve()
+    if _uid() < 0 or shared_files_allowed() or _a_stream(given):
+        real = given if _a_stream(given) else given.resolve()
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
             os.close(fd)
-            raise ParameterError(f"{what} {given} is not a regular file")
+            raise ParameterError(f"{what} {given} is a folder, not a file")
     else:
         fd, real = _public_fd(given, what)
         if stat.S_ISDIR(os.fstat(fd).st_mode):
@@ -435,7 +446,7 @@ def public_sha256(path: str | os.PathLike[str], *, what: str = "the file") -> st
     can change the file, and the hash recorded is of the bytes that were checked.
     """
     given = Path(path)
-    if _uid() < 0 or shared_files_allowed():
+    if _uid() < 0 or shared_files_allowed() or _a_stream(given):
         fd = os.open(given, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     else:
         fd, _ = _public_fd(given, what)

@@ -28,7 +28,7 @@ document id and release in an append-only JSONL file:
   :meth:`PrivacyLedger.reset`, ``textdp ledger reset``, ``--new-ledger`` of ``obfuscate``, ``rewrite`` and
   ``topics``). A ledger that *extends* its anchor (more events, the anchored head in place: a run
   that stopped between its two writes) is accepted, since extra events only over-count. Anchors
-  that older textdp versions kept in ``<cache>/ledgers/`` are still read (then moved to the state);
+  that older textdp versions kept in ``<cache>/ledgers/`` are still read (the next charge anchors it in the state);
 * **its folder is private**: it is opened once with :func:`textdp._cache.open_private_dir`:
   every ancestor from ``/`` down owned by root or this user and not writable by others
   unless root-owned and sticky (like ``/tmp``; OpenSSH's ``StrictModes`` rule), the folder
