@@ -82,8 +82,11 @@ def test_public_quantile_bounds_are_recorded(work):
 def test_public_text_is_one_text_per_line(work):
     from textdp.cli.rewrite_lm import public_texts
 
-    assert public_texts(work / "public.txt") == ["the weather was cold and the sky was grey .",
-                                                 "please send the report ."]
+    import hashlib
+
+    texts, sha = public_texts(work / "public.txt")  # read once, checked; its SHA-256 goes in the clipping source
+    assert texts == ["the weather was cold and the sky was grey .", "please send the report ."]
+    assert sha == hashlib.sha256((work / "public.txt").read_bytes()).hexdigest()
 
 
 def test_prompt_options_prior_and_candidate_set_are_recorded(work):
