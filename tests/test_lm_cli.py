@@ -80,9 +80,9 @@ def test_public_quantile_bounds_are_recorded(work):
 
 
 def test_public_text_is_one_text_per_line(work):
-    from textdp.cli.rewrite_lm import public_texts
-
     import hashlib
+
+    from textdp.cli.rewrite_lm import public_texts
 
     texts, sha = public_texts(work / "public.txt")  # read once, checked; its SHA-256 goes in the clipping source
     assert texts == ["the weather was cold and the sky was grey .", "please send the report ."]

@@ -207,3 +207,25 @@ def test_the_library_loaders_refuse_too(tmp_path):
         assert len(load_embeddings(emb, words_path=words).words) == 5
         v = read_vocabulary(shared / "vocab.txt")
     assert hashlib.sha256(b"cat\ndog\nboat\n").hexdigest() in v.name
+
+
+def test_a_model_folder_reached_through_another_users_link_one_level_up_is_refused(tmp_path):
+    """SECURITY.md used to check only a link named last: ``models -> their folder`` one level up passed."""
+    from textdp.generation.folders import check_model_folder
+
+    with second_user() as (uid, gid):
+        real = tmp_path / "real"
+        (real / "m").mkdir(parents=True)
+        (real / "m" / "config.json").write_text("{}")
+        link = tmp_path / "models"
+        link.symlink_to(real)
+        assert check_model_folder(link / "m") == (real / "m").resolve()  # my own link: followed
+        os.lchown(link, uid, gid)
+        with pytest.raises(ParameterError, match=f"{link} is a link owned by another user.*--allow-shared-files"):
+            check_model_folder(link / "m")
+        os.lchown(link, 0, 0)
+        os.chown(real / "m" / "config.json", uid, gid)  # their file inside my model folder
+        with pytest.raises(ParameterError, match="config.json is owned by another user or writable by others"):
+            check_model_folder(link / "m")
+        with allow_shared_files():
+            assert check_model_folder(link / "m") == (real / "m").resolve()
