@@ -92,7 +92,13 @@ def test_an_npy_source_others_can_write_is_read_into_private_memory(tmp_path):
     mine = load_embeddings(tmp_path / "v.npy")
     assert isinstance(mine.vectors, np.memmap) or isinstance(np.asarray(mine.vectors).base, np.memmap)
     os.chmod(tmp_path / "v.npy", 0o666)  # anyone could write into a mapping of it
-    theirs = load_embeddings(tmp_path / "v.npy")
+    from textdp._cache import allow_shared_files
+    from textdp.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="writable by others .*--allow-shared-files"):
+        load_embeddings(tmp_path / "v.npy")  # issue 39 §3: refused unless the user trusts them
+    with allow_shared_files():
+        theirs = load_embeddings(tmp_path / "v.npy")
     assert not isinstance(theirs.vectors, np.memmap) and not isinstance(np.asarray(theirs.vectors).base, np.memmap)
     with open(tmp_path / "v.npy", "r+b") as fh:
         fh.seek(-4 * 30 * 6, os.SEEK_END)
