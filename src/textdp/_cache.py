@@ -69,6 +69,7 @@ __all__ = [
     "keyed_digest",
     "load_keyed",
     "open_private_dir",
+    "open_public",
     "private_dir",
     "public_sha256",
     "read_keyed",
@@ -437,6 +438,22 @@ def read_public_file(path: str | os.PathLike[str], *, what: str = "the file") ->
     with os.fdopen(fd, "rb") as fh:
         data = fh.read()
     return PublicFile(given, real, data, hashlib.sha256(data).hexdigest())
+
+
+def open_public(path: str | os.PathLike[str], *, what: str = "the file") -> io.BufferedReader:
+    """Check ``path`` like :func:`check_public_path` and return the very descriptor that was checked, open for reading.
+
+    For a loader that reads or memory-maps a large file itself (a ``.npy`` matrix): what it reads is the file that
+    was checked, never a file renamed over it afterwards.
+    """
+    given = Path(path)
+    if _uid() < 0 or shared_files_allowed() or _a_stream(given):
+        return open(given, "rb")
+    fd, _ = _public_fd(given, what)
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ParameterError(f"{what} {given} is a folder, not a file")
+    return os.fdopen(fd, "rb")
 
 
 def public_sha256(path: str | os.PathLike[str], *, what: str = "the file") -> str:

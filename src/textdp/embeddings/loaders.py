@@ -99,8 +99,10 @@ def _split_words(data: bytes, path: Path) -> list[str]:
 
 
 def _read_words(path: Path) -> list[str]:
+    from .._cache import read_public_file
+
     try:
-        data = path.read_bytes()
+        data = read_public_file(path, what="embeddings words file").data  # checked, read once (issue 39 §3)
     except OSError as exc:
         raise EmbeddingsError(f"cannot read words file {path}: {exc.strerror or exc}") from None
     return _split_words(data, path)
@@ -136,12 +138,16 @@ def _others_can_write(st: os.stat_result) -> bool:
 def _load_npy(path: Path) -> np.ndarray:
     """A ``.npy`` matrix; any malformed file is a one-line :class:`EmbeddingsError`.
 
-    Opened once (``O_NOFOLLOW`` is not used: the user names this file): memory-mapped
-    from that descriptor if only this user (or root) can write it, else read into private
-    memory, so nobody else can change the matrix while it is used.
+    Opened once, through the descriptor :func:`textdp._cache.open_public` checked (every
+    folder above it, the file's owner and mode, links on the way; refused unless
+    ``--allow-shared-files``): memory-mapped from that descriptor if only this user (or
+    root) can write it, else read into private memory, so nobody else can change the matrix
+    while it is used.
     """
+    from .._cache import open_public
+
     try:
-        with open(path, "rb") as fh:
+        with open_public(path, what="embeddings") as fh:
             if fh.read(4) == b"PK\x03\x04":
                 raise EmbeddingsError(f"{path}: expected one .npy matrix, got an archive of arrays")
             fh.seek(0)
