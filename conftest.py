@@ -108,7 +108,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state.mkdir(mode=0o700)
         config.stash[_private_key] = private
     os.environ[STATE_VAR] = str(state)
-    os.environ[ANCHORS_VAR] = str(state.parent / "state")  # made 0700 by textdp when first used
+    # textdp makes it 0700 when first used; beside the run's private cache, or inside a kept test folder
+    os.environ[ANCHORS_VAR] = str(state / "textdp-state" if kept else state.parent / "state")
 
 
 @pytest.fixture(autouse=True)
