@@ -40,7 +40,10 @@ def test_planted_custext_groups_are_never_used(cache):
     assert (cache / "custext" / (path.name + ".hmac")).is_file()
     singletons = np.arange(vec.shape[0], dtype=np.int64)  # every word alone: CusText copies its input
     np.save(path, singletons)  # planted without this user's key
-    assert np.array_equal(cached_custext_groups(vec, k, min_cached=10), real)
+    from textdp.errors import CacheWarning
+
+    with pytest.warns(CacheWarning, match="was not written by your textdp"):  # said, then computed again
+        assert np.array_equal(cached_custext_groups(vec, k, min_cached=10), real)
     # even a file keyed by this user (a key that leaked, a bug) must still be groups of at least k
     from textdp._cache import open_private_dir, write_keyed
 
@@ -66,7 +69,10 @@ def test_custext_with_planted_groups_releases_what_clean_custext_releases(cache,
     clean = CusText(epsilon=0.1, top_k=5, embeddings=emb, seed=3).privatize(text)
     (path,) = (cache / "custext").glob("groups-*.npy")
     np.save(path, np.arange(300, dtype=np.int64))
-    again = CusText(epsilon=0.1, top_k=5, embeddings=emb, seed=3).privatize(text)
+    from textdp.errors import CacheWarning
+
+    with pytest.warns(CacheWarning, match="was not written by your textdp"):
+        again = CusText(epsilon=0.1, top_k=5, embeddings=emb, seed=3).privatize(text)
     assert again.text == clean.text
     assert sum(a == b for a, b in zip(again.text.split(), text.split())) < len(text.split())
 
