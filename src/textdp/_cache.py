@@ -157,7 +157,8 @@ def _check_public(st: os.stat_result, shown: str, path: Path, what: str, me: int
                              "who could change it at any time")
 
 
-def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, public: bool = False) -> tuple[int, Path]:
+def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, public: bool = False,
+          open_file: bool = True) -> tuple[int, Path]:
     """Open ``path`` from ``/`` down, one component at a time, checking each; return its descriptor and real path.
 
     Every folder is opened relative to its parent's descriptor with ``O_NOFOLLOW`` and
@@ -169,7 +170,9 @@ def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, publ
     be this user's and writable by nobody else (:func:`check_private_dir`'s rule).
     ``public``: the last component may be a regular file or a folder, owned by root or this
     user and writable by nobody else (:func:`check_public_path`'s rule); a file is opened
-    ``O_NOFOLLOW`` relative to its folder's descriptor and that descriptor is returned.
+    ``O_NOFOLLOW`` relative to its folder's descriptor and that descriptor is returned (with
+    ``open_file=False`` it is checked by its status, read relative to that descriptor without
+    following a link, and not opened: -1 is returned).
     """
     me = _uid()
     path = Path(path)
@@ -222,6 +225,9 @@ def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, publ
             if not stat.S_ISDIR(st.st_mode):
                 if todo:  # an ancestor that is a file: the caller's own write would fail the same way
                     raise NotADirectoryError(20, "not a folder", shown)
+                if public and stat.S_ISREG(st.st_mode) and not open_file:  # only checked (an input opens itself)
+                    _check_public(st, shown, path, what, me)
+                    return -1, Path("/" + "/".join([*names, name]))
                 if public and stat.S_ISREG(st.st_mode):
                     fd = os.open(name, _FILE_FLAGS, dir_fd=fds[-1])  # O_NOFOLLOW: a link swapped in fails here
                     fst = os.fstat(fd)
@@ -369,10 +375,10 @@ def _a_stream(path: Path) -> bool:
     return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
 
 
-def _public_fd(path: Path, what: str) -> tuple[int, Path]:
+def _public_fd(path: Path, what: str, *, open_file: bool = True) -> tuple[int, Path]:
     """Open ``path`` (a file or folder) after checking it and every folder above it; refusals name the flag."""
     try:
-        return _walk(Path(path), what=what, own=False, public=True)
+        return _walk(Path(path), what=what, own=False, public=True, open_file=open_file)
     except ParameterError as exc:
         msg = str(exc)
         for advice in ("; choose a folder whose every parent belongs to you or to root", "; choose a folder elsewhere",
@@ -405,8 +411,9 @@ def check_public_path(path: str | os.PathLike[str], *, what: str = "the file") -
         return Path(path).resolve()
     if _a_stream(Path(path)):
         return Path(path)
-    fd, real = _public_fd(Path(path), what)
-    os.close(fd)
+    fd, real = _public_fd(Path(path), what, open_file=False)  # a file is not opened: its reader opens it once
+    if fd >= 0:
+        os.close(fd)
     return real
 
 
