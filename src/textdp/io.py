@@ -42,6 +42,9 @@ INPUT_FORMATS = ("auto", "text", "jsonl")
 #: File names read as Parquet by ``auto`` (one document per row, its text in the ``text_field`` column).
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
+#: The output names that mean standard output (``-o -``, ``-o /dev/stdout``): never a path to replace.
+STDOUT_NAMES = ("-", "/dev/stdout")
+
 #: Byte-order marks of the encodings that are not UTF-8 but say what they are (the longest first).
 _OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
                (b"\xfe\xff", "UTF-16"))
@@ -356,6 +359,53 @@ def read_sourced_documents(
     return docs
 
 
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """True when an output path means standard output (:data:`STDOUT_NAMES`).
+
+    >>> is_stdout("-"), is_stdout(Path("/dev/stdout")), is_stdout("out.jsonl"), is_stdout(None)
+    (True, True, False, False)
+    """
+    return path is not None and str(path) in STDOUT_NAMES
+
+
+def not_a_regular_file(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (links followed): ``"a FIFO"``, ...; else ``None``.
+
+    Outputs are only ever regular files: a device, FIFO, socket or directory is never replaced (not even with
+    ``--force``), since replacing ``/dev/null`` or a named pipe with a file breaks the system or the reader.
+
+    >>> not_a_regular_file("/dev/null"), not_a_regular_file("/no/such/file")
+    ('a character device', None)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, a dangling link, a name the system refuses
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"  # pragma: no cover - door files, whiteouts
+
+
+def refuse_special_output(path: str | os.PathLike[str], label: str) -> None:
+    """Refuse an output that exists and is not a regular file, whatever ``--force`` says (one-line error).
+
+    >>> refuse_special_output("/dev/null", "--output")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.OutputExistsError: --output /dev/null is a character device, not a regular file; textdp writes regular files only and never replaces anything else, not even with --force: choose a file name (-o - is standard output)
+    """
+    kind = not_a_regular_file(path)
+    if kind is not None:
+        hint = " (-o - is standard output)" if label == "--output" else ""
+        raise OutputExistsError(f"{label} {path} is {kind}, not a regular file; textdp writes regular files only and "
+                                f"never replaces anything else, not even with --force: choose a file name{hint}")
+
+
 def _umask() -> int:
     """The process umask (read without changing it where the platform allows)."""
     try:
@@ -402,6 +452,7 @@ def atomic_writer(
     textdp.errors.OutputExistsError: .../x.txt exists; ...
     """
     target = Path(path)
+    refuse_special_output(target, "the output")  # before any work; checked again just before the move
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file where a folder of the path should be
@@ -428,6 +479,7 @@ def atomic_writer(
             fh.flush()
             os.fchmod(fh.fileno(), _file_mode(target, private))
             os.fsync(fh.fileno())
+        refuse_special_output(target, "the output")  # one made while writing is not replaced either
         try:
             if overwrite:
                 os.replace(tmp, target)
@@ -502,7 +554,7 @@ def check_writable_folder(path: str | os.PathLike[str], label: str) -> None:
     """
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise ParameterError(f"{label} {p} is a file; give a folder")
+        raise ParameterError(f"{label} {p} is {not_a_regular_file(p) or 'a file'}; give a folder")
     if _file_in_the_way(p) is not None:
         raise ParameterError(_not_a_folder(p, label))
     base = p if p.is_dir() else next((q for q in p.parents if q.is_dir()), Path("."))
@@ -549,7 +601,8 @@ def check_output_paths(
     ``outputs`` are ``(option name, path)`` pairs (``None`` paths are skipped),
     ``inputs`` every file the command reads (``-`` is standard input). Two
     outputs on the same file and an output that is a directory are always
-    refused; an output that is an input is always refused (``force`` never
+    refused, and so is one that exists and is not a regular file (a device, a FIFO, a socket: see
+    :func:`refuse_special_output`); an output that is an input is always refused (``force`` never
     lifts that: it is for outputs only); one that (``existing=True``) exists is
     refused unless ``force``.
 
@@ -562,10 +615,11 @@ def check_output_paths(
     ...
     textdp.errors.OutputExistsError: --output .../in.txt is the input file .../in.txt; ...
     """
-    named = [(label, Path(p)) for label, p in outputs if p is not None and str(p) != "-"]
+    named = [(label, Path(p)) for label, p in outputs if p is not None and not is_stdout(p)]
     for k, (label, p) in enumerate(named):
         if p.is_dir():
             raise ParameterError(f"{label} {p} is a directory; give a file name")
+        refuse_special_output(p, label)  # with or without --force
         if _file_in_the_way(p) is not None:
             raise ParameterError(_not_a_folder(p, label))
         for other_label, q in named[:k]:

@@ -75,6 +75,7 @@ from .engines.single import (
 from .errors import ParameterError, ParameterTypeError
 from .io import (
     SourcedDocument,
+    is_stdout,
     read_sourced_documents,
     same_file,
     sequence_ids,
@@ -445,7 +446,7 @@ def release(
     if fmt not in FORMATS:
         raise ParameterError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     stream = output if output is not None and not isinstance(output, (str, os.PathLike)) else None
-    out = None if output is None or stream is not None or str(output) == "-" else Path(output)  # type: ignore[arg-type]
+    out = None if output is None or stream is not None or is_stdout(output) else Path(output)  # type: ignore[arg-type]
     report = None if private_report is None else Path(private_report)
     _check_paths(out, report, documents, inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger,
                  force=force)
@@ -600,7 +601,7 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
     if fmt not in ("jsonl", "text"):
         raise ParameterError(f"unknown output format {fmt!r} for a partitioned release; choose jsonl or text")
     check_choice(empty, "empty policy", EMPTY_POLICIES)
-    if output is None or not isinstance(output, (str, os.PathLike)) or str(output) == "-":
+    if output is None or not isinstance(output, (str, os.PathLike)) or is_stdout(output):
         raise ParameterError(f"engine {engine} writes a file it can resume: give output as its path")
     out, report = Path(output), None if private_report is None else Path(private_report)
     _check_paths(out, report, documents, inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger,

@@ -39,7 +39,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
 from ..errors import OutputExistsError, ParameterError, TextDPError
-from ..io import INPUT_FORMATS
+from ..io import INPUT_FORMATS, not_a_regular_file
 from ..progress import ProgressCallback, StageProgress
 from ._choices import choice
 
@@ -292,11 +292,17 @@ def check_report_folder(out: Path, force: bool, inputs: tuple[Path, ...] = ()) -
     is for outputs, never for an input). Checked before any work: a refused run costs nothing.
     """
     if out.exists() and not out.is_dir():
-        raise ParameterError(f"the report folder {out} is a file; give a folder")
+        raise ParameterError(f"the report folder {out} is {not_a_regular_file(out) or 'a file'}; give a folder")
     for q in inputs:
         if out.is_dir() and q.parent.resolve() == out.resolve():
             raise OutputExistsError(f"the input {q} lies in the report folder {out}, whose files the report "
                                     "replaces; choose another report folder (--force never replaces an input)")
+    if out.is_dir():  # the report's files are replaced, never a device, FIFO or socket someone put there
+        for entry in out.iterdir():
+            kind = not_a_regular_file(entry)
+            if kind is not None and kind != "a directory":
+                raise OutputExistsError(f"the report folder {out} holds {entry}, {kind}; a report replaces regular "
+                                        "files only (not even --force replaces anything else): choose another folder")
     if not force and out.is_dir() and any(out.iterdir()):
         raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
                                 "replace the report files in it")

@@ -32,6 +32,7 @@ from ..io import (
     check_output_paths,
     check_writable_folder,
     duplicate_ids_message,
+    is_stdout,
     read_documents,
     read_sourced_documents,
     same_file,
@@ -369,6 +370,8 @@ def obfuscate(
     part files plus manifest.json and settings.json (public); the run's private state lives in
     --work-dir; re-running the same command after a crash finishes the missing parts only.
     """
+    if is_stdout(output):  # -o - and -o /dev/stdout: standard output, never a path to replace
+        output = None
     o = _Options(**locals())  # the parameters, and nothing else yet
     with cli_errors():
         stops, partitioned = _check_options(o)

@@ -31,6 +31,7 @@ from ._common import (
     ThreadsOption,
     WorkersOption,
     bar_stages,
+    check_report_folder,
     cli_errors,
     parse_param_options,
     print_info,
@@ -355,6 +356,9 @@ def evaluate_generation_command(
             typer.echo(json.dumps({"training_corpus": str(write_training_corpus), "sentences": counts}))
             return
         out = output or Path(cfg.output or f"report-generation-{cfg.corpus}")
+        # before minutes of work: a file, or a device or FIFO in the folder, is refused now (its report files are
+        # replaced, as before: the command has no --force)
+        check_report_folder(out, True, (config,))
         with progress_bar(disable=quiet) as bar:
             result = run_generation_sweep(cfg, progress=bar_stages(bar))
         write_generation_report(result, out, plots=not no_plots)

@@ -1,0 +1,158 @@
+"""Issue 38, items 1-8: the fourth round of first-contact traps of the command line.
+
+Each test fails on e24cd34: ``--force`` replaced a character device or FIFO with a regular file (and wrote
+``OUT.settings.json`` beside it); ``textdp rewrite MODEL.gguf`` was refused; the private input was accepted as the
+``--clip-public`` text; ``audit --all`` did not say what a flag means nor how to re-audit it; an interrupted run's
+private copy outlived its folder; ``runs clean`` without a name (or ``--all`` with nothing) failed; a Ctrl+C could
+end in a traceback; and the small ones of item 8 (``--empty skip`` said nothing, Python words in CLI errors, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_checks import one_error
+from typer.testing import CliRunner
+
+from textdp.cli import COMMANDS, app
+from textdp.errors import OutputExistsError
+from textdp.io import atomic_writer
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+WORDS = [f"{chr(97 + i // 26)}{chr(97 + i % 26)}q" for i in range(300)]  # letters only (normalize)
+
+
+@pytest.fixture()
+def toy(tmp_path: Path) -> list[str]:
+    """``--embeddings/--words`` options of a 300-word, 8-d vocabulary (fast to load and decode)."""
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "v.npy", rng.standard_normal((300, 8)).astype(np.float32))
+    (tmp_path / "w.txt").write_text("\n".join(WORDS) + "\n")
+    return ["--embeddings", str(tmp_path / "v.npy"), "--words", str(tmp_path / "w.txt"), "--stop-words", "none"]
+
+
+def _doc(path: Path, n: int = 12) -> Path:
+    path.write_text(" ".join(WORDS[:n]) + "\n")
+    return path
+
+
+# -- item 1: --force never replaces what is not a regular file ------------------------------------------------------
+def _special_nodes(folder: Path) -> list[tuple[str, Path]]:
+    """A FIFO, and (as root, where the system allows it) a character device like /dev/null."""
+    nodes = []
+    fifo = folder / "fifo"
+    os.mkfifo(fifo)
+    nodes.append(("fifo", fifo))
+    try:
+        os.mknod(folder / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        nodes.append(("char", folder / "null"))
+    except (PermissionError, OSError):
+        pass
+    return nodes
+
+
+def _kind(path: Path) -> int:
+    return stat.S_IFMT(os.lstat(path).st_mode)
+
+
+#: Every command that writes a file, and how it names each output (OUT: the special file; DIR: a folder holding a
+#: special file called as the command's report file). Each is refused with --force where the command has it.
+WRITERS = {
+    "obfuscate": ["obfuscate {doc} -e 10 -n 5 {toy} -o OUT --force",
+                  "obfuscate {doc} -e 10 -n 5 {toy} -o {tmp}/o.jsonl --private-report OUT --force",
+                  "obfuscate {doc} -e 10 -n 5 {toy} -o {tmp}/sub/o.jsonl --ledger OUT",
+                  "obfuscate {doc} -e 10 -n 5 {toy} --engine local -o OUT --force"],
+    "topics": ["topics {corpus} -o OUT --force", "topics {corpus} --private-report OUT --force"],
+    "topics-report": ["topics-report {corpus} -o OUT --force", "topics-report {corpus} -o DIR --force"],
+    "evaluate": ["evaluate {root}/examples/evaluate-c50.toml -o OUT --force --no-plots",
+                 "evaluate {root}/examples/evaluate-c50.toml -o DIR --force --no-plots"],
+    "evaluate-generation": ["evaluate-generation {root}/examples/evaluate-generation-c50-small.toml -o OUT",
+                            "evaluate-generation {root}/examples/evaluate-generation-c50-small.toml -o DIR",
+                            "evaluate-generation {root}/examples/evaluate-generation-c50-small.toml "
+                            "--write-training-corpus OUT"],
+    "train-rewriter": ["train-rewriter {corpus} -o OUT"],
+    "rewrite": ["rewrite {model} {doc} -e 10 -o OUT --force",
+                "rewrite {model} {doc} -e 10 --mechanism dp-prompt -o OUT --force",
+                "rewrite {model} {doc} -e 10 -o {tmp}/r.jsonl --private-report OUT --force",
+                "rewrite {model} {doc} -e 10 -o {tmp}/r.jsonl --ledger OUT"],
+    "ledger": ["ledger reset OUT"],
+}
+#: The commands that write no file (they print, serve, or delete runs of their own).
+READERS = {"guarantee", "calibrate", "audit", "runs", "serve"}
+
+
+def test_every_command_is_classified_as_writing_or_not():
+    assert set(WRITERS) | READERS == set(COMMANDS) and not set(WRITERS) & READERS
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_force_never_replaces_a_device_or_fifo(command, tmp_path, toy, monkeypatch):
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEXTDP_DATA_DIR", str(tmp_path / "no-data"))
+    doc = _doc(tmp_path / "d.txt")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"user": f"u{i % 3}", "text": "the cat sat on the mat"}) + "\n"
+                              for i in range(9)))
+    (tmp_path / "model").mkdir()
+    (tmp_path / "sub").mkdir()
+    fill = {"doc": doc, "toy": " ".join(toy), "corpus": corpus, "root": ROOT, "model": tmp_path / "model",
+            "tmp": tmp_path}
+    for kind, node in _special_nodes(tmp_path):
+        for template in WRITERS[command]:
+            where = node
+            if "DIR" in template:  # a report folder that holds a device or FIFO named like a report file
+                where = tmp_path / f"rep-{kind}"
+                where.mkdir()
+                os.rename(node, where / "report.md")
+                node = where / "report.md"
+            args = template.format(**fill).replace("OUT", str(where)).replace("DIR", str(where)).split()
+            before = _kind(node)
+            res = runner.invoke(app, args)
+            one_error(res)
+            assert _kind(node) == before, (args, res.output)  # still the device or FIFO
+            assert not Path(str(node) + ".settings.json").exists(), args
+            if "DIR" in template:
+                os.rename(node, tmp_path / kind)
+                node = tmp_path / kind
+
+
+def test_the_output_check_names_the_device_and_the_sidecar_is_refused_too(tmp_path, toy):
+    doc = _doc(tmp_path / "d.txt")
+    for kind, node in _special_nodes(tmp_path):
+        res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "5", *toy, "-o", str(node), "--force"])
+        line = one_error(res, f"--output {node} is a", "not a regular file", "not even with --force")
+        assert ("FIFO" in line) if kind == "fifo" else ("character device" in line)
+        out = tmp_path / f"{kind}.jsonl"  # the release is a new file, its settings file a device: refused
+        os.rename(node, tmp_path / f"{kind}.jsonl.settings.json")
+        res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "5", *toy, "-o", str(out), "--force"])
+        one_error(res, "--output's settings file")
+        assert not out.exists()
+
+
+def test_atomic_writer_never_replaces_a_special_file_even_one_made_while_writing(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OutputExistsError, match="FIFO"), atomic_writer(fifo) as fh:
+        fh.write("x")
+    late = tmp_path / "late"
+    with pytest.raises(OutputExistsError, match="FIFO"), atomic_writer(late) as fh:
+        fh.write("x")
+        os.mkfifo(late)  # appears while the release is written
+    assert stat.S_ISFIFO(os.lstat(late).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "late"]  # no temporary file left
+
+
+@pytest.mark.parametrize("name", ["-", "/dev/stdout"])
+def test_dash_and_dev_stdout_mean_standard_output(name, tmp_path, toy):
+    doc = _doc(tmp_path / "d.txt")
+    res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "5", *toy, "-o", name, "--seed", "1"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(rec["words"]) == 5
+    assert not Path("/dev/stdout.settings.json").exists() and not Path("-.settings.json").exists()
