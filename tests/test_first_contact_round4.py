@@ -156,3 +156,60 @@ def test_dash_and_dev_stdout_mean_standard_output(name, tmp_path, toy):
     rec = json.loads(res.stdout.strip().splitlines()[-1])
     assert len(rec["words"]) == 5
     assert not Path("/dev/stdout.settings.json").exists() and not Path("-.settings.json").exists()
+
+
+# -- item 2: every documented way to name a model: a folder, a .gguf file or its folder (rewrite and serve) ----------
+@pytest.fixture(scope="module")
+def model_names(tmp_path_factory):
+    """The three documented ways to name a language model, each holding a tiny random causal model."""
+    from helpers import tiny_gguf, tiny_lms
+
+    root = tmp_path_factory.mktemp("named-models")
+    gguf = tiny_gguf(root / "gguf-folder" / "tiny.gguf")  # a folder that holds one .gguf file and no config.json
+    return {"hf-folder": tiny_lms(root / "hf")["causal"], "gguf-file": gguf, "gguf-folder": gguf.parent}
+
+
+@pytest.mark.parametrize("how", ["hf-folder", "gguf-file", "gguf-folder"])
+def test_rewrite_takes_every_documented_model_name(how, model_names, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # also: no same-named file here changes what is loaded
+    doc = tmp_path / "d.txt"
+    doc.write_text("the cat sat on the mat . the dog ran in the park .\n")
+    out = tmp_path / "out.jsonl"
+    res = runner.invoke(app, ["rewrite", str(model_names[how]), str(doc), "--mechanism", "dp-prompt", "-e", "10",
+                              "--clip=-2,2", "--max-new-tokens", "3", "-o", str(out), "--seed", "1", "-q"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(out.read_text().splitlines()[0])
+    assert rec["mechanism"] == "dp-prompt" and rec["epsilon"] == 30
+    model = json.loads((tmp_path / "out.jsonl.settings.json").read_text())["model"]
+    assert (model.get("format") == "gguf") == how.startswith("gguf")
+
+
+def test_a_gguf_file_is_loaded_by_its_full_path_not_a_same_named_file_here(model_names, tmp_path, monkeypatch):
+    from textdp.generation.hf import load_language_model
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny.gguf").write_bytes(b"not the model that was checked")
+    load_language_model.cache_clear()  # loaded again here, not taken from an earlier test's load
+    lm = load_language_model(str(model_names["gguf-file"]), "causal")
+    assert lm.identity["format"] == "gguf"
+
+
+@pytest.mark.parametrize("how", ["hf-folder", "gguf-file", "gguf-folder"])
+def test_serve_takes_every_documented_model_name(how, model_names, tmp_path, monkeypatch):
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    import textdp.serve.server as server
+
+    ran = []
+
+    class Server:
+        def run(self, sockets):  # type: ignore[no-untyped-def]
+            ran.append(sockets)
+
+    monkeypatch.setattr(server, "make_server", lambda app, **kw: Server())
+    emb = tmp_path / "e.txt"  # a tiny word-vector file: the page's word mechanisms need one
+    emb.write_text("".join(f"{w} {' '.join(str((i * 7 + k) % 5 - 2) for k in range(4))}\n"
+                           for i, w in enumerate(WORDS[:50])))
+    res = runner.invoke(app, ["serve", "--port", "0", "--embeddings", str(emb), "--model", str(model_names[how])])
+    assert res.exit_code == 0, res.output
+    assert "the page offers dp-prompt" in res.output and len(ran) == 1

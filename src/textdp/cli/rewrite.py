@@ -48,8 +48,9 @@ REWRITE_EPSILON_HELP = (
 )
 
 
-ModelDirArgument = Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or a local "
-                                                "Hugging Face directory (dp-*).", show_default=False)]
+ModelDirArgument = Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or for dp-* a "
+                                                "local Hugging Face directory, a .gguf file or its folder.",
+                                                show_default=False)]
 InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one document each), JSONL files (one "
                                                       "document per line) or Parquet files (.parquet or .pq: one "
                                                       "document per row); '-' reads standard input.",
@@ -211,9 +212,11 @@ def _check_files(run: _Run) -> None:
     for f in run.inputs:
         if str(f) != "-" and not f.exists():
             raise DocumentError(f"{f}: no such file")
-    if not run.model_dir.is_dir():
-        raise ParameterError(f"MODEL_DIR {run.model_dir}: no such folder (a model from `textdp train-rewriter`, or "
-                             "a local Hugging Face directory for the dp-* mechanisms)")
+    gguf = run.model_dir.suffix.lower() == ".gguf" and run.model_dir.is_file()  # docs: "the .gguf file or its folder"
+    if not (run.model_dir.is_dir() or gguf):
+        raise ParameterError(f"MODEL_DIR {run.model_dir}: no such folder or .gguf file (a model from `textdp "
+                             "train-rewriter`, or for the dp-* mechanisms a local Hugging Face directory, a .gguf "
+                             "file or its folder)")
 
 
 def _set_threads(threads: int | None) -> None:
