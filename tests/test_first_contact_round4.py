@@ -213,3 +213,40 @@ def test_serve_takes_every_documented_model_name(how, model_names, tmp_path, mon
     res = runner.invoke(app, ["serve", "--port", "0", "--embeddings", str(emb), "--model", str(model_names[how])])
     assert res.exit_code == 0, res.output
     assert "the page offers dp-prompt" in res.output and len(ran) == 1
+
+
+# -- item 3: the private input is never the public clip text ----------------------------------------------------------
+LETTER = ("Dear Ann,\nthe results of your blood test came back this morning and we need to talk about them soon.\n"
+          "Best, Dr Miller\n")
+
+
+@pytest.mark.parametrize("how", ["same-path", "other-path", "same-bytes", "holds-it", "holds-it-jsonl"])
+def test_clip_public_that_is_or_holds_the_input_is_refused_before_the_model_loads(how, tmp_path, monkeypatch):
+    import textdp.generation.hf as hf
+
+    monkeypatch.chdir(tmp_path)
+    letter = tmp_path / "letter.txt"
+    letter.write_text(LETTER)
+    (tmp_path / "sub").mkdir()
+    public = {"same-path": "letter.txt", "other-path": "sub/../letter.txt", "same-bytes": "copy.txt",
+              "holds-it": "public.txt", "holds-it-jsonl": "public.jsonl"}[how]
+    (tmp_path / "copy.txt").write_text(LETTER)
+    (tmp_path / "public.txt").write_text("Boats sail from the harbour at dawn.\n" + LETTER + "The end.\n")
+    (tmp_path / "public.jsonl").write_text(json.dumps({"text": "Boats sail at dawn."}) + "\n"
+                                           + json.dumps({"text": LETTER.strip()}) + "\n")
+    monkeypatch.setattr(hf, "load_language_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    (tmp_path / "model").mkdir()
+    res = runner.invoke(app, ["rewrite", "model", "letter.txt", "--mechanism", "dp-prompt", "-e", "10",
+                              "--clip-public", public, "-o", "out.jsonl"])
+    line = one_error(res, f"--clip-public {public}", "PUBLIC text, never from the documents being rewritten")
+    assert ("holds 1 of the 1 input document(s) verbatim" in line) == how.startswith("holds")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_domain_vocab_shares_the_check_same_bytes_refused(tmp_path, toy):
+    letter = tmp_path / "letter.txt"
+    letter.write_text(" ".join(WORDS[:20]) + "\n")
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes(letter.read_bytes())
+    res = runner.invoke(app, ["obfuscate", str(letter), "-e", "10", "-n", "3", *toy, "--domain-vocab", str(copy)])
+    one_error(res, "--domain-vocab", "has the same bytes as the input file", "PUBLIC text")

@@ -589,6 +589,76 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _same_bytes(a: Path, b: Path) -> bool:
+    """True when the regular files ``a`` and ``b`` hold the same bytes (sizes first, then 1 MiB blocks)."""
+    try:
+        if not (a.is_file() and b.is_file()) or a.stat().st_size != b.stat().st_size:
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                x, y = fa.read(1 << 20), fb.read(1 << 20)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
+
+
+def check_public_file(path: str | os.PathLike[str], option: str, inputs: Sequence[str | os.PathLike[str] | None], *,
+                      why: str) -> None:
+    """Refuse a file given as PUBLIC text (``--domain-vocab``, ``--clip-public``) that is a private input.
+
+    The same file (links, ``..``, relative paths) or a copy of one (the same bytes) is refused in one line
+    ending with ``why`` (what the public text is for); :func:`documents_found_in` tells whether it holds an
+    input document among other text.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "letter.txt").write_text("private"), (d / "copy.txt").write_text("private")
+    (7, 7)
+    >>> check_public_file(d / "copy.txt", "--clip-public", [d / "letter.txt"], why="use public text")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --clip-public .../copy.txt has the same bytes as the input file .../letter.txt; use public text
+    """
+    p = Path(path)
+    for q in inputs:
+        if q is None or str(q) == "-":
+            continue
+        if same_file(p, q):
+            raise ParameterError(f"{option} {p} is the input file {q}; {why}")
+        if _same_bytes(p, Path(q)):
+            raise ParameterError(f"{option} {p} has the same bytes as the input file {q}; {why}")
+
+
+#: An input document shorter than this (after white space is collapsed) counts as found in a public text only
+#: when it is one whole public text: a short phrase inside public prose is no sign of a mistake.
+FOUND_INSIDE_MIN_CHARS = 32
+
+
+def documents_found_in(public_texts: Iterable[str], documents: Iterable[str]) -> int:
+    """How many of ``documents`` appear in ``public_texts``: as one whole text, or (from
+    :data:`FOUND_INSIDE_MIN_CHARS` characters) inside one; white space is collapsed first.
+
+    >>> letter = "Dear Ann, the results of your test came back and we need to talk."
+    >>> documents_found_in(["boats sail", "Intro.  " + letter + " Bye."], [letter, "hi", "boats   sail"])
+    2
+    """
+    def flat(text: str) -> str:
+        return " ".join(text.split())
+
+    texts = [flat(t) for t in public_texts]
+    whole = set(texts)
+    joined = " ".join(texts)  # a document of several lines matches a public file's consecutive lines
+    found = 0
+    for doc in documents:
+        d = flat(doc)
+        if d and (d in whole or (len(d) >= FOUND_INSIDE_MIN_CHARS and d in joined)):
+            found += 1
+    return found
+
+
 def check_output_paths(
     outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
     *,

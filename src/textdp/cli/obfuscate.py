@@ -30,12 +30,13 @@ from ..errors import DocumentError, ParameterError, PrivacyWarning
 from ..guarantees import EMPTY_POLICIES
 from ..io import (
     check_output_paths,
+    check_public_file,
     check_writable_folder,
+    documents_found_in,
     duplicate_ids_message,
     is_stdout,
     read_documents,
     read_sourced_documents,
-    same_file,
 )
 from ..mechanisms import MECHANISM_NAMES
 from ..mechanisms.registry import REGISTRY, spoken_list
@@ -103,16 +104,14 @@ def _warn_duplicates(count: int, first: str) -> None:
                   "(--strict-ids refuses such input)")
 
 
-def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
+def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], list[str]]:
     """The words of a public ``--domain-vocab`` corpus, and its documents' texts (to spot an input inside it).
 
     The file must not be an input: a vocabulary taken from the private documents themselves
     would make the output vocabulary describe them, which the guarantee does not cover.
     """
-    for q in inputs:
-        if str(q) != "-" and same_file(path, q):
-            raise ParameterError(f"--domain-vocab {path} is the input file {q}; the vocabulary must come from "
-                                 "PUBLIC text, never from the documents being privatized")
+    check_public_file(path, "--domain-vocab", inputs, why="the vocabulary must come from PUBLIC text, never from the "
+                      "documents being privatized")
     from ..text import normalize
 
     docs = read_documents([path], input_format="auto")
@@ -121,7 +120,7 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str]]:
         words.update(normalize(text, stop_words=None))
     if not words:
         raise ParameterError(f"--domain-vocab {path}: no words found")
-    return words, {text.strip() for _, text in docs if text.strip()}
+    return words, [text for _, text in docs]
 
 
 def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
@@ -377,7 +376,7 @@ def obfuscate(
         stops, partitioned = _check_options(o)
         from ..embeddings import load_embeddings, output_vocabulary, vocabulary_fingerprint  # after the checks
 
-        domain, domain_texts = _domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None else (None, set())
+        domain, domain_texts = _domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None else (None, [])
         emb = load_embeddings(o.embeddings, words_path=o.words, vocab_size=o.vocab_size, domain_words=domain)
         emb = output_vocabulary(emb, o.output_vocab, stops)
         extra: dict[str, object] = {"vocab_size_limit": o.vocab_size, "domain_vocab": o.domain_vocab is not None,
@@ -429,7 +428,7 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
 
 
 def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str, object],
-                domain_texts: set[str]) -> None:
+                domain_texts: list[str]) -> None:
     """One process, one output file (or standard output): the release driver, :func:`textdp.release.release`."""
     from ..engines.single import obfuscate_settings
     from ..pipeline import build_mechanism, parse_params
@@ -449,7 +448,7 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
                    "(see: textdp obfuscate --help)")
     docs = read_sourced_documents(o.inputs, text_field=o.text_field, id_field=o.id_field,
                                   input_format=o.input_format)
-    inside = sum(d.text.strip() in domain_texts for d in docs) if domain_texts else 0
+    inside = documents_found_in(domain_texts, (d.text for d in docs)) if domain_texts else 0
     if inside:
         print_warning(f"{inside} input document(s) appear verbatim in --domain-vocab {o.domain_vocab}; the "
                       "vocabulary must come from PUBLIC text, not from the documents being privatized")

@@ -96,6 +96,31 @@ def public_texts(path: Path) -> list[str]:
             if line.strip()]
 
 
+#: Why ``--clip-public`` must not hold the private input (the end of its one-line errors).
+CLIP_PUBLIC_WHY = ("the clipping bounds must come from PUBLIC text, never from the documents being rewritten (help: "
+                   "--clip-public)")
+
+
+def check_clip_public(path: Path, inputs: list[Path], *, text_field: str = "text", id_field: str = "id",
+                      input_format: str = "auto") -> None:
+    """Refuse a ``--clip-public`` file that is an input, a copy of one, or holds an input document (one line).
+
+    The same check as ``obfuscate --domain-vocab`` (:func:`textdp.io.check_public_file`); the inputs are read
+    once more here (not standard input, which can be read only once).
+    """
+    from ..io import check_public_file, documents_found_in, read_documents
+
+    check_public_file(path, "--clip-public", inputs, why=CLIP_PUBLIC_WHY)
+    files = [p for p in inputs if str(p) != "-"]
+    if not files:
+        return
+    docs = read_documents(files, text_field=text_field, id_field=id_field, input_format=input_format)
+    found = documents_found_in(public_texts(path), (t for _, t in docs))
+    if found:
+        raise ParameterError(f"--clip-public {path} holds {found} of the {len(docs)} input document(s) verbatim; "
+                             f"remove them from it: {CLIP_PUBLIC_WHY}")
+
+
 def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions) -> Any:
     from ..generation.decoding import ClipBounds
     from ..generation.lm import public_bounds
@@ -173,6 +198,9 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     # every path is checked before the model is loaded and the public bounds computed (the driver checks again)
     check_file_outputs(output, private_report, inputs=[*inputs, *public_inputs, opts.ledger], force=force)
     _check_ledger(opts, output, inputs)
+    if opts.clip_public is not None:  # before the model is loaded: a refused run costs nothing
+        check_clip_public(opts.clip_public, inputs, text_field=text_field, id_field=id_field,
+                          input_format=input_format)
     where = str(check_model_folder(model_dir))  # links may not leave the folder
     cls = mechanism_class(mechanism)
     assert issubclass(cls, LMRewriter)
@@ -224,7 +252,8 @@ LM_HELP: dict[str, Any] = {
     "clip": typer.Option(metavar="LOW,HIGH", help="dp-*: public clipping bounds (logits; dp-bart: encoder output, "
                          "e.g. -0.2,0.1). Or --clip-public."),
     "clip_public": typer.Option(help="dp-*: PUBLIC text (one text per line, or JSONL); the bounds come from the "
-                                "model's values on it (--clip-rule, --clip-quantiles). Never the private input."),
+                                "model's values on it (--clip-rule, --clip-quantiles). Never the private input (an input, a copy of "
+                                "one, or a file holding an input document is refused)."),
     "clip_quantiles": typer.Option(metavar="LOW,HIGH", help="With --clip-public: the quantiles of the bounds."),
     "clip_rule": typer.Option(help="With --clip-public: step-max (upper bound from each public position's largest "
                               "logit: keeps the model's choice), all-values (quantiles of every logit), auto "
