@@ -250,3 +250,37 @@ def test_domain_vocab_shares_the_check_same_bytes_refused(tmp_path, toy):
     copy.write_bytes(letter.read_bytes())
     res = runner.invoke(app, ["obfuscate", str(letter), "-e", "10", "-n", "3", *toy, "--domain-vocab", str(copy)])
     one_error(res, "--domain-vocab", "has the same bytes as the input file", "PUBLIC text")
+
+
+# -- item 4: audit --all says what a flag means and how to re-audit each flagged case ---------------------------------
+def test_audit_all_explains_a_flag_and_prints_the_recheck_command(monkeypatch):
+    import math
+    import shlex
+
+    from textdp.audit import AuditCase
+    from textdp.audit import registry as audit_registry
+
+    def rr(epsilon):  # type: ignore[no-untyped-def]
+        p = math.exp(epsilon) / (1 + math.exp(epsilon))
+        return lambda bit, n, rng: np.where(rng.random(n) < p, bit, 1 - bit)
+
+    ok = AuditCase("rr", "bit 0 vs 1", 0, 1, rr(1.0), claimed_epsilon=1.0)
+    lying = AuditCase("rr-lying", "bit 0 vs 1", 0, 1, rr(3.0), claimed_epsilon=1.0)
+    monkeypatch.setattr(audit_registry, "_CASES", {
+        "rr": audit_registry._Entry(lambda epsilon=None, delta=None: ok, "ok"),
+        "rr-lying": audit_registry._Entry(lambda epsilon=None, delta=None: lying, "lying")})
+    res = runner.invoke(app, ["audit", "--all", "--samples", "2000", "--seed", "29"])
+    assert res.exit_code == 1, res.output
+    out = " ".join(res.stdout.split())
+    assert "A flag (VIOLATION) means that in this one run one of the case's tests crossed its level" in out
+    assert "at most 5% per case (0.1 false alarms expected in 2 cases)" in out
+    rechecks = [line for line in res.stdout.splitlines() if line.startswith("re-audit ")]
+    assert len(rechecks) == 1 and rechecks[0].startswith("re-audit rr-lying: textdp audit rr-lying --samples 20000 "
+                                                         "--seed ")
+    command = shlex.split(rechecks[0].split(": ", 1)[1])
+    as_json = json.loads(runner.invoke(app, ["audit", "--all", "--samples", "2000", "--seed", "29", "--json"]).stdout)
+    assert as_json["recheck"] == {"rr-lying": " ".join(command)} and "false alarms expected" in as_json["flag_meaning"]
+    seed = int(command[-1])
+    assert seed not in {c["seed"] for c in as_json["cases"]}  # a new seed, not the run's own
+    again = runner.invoke(app, command[1:] + ["--json"])  # the printed command runs as it is
+    assert again.exit_code == 1 and json.loads(again.stdout)["samples"] == 20000
