@@ -284,3 +284,53 @@ def test_audit_all_explains_a_flag_and_prints_the_recheck_command(monkeypatch):
     assert seed not in {c["seed"] for c in as_json["cases"]}  # a new seed, not the run's own
     again = runner.invoke(app, command[1:] + ["--json"])  # the printed command runs as it is
     assert again.exit_code == 1 and json.loads(again.stdout)["samples"] == 20000
+
+
+# -- items 5 and 6: an interrupted run names its clean command; runs whose output is gone; runs clean's edges -------
+def _corpus(path: Path, n: int) -> Path:
+    rng = np.random.default_rng(1)
+    path.write_text("".join(json.dumps({"id": f"d{i}", "text": " ".join(WORDS[j] for j in rng.integers(0, 300, 8))})
+                            + "\n" for i in range(n)))
+    return path
+
+
+def test_an_interrupted_run_says_runs_clean_name_and_an_orphan_is_found_and_cleaned(tmp_path, toy, monkeypatch):
+    import shutil
+
+    from cli_checks import Crash
+
+    import textdp.cli.obfuscate as obfuscate_cli
+
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    _corpus(tmp_path / "c.jsonl", 60)
+    monkeypatch.setattr(obfuscate_cli, "_backend", lambda o: Crash(1))
+    res = runner.invoke(app, ["obfuscate", "c.jsonl", "-e", "5", "-n", "4", "--bag", "sample", *toy,
+                              "--engine", "local", "--partitions", "6", "-o", "out"])
+    assert res.exit_code == 130, res.output
+    listed = [json.loads(line) for line in runner.invoke(app, ["runs", "list", "--json"]).stdout.splitlines()]
+    assert [r["status"] for r in listed] == ["interrupted"]
+    name = listed[0]["name"]
+    message = " ".join(res.stderr.split())
+    assert "interrupted: 1 of 6 part files are finished in out" in message
+    assert f"delete the folder and textdp runs clean {name}" in message and "orphaned" in message
+    shutil.rmtree(tmp_path / "out")  # the user deletes the output folder, as the message used to say
+    listed = runner.invoke(app, ["runs", "list"]).stdout
+    assert name in listed and "orphaned" in listed
+    res = runner.invoke(app, ["runs", "clean", "--orphaned"])
+    assert res.exit_code == 0 and f"deleted {name} (orphaned" in res.output, res.output
+    assert runner.invoke(app, ["runs", "list", "--json"]).stdout == ""
+
+
+def test_runs_clean_with_nothing_to_clean_and_without_an_argument(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    for args in (["--all"], ["--orphaned"]):
+        res = runner.invoke(app, ["runs", "clean", *args])
+        assert res.exit_code == 0 and "nothing to clean" in res.output and "None" not in res.output, res.output
+    (tmp_path / "cache" / "runs").mkdir(parents=True, mode=0o700)
+    os.chmod(tmp_path / "cache", 0o700)
+    res = runner.invoke(app, ["runs", "clean", "--all"])
+    assert res.exit_code == 0 and "nothing to clean" in res.output, res.output
+    line = one_error(runner.invoke(app, ["runs", "clean"]), "NAME", "--all")
+    assert "not both" not in line and "not two" not in line
+    one_error(runner.invoke(app, ["runs", "clean", "x", "--all"]), "not two")

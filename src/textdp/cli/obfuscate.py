@@ -500,6 +500,7 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
     if o.workers is not None:
         check_positive_int(o.workers, "workers")
     backend = _backend(o)
+    work: list[Path] = []
     try:
         with progress_bar() as bar:
             task = bar.add_task("obfuscating (documents)", total=None)
@@ -513,12 +514,13 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
                 on_size_from_data=lambda n: print_warning(SIZE_FROM_DATA_WARNING.format(n=n)),
                 mechanism=o.mechanism, postprocess=o.postprocess, params=parse_params(o.param),
                 progress=bar_progress(bar, task), force=o.force, strict_ids=o.strict_ids,
-                on_duplicate_ids=_warn_duplicates, empty=o.empty, on_ledger=_ledger_note,
+                on_duplicate_ids=_warn_duplicates, empty=o.empty, on_ledger=_ledger_note, on_work_dir=work.append,
                 **o.ledger_options,  # type: ignore[arg-type]
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else 130
-        raise InterruptedRun(_interrupted_message(output, MANIFEST, streamed=streamed), status) from None
+        raise InterruptedRun(_interrupted_message(output, MANIFEST, work[0] if work else None, streamed=streamed),
+                             status) from None
     finally:
         backend.close()
 
@@ -570,21 +572,39 @@ def _no_output_message(o: _Options) -> str:
             + ", or --engine single to write one file or standard output")
 
 
-def _interrupted_message(output: Path, manifest_name: str, *, streamed: bool = False) -> str:
-    """What an interrupted partitioned run leaves behind, truthfully (a run that read a stream cannot resume)."""
+def _start_over(work: Path | None) -> str:
+    """How to delete an interrupted run's private state: ``textdp runs clean NAME`` (a work directory in the
+    cache), or the ``--work-dir`` folder itself."""
+    from ..engines.workdir import runs_dir
+
+    if work is None:
+        return "textdp runs clean (see textdp runs list)"
+    if work.parent.absolute() == runs_dir().absolute():
+        return f"textdp runs clean {work.name}"
+    return f"delete the work directory {work}"
+
+
+def _interrupted_message(output: Path, manifest_name: str, work: Path | None = None, *,
+                         streamed: bool = False) -> str:
+    """What an interrupted partitioned run leaves behind, truthfully, and how to start over (a run that read a
+    stream cannot resume, and keeps nothing)."""
     import json
 
     done = sorted(p.name for p in output.glob("part-*") if p.is_file()) if output.is_dir() else []
     total: int | str = "?"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         total = len(json.loads((output / manifest_name).read_text(encoding="utf-8"))["parts"])
+    clean = _start_over(work)
     if not (output / manifest_name).exists():
-        return f"the run had not started writing {output}; nothing was released"
+        kept = work is not None and work.exists()  # its private state was made: say how to delete it
+        return f"the run had not started writing {output}; nothing was released" + (
+            f"; run the same command again to resume, or delete its private state: {clean}" if kept else "")
     if streamed:
         return (f"{len(done)} of {total} part files are finished in {output}, but the run read a pipe or standard "
                 "input, which cannot be read again, so it cannot resume: delete the folder and run again")
     return (f"{len(done)} of {total} part files are finished in {output} (each complete; the run is not); "
-            "run the same command again to finish the rest, or delete the folder to start over")
+            f"run the same command again to finish the rest, or start over: delete the folder and {clean} (the "
+            "run's private copy of the inputs; textdp runs list shows a run whose folder is gone as orphaned)")
 
 
 def register(app: typer.Typer) -> None:
