@@ -334,3 +334,43 @@ def test_runs_clean_with_nothing_to_clean_and_without_an_argument(tmp_path, monk
     line = one_error(runner.invoke(app, ["runs", "clean"]), "NAME", "--all")
     assert "not both" not in line and "not two" not in line
     one_error(runner.invoke(app, ["runs", "clean", "x", "--all"]), "not two")
+
+
+# -- item 7: Ctrl+C at any moment ends in one line and exit 130, never a traceback -----------------------------------
+#: A child that runs ``textdp`` as the console script does (``from textdp.__main__ import main; main()``) and says
+#: when it calls ``main``: before that lie the interpreter's start-up and two small imports (a few milliseconds,
+#: where a signal is Python's to handle); everything after, the command line's imports included, is textdp's.
+CHILD = ("import sys; from textdp.__main__ import main; sys.argv[0] = 'textdp'; sys.stderr.write('ready\\n'); "
+         "sys.stderr.flush(); main()")
+
+
+def _interrupt_after(args: list[str], delay: float, cwd: Path) -> tuple[int, list[str]]:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "TEXTDP_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(ROOT / "src"),
+           "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None and proc.stderr.readline() == "ready\n"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    return proc.returncode, [line for line in err.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("engine", ["single", "local"])
+def test_ctrl_c_at_any_moment_ends_in_one_line_and_exit_130(engine, tmp_path, toy):
+    _corpus(tmp_path / "c.jsonl", 3000)
+    args = ["obfuscate", "c.jsonl", "-e", "5", "-n", "2000", "--bag", "sample", *toy, "--engine", engine,
+            "-o", "out" if engine == "local" else "out.jsonl"]
+    for delay in (0.01, 0.03, 0.1, 0.3, 0.8, 2.0):  # importing textdp.cli, typer, the command, numpy; the work
+        status, lines = _interrupt_after(args, delay, tmp_path)
+        assert status == 130 and len(lines) == 1 and lines[0].startswith("interrupted"), (delay, status, lines)
+        if engine == "single":
+            assert not (tmp_path / "out.jsonl").exists()

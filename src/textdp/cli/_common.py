@@ -204,8 +204,14 @@ class InterruptedRun(TextDPError):
         self.status = status
 
 
-def _raise_interrupted(signum: int, frame: types.FrameType | None) -> None:
+def raise_interrupted(signum: int, frame: types.FrameType | None) -> None:
+    """The SIGINT / SIGTERM handler of the command line: raise :class:`Interrupted` (``signal.signal``)."""
     raise Interrupted(signum)
+
+
+def print_interrupted(what: str) -> None:
+    """``interrupted: what`` on stderr, one line."""
+    err_console.print(_line("interrupted:", "bold red", what), soft_wrap=True, highlight=False)
 
 
 @contextlib.contextmanager
@@ -218,7 +224,7 @@ def _signals() -> Iterator[None]:
         return
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in previous:
-        signal.signal(s, _raise_interrupted)
+        signal.signal(s, raise_interrupted)
     try:
         yield
     finally:

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ParameterError, TextDPError
-from ._common import ParamOption, bar_progress, err_console, parse_param_options, progress_bar
+from ._common import Interrupted, ParamOption, bar_progress, err_console, parse_param_options, progress_bar
 
 _LIRA = "Membership inference (--attack lira)"
 _REPLAY = "Record and replay of the sampled sensitivity (--replay)"
@@ -82,9 +82,9 @@ def _errors() -> Iterator[None]:
         err_console.print(f"[bold red]error:[/] numeric overflow ({escape(str(exc))}); use a smaller "
                           "epsilon or delta", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted) as exc:
         err_console.print("[bold red]interrupted[/]; the audit wrote nothing")
-        raise typer.Exit(130) from None
+        raise typer.Exit(exc.status if isinstance(exc, Interrupted) else 130) from None
 
 
 def _params(mechanism: str, items: list[str] | None) -> dict[str, object]:
