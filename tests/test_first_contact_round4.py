@@ -374,3 +374,83 @@ def test_ctrl_c_at_any_moment_ends_in_one_line_and_exit_130(engine, tmp_path, to
         assert status == 130 and len(lines) == 1 and lines[0].startswith("interrupted"), (delay, status, lines)
         if engine == "single":
             assert not (tmp_path / "out.jsonl").exists()
+
+
+# -- item 8: the small ones ------------------------------------------------------------------------------------------
+def _three(tmp_path: Path) -> Path:
+    p = tmp_path / "e.jsonl"
+    p.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in
+                         (("a", "aaq abq acq adq"), ("b", "zzzz yyyy"), ("c", "aaq"), ("d", "xxxx"))))
+    return p
+
+
+def test_empty_skip_says_how_many_on_stderr_and_which_ids_in_the_private_report(tmp_path, toy):
+    docs = _three(tmp_path)
+    report = tmp_path / "report.jsonl"
+    res = runner.invoke(app, ["obfuscate", str(docs), "-e", "10", "--mechanism", "cmp", *toy, "--empty", "skip",
+                              "-o", str(tmp_path / "o.jsonl"), "--private-report", str(report)])
+    assert res.exit_code == 0, res.output
+    assert f"warning: --empty skip left out 2 of 4 document(s) with nothing to release (their ids are in the " \
+           f"private report {report})" in " ".join(res.stderr.split())
+    assert "'b'" not in res.stderr and " b," not in res.stderr  # no id on the terminal
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [r["id"] for r in rows if r.get("skipped")] == ["b", "d"]
+    res = runner.invoke(app, ["obfuscate", str(docs), "-e", "10", "--mechanism", "cmp", *toy, "--empty", "skip"])
+    assert res.exit_code == 0 and "give --private-report FILE to see which" in res.stderr
+
+
+def test_the_empty_document_error_speaks_the_command_line_and_python_its_own(tmp_path, toy):
+    from textdp.embeddings import Embeddings
+    from textdp.errors import DocumentError
+    from textdp.mechanisms import get
+
+    line = one_error(runner.invoke(app, ["obfuscate", str(_three(tmp_path)), "-e", "10", "--mechanism", "cmp", *toy]),
+                     "document b: no in-vocabulary word", "add --empty skip (leave it out) or --empty empty")
+    assert "empty='skip'" not in line
+    with pytest.raises(DocumentError, match="use empty='skip' \\(leave it out\\) or empty='empty'") as exc:
+        emb = Embeddings(WORDS, np.random.default_rng(5).standard_normal((300, 8)).astype(np.float32))
+        get("cmp", epsilon=10.0, embeddings=emb).fit().privatize_batch(["zzzz"])
+    assert "--empty" not in str(exc.value)
+
+
+@pytest.mark.parametrize("engine", ["single", "local"])
+def test_an_empty_input_file_has_no_documents(engine, tmp_path, toy, monkeypatch):
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    out = ["-o", str(tmp_path / "o")] if engine == "local" else []
+    line = one_error(runner.invoke(app, ["obfuscate", str(empty), "-e", "10", "-n", "3", *toy, "--engine", engine,
+                                         *out]), "input has no documents")
+    assert "document 0" not in line and "normalisation" not in line
+
+
+def test_ledger_show_says_not_a_ledger_before_its_folder_or_mode(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # a folder others can write to: the ledger check would refuse it
+    readme = shared / "README.md"
+    readme.write_text("# My project\n\nSome notes.\n")
+    os.chmod(readme, 0o644)
+    for command in ("show", "reset"):
+        one_error(runner.invoke(app, ["ledger", command, str(readme)]), "is not a textdp ledger")
+
+
+def test_an_output_in_a_missing_folder_is_refused_not_made(tmp_path, toy):
+    doc = _doc(tmp_path / "d.txt")
+    for option in ("-o", "--private-report"):
+        target = tmp_path / "nodir" / "sub" / "out.jsonl"
+        args = ["obfuscate", str(doc), "-e", "10", "-n", "3", *toy, option, str(target)]
+        one_error(runner.invoke(app, args + (["-o", str(tmp_path / "r.jsonl")] if option != "-o" else [])),
+                  f"the folder {target.parent} does not exist", "mkdir -p")
+        assert not (tmp_path / "nodir").exists()
+
+
+def test_bag_truncate_names_the_short_document_and_the_ways_out(tmp_path, toy):
+    docs = _three(tmp_path)
+    line = one_error(runner.invoke(app, ["obfuscate", str(docs), "-e", "10", "-n", "2", *toy, "--empty", "skip"]),
+                     "document c: only 1 in-vocabulary words, fewer than the bag size N=2",
+                     "1 of the 2 documents is shorter than N", "--bag sample", "remove them from the input")
+    assert "bag='sample'" not in line
+    res = runner.invoke(app, ["obfuscate", str(docs), "-e", "10", "-n", "2", *toy, "--empty", "skip", "--bag",
+                              "sample", "--seed", "1"])
+    assert res.exit_code == 0 and len(res.stdout.strip().splitlines()) == 2  # the way out works

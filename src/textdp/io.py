@@ -326,7 +326,7 @@ def read_documents(
     """Read every document of ``paths`` as ``(id, text)`` (``-`` or an empty list means standard input).
 
     ``input_format`` is ``auto`` (JSONL or Parquet by file name, else one
-    document per file), ``text`` or ``jsonl``. Parquet files hold one document
+    document per file: an empty file holds none), ``text`` or ``jsonl``. Parquet files hold one document
     per row (the ``text_field`` column). Ids: the id field, else the sequence number.
     """
     docs = read_sourced_documents(paths, text_field=text_field, id_field=id_field, input_format=input_format)
@@ -354,7 +354,7 @@ def read_sourced_documents(
         content = _decode(raw, source)
         if jsonl:
             docs.extend(iter_jsonl_text(content, source, text_field, id_field))
-        else:
+        elif content:  # an empty file holds no document (as an empty JSONL file holds none)
             docs.append(SourcedDocument(None, content, source))
     return docs
 
@@ -665,6 +665,7 @@ def check_output_paths(
     inputs: Sequence[str | os.PathLike[str] | None] = (),
     force: bool = False,
     existing: bool = True,
+    new_folders: bool = True,
 ) -> None:
     """Refuse output files that would replace an input or an existing file, before any work.
 
@@ -672,7 +673,8 @@ def check_output_paths(
     ``inputs`` every file the command reads (``-`` is standard input). Two
     outputs on the same file and an output that is a directory are always
     refused, and so is one that exists and is not a regular file (a device, a FIFO, a socket: see
-    :func:`refuse_special_output`); an output that is an input is always refused (``force`` never
+    :func:`refuse_special_output`), and (``new_folders=False``, the command line's choice) so is an output file
+    whose folder does not exist, rather than making it silently; an output that is an input is always refused (``force`` never
     lifts that: it is for outputs only); one that (``existing=True``) exists is
     refused unless ``force``.
 
@@ -692,6 +694,9 @@ def check_output_paths(
         refuse_special_output(p, label)  # with or without --force
         if _file_in_the_way(p) is not None:
             raise ParameterError(_not_a_folder(p, label))
+        if not new_folders and not p.parent.is_dir():  # a mistyped folder is said, never made silently
+            raise ParameterError(f"{label} {p}: the folder {p.parent} does not exist; create it first (mkdir -p "
+                                 f"{p.parent}) or choose a path in an existing folder")
         for other_label, q in named[:k]:
             if same_file(p, q):
                 raise ParameterError(f"{label} {p} and {other_label} {q} are the same file; give two paths")

@@ -237,9 +237,39 @@ class PrivacyLedger:
         self.lock_timeout = float(lock_timeout)
 
     # the folder, the lock and the anchor --------------------------------------------------------
+    def _refuse_not_a_ledger(self) -> None:
+        """Say "not a textdp ledger" for a file that plainly is not one, before its folder and mode are checked (a
+        README given by mistake gets that advice, not "chmod 700 its folder"). Only its first line is looked at,
+        to choose the message; nothing read here is used."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return  # missing, a link, unreadable: the checked read says what is wrong
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return
+            head = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        first, newline, _ = head.partition(b"\n")
+        if not first or not (newline or len(head) < 1 << 16):
+            return  # empty, or a first line longer than what was read: left to the checked read
+        try:
+            first.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParameterError(f"ledger {self.path} is not valid UTF-8 (byte 0x{first[exc.start]:02x} at offset "
+                                 f"{exc.start}): it is not a textdp ledger; give the file written by --ledger"
+                                 ) from None
+        if f'"format": "{_FORMAT}"'.encode() not in first:
+            raise ParameterError(f"{self.path} is not a textdp ledger (its first line is not a ledger event); give "
+                                 "the file written by --ledger")
+
     @contextlib.contextmanager
     def _session(self, *, create: bool, exclusive: bool) -> Iterator[PrivateDir]:
         """The ledger's folder, opened once after every ancestor was checked, under the ledger's lock."""
+        self._refuse_not_a_ledger()
         with open_private_dir(self.path.parent, what=_FOLDER, create=create) as folder, \
                 self._locked(folder.fd, exclusive=exclusive):
             yield folder
@@ -374,6 +404,7 @@ class PrivacyLedger:
 
         A missing folder is a missing file (checked against the anchor of the path it would have).
         """
+        self._refuse_not_a_ledger()
         try:
             folder = open_private_dir(self.path.parent, what=_FOLDER)
         except FileNotFoundError:

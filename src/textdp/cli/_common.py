@@ -268,7 +268,7 @@ def cli_errors() -> Iterator[None]:
         err_console.print(_line("interrupted:", "bold red", exc), soft_wrap=True, highlight=False)
         raise typer.Exit(exc.status) from None
     except TextDPError as exc:
-        print_error(exc)
+        print_error(exc.cli or exc)  # the command line's words where the message has them
         raise typer.Exit(2) from None
     except UnicodeDecodeError as exc:
         print_error(f"input is not valid UTF-8 ({exc.reason})")

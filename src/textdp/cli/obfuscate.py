@@ -417,11 +417,11 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
         raise ParameterError("--decoder-precision applies to --engine single; partitioned runs use auto")
     check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=o.output, inputs=o.read_too)
     if not partitioned:
-        check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force)
+        check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force, new_folders=False)
     elif o.private_report is not None:
         check_private_report_path(o.private_report, output=o.output, inputs=o.inputs, partitioned=True)
         check_output_paths([("--private-report", o.private_report)], inputs=o.read_too, force=o.force,
-                           existing=False)  # an existing one: refused by the run, unless it is complete
+                           existing=False, new_folders=False)  # an existing one: refused by the run, unless complete
     parse_param_options(o.mechanism, o.param)
     _check_epsilon_option(o.mechanism, o.epsilon)
     return stops, partitioned
@@ -454,7 +454,7 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
                       "vocabulary must come from PUBLIC text, not from the documents being privatized")
     small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000 and (o.size or 0) < 20_000
     if not docs:
-        raise ParameterError("no documents in the input")
+        raise ParameterError("input has no documents (an empty file holds none)")
     stdout = stdout_when_done() if o.output is None else contextlib.nullcontext(None)
     with stdout as fh, progress_bar(disable=small) as bar, \
             _privacy_warnings_on_stderr():  # the release goes out last, after the bar and the small files
@@ -467,6 +467,11 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
                                                       extra=extra), **o.ledger_options)  # type: ignore[arg-type]
     if summary.ledger_note:
         print_warning(summary.ledger_note)
+    if summary.skipped:  # the count only: ids describe the private input
+        where = (f"their ids are in the private report {o.private_report}" if o.private_report is not None
+                 else "give --private-report FILE to see which")
+        print_warning(f"--empty skip left out {summary.skipped} of {len(docs)} document(s) with nothing to release "
+                      f"({where})")
 
 
 @contextlib.contextmanager

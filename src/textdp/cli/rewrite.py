@@ -260,7 +260,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     model_files = [run.model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]
     # every path is checked before the model is loaded (the driver checks again)
     check_file_outputs(run.output, run.private_report, inputs=[*run.inputs, *model_files, run.opts.ledger],
-                       force=run.force)
+                       force=run.force, new_folders=False)
     cls = mechanism_class(run.mechanism)
     assert issubclass(cls, SentenceMechanism)
     where = str(check_model_folder(run.model_dir))  # links may not leave the folder
@@ -354,7 +354,7 @@ def evaluate_generation_command(
             torch_module().set_num_threads(threads)
         cfg = load_generation_config(config)
         if write_training_corpus is not None:
-            check_output_paths([("--write-training-corpus", write_training_corpus)], inputs=[config])
+            check_output_paths([("--write-training-corpus", write_training_corpus)], inputs=[config], new_folders=False)
             counts = write_corpus(write_training_corpus, TRAINING_SOURCES, data_dir=cfg.data_dir, seed=cfg.seed)
             typer.echo(json.dumps({"training_corpus": str(write_training_corpus), "sentences": counts}))
             return

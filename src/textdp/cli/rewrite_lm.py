@@ -196,8 +196,9 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
 
     public_inputs = [opts.clip_public, opts.prompt_file]
     # every path is checked before the model is loaded and the public bounds computed (the driver checks again)
-    check_file_outputs(output, private_report, inputs=[*inputs, *public_inputs, opts.ledger], force=force)
-    _check_ledger(opts, output, inputs)
+    _check_ledger(opts, output, inputs)  # first, as for the other rewriters: a ledger that is an input is said so
+    check_file_outputs(output, private_report, inputs=[*inputs, *public_inputs, opts.ledger], force=force,
+                       new_folders=False)
     if opts.clip_public is not None:  # before the model is loaded: a refused run costs nothing
         check_clip_public(opts.clip_public, inputs, text_field=text_field, id_field=id_field,
                           input_format=input_format)

@@ -283,7 +283,7 @@ def _check_paths(corpus: Path, output: Path | None, private_report: Path | None,
     check_output_paths(
         [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
          ("--private-report", private_report)],
-        inputs=[corpus], force=force,
+        inputs=[corpus], force=force, new_folders=False,
     )
 
 

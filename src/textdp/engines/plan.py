@@ -358,7 +358,7 @@ def _plan(inputs: Inputs, partitions: int | None, text_field: str, id_field: str
         sources.append(_Source("spill", os.path.abspath(target), fh.fileno()))
     total = sum(s.n for s in sources)
     if total == 0:
-        raise ParameterError("no documents in the input")
+        raise ParameterError("input has no documents (an empty file holds none)")
     n_parts = min(partitions or max(1, math.ceil(total / DOCS_PER_PART)), total)
     plan: list[Partition] = []
     starts = [total * k // n_parts for k in range(n_parts + 1)]
