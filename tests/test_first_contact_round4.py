@@ -437,12 +437,14 @@ def test_ledger_show_says_not_a_ledger_before_its_folder_or_mode(tmp_path):
 
 def test_an_output_in_a_missing_folder_is_refused_not_made(tmp_path, toy):
     doc = _doc(tmp_path / "d.txt")
-    for option in ("-o", "--private-report"):
-        target = tmp_path / "nodir" / "sub" / "out.jsonl"
-        args = ["obfuscate", str(doc), "-e", "10", "-n", "3", *toy, option, str(target)]
-        one_error(runner.invoke(app, args + (["-o", str(tmp_path / "r.jsonl")] if option != "-o" else [])),
-                  f"the folder {target.parent} does not exist", "mkdir -p")
-        assert not (tmp_path / "nodir").exists()
+    target = tmp_path / "nodir" / "sub" / "out.jsonl"
+    one_error(runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "3", *toy, "-o", str(target)]),
+              f"--output {target}: the folder {target.parent} does not exist", "mkdir -p")
+    assert not (tmp_path / "nodir").exists()
+    report = tmp_path / "private" / "report.jsonl"  # a private file may make its folder (as the ledger does)
+    res = runner.invoke(app, ["obfuscate", str(doc), "-e", "10", "-n", "3", *toy, "-o", str(tmp_path / "o.jsonl"),
+                              "--private-report", str(report)])
+    assert res.exit_code == 0 and report.exists(), res.output
 
 
 def test_bag_truncate_names_the_short_document_and_the_ways_out(tmp_path, toy):

@@ -83,7 +83,6 @@ def test_obfuscate_custext_full_default_vocabulary(name: str, tmp_path: Path) ->
 
 def test_text_mechanism_private_report_and_text_format(tmp_path: Path) -> None:
     out, report = tmp_path / "out.jsonl", tmp_path / "private" / "report.jsonl"
-    report.parent.mkdir()  # the command line makes no folder for an output file (issue 38)
     code, output = _obfuscate("cmp", out, "--private-report", str(report))
     assert code == 0, output
     rec = json.loads(out.read_text())

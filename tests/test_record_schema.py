@@ -118,7 +118,6 @@ def test_obfuscate_empty_policy_on_the_command_line(tmp_path: Path, glove):
     res = runner.invoke(app, [*base, "-o", str(tmp_path / "a.jsonl")])
     assert res.exit_code == 2 and "--empty" in res.output and not (tmp_path / "a.jsonl").exists()
     report = tmp_path / "private" / "r.jsonl"
-    report.parent.mkdir()  # the command line makes no folder for an output file (issue 38)
     res = runner.invoke(app, [*base, "-o", str(tmp_path / "b.jsonl"), "--empty", "skip", "--private-report",
                               str(report)])
     assert res.exit_code == 0, res.output

@@ -673,8 +673,9 @@ def check_output_paths(
     ``inputs`` every file the command reads (``-`` is standard input). Two
     outputs on the same file and an output that is a directory are always
     refused, and so is one that exists and is not a regular file (a device, a FIFO, a socket: see
-    :func:`refuse_special_output`), and (``new_folders=False``, the command line's choice) so is an output file
-    whose folder does not exist, rather than making it silently; an output that is an input is always refused (``force`` never
+    :func:`refuse_special_output`), and (``new_folders=False``, the command line's choice) so is an ``--output``
+    file whose folder does not exist, rather than making it silently (the private files, a report or a ledger,
+    may make theirs); an output that is an input is always refused (``force`` never
     lifts that: it is for outputs only); one that (``existing=True``) exists is
     refused unless ``force``.
 
@@ -694,7 +695,7 @@ def check_output_paths(
         refuse_special_output(p, label)  # with or without --force
         if _file_in_the_way(p) is not None:
             raise ParameterError(_not_a_folder(p, label))
-        if not new_folders and not p.parent.is_dir():  # a mistyped folder is said, never made silently
+        if not new_folders and label.startswith("--output") and not p.parent.is_dir():  # said, never made silently
             raise ParameterError(f"{label} {p}: the folder {p.parent} does not exist; create it first (mkdir -p "
                                  f"{p.parent}) or choose a path in an existing folder")
         for other_label, q in named[:k]:

@@ -237,10 +237,19 @@ class PrivacyLedger:
         self.lock_timeout = float(lock_timeout)
 
     # the folder, the lock and the anchor --------------------------------------------------------
+    def _open_folder(self, *, create: bool) -> PrivateDir:
+        """The ledger's folder, checked and opened once; refused (one line) if unsafe, unless the file in it
+        plainly is no ledger: that is said instead (a README given by mistake gets that advice, not "chmod 700
+        its folder"; in a safe folder the checked read says it before the file's mode)."""
+        try:
+            return open_private_dir(self.path.parent, what=_FOLDER, create=create)
+        except ParameterError:
+            self._refuse_not_a_ledger()
+            raise
+
     def _refuse_not_a_ledger(self) -> None:
-        """Say "not a textdp ledger" for a file that plainly is not one, before its folder and mode are checked (a
-        README given by mistake gets that advice, not "chmod 700 its folder"). Only its first line is looked at,
-        to choose the message; nothing read here is used."""
+        """Raise "not a textdp ledger" for a file that plainly is not one. Only its first line is looked at, to
+        choose the message (the folder was refused: nothing read here is used)."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
@@ -269,8 +278,7 @@ class PrivacyLedger:
     @contextlib.contextmanager
     def _session(self, *, create: bool, exclusive: bool) -> Iterator[PrivateDir]:
         """The ledger's folder, opened once after every ancestor was checked, under the ledger's lock."""
-        self._refuse_not_a_ledger()
-        with open_private_dir(self.path.parent, what=_FOLDER, create=create) as folder, \
+        with self._open_folder(create=create) as folder, \
                 self._locked(folder.fd, exclusive=exclusive):
             yield folder
 
@@ -404,9 +412,8 @@ class PrivacyLedger:
 
         A missing folder is a missing file (checked against the anchor of the path it would have).
         """
-        self._refuse_not_a_ledger()
         try:
-            folder = open_private_dir(self.path.parent, what=_FOLDER)
+            folder = self._open_folder(create=False)
         except FileNotFoundError:
             return None, self._read_anchor(Path(os.path.realpath(os.path.abspath(self.path.parent))))
         with folder:

@@ -287,7 +287,9 @@ def iter_input_documents(src: InputFile, text_field: str = "text", id_field: str
                 if src.jsonl:
                     yield from iter_jsonl_stream(body, src.source, text_field, id_field)
                 else:
-                    yield SourcedDocument(None, _decode(body.read(), src.source), src.source)
+                    text = _decode(body.read(), src.source)
+                    if text:  # an empty file holds no document (textdp.io.read_sourced_documents)
+                        yield SourcedDocument(None, text, src.source)
         except (OSError, EOFError) as exc:  # e.g. a .gz that is not gzip, or is cut short
             raise DocumentError(f"{src.source}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
