@@ -350,8 +350,10 @@ def _interrupt_after(args: list[str], delay: float, cwd: Path) -> tuple[int, lis
     import sys
     import time
 
-    env = {**os.environ, "TEXTDP_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(ROOT / "src"),
-           "OMP_NUM_THREADS": "1"}
+    import textdp
+
+    src = Path(textdp.__file__).resolve().parents[1]  # the textdp this test imports, in the child too
+    env = {**os.environ, "TEXTDP_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
