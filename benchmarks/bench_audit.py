@@ -160,7 +160,6 @@ def word_level_broken_cases() -> list[tuple[str, float, AuditCase]]:
     out: list[tuple[str, float, AuditCase]] = []
     for name, factor in (("random", 2.0), ("custext", 2.0), ("santext", 3.0), ("tem", 3.0)):
         eps = DEFAULT_EPSILON[name]
-        ok = get(name, epsilon=eps, embeddings=emb, stop_words=None).fit()
         bad = get(name, epsilon=eps * factor, embeddings=emb, stop_words=None).fit()
         pair = group_pair(emb, epsilon=eps) if name == "custext" else choose_mechanism_pair(name, eps, emb)
         out.append((f"{name}, epsilon x {factor:g} inside", eps,

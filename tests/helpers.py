@@ -5,8 +5,8 @@
 * :func:`run_as` - run stdlib-only Python as that user (the system interpreter: the user cannot read
   root's virtual environment);
 * :func:`shared_folder` - a folder both users can write to, root-owned and sticky like ``/tmp``;
-* :func:`tiny_model` and :func:`tiny_lms` - a tiny ER-AE model trained in seconds and tiny random language
-  models of the three kinds (``examples/tiny_lm.py``: offline, no corpus text).
+* :func:`tiny_model`, :func:`tiny_lms` and :func:`tiny_gguf` - a tiny ER-AE model trained in seconds, tiny random language
+  models of the three kinds and a tiny GPT-2 in one GGUF file (``examples/tiny_lm.py``: offline, no corpus text).
 """
 
 from __future__ import annotations
@@ -92,10 +92,7 @@ def tiny_model(out: Path, glove) -> Path:
     return out
 
 
-def tiny_lms(root: Path) -> dict[str, Path]:
-    """Tiny random language models of the three kinds (examples/tiny_lm.py: offline, safetensors, no corpus text)."""
-    pytest.importorskip("torch", reason="the language-model rewriters need the [generation] extra")
-    pytest.importorskip("transformers", reason="the language-model rewriters need the [generation] extra")
+def _tiny_lm_module():  # type: ignore[no-untyped-def]
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("tiny_lm", Path(__file__).resolve().parents[1] / "examples" /
@@ -103,4 +100,20 @@ def tiny_lms(root: Path) -> dict[str, Path]:
     assert spec and spec.loader
     tiny = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tiny)
+    return tiny
+
+
+def tiny_gguf(path: Path) -> Path:
+    """A tiny random GPT-2 as one GGUF file at ``path`` (examples/tiny_lm.py ``build_gguf``: offline, no corpus text)."""
+    pytest.importorskip("torch", reason="the language-model rewriters need the [generation] extra")
+    pytest.importorskip("transformers", reason="the language-model rewriters need the [generation] extra")
+    pytest.importorskip("gguf", reason="GGUF model files need the [generation] extra")
+    return _tiny_lm_module().build_gguf(path)
+
+
+def tiny_lms(root: Path) -> dict[str, Path]:
+    """Tiny random language models of the three kinds (examples/tiny_lm.py: offline, safetensors, no corpus text)."""
+    pytest.importorskip("torch", reason="the language-model rewriters need the [generation] extra")
+    pytest.importorskip("transformers", reason="the language-model rewriters need the [generation] extra")
+    tiny = _tiny_lm_module()
     return {kind: tiny.build(root / kind, kind) for kind in ("causal", "seq2seq", "masked")}

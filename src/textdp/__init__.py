@@ -14,8 +14,7 @@ True
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_attributes
 
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
     from .guarantees import EarthMoversGuarantee
     from .mechanisms import EarthMoversPrivacy, PrivateDocument
 
-try:  # the one place the version is written is pyproject.toml
-    __version__ = version("textdp")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 #: Each public name and the submodule that defines it (imported on first use).
 _LAZY: dict[str, str] = {
@@ -51,4 +46,19 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
+_lazy_getattr, __dir__ = lazy_attributes(__name__, _LAZY, globals())
+
+
+def __getattr__(name: str) -> Any:
+    """A public name on first use; ``__version__`` too, read from the installed metadata then (``import textdp``
+    stays a few imports long: the ``textdp`` command installs its Ctrl+C handling right after it)."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:  # the one place the version is written is pyproject.toml
+            value = version("textdp")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
+            value = "0+unknown"
+        globals()["__version__"] = value
+        return value
+    return _lazy_getattr(name)

@@ -11,7 +11,18 @@ import types
 
 
 class TextDPError(Exception):
-    """Base class of all errors textdp raises on purpose."""
+    """Base class of all errors textdp raises on purpose.
+
+    ``cli``: the same message in the command line's words (``--empty skip`` where Python says ``empty='skip'``),
+    which the CLI prints instead; ``None``: the message says it in both.
+
+    >>> str(TextDPError("use empty='skip'", cli="use --empty skip")), TextDPError("x", cli="y").cli
+    ("use empty='skip'", 'y')
+    """
+
+    def __init__(self, *args: object, cli: str | None = None) -> None:
+        super().__init__(*args)
+        self.cli = cli
 
 
 class ParameterError(TextDPError, ValueError):

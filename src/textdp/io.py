@@ -42,6 +42,9 @@ INPUT_FORMATS = ("auto", "text", "jsonl")
 #: File names read as Parquet by ``auto`` (one document per row, its text in the ``text_field`` column).
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
+#: The output names that mean standard output (``-o -``, ``-o /dev/stdout``): never a path to replace.
+STDOUT_NAMES = ("-", "/dev/stdout")
+
 #: Byte-order marks of the encodings that are not UTF-8 but say what they are (the longest first).
 _OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
                (b"\xfe\xff", "UTF-16"))
@@ -323,7 +326,7 @@ def read_documents(
     """Read every document of ``paths`` as ``(id, text)`` (``-`` or an empty list means standard input).
 
     ``input_format`` is ``auto`` (JSONL or Parquet by file name, else one
-    document per file), ``text`` or ``jsonl``. Parquet files hold one document
+    document per file: an empty file holds none), ``text`` or ``jsonl``. Parquet files hold one document
     per row (the ``text_field`` column). Ids: the id field, else the sequence number.
     """
     docs = read_sourced_documents(paths, text_field=text_field, id_field=id_field, input_format=input_format)
@@ -351,9 +354,56 @@ def read_sourced_documents(
         content = _decode(raw, source)
         if jsonl:
             docs.extend(iter_jsonl_text(content, source, text_field, id_field))
-        else:
+        elif content:  # an empty file holds no document (as an empty JSONL file holds none)
             docs.append(SourcedDocument(None, content, source))
     return docs
+
+
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """True when an output path means standard output (:data:`STDOUT_NAMES`).
+
+    >>> is_stdout("-"), is_stdout(Path("/dev/stdout")), is_stdout("out.jsonl"), is_stdout(None)
+    (True, True, False, False)
+    """
+    return path is not None and str(path) in STDOUT_NAMES
+
+
+def not_a_regular_file(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (links followed): ``"a FIFO"``, ...; else ``None``.
+
+    Outputs are only ever regular files: a device, FIFO, socket or directory is never replaced (not even with
+    ``--force``), since replacing ``/dev/null`` or a named pipe with a file breaks the system or the reader.
+
+    >>> not_a_regular_file("/dev/null"), not_a_regular_file("/no/such/file")
+    ('a character device', None)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, a dangling link, a name the system refuses
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"  # pragma: no cover - door files, whiteouts
+
+
+def refuse_special_output(path: str | os.PathLike[str], label: str) -> None:
+    """Refuse an output that exists and is not a regular file, whatever ``--force`` says (one-line error).
+
+    >>> refuse_special_output("/dev/null", "--output")
+    Traceback (most recent call last):
+    ...
+    textdp.errors.OutputExistsError: --output /dev/null is a character device, not a regular file; textdp writes regular files only and never replaces anything else, not even with --force: choose a file name (-o - is standard output)
+    """
+    kind = not_a_regular_file(path)
+    if kind is not None:
+        hint = " (-o - is standard output)" if label == "--output" else ""
+        raise OutputExistsError(f"{label} {path} is {kind}, not a regular file; textdp writes regular files only and "
+                                f"never replaces anything else, not even with --force: choose a file name{hint}")
 
 
 def _umask() -> int:
@@ -402,6 +452,7 @@ def atomic_writer(
     textdp.errors.OutputExistsError: .../x.txt exists; ...
     """
     target = Path(path)
+    refuse_special_output(target, "the output")  # before any work; checked again just before the move
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file where a folder of the path should be
@@ -428,6 +479,7 @@ def atomic_writer(
             fh.flush()
             os.fchmod(fh.fileno(), _file_mode(target, private))
             os.fsync(fh.fileno())
+        refuse_special_output(target, "the output")  # one made while writing is not replaced either
         try:
             if overwrite:
                 os.replace(tmp, target)
@@ -502,7 +554,7 @@ def check_writable_folder(path: str | os.PathLike[str], label: str) -> None:
     """
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise ParameterError(f"{label} {p} is a file; give a folder")
+        raise ParameterError(f"{label} {p} is {not_a_regular_file(p) or 'a file'}; give a folder")
     if _file_in_the_way(p) is not None:
         raise ParameterError(_not_a_folder(p, label))
     base = p if p.is_dir() else next((q for q in p.parents if q.is_dir()), Path("."))
@@ -537,19 +589,93 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _same_bytes(a: Path, b: Path) -> bool:
+    """True when the regular files ``a`` and ``b`` hold the same bytes (sizes first, then 1 MiB blocks)."""
+    try:
+        if not (a.is_file() and b.is_file()) or a.stat().st_size != b.stat().st_size:
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                x, y = fa.read(1 << 20), fb.read(1 << 20)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
+
+
+def check_public_file(path: str | os.PathLike[str], option: str, inputs: Sequence[str | os.PathLike[str] | None], *,
+                      why: str) -> None:
+    """Refuse a file given as PUBLIC text (``--domain-vocab``, ``--clip-public``) that is a private input.
+
+    The same file (links, ``..``, relative paths) or a copy of one (the same bytes) is refused in one line
+    ending with ``why`` (what the public text is for); :func:`documents_found_in` tells whether it holds an
+    input document among other text.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "letter.txt").write_text("private"), (d / "copy.txt").write_text("private")
+    (7, 7)
+    >>> check_public_file(d / "copy.txt", "--clip-public", [d / "letter.txt"], why="use public text")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --clip-public .../copy.txt has the same bytes as the input file .../letter.txt; use public text
+    """
+    p = Path(path)
+    for q in inputs:
+        if q is None or str(q) == "-":
+            continue
+        if same_file(p, q):
+            raise ParameterError(f"{option} {p} is the input file {q}; {why}")
+        if _same_bytes(p, Path(q)):
+            raise ParameterError(f"{option} {p} has the same bytes as the input file {q}; {why}")
+
+
+#: An input document shorter than this (after white space is collapsed) counts as found in a public text only
+#: when it is one whole public text: a short phrase inside public prose is no sign of a mistake.
+FOUND_INSIDE_MIN_CHARS = 32
+
+
+def documents_found_in(public_texts: Iterable[str], documents: Iterable[str]) -> int:
+    """How many of ``documents`` appear in ``public_texts``: as one whole text, or (from
+    :data:`FOUND_INSIDE_MIN_CHARS` characters) inside one; white space is collapsed first.
+
+    >>> letter = "Dear Ann, the results of your test came back and we need to talk."
+    >>> documents_found_in(["boats sail", "Intro.  " + letter + " Bye."], [letter, "hi", "boats   sail"])
+    2
+    """
+    def flat(text: str) -> str:
+        return " ".join(text.split())
+
+    texts = [flat(t) for t in public_texts]
+    whole = set(texts)
+    joined = " ".join(texts)  # a document of several lines matches a public file's consecutive lines
+    found = 0
+    for doc in documents:
+        d = flat(doc)
+        if d and (d in whole or (len(d) >= FOUND_INSIDE_MIN_CHARS and d in joined)):
+            found += 1
+    return found
+
+
 def check_output_paths(
     outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
     *,
     inputs: Sequence[str | os.PathLike[str] | None] = (),
     force: bool = False,
     existing: bool = True,
+    new_folders: bool = True,
 ) -> None:
     """Refuse output files that would replace an input or an existing file, before any work.
 
     ``outputs`` are ``(option name, path)`` pairs (``None`` paths are skipped),
     ``inputs`` every file the command reads (``-`` is standard input). Two
     outputs on the same file and an output that is a directory are always
-    refused; an output that is an input is always refused (``force`` never
+    refused, and so is one that exists and is not a regular file (a device, a FIFO, a socket: see
+    :func:`refuse_special_output`), and (``new_folders=False``, the command line's choice) so is an ``--output``
+    file whose folder does not exist, rather than making it silently (the private files, a report or a ledger,
+    may make theirs); an output that is an input is always refused (``force`` never
     lifts that: it is for outputs only); one that (``existing=True``) exists is
     refused unless ``force``.
 
@@ -562,12 +688,16 @@ def check_output_paths(
     ...
     textdp.errors.OutputExistsError: --output .../in.txt is the input file .../in.txt; ...
     """
-    named = [(label, Path(p)) for label, p in outputs if p is not None and str(p) != "-"]
+    named = [(label, Path(p)) for label, p in outputs if p is not None and not is_stdout(p)]
     for k, (label, p) in enumerate(named):
         if p.is_dir():
             raise ParameterError(f"{label} {p} is a directory; give a file name")
+        refuse_special_output(p, label)  # with or without --force
         if _file_in_the_way(p) is not None:
             raise ParameterError(_not_a_folder(p, label))
+        if not new_folders and label.startswith("--output") and not p.parent.is_dir():  # said, never made silently
+            raise ParameterError(f"{label} {p}: the folder {p.parent} does not exist; create it first (mkdir -p "
+                                 f"{p.parent}) or choose a path in an existing folder")
         for other_label, q in named[:k]:
             if same_file(p, q):
                 raise ParameterError(f"{label} {p} and {other_label} {q} are the same file; give two paths")

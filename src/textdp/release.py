@@ -75,6 +75,7 @@ from .engines.single import (
 from .errors import ParameterError, ParameterTypeError
 from .io import (
     SourcedDocument,
+    is_stdout,
     read_sourced_documents,
     same_file,
     sequence_ids,
@@ -123,6 +124,8 @@ class ReleaseSummary:
         Ledger events recorded (one per record id; 0 without a ledger).
     ledger_note : str or None
         With ``new_ledger``: what accepting the ledger as it was forgot (print it to the user).
+    skipped : int
+        Units left out by ``empty="skip"`` (nothing to release; their ids are in the private report).
     """
 
     output: Path | None
@@ -131,6 +134,7 @@ class ReleaseSummary:
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     charged: int = 0
     ledger_note: str | None = None
+    skipped: int = 0
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -287,18 +291,55 @@ def _removed_on_failure() -> Iterator[list[Path]]:
         raise
 
 
+def _mark_skipped(rows: list[dict[str, Any]], skipped: Sequence[str]) -> list[dict[str, Any]]:
+    """The report rows with every unit ``empty="skip"`` left out marked ``"skipped": true`` (a row of its own
+    where the mechanism reports none), in input order: the report then says how many and which ids."""
+    if not skipped:
+        return rows
+    left = dict.fromkeys(skipped, 0)
+    for u in skipped:
+        left[u] += 1
+    marked = []
+    for row in rows:
+        uid = str(row.get("id"))
+        if left.get(uid) and row.get("emptied"):
+            row = {**row, "skipped": True}
+            left[uid] -= 1
+        marked.append(row)
+    marked.extend({"id": u, "skipped": True} for u, n in left.items() for _ in range(n))
+    return marked
+
+
+def _skipped_ids(uids: Sequence[str], released: Sequence[str]) -> list[str]:
+    """The ids of ``uids`` (input order, repeats counted) that no released record carries."""
+    count: dict[str, int] = {}
+    for r in released:
+        count[r] = count.get(r, 0) + 1
+    out = []
+    for u in uids:
+        if count.get(u):
+            count[u] -= 1
+        else:
+            out.append(u)
+    return out
+
+
 def _write_small_files(out: Path | None, public: Mapping[str, Any], report: Path | None,
                        rows: list[dict[str, Any]], private_details: Mapping[str, object] | None, *, force: bool,
-                       written: list[Path]) -> None:
-    """The PRIVATE report (JSONL rows, or one object with ``private_details``), then the public settings file."""
+                       written: list[Path], skipped: Sequence[str] = ()) -> None:
+    """The PRIVATE report (JSONL rows, or one object with ``private_details``), then the public settings file.
+
+    ``skipped``: the ids ``empty="skip"`` left out, marked in the rows (and counted in the object form)."""
     from .pipeline import write_private_report
 
     if report is not None:
+        rows = _mark_skipped(rows, skipped)
         if private_details is None:
             write_private_report(report, rows, overwrite=force)
         else:
-            write_json(report, {"note": PRIVATE_NOTE, **private_details, **({"documents": rows} if rows else {})},
-                       overwrite=force, private=True)
+            extra = {"skipped": {"count": len(skipped), "ids": list(skipped)}} if skipped else {}
+            write_json(report, {"note": PRIVATE_NOTE, **private_details, **extra,
+                                **({"documents": rows} if rows else {})}, overwrite=force, private=True)
         written.append(report)
     if out is not None:
         write_json(settings_path(out), public, overwrite=force, private=False)
@@ -445,14 +486,14 @@ def release(
     if fmt not in FORMATS:
         raise ParameterError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     stream = output if output is not None and not isinstance(output, (str, os.PathLike)) else None
-    out = None if output is None or stream is not None or str(output) == "-" else Path(output)  # type: ignore[arg-type]
+    out = None if output is None or stream is not None or is_stdout(output) else Path(output)  # type: ignore[arg-type]
     report = None if private_report is None else Path(private_report)
     _check_paths(out, report, documents, inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger,
                  force=force)
     units, uids, sources, _ = _read(documents, ids, text_field=text_field, id_field=id_field,
                                     input_format=input_format)
     if not units:
-        raise ParameterError("no documents in the input")
+        raise ParameterError("input has no documents (an empty file holds none)")
     check_duplicate_ids(lambda: uids, strict=strict_ids, on_duplicate_ids=on_duplicate_ids)
     if fmt == "json" and len(units) != 1:
         raise ParameterError(f"format json writes one record; got {len(units)} units: use jsonl")
@@ -469,12 +510,14 @@ def release(
     diags: list[object] = []
     rows: list[dict[str, Any]] = []
     n_records = 0
+    released: list[str] = []
     by_id = _sources_by_id(uids, sources)
     with _removed_on_failure() as written, \
             (open_release(out, force=force) if stream is None else contextlib.nullcontext(stream)) as fh:
         for part in mechanism.iter_privatize_batch(
                 units, uids, seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty,
                 private_report=diags if report is not None else None, progress=progress, charge=on_charge):
+            released.extend(str(getattr(rec, "id", "")) for rec in part)
             out_records = part if records_of is None else [r for rec in part for r in records_of(rec)]
             _write_records(fh, (rec.to_record() for rec in out_records), fmt)
             n_records += len(out_records)
@@ -488,10 +531,12 @@ def release(
                        else mechanism.seeded_, empty=empty))
         public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
                                   fmt=fmt, extra=dict(settings or {}))
+        skipped = _skipped_ids(uids, released) if empty == "skip" else []
         # the small files first; the release itself is moved into place last (when ``fh`` closes)
-        _write_small_files(out, public, report, rows, private_details, force=force, written=written)
+        _write_small_files(out, public, report, rows, private_details, force=force, written=written,
+                           skipped=skipped)
     return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
-                          charged=int(state["charged"]), ledger_note=state["note"])
+                          charged=int(state["charged"]), ledger_note=state["note"], skipped=len(skipped))
 
 
 #: the corpus engine's own options; every other declared parameter goes to it as a mechanism parameter
@@ -600,7 +645,7 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
     if fmt not in ("jsonl", "text"):
         raise ParameterError(f"unknown output format {fmt!r} for a partitioned release; choose jsonl or text")
     check_choice(empty, "empty policy", EMPTY_POLICIES)
-    if output is None or not isinstance(output, (str, os.PathLike)) or str(output) == "-":
+    if output is None or not isinstance(output, (str, os.PathLike)) or is_stdout(output):
         raise ParameterError(f"engine {engine} writes a file it can resume: give output as its path")
     out, report = Path(output), None if private_report is None else Path(private_report)
     _check_paths(out, report, documents, inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger,
@@ -608,7 +653,7 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
     units, uids, sources, _ = _read(documents, ids, text_field=text_field, id_field=id_field,
                                     input_format=input_format)
     if not units:
-        raise ParameterError("no documents in the input")
+        raise ParameterError("input has no documents (an empty file holds none)")
     texts = [u for u in units if isinstance(u, str)]
     if len(texts) != len(units):
         raise ParameterTypeError(f"{mechanism.name} rewrites texts: give documents as str (or files)")

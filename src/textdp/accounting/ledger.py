@@ -256,10 +256,48 @@ class PrivacyLedger:
         self.lock_timeout = float(lock_timeout)
 
     # the folder, the lock and the anchor --------------------------------------------------------
+    def _open_folder(self, *, create: bool) -> PrivateDir:
+        """The ledger's folder, checked and opened once; refused (one line) if unsafe, unless the file in it
+        plainly is no ledger: that is said instead (a README given by mistake gets that advice, not "chmod 700
+        its folder"; in a safe folder the checked read says it before the file's mode)."""
+        try:
+            return open_private_dir(self.path.parent, what=_FOLDER, create=create)
+        except ParameterError:
+            self._refuse_not_a_ledger()
+            raise
+
+    def _refuse_not_a_ledger(self) -> None:
+        """Raise "not a textdp ledger" for a file that plainly is not one. Only its first line is looked at, to
+        choose the message (the folder was refused: nothing read here is used)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return  # missing, a link, unreadable: the checked read says what is wrong
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return
+            head = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        first, newline, _ = head.partition(b"\n")
+        if not first or not (newline or len(head) < 1 << 16):
+            return  # empty, or a first line longer than what was read: left to the checked read
+        try:
+            first.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParameterError(f"ledger {self.path} is not valid UTF-8 (byte 0x{first[exc.start]:02x} at offset "
+                                 f"{exc.start}): it is not a textdp ledger; give the file written by --ledger"
+                                 ) from None
+        if f'"format": "{_FORMAT}"'.encode() not in first:
+            raise ParameterError(f"{self.path} is not a textdp ledger (its first line is not a ledger event); give "
+                                 "the file written by --ledger")
+
     @contextlib.contextmanager
     def _session(self, *, create: bool, exclusive: bool) -> Iterator[PrivateDir]:
         """The ledger's folder, opened once after every ancestor was checked, under the ledger's lock."""
-        with open_private_dir(self.path.parent, what=_FOLDER, create=create) as folder, \
+        with self._open_folder(create=create) as folder, \
                 self._locked(folder.fd, exclusive=exclusive):
             yield folder
 
@@ -455,7 +493,7 @@ class PrivacyLedger:
         A missing folder is a missing file (checked against the anchor of the path it would have).
         """
         try:
-            folder = open_private_dir(self.path.parent, what=_FOLDER)
+            folder = self._open_folder(create=False)
         except FileNotFoundError:
             return None, self._read_anchor(Path(os.path.realpath(os.path.abspath(self.path.parent))), None)
         with folder:

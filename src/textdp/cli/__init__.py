@@ -11,6 +11,7 @@ therefore never import the mechanisms, numpy or scipy they do not use.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from typing import Any
 
@@ -18,7 +19,7 @@ import typer
 from typer._click.core import Command as ClickCommand
 from typer.core import TyperCommand
 
-from ._common import EPSILON_HELP_TEXT, Command, Group
+from ._common import EPSILON_HELP_TEXT, EXIT_SIGINT, Command, Group
 
 #: Every command, in the order ``textdp --help`` lists them, and the module (``textdp.cli.<module>``) that
 #: registers it.
@@ -144,5 +145,23 @@ def _root(
 
 
 def main() -> None:
-    """Entry point of the ``textdp`` console script."""
-    app()
+    """Run the command line (``textdp``, ``python -m textdp``: see :func:`textdp.__main__.main`).
+
+    From its first line to the process's end, SIGINT and SIGTERM raise :class:`~textdp.cli._common.Interrupted`
+    wherever they land (typer's own handling of ``KeyboardInterrupt`` never sees them): a command's
+    ``cli_errors`` says what it left, and anywhere else (parsing, importing a command's module, after the
+    command) the run ends here, in one line and exit 130 (143).
+    """
+    import signal
+
+    from ._common import Interrupted, print_interrupted, raise_interrupted
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, raise_interrupted)
+    try:
+        app()
+    except (KeyboardInterrupt, Interrupted) as exc:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)  # a second Ctrl+C cannot cut the line short
+        print_interrupted("no output was written (outputs are written whole or not at all)")
+        sys.exit(exc.status if isinstance(exc, Interrupted) else EXIT_SIGINT)

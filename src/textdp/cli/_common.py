@@ -39,7 +39,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
 from ..errors import OutputExistsError, ParameterError, TextDPError
-from ..io import INPUT_FORMATS
+from ..io import INPUT_FORMATS, not_a_regular_file
 from ..progress import ProgressCallback, StageProgress
 from ._choices import choice
 
@@ -210,8 +210,14 @@ class InterruptedRun(TextDPError):
         self.status = status
 
 
-def _raise_interrupted(signum: int, frame: types.FrameType | None) -> None:
+def raise_interrupted(signum: int, frame: types.FrameType | None) -> None:
+    """The SIGINT / SIGTERM handler of the command line: raise :class:`Interrupted` (``signal.signal``)."""
     raise Interrupted(signum)
+
+
+def print_interrupted(what: str) -> None:
+    """``interrupted: what`` on stderr, one line."""
+    err_console.print(_line("interrupted:", "bold red", what), soft_wrap=True, highlight=False)
 
 
 @contextlib.contextmanager
@@ -224,7 +230,7 @@ def _signals() -> Iterator[None]:
         return
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in previous:
-        signal.signal(s, _raise_interrupted)
+        signal.signal(s, raise_interrupted)
     try:
         yield
     finally:
@@ -268,7 +274,7 @@ def cli_errors() -> Iterator[None]:
         err_console.print(_line("interrupted:", "bold red", exc), soft_wrap=True, highlight=False)
         raise typer.Exit(exc.status) from None
     except TextDPError as exc:
-        print_error(exc)
+        print_error(exc.cli or exc)  # the command line's words where the message has them
         raise typer.Exit(2) from None
     except UnicodeDecodeError as exc:
         print_error(f"input is not valid UTF-8 ({exc.reason})")
@@ -298,11 +304,17 @@ def check_report_folder(out: Path, force: bool, inputs: tuple[Path, ...] = ()) -
     is for outputs, never for an input). Checked before any work: a refused run costs nothing.
     """
     if out.exists() and not out.is_dir():
-        raise ParameterError(f"the report folder {out} is a file; give a folder")
+        raise ParameterError(f"the report folder {out} is {not_a_regular_file(out) or 'a file'}; give a folder")
     for q in inputs:
         if out.is_dir() and q.parent.resolve() == out.resolve():
             raise OutputExistsError(f"the input {q} lies in the report folder {out}, whose files the report "
                                     "replaces; choose another report folder (--force never replaces an input)")
+    if out.is_dir():  # the report's files are replaced, never a device, FIFO or socket someone put there
+        for entry in out.iterdir():
+            kind = not_a_regular_file(entry)
+            if kind is not None and kind != "a directory":
+                raise OutputExistsError(f"the report folder {out} holds {entry}, {kind}; a report replaces regular "
+                                        "files only (not even --force replaces anything else): choose another folder")
     if not force and out.is_dir() and any(out.iterdir()):
         raise OutputExistsError(f"the report folder {out} is not empty; choose a new folder, or pass --force to "
                                 "replace the report files in it")

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ParameterError, TextDPError
-from ._common import ParamOption, bar_progress, err_console, parse_param_options, progress_bar
+from ._common import Interrupted, ParamOption, bar_progress, err_console, parse_param_options, progress_bar
 
 _LIRA = "Membership inference (--attack lira)"
 _REPLAY = "Record and replay of the sampled sensitivity (--replay)"
@@ -82,9 +82,9 @@ def _errors() -> Iterator[None]:
         err_console.print(f"[bold red]error:[/] numeric overflow ({escape(str(exc))}); use a smaller "
                           "epsilon or delta", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted) as exc:
         err_console.print("[bold red]interrupted[/]; the audit wrote nothing")
-        raise typer.Exit(130) from None
+        raise typer.Exit(exc.status if isinstance(exc, Interrupted) else 130) from None
 
 
 def _params(mechanism: str, items: list[str] | None) -> dict[str, object]:
@@ -331,9 +331,12 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
     gaps = not_audited_options()  # options that change a law no case samples yet: named too
     if gaps:
         note += "; options NOT AUDITED: " + ", ".join(f"{m} {k}" for m, opts in gaps.items() for k in opts)
+    meaning = FLAG_MEANING.format(level=f"{1 - confidence:.0%}", k=k, mean=k * (1 - confidence))
+    rechecks = {r.mechanism: recheck_command(r, seed) for r in rows if not r.passed and r.mechanism not in KNOWN_BAD}
     if as_json:
         typer.echo(json.dumps({"cases": out, "flagged": failed, "not_run": skipped, "not_audited": unaudited,
-                               "not_audited_options": gaps, "note": note}, indent=2, allow_nan=False))
+                               "not_audited_options": gaps, "note": note, "flag_meaning": meaning,
+                               "recheck": rechecks}, indent=2, allow_nan=False))
         return failed
     table = Table(title="textdp audit --all")
     for col in ("case", "claim", "lower bound", "curve", "conformance", "verdict", "time"):
@@ -355,7 +358,41 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
         for key, why in opts.items():
             typer.echo(f"{name} {key}: option NOT AUDITED ({why})")
     typer.echo(note)
+    typer.echo(meaning)
+    for name, command in rechecks.items():
+        typer.echo(f"re-audit {name}: {command}")
     return failed
+
+
+#: What a flag of ``--all`` means, printed under its table (``{level}``: 1 - confidence; ``{k}`` cases).
+FLAG_MEANING = ("A flag (VIOLATION) means that in this one run one of the case's tests crossed its level: the event "
+                "or curve lower bound above the claim, or a conformance p-value below its share of {level}. A "
+                "correct mechanism is flagged with probability at most {level} per case ({mean:.1f} false alarms "
+                "expected in {k} cases), so one flag is weak evidence: re-audit it once, at 10x the samples, with "
+                "the new seed below (fixed now, before looking), and treat a second failure as a bug "
+                "(docs/audit.md, \"--all: what a pass means family-wise\").")
+
+
+def recheck_seed(seed: int | None, name: str) -> int:
+    """The new seed that re-audits a case flagged by ``--all --seed S``: SHA-256 of ``textdp-audit-recheck:S:NAME``
+    (another stream than the run's own ``textdp-audit-all:S:NAME``); without ``--seed``, fresh OS entropy, drawn
+    and printed before the re-audit runs.
+
+    >>> recheck_seed(29, "santext") == recheck_seed(29, "santext") != recheck_seed(30, "santext")
+    True
+    """
+    import hashlib
+    import secrets
+
+    if seed is None:
+        return secrets.randbits(63)
+    return int.from_bytes(hashlib.sha256(f"textdp-audit-recheck:{seed}:{name}".encode()).digest()[:8], "big") >> 1
+
+
+def recheck_command(r: Any, seed: int | None) -> str:
+    """The exact command that re-audits the flagged case of ``r`` at 10x its samples with a new fixed seed."""
+    conformance = " --conformance" if r.conformance is not None else ""
+    return f"textdp audit {r.mechanism}{conformance} --samples {10 * r.samples} --seed {recheck_seed(seed, r.mechanism)}"
 
 
 def _replay(mechanism: str, epsilon: float | None, delta: float | None, pairs: int, gamma: float,

@@ -30,10 +30,12 @@ from ..errors import DocumentError, ParameterError, PrivacyWarning
 from ..guarantees import EMPTY_POLICIES
 from ..io import (
     check_output_paths,
+    check_public_file,
     check_writable_folder,
+    documents_found_in,
     duplicate_ids_message,
+    is_stdout,
     read_sourced_documents,
-    same_file,
 )
 from ..mechanisms import MECHANISM_NAMES
 from ..mechanisms.registry import REGISTRY, spoken_list
@@ -109,16 +111,14 @@ def public_file_digests(**files: Path | None) -> dict[str, str]:
             for name, p in files.items() if p is not None}
 
 
-def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str], str]:
+def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], list[str], str]:
     """The words of a public ``--domain-vocab`` corpus, and its documents' texts (to spot an input inside it).
 
     The file must not be an input: a vocabulary taken from the private documents themselves
     would make the output vocabulary describe them, which the guarantee does not cover.
     """
-    for q in inputs:
-        if str(q) != "-" and same_file(path, q):
-            raise ParameterError(f"--domain-vocab {path} is the input file {q}; the vocabulary must come from "
-                                 "PUBLIC text, never from the documents being privatized")
+    check_public_file(path, "--domain-vocab", inputs, why="the vocabulary must come from PUBLIC text, never from the "
+                      "documents being privatized")
     from ..io import read_public_documents
     from ..text import normalize
 
@@ -128,7 +128,7 @@ def _domain_words(path: Path, inputs: list[Path]) -> tuple[set[str], set[str], s
         words.update(normalize(d.text, stop_words=None))
     if not words:
         raise ParameterError(f"--domain-vocab {path}: no words found")
-    return words, {d.text.strip() for d in docs if d.text.strip()}, sha
+    return words, [d.text for d in docs], sha
 
 
 def _check_epsilon_option(mechanism: str, epsilon: float | None) -> None:
@@ -377,13 +377,15 @@ def obfuscate(
     part files plus manifest.json and settings.json (public); the run's private state lives in
     --work-dir; re-running the same command after a crash finishes the missing parts only.
     """
+    if is_stdout(output):  # -o - and -o /dev/stdout: standard output, never a path to replace
+        output = None
     o = _Options(**locals())  # the parameters, and nothing else yet
     with cli_errors():
         stops, partitioned = _check_options(o)
         from ..embeddings import load_embeddings, output_vocabulary, vocabulary_fingerprint  # after the checks
 
         domain, domain_texts, domain_sha = (_domain_words(o.domain_vocab, o.inputs) if o.domain_vocab is not None
-                                            else (None, set(), None))
+                                            else (None, [], None))
         emb = load_embeddings(o.embeddings, words_path=o.words, vocab_size=o.vocab_size, domain_words=domain)
         emb = output_vocabulary(emb, o.output_vocab, stops)
         extra: dict[str, object] = {"vocab_size_limit": o.vocab_size, "domain_vocab": o.domain_vocab is not None,
@@ -426,18 +428,18 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
         raise ParameterError("--decoder-precision applies to --engine single; partitioned runs use auto")
     check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=o.output, inputs=o.read_too)
     if not partitioned:
-        check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force)
+        check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force, new_folders=False)
     elif o.private_report is not None:
         check_private_report_path(o.private_report, output=o.output, inputs=o.inputs, partitioned=True)
         check_output_paths([("--private-report", o.private_report)], inputs=o.read_too, force=o.force,
-                           existing=False)  # an existing one: refused by the run, unless it is complete
+                           existing=False, new_folders=False)  # an existing one: refused by the run, unless complete
     parse_param_options(o.mechanism, o.param)
     _check_epsilon_option(o.mechanism, o.epsilon)
     return stops, partitioned
 
 
 def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str, object],
-                domain_texts: set[str]) -> None:
+                domain_texts: list[str]) -> None:
     """One process, one output file (or standard output): the release driver, :func:`textdp.release.release`."""
     from ..engines.single import obfuscate_settings
     from ..pipeline import build_mechanism, parse_params
@@ -457,13 +459,13 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
                    "(see: textdp obfuscate --help)")
     docs = read_sourced_documents(o.inputs, text_field=o.text_field, id_field=o.id_field,
                                   input_format=o.input_format)
-    inside = sum(d.text.strip() in domain_texts for d in docs) if domain_texts else 0
+    inside = documents_found_in(domain_texts, (d.text for d in docs)) if domain_texts else 0
     if inside:
         print_warning(f"{inside} input document(s) appear verbatim in --domain-vocab {o.domain_vocab}; the "
                       "vocabulary must come from PUBLIC text, not from the documents being privatized")
     small = len(docs) < 2 and sum(len(d.text) for d in docs) < 200_000 and (o.size or 0) < 20_000
     if not docs:
-        raise ParameterError("no documents in the input")
+        raise ParameterError("input has no documents (an empty file holds none)")
     stdout = stdout_when_done() if o.output is None else contextlib.nullcontext(None)
     with stdout as fh, progress_bar(disable=small) as bar, \
             _privacy_warnings_on_stderr():  # the release goes out last, after the bar and the small files
@@ -476,6 +478,11 @@ def _run_single(o: _Options, emb: Embeddings, stops: str | None, extra: dict[str
                                                       extra=extra), **o.ledger_options)  # type: ignore[arg-type]
     if summary.ledger_note:
         print_warning(summary.ledger_note)
+    if summary.skipped:  # the count only: ids describe the private input
+        where = (f"their ids are in the private report {o.private_report}" if o.private_report is not None
+                 else "give --private-report FILE to see which")
+        print_warning(f"--empty skip left out {summary.skipped} of {len(docs)} document(s) with nothing to release "
+                      f"({where})")
 
 
 @contextlib.contextmanager
@@ -509,6 +516,7 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
     if o.workers is not None:
         check_positive_int(o.workers, "workers")
     backend = _backend(o)
+    work: list[Path] = []
     try:
         with progress_bar() as bar:
             task = bar.add_task("obfuscating (documents)", total=None)
@@ -522,12 +530,13 @@ def _run_partitioned(o: _Options, emb: Embeddings, stops: str | None, extra: dic
                 on_size_from_data=lambda n: print_warning(SIZE_FROM_DATA_WARNING.format(n=n)),
                 mechanism=o.mechanism, postprocess=o.postprocess, params=parse_params(o.param),
                 progress=bar_progress(bar, task), force=o.force, strict_ids=o.strict_ids,
-                on_duplicate_ids=_warn_duplicates, empty=o.empty, on_ledger=_ledger_note,
+                on_duplicate_ids=_warn_duplicates, empty=o.empty, on_ledger=_ledger_note, on_work_dir=work.append,
                 **o.ledger_options,  # type: ignore[arg-type]
             )
     except (KeyboardInterrupt, Interrupted) as exc:
         status = exc.status if isinstance(exc, Interrupted) else 130
-        raise InterruptedRun(_interrupted_message(output, MANIFEST, streamed=streamed), status) from None
+        raise InterruptedRun(_interrupted_message(output, MANIFEST, work[0] if work else None, streamed=streamed),
+                             status) from None
     finally:
         backend.close()
 
@@ -579,21 +588,39 @@ def _no_output_message(o: _Options) -> str:
             + ", or --engine single to write one file or standard output")
 
 
-def _interrupted_message(output: Path, manifest_name: str, *, streamed: bool = False) -> str:
-    """What an interrupted partitioned run leaves behind, truthfully (a run that read a stream cannot resume)."""
+def _start_over(work: Path | None) -> str:
+    """How to delete an interrupted run's private state: ``textdp runs clean NAME`` (a work directory in the
+    cache), or the ``--work-dir`` folder itself."""
+    from ..engines.workdir import runs_dir
+
+    if work is None:
+        return "textdp runs clean (see textdp runs list)"
+    if work.parent.absolute() == runs_dir().absolute():
+        return f"textdp runs clean {work.name}"
+    return f"delete the work directory {work}"
+
+
+def _interrupted_message(output: Path, manifest_name: str, work: Path | None = None, *,
+                         streamed: bool = False) -> str:
+    """What an interrupted partitioned run leaves behind, truthfully, and how to start over (a run that read a
+    stream cannot resume, and keeps nothing)."""
     import json
 
     done = sorted(p.name for p in output.glob("part-*") if p.is_file()) if output.is_dir() else []
     total: int | str = "?"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         total = len(json.loads((output / manifest_name).read_text(encoding="utf-8"))["parts"])
+    clean = _start_over(work)
     if not (output / manifest_name).exists():
-        return f"the run had not started writing {output}; nothing was released"
+        kept = work is not None and work.exists()  # its private state was made: say how to delete it
+        return f"the run had not started writing {output}; nothing was released" + (
+            f"; run the same command again to resume, or delete its private state: {clean}" if kept else "")
     if streamed:
         return (f"{len(done)} of {total} part files are finished in {output}, but the run read a pipe or standard "
                 "input, which cannot be read again, so it cannot resume: delete the folder and run again")
     return (f"{len(done)} of {total} part files are finished in {output} (each complete; the run is not); "
-            "run the same command again to finish the rest, or delete the folder to start over")
+            f"run the same command again to finish the rest, or start over: delete the folder and {clean} (the "
+            "run's private copy of the inputs; textdp runs list shows a run whose folder is gone as orphaned)")
 
 
 def register(app: typer.Typer) -> None:

@@ -31,6 +31,7 @@ from ._common import (
     ThreadsOption,
     WorkersOption,
     bar_stages,
+    check_report_folder,
     cli_errors,
     parse_param_options,
     print_info,
@@ -47,8 +48,9 @@ REWRITE_EPSILON_HELP = (
 )
 
 
-ModelDirArgument = Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or a local "
-                                                "Hugging Face directory (dp-*).", show_default=False)]
+ModelDirArgument = Annotated[Path, typer.Argument(help="Model directory from `textdp train-rewriter`, or for dp-* a "
+                                                "local Hugging Face directory, a .gguf file or its folder.",
+                                                show_default=False)]
 InputsArgument = Annotated[list[Path], typer.Argument(help="Text files (one document each), JSONL files (one "
                                                       "document per line) or Parquet files (.parquet or .pq: one "
                                                       "document per row); '-' reads standard input.",
@@ -210,9 +212,11 @@ def _check_files(run: _Run) -> None:
     for f in run.inputs:
         if str(f) != "-" and not f.exists():
             raise DocumentError(f"{f}: no such file")
-    if not run.model_dir.is_dir():
-        raise ParameterError(f"MODEL_DIR {run.model_dir}: no such folder (a model from `textdp train-rewriter`, or "
-                             "a local Hugging Face directory for the dp-* mechanisms)")
+    gguf = run.model_dir.suffix.lower() == ".gguf" and run.model_dir.is_file()  # docs: "the .gguf file or its folder"
+    if not (run.model_dir.is_dir() or gguf):
+        raise ParameterError(f"MODEL_DIR {run.model_dir}: no such folder or .gguf file (a model from `textdp "
+                             "train-rewriter`, or for the dp-* mechanisms a local Hugging Face directory, a .gguf "
+                             "file or its folder)")
 
 
 def _set_threads(threads: int | None) -> None:
@@ -256,7 +260,7 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     model_files = [run.model_dir / name for name in ("card.json", "model.pt", "vocab.txt", "config.json")]
     # every path is checked before the model is loaded (the driver checks again)
     check_file_outputs(run.output, run.private_report, inputs=[*run.inputs, *model_files, run.opts.ledger],
-                       force=run.force)
+                       force=run.force, new_folders=False)
     cls = mechanism_class(run.mechanism)
     assert issubclass(cls, SentenceMechanism)
     where = str(check_model_folder(run.model_dir))  # links may not leave the folder
@@ -350,11 +354,14 @@ def evaluate_generation_command(
             torch_module().set_num_threads(threads)
         cfg = load_generation_config(config)
         if write_training_corpus is not None:
-            check_output_paths([("--write-training-corpus", write_training_corpus)], inputs=[config])
+            check_output_paths([("--write-training-corpus", write_training_corpus)], inputs=[config], new_folders=False)
             counts = write_corpus(write_training_corpus, TRAINING_SOURCES, data_dir=cfg.data_dir, seed=cfg.seed)
             typer.echo(json.dumps({"training_corpus": str(write_training_corpus), "sentences": counts}))
             return
         out = output or Path(cfg.output or f"report-generation-{cfg.corpus}")
+        # before minutes of work: a file, or a device or FIFO in the folder, is refused now (its report files are
+        # replaced, as before: the command has no --force)
+        check_report_folder(out, True, (config,))
         with progress_bar(disable=quiet) as bar:
             result = run_generation_sweep(cfg, progress=bar_stages(bar))
         write_generation_report(result, out, plots=not no_plots)

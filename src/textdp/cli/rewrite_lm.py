@@ -97,7 +97,36 @@ def public_texts(path: Path) -> tuple[list[str], str]:
     return [line for d in docs for line in d.text.splitlines() if line.strip()], sha
 
 
-def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions) -> Any:
+#: Why ``--clip-public`` must not hold the private input (the end of its one-line errors).
+CLIP_PUBLIC_WHY = ("the clipping bounds must come from PUBLIC text, never from the documents being rewritten (help: "
+                   "--clip-public)")
+
+
+def check_clip_public(path: Path, inputs: list[Path], *, text_field: str = "text", id_field: str = "id",
+                      input_format: str = "auto") -> tuple[list[str], str]:
+    """Refuse a ``--clip-public`` file that is an input, a copy of one, or holds an input document (one line);
+    return its texts and SHA-256, read once (:func:`public_texts`): the bounds are computed from these very texts.
+
+    The same check as ``obfuscate --domain-vocab`` (:func:`textdp.io.check_public_file`); the inputs are read
+    once more here (not standard input, which can be read only once), for this refusal only.
+    """
+    from ..io import check_public_file, documents_found_in, read_documents
+
+    check_public_file(path, "--clip-public", inputs, why=CLIP_PUBLIC_WHY)
+    texts, sha = public_texts(path)
+    files = [p for p in inputs if str(p) != "-"]
+    if not files:
+        return texts, sha
+    docs = read_documents(files, text_field=text_field, id_field=id_field, input_format=input_format)
+    found = documents_found_in(texts, (t for _, t in docs))
+    if found:
+        raise ParameterError(f"--clip-public {path} holds {found} of the {len(docs)} input document(s) verbatim; "
+                             f"remove them from it: {CLIP_PUBLIC_WHY}")
+    return texts, sha
+
+
+def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions,
+            public: tuple[list[str], str] | None = None) -> Any:
     from ..generation.decoding import ClipBounds
     from ..generation.lm import public_bounds
 
@@ -112,7 +141,7 @@ def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions) -> Any
         raise ParameterError("--prior clips the difference to the public prior: give its range with --clip LOW,HIGH "
                              "(e.g. --clip=-2,2); --clip-public chooses bounds of the logits themselves")
     lo_q, hi_q = parse_quantiles(opts.clip_quantiles)
-    texts, sha = public_texts(opts.clip_public)
+    texts, sha = public if public is not None else public_texts(opts.clip_public)
     return public_bounds(model_dir, mechanism, texts, low_quantile=lo_q, high_quantile=hi_q, rule=opts.clip_rule,
                          source=f"public text given with --clip-public (file sha256 {sha})")
 
@@ -173,13 +202,18 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
 
     public_inputs = [opts.clip_public, opts.prompt_file]
     # every path is checked before the model is loaded and the public bounds computed (the driver checks again)
-    check_file_outputs(output, private_report, inputs=[*inputs, *public_inputs, opts.ledger], force=force)
-    _check_ledger(opts, output, inputs)
+    _check_ledger(opts, output, inputs)  # first, as for the other rewriters: a ledger that is an input is said so
+    check_file_outputs(output, private_report, inputs=[*inputs, *public_inputs, opts.ledger], force=force,
+                       new_folders=False)
+    public = None
+    if opts.clip_public is not None:  # before the model is loaded: a refused run costs nothing
+        public = check_clip_public(opts.clip_public, inputs, text_field=text_field, id_field=id_field,
+                          input_format=input_format)
     where = str(check_model_folder(model_dir))  # links may not leave the folder
     cls = mechanism_class(mechanism)
     assert issubclass(cls, LMRewriter)
-    mech = cls(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts), **_own_params(cls, opts, batch_size),
-               **(params or {}))  # ``params``: the class's own parameters given with --param
+    mech = cls(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts, public),
+               **_own_params(cls, opts, batch_size), **(params or {}))  # ``params``: the class's own parameters given with --param
     mech.fit()
     per_sentence = unit == "sentence" and mech.privacy_unit == "sentence"
     with progress_bar(disable=quiet) as bar:
@@ -226,7 +260,8 @@ LM_HELP: dict[str, Any] = {
     "clip": typer.Option(metavar="LOW,HIGH", help="dp-*: public clipping bounds (logits; dp-bart: encoder output, "
                          "e.g. -0.2,0.1). Or --clip-public."),
     "clip_public": typer.Option(help="dp-*: PUBLIC text (one text per line, or JSONL); the bounds come from the "
-                                "model's values on it (--clip-rule, --clip-quantiles). Never the private input."),
+                                "model's values on it (--clip-rule, --clip-quantiles). Never the private input (an input, a copy of "
+                                "one, or a file holding an input document is refused)."),
     "clip_quantiles": typer.Option(metavar="LOW,HIGH", help="With --clip-public: the quantiles of the bounds."),
     "clip_rule": typer.Option(help="With --clip-public: step-max (upper bound from each public position's largest "
                               "logit: keeps the model's choice), all-values (quantiles of every logit), auto "

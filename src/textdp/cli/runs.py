@@ -42,8 +42,9 @@ def list_command(
     """List the run folders: name, age, size, status (never the inputs' names).
 
     status: running (a textdp process is working on it now; clean leaves it alone),
-    interrupted (resumable by the same command), completing (finished; its cleanup was
-    cut short), unverified (its state does not verify) or old-format (written by an
+    interrupted (resumable by the same command), orphaned (its output folder is gone: nothing
+    can resume it; textdp runs clean --orphaned deletes these), completing (finished; its
+    cleanup was cut short), unverified (its state does not verify) or old-format (written by an
     older textdp: it holds input paths in plain text).
     """
     from ..engines.workdir import list_runs, runs_dir
@@ -67,20 +68,26 @@ def clean_command(
     run: Annotated[str | None, typer.Argument(help="The run to delete (a name from textdp runs list).",
                                               show_default=False)] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Delete every run folder.")] = False,
+    orphaned: Annotated[bool, typer.Option("--orphaned", help="Delete the runs whose output folder is gone "
+                                           "(status orphaned in textdp runs list).")] = False,
 ) -> None:
     """Delete a run's private state (spilled inputs, vocabulary, report pieces, keys).
 
-    The run can no longer be resumed: its output folder must then be deleted too. A
-    running job is never deleted (naming it is an error; --all skips it).
+    Give NAME (one run), --orphaned (the runs whose output folder is gone) or --all. The run
+    can no longer be resumed: its output folder must then be deleted too. A running job is
+    never deleted (naming it is an error; --all skips it).
     """
-    from ..engines.workdir import clean_runs, list_runs
+    from ..engines.workdir import clean_runs, list_runs, runs_dir
 
     with cli_errors():
-        for r in clean_runs(run, all_runs=all_runs):
+        deleted = clean_runs(run, all_runs=all_runs, orphaned=orphaned)
+        for r in deleted:
             print_info(f"deleted {r.name} ({r.status}, {_size(r.bytes)})")
-        for r in list_runs() if all_runs else []:
-            if r.status == "running":
-                print_info(f"kept {r.name} (running: a textdp process is working on it)")
+        kept = [r for r in list_runs() if r.status == "running"] if run is None else []
+        for r in kept:
+            print_info(f"kept {r.name} (running: a textdp process is working on it)")
+        if not deleted and not kept:
+            print_info(f"nothing to clean: no {'orphaned ' if orphaned else ''}run folders in {runs_dir()}")
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ParameterError
-from ._common import cli_errors, print_info, print_warning
+from ._common import Interrupted, cli_errors, print_info, print_warning
 
 SERVE_HELP = (
     "Start a local page that shows what epsilon does to your own text.\n\n"
@@ -152,7 +152,7 @@ def serve(
         server = make_server(app)
     try:
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
+    except (KeyboardInterrupt, Interrupted):  # pragma: no cover - uvicorn handles SIGINT itself, then raises it again
         pass
     finally:
         sock.close()

@@ -12,7 +12,7 @@ import typer
 
 from .. import __version__
 from ..engines import ENGINES
-from ..io import check_output_paths, same_file, settings_path, write_json
+from ..io import check_output_paths, is_stdout, same_file, settings_path, write_json
 from ..topics.names import KEYWORD_SOURCES, MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
 from ._choices import choice
 from ._common import (
@@ -283,7 +283,7 @@ def _check_paths(corpus: Path, output: Path | None, private_report: Path | None,
     check_output_paths(
         [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
          ("--private-report", private_report)],
-        inputs=[corpus], force=force,
+        inputs=[corpus], force=force, new_folders=False,
     )
 
 
@@ -525,7 +525,7 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
                              "covered keywords: give a public --vocabulary (glove:K or FILE), or --keywords-from "
                              "model (keywords NOT covered)")
     grid = 2.0 ** -check_positive_int(o.grid_bits, "--grid-bits", minimum=0)
-    output = None if o.output is not None and str(o.output) == "-" else o.output  # "-": standard output
+    output = None if is_stdout(o.output) else o.output  # "-", /dev/stdout: standard output
     _check_paths(o.corpus, output, o.private_report, o.force)
     from ..release import check_ledger_options
 

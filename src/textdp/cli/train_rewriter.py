@@ -161,7 +161,7 @@ def _training_segments(corpus: list[Path], output: Path, *, text_field: str, inp
 
     check_output_paths([("--output's " + name, output / name) for name in
                         ("card.json", "model.pt", "vocab.txt", "config.json", "checkpoint.pt")],
-                       inputs=list(corpus), force=True)  # the model's files never replace a training file
+                       inputs=list(corpus), force=True)  # never replace a training file
     docs = read_documents(list(corpus), text_field=text_field, input_format=input_format)
     segments = [s for _, text in docs for s in segment_text(text, max_length)]
     if not segments:

@@ -252,7 +252,7 @@ def _open_run(work: Path, key: dict[str, object], out_dir: Path, public: PublicS
     worker) keeps it, so that the same command resumes, unless the run cannot be resumed
     (``resumable=False``: it reads a pipe or standard input), which keeps nothing.
     """
-    state = RunState.open(work, key)
+    state = RunState.open(work, key, output=out_dir)
     try:
         manifest = _check_output(out_dir, state, public, force)
         yield state, manifest
@@ -379,6 +379,7 @@ def obfuscate_corpus(
     postprocess: str | None = None, params: dict[str, object] | Sequence[str] | None = None, empty: str = "error",
     ledger: Ledger | None = None, budget: float | None = None, new_ledger: bool = False,
     on_ledger: Callable[[int, str | None], None] | None = None,
+    on_work_dir: Callable[[Path], None] | None = None,
 ) -> JSONObject:
     """Run a registered mechanism over ``paths`` into ``out_dir`` (partitioned, resumable).
 
@@ -407,7 +408,8 @@ def obfuscate_corpus(
     ``ledger`` (a path or a :class:`~textdp.accounting.ledger.PrivacyLedger`): every record id is charged
     its units of the guarantee once, before the first part is written (refused whole past ``budget``, nothing
     written; a resumed run is not charged again), as :func:`textdp.release.release` does;
-    ``on_ledger(events, note)`` is told how many events were recorded and what ``new_ledger`` forgot (or None).
+    ``on_ledger(events, note)`` is told how many events were recorded and what ``new_ledger`` forgot (or None);
+    ``on_work_dir(path)`` is told the run's work directory before the run starts (to name it if it is interrupted).
     """
     out_dir, paths = Path(out_dir), [Path(p) for p in paths]
     size_from_data = _check_size(mechanism, size, size_from_data)
@@ -433,7 +435,7 @@ def obfuscate_corpus(
                            backend=backend, partitions=partitions, private_report=private_report, force=force,
                            progress=progress, on_size_from_data=on_size_from_data, strict_ids=strict_ids,
                            on_duplicate_ids=on_duplicate_ids, ledger=ledger, budget=budget, new_ledger=new_ledger,
-                           on_ledger=on_ledger, extra_settings=extra_settings)
+                           on_ledger=on_ledger, extra_settings=extra_settings, on_work_dir=on_work_dir)
 
 
 def _run_corpus(inputs: Inputs, out_dir: Path, driver_mech: TextMechanism, public: PublicSettings, *,
@@ -442,13 +444,16 @@ def _run_corpus(inputs: Inputs, out_dir: Path, driver_mech: TextMechanism, publi
                 force: bool, progress: ProgressCallback | None, on_size_from_data: Callable[[int], None] | None,
                 strict_ids: bool, on_duplicate_ids: Callable[[int, str], None] | None, ledger: Ledger | None,
                 budget: float | None, new_ledger: bool, on_ledger: Callable[[int, str | None], None] | None,
-                extra_settings: dict[str, object] | None) -> JSONObject:
+                extra_settings: dict[str, object] | None,
+                on_work_dir: Callable[[Path], None] | None = None) -> JSONObject:
     """:func:`obfuscate_corpus` once its inputs are open: every read of them goes through ``inputs``."""
     text_field, id_field, input_format, fmt = (public["text_field"], public["id_field"], public["input_format"],
                                                public["format"])
     key = _run_key(inputs, out_dir, public, seed, private_report is not None)
     work = Path(work_dir) if work_dir is not None else default_work_dir(key)
     _check_folders(out_dir, work, None)
+    if on_work_dir is not None:  # what an interruption leaves there: the caller can name it
+        on_work_dir(work)
     with _open_run(work, key, out_dir, public, force, resumable=inputs.resumable) as (state, manifest):
         if state.data["complete"] and manifest is not None:  # killed while cleaning up: only that is left
             done = _finish_cleanup(state, out_dir, manifest, progress)

@@ -287,7 +287,9 @@ def iter_input_documents(src: InputFile, text_field: str = "text", id_field: str
                 if src.jsonl:
                     yield from iter_jsonl_stream(body, src.source, text_field, id_field)
                 else:
-                    yield SourcedDocument(None, _decode(body.read(), src.source), src.source)
+                    text = _decode(body.read(), src.source)
+                    if text:  # an empty file holds no document (textdp.io.read_sourced_documents)
+                        yield SourcedDocument(None, text, src.source)
         except (OSError, EOFError) as exc:  # e.g. a .gz that is not gzip, or is cut short
             raise DocumentError(f"{src.source}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
@@ -358,7 +360,7 @@ def _plan(inputs: Inputs, partitions: int | None, text_field: str, id_field: str
         sources.append(_Source("spill", os.path.abspath(target), fh.fileno()))
     total = sum(s.n for s in sources)
     if total == 0:
-        raise ParameterError("no documents in the input")
+        raise ParameterError("input has no documents (an empty file holds none)")
     n_parts = min(partitions or max(1, math.ceil(total / DOCS_PER_PART)), total)
     plan: list[Partition] = []
     starts = [total * k // n_parts for k in range(n_parts + 1)]

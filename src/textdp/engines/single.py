@@ -56,12 +56,13 @@ def check_duplicate_ids(ids: Callable[[], Iterable[str]], *, strict: bool,
 
 
 def check_file_outputs(output: Path | None, private_report: Path | None, *, inputs: Sequence[Path | None],
-                       force: bool) -> None:
-    """Refuse outputs that exist (unless ``force``) or that are inputs: the release, its settings, the report."""
+                       force: bool, new_folders: bool = True) -> None:
+    """Refuse outputs that exist (unless ``force``) or that are inputs: the release, its settings, the report
+    (``new_folders=False``, as the command line checks: also one in a folder that does not exist)."""
     check_output_paths(
         [("--output", output), ("--output's settings file", None if output is None else settings_path(output)),
          ("--private-report", private_report)],
-        inputs=inputs, force=force,
+        inputs=inputs, force=force, new_folders=new_folders,
     )
 
 

@@ -17,8 +17,10 @@ squatted work dir with a planted vocabulary made a release copy its input):
 * the **run state** ``state.json`` is authenticated: an HMAC-SHA-256 with a random
   per-run key (``secret.key``, 0600) that never leaves the work directory. It holds
   a keyed hash of the run's identity (output folder, input paths, devices, inodes, sizes and
-  modification times, settings, a hash of the seed), never the identity itself, and
-  the SHA-256 of every file this run wrote (spills, part files, report pieces). A
+  modification times, settings, a hash of the seed), never the identity itself (only the
+  output folder's path, the public release's, so that ``runs list`` can tell a run whose
+  output is gone: ``orphaned``), and the SHA-256 of every file this run wrote (spills,
+  part files, report pieces). A
   file is reused on resume only if its hash matches that record; anything else is
   written again;
 * the vocabulary is checked against the driver's own embeddings (loaded from the
@@ -139,6 +141,9 @@ class RunStateData(TypedDict):
     created_folder: bool
     #: the run's release was charged to a ledger (a resumed run does not charge it again)
     ledger_charged: NotRequired[bool]
+    #: the output (folder or file: the public release) the run writes, so that ``runs list`` can tell a run whose
+    #: output is gone ("orphaned"); absent in states written before issue 38
+    output: NotRequired[str]
 
 
 def _mac(key: bytes, obj: object) -> str:
@@ -213,8 +218,12 @@ class RunState:
         return self.dir.path
 
     @classmethod
-    def open(cls, work: Path, key: dict[str, object], *, what: str = "the work directory") -> RunState:
+    def open(cls, work: Path, key: dict[str, object], *, what: str = "the work directory",
+             output: Path | None = None) -> RunState:
         """The state of the run ``key`` in ``work`` (created ``0700`` if absent, refused if unsafe).
+
+        ``output`` (the release's folder or file) is recorded in a new state, so that :func:`list_runs` can tell
+        a run whose output is gone (status ``orphaned``).
 
         Raises :class:`~textdp.errors.ParameterError` if ``work`` belongs to another
         run or its state does not verify.
@@ -248,6 +257,8 @@ class RunState:
             raise
         fresh: RunStateData = {"run": secrets.token_hex(16), "identity": _mac(secret, key), "resolved_size": None,
                                "complete": False, "files": {}, "created_folder": created}
+        if output is not None:
+            fresh["output"] = str(Path(output).absolute())
         return cls(d, secret, fresh, resumed=False)
 
     @property
@@ -439,7 +450,8 @@ class RunInfo:
     path: Path
     age_s: float
     bytes: int
-    #: "running" (a process holds its lock), "interrupted", "completing" (complete, cleanup unfinished),
+    #: "running" (a process holds its lock), "interrupted", "orphaned" (interrupted or completing, and its output
+    #: folder or file is gone: nothing can resume it), "completing" (complete, cleanup unfinished),
     #: "unverified" or "old-format"
     status: str
 
@@ -461,6 +473,9 @@ def _status(d: PrivateDir) -> str:
         return "unverified"
     if secret is None or not hmac.compare_digest(str(mac), _mac(secret, data)):
         return "unverified"
+    output = data.get("output")
+    if isinstance(output, str) and not os.path.lexists(output):  # deleted: the run can never be resumed
+        return "orphaned"
     return "completing" if data.get("complete") else "interrupted"
 
 
@@ -535,31 +550,39 @@ def list_runs() -> list[RunInfo]:
     return sorted(out, key=lambda r: -r.age_s)
 
 
-def clean_runs(name: str | None = None, *, all_runs: bool = False) -> list[RunInfo]:
-    """Delete one run folder (``name``, as :func:`list_runs` shows it) or all of them; return what was deleted.
+def clean_runs(name: str | None = None, *, all_runs: bool = False, orphaned: bool = False) -> list[RunInfo]:
+    """Delete one run folder (``name``, as :func:`list_runs` shows it), the orphaned ones (``orphaned``: their
+    output folder is gone) or all of them (``all_runs``); return what was deleted (an empty list: nothing to clean).
 
     A running job's folder is never deleted: naming it is refused, ``all_runs`` skips it.
     The runs folder is opened once (refused if it is a link or not this user's) and every
     deletion goes through its descriptor.
     """
-    if (name is None) == (not all_runs):
-        raise ParameterError("name one run (textdp runs list shows them) or pass --all, not both")
+    if (name is not None) + all_runs + orphaned != 1:
+        given = (name is not None) + all_runs + orphaned
+        raise ParameterError(("give one of " if given else "say which runs to delete: ") + "NAME (a run from textdp "
+                             "runs list), --orphaned (runs whose output is gone) or --all" + (", not two" if given
+                                                                                              else ""))
     base = _open_runs_dir()
     if base is None:
+        if name is None:
+            return []
         raise ParameterError(f"no run named {name!r} in {runs_dir()} (textdp runs list shows them)")
     now = time.time()
     deleted = []
     with base:
-        chosen = [(n, d) for n, d in _run_folders(base) if all_runs or n == name]
-        if not chosen:
+        chosen = [(n, d) for n, d in _run_folders(base) if all_runs or orphaned or n == name]
+        if not chosen and name is not None:
             raise ParameterError(f"no run named {name!r} in {runs_dir()} (textdp runs list shows them)")
         for n, d in chosen:
             with d:
                 status = _status(d)
                 if status == "running":
-                    if not all_runs:
+                    if name is not None:
                         raise ParameterError(f"run {n} is running (a textdp process holds its lock); stop that "
                                              "process first")
+                    continue
+                if orphaned and status != "orphaned":
                     continue
                 size, newest = _size_and_newest(d)
                 info = RunInfo(n, d.path, now - newest, size, status)

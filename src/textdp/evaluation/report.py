@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from ..io import atomic_writer
+from ..io import atomic_writer, refuse_special_output
 from .config import ATTACKERS, UTILITY_MODELS
 from .datasets import Construction
 from .experiment import ExperimentResult
@@ -531,6 +531,7 @@ def write_report(res: ExperimentResult, out_dir: str | os.PathLike[str], *, plot
 
         with tempfile.TemporaryDirectory(dir=out, prefix=".plots-") as tmp:
             for f in plot_results(res.rows, Path(tmp), str(res.construction.get("corpus"))):
+                refuse_special_output(out / f.name, "the report file")  # a device or FIFO is never replaced
                 os.replace(f, out / f.name)
                 written.append(out / f.name)
     return written

@@ -196,10 +196,13 @@ def _load_gguf(path: Path, kind: str) -> LanguageModel:
     bar = getattr(gguf_utils, "tqdm", None)
     if bar is not None:
         setattr(gguf_utils, "tqdm", lambda items, *args, **kwargs: items)  # noqa: B010
+    # the file by its full path: given its bare name, transformers reads the weights of a same-named file in the
+    # current folder, if there is one, instead of the file that was checked and hashed
+    full = str(path.resolve())
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True,
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=full, local_files_only=True,
                                                                trust_remote_code=False)
-        model = auto.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True, trust_remote_code=False)
+        model = auto.from_pretrained(path.parent, gguf_file=full, local_files_only=True, trust_remote_code=False)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParameterError(f"{path}: cannot load the GGUF model offline ({first})") from None

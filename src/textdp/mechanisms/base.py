@@ -128,6 +128,20 @@ R = TypeVar("R", bound=ReleaseRecord)  # the release record type
 #: receives PRIVATE per-unit diagnostics: a list to append to, or a callable
 PrivateReport = list[Any] | Callable[[Any], None]
 
+
+def empty_unit_error(what: str) -> DocumentError:
+    """The error of a unit with nothing to privatize under ``empty="error"``: ``what``, then how to release the
+    others, in Python's words (``empty='skip'``) and, for the command line, in its own (``--empty skip``).
+
+    >>> e = empty_unit_error("document 3: no in-vocabulary word")
+    >>> str(e).endswith("use empty='skip' (leave it out) or empty='empty' (an empty record)"), e.cli.split("; ")[1]
+    (True, 'to release the other documents, add --empty skip (leave it out) or --empty empty (an empty record)')
+    """
+    return DocumentError(f"{what}; to release the other units, use empty='skip' (leave it out) or empty='empty' (an "
+                         "empty record)",
+                         cli=f"{what}; to release the other documents, add --empty skip (leave it out) or --empty "
+                         "empty (an empty record)")
+
 class SpendLedger(Protocol):
     """What :meth:`Mechanism.set_ledger` needs of a ledger (:class:`textdp.accounting.ledger.PrivacyLedger`)."""
 
@@ -348,8 +362,7 @@ class Mechanism(ABC, Generic[P, O, R]):
             p = self._prepare(unit, uid)
             if self._is_empty(p):
                 if ctx.empty == "error":
-                    raise DocumentError(f"{self._empty_message(uid, p)}; to release the other units, use "
-                                        "empty='skip' or 'empty' (CLI: --empty skip|empty)")
+                    raise empty_unit_error(self._empty_message(uid, p))
                 continue
             counts[uid] = counts.get(uid, 0) + int(self.charge_units(p, guarantee))
         return counts
@@ -390,8 +403,7 @@ class Mechanism(ABC, Generic[P, O, R]):
         emptied = [self._is_empty(p) for p in prepared]
         if empty == "error" and any(emptied):
             k = emptied.index(True)
-            raise DocumentError(f"{self._empty_message(uids[k], prepared[k])}; to release the other units, "
-                                "use empty='skip' or 'empty' (CLI: --empty skip|empty)")
+            raise empty_unit_error(self._empty_message(uids[k], prepared[k]))
         if seeded is None:
             seeded = is_seeded(seed) if seed is not None else self.seeded_
         live = [p for p, e in zip(prepared, emptied, strict=True) if not e]

@@ -57,6 +57,7 @@ from ..embeddings import (
     ExactDecoder,
     make_decoder,
 )
+from ..errors import DocumentError
 from ..guarantees import EARTH_MOVERS_REFERENCE, EarthMoversGuarantee
 from ..text import BAG_MODES, make_bag
 from .base import ReleaseContext, SeedLike
@@ -119,6 +120,18 @@ def privatize_ids(
             out[a : a + block.size] = decoder.decode(z)
     return np.sort(out.reshape(ids.shape), axis=-1)
 
+
+
+def _too_short(first: PreparedText, n: int, count: int, total: int) -> DocumentError:
+    """``bag="truncate"`` and documents with fewer than N in-vocabulary words: the first one's id, how many, and
+    the ways out (Python's words; the command line's in ``cli``)."""
+    what = (f"document {first.uid}: only {first.rows.size} in-vocabulary words, fewer than the bag size N={n}; "
+            f"{count} of the {total} documents {'is' if count == 1 else 'are'} shorter than N, which truncation needs")
+    return DocumentError(f"{what}: lower size, use bag='sample' (N words drawn with replacement: short documents "
+                         "work), or leave them out",
+                         cli=f"{what}: lower --size, use --bag sample (N words drawn with replacement: short "
+                         "documents work), or remove them from the input (--empty skip leaves out only documents "
+                         "with no in-vocabulary word)")
 
 class EarthMoversPrivacy(BagMechanism):
     """Earth Mover's privacy for documents (Fernandes, Dras & McIver 2019).
@@ -245,6 +258,9 @@ class EarthMoversPrivacy(BagMechanism):
                                       empty=empty)
         n = int(ctx.size or 0)
         if self.bag == "truncate":
+            shorts = [p for p in prepared if 0 < p.rows.size < n]
+            if shorts:
+                raise _too_short(shorts[0], n, len(shorts), len(prepared))
             short = next((p for p in prepared if p.rows.size < n), None)
             if short is not None:
                 make_bag(short.rows, n, self.bag, doc_id=f"document {short.uid}")
