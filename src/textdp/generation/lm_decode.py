@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..errors import ParameterError, require
+from ..guarantees.calibration import Calibration
 from .decoding import ClipBounds, exponential_step, prior_log_weights, public_top_k_plus, sample_log_weights
 from .hf import LanguageModel
 
@@ -66,10 +67,11 @@ class MaskedDecoding(Decoding, Protocol):
 
 
 class GaussianDecoding(Decoding, Protocol):
-    """What dp-bart's loop reads besides (:class:`~textdp.generation.lm_family.DPBART`): its σ."""
+    """What dp-bart's loop reads besides (:class:`~textdp.generation.lm_family.DPBART`): its fitted σ."""
 
-    def sigma(self, hidden_size: int | None) -> tuple[float, float]:
-        """``(L2 sensitivity, σ)`` for a model of ``hidden_size``."""
+    @property
+    def calibration_(self) -> Calibration:
+        """The fitted calibration: ``noise_params["sigma"]`` is the σ the guarantee states."""
         ...
 
 
@@ -423,8 +425,7 @@ def clip_and_noise(hidden: Tensor | np.ndarray, bounds: ClipBounds, sigma: float
 
 def dp_bart(lm: LanguageModel, sentences: Sequence[str], s: GaussianDecoding, rng: np.random.Generator) -> list[str]:
     """DP-BART: clipped encoder output + Gaussian noise per coordinate and token, then greedy decoding."""
-    d = int(lm.model.config.d_model if hasattr(lm.model.config, "d_model") else lm.model.config.hidden_size)
-    _, sigma = s.sigma(d)
+    sigma = float(s.calibration_.noise_params["sigma"])  # type: ignore[arg-type]  # the stated σ, built in fit
     return seq2seq(lm, sentences, s, rng,
                    noise=lambda hidden: clip_and_noise(hidden, s.bounds_, sigma, rng).to(hidden.dtype))
 

@@ -112,23 +112,32 @@ class LMRewriter(TextRewriter[str]):
     def _check_own(self) -> None:
         """Validate the rewriter's own parameters (none here)."""
 
+    def _eps(self) -> float:
+        """ε of the bound and the noise: the fitted calibration's (before fit, the checked parameter)."""
+        cal = self.__dict__.get("calibration_")
+        return cal.epsilon if cal is not None else check_epsilon(self.epsilon)
+
     def delta_value(self) -> float:
         """δ per unit: 0 (pure ε-DP) unless the rewriter is Gaussian."""
         return 0.0
 
     def _fit(self) -> None:
         self.bounds_ = self._checked_bounds()
-        self.delta_ = self.delta_value()
+        self._calibrate(self.epsilon, self.delta_value())
         if not isinstance(self.model, (str, Path)):
             raise ParameterTypeError(f"{self.name}: model must be a local model directory, got "
                                      f"{type(self.model).__name__}")
         self.model_dir_ = str(Path(self.model).resolve())
-        self.epsilon_ = float(self.epsilon)  # type: ignore[arg-type]
         lm = load_language_model(self.model_dir_, self.kind)  # loads the model and checks its kind
         self.resolve(lm)
         self.check_context(lm)  # refused before any text is seen: the cuts are public
         hidden = getattr(lm.model.config, "d_model", None) or getattr(lm.model.config, "hidden_size", None)
         self.bound_ = self.bound(hidden)
+        object.__setattr__(self, "calibration_", self.calibration_.with_noise(**self.noise_parameters(hidden)))
+
+    def noise_parameters(self, hidden_size: int | None) -> dict[str, object]:
+        """The public noise parameters the sampler reads from the calibration (none beyond ε here)."""
+        return {}
 
     def resolve(self, lm: LanguageModel) -> None:
         """Make explicit (as fitted attributes) what depends on the public model; nothing by default."""
@@ -286,7 +295,7 @@ class DPPrompt(LMRewriter):
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """``n ε`` per document, ``n = max_new_tokens`` (adaptive composition of the exponential-mechanism draws)."""
-        b, e, n = self._checked_bounds(), float(self.epsilon), self.max_new_tokens  # type: ignore[arg-type]
+        b, e, n = self._checked_bounds(), self._eps(), self.max_new_tokens  # type: ignore[arg-type]
         fmt = self.__dict__.get("prompt_format_", self.prompt_format)
         if self.prior:
             cand = (f" over the public top-k+ set (k={self.public_top_k}: tokens whose prior logit is within "
@@ -326,7 +335,7 @@ class DPParaphrase(LMRewriter):
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """``n ε`` per sentence, ``n = max_new_tokens``."""
-        b, e, n = self._checked_bounds(), float(self.epsilon), self.max_new_tokens  # type: ignore[arg-type]
+        b, e, n = self._checked_bounds(), self._eps(), self.max_new_tokens  # type: ignore[arg-type]
         detail = (f"Exponential mechanism per decoding step over clipped logits [{b.low:.4g}, {b.high:.4g}], "
                   f"temperature {b.temperature(e):.4g}, {n} steps per sentence; the end token is drawn by the "
                   "mechanism.")
@@ -362,7 +371,7 @@ class DPMLM(LMRewriter):
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """``r ε <= max_tokens ε`` per sentence between sentences of the same skeleton."""
-        b, e, n = self._checked_bounds(), float(self.epsilon), self.max_tokens  # type: ignore[arg-type]
+        b, e, n = self._checked_bounds(), self._eps(), self.max_tokens  # type: ignore[arg-type]
         skeleton = ("the same number of tokens and the same stop words and punctuation at the same positions (they "
                     "are copied)" if self.copy_stopwords else "the same number of tokens (every token is replaced)")
         detail = (f"One exponential-mechanism draw per replaced token at the mask, logits clipped to "
@@ -422,14 +431,18 @@ class DPBART(LMRewriter):
             raise ParameterError("dp-bart needs the model's hidden size to calibrate sigma")
         d = check_positive_int(hidden_size, "hidden size")
         sens = bounds.width * math.sqrt(d * self.max_tokens)
-        return sens, analytic_gaussian_sigma(float(self.epsilon), self.delta_value(), sens)  # type: ignore[arg-type]
+        return sens, analytic_gaussian_sigma(self._eps(), self.delta_value(), sens)  # type: ignore[arg-type]
+
+    def noise_parameters(self, hidden_size: int | None) -> dict[str, object]:
+        sens, sigma = self.sigma(hidden_size)
+        return {"sigma": sigma, "l2_sensitivity": sens}
 
     def decode(self, lm: LanguageModel, units: Sequence[str], rng: np.random.Generator) -> Units:
         return lm_decode.dp_bart(lm, units, self, rng)
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """(ε, δ) per sentence with the sensitivity and σ of a model of ``hidden_size``."""
-        b, e, dl = self._checked_bounds(), float(self.epsilon), self.delta_value()  # type: ignore[arg-type]
+        b, e, dl = self._checked_bounds(), self._eps(), self.delta_value()  # type: ignore[arg-type]
         sens, sigma = self.sigma(hidden_size)
         n = self.max_tokens
         detail = (f"Encoder output ({n} tokens x {hidden_size} coordinates) clipped per coordinate to "

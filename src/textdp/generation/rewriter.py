@@ -260,7 +260,7 @@ class SentenceMechanism(TextRewriter[list[str]]):
     seed: SeedLike = None
 
     def _fit(self) -> None:
-        self.epsilon_ = check_epsilon(self.epsilon)
+        self._calibrate(self.epsilon)
         check_choice(self.model_data, "model data case", (*MODEL_DATA_CASES, "auto"))
         if isinstance(self.model, Rewriter):
             self.model_ = self.model

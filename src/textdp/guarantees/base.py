@@ -27,8 +27,10 @@ the object is immutable and carries everything a reader of the release needs:
     the noise came from a user seed (an experiment): anyone who knows it can undo the noise;
 ``event``
     what ran, as a structured :mod:`privacy event <textdp.guarantees.events>` (Gaussian with its noise
-    multiplier, zCDP with ρ, pure ε, ...) that the accountant (:mod:`textdp.accounting.accountant`) composes
-    more tightly than the numbers; by default the pure or (ε, δ) event of ``epsilon`` and ``delta``;
+    multiplier, zCDP with ρ, pure ε, randomised response, ...) that the accountant
+    (:mod:`textdp.accounting.accountant`) composes more tightly than the numbers; by default the pure or
+    (ε, δ) event of :meth:`charged`. It must give exactly what :meth:`charged` states (the ledger recomputes
+    it and refuses an event that does not);
 ``empty``
     what happened to an input unit with nothing to privatize (no in-vocabulary word):
     ``error`` (the run stops before any noise), ``skip`` (no record) or ``empty`` (an empty
@@ -43,6 +45,13 @@ every release record carries, so the long text is not repeated on every line).
 A family subclass declares its own fields (``kw_only``) and overrides :meth:`_derive`,
 which returns the texts and parameters computed from them; fields given explicitly win.
 
+**The charge is the guarantee.** :meth:`charged` is the one place a guarantee says what one ``unit`` costs a
+person, the (ε, δ) a ledger charges per unit (:meth:`charge`): ``(epsilon, delta)`` by default, ``epsilon * N``
+per unit of distance between documents for Earth Mover's privacy (:class:`~textdp.guarantees.earth_movers.
+EarthMoversGuarantee`). Every statement ends with it ("Ledger charge: epsilon=..., delta=... per unit"), so the
+number a ledger charges is the one the text states (``tests/test_calibration.py`` checks this for every
+registered mechanism).
+
 >>> g = Guarantee(mechanism="toy", epsilon=1.0, unit="word", statement="1-DP per word.",
 ...               not_covered="the length", composition="basic composition over words")
 >>> g.to_dict(compact=True)["unit"], "statement" in g.to_dict(compact=True), g.to_dict()["statement"]
@@ -55,7 +64,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
-from .events import ApproxEvent, Charge, PrivacyEvent, PureEvent, SelfComposedEvent
+from .events import ApproxEvent, Charge, PrivacyEvent, PureEvent, SelfComposedEvent, format_charge
 
 __all__ = ["COMPACT_KEYS", "EMPTY_POLICIES", "GUARANTEE_KEYS", "SEEDED_NOTE", "Guarantee", "as_parameters",
            "empty_note"]
@@ -123,9 +132,10 @@ class Guarantee:
         # what evolve() needs to rebuild the texts: the derived keys, and the texts before the notes below
         object.__setattr__(self, "_derived_keys", frozenset(derived) - given)
         object.__setattr__(self, "_plain", {"statement": self.statement, "not_covered": self.not_covered})
+        charged_eps, charged_delta = self.charged()
         if self.event is None:
-            object.__setattr__(self, "event", PureEvent(self.epsilon) if not self.delta
-                               else ApproxEvent(self.epsilon, self.delta))
+            object.__setattr__(self, "event", PureEvent(charged_eps) if not charged_delta
+                               else ApproxEvent(charged_eps, charged_delta))
         note = empty_note(self.empty)
         if note and note not in self.not_covered:
             object.__setattr__(self, "not_covered", f"{self.not_covered.rstrip('.')}; {note}." if self.not_covered
@@ -136,12 +146,30 @@ class Guarantee:
             text = " ".join(t for t in (self.composition, f"Not covered: {self.not_covered}" if self.not_covered
                                         else "") if t)
             object.__setattr__(self, "statement", text)
+        charge_text = format_charge(charged_eps, charged_delta, self.unit, self.charge_note())
+        if charge_text not in self.statement:
+            object.__setattr__(self, "statement", f"{self.statement} {charge_text}".strip())
         if self.seeded and SEEDED_NOTE not in self.statement:
             object.__setattr__(self, "statement", f"{self.statement} {SEEDED_NOTE}".strip())
 
     def _derive(self) -> dict[str, object]:
         """Texts and parameters computed from a subclass's own fields (none here)."""
         return {}
+
+    def charged(self) -> tuple[float, float]:
+        """What one ``unit`` costs a person, as a ledger charges it: ``(epsilon, delta)`` unless a family says more.
+
+        The one place per mechanism where the charge is written; :meth:`charge`, the default event and the
+        statement's last sentence read it.
+
+        >>> Guarantee(mechanism="toy", epsilon=1.5, unit="word").charged()
+        (1.5, 0.0)
+        """
+        return float(self.epsilon), float(self.delta)
+
+    def charge_note(self) -> str:
+        """What the per-unit charge is measured in, when it is not plain (ε, δ) per unit (none here)."""
+        return ""
 
     def evolve(self, **changes: Any) -> Self:
         """A copy with some fields changed and the derived texts recomputed (use this, not ``dataclasses.replace``).
@@ -163,7 +191,7 @@ class Guarantee:
     def charge(self, units: int = 1) -> Charge:
         """What ``units`` releases under this guarantee cost one person: its event composed ``units`` times.
 
-        The stated (ε, δ) are the basic composition ``units × (epsilon, delta)``; the accountant
+        The stated (ε, δ) are the basic composition ``units ×`` :meth:`charged`; the accountant
         (:func:`textdp.accounting.accountant.compose`) may bound the event more tightly.
 
         >>> Guarantee(mechanism="toy", epsilon=1.5).charge(2)
@@ -175,8 +203,8 @@ class Guarantee:
         if n == 0:
             return Charge(PureEvent(0.0), 0.0, 0.0)
         assert self.event is not None  # set by __post_init__
-        return Charge(self.event if n == 1 else SelfComposedEvent(self.event, n), n * float(self.epsilon),
-                      n * float(self.delta))
+        eps, delta = self.charged()
+        return Charge(self.event if n == 1 else SelfComposedEvent(self.event, n), n * eps, n * delta)
 
     @property
     def params(self) -> dict[str, object]:

@@ -134,6 +134,17 @@ class EarthMoversGuarantee(Guarantee):
             ),
         }
 
+    def charged(self) -> tuple[float, float]:
+        """``(epsilon * N, 0)``: what one document costs per unit of :attr:`distance` (the statement's epsilon*N*d).
+
+        >>> EarthMoversGuarantee(epsilon=1.0, size=20, dim=2, vocab_size=9, embeddings="toy", bag="sample").charged()
+        (20.0, 0.0)
+        """
+        return float(self.epsilon) * int(self.size), 0.0
+
+    def charge_note(self) -> str:
+        return f", per unit of {self.distance} distance between the two documents"
+
     def privacy_loss(self, distance: float) -> float:
         """epsilon * N * distance: the log of the worst-case output probability ratio.
 

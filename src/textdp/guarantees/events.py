@@ -17,8 +17,22 @@ The events, all for one unit of the guarantee (the neighbouring relation the fam
     the Gaussian mechanism with noise multiplier ``σ / Δ₂`` (its privacy depends on nothing else).
 :class:`ZCDPEvent`
     ρ-zCDP (Bun & Steinke 2016), e.g. the discrete Gaussian of TopicDP (Canonne, Kamath & Steinke 2020).
+:class:`RandomizedResponseEvent`
+    k-ary randomised response with noise parameter p (Warner 1965; Kairouz, Oh & Viswanath 2014): pure
+    ``ε = ln(1 + k (1 − p) / p)``, with its exact privacy-loss distribution (random replacement, random sentence).
+:class:`DiscreteLaplaceEvent`
+    the discrete Laplace (geometric) mechanism with parameter ``a`` (``P(z) ∝ exp(−a |z|)``) for an L1
+    sensitivity Δ: pure ``ε = a Δ`` (Ghosh, Roughgarden & Sundararajan 2009; CKS20 Alg. 2; TopicDP's Laplace).
 :class:`SelfComposedEvent`, :class:`ComposedEvent`
     the same event ``count`` times (a document of ``n`` tokens, ``m`` sentences), or several different ones.
+
+**Each event converts itself** for Google's ``dp_accounting`` (the accountant,
+:mod:`textdp.accounting.accountant`, asks each library accountant whether it ``supports()`` the result):
+:meth:`PrivacyEvent.to_dp_event` gives its ``DpEvent`` for the Rényi accountant (pure ε-DP as the
+(ε²/2)-zCDP it implies, Bun & Steinke 2016, Prop. 3.3; an (ε, δ) event has none: ``UnsupportedDpEvent``), and
+:meth:`PrivacyEvent.to_pld` its privacy-loss distribution for the PLD accountant (a zCDP event has none). A
+new kind is one class here with these two methods and its ``kind``; :data:`EVENT_KINDS` is read from the
+subclasses. An event whose class converts to neither is an error for the accountant, never a skip.
 
 Events are JSON-round-trippable (:meth:`PrivacyEvent.to_dict`, :func:`event_from_dict`) so a ledger can keep
 them, and contain public parameters only.
@@ -39,8 +53,18 @@ from typing import Any, ClassVar
 
 from ..errors import ParameterError
 
-__all__ = ["ApproxEvent", "Charge", "ComposedEvent", "GaussianEvent", "PrivacyEvent", "PureEvent", "SelfComposedEvent",
-           "ZCDPEvent", "event_from_dict"]
+__all__ = ["EVENT_KINDS", "ApproxEvent", "Charge", "ComposedEvent", "DiscreteLaplaceEvent", "GaussianEvent",
+           "PrivacyEvent", "PureEvent", "RandomizedResponseEvent", "SelfComposedEvent", "ZCDPEvent", "event_from_dict",
+           "format_charge"]
+
+
+def format_charge(epsilon: float, delta: float, unit: str, note: str = "") -> str:
+    """The last sentence of every guarantee's statement: what a ledger charges one person per ``unit``.
+
+    >>> format_charge(20.0, 0.0, "document", ", per unit of W_inf distance between the two documents")
+    'Ledger charge: epsilon=20, delta=0 per document, per unit of W_inf distance between the two documents.'
+    """
+    return f"Ledger charge: epsilon={float(epsilon):.6g}, delta={float(delta):.6g} per {unit}{note}."
 
 
 def _check(value: float, name: str, *, positive: bool = False, below_one: bool = False) -> float:
@@ -56,6 +80,31 @@ class PrivacyEvent:
     """Base of the events: a ``kind`` tag and a JSON form."""
 
     kind: ClassVar[str] = ""
+
+    @property
+    def pure_epsilon(self) -> float | None:
+        """ε when the event is pure ε-DP (exactly), else ``None``."""
+        return None
+
+    def to_dp_event(self) -> Any:
+        """This event as a ``dp_accounting.DpEvent`` (``UnsupportedDpEvent`` when no Rényi form exists)."""
+        import dp_accounting
+
+        eps = self.pure_epsilon
+        if eps is not None:  # pure eps-DP implies (eps^2/2)-zCDP (Bun & Steinke 2016, Prop. 3.3)
+            return dp_accounting.ZCDpEvent(eps * eps / 2.0) if eps > 0 else dp_accounting.NoOpDpEvent()
+        return dp_accounting.UnsupportedDpEvent()
+
+    def to_pld(self, interval: float) -> Any:
+        """This event's privacy-loss distribution (``dp_accounting.pld``), pessimistic; ``None`` when it has none."""
+        eps = self.pure_epsilon
+        if eps is None:
+            return None
+        from dp_accounting.pld import common
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, 0.0),
+                                           value_discretization_interval=interval)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``{"kind": ..., <fields>}`` (nested events as their own forms)."""
@@ -80,6 +129,10 @@ class PureEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check(self.epsilon, "epsilon"))
 
+    @property
+    def pure_epsilon(self) -> float:
+        return self.epsilon
+
 
 @dataclass(frozen=True)
 class ApproxEvent(PrivacyEvent):
@@ -93,6 +146,13 @@ class ApproxEvent(PrivacyEvent):
         object.__setattr__(self, "epsilon", _check(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check(self.delta, "delta", below_one=True))
 
+    def to_pld(self, interval: float) -> Any:
+        from dp_accounting.pld import common
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(self.epsilon, self.delta),
+                                           value_discretization_interval=interval)
+
 
 @dataclass(frozen=True)
 class GaussianEvent(PrivacyEvent):
@@ -104,6 +164,17 @@ class GaussianEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", _check(self.noise_multiplier, "noise_multiplier", positive=True))
 
+    def to_dp_event(self) -> Any:
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+
+    def to_pld(self, interval: float) -> Any:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_gaussian_mechanism(self.noise_multiplier, sensitivity=1.0, pessimistic_estimate=True,
+                                           value_discretization_interval=interval)
+
 
 @dataclass(frozen=True)
 class ZCDPEvent(PrivacyEvent):
@@ -114,6 +185,72 @@ class ZCDPEvent(PrivacyEvent):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", _check(self.rho, "rho", positive=True))
+
+    def to_dp_event(self) -> Any:
+        import dp_accounting
+
+        return dp_accounting.ZCDpEvent(self.rho)
+
+
+@dataclass(frozen=True)
+class RandomizedResponseEvent(PrivacyEvent):
+    """k-ary randomised response: keep the input with probability ``1 − p``, else a uniform one of ``k`` buckets.
+
+    >>> round(RandomizedResponseEvent(noise_parameter=0.5, num_buckets=4).pure_epsilon, 4)  # ln(1 + 4*0.5/0.5)
+    1.6094
+    """
+
+    kind: ClassVar[str] = "randomized_response"
+    noise_parameter: float
+    num_buckets: int
+
+    def __post_init__(self) -> None:
+        p = _check(self.noise_parameter, "noise_parameter", positive=True)
+        if p > 1:
+            raise ParameterError(f"privacy event: noise_parameter must be in (0, 1], got {self.noise_parameter!r}")
+        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) or self.num_buckets < 2:
+            raise ParameterError(f"privacy event: num_buckets must be an integer >= 2, got {self.num_buckets!r}")
+        object.__setattr__(self, "noise_parameter", p)
+
+    @property
+    def pure_epsilon(self) -> float:
+        p, k = self.noise_parameter, self.num_buckets
+        return math.log1p(k * (1.0 - p) / p)
+
+    def to_dp_event(self) -> Any:
+        import dp_accounting
+
+        return dp_accounting.RandomizedResponseDpEvent(self.noise_parameter, self.num_buckets)
+
+    def to_pld(self, interval: float) -> Any:
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        return pld.from_randomized_response(self.noise_parameter, self.num_buckets, pessimistic_estimate=True,
+                                            value_discretization_interval=interval)
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceEvent(PrivacyEvent):
+    """The discrete Laplace (geometric) mechanism, ``P(z) ∝ exp(−parameter |z|)``, for an L1 ``sensitivity``.
+
+    Pure ``ε = parameter × sensitivity`` (of integer-valued queries). Its loss distribution is taken as that of
+    pure ε-DP (which dominates every ε-DP mechanism), valid for any number of coordinates.
+
+    >>> DiscreteLaplaceEvent(parameter=0.5, sensitivity=4).pure_epsilon
+    2.0
+    """
+
+    kind: ClassVar[str] = "discrete_laplace"
+    parameter: float
+    sensitivity: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parameter", _check(self.parameter, "parameter", positive=True))
+        object.__setattr__(self, "sensitivity", _check(self.sensitivity, "sensitivity", positive=True))
+
+    @property
+    def pure_epsilon(self) -> float:
+        return self.parameter * self.sensitivity
 
 
 @dataclass(frozen=True)
@@ -128,6 +265,15 @@ class SelfComposedEvent(PrivacyEvent):
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise ParameterError(f"privacy event: count must be a positive integer, got {self.count!r}")
 
+    def to_dp_event(self) -> Any:
+        import dp_accounting
+
+        return dp_accounting.SelfComposedDpEvent(self.event.to_dp_event(), self.count)
+
+    def to_pld(self, interval: float) -> Any:
+        one = self.event.to_pld(interval)
+        return None if one is None else one.self_compose(self.count)
+
 
 @dataclass(frozen=True)
 class ComposedEvent(PrivacyEvent):
@@ -140,6 +286,20 @@ class ComposedEvent(PrivacyEvent):
         object.__setattr__(self, "events", tuple(self.events))
         if not self.events:
             raise ParameterError("privacy event: a composition needs at least one event")
+
+    def to_dp_event(self) -> Any:
+        import dp_accounting
+
+        return dp_accounting.ComposedDpEvent([e.to_dp_event() for e in self.events])
+
+    def to_pld(self, interval: float) -> Any:
+        out = None
+        for e in self.events:
+            one = e.to_pld(interval)
+            if one is None:
+                return None
+            out = one if out is None else out.compose(one)
+        return out
 
 
 @dataclass(frozen=True)
@@ -161,8 +321,20 @@ class Charge:
         object.__setattr__(self, "delta", _check(self.delta, "delta", below_one=True))
 
 
-_KINDS: dict[str, type[PrivacyEvent]] = {c.kind: c for c in (PureEvent, ApproxEvent, GaussianEvent, ZCDPEvent,
-                                                              SelfComposedEvent, ComposedEvent)}
+def _kinds() -> dict[str, type[PrivacyEvent]]:
+    out: dict[str, type[PrivacyEvent]] = {}
+    todo = list(PrivacyEvent.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.kind:
+            out.setdefault(cls.kind, cls)
+    return out
+
+
+#: every event kind, read from the subclasses of :class:`PrivacyEvent` (a new kind is one class)
+EVENT_KINDS: dict[str, type[PrivacyEvent]] = _kinds()
+_KINDS = EVENT_KINDS
 
 
 def event_from_dict(data: Mapping[str, Any]) -> PrivacyEvent:
@@ -173,14 +345,15 @@ def event_from_dict(data: Mapping[str, Any]) -> PrivacyEvent:
     >>> event_from_dict({"kind": "laplace"})
     Traceback (most recent call last):
     ...
-    textdp.errors.ParameterError: unknown privacy event kind 'laplace' (known: approx, composed, gaussian, pure, self_composed, zcdp)
+    textdp.errors.ParameterError: unknown privacy event kind 'laplace' (known: approx, composed, discrete_laplace, gaussian, pure, randomized_response, self_composed, zcdp)
     """
     if not isinstance(data, Mapping):
         raise ParameterError(f"a privacy event must be a JSON object, got {type(data).__name__}")
     kind = data.get("kind")
-    cls = _KINDS.get(kind) if isinstance(kind, str) else None
+    kinds = _kinds()
+    cls = kinds.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ParameterError(f"unknown privacy event kind {kind!r} (known: {', '.join(sorted(_KINDS))})")
+        raise ParameterError(f"unknown privacy event kind {kind!r} (known: {', '.join(sorted(kinds))})")
     fields = {k: v for k, v in data.items() if k != "kind"}
     try:
         if cls is SelfComposedEvent:

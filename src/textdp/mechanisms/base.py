@@ -43,8 +43,13 @@ creation, so a parameter cannot be kept in two places. A new word mechanism is, 
         def _statement(self): ...                # the guarantee, in words
 
 **fit(X=None, y=None)** validates the parameters and loads the public data (embeddings, a
-model); fitted attributes end in ``_`` (``epsilon_``, ``embeddings_``, ``rng_``, ``seeded_``).
-Using an unfitted mechanism fits it.
+model); fitted attributes end in ``_`` (``calibration_``, ``embeddings_``, ``rng_``, ``seeded_``).
+``fit`` builds one frozen :class:`~textdp.guarantees.calibration.Calibration` (``_calibrate``: ε validated
+there, once, with δ and the noise parameters the sampler uses); ``epsilon_`` and ``delta_`` read it, and so do
+the noise, :meth:`guarantee`, the records and the ledger's charge. Using a never-fitted mechanism fits it;
+**assigning a parameter after fit** (``m.epsilon = 100`` or :meth:`set_params`) drops the fitted state, and
+every later use refuses with a one-line :class:`~textdp.errors.ParameterError` ("refit first") until ``fit``
+runs again: the noise can never use a value the guarantee does not state.
 
 **The one batch verb** ::
 
@@ -109,6 +114,7 @@ from .._rng import SeedLike, is_seeded, make_rng
 from .._validation import check_choice
 from ..errors import DocumentError, ParameterError, ParameterTypeError, UnrecordedSpendWarning
 from ..guarantees import EMPTY_POLICIES, RELEASE_FORMS, Guarantee, ReleaseRecord
+from ..guarantees.calibration import Calibration
 from ..guarantees.events import Charge
 from ..progress import ProgressCallback
 
@@ -236,9 +242,11 @@ class Mechanism(ABC, Generic[P, O, R]):
 
     epsilon: float | None
     seed: SeedLike
-    epsilon_: float
+    calibration_: Calibration
     rng_: np.random.Generator
     seeded_: bool
+    #: the parameter names (set on each subclass by ``__init_subclass__``; read by ``__setattr__``)
+    _param_set: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -250,6 +258,37 @@ class Mechanism(ABC, Generic[P, O, R]):
             raise TypeError(f"{cls.__name__}: declare the parameters as annotated class attributes "
                             "(a dataclass field each), not in __init__")
         dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
+        cls._param_set = frozenset(cls.param_names())
+
+    def __setattr__(self, key: str, value: object) -> None:
+        """Assigning a parameter of a fitted mechanism drops its fitted state (the next use refuses: refit first)."""
+        if key in self._param_set and "rng_" in self.__dict__:
+            self._reset()
+            object.__setattr__(self, "_changed_after_fit", key)
+        object.__setattr__(self, key, value)
+
+    @property
+    def epsilon_(self) -> float:
+        """The fitted ε: the calibration's (:attr:`calibration_`), what the noise and the guarantee read."""
+        try:
+            return self.__dict__["calibration_"].epsilon  # type: ignore[no-any-return]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no epsilon_ before fit") from None
+
+    @property
+    def delta_(self) -> float:
+        """The fitted δ per unit: the calibration's (0 for pure ε-DP)."""
+        try:
+            return self.__dict__["calibration_"].delta  # type: ignore[no-any-return]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no delta_ before fit") from None
+
+    def _calibrate(self, epsilon: object, delta: float = 0.0, *, derived_from: str | None = None,
+                   **noise: object) -> Calibration:
+        """Build the fitted :class:`Calibration` (inside ``_fit``: ε validated here, once) and return it."""
+        cal = Calibration(epsilon=epsilon, delta=delta, noise=noise, derived_from=derived_from)  # type: ignore[arg-type]
+        object.__setattr__(self, "calibration_", cal)
+        return cal
 
     # -- scikit-learn protocol -------------------------------------------------------------
     @classmethod
@@ -263,13 +302,17 @@ class Mechanism(ABC, Generic[P, O, R]):
         return {k: getattr(self, k) for k in self.param_names()}
 
     def set_params(self, **params: object) -> Self:
-        """Set constructor parameters (scikit-learn protocol); the fitted state is dropped."""
+        """Set constructor parameters (scikit-learn protocol); a fitted mechanism must then be refit.
+
+        The fitted state is dropped, as by any assignment of a parameter after ``fit``: a release then
+        refuses ("refit first") until :meth:`fit` runs again.
+        """
         valid = self.param_names()
-        for k, v in params.items():
+        for k in params:
             if k not in valid:
                 raise ParameterTypeError(f"unknown parameter {k!r} of {self.name}; valid: {', '.join(valid)}")
+        for k, v in params.items():
             setattr(self, k, v)
-        self._reset()
         return self
 
     def __repr__(self) -> str:
@@ -281,12 +324,15 @@ class Mechanism(ABC, Generic[P, O, R]):
 
     def _reset(self) -> None:
         for key in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-            delattr(self, key)
+            del self.__dict__[key]
 
     def fit(self, X: object = None, y: object = None) -> Self:
-        """Validate the parameters and load public data (``X`` and ``y`` are ignored)."""
+        """Validate the parameters, load public data and build the calibration (``X`` and ``y`` are ignored)."""
         self._reset()
+        self.__dict__.pop("_changed_after_fit", None)
         self._fit()
+        if "calibration_" not in self.__dict__:
+            raise TypeError(f"{type(self).__name__}._fit must build the calibration (self._calibrate(epsilon, ...))")
         self.rng_ = make_rng(self.seed)
         self.seeded_ = is_seeded(self.seed)
         return self
@@ -295,13 +341,20 @@ class Mechanism(ABC, Generic[P, O, R]):
         return "rng_" in vars(self)
 
     def _ensure_fitted(self) -> None:
-        if "rng_" not in vars(self):
-            self.fit()
+        """Fit a never-fitted mechanism; refuse one whose parameters changed after ``fit`` (refit first)."""
+        if "rng_" in self.__dict__:
+            return
+        changed = self.__dict__.get("_changed_after_fit")
+        if changed is not None:
+            raise ParameterError(
+                f"{self.name}: parameter {changed!r} was assigned after fit, so the fitted calibration (the noise "
+                "and the guarantee) no longer matches the parameters; refit first (call .fit())")
+        self.fit()
 
     # -- what a subclass supplies -------------------------------------------------------------
     @abstractmethod
     def _fit(self) -> None:
-        """Validate the parameters, load public data and precompute (sets ``epsilon_`` and the like)."""
+        """Validate the parameters, load public data and precompute; build the calibration (:meth:`_calibrate`)."""
 
     @abstractmethod
     def guarantee(self, context: ReleaseContext | None = None) -> Guarantee:

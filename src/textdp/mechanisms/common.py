@@ -287,8 +287,8 @@ class BagMechanism(TextMechanism[BagOutput, PrivateDocument]):
     size_from_data: bool = False
 
     def _check_epsilon_and_size(self) -> None:
-        """Check ε (setting ``epsilon_``) and the constructor's bag size, when given."""
-        self.epsilon_ = check_epsilon(self.epsilon)
+        """Build the calibration (ε validated there) and check the constructor's bag size, when given."""
+        self._calibrate(self.epsilon)
         if self.size is not None:
             check_size(self.size)
 

@@ -634,18 +634,26 @@ class RandomReplacement(WordLevelMechanism):
     epsilon: float | None = None
     rate: float | None = None
 
-    def _check_epsilon(self) -> float:
+    def _calibrate_words(self, emb: Embeddings) -> None:
+        """ε from ``rate`` or ``rate`` from ε (|V|-ary randomised response), in the one calibration."""
         if (self.epsilon is None) == (self.rate is None):
             raise ParameterError("random replacement needs exactly one of epsilon or rate")
-        return math.inf if self.epsilon is None else check_epsilon(self.epsilon)
-
-    def _setup(self, emb: Embeddings) -> None:
         v = emb.vocab_size
         if self.rate is not None:
-            self.rate_ = check_probability(self.rate, "rate", open_high=False)
-            self.epsilon_ = math.log1p((1.0 - self.rate_) * v / self.rate_)
+            rate = check_probability(self.rate, "rate", open_high=False)
+            self._calibrate(math.log1p((1.0 - rate) * v / rate), derived_from="rate", rate=rate, buckets=v)
         else:
-            self.rate_ = v / (v + math.expm1(self.epsilon_))
+            eps = self._calibrate(self.epsilon).epsilon
+            object.__setattr__(self, "calibration_", self.calibration_.with_noise(
+                rate=v / (v + math.expm1(eps)), buckets=v))
+
+    @property
+    def rate_(self) -> float:
+        """The replacement rate the core draws with (the calibration's)."""
+        return float(self.calibration_.noise_params["rate"])  # type: ignore[arg-type]
+
+    def _setup(self, emb: Embeddings) -> None:
+        pass
 
     def core(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Replace each row with probability ``rate`` by a uniform vocabulary row."""

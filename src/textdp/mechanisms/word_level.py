@@ -146,8 +146,8 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
     chunk_size = 1 << 62
 
     def _fit(self) -> None:
-        self.epsilon_ = self._check_epsilon()
         emb = self._load_embeddings()
+        self._calibrate_words(emb)
         self._setup(emb)
         self.guarantee_ = WordLevelGuarantee(
             mechanism=self.name, epsilon=float(self.epsilon_), statement=self._statement(),
@@ -155,8 +155,9 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
             parameters=as_parameters(self._public_params()),
         )
 
-    def _check_epsilon(self) -> float:
-        return check_epsilon(self.epsilon)
+    def _calibrate_words(self, emb: Embeddings) -> None:
+        """Build the calibration (ε validated there, once); a class whose ε follows from another parameter overrides it."""
+        self._calibrate(self.epsilon)
 
     # -- to implement ----------------------------------------------------------------
     def _setup(self, emb: Embeddings) -> None:

@@ -125,8 +125,8 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     seed: SeedLike = None
 
     def _fit(self) -> None:
-        self.epsilon_ = check_epsilon(self.epsilon)
         self._check_delta()
+        self._calibrate(self.epsilon, float(self.delta or 0.0))
         if self.keywords_from is not None:
             check_choice(self.keywords_from, "keywords_from", KEYWORD_SOURCES)
         if self.keywords is not None:
@@ -280,7 +280,7 @@ class TopicDP(TopicsMechanism):
     def noise(self, shape: tuple[int, int]) -> GaussianNoise:
         """The discrete Gaussian core for an ``m x n`` release, calibrated to :meth:`sensitivity_for`."""
         value = self.sensitivity_for(shape[0])[0]
-        return GaussianNoise(epsilon=self.epsilon_, delta=self.delta or 0.0, sensitivity=value,
+        return GaussianNoise(epsilon=self.epsilon_, delta=self.delta_, sensitivity=value,
                              calibration=self.calibration, grid=self.grid)
 
     def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:
@@ -380,7 +380,7 @@ class MVG(TopicsMechanism):
     def noise(self, shape: tuple[int, int]) -> MatrixGaussianNoise:
         """The discretised MVG core for an ``m x n`` release, its budget from :meth:`sensitivity_for`."""
         value = self.sensitivity_for(shape[0])[0]
-        return MatrixGaussianNoise(epsilon=self.epsilon_, delta=self.delta or 0.0, sensitivity=value,
+        return MatrixGaussianNoise(epsilon=self.epsilon_, delta=self.delta_, sensitivity=value,
                         covariance=self.covariance, grid=self.grid)
 
     def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:

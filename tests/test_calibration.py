@@ -1,0 +1,167 @@
+"""One calibration per mechanism (issue 40): the noise, the guarantee and the ledger's charge read one object.
+
+For every registered mechanism (read from the registry, not a hand list): ``fit`` builds one frozen
+:class:`~textdp.guarantees.calibration.Calibration`; assigning *any* parameter after ``fit`` (or
+``set_params``) drops the fitted state and the release refuses ("refit first") until ``fit`` runs again,
+so no release uses a value its guarantee does not state. And the charge is the guarantee: what a ledger
+charges one document is the document-level ε (and δ) the guarantee's statement states for its unit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from helpers import tiny_lms, tiny_model
+from textdp.embeddings import Embeddings
+from textdp.errors import ParameterError
+from textdp.guarantees.calibration import Calibration
+from textdp.mechanisms import get, mechanism_class, names
+from textdp.mechanisms.base import Mechanism, ReleaseContext
+
+ALL = names()
+WORDS = ["cat", "dog", "fox", "owl", "bee", "ant", "the", "and"]
+TEXT = "the cat and the dog saw a fox"
+
+
+@pytest.fixture(scope="module")
+def toy() -> Embeddings:
+    angles = np.linspace(0, math.pi / 2, len(WORDS))
+    return Embeddings(WORDS, np.c_[np.cos(angles), np.sin(angles), np.linspace(0, 1, len(WORDS))], name="toy")
+
+
+@pytest.fixture(scope="module")
+def resources(tmp_path_factory, glove, toy):
+    """Lazily built public resources: the toy embeddings, a tiny textdp model, tiny language models."""
+    built: dict[str, object] = {"toy": toy}
+
+    def need(key: str) -> object:
+        if key not in built:
+            root = tmp_path_factory.mktemp(key)
+            built[key] = str(tiny_model(root / "m", glove)) if key == "rewriter" else tiny_lms(root)
+        return built[key]
+
+    return need
+
+
+def _params(name: str, need) -> dict[str, object]:
+    """The constructor arguments of a fitted ``name``: from its family and its declarations, no name compared."""
+    cls = mechanism_class(name)
+    kw: dict[str, object] = {cls.epsilon_from: 0.5} if cls.epsilon_from else {"epsilon": 2.0}
+    family, params = cls.family, cls.param_names()
+    if family in ("document", "word"):
+        kw.update(embeddings=need("toy"), stop_words=None)
+        if "size" in params:
+            kw["size"] = 3
+    elif family == "sentence" and getattr(cls, "kind", ""):
+        kw.update(model=need("lms")[cls.kind], clip=(-1.0, 1.0))  # type: ignore[index]
+        if "delta" in params:
+            kw["delta"] = 1e-5
+    elif family == "sentence":
+        kw["model"] = need("rewriter")
+    elif getattr(cls, "takes_sensitivity", True):
+        kw.update(delta=1e-4, sensitivity=0.05)
+    return kw
+
+
+def _unit(mech: Mechanism) -> object:
+    if mech.family != "topics":
+        return TEXT
+    from textdp.topics.models import TopicMatrix
+
+    return TopicMatrix(np.array([[0.5, 0.3, 0.1], [0.4, 0.2, 0.1]]), (("a", "b", "c"), ("d", "e", "f")), (0, 1))
+
+
+def _context(mech: Mechanism) -> ReleaseContext:
+    return ReleaseContext(size=3) if mech.releases == "bag" else \
+        ReleaseContext(shape=(2, 3)) if mech.releases == "matrix" else ReleaseContext()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_fit_builds_one_calibration_that_the_guarantee_states(name, resources):
+    mech = get(name, **_params(name, resources)).fit()
+    cal = mech.calibration_
+    assert isinstance(cal, Calibration)
+    assert mech.epsilon_ == cal.epsilon and mech.delta_ == cal.delta
+    with pytest.raises(AttributeError):
+        mech.epsilon_ = 5.0  # type: ignore[misc]  # read-only: the calibration is the one copy
+    assert mech.privatize(_unit(mech), seed=1) is not None
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_assigning_any_parameter_after_fit_refuses_the_release(name, resources):
+    kw = _params(name, resources)
+    mech = get(name, **kw).fit()
+    unit = _unit(mech)
+    for param in mech.param_names():
+        mech.fit()
+        setattr(mech, param, getattr(mech, param))
+        assert "calibration_" not in vars(mech)
+        with pytest.raises(ParameterError, match=f"parameter '{param}' was assigned after fit.*refit first"):
+            mech.privatize(unit)
+        with pytest.raises(ParameterError, match="refit first"):
+            mech.guarantee(_context(mech))
+    mech.fit()
+    mech.set_params(seed=7)
+    with pytest.raises(ParameterError, match="refit first"):
+        mech.privatize(unit)
+    assert mech.fit().privatize(unit, seed=1) is not None  # refit: the release runs again
+
+
+def test_a_changed_epsilon_reaches_noise_and_guarantee_together(resources):
+    """The bug of issue 40: ``m.epsilon = 100`` after fit left the guarantee at 1 while σ used 100."""
+    name = next(n for n in names("sentence") if "sigma" in dict(_bound_params(n, resources)))
+    mech = get(name, **{**_params(name, resources), "epsilon": 1.0}).fit()
+    sigma_1 = mech.calibration_.noise_params["sigma"]
+    mech.epsilon = 100.0
+    with pytest.raises(ParameterError, match="refit first"):
+        mech.privatize(TEXT)
+    mech.fit()
+    g = mech.guarantee()
+    assert g.epsilon == 100.0 == mech.calibration_.epsilon
+    assert g.params["sigma"] == mech.calibration_.noise_params["sigma"] < sigma_1
+
+
+def _bound_params(name: str, need) -> dict[str, object]:
+    cls = mechanism_class(name)
+    if not getattr(cls, "kind", ""):
+        return {}
+    return get(name, **_params(name, need)).fit().guarantee().params
+
+
+# -- the charge is the guarantee -----------------------------------------------------------------------------------
+_CHARGE = re.compile(r"Ledger charge: epsilon=([0-9.e+-]+), delta=([0-9.e+-]+) per (\w+)")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_charge_is_what_the_guarantee_states(name, resources):
+    """One unit's charge is the (ε, δ) the statement says a ledger charges, for the unit it states."""
+    mech = get(name, **_params(name, resources)).fit()
+    g = mech.guarantee(_context(mech))
+    found = _CHARGE.search(g.statement)
+    assert found, f"{name}: the statement does not say what a ledger charges: {g.statement[-300:]}"
+    eps, delta, unit = float(found[1]), float(found[2]), found[3]
+    one = g.charge(1)
+    assert unit == g.unit
+    assert one.epsilon == pytest.approx(eps, rel=1e-5) and one.delta == pytest.approx(delta, rel=1e-5, abs=1e-300)
+    assert g.charge(3).epsilon == pytest.approx(3 * eps) and g.charge(3).delta == pytest.approx(3 * delta)
+    # what a release charges each id: the guarantee's charge times its units, never a separate number
+    records = []
+    mech.privatize_batch([_unit(mech)], ["d"], charge=lambda charges, guarantee: records.append((charges, guarantee)),
+                         **({"size": 3} if mech.releases == "bag" else {}))
+    (charges, stated), = records
+    n = mech.charge_counts([_unit(mech)], ["d"], context=_context(mech))["d"]
+    assert charges["d"] == stated.charge(n)
+
+
+def test_earth_movers_charges_epsilon_times_n_per_document(resources):
+    """earth-movers states epsilon*N per unit of distance between documents: the ledger charges that, not epsilon."""
+    (name,) = [n for n in names("document") if mechanism_class(n).releases == "bag"
+               and "bag" in mechanism_class(n).param_names()]
+    mech = get(name, **_params(name, resources), bag="sample").fit()
+    for n in (1, 3, 20):
+        g = mech.guarantee(ReleaseContext(size=n))
+        assert g.charge(1).epsilon == pytest.approx(2.0 * n)
