@@ -14,23 +14,33 @@ import re
 
 import numpy as np
 import pytest
-
 from helpers import tiny_lms, tiny_model
+
+from textdp.accounting.accountant import check_charge, compose
+from textdp.accounting.ledger import PrivacyLedger
 from textdp.embeddings import Embeddings
 from textdp.errors import ParameterError
 from textdp.guarantees.calibration import Calibration
+from textdp.guarantees.events import (
+    EVENT_KINDS,
+    Charge,
+    DiscreteLaplaceEvent,
+    GaussianEvent,
+    PrivacyEvent,
+    PureEvent,
+    RandomizedResponseEvent,
+    event_from_dict,
+)
 from textdp.mechanisms import get, mechanism_class, names
 from textdp.mechanisms.base import Mechanism, ReleaseContext
 
 ALL = names()
-WORDS = ["cat", "dog", "fox", "owl", "bee", "ant", "the", "and"]
 TEXT = "the cat and the dog saw a fox"
 
 
 @pytest.fixture(scope="module")
-def toy() -> Embeddings:
-    angles = np.linspace(0, math.pi / 2, len(WORDS))
-    return Embeddings(WORDS, np.c_[np.cos(angles), np.sin(angles), np.linspace(0, 1, len(WORDS))], name="toy")
+def toy(glove) -> Embeddings:
+    return glove.restrict(top_k=3_000)
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +165,8 @@ def test_the_charge_is_what_the_guarantee_states(name, resources):
     (charges, stated), = records
     n = mech.charge_counts([_unit(mech)], ["d"], context=_context(mech))["d"]
     assert charges["d"] == stated.charge(n)
+    # the ledger recomputes (epsilon, delta) from the event: every mechanism's event gives what it states
+    assert check_charge(stated.charge(1)) and check_charge(charges["d"])
 
 
 def test_earth_movers_charges_epsilon_times_n_per_document(resources):
@@ -165,3 +177,70 @@ def test_earth_movers_charges_epsilon_times_n_per_document(resources):
     for n in (1, 3, 20):
         g = mech.guarantee(ReleaseContext(size=n))
         assert g.charge(1).epsilon == pytest.approx(2.0 * n)
+
+
+@pytest.fixture()
+def ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "private"
+    folder.mkdir(mode=0o700)
+    return PrivacyLedger(folder / "ledger.jsonl")
+
+
+def test_the_ledger_refuses_an_event_that_does_not_give_what_it_states(ledger):
+    """Issue 40: 20 charges stating (2, 1e-5) with GaussianEvent(50) composed to 0.224 under a budget of 3."""
+    lie = Charge(GaussianEvent(50.0), 2.0, 1e-5)
+    with pytest.raises(ParameterError, match="more private than stated"):
+        ledger.charge({"a": lie}, mechanism="dp-bart", unit="sentence", budget=3.0)
+    with pytest.raises(ParameterError, match="less private than stated"):
+        ledger.charge({"a": Charge(PureEvent(3.0), 2.0)}, mechanism="x", unit="word", budget=None)
+    assert not ledger.exists()
+
+
+def test_the_budget_caps_delta_as_well(ledger):
+    from textdp._validation import DEFAULT_DELTA_BUDGET
+    from textdp.accounting.gaussian import analytic_gaussian_sigma
+
+    one = Charge(GaussianEvent(analytic_gaussian_sigma(0.01, 1e-4, 1.0)), 0.01, 1e-4)
+    for _ in range(round(DEFAULT_DELTA_BUDGET / 1e-4)):
+        ledger.charge({"a": one}, mechanism="dp-bart", unit="sentence", budget=100.0)
+    with pytest.raises(ParameterError, match="delta budget 0.001 would be exceeded"):
+        ledger.charge({"a": one}, mechanism="dp-bart", unit="sentence", budget=100.0)
+    ledger.charge({"b": one}, mechanism="dp-bart", unit="sentence", budget=(100.0, 1e-4))  # an explicit cap
+    with pytest.raises(ParameterError, match="delta budget 0.0001 would be exceeded"):
+        ledger.charge({"b": one}, mechanism="dp-bart", unit="sentence", budget=(100.0, 1e-4))
+
+
+def test_events_convert_themselves_and_an_unknown_one_is_an_error():
+    assert {"randomized_response", "discrete_laplace"} <= set(EVENT_KINDS)
+    rr = RandomizedResponseEvent(noise_parameter=0.5, num_buckets=4)
+    dl = DiscreteLaplaceEvent(parameter=0.5, sensitivity=4.0)
+    for e in (rr, dl):
+        assert event_from_dict(e.to_dict()) == e
+        assert e.to_dp_event() is not None and e.to_pld(1e-4) is not None
+    assert rr.pure_epsilon == pytest.approx(math.log(5.0)) and dl.pure_epsilon == 2.0
+
+    class Mystery(PrivacyEvent):
+        kind = "mystery"
+
+    with pytest.raises(ParameterError, match="converts to no accountant"):
+        compose([Charge(Mystery(), 1.0)])
+
+
+def test_pure_releases_compose_to_their_sum_stated_as_such():
+    c = compose([Charge(PureEvent(1.0), 1.0), Charge(RandomizedResponseEvent(0.5, 4), math.log(5.0))])
+    assert c.method == "pure" and c.tight == c.basic == (pytest.approx(1.0 + math.log(5.0)), 0.0)
+    assert "sum" in c.note
+
+
+def test_mechanisms_that_release_randomised_response_or_discrete_laplace_say_so(resources):
+    kinds = {}
+    for name in ALL:
+        mech = get(name, **_params(name, resources)).fit()
+        event = mech.guarantee(_context(mech)).event
+        while hasattr(event, "event"):
+            event = event.event
+        kinds[name] = event.kind
+    assert "randomized_response" in {kinds[n] for n in names("word")}
+    assert "randomized_response" in {kinds[n] for n in names("sentence")}
+    assert "discrete_laplace" in {kinds[n] for n in names("topics")}

@@ -144,3 +144,37 @@ def check_texts(texts: object) -> list[str] | None:
     if texts is None or not hasattr(texts, "__iter__"):
         raise ParameterTypeError(f"texts must be a str or an iterable of str, got {type(texts).__name__}")
     return list(texts)
+
+
+#: the δ one document may spend in total when a budget caps ε only (``--budget`` without ``--delta-budget``):
+#: 100 releases at the usual δ = 1e-5 per unit; past it a ledger refuses as it does past the ε budget
+DEFAULT_DELTA_BUDGET = 1e-3
+
+#: a privacy budget per document: ε (δ then capped at :data:`DEFAULT_DELTA_BUDGET`) or ``(ε, δ)``
+BudgetLike = float | tuple[float, float]
+
+
+def check_budget(budget: object, delta_budget: object = None) -> tuple[float, float] | None:
+    """A budget as ``(ε, δ)``: ``budget`` is ε or a pair; ``delta_budget`` (``--delta-budget``) overrides δ.
+
+    ``None`` (no budget) stays ``None``; a δ budget without an ε budget is refused.
+
+    >>> check_budget(3.0), check_budget(3.0, 1e-5), check_budget((2, 0)), check_budget(None)
+    ((3.0, 0.001), (3.0, 1e-05), (2.0, 0.0), None)
+    >>> check_budget(None, 1e-5)
+    Traceback (most recent call last):
+    ...
+    textdp.errors.ParameterError: --delta-budget caps a budget: give --budget EPSILON too
+    """
+    if budget is None:
+        if delta_budget is not None:
+            raise ParameterError("--delta-budget caps a budget: give --budget EPSILON too")
+        return None
+    eps, delta = budget if isinstance(budget, tuple) else (budget, DEFAULT_DELTA_BUDGET)
+    if delta_budget is not None:
+        delta = delta_budget
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+        raise ParameterError(f"--budget must be a finite number > 0, got {eps!r}")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 <= delta < 1:
+        raise ParameterError(f"--delta-budget must be a number in [0, 1), got {delta!r}")
+    return float(eps), float(delta)

@@ -56,7 +56,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -65,6 +64,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
+from ._validation import BudgetLike, check_budget
 from .engines.single import (
     DuplicateIdsCallback,
     check_duplicate_ids,
@@ -166,7 +166,7 @@ def check_private_report_path(
             raise ParameterError(f"--private-report {report} is an input file; choose another path")
 
 
-def check_ledger_options(ledger: Ledger | None, *, budget: float | None = None, new_ledger: bool = False,
+def check_ledger_options(ledger: Ledger | None, *, budget: BudgetLike | None = None, new_ledger: bool = False,
                          output: str | os.PathLike[str] | None = None,
                          inputs: Sequence[str | os.PathLike[str] | None] = ()) -> None:
     """Refuse ledger options that cannot work, before any work (one-line errors naming the CLI options).
@@ -180,8 +180,7 @@ def check_ledger_options(ledger: Ledger | None, *, budget: float | None = None, 
         raise ParameterError("--budget needs --ledger FILE (where the spend of earlier runs is kept)")
     if new_ledger and ledger is None:
         raise ParameterError("--new-ledger needs --ledger FILE (the ledger to accept as it is now)")
-    if budget is not None and (isinstance(budget, bool) or not math.isfinite(float(budget)) or float(budget) <= 0):
-        raise ParameterError(f"--budget must be a finite number > 0, got {budget!r}")
+    check_budget(budget)
     if ledger is None:
         return
     path = _ledger_path(ledger)
@@ -195,7 +194,7 @@ def check_ledger_options(ledger: Ledger | None, *, budget: float | None = None, 
 
 
 def charge_ledger(ledger: Ledger, charges: Mapping[str, Charge], *, mechanism: str, unit: str,
-                  budget: float | None = None, new_ledger: bool = False,
+                  budget: BudgetLike | None = None, new_ledger: bool = False,
                   command: str = "release") -> tuple[int, str | None]:
     """:func:`textdp.accounting.ledger.charge_ledger` (imported on first use: this module imports no numpy)."""
     from .accounting.ledger import charge_ledger as charge
@@ -255,7 +254,7 @@ def _report_row(diag: object, source: str | None, mech: Mechanism[Any, Any, Any]
 
 
 def _check_paths(out: Path | None, report: Path | None, documents: object, *,
-                 inputs: Sequence[str | os.PathLike[str] | None], ledger: Ledger | None, budget: float | None,
+                 inputs: Sequence[str | os.PathLike[str] | None], ledger: Ledger | None, budget: BudgetLike | None,
                  new_ledger: bool, force: bool) -> None:
     """Before any work: the ledger options, and no output (release, settings, report, ledger) is another file."""
     files = [*(None if x is None else Path(x) for x in inputs), *_paths_in(documents)]
@@ -363,7 +362,7 @@ def release(
     *,
     ids: Sequence[object] | None = None,
     ledger: Ledger | None = None,
-    budget: float | None = None,
+    budget: BudgetLike | None = None,
     new_ledger: bool = False,
     private_report: str | os.PathLike[str] | None = None,
     private_details: Mapping[str, object] | None = None,
@@ -546,7 +545,7 @@ _CORPUS_OPTIONS = ("epsilon", "embeddings", "vocab_size", "stop_words", "seed", 
 
 def _release_partitioned(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *, engine: str,
                          backend: Backend | None, partitions: int | None, work_dir: str | os.PathLike[str] | None,
-                         ledger: Ledger | None, budget: float | None, new_ledger: bool,
+                         ledger: Ledger | None, budget: BudgetLike | None, new_ledger: bool,
                          private_report: str | os.PathLike[str] | None, settings: Mapping[str, object] | None,
                          fmt: str, empty: str, force: bool, text_field: str, id_field: str, input_format: str,
                          on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool,
@@ -624,7 +623,7 @@ PARTITION_SIZE = 256
 def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *,
                        ids: Sequence[object] | None, engine: str, backend: Backend | None, partitions: int | None,
                        partition_size: int | None, work_dir: str | os.PathLike[str] | None, ledger: Ledger | None,
-                       budget: float | None, new_ledger: bool, private_report: str | os.PathLike[str] | None,
+                       budget: BudgetLike | None, new_ledger: bool, private_report: str | os.PathLike[str] | None,
                        private_details: Mapping[str, object] | None, settings: Mapping[str, object] | None,
                        command: str, fmt: str, seed: SeedLike, force: bool, text_field: str, id_field: str,
                        input_format: str, inputs: Sequence[str | os.PathLike[str] | None],

@@ -46,8 +46,11 @@ document id and release in an append-only JSONL file:
   Gaussian with σ/√2). Lines written before events existed count as pure or (ε, δ) events;
 * **budget**: :meth:`PrivacyLedger.charge` refuses a release if any document's *tight* ε
   (never above the basic sum, at the same δ; :attr:`Composition.enforced
-  <textdp.accounting.accountant.Composition.enforced>`) would exceed ``budget``, and then
-  records nothing. ``textdp ledger show`` prints both bounds and says which one is enforced.
+  <textdp.accounting.accountant.Composition.enforced>`) would exceed ``budget``, or its total δ the δ
+  budget (``--delta-budget``, default :data:`~textdp._validation.DEFAULT_DELTA_BUDGET` = 1e-3), and then
+  records nothing. A charge whose event does not give the (ε, δ) it states is refused
+  (:func:`~textdp.accounting.accountant.check_charge`): the accountant composes the events, so an event
+  more private than its statement would let a budget under-count. ``textdp ledger show`` prints both bounds and says which one is enforced.
   Charges are written *before* the output, so a crash after the charge over-counts, never
   under-counts.
 
@@ -79,9 +82,10 @@ from pathlib import Path
 from typing import Any
 
 from .._cache import PrivateDir, cache_dir, keyed_digest, open_private_dir, state_dir, state_secret
+from .._validation import DEFAULT_DELTA_BUDGET, BudgetLike, check_budget
 from ..errors import ParameterError
 from ..guarantees.events import ApproxEvent, Charge, PrivacyEvent, PureEvent, event_from_dict
-from .accountant import Composition, compose
+from .accountant import Composition, check_charge, compose
 
 __all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend", "charge_ledger",
            "reset_message"]
@@ -219,6 +223,7 @@ def _check_private(st: os.stat_result, shown: Path, *, what: str) -> None:
 def _event(doc: str, charge: Charge | tuple[float, float], mechanism: str, unit: str, command: str,
            now: str) -> LedgerEvent:
     if isinstance(charge, Charge):
+        check_charge(charge)  # its event must give what it states: the accountant composes the event
         return LedgerEvent(doc, mechanism, charge.epsilon, charge.delta, unit, command, now, charge.event.to_dict())
     e, d = charge
     return LedgerEvent(doc, mechanism, float(e), float(d), unit, command, now)
@@ -560,14 +565,26 @@ class PrivacyLedger:
             per_doc.setdefault(e.document, []).append(e.charge())
         return {doc: _compose(tuple(charges)) for doc, charges in per_doc.items()}
 
-    def _check_budget(self, recorded: Sequence[LedgerEvent], new: Sequence[LedgerEvent], budget: float) -> None:
-        """Refuse ``new`` if a document's composed spend, ``new`` included, would be above ``budget`` (tight ε)."""
+    def _check_budget(self, recorded: Sequence[LedgerEvent], new: Sequence[LedgerEvent],
+                      limit: tuple[float, float]) -> None:
+        """Refuse ``new`` if a document's composed spend, ``new`` included, would be above ``budget``.
+
+        ``budget`` is ``(ε, δ)``: the tight ε at the total δ, and the total δ itself (the sum, the δ at which
+        the tight ε is stated).
+        """
+        budget, delta_budget = limit
         history: dict[str, list[Charge]] = {}
         for e in recorded:
             history.setdefault(e.document, []).append(e.charge())
         over = []
         for e in new:
             charges = (*history.get(e.document, ()), e.charge())
+            spent_delta = math.fsum(c.delta for c in charges)
+            if spent_delta > delta_budget * (1 + 1e-9):
+                raise ParameterError(
+                    f"the delta budget {delta_budget:g} would be exceeded: document {e.document!r} has spent delta "
+                    f"{spent_delta - e.delta:.4g} and would reach {spent_delta:.4g} with this release (--delta-budget "
+                    f"raises the cap; the default is {DEFAULT_DELTA_BUDGET:g}); nothing was released or recorded")
             if math.fsum(c.epsilon for c in charges) <= budget * (1 + 1e-12):
                 continue  # the basic sum fits, so the tight bound (never larger) does too
             after = _compose(charges).enforced[0]
@@ -623,18 +640,20 @@ class PrivacyLedger:
         return before, LedgerState(len(rows), head, len(rows), head)
 
     def charge(self, charges: Mapping[str, Charge | tuple[float, float]], *, mechanism: str, unit: str,
-               budget: float | None, command: str = "rewrite", new_ledger: bool = False) -> list[LedgerEvent]:
+               budget: BudgetLike | None, command: str = "rewrite", new_ledger: bool = False) -> list[LedgerEvent]:
         """Record one release: ``{document id: Charge}``; refuse it whole if a document would exceed ``budget``.
 
         A :class:`~textdp.guarantees.events.Charge` (``guarantee.charge(units)``) records what ran, so
         the accountant can compose it tightly; a plain ``(ε, δ)`` pair counts as a pure or (ε, δ) event.
         A document exceeds ``budget`` when the tight ε of all its releases, this one included
-        (:attr:`Composition.enforced <textdp.accounting.accountant.Composition.enforced>`), is above it.
-        ``budget`` None records without a limit. ``new_ledger`` first accepts the file as it is
-        (like :meth:`reset`, in the same lock). Returns the new events.
+        (:attr:`Composition.enforced <textdp.accounting.accountant.Composition.enforced>`), is above it, or
+        their total δ is above the δ budget: ``budget`` is ε (δ capped at
+        :data:`~textdp._validation.DEFAULT_DELTA_BUDGET`) or ``(ε, δ)``. ``budget`` None records without a
+        limit. A :class:`~textdp.guarantees.events.Charge` whose event does not give the (ε, δ) it states is
+        refused (:func:`~textdp.accounting.accountant.check_charge`). ``new_ledger`` first accepts the file as
+        it is (like :meth:`reset`, in the same lock). Returns the new events.
         """
-        if budget is not None and (not math.isfinite(float(budget)) or float(budget) <= 0):
-            raise ParameterError(f"budget must be a finite number > 0, got {budget!r}")
+        limit = check_budget(budget)
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         new = [_event(str(doc), c, mechanism, unit, command, now) for doc, c in charges.items()]
         with self._session(create=True, exclusive=True) as folder:
@@ -642,8 +661,8 @@ class PrivacyLedger:
             if not new_ledger:
                 self._check_anchor(found, self._read_anchor(folder.path, found))
             rows = found or []
-            if budget is not None:
-                self._check_budget(self._events(rows), new, float(budget))
+            if limit is not None:
+                self._check_budget(self._events(rows), new, limit)
             prev = rows[-1]["hash"] if rows else secrets.token_hex(32)  # a new ledger: its random identity
             lines = [json.dumps(r, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n" for r in rows]
             written = list(rows)
@@ -676,7 +695,7 @@ def reset_message(before: LedgerState, after: LedgerState) -> str:
 
 
 def charge_ledger(ledger: str | os.PathLike[str] | PrivacyLedger, charges: Mapping[str, Charge], *, mechanism: str,
-                  unit: str, budget: float | None = None, new_ledger: bool = False,
+                  unit: str, budget: BudgetLike | None = None, new_ledger: bool = False,
                   command: str = "release") -> tuple[int, str | None]:
     """Record one release in ``ledger`` (refused whole past ``budget``); return (events, ``new_ledger`` note).
 

@@ -101,6 +101,9 @@ LedgerOption = Annotated[Path | None, typer.Option(
 BudgetOption = Annotated[float | None, typer.Option(
     help="With --ledger: refuse a release that would take a document past this epsilon (composed across runs; "
     "nothing is written then).")]
+DeltaBudgetOption = Annotated[float | None, typer.Option(
+    help="With --budget: the total delta a document may spend (composed across runs; default 1e-3, that is 100 "
+    "releases at delta=1e-5).")]
 NewLedgerOption = Annotated[bool, typer.Option(
     "--new-ledger", help="With --ledger: accept the ledger as it is now (or start an empty one if it is gone) when it no longer "
     "matches what textdp last wrote; the spend it lost is forgotten. See `textdp ledger reset`.")]

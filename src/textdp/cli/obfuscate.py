@@ -24,7 +24,7 @@ from .._options import (
     SIZE_FROM_DATA_WARNING,
     check_size_options,
 )
-from .._validation import check_epsilon, check_positive_int, check_size
+from .._validation import check_budget, check_epsilon, check_positive_int, check_size
 from ..engines import ENGINES
 from ..errors import DocumentError, ParameterError, PrivacyWarning
 from ..guarantees import EMPTY_POLICIES
@@ -45,6 +45,7 @@ from ._common import (
     ENGINE_PANEL,
     EPSILON_OPTION_HELP,
     BudgetOption,
+    DeltaBudgetOption,
     ForceOption,
     IdFieldOption,
     InputFormatOption,
@@ -305,7 +306,13 @@ class _Options:
     decoder_precision: str = "auto"
     ledger: Path | None = None
     budget: float | None = None
+    delta_budget: float | None = None
     new_ledger: bool = False
+
+    @property
+    def budget_pair(self) -> tuple[float, float] | None:
+        """``--budget`` and ``--delta-budget`` as the ledger's ``(ε, δ)`` budget."""
+        return check_budget(self.budget, self.delta_budget)
 
     @property
     def inputs(self) -> list[Path]:
@@ -319,7 +326,7 @@ class _Options:
     @property
     def ledger_options(self) -> dict[str, object]:
         """The ledger options as the release driver takes them (:func:`textdp.release.release`)."""
-        return {"ledger": self.ledger, "budget": self.budget, "new_ledger": self.new_ledger}
+        return {"ledger": self.ledger, "budget": self.budget_pair, "new_ledger": self.new_ledger}
 
 
 def obfuscate(
@@ -359,6 +366,7 @@ def obfuscate(
     decoder_precision: DecoderPrecision = "auto",
     ledger: LedgerOption = None,
     budget: BudgetOption = None,
+    delta_budget: DeltaBudgetOption = None,
     new_ledger: NewLedgerOption = False,
 ) -> None:
     """Obfuscate documents with a privacy mechanism (default: Earth Mover's privacy).
@@ -426,7 +434,7 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
                              "of the cores")
     if partitioned and o.decoder_precision != "auto":
         raise ParameterError("--decoder-precision applies to --engine single; partitioned runs use auto")
-    check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=o.output, inputs=o.read_too)
+    check_ledger_options(o.ledger, budget=o.budget_pair, new_ledger=o.new_ledger, output=o.output, inputs=o.read_too)
     if not partitioned:
         check_file_outputs(o.output, o.private_report, inputs=o.read_too, force=o.force, new_folders=False)
     elif o.private_report is not None:

@@ -13,7 +13,7 @@ import typer
 # Only light modules here (no numpy, no torch): `textdp rewrite -h` and its errors for bad option values, a bad
 # --param or a missing file are answered before the mechanism's class is imported (tests/test_rewrite_startup.py)
 from .._options import MODEL_DATA_CASES, UNITS, VARIANTS
-from .._validation import check_positive_int
+from .._validation import check_budget, check_positive_int
 from ..engines import ENGINES
 from ..errors import DocumentError, ParameterError
 from ..mechanisms import names
@@ -162,6 +162,7 @@ def rewrite_command(
     top_p: Annotated[float | None, LM_HELP["top_p"]] = None,
     ledger: Annotated[Path | None, LM_HELP["ledger"]] = None,
     budget: Annotated[float | None, LM_HELP["budget"]] = None,
+    delta_budget: Annotated[float | None, LM_HELP["delta_budget"]] = None,
     new_ledger: Annotated[bool, LM_HELP["new_ledger"]] = False,
     clip_quantiles: Annotated[str, LM_HELP["clip_quantiles"]] = "0.01,0.99",
     clip_rule: Annotated[str, LM_HELP["clip_rule"]] = "auto",
@@ -186,7 +187,7 @@ def rewrite_command(
         # class's fields as the registry index records them: a bad one is refused before anything is loaded
         params = parse_param_options(mechanism, param, options=REWRITE_OPTIONS)
         lm_opts = LMOptions(clip, clip_public, delta, max_new_tokens, max_tokens, max_input_tokens, copy_stopwords, top_k,
-                            top_p, ledger, budget, new_ledger, clip_quantiles=clip_quantiles, clip_rule=clip_rule,
+                            top_p, ledger, check_budget(budget, delta_budget), new_ledger, clip_quantiles=clip_quantiles, clip_rule=clip_rule,
                             prompt=prompt, prompt_file=prompt_file, prompt_format=prompt_format, prior=prior,
                             public_top_k=public_top_k, batch_tokens=batch_tokens)
         run = _Run(model_dir, list(inputs), mechanism, epsilon, output, unit, seed, private_report,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from .._options import MAX_NEW_TOKENS
+from .._validation import BudgetLike
 from ..errors import ParameterError
 from ._common import print_info, progress_bar
 
@@ -40,7 +41,7 @@ class LMOptions:
     top_k: int | None
     top_p: float | None
     ledger: Path | None
-    budget: float | None
+    budget: BudgetLike | None
     new_ledger: bool = False
     clip_quantiles: str = "0.01,0.99"
     clip_rule: str = "auto"
@@ -292,6 +293,8 @@ LM_HELP: dict[str, Any] = {
                            "publish it beside the output). See `textdp ledger show`."),
     "budget": typer.Option(help="With --ledger: refuse a release that would take a document past this epsilon "
                            "(summed across runs)."),
+    "delta_budget": typer.Option(help="With --budget: the total delta a document may spend (composed across runs; "
+                                 "default 1e-3, that is 100 releases at delta=1e-5)."),
     "new_ledger": typer.Option(help="With --ledger: accept the ledger as it is now (or start an empty one if it is "
                                "gone) when it no longer matches what textdp last wrote; the spend it lost is "
                                "forgotten. See `textdp ledger reset`."),

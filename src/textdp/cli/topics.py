@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .. import __version__
+from .._validation import check_budget
 from ..engines import ENGINES
 from ..io import check_output_paths, is_stdout, same_file, settings_path, write_json
 from ..topics.names import KEYWORD_SOURCES, MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
@@ -18,6 +19,7 @@ from ._choices import choice
 from ._common import (
     ENGINE_PANEL,
     BudgetOption,
+    DeltaBudgetOption,
     ForceOption,
     Interrupted,
     InterruptedRun,
@@ -350,6 +352,7 @@ class _TopicsOptions:
     force: bool
     ledger: Path | None = None
     budget: float | None = None
+    delta_budget: float | None = None
     new_ledger: bool = False
 
 
@@ -405,6 +408,7 @@ def topics(
     force: ForceOption = False,
     ledger: LedgerOption = None,
     budget: BudgetOption = None,
+    delta_budget: DeltaBudgetOption = None,
     new_ledger: NewLedgerOption = False,
 ) -> None:
     """Release a noisy topic-keyword matrix with user-level (random) differential privacy."""
@@ -455,7 +459,7 @@ def topics(
         summary = release(family, [tm], run.output, ids=["topics"], fmt="json", command="topics",
                           settings=_release_settings(o, run, data.settings, model.settings(), source),
                           private_report=o.private_report, private_details=details, force=o.force,
-                          inputs=[o.corpus], seeded=o.seed is not None, ledger=o.ledger, budget=o.budget, new_ledger=o.new_ledger)
+                          inputs=[o.corpus], seeded=o.seed is not None, ledger=o.ledger, budget=check_budget(o.budget, o.delta_budget), new_ledger=o.new_ledger)
         if summary.ledger_note:
             print_warning(summary.ledger_note)
         if run.output is not None:
@@ -529,7 +533,8 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     _check_paths(o.corpus, output, o.private_report, o.force)
     from ..release import check_ledger_options
 
-    check_ledger_options(o.ledger, budget=o.budget, new_ledger=o.new_ledger, output=output, inputs=[o.corpus])
+    check_ledger_options(o.ledger, budget=check_budget(o.budget, o.delta_budget), new_ledger=o.new_ledger,
+                         output=output, inputs=[o.corpus])
     from ..topics.family import takes_corpus  # imports numpy: after the checks that need none
 
     corpus_unit = takes_corpus(o.mechanism)

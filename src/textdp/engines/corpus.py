@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from .._rng import spawn
-from .._validation import check_choice
+from .._validation import BudgetLike, check_choice
 from ..backend import Backend
 from ..embeddings import Embeddings, vocabulary_fingerprint
 from ..errors import OutputExistsError, ParameterError, TextDPError
@@ -377,7 +377,7 @@ def obfuscate_corpus(
     on_size_from_data: Callable[[int], None] | None = None, force: bool = False, strict_ids: bool = False,
     on_duplicate_ids: Callable[[int, str], None] | None = None, mechanism: str = DEFAULT_MECHANISM,
     postprocess: str | None = None, params: dict[str, object] | Sequence[str] | None = None, empty: str = "error",
-    ledger: Ledger | None = None, budget: float | None = None, new_ledger: bool = False,
+    ledger: Ledger | None = None, budget: BudgetLike | None = None, new_ledger: bool = False,
     on_ledger: Callable[[int, str | None], None] | None = None,
     on_work_dir: Callable[[Path], None] | None = None,
 ) -> JSONObject:
@@ -491,7 +491,7 @@ def _run_corpus(inputs: Inputs, out_dir: Path, driver_mech: TextMechanism, publi
 
 
 def _charge_ledger(driver_mech: TextMechanism, plan: Sequence[Partition], public: PublicSettings,
-                   size: int | None, ledger: Ledger, *, budget: float | None,
+                   size: int | None, ledger: Ledger, *, budget: BudgetLike | None,
                    new_ledger: bool, inputs: Inputs | None = None) -> tuple[int, str | None]:
     """Charge every record id of ``plan`` its units of the release's guarantee (reads one partition at a time)."""
     from ..accounting.ledger import charge_ledger

@@ -91,6 +91,7 @@ from .._options import MODEL_DATA_CASES
 from .._validation import EPSILON_MIN, check_choice, check_epsilon, check_positive_int
 from ..errors import ParameterError
 from ..guarantees import Guarantee
+from ..guarantees.events import RandomizedResponseEvent, SelfComposedEvent
 
 __all__ = [
     "MODEL_DATA_CASES",
@@ -457,9 +458,11 @@ def random_r_guarantee(mechanism: str, epsilon: float, *, vocab_size: int, max_l
         "tokens, for two sentences of the same length; out-of-vocabulary tokens are dropped (never released), "
         "so the output length equals the number of in-vocabulary tokens and is NOT covered."
     )
+    event = SelfComposedEvent(RandomizedResponseEvent(noise_parameter=rate, num_buckets=v), n)
     return RewriteGuarantee(mechanism=mechanism, epsilon=eps * n, epsilon_parameter=eps, per_token=eps,
                             max_length=n, vocab_size=v, model_data=model_data, covered=covered,
-                            length_covered=False, detail=detail, uses_model=False, reference=SENTENCE_REFERENCE)
+                            length_covered=False, detail=detail, uses_model=False, reference=SENTENCE_REFERENCE,
+                            event=event)
 
 
 def syntf_guarantee(mechanism: str, epsilon: float, *, vocab_size: int, max_length: int,

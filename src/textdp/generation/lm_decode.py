@@ -39,9 +39,13 @@ __all__ = ["Decoding", "GaussianDecoding", "MaskedDecoding", "PromptDecoding", "
 
 class Decoding(Protocol):
     """What a decoding loop reads from a fitted rewriter (:class:`~textdp.generation.lm_family.LMRewriter`):
-    the rewriter itself is passed, so its ε goes from the field to :func:`exponential_step` without a copy."""
+    the rewriter itself is passed, so its ε goes from its one calibration to :func:`exponential_step` without a copy."""
 
-    epsilon_: float
+    @property
+    def epsilon_(self) -> float:
+        """The fitted ε (the calibration's)."""
+        ...
+
     bounds_: ClipBounds
     sampler: str
     max_new_tokens: int

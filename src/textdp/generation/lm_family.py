@@ -295,7 +295,7 @@ class DPPrompt(LMRewriter):
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """``n ε`` per document, ``n = max_new_tokens`` (adaptive composition of the exponential-mechanism draws)."""
-        b, e, n = self._checked_bounds(), self._eps(), self.max_new_tokens  # type: ignore[arg-type]
+        b, e, n = self._checked_bounds(), self._eps(), self.max_new_tokens
         fmt = self.__dict__.get("prompt_format_", self.prompt_format)
         if self.prior:
             cand = (f" over the public top-k+ set (k={self.public_top_k}: tokens whose prior logit is within "
@@ -335,7 +335,7 @@ class DPParaphrase(LMRewriter):
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """``n ε`` per sentence, ``n = max_new_tokens``."""
-        b, e, n = self._checked_bounds(), self._eps(), self.max_new_tokens  # type: ignore[arg-type]
+        b, e, n = self._checked_bounds(), self._eps(), self.max_new_tokens
         detail = (f"Exponential mechanism per decoding step over clipped logits [{b.low:.4g}, {b.high:.4g}], "
                   f"temperature {b.temperature(e):.4g}, {n} steps per sentence; the end token is drawn by the "
                   "mechanism.")
@@ -371,7 +371,7 @@ class DPMLM(LMRewriter):
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """``r ε <= max_tokens ε`` per sentence between sentences of the same skeleton."""
-        b, e, n = self._checked_bounds(), self._eps(), self.max_tokens  # type: ignore[arg-type]
+        b, e, n = self._checked_bounds(), self._eps(), self.max_tokens
         skeleton = ("the same number of tokens and the same stop words and punctuation at the same positions (they "
                     "are copied)" if self.copy_stopwords else "the same number of tokens (every token is replaced)")
         detail = (f"One exponential-mechanism draw per replaced token at the mask, logits clipped to "
@@ -431,7 +431,7 @@ class DPBART(LMRewriter):
             raise ParameterError("dp-bart needs the model's hidden size to calibrate sigma")
         d = check_positive_int(hidden_size, "hidden size")
         sens = bounds.width * math.sqrt(d * self.max_tokens)
-        return sens, analytic_gaussian_sigma(self._eps(), self.delta_value(), sens)  # type: ignore[arg-type]
+        return sens, analytic_gaussian_sigma(self._eps(), self.delta_value(), sens)
 
     def noise_parameters(self, hidden_size: int | None) -> dict[str, object]:
         sens, sigma = self.sigma(hidden_size)
@@ -442,7 +442,7 @@ class DPBART(LMRewriter):
 
     def bound(self, hidden_size: int | None = None) -> LMGuarantee:
         """(ε, δ) per sentence with the sensitivity and σ of a model of ``hidden_size``."""
-        b, e, dl = self._checked_bounds(), self._eps(), self.delta_value()  # type: ignore[arg-type]
+        b, e, dl = self._checked_bounds(), self._eps(), self.delta_value()
         sens, sigma = self.sigma(hidden_size)
         n = self.max_tokens
         detail = (f"Encoder output ({n} tokens x {hidden_size} coordinates) clipped per coordinate to "

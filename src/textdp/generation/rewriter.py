@@ -52,7 +52,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 
 from .._options import UNITS, VARIANTS
-from .._validation import check_choice, check_epsilon, check_positive_int
+from .._validation import check_choice, check_positive_int
 from ..embeddings import Embeddings
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee, ReleaseRecord

@@ -74,8 +74,8 @@ class Calibration:
     @property
     def noise_params(self) -> dict[str, object]:
         """The noise parameters as a dict."""
-        return dict(self.noise)  # type: ignore[arg-type]
+        return dict(self.noise)
 
     def with_noise(self, **noise: object) -> Self:
         """A copy with more noise parameters (e.g. σ once the model's size is known, still inside ``fit``)."""
-        return replace(self, noise=(*self.noise, *noise.items()))  # type: ignore[misc]
+        return replace(self, noise=(*self.noise, *noise.items()))

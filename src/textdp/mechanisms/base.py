@@ -111,7 +111,7 @@ from typing import (
 import numpy as np
 
 from .._rng import SeedLike, is_seeded, make_rng
-from .._validation import check_choice
+from .._validation import BudgetLike, check_choice
 from ..errors import DocumentError, ParameterError, ParameterTypeError, UnrecordedSpendWarning
 from ..guarantees import EMPTY_POLICIES, RELEASE_FORMS, Guarantee, ReleaseRecord
 from ..guarantees.calibration import Calibration
@@ -151,7 +151,7 @@ def empty_unit_error(what: str) -> DocumentError:
 class SpendLedger(Protocol):
     """What :meth:`Mechanism.set_ledger` needs of a ledger (:class:`textdp.accounting.ledger.PrivacyLedger`)."""
 
-    def charge(self, charges: Mapping[str, Charge], *, mechanism: str, unit: str, budget: float | None,
+    def charge(self, charges: Mapping[str, Charge], *, mechanism: str, unit: str, budget: BudgetLike | None,
                command: str = ..., new_ledger: bool = ...) -> object: ...
 
 
@@ -271,7 +271,7 @@ class Mechanism(ABC, Generic[P, O, R]):
     def epsilon_(self) -> float:
         """The fitted ε: the calibration's (:attr:`calibration_`), what the noise and the guarantee read."""
         try:
-            return self.__dict__["calibration_"].epsilon  # type: ignore[no-any-return]
+            return self.__dict__["calibration_"].epsilon
         except KeyError:
             raise AttributeError(f"{type(self).__name__} has no epsilon_ before fit") from None
 
@@ -279,7 +279,7 @@ class Mechanism(ABC, Generic[P, O, R]):
     def delta_(self) -> float:
         """The fitted δ per unit: the calibration's (0 for pure ε-DP)."""
         try:
-            return self.__dict__["calibration_"].delta  # type: ignore[no-any-return]
+            return self.__dict__["calibration_"].delta
         except KeyError:
             raise AttributeError(f"{type(self).__name__} has no delta_ before fit") from None
 
@@ -539,7 +539,7 @@ class Mechanism(ABC, Generic[P, O, R]):
             return self.privatize_batch(list(units), **kwargs)
         return self.privatize_batch([units], **kwargs)[0]
 
-    def set_ledger(self, ledger: SpendLedger | None, *, budget: float | None = None) -> Self:
+    def set_ledger(self, ledger: SpendLedger | None, *, budget: BudgetLike | None = None) -> Self:
         """Charge every later :meth:`transform` call to ``ledger`` (refused past ``budget``); ``None`` stops it.
 
         ``ledger`` is a :class:`textdp.accounting.ledger.PrivacyLedger` (or anything with its ``charge``

@@ -20,7 +20,7 @@ from typing import ClassVar, Generic, TypeVar, Unpack, overload
 import numpy as np
 
 from .._options import SIZE_FROM_DATA_WARNING
-from .._validation import check_epsilon, check_size, check_texts
+from .._validation import check_size, check_texts
 from ..embeddings import Embeddings, ExactDecoder, load_embeddings
 from ..errors import DocumentError, ParameterError, ParameterTypeError, PrivacyWarning
 from ..guarantees import Guarantee, ReleaseRecord

@@ -20,6 +20,7 @@ import numpy as np
 from .._validation import check_epsilon, check_positive_int, check_probability
 from ..embeddings import Embeddings
 from ..errors import ParameterError
+from ..guarantees.events import RandomizedResponseEvent
 from ..text import resolve_stop_words
 from .kernels import (
     augment,
@@ -654,6 +655,10 @@ class RandomReplacement(WordLevelMechanism):
 
     def _setup(self, emb: Embeddings) -> None:
         pass
+
+    def _event(self) -> RandomizedResponseEvent:
+        """|V|-ary randomised response at the calibration's rate (its exact loss distribution for the accountant)."""
+        return RandomizedResponseEvent(noise_parameter=self.rate_, num_buckets=self.embeddings_.vocab_size)
 
     def core(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Replace each row with probability ``rate`` by a uniform vocabulary row."""

@@ -27,10 +27,10 @@ from typing import ClassVar
 import numpy as np
 
 from .._rng import make_rng
-from .._validation import check_epsilon
 from ..embeddings import Embeddings
 from ..errors import ParameterError
 from ..guarantees import Guarantee, ReleaseRecord, as_parameters
+from ..guarantees.events import PrivacyEvent
 from .base import ReleaseContext, SeedLike
 from .common import DocumentDiagnostics, PreparedText, TextMechanism
 
@@ -152,8 +152,12 @@ class WordLevelMechanism(TextMechanism[np.ndarray, PrivateText]):
         self.guarantee_ = WordLevelGuarantee(
             mechanism=self.name, epsilon=float(self.epsilon_), statement=self._statement(),
             reference=self.reference, metric=self.metric, not_covered=self._not_covered_text(),
-            parameters=as_parameters(self._public_params()),
+            parameters=as_parameters(self._public_params()), event=self._event(),
         )
+
+    def _event(self) -> PrivacyEvent | None:
+        """What one word's release is, for the accountant (``None``: the pure event of ε, the default)."""
+        return None
 
     def _calibrate_words(self, emb: Embeddings) -> None:
         """Build the calibration (ε validated there, once); a class whose ε follows from another parameter overrides it."""

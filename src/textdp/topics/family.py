@@ -51,14 +51,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validation import check_choice, check_epsilon, check_positive_int, check_probability
+from .._validation import check_choice, check_positive_int, check_probability
 from ..accounting.gaussian import check_sensitivity
 from ..errors import ParameterError, ParameterTypeError
 from ..guarantees import Guarantee
-from ..guarantees.events import ZCDPEvent
+from ..guarantees.events import DiscreteLaplaceEvent, ZCDPEvent
 from ..mechanisms.base import Mechanism, ReleaseContext, SeedLike
 from ..mechanisms.registry import get, mechanism_class, names
-from ..samplers import DEFAULT_GRID
+from ..samplers import DEFAULT_GRID, zcdp_rho
 from .models import TopicMatrix
 from .names import KEYWORD_SOURCES
 from .noise import GaussianNoise, GridNoise, LaplaceNoise, MatrixGaussianNoise
@@ -306,7 +306,9 @@ class TopicDP(TopicsMechanism):
         # what ran, for the accountant: rho-zCDP when the sensitivity is a proven bound; with a sampled
         # sensitivity the guarantee holds only with probability 1 - gamma, which no zCDP event expresses, so the
         # release stays the (epsilon, delta) event of its numbers (basic composition)
-        event = ZCDPEvent(core.rho(shape)) if gamma is None else None
+        # (the thesis noise is rho-zCDP for a smaller rho; its event is the largest rho that gives the stated
+        # (epsilon, delta), so the ledger charges what the guarantee states, never less)
+        event = ZCDPEvent(zcdp_rho(eps, delta)) if gamma is None else None
         return TopicGuarantee(mechanism=self.name, epsilon=eps, delta=delta, gamma=gamma, event=event,
                               shape=(m, n), grid=core.grid, noise=noise, statement=statement,
                               reference=f"{CKS20}; {RANDOM_DP}" if gamma is not None else CKS20)
@@ -357,8 +359,10 @@ class TopicDPLaplace(TopicsMechanism):
                  f"{ROUNDING_L1})")
         statement = (f"{core.epsilon:g}-differential privacy for user-level neighbours (one user's documents added "
                      f"or removed; no sampling). Noise: {noise}. {MODEL_NOT_COVERED}")
+        l1 = 2 * m / core.grid + m * n  # the rounded matrix's L1 sensitivity in grid units
+        event = DiscreteLaplaceEvent(parameter=1.0 / float(core.grid_scale(shape)), sensitivity=l1)
         return TopicGuarantee(mechanism=self.name, epsilon=core.epsilon, delta=0.0, gamma=None, shape=(m, n),
-                              grid=core.grid, noise=noise, statement=statement)
+                              grid=core.grid, noise=noise, statement=statement, event=event)
 
 
 class MVG(TopicsMechanism):
