@@ -243,7 +243,7 @@ def test_release_record_is_frozen_and_holds_only_public_fields() -> None:
     for secret in (sens, mech.noise((2, 2)).sigma((2, 2))):  # neither the sensitivity nor sigma (which reveals it)
         assert f"{secret:.6g}" not in text and repr(secret) not in text
     assert "random differential privacy" in rel.guarantee.statement and "NOT covered" in rel.keyword_note
-    assert rel.seeded is True and mech.set_params(seed=None).privatize(tm).seeded is False
+    assert rel.seeded is True and mech.set_params(seed=None).fit().privatize(tm).seeded is False
     with pytest.raises(AttributeError):
         rel.guarantee.epsilon = 5  # type: ignore[misc]
 

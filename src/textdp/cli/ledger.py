@@ -38,7 +38,8 @@ def show_command(
 
     The tight column composes a document's releases from what ran (a Gaussian release with its noise, a pure
     epsilon release, ...) with dp-accounting's accountants at the same delta: never above the sum, and below it
-    when releases are Gaussian (dp-bart). --budget is enforced on it.
+    when releases are Gaussian (dp-bart); for pure releases it is the sum, which is then tight. --budget is
+    enforced on it, --delta-budget (default 1e-3) on the summed delta.
 
     The chain of hashes is verified first: an edited, reordered or partly deleted ledger is refused. So is a
     ledger that is shorter than, or different from, the one textdp last wrote (its head is anchored in your
@@ -69,9 +70,10 @@ def show_command(
             typer.echo(f"{k:<{width}}  {v.releases:>8}  {v.epsilon:>10.4g}  {composed[k].tight[0]:>10.4g}  "
                        f"{v.delta:>9.3g}")
         typer.echo(f"{len(events)} events, {len(spent)} documents; hash chain verified; {anchored}; head {state.head}")
-        notes = {c.note for c in composed.values() if c.note}
+        notes = {c.note for c in composed.values() if c.note and c.method != "pure"}
         typer.echo("epsilon: summed over the releases; tight: composed by dp-accounting at the same delta (the sum "
-                   "for pure releases); --budget is enforced on tight" + (f" ({notes.pop()})" if notes else ""))
+                   "for pure releases, where it is tight); --budget is enforced on tight, --delta-budget on delta"
+                   + (f" ({notes.pop()})" if notes else ""))
 
 
 @ledger_app.command("adopt")
