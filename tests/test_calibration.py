@@ -244,3 +244,23 @@ def test_mechanisms_that_release_randomised_response_or_discrete_laplace_say_so(
     assert "randomized_response" in {kinds[n] for n in names("word")}
     assert "randomized_response" in {kinds[n] for n in names("sentence")}
     assert "discrete_laplace" in {kinds[n] for n in names("topics")}
+
+
+# -- a topics mechanism is one module and a registry line -------------------------------------------------------
+def test_topics_command_reads_the_registry(tmp_path):
+    from typer.testing import CliRunner
+
+    from textdp.cli import app
+    from textdp.topics.family import sensitivity_note
+
+    runner = CliRunner()
+    page = " ".join(runner.invoke(app, ["topics", "--help"], terminal_width=400).output.split())
+    assert all(n in page for n in names("topics")) and "--param" in page
+    for name in names("topics"):
+        res = runner.invoke(app, ["topics", str(tmp_path / "none.jsonl"), "--mechanism", name, "--param", "bogus=1"])
+        assert res.exit_code == 2 and f"mechanism '{name}' has no parameter 'bogus'" in res.output
+        res = runner.invoke(app, ["topics", str(tmp_path / "none.jsonl"), "--mechanism", name, "--param", "grid=1"])
+        assert res.exit_code == 2 and "--grid-bits" in res.output
+        cls = mechanism_class(name)
+        # the private report's sentence for a mechanism without a sensitivity comes from its class
+        assert cls.takes_sensitivity or sensitivity_note(name) == cls.sensitivity_note != ""

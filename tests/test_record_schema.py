@@ -144,7 +144,7 @@ def test_topics_family_releases_the_one_layout(name):
     from textdp.topics.models import TopicMatrix
 
     tm = TopicMatrix(np.array([[0.5, 0.3, 0.1], [0.4, 0.2, 0.1]]), (("a", "b", "c"), ("d", "e", "f")), (0, 1))
-    params = {} if name == "topicdp-laplace" else {"delta": 1e-4, "sensitivity": 0.05}
+    params = {"delta": 1e-4, "sensitivity": 0.05} if mechanism_class(name).takes_sensitivity else {}
     if takes_corpus(name):  # its unit is the user corpus over a public vocabulary (3 columns, 2 topics)
         from textdp.topics import UserCorpus
 
@@ -179,7 +179,7 @@ def test_get_builds_every_name_of_every_family_unfitted():
     for name in names():
         fam = entry(name).family
         params = dict(kw[fam])
-        if fam == "topics" and name != "topicdp-laplace":
+        if fam == "topics" and mechanism_class(name).takes_sensitivity:
             params.update(delta=1e-4, sensitivity=0.1)
         mech = get(name, **params)
         assert isinstance(mech, Mechanism) and not mech.__sklearn_is_fitted__() and mech.name == name

@@ -19,7 +19,7 @@ from textdp._rng import make_rng
 from textdp.cli import app
 from textdp.embeddings import ExactDecoder, load_embeddings
 from textdp.errors import CacheWarning
-from textdp.mechanisms import ReleaseContext, get, noisy_vectors
+from textdp.mechanisms import ReleaseContext, get, mechanism_class, names, noisy_vectors
 from textdp.mechanisms.earth_movers import privatize_ids
 from textdp.topics import GaussianNoise, LaplaceNoise
 
@@ -48,14 +48,14 @@ def test_topic_sensitivity_is_stated_bounded_by_sqrt_2m():
     assert g.gamma is None and "sqrt(2m)" in g.statement
 
 
-@pytest.mark.parametrize("name", ["topicdp", "topicdp-thesis", "mvg", "topicdp-laplace"])
+@pytest.mark.parametrize("name", names("topics"))
 def test_the_record_states_the_grid_and_what_the_discretisation_costs(name):
     """'The discretisation costs no extra δ or ε: ... adds g·√(mn) to the L2 sensitivity (g·mn to the L1
     sensitivity of the Laplace baseline) ... The record states the grid (`grid`, `grid_text`) and, in `noise`,
     that the rounding is folded into the sensitivity.'"""
     assert "costs **no extra δ or ε**" in TEXT
-    params = {"epsilon": 3.0} if name == "topicdp-laplace" else {"epsilon": 3.0, "delta": 1e-4, "sensitivity": 0.1,
-                                                                  "gamma": 0.1}
+    params = ({"epsilon": 3.0, "delta": 1e-4, "sensitivity": 0.1, "gamma": 0.1}
+              if mechanism_class(name).takes_sensitivity else {"epsilon": 3.0})
     family = get(name, **params)
     d = family.guarantee(ReleaseContext(shape=(3, 4))).to_dict()["parameters"]  # the one guarantee type's public ones
     mech = family.noise((3, 4))

@@ -14,6 +14,7 @@ from .. import __version__
 from .._validation import check_budget
 from ..engines import ENGINES
 from ..io import check_output_paths, is_stdout, same_file, settings_path, write_json
+from ..mechanisms.registry import spoken_list
 from ..topics.names import KEYWORD_SOURCES, MAX_MODEL_TOPICS, MECHANISMS, NEIGHBOURS, SENSITIVITIES, TOPIC_MODELS
 from ._choices import choice
 from ._common import (
@@ -32,6 +33,7 @@ from ._common import (
     WorkersOption,
     check_report_folder,
     cli_errors,
+    parse_param_options,
     print_info,
     print_warning,
     progress_bar,
@@ -80,10 +82,9 @@ TOPICS_HELP = (
 EPS_HELP = "Privacy dial epsilon > 0: a user's presence changes output odds by at most exp(epsilon)."
 DELTA_HELP = "Probability delta in (0,1) that the epsilon bound fails (keep it below 1/number of users)."
 GAMMA_HELP = "Share gamma in (0, 0.5) of random neighbouring pairs the sampled sensitivity may miss."
-MECHANISM_HELP = ("noisy-cooccurrence (default): noise on per-user clipped word co-occurrences, then NMF topics "
-                  "(plain DP, all covered); spectral-lda: spectral LDA on noisy moments; topicdp: the thesis's "
-                  "method, discrete Gaussian on a fitted LDA, zCDP calibration; topicdp-thesis: the thesis's budget "
-                  "split (reproduction); topicdp-laplace / mvg / mvg-directional: the thesis's baselines.")
+MECHANISM_HELP = ("A registered topics mechanism: " + spoken_list(MECHANISMS) + " (default noisy-cooccurrence: "
+                  "noise on per-user clipped word co-occurrences, then NMF topics, all covered; each states its "
+                  "guarantee in the release's settings file; README's mechanism table lists them).")
 #: Default ``--mechanism``: noise on a clipped statistic of the corpus (issue 42: useful at epsilon 3, all covered).
 DEFAULT_MECHANISM = "noisy-cooccurrence"
 ENGINE_HELP = ("Where the sensitivity pairs are fitted: local (this process) or dask (a local cluster of --workers "
@@ -306,6 +307,13 @@ PrivateReport = Annotated[Path | None, typer.Option(
     help="Write what describes the private corpus here (user/document counts, sampled sensitivity, noise scale, "
     "timings, paths). Never publish it; it must differ from --output.")]
 MechanismOption = Annotated[str, choice(MECHANISMS, help=MECHANISM_HELP)]
+#: the mechanism parameters ``textdp topics`` sets with its own options, never with ``--param``
+TOPICS_OPTIONS = {"epsilon": "--epsilon", "delta": "--delta", "sensitivity": "--sensitivity", "gamma": "--gamma",
+                  "grid": "--grid-bits", "vocabulary_note": "--vocabulary", "keywords_from": "--keywords-from",
+                  "keywords": "--keywords", "seed": "--seed"}
+TopicsParamOption = Annotated[list[str] | None, typer.Option(
+    metavar="KEY=VALUE", help="A parameter of the topics mechanism that has no option here, repeatable (its class's "
+    "own parameters; a bad key lists those it takes).")]
 Neighbours = Annotated[str, choice(NEIGHBOURS, help="add-remove one user (default) or replace one (thesis).")]
 GridBits = Annotated[int, typer.Option(
     help="Released values are exact multiples of 2^-GRID_BITS (floating-point-safe noise).")]
@@ -354,6 +362,7 @@ class _TopicsOptions:
     budget: float | None = None
     delta_budget: float | None = None
     new_ledger: bool = False
+    param: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -369,6 +378,7 @@ class _TopicsRun:
     workers: int | None
     output: Path | None
     topic_model: str
+    params: dict[str, object]
     corpus_unit: bool = False
 
 
@@ -410,6 +420,7 @@ def topics(
     budget: BudgetOption = None,
     delta_budget: DeltaBudgetOption = None,
     new_ledger: NewLedgerOption = False,
+    param: TopicsParamOption = None,
 ) -> None:
     """Release a noisy topic-keyword matrix with user-level (random) differential privacy."""
     o = _TopicsOptions(**locals())  # the parameters, and nothing else yet
@@ -449,8 +460,8 @@ def topics(
         family = topics_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, gamma=sampled_gamma,
                                   sensitivity=sens_value, grid=run.grid, seed=release_seed,
                                   vocabulary_note=vocabulary_note(data.settings, source),
-                                  keywords_from=o.keywords_from, keywords=run.n if noisy else None)
-        mech = family.fit().noise(tm.shape)
+                                  keywords_from=o.keywords_from, keywords=run.n if noisy else None, **run.params)
+        mech = family.fit().noise_for(tm.shape)
         details = None
         if o.private_report is not None:
             private.update(fit_seconds=round(fit_seconds, 3), seconds=round(time.perf_counter() - t0, 3))
@@ -516,6 +527,7 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     check_probability(o.delta, "delta")
     check_probability(o.gamma, "gamma")
     check_choice(o.mechanism, "mechanism", MECHANISMS)
+    params = parse_param_options(o.mechanism, o.param, options=TOPICS_OPTIONS)  # from the index: no import
     engine, workers = _engine_options(o.engine, o.workers, o.scheduler)
     m = check_positive_int(o.n_topics, "--topics")
     n = check_positive_int(o.n_keywords, "--keywords")
@@ -551,7 +563,7 @@ def _check_topics_options(o: _TopicsOptions) -> _TopicsRun:
     if o.cache_dir is not None and not o.no_cache:
         _check_cache_dir(o.cache_dir)
     return _TopicsRun(m=m, n=n, K=K, sensitivity=sens_choice, grid=grid, engine=engine, workers=workers,
-                      output=output, topic_model=o.topic_model, corpus_unit=corpus_unit)
+                      output=output, topic_model=o.topic_model, corpus_unit=corpus_unit, params=params)
 
 
 def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: TopicModel,
@@ -559,9 +571,9 @@ def _sensitivity(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: To
                  fit_seconds: float = 0.0) -> tuple[str, float | str | None, float | None, dict[str, object]]:
     """The sensitivity the mechanism is calibrated to: its source, value, sampled gamma, and private notes."""
     from ..topics import SensitivitySampler, default_cache_dir
-    from ..topics.family import needs_sensitivity
+    from ..topics.family import needs_sensitivity, sensitivity_note
 
-    private: dict[str, object] = {"sensitivity_source": "global L1 bound 2m (public)"}
+    private: dict[str, object] = {"sensitivity_source": sensitivity_note(o.mechanism)}
     if not needs_sensitivity(o.mechanism):
         return "global", None, None, private
     if run.sensitivity == "worst-case":

@@ -111,6 +111,8 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
     #: whether the unit is the user corpus itself (noise on a clipped statistic of it, the topics fitted after the
     #: noise: :mod:`textdp.topics.cooccurrence`) rather than a fitted model's topic matrix
     takes_corpus: ClassVar[bool] = False
+    #: what a mechanism that takes no sensitivity is calibrated to instead, for the private report (``textdp topics``)
+    sensitivity_note: ClassVar[str] = "none: the mechanism states its own bound"
     #: the mechanism's label in figures and tables (``textdp topics --report``)
     label: ClassVar[str] = ""
 
@@ -134,7 +136,7 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
             if self.keywords_from == "model":
                 raise ParameterError("keywords= keeps the largest noisy values of whole rows (keywords_from='noisy'); "
                                      "with the model's keywords the matrix is released as it is")
-        self.noise((1, 1))  # validates the sensitivity, gamma and grid before any matrix is seen
+        self.noise_for((1, 1))  # validates the sensitivity, gamma and grid before any matrix is seen
 
     def _check_delta(self) -> None:
         if self.delta is None:
@@ -170,6 +172,17 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
         """The noise core for an ``m x n`` release (a function of the parameters and the public shape)."""
         raise NotImplementedError  # pragma: no cover - every registered class supplies it
 
+    def noise_for(self, shape: tuple[int, int]) -> GridNoise:
+        """The fitted noise core of an ``m x n`` release, built once per shape from the calibration (:meth:`noise`).
+
+        The guarantee, the release and the private report read this one object.
+        """
+        cores: dict[tuple[int, int], GridNoise] = self.__dict__.setdefault("noise_cores_", {})
+        key = (int(shape[0]), int(shape[1]))
+        if key not in cores:
+            cores[key] = self.noise(key)
+        return cores[key]
+
     def _stated(self, core: GridNoise, shape: tuple[int, int]) -> TopicGuarantee:
         """The guarantee of an ``m x n`` release with ``core`` (before the keywords' coverage is added)."""
         raise NotImplementedError  # pragma: no cover - every registered class supplies it
@@ -180,7 +193,7 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
         ctx = context or ReleaseContext(seeded=self.seeded_)
         if ctx.shape is None:
             raise ParameterError("the guarantee depends on the matrix shape: pass ReleaseContext(shape=(m, n))")
-        g = self._stated(self.noise(ctx.shape), ctx.shape)
+        g = self._stated(self.noise_for(ctx.shape), ctx.shape)
         if self.keywords_from == "noisy":  # shape = (m, V): whole rows over the public vocabulary
             g = covered_guarantee(g, min(self.keywords or ctx.shape[1], ctx.shape[1]))
         return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note)
@@ -219,7 +232,7 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
                    rng: np.random.Generator) -> list[np.ndarray]:
         """The chunk's noisy matrices: the noise of the whole stack in one vectorised draw."""
         assert context.shape is not None
-        raw = self.noise(context.shape).randomize(np.stack([p.matrix for p in prepared]), seed=rng)
+        raw = self.noise_for(context.shape).randomize(np.stack([p.matrix for p in prepared]), seed=rng)
         return list(raw)
 
     def _release(self, uid: str, prepared: TopicMatrix, output: np.ndarray | None, context: ReleaseContext,
@@ -246,6 +259,16 @@ def takes_corpus(name: str) -> bool:
     """
     check_choice(name, "mechanism", names("topics"))
     return bool(getattr(mechanism_class(name), "takes_corpus", False))
+
+
+def sensitivity_note(name: str) -> str:
+    """What the registered topics mechanism ``name`` is calibrated to when it takes no sensitivity (its class says).
+
+    >>> sensitivity_note("topicdp-laplace")
+    'global L1 bound 2m (public)'
+    """
+    check_choice(name, "mechanism", names("topics"))
+    return str(getattr(mechanism_class(name), "sensitivity_note", ""))
 
 
 def topics_mechanism(name: str, **params: object) -> TopicsMechanism:
@@ -341,6 +364,7 @@ class TopicDPLaplace(TopicsMechanism):
     label = "Laplace (L1 sens. 2m)"
     reference = "Canonne, Kamath & Steinke 2020 (discrete Laplace)"
     takes_sensitivity = False
+    sensitivity_note = "global L1 bound 2m (public)"
 
     def _check_delta(self) -> None:
         if self.sensitivity is not None or self.gamma is not None:
