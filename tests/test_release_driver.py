@@ -46,7 +46,7 @@ def _nothing_written(folder: Path, *names: str) -> bool:
 
 
 def test_python_driver_charges_each_id_its_units_and_refuses_past_the_budget(tmp_path, emb):
-    """cmp is per word: a document spends its protected words' count; a bag (earth-movers) one unit per document."""
+    """cmp is per word: a document spends its protected words' count; a bag (earth-movers) epsilon*N per document."""
     led = tmp_path / "private" / "ledger.jsonl"
     cmp = get("cmp", epsilon=2.0, embeddings=emb, seed=1)
     words = [len(cmp.fit().tokens(d["text"])) for d in DOCS]
@@ -58,7 +58,8 @@ def test_python_driver_charges_each_id_its_units_and_refuses_past_the_budget(tmp
     emp = get("earth-movers", epsilon=1.0, size=4, embeddings=emb, seed=1)
     s2 = release(emp, [DOCS[0]["text"]], tmp_path / "bag.jsonl", ids=["a"], ledger=led)
     assert s2.guarantee.unit == "document"
-    assert PrivacyLedger(led).spent()["a"].epsilon == pytest.approx(2.0 * words[0] + s2.guarantee.epsilon)
+    assert s2.guarantee.charge(1).epsilon == 4.0  # epsilon*N per unit of distance between documents (issue 40)
+    assert PrivacyLedger(led).spent()["a"].epsilon == pytest.approx(2.0 * words[0] + 4.0)
     before = led.read_bytes()
     with pytest.raises(ParameterError, match="privacy budget 10 would be exceeded"):
         release(cmp, [DOCS[0]["text"]], tmp_path / "over.jsonl", ids=["a"], ledger=led, budget=10.0,
@@ -96,18 +97,19 @@ def test_obfuscate_charges_the_ledger_and_refuses_over_budget_with_exit_2(tmp_pa
     inp = _write(tmp_path / "in.jsonl", DOCS)
     led = tmp_path / "private" / "ledger.jsonl"
     runner = CliRunner()
-    base = ["obfuscate", str(inp), "-e", "3", "-n", "5", "-k", "20000", "--ledger", str(led), "--budget", "5"]
+    base = ["obfuscate", str(inp), "-e", "0.3", "-n", "5", "-k", "20000", "--ledger", str(led), "--budget", "2"]
     first = runner.invoke(app, [*base, "-o", str(tmp_path / "one.jsonl")])
     assert first.exit_code == 0, first.output
     shown = runner.invoke(app, ["ledger", "show", str(led), "--json"])
     assert shown.exit_code == 0, shown.output
     docs = json.loads(shown.stdout)["documents"]
-    assert docs["a"]["releases"] == 1 and docs["a"]["epsilon"] == pytest.approx(3.0)  # the bag's stated epsilon
+    # the bag's stated epsilon*N (0.3 * 5) per unit of distance between documents, not epsilon (issue 40)
+    assert docs["a"]["releases"] == 1 and docs["a"]["epsilon"] == pytest.approx(1.5)
     assert {e.command for e in PrivacyLedger(led).events()} == {"obfuscate"}
     before = led.read_bytes()
     second = runner.invoke(app, [*base, "-o", str(tmp_path / "two.jsonl"), "--private-report",
                                  str(tmp_path / "private" / "two.jsonl")])
-    assert second.exit_code == 2 and "privacy budget 5 would be exceeded" in second.output
+    assert second.exit_code == 2 and "privacy budget 2 would be exceeded" in second.output
     assert len(second.output.strip().splitlines()) == 1
     assert led.read_bytes() == before
     assert _nothing_written(tmp_path, "two.jsonl", "two.jsonl.settings.json", "private/two.jsonl")
@@ -164,17 +166,17 @@ def test_transform_charges_the_ledger_it_is_given_through_a_cloned_pipeline(tmp_
     from sklearn.pipeline import make_pipeline
 
     led = PrivacyLedger(tmp_path / "private" / "ledger.jsonl")
-    mech = get("earth-movers", epsilon=2.0, size=3, embeddings=emb, seed=0).set_ledger(led, budget=5.0)
+    mech = get("earth-movers", epsilon=0.5, size=3, embeddings=emb, seed=0).set_ledger(led, budget=4.0)
     pipe = clone(make_pipeline(mech, CountVectorizer()))
     texts = [d["text"] for d in DOCS]
     assert pipe.fit_transform(texts).shape[0] == 2  # no warning (filterwarnings=error): the ledger records it
     spent = led.spent()
-    assert len(spent) == 2 and all(s.epsilon == pytest.approx(2.0) for s in spent.values())
+    assert len(spent) == 2 and all(s.epsilon == pytest.approx(1.5) for s in spent.values())  # epsilon * N
     assert not any(d["text"] in json.dumps(list(spent)) for d in DOCS) and all(k.startswith("text:") for k in spent)
     pipe.transform(texts[:1])  # the same text again: its key adds up
-    assert sorted(s.epsilon for s in led.spent().values()) == pytest.approx([2.0, 4.0])
+    assert sorted(s.epsilon for s in led.spent().values()) == pytest.approx([1.5, 3.0])
     before = led.path.read_bytes()
-    with pytest.raises(ParameterError, match="privacy budget 5 would be exceeded"):
+    with pytest.raises(ParameterError, match="privacy budget 4 would be exceeded"):
         pipe.transform(texts[:1])
     assert led.path.read_bytes() == before
 
@@ -204,7 +206,7 @@ def test_python_driver_on_the_partitioned_engine_charges_the_ledger_once(tmp_pat
     """release(engine="local"): the corpus engine charges before the first part; a resume charges nothing."""
     inp = _write(tmp_path / "in.jsonl", DOCS)
     led = tmp_path / "private" / "ledger.jsonl"
-    mech = get("earth-movers", epsilon=2.0, size=4, embeddings=emb, seed=5)
+    mech = get("earth-movers", epsilon=0.5, size=4, embeddings=emb, seed=5)  # charged epsilon * N = 2 a document
     s = release(mech, [inp], tmp_path / "out", engine="local", ledger=led, budget=3.0)
     assert s.charged == 2 and s.records == 2 and s.guarantee.unit == "document"
     assert sorted(PrivacyLedger(led).spent()) == ["a", "b"] and (tmp_path / "out" / "settings.json").exists()
