@@ -55,7 +55,7 @@ registered mechanism).
 >>> g = Guarantee(mechanism="toy", epsilon=1.0, unit="word", statement="1-DP per word.",
 ...               not_covered="the length", composition="basic composition over words")
 >>> g.to_dict(compact=True)["unit"], "statement" in g.to_dict(compact=True), g.to_dict()["statement"]
-('word', False, '1-DP per word.')
+('word', False, '1-DP per word. Ledger charge: epsilon=1, delta=0 per word.')
 """
 
 from __future__ import annotations
