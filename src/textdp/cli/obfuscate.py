@@ -418,8 +418,6 @@ def _check_options(o: _Options) -> tuple[str | None, bool]:
     check_size_options(o.mechanism, entry(o.mechanism).releases, o.size, o.size_from_data)
     if o.threads is not None:
         check_positive_int(o.threads, "threads")
-    if o.epsilon is not None:
-        check_epsilon(o.epsilon)
     if o.size is not None:
         check_size(o.size)
     for f in o.inputs:  # a mistyped file name is said before the vocabulary is loaded

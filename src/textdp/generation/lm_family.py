@@ -98,7 +98,8 @@ class LMRewriter(TextRewriter[str]):
         """Validate the parameters (no model needed) and return the clipping bounds."""
         if self.epsilon is None:
             raise ParameterError(f"{self.name} needs epsilon")
-        check_epsilon(self.epsilon)
+        if "calibration_" not in self.__dict__:  # before fit; fit validates epsilon once, in the calibration
+            check_epsilon(self.epsilon)
         if self.clip is None:
             raise ParameterError(f"{self.name} needs public clipping bounds (clip=(low, high) or a ClipBounds)")
         bounds = self.clip if isinstance(self.clip, ClipBounds) else ClipBounds(*self.clip)
@@ -122,8 +123,10 @@ class LMRewriter(TextRewriter[str]):
         return 0.0
 
     def _fit(self) -> None:
-        self.bounds_ = self._checked_bounds()
+        if self.epsilon is None:
+            raise ParameterError(f"{self.name} needs epsilon")
         self._calibrate(self.epsilon, self.delta_value())
+        self.bounds_ = self._checked_bounds()
         if not isinstance(self.model, (str, Path)):
             raise ParameterTypeError(f"{self.name}: model must be a local model directory, got "
                                      f"{type(self.model).__name__}")
@@ -434,8 +437,8 @@ class DPBART(LMRewriter):
         return sens, analytic_gaussian_sigma(self._eps(), self.delta_value(), sens)
 
     def noise_parameters(self, hidden_size: int | None) -> dict[str, object]:
-        sens, sigma = self.sigma(hidden_size)
-        return {"sigma": sigma, "l2_sensitivity": sens}
+        stated = self.bound_.params  # the σ the guarantee states, computed once in bound()
+        return {"sigma": stated["sigma"], "l2_sensitivity": stated["l2_sensitivity"]}
 
     def decode(self, lm: LanguageModel, units: Sequence[str], rng: np.random.Generator) -> Units:
         return lm_decode.dp_bart(lm, units, self, rng)

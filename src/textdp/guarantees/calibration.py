@@ -23,9 +23,10 @@ textdp.errors.ParameterError: epsilon must be a finite number > 0, got 0
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Self
 
 from .._validation import check_epsilon
@@ -78,4 +79,6 @@ class Calibration:
 
     def with_noise(self, **noise: object) -> Self:
         """A copy with more noise parameters (e.g. σ once the model's size is known, still inside ``fit``)."""
-        return replace(self, noise=(*self.noise, *noise.items()))
+        new = copy.copy(self)  # not replace(): epsilon is validated once, when the calibration was built
+        object.__setattr__(new, "noise", (*self.noise, *((str(k), v) for k, v in noise.items())))
+        return new
