@@ -264,3 +264,33 @@ def test_topics_command_reads_the_registry(tmp_path):
         cls = mechanism_class(name)
         # the private report's sentence for a mechanism without a sensitivity comes from its class
         assert cls.takes_sensitivity or sensitivity_note(name) == cls.sensitivity_note != ""
+
+
+def _epsilon_checks(fn) -> list[str]:
+    """Spy: the callers of every ``check_epsilon`` call made while ``fn`` runs (``sys.setprofile``)."""
+    import sys
+
+    seen: list[str] = []
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "check_epsilon" and \
+                frame.f_code.co_filename.endswith("_validation.py"):
+            back = frame.f_back
+            seen.append(f"{back.f_code.co_filename.rsplit('textdp/', 1)[-1]}:{back.f_code.co_name}")
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_fit_validates_epsilon_once_where_the_calibration_is_built(name, resources):
+    mech = get(name, **_params(name, resources))
+    seen = _epsilon_checks(mech.fit)
+    derived = mechanism_class(name).epsilon_from is not None
+    assert seen.count("guarantees/calibration.py:__post_init__") == (0 if derived else 1), seen
+    # besides the calibration, only a public noise or calibration function validating its own argument
+    assert len(seen) <= 2, seen

@@ -42,6 +42,7 @@ separately, for a private sidecar.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -422,7 +423,10 @@ class RandomSentence(_VocabularySentence):
     def _setup(self) -> None:
         words = self.model_.vocab.words
         vocab = Embeddings(list(words), np.zeros((len(words), 1), dtype=np.float32), name="rewriter vocabulary")
-        self.replacement_ = RandomReplacement(epsilon=self.epsilon_, embeddings=vocab, stop_words=None).fit()
+        # the word core at this calibration's rate (|V| / (|V| + e^epsilon - 1)): epsilon is not validated again
+        rate = 1.0 / (1.0 + math.expm1(self.epsilon_) / len(words)) if self.epsilon_ < 700 else \
+            math.exp(math.log(len(words)) - self.epsilon_)
+        self.replacement_ = RandomReplacement(rate=rate, embeddings=vocab, stop_words=None).fit()
 
     def bound(self) -> RewriteGuarantee:
         m = self.model_
