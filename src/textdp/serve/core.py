@@ -411,7 +411,7 @@ class Workbench:
         covered, not_covered = split_guarantee(doc.guarantee.statement)  # the record carries the compact form
         return {
             "mechanism": name,
-            "epsilon": eps,
+            "epsilon": mech.epsilon_,  # the fitted calibration's, which the noise and the record read
             "kind": "bag" if name in BAG_MECHANISMS else "text",
             "output": [{"word": w, "kept": bool(f)} for w, f in zip(words, out_flags)],
             "input": self._spans(text, kept_words, bag),
