@@ -443,7 +443,7 @@ def _run_corpus(inputs: Inputs, out_dir: Path, driver_mech: TextMechanism, publi
                 embeddings: Embeddings, backend: Backend, partitions: int | None, private_report: Path | None,
                 force: bool, progress: ProgressCallback | None, on_size_from_data: Callable[[int], None] | None,
                 strict_ids: bool, on_duplicate_ids: Callable[[int, str], None] | None, ledger: Ledger | None,
-                budget: float | None, new_ledger: bool, on_ledger: Callable[[int, str | None], None] | None,
+                budget: BudgetLike | None, new_ledger: bool, on_ledger: Callable[[int, str | None], None] | None,
                 extra_settings: dict[str, object] | None,
                 on_work_dir: Callable[[Path], None] | None = None) -> JSONObject:
     """:func:`obfuscate_corpus` once its inputs are open: every read of them goes through ``inputs``."""
