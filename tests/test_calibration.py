@@ -72,6 +72,8 @@ def _params(name: str, need) -> dict[str, object]:
             kw["delta"] = 1e-5
     elif family == "sentence":
         kw["model"] = need("rewriter")
+    elif getattr(cls, "takes_corpus", False):  # the unit is the user corpus (topics fitted after the noise)
+        kw.update(delta=1e-4, topics=2)
     elif getattr(cls, "takes_sensitivity", True):
         kw.update(delta=1e-4, sensitivity=0.05)
     return kw
@@ -81,6 +83,12 @@ def _unit(mech: Mechanism) -> object:
     if mech.family != "topics":
         return TEXT
     from textdp.topics.models import TopicMatrix
+
+    if getattr(mech, "takes_corpus", False):
+        from textdp.topics import UserCorpus
+
+        return UserCorpus.from_texts(["a b c a", "b c a", "c a b b", "a c"], ["u", "v", "w", "u"],
+                                     vocabulary=["a", "b", "c"])
 
     return TopicMatrix(np.array([[0.5, 0.3, 0.1], [0.4, 0.2, 0.1]]), (("a", "b", "c"), ("d", "e", "f")), (0, 1))
 

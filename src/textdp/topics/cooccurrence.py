@@ -241,10 +241,8 @@ class CorpusTopicsMechanism(TopicsMechanism):
     relevance: float = 0.6
 
     def _fit(self) -> None:
-        from .._validation import check_epsilon
-
-        self.epsilon_ = check_epsilon(self.epsilon)
         super()._check_delta()
+        self._calibrate(self.epsilon, float(self.delta or 0.0))  # epsilon validated once, in the calibration
         if self.sensitivity is not None or self.gamma is not None:
             raise ParameterError(f"{self.name} is calibrated to its public clip C (clip=): it takes no sensitivity "
                                  "or gamma")
@@ -404,7 +402,7 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
 
     def sigma(self) -> float:
         """The noise's standard deviation (public: a function of ``epsilon``, ``delta`` and ``clip``)."""
-        return analytic_gaussian_sigma(self.epsilon_, float(self.delta or 0.0), float(self.clip))
+        return analytic_gaussian_sigma(self.epsilon_, self.delta_, float(self.clip))
 
     def noisy_statistic(self, corpus: UserCorpus, rng: np.random.Generator) -> np.ndarray:
         """``S~ = S + Z`` (``V x V``, not symmetrised): the only step that reads the private corpus."""
@@ -419,7 +417,7 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
         return tw, prev, mass / mass.sum() if mass.sum() > 0 else np.full(mass.size, 1.0 / mass.size)
 
     def _stated(self, shape: tuple[int, int], n: int) -> TopicGuarantee:  # type: ignore[override]
-        eps, delta, C = self.epsilon_, float(self.delta or 0.0), float(self.clip)
+        eps, delta, C = self.epsilon_, self.delta_, float(self.clip)
         sigma = self.sigma()
         V = shape[1]
         noise = (f"Gaussian N(0, sigma^2) with sigma={sigma:.6g} on each of the {V}x{V} entries of the sum of "

@@ -188,7 +188,7 @@ class SpectralLDA(CorpusTopicsMechanism):
 
     def sigmas(self) -> tuple[float, float, float]:
         """``(sigma2, sigma3, C3)``: the two noise scales and the tensor's clip (public)."""
-        mu = gdp_mu(self.epsilon_, float(self.delta or 0.0))
+        mu = gdp_mu(self.epsilon_, self.delta_)
         mu1, mu2 = mu * math.sqrt(float(self.share)), mu * math.sqrt(1.0 - float(self.share))
         C3 = float(self.clip3) * math.sqrt(self.topics * (float(self.alpha0) + 1.0))
         return float(self.clip) / mu1, C3 / mu2, C3
@@ -252,7 +252,7 @@ class SpectralLDA(CorpusTopicsMechanism):
         return tw[order], prev[order], M1 / max(float(M1.sum()), 1e-300)
 
     def _stated(self, shape: tuple[int, int], n: int) -> TopicGuarantee:  # type: ignore[override]
-        eps, delta = self.epsilon_, float(self.delta or 0.0)
+        eps, delta = self.epsilon_, self.delta_
         s2, s3, C3 = self.sigmas()
         mu = gdp_mu(eps, delta)
         V, K = shape[1], self.topics
