@@ -260,12 +260,13 @@ class Mechanism(ABC, Generic[P, O, R]):
         dataclasses.dataclass(kw_only=True, eq=False, repr=False)(cls)
         cls._param_set = frozenset(cls.param_names())
 
-    def __setattr__(self, key: str, value: object) -> None:
-        """Assigning a parameter of a fitted mechanism drops its fitted state (the next use refuses: refit first)."""
-        if key in self._param_set and "rng_" in self.__dict__:
-            self._reset()
-            object.__setattr__(self, "_changed_after_fit", key)
-        object.__setattr__(self, key, value)
+    if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute assignment
+        def __setattr__(self, key: str, value: object) -> None:
+            """Assigning a parameter of a fitted mechanism drops its fitted state (the next use refuses: refit first)."""
+            if key in self._param_set and "rng_" in self.__dict__:
+                self._reset()
+                object.__setattr__(self, "_changed_after_fit", key)
+            object.__setattr__(self, key, value)
 
     @property
     def epsilon_(self) -> float:
