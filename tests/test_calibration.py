@@ -190,6 +190,7 @@ def test_earth_movers_charges_epsilon_times_n_per_document(resources):
 @pytest.fixture()
 def ledger(tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTDP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TEXTDP_STATE_DIR", str(tmp_path / "state"))  # the ledger's anchors
     folder = tmp_path / "private"
     folder.mkdir(mode=0o700)
     return PrivacyLedger(folder / "ledger.jsonl")
