@@ -405,7 +405,13 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
         return analytic_gaussian_sigma(self.epsilon_, self.delta_, float(self.clip))
 
     def noisy_statistic(self, corpus: UserCorpus, rng: np.random.Generator) -> np.ndarray:
-        """``S~ = S + Z`` (``V x V``, not symmetrised): the only step that reads the private corpus."""
+        """``S~ = S + Z`` (``V x V``, not symmetrised): the only step that reads the private corpus.
+
+        The release (:meth:`topic_word`, hence ``privatize_batch``) calls this method and post-processes its
+        result; ``textdp audit noisy-cooccurrence`` calls the same method of the registered class and audits the
+        noisy statistic against its own claim (``tests/test_audit_topic_moments.py`` checks that the release goes
+        through this very function).
+        """
         S = user_pair_moments(corpus, self.words).clipped_sum(float(self.clip))
         return S + gaussian_noise(S.shape, self.sigma(), rng)
 
