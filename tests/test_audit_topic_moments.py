@@ -46,7 +46,9 @@ def test_the_profile_is_the_hockey_stick_of_two_gaussians_and_the_least_noise_is
     for mu in (0.3, 1.0, 2.5):
         for e in (0.0, 0.5, 2.0):
             # E_{L ~ N(mu^2/2, mu^2)}[(1 - e^{e - L})_+] by quadrature
-            f = lambda x: max(0.0, 1.0 - math.exp(e - x)) * norm.pdf(x, mu * mu / 2, mu)  # noqa: E731
+            def f(x, e=e, mu=mu):
+                return max(0.0, 1.0 - math.exp(e - x)) * norm.pdf(x, mu * mu / 2, mu)
+
             want = integrate.quad(f, e, mu * mu / 2 + 12 * mu)[0]
             assert abs(float(gaussian_profile(e, mu)) - want) < 1e-8
     assert abs(1.0 / least_noise_mu(1.0, 1e-5) - 3.7297) < 1e-3  # Balle & Wang 2018, Table/Fig. (sigma for Delta=1)
@@ -59,7 +61,7 @@ def test_the_pair_statistics_are_the_definitions():
     assert np.isclose(q.sum(), 1.0) and np.allclose(q, q.T)
     assert np.allclose(q[:2, :2], [[0.5, 0.25], [0.25, 0.0]]) and np.isclose(np.linalg.norm(q), math.sqrt(0.375))
     t = triple_counts("gas gas gas power", ["gas", "power"])
-    assert np.isclose(sum(s for *_, s in t), 1.0) and dict(((i, j, k), s) for i, j, k, s in t)[(0, 0, 0)] == 0.25
+    assert np.isclose(sum(s for *_, s in t), 1.0) and {(i, j, k): s for i, j, k, s in t}[(0, 0, 0)] == 0.25
 
 
 @pytest.mark.parametrize("helper", ["analytic_gaussian_sigma", "gaussian_delta"])

@@ -44,6 +44,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -201,7 +202,7 @@ def _corpora() -> tuple[object, object]:
     return a, b
 
 
-def _mechanism(name: str, eps: float, dlt: float, params: Mapping[str, object]) -> object:
+def _mechanism(name: str, eps: float, dlt: float, params: Mapping[str, object]) -> Any:
     from ..mechanisms.registry import get
 
     for key in ("sensitivity", "gamma"):
@@ -230,8 +231,8 @@ def _params(epsilon: float | None, delta: float | None) -> tuple[float, float]:
             check_probability(DEFAULT_DELTA if delta is None else delta, "delta"))
 
 
-def _columns(mech: object) -> tuple[str, ...]:
-    return AUDIT_WORDS[: min(int(getattr(mech, "words")), len(AUDIT_WORDS))]
+def _columns(mech: Any) -> tuple[str, ...]:
+    return AUDIT_WORDS[: min(int(mech.words), len(AUDIT_WORDS))]
 
 
 # -- noisy-cooccurrence -----------------------------------------------------------------------------------------
@@ -245,8 +246,8 @@ def noisy_cooccurrence_case(epsilon: float | None = None, delta: float | None = 
     """
     eps, dlt = _params(epsilon, delta)
     built = _mechanism("noisy-cooccurrence", eps, dlt, params)
-    mech = built if mechanism is None else mechanism
-    C = float(getattr(built, "clip"))
+    mech: Any = built if mechanism is None else mechanism
+    C = float(built.clip)
     cols = _columns(built)
     mu = least_noise_mu(eps, dlt)
     sigma = C / mu
@@ -260,7 +261,7 @@ def noisy_cooccurrence_case(epsilon: float | None = None, delta: float | None = 
     means = {id(corpus_a): S_a, id(corpus_b): S_b}
 
     def sample(corpus: object, n: int, rng: np.random.Generator) -> np.ndarray:
-        release = getattr(mech, "noisy_statistic")  # the method privatize_batch runs (looked up now: no stale copy)
+        release = mech.noisy_statistic  # the method privatize_batch runs (looked up now: no stale copy)
         return np.stack([np.asarray(release(corpus, rng), dtype=np.float64) for _ in range(n)])
 
     def loss(out: np.ndarray) -> np.ndarray:
@@ -291,7 +292,7 @@ def noisy_cooccurrence_claim(epsilon: float | None = None, delta: float | None =
                              **params: object) -> MomentClaim:
     """The :class:`MomentClaim` of :func:`noisy_cooccurrence_case` at these parameters."""
     eps, dlt = _params(epsilon, delta)
-    C = float(getattr(_mechanism("noisy-cooccurrence", eps, dlt, params), "clip"))
+    C = float(_mechanism("noisy-cooccurrence", eps, dlt, params).clip)
     mu = least_noise_mu(eps, dlt)
     return MomentClaim(eps, dlt, mu, (C / mu,), (C,))
 
@@ -303,10 +304,10 @@ def spectral_claim(epsilon: float | None = None, delta: float | None = None, **p
     return _spectral_claim(_mechanism("spectral-lda", eps, dlt, params), eps, dlt)
 
 
-def _spectral_claim(mech: object, eps: float, dlt: float) -> MomentClaim:
-    share = float(getattr(mech, "share"))
-    K, a0 = int(getattr(mech, "topics")), float(getattr(mech, "alpha0"))
-    C2, C3 = float(getattr(mech, "clip")), float(getattr(mech, "clip3")) * math.sqrt(K * (a0 + 1.0))
+def _spectral_claim(mech: Any, eps: float, dlt: float) -> MomentClaim:
+    share = float(mech.share)
+    K, a0 = int(mech.topics), float(mech.alpha0)
+    C2, C3 = float(mech.clip), float(mech.clip3) * math.sqrt(K * (a0 + 1.0))
     mu = least_noise_mu(eps, dlt)
     return MomentClaim(eps, dlt, mu, (C2 / (mu * math.sqrt(share)), C3 / (mu * math.sqrt(1.0 - share))), (C2, C3))
 
@@ -320,15 +321,15 @@ def spectral_lda_case(epsilon: float | None = None, delta: float | None = None, 
     """
     eps, dlt = _params(epsilon, delta)
     built = _mechanism("spectral-lda", eps, dlt, params)
-    mech = built if mechanism is None else mechanism
+    mech: Any = built if mechanism is None else mechanism
     cols = _columns(built)
-    V, K = len(cols), int(getattr(built, "topics"))
+    V, K = len(cols), int(built.topics)
     if K > V:
         raise ParameterError(f"the spectral-lda audit's corpus has {V} public words: give --param topics <= {V}")
     claim = _spectral_claim(built, eps, dlt)
     s2, s3 = claim.sigmas
     C2, C3 = claim.clips
-    kappa = float(getattr(built, "clip3"))
+    kappa = float(built.clip3)
     q_target = _clipped(pair_distribution(TARGET_DOCUMENT, cols), C2)
     S2_b = sum((_clipped(pair_distribution(d, cols), C2) for d in OTHER_DOCUMENTS), np.zeros((V, V)))
     S2 = {"a": S2_b + q_target, "b": S2_b}
@@ -355,7 +356,7 @@ def spectral_lda_case(epsilon: float | None = None, delta: float | None = None, 
         return sum((user_rows(t, W) for t in t_others), np.zeros((W.shape[0], K ** 3 + 1)))
 
     def sample(corpus: object, n: int, rng: np.random.Generator) -> np.ndarray:
-        release = getattr(mech, "noisy_moments")  # the method privatize_batch runs
+        release = mech.noisy_moments  # the method privatize_batch runs
         out = np.empty((n, width))
         for k in range(n):
             m = release(corpus, rng)
@@ -379,7 +380,7 @@ def spectral_lda_case(epsilon: float | None = None, delta: float | None = None, 
 
     mu = claim.mu
     law = (f"N(0, {s2:.6g}^2) on the {V}x{V} pair entries and N(0, {s3:.6g}^2) on the {K}^3+1 whitened triple "
-           f"entries (mu={mu:.6g} split by share={float(getattr(built, 'share')):g}; C2={C2:g}, C3={C3:.6g})")
+           f"entries (mu={mu:.6g} split by share={float(built.share):g}; C2={C2:g}, C3={C3:.6g})")
     curve = PrivacyCurve(sample, loss, _claimed(mu), _grid(mu), reuse_outputs=True,
                          description=f"spectral-lda's two noisy releases vs the mu={mu:.6g}-GDP profile (the least "
                                      "noise (epsilon, delta) allows)")
