@@ -204,3 +204,20 @@ def test_the_cases_take_the_users_parameters():
     with pytest.raises(ParameterError, match="topics <= 10"):
         spectral_lda_case(topics=12)
     assert audit("spectral-lda", samples=200, seed=1, params={"topics": 3, "share": 0.3}).samples == 200
+
+
+def test_the_command_line_takes_the_parameters_and_refuses_bad_ones():
+    import json
+
+    from typer.testing import CliRunner
+
+    from textdp.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["audit", "noisy-cooccurrence", "--param", "clip=0.05", "--samples", "200", "--seed", "1",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    assert "clip C=0.05" in json.loads(res.stdout)["pair"]
+    for args in (["noisy-cooccurrence", "--param", "bogus=1"], ["spectral-lda", "--param", "topics=12"]):
+        res = runner.invoke(app, ["audit", *args, "--samples", "200"])
+        assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
