@@ -66,6 +66,7 @@ __all__ = [
     "noisy_cooccurrence_case",
     "pair_distribution",
     "register_topic_moment_cases",
+    "released_statistics",
     "spectral_lda_case",
     "triple_counts",
 ]
@@ -213,6 +214,34 @@ def _mechanism(name: str, eps: float, dlt: float, params: Mapping[str, object]) 
     return mech
 
 
+def released_statistics(mech: Any, corpus: object, n: int, rng: np.random.Generator) -> list[Any]:
+    """``n`` releases of ``corpus`` through the registered class's ``privatize_batch``; each one's noisy statistic.
+
+    The release runs ``topic_word`` = ``fit_topics(noisy step(corpus, rng))`` (``noisy_statistic`` or
+    ``noisy_moments``): on the audit's own instance the post-processing ``fit_topics`` is replaced by a recorder
+    that keeps its input and returns uniform topics (post-processing reads no data; replacing it cannot change the
+    law of what it is given, and it saves the NMF / tensor power method of every draw). Everything before it --
+    ``privatize_batch``, ``_privatize``, the noisy step -- is the release's own code.
+    """
+    got: list[Any] = []
+
+    def recorder(stat: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        got.append(stat)
+        V = int(np.shape(stat[0] if isinstance(stat, tuple) else stat)[0])
+        K = int(mech.topics)
+        return np.full((K, V), 1.0 / V), np.full(K, 1.0 / K), np.full(V, 1.0 / V)
+
+    object.__setattr__(mech, "fit_topics", recorder)
+    try:
+        mech.privatize_batch([corpus] * n, seed=rng)
+    finally:
+        object.__delattr__(mech, "fit_topics")
+    if len(got) != n:
+        raise ParameterError(f"{mech.name}: {n} releases recorded {len(got)} noisy statistics; the release no longer "
+                             "calls fit_topics once per corpus (textdp.audit.topic_moments)")
+    return got
+
+
 def _grid(mu: float) -> tuple[float, ...]:
     eta = mu * mu / 2.0  # the mean of L under a
     return tuple(float(x) for x in np.linspace(0.0, eta + 2.0 * mu, CURVE_POINTS))
@@ -261,8 +290,7 @@ def noisy_cooccurrence_case(epsilon: float | None = None, delta: float | None = 
     means = {id(corpus_a): S_a, id(corpus_b): S_b}
 
     def sample(corpus: object, n: int, rng: np.random.Generator) -> np.ndarray:
-        release = mech.noisy_statistic  # the method privatize_batch runs (looked up now: no stale copy)
-        return np.stack([np.asarray(release(corpus, rng), dtype=np.float64) for _ in range(n)])
+        return np.stack([np.asarray(s, dtype=np.float64) for s in released_statistics(mech, corpus, n, rng)])
 
     def loss(out: np.ndarray) -> np.ndarray:
         o = np.asarray(out, dtype=np.float64).reshape(len(out), -1)
@@ -356,10 +384,8 @@ def spectral_lda_case(epsilon: float | None = None, delta: float | None = None, 
         return sum((user_rows(t, W) for t in t_others), np.zeros((W.shape[0], K ** 3 + 1)))
 
     def sample(corpus: object, n: int, rng: np.random.Generator) -> np.ndarray:
-        release = mech.noisy_moments  # the method privatize_batch runs
         out = np.empty((n, width))
-        for k in range(n):
-            m = release(corpus, rng)
+        for k, m in enumerate(released_statistics(mech, corpus, n, rng)):
             out[k] = np.concatenate([np.ravel(m.pairs), np.ravel(m.W), np.ravel(m.triples)])
         return out
 

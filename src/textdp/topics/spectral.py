@@ -249,17 +249,22 @@ class SpectralLDA(CorpusTopicsMechanism):
         """The two noisy releases and the public whitening between them: the only steps that read the corpus.
 
         The release (:meth:`topic_word`, hence ``privatize_batch``) calls this method and post-processes its
-        result; ``textdp audit spectral-lda`` calls the same method of the registered class and audits the
-        released statistics against its own claim (``tests/test_audit_topic_moments.py`` checks that the release
-        goes through this very function).
+        result with :meth:`fit_topics`; ``textdp audit spectral-lda`` runs ``privatize_batch`` of the registered
+        class and records what this method returns (on its own instance, it replaces the post-processing
+        :meth:`fit_topics` by a recorder: ``tests/test_audit_topic_moments.py`` checks the release path goes
+        through this very function).
         """
         pairs = self.noisy_pairs(corpus, rng)
         W, unwhiten, E2, M1 = self.whitening(pairs)
         return SpectralMoments(pairs, W, unwhiten, E2, M1, self.noisy_triples(corpus, W, rng))
 
     def topic_word(self, corpus: UserCorpus, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.fit_topics(self.noisy_moments(corpus, rng))
+
+    def fit_topics(self, moments: SpectralMoments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(topic_word, prevalence, marginal)`` from the noisy moments: post-processing only (reads no data)."""
         a0, K = float(self.alpha0), self.topics
-        _, W, unwhiten, E2, M1, S3 = self.noisy_moments(corpus, rng)
+        _, W, unwhiten, E2, M1, S3 = moments
         users = max(float(S3[-1]) / float(self.clip3), 1.0)
         E3w = _symmetrize3(S3[:-1].reshape(K, K, K) / users)
         m1 = W.T @ M1
