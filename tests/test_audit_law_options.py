@@ -22,6 +22,10 @@ EXAMPLES = {"decoder": "torch", "postprocess": "mbr", "candidates": 16, "lambd":
             "p": 0.5, "sensitive_fraction": 0.8, "top_k": 10, "size": 2, "bag": "sample", "known_source": True,
             "variant": "composition", "grid": 2.0 ** -18, "stop_words": "english", "clip": "-2,2",
             "sampler": "gumbel"}
+#: Values for one mechanism's parameter where the name means another thing elsewhere (the corpus topic mechanisms).
+EXAMPLES_OF = {("noisy-cooccurrence", "clip"): 0.05, ("spectral-lda", "clip"): 0.05, "words": 6, ("spectral-lda", "words"): 10,
+               "topics": 3,
+               "clip3": 2.0, "share": 0.3, "alpha0": 0.5}
 SENTENCE = {n for n in REGISTRY if mechanism_class(n).family == "sentence"}
 
 
@@ -58,7 +62,8 @@ def test_each_param_option_builds_its_case(mech, key, case):
         pytest.importorskip("transformers")
     if key == "decoder" or mech in SENTENCE:
         pytest.importorskip("torch")
-    built = audit_case(case, params={key: EXAMPLES[key]})
+    value = EXAMPLES_OF.get((mech, key), EXAMPLES_OF.get(key, EXAMPLES.get(key)))
+    built = audit_case(case, params={key: value})
     out = built.sample(built.input_a, 8, np.random.default_rng(0))
     assert len(out) == 8
 

@@ -38,7 +38,9 @@ SEEDS = {"topicdp-thesis-covered": 5}
 def _no_noise(monkeypatch) -> None:
     """Every family's release primitive returns its input: no noise anywhere."""
     import textdp.mechanisms.syntf as syntf_module
+    import textdp.topics.cooccurrence as cooccurrence_module
     import textdp.topics.noise as topic_module
+    import textdp.topics.spectral as spectral_module
 
     monkeypatch.setattr(em_module, "privatize_ids", lambda ids, *a, **k: np.sort(np.asarray(ids), axis=-1))
     monkeypatch.setattr(WordLevelMechanism, "privatize_ids", lambda self, ids, rng=None: np.asarray(ids))
@@ -46,6 +48,8 @@ def _no_noise(monkeypatch) -> None:
                         lambda rows, weights, v, eps, n, rng: np.stack([np.resize(np.asarray(r), n) for r in rows]))
     monkeypatch.setattr(topic_module.GridNoise, "randomize",
                         lambda self, matrix, seed=None: np.asarray(matrix, dtype=np.float64))
+    for module in (cooccurrence_module, spectral_module):  # the corpus topic mechanisms' noise on their statistics
+        monkeypatch.setattr(module, "gaussian_noise", lambda shape, sigma, rng: np.zeros(shape))
 
 
 def test_the_topic_cases_never_sample_the_declared_law(monkeypatch):

@@ -23,6 +23,7 @@ from .generation import ae_dp_case, er_ae_case
 from .lm import register_lm_cases
 from .registry import register_audit_case
 from .sentence_release import random_sentence_case, syntf_sentence_case
+from .topic_moments import register_topic_moment_cases
 from .word_level import register_word_level_cases
 
 __all__ = ["TAKES_PARAMS", "register_builtin_cases"]
@@ -105,3 +106,4 @@ def register_builtin_cases() -> None:
                                     "[generation])")
     register_word_level_cases()
     register_lm_cases()
+    register_topic_moment_cases()

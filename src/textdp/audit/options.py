@@ -95,6 +95,16 @@ _TOPICS = {"epsilon": _EPS, "delta": _DELTA, "seed": _SEED,
                                "model: the model-column case {base}"),
            "keywords": _c("{base}-covered", "keywords of the covered release (the case releases 2 of 4)"),
            "grid": _p("{base}")}
+#: the corpus topic mechanisms (textdp.audit.topic_moments): their noisy statistic is audited; the rest is post-processing
+_CORPUS = {"epsilon": _EPS, "delta": _DELTA, "seed": _SEED,
+           "sensitivity": _s("refused by the class (the sensitivity is the public clip)"),
+           "gamma": _s("refused by the class"), "vocabulary_note": _s("a public sentence in the guarantee"),
+           "keywords_from": _s("refused by the class but for 'noisy'"),
+           "grid": _s("post-processing of the noisy statistic (rounding of the released rows)"),
+           "keywords": _s("post-processing of the noisy statistic"),
+           "topics": _s("post-processing: the NMF's rank (the statistic does not depend on it)"),
+           "released_topics": _s("post-processing of the noisy statistic"),
+           "relevance": _s("post-processing: the keywords' ranking")}
 _GEN = {"epsilon": _EPS, "seed": _SEED, "model": _i("the audit trains its own tiny model"),
         "model_data": _i("the tiny model's public data")}
 
@@ -152,6 +162,14 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
                         "gamma": _s("refused by the class")},
     "mvg": _topics("mvg"),
     "mvg-directional": _topics("mvg-directional"),
+    "noisy-cooccurrence": {**_CORPUS, "words": _p("noisy-cooccurrence", "the statistic's columns (at most the audit's 10)"),
+                           "clip": _p("noisy-cooccurrence", "the L2 sensitivity C"),
+                           "nmf_iter": _s("post-processing: the NMF's iterations")},
+    "spectral-lda": {**_CORPUS, "words": _p("spectral-lda", "the statistic's columns (at most the audit's 10)"),
+                     "clip": _p("spectral-lda", "release 1's sensitivity C2"),
+                     "topics": _p("spectral-lda", "K: the whitening's width and C3 (at most the 10 columns)"),
+                     "clip3": _p("spectral-lda", "release 2's constant and C3"), "share": _p("spectral-lda"),
+                     "alpha0": _p("spectral-lda", "C3 (the post-processing's LDA correction reads it too)")},
 })
 
 

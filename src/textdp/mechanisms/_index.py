@@ -32,8 +32,8 @@ INDEX: tuple[tuple[str, str, str, str | None, str], ...] = (
     ("topicdp-laplace", "topics", "matrix", "laplace", "textdp.topics.family:TopicDPLaplace"),
     ("mvg", "topics", "matrix", "mvg", "textdp.topics.family:MVG"),
     ("mvg-directional", "topics", "matrix", "mvg-directional", "textdp.topics.family:MVGDirectional"),
-    ("noisy-cooccurrence", "topics", "matrix", None, "textdp.topics.cooccurrence:NoisyCooccurrence"),
-    ("spectral-lda", "topics", "matrix", None, "textdp.topics.spectral:SpectralLDA"),
+    ("noisy-cooccurrence", "topics", "matrix", "noisy-cooccurrence", "textdp.topics.cooccurrence:NoisyCooccurrence"),
+    ("spectral-lda", "topics", "matrix", "spectral-lda", "textdp.topics.spectral:SpectralLDA"),
 )
 
 PARAMS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -78,8 +78,8 @@ LOCATIONS: tuple[str | tuple[str, str | None], ...] = (
     ("textdp.topics.family:TopicDPLaplace", "laplace"),
     "textdp.topics.family:MVG",
     "textdp.topics.family:MVGDirectional",
-    ("textdp.topics.cooccurrence:NoisyCooccurrence", None),
-    ("textdp.topics.spectral:SpectralLDA", None),
+    "textdp.topics.cooccurrence:NoisyCooccurrence",
+    "textdp.topics.spectral:SpectralLDA",
 )
 
 

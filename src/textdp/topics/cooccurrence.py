@@ -405,12 +405,22 @@ class NoisyCooccurrence(CorpusTopicsMechanism):
         return analytic_gaussian_sigma(self.epsilon_, self.delta_, float(self.clip))
 
     def noisy_statistic(self, corpus: UserCorpus, rng: np.random.Generator) -> np.ndarray:
-        """``S~ = S + Z`` (``V x V``, not symmetrised): the only step that reads the private corpus."""
+        """``S~ = S + Z`` (``V x V``, not symmetrised): the only step that reads the private corpus.
+
+        The release (:meth:`topic_word`, hence ``privatize_batch``) calls this method and post-processes its
+        result with :meth:`fit_topics`; ``textdp audit noisy-cooccurrence`` runs ``privatize_batch`` of the
+        registered class and records what this method returns (on its own instance, it replaces the
+        post-processing :meth:`fit_topics` by a recorder: ``tests/test_audit_topic_moments.py`` checks the release
+        path goes through this very function).
+        """
         S = user_pair_moments(corpus, self.words).clipped_sum(float(self.clip))
         return S + gaussian_noise(S.shape, self.sigma(), rng)
 
     def topic_word(self, corpus: UserCorpus, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        noisy = self.noisy_statistic(corpus, rng)
+        return self.fit_topics(self.noisy_statistic(corpus, rng))
+
+    def fit_topics(self, noisy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(topic_word, prevalence, marginal)`` from the noisy statistic: post-processing only (reads no data)."""
         L = low_rank(noisy, self.topics)
         tw, prev = factorize(L, self.topics, max_iter=self.nmf_iter)
         mass = L.sum(axis=1)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -36,7 +37,8 @@ from .cooccurrence import BALLE_WANG, CorpusTopicsMechanism, gaussian_noise, use
 from .models import UserCorpus
 from .release import TopicGuarantee, grid_text
 
-__all__ = ["DECAROLIS", "DONG_ROTH_SU", "SpectralLDA", "gdp_mu", "tensor_power", "user_triple_moments"]
+__all__ = ["DECAROLIS", "DONG_ROTH_SU", "SpectralLDA", "SpectralMoments", "gdp_mu", "tensor_power",
+           "user_triple_moments"]
 
 DECAROLIS = ("DeCarolis, Ram, Esmaeili, Wang & Huang, 'An end-to-end Differentially Private Latent Dirichlet "
              "Allocation Using a Spectral Algorithm', AISTATS 2020 (arXiv 1805.10341)")
@@ -125,6 +127,21 @@ def tensor_power(T: np.ndarray, k: int, *, starts: int = 20, iters: int = 50,
         vecs.append(best_v)
         T = T - best * np.einsum("a,b,c->abc", best_v, best_v, best_v)
     return np.array(lams), np.array(vecs).T
+
+
+class SpectralMoments(NamedTuple):
+    """What :meth:`SpectralLDA.noisy_moments` returns (immutable).
+
+    ``pairs``: release 1, ``S2~`` (``V x V``); ``W`` (``V x K``), ``unwhiten``, ``E2``, ``M1``: the whitening
+    computed from it (post-processing, public from here on); ``triples``: release 2, ``S3~`` (``K^3 + 1``).
+    """
+
+    pairs: np.ndarray
+    W: np.ndarray
+    unwhiten: np.ndarray
+    E2: np.ndarray
+    M1: np.ndarray
+    triples: np.ndarray
 
 
 def _symmetrize3(T: np.ndarray) -> np.ndarray:
@@ -228,10 +245,26 @@ class SpectralLDA(CorpusTopicsMechanism):
         d = np.where(norms > C3, C3 / np.where(norms > 0, norms, 1.0), 1.0)
         return (d[:, None] * r).sum(axis=0)
 
+    def noisy_moments(self, corpus: UserCorpus, rng: np.random.Generator) -> SpectralMoments:
+        """The two noisy releases and the public whitening between them: the only steps that read the corpus.
+
+        The release (:meth:`topic_word`, hence ``privatize_batch``) calls this method and post-processes its
+        result with :meth:`fit_topics`; ``textdp audit spectral-lda`` runs ``privatize_batch`` of the registered
+        class and records what this method returns (on its own instance, it replaces the post-processing
+        :meth:`fit_topics` by a recorder: ``tests/test_audit_topic_moments.py`` checks the release path goes
+        through this very function).
+        """
+        pairs = self.noisy_pairs(corpus, rng)
+        W, unwhiten, E2, M1 = self.whitening(pairs)
+        return SpectralMoments(pairs, W, unwhiten, E2, M1, self.noisy_triples(corpus, W, rng))
+
     def topic_word(self, corpus: UserCorpus, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.fit_topics(self.noisy_moments(corpus, rng))
+
+    def fit_topics(self, moments: SpectralMoments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(topic_word, prevalence, marginal)`` from the noisy moments: post-processing only (reads no data)."""
         a0, K = float(self.alpha0), self.topics
-        W, unwhiten, E2, M1 = self.whitening(self.noisy_pairs(corpus, rng))
-        S3 = self.noisy_triples(corpus, W, rng)
+        _, W, unwhiten, E2, M1, S3 = moments
         users = max(float(S3[-1]) / float(self.clip3), 1.0)
         E3w = _symmetrize3(S3[:-1].reshape(K, K, K) / users)
         m1 = W.T @ M1
