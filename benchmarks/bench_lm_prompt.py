@@ -68,8 +68,7 @@ def _generate(lm, s: DPPrompt, docs: list[str]) -> tuple[int, float]:
     frame = lm_decode.prompt_frame(lm, s)
     tok = lm.tokenizer
     stops = set(frame.stops)
-    prompts = [list(frame.head) + tok(frame.doc_prefix + d, add_special_tokens=False)["input_ids"]
-               [: s.max_input_tokens] + list(frame.tail) for d in docs]
+    prompts = lm_decode.prompt_ids(lm, s, docs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else frame.stops[0]
     n = 0
     t0 = time.perf_counter()

@@ -82,8 +82,7 @@ def _nonprivate(lm, docs: list[str], n_new: int) -> list[str]:
     s.resolve(lm)
     frame = lm_decode.prompt_frame(lm, s)
     tok = lm.tokenizer
-    prompts = [list(frame.head) + tok(frame.doc_prefix + d, add_special_tokens=False)["input_ids"] + list(frame.tail)
-               for d in docs]
+    prompts = lm_decode.prompt_ids(lm, s, docs)
     ids, mask = lm_decode._pad(prompts, frame.stops[0] if tok.pad_token_id is None else tok.pad_token_id, left=True)
     torch.manual_seed(0)  # the non-private baseline's sampling, not a privacy noise
     with torch.inference_mode():

@@ -217,7 +217,7 @@ def test_chat_template_bos_and_stop_tokens(causal, tmp_path):
     s = _resolved(lm, _prompt(1.0, BOUNDS))
     assert s.prompt_format_ == "chat" and "{document}" in s.template_ and s.prompt_format == "auto"
     frame = lm_decode.prompt_frame(lm, s)
-    assert frame.head[0] == lm.tokenizer.bos_token_id and lm.tokenizer.eos_token_id in frame.stops
+    assert frame.public[0] == lm.tokenizer.bos_token_id and lm.tokenizer.eos_token_id in frame.stops
     plain = _resolved(lm, _prompt(1.0, BOUNDS, prompt_format="plain"))
     assert plain.template_ == "Document : {document}\nParaphrase of the document :"
     base = load_language_model(causal, "causal")
@@ -296,9 +296,11 @@ def test_bos_is_put_first_when_the_tokenizer_adds_it(causal):
     lm = load_language_model(causal, "causal")
     s = _resolved(lm, _prompt(1.0, BOUNDS, prompt_format="plain"))
     bos = lm.tokenizer.bos_token_id
-    assert lm_decode.prompt_frame(lm, s).head[0] != bos  # this tokenizer adds nothing: no BOS
+    assert lm_decode.prompt_frame(lm, s).public[0] != bos  # this tokenizer adds nothing: no BOS
     tok = copy.deepcopy(lm.tokenizer)
     tok.backend_tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bos)])
     assert tok("a")["input_ids"][0] == bos
     frame = lm_decode.prompt_frame(LanguageModel(lm.model, tok, "causal", lm.identity), s)
-    assert frame.head[0] == bos and frame.head[1] != bos and frame.doc_prefix == " "
+    assert frame.public[0] == bos and frame.public[1] != bos
+    (doc,) = lm_decode.prompt_ids(LanguageModel(lm.model, tok, "causal", lm.identity), s, ["the cat ."])
+    assert doc[0] == bos and doc[1] != bos

@@ -92,21 +92,25 @@ class LMGuarantee(Guarantee):
     """What one language-model rewrite guarantees: the one :class:`~textdp.guarantees.Guarantee` type.
 
     ``epsilon``/``delta`` are per ``unit``; the public ``parameters`` (in every record's
-    compact guarantee) hold ``per_token``, ``per_sentence`` and ``per_document`` (the bound at
-    each level; ``per_token`` None for dp-bart: one Gaussian release per sentence),
+    compact guarantee) hold ``per_token``, ``per_sentence`` and ``per_document``, each the worst-case ε
+    bound at that level as a number, or None where it is not one number (``per_token`` for dp-bart: one
+    Gaussian release per sentence; ``per_sentence`` for dp-prompt, whose unit is the whole document;
+    ``per_document`` for a per-sentence rewriter: m times ``per_sentence`` for m sentences, the record's
+    ``total``); ``composition`` says how the unit's bound composes over a document, in words;
     ``adjacency`` (which inputs are neighbours), ``bounds`` (the public clipping bounds and
     how they were chosen) and ``steps``; ``not_covered`` says what the bound does not protect.
     Each rewriter builds its own (``bound()`` of :class:`~textdp.generation.lm_family.LMRewriter`).
 
     >>> from textdp.mechanisms import get
     >>> g = get("dp-prompt", epsilon=2.0, clip=(-5.0, 5.0), max_new_tokens=10).bound()
-    >>> g.epsilon, g.unit, g.per_token, g.params["per_document"]
-    (20.0, 'document', 2.0, 'epsilon=20 per document (one unit)')
+    >>> g.epsilon, g.unit, g.per_token, g.params["per_document"], g.params["per_sentence"]
+    (20.0, 'document', 2.0, 20.0, None)
     """
 
     per_token: float | None = None
-    per_sentence: float = 0.0
-    per_document: str = ""
+    per_sentence: float | None = None
+    per_document: float | None = None
+    composition_text: str = ""
     steps: int = 1
     adjacency: str = ""
     bounds: tuple[tuple[str, object], ...] = ()
@@ -125,14 +129,15 @@ class LMGuarantee(Guarantee):
         d = f"(epsilon={self.epsilon:.4g}, delta={self.delta:.3g})-DP" if self.delta else \
             f"epsilon-DP with epsilon={self.epsilon:.4g} (pure, delta=0)"
         tok = f"epsilon {self.per_token:.4g} per token, " if self.per_token is not None else ""
+        sent = f"{self.per_sentence:.4g} per sentence, " if self.per_sentence is not None else ""
         not_covered = "; ".join(self.uncovered)
         params = {"per_token": self.per_token, "per_sentence": self.per_sentence, "per_document": self.per_document,
                   "steps": self.steps, "adjacency": self.adjacency, "bounds": dict(self.bounds),
                   "length_covered": self.length_covered, **dict(self.extra)}
-        return {"parameters": as_parameters(params), "not_covered": not_covered, "composition": self.per_document,
-                "statement": (f"{self.mechanism}: {d} per {self.unit}: {tok}{self.per_sentence:.4g} per sentence, "
-                              f"{self.per_document}. Neighbours: {self.adjacency}. {self.detail} Not covered: "
-                              f"{not_covered}.")}
+        return {"parameters": as_parameters(params), "not_covered": not_covered,
+                "composition": self.composition_text,
+                "statement": (f"{self.mechanism}: {d} per {self.unit}: {tok}{sent}{self.composition_text}. "
+                              f"Neighbours: {self.adjacency}. {self.detail} Not covered: {not_covered}.")}
 
     def document_epsilon(self, sentences: int) -> tuple[float, float]:
         """``(ε, δ)`` spent on a document of ``sentences`` units of this rewrite (basic composition)."""
@@ -141,12 +146,14 @@ class LMGuarantee(Guarantee):
 
 
 def lm_guarantee(mechanism: str, epsilon: float, delta: float, unit: str, per_token: float | None,
-                 per_sentence: float, per_document: str, steps: int, adjacency: str, bounds: dict[str, Any],
-                 length_covered: bool, uncovered: tuple[str, ...], detail: str, reference: str,
-                 extra: dict[str, Any] | None = None, event: PrivacyEvent | None = None) -> LMGuarantee:
+                 per_sentence: float | None, per_document: float | None, composition: str, steps: int,
+                 adjacency: str, bounds: dict[str, Any], length_covered: bool, uncovered: tuple[str, ...],
+                 detail: str, reference: str, extra: dict[str, Any] | None = None,
+                 event: PrivacyEvent | None = None) -> LMGuarantee:
     """An :class:`LMGuarantee` from plain values (what each rewriter's ``bound()`` states)."""
     return LMGuarantee(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, reference=reference,
-                       per_token=per_token, per_sentence=per_sentence, per_document=per_document, steps=steps,
+                       per_token=per_token, per_sentence=per_sentence, per_document=per_document,
+                       composition_text=composition, steps=steps,
                        adjacency=adjacency, bounds=tuple(bounds.items()), length_covered=length_covered,
                        uncovered=uncovered, detail=detail, extra=tuple((extra or {}).items()), event=event)
 

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 #: one decoding step: the previous tokens ``(B,)`` -> the next logits ``(B, V)``
 Step = Callable[["Tensor"], "Tensor"]
 
-__all__ = ["Decoding", "GaussianDecoding", "MaskedDecoding", "PromptDecoding", "PromptFrame", "chat_template",
-           "clip_and_noise", "context_length", "dp_bart", "dp_mlm", "dp_prompt", "prompt_frame", "seq2seq", "stop_ids"]
+__all__ = ["EDGE_TOKENS", "Decoding", "DrawnText", "GaussianDecoding", "MaskedDecoding", "PromptDecoding", "PromptFrame", "chat_template",
+           "clip_and_noise", "context_length", "cut_document", "dp_bart", "dp_mlm", "dp_prompt", "prompt_frame",
+           "prompt_ids", "render_prompt", "seq2seq", "stop_ids"]
 
 
 class Decoding(Protocol):
@@ -116,10 +117,27 @@ def _cleans_up(tokenizer: Any) -> bool:
     return type(model).__name__ != "BPE"
 
 
-def _decode(lm: LanguageModel, rows: Iterable[Sequence[int]]) -> list[str]:
+class DrawnText(str):
+    """A rewritten unit (a ``str``) that also says how many ε-DP token draws made it (``drawn``).
+
+    ``drawn`` counts every draw, the end token included when it was drawn: a public function of the released
+    tokens (their number, plus one unless the cap was reached), so stating it releases nothing more. The record's
+    ex-post figure is ``ε/token × drawn`` (:class:`~textdp.generation.rewriter.RewrittenText`).
+    """
+
+    drawn: int
+
+    def __new__(cls, text: str, drawn: int) -> DrawnText:
+        out = super().__new__(cls, text)
+        out.drawn = int(drawn)
+        return out
+
+
+def _decode(lm: LanguageModel, rows: Iterable[Sequence[int]], drawn: Sequence[int] | None = None) -> list[str]:
     clean = _cleans_up(lm.tokenizer)
-    return [lm.tokenizer.decode(list(r), skip_special_tokens=True, clean_up_tokenization_spaces=clean).strip()
-            for r in rows]
+    texts = [lm.tokenizer.decode(list(r), skip_special_tokens=True, clean_up_tokenization_spaces=clean).strip()
+             for r in rows]
+    return texts if drawn is None else [DrawnText(t, n) for t, n in zip(texts, drawn, strict=True)]
 
 
 def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Tensor, Tensor]:
@@ -136,16 +154,18 @@ def _pad(rows: Sequence[Sequence[int]], pad: int, *, left: bool) -> tuple[Tensor
 
 
 def _sample_steps(step: Step, first: Tensor, s: Decoding, rng: np.random.Generator | None, allowed: Tensor,
-                  eos: int) -> list[list[int]]:
+                  eos: int) -> tuple[list[list[int]], list[int]]:
     """Up to ``s.max_new_tokens`` tokens per row: ``step(prev_ids) -> logits`` after the ``first`` logits.
 
     Each token is an ε-DP draw (:func:`~textdp.generation.decoding.exponential_step`) when ``rng``
     is given, else the argmax over ``allowed`` (DP-BART: post-processing of the noisy encoder output).
+    Returns the tokens of each row and its number of draws (the end token included when drawn).
     """
     torch = _torch()
     logits = first
     B = logits.shape[0]
     out: list[list[int]] = [[] for _ in range(B)]
+    drawn = [0] * B
     done = torch.zeros(B, dtype=torch.bool)
     for t in range(s.max_new_tokens):
         if rng is not None:
@@ -154,6 +174,7 @@ def _sample_steps(step: Step, first: Tensor, s: Decoding, rng: np.random.Generat
         else:
             ids = torch.where(allowed, logits.double(), torch.full((), -np.inf, dtype=torch.float64)).argmax(1)
         for i in torch.nonzero(~done).squeeze(1).tolist():
+            drawn[i] += 1
             if int(ids[i]) == eos:
                 done[i] = True
             else:
@@ -161,7 +182,7 @@ def _sample_steps(step: Step, first: Tensor, s: Decoding, rng: np.random.Generat
         if bool(done.all()) or t == s.max_new_tokens - 1:
             break
         logits = step(ids)
-    return out
+    return out, drawn
 
 
 #: model types whose learned positions start after the padding index (``pad_token_id + 1`` rows unusable)
@@ -186,22 +207,18 @@ def _batches(n: int, size: int) -> Iterable[range]:
 
 #: end-of-turn tokens of common chat templates (public: a property of the model, stopped on when present)
 _END_OF_TURN = ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>", "<|endoftext|>")
-_SLOT = "TEXTDPDOCUMENTSLOT"
 
 
 @dataclass(frozen=True)
 class PromptFrame:
-    """dp-prompt's public frame around the document: token ids before and after it, and the stop tokens.
+    """dp-prompt's public frame: the prompt without the document (the public prior's row), and the stop tokens.
 
-    ``head`` starts with the model's BOS token when its tokenizer adds one (Gemma: without ``<bos>``
-    it degenerates); ``doc_prefix`` is the space the head's text ended with, moved onto the document so
-    that the word after it is tokenised as in running text; ``stops`` are the end-of-sequence and
-    end-of-turn ids (a drawn stop token ends the row, and is never part of the output).
+    ``public`` is the model's own prompt (its chat template, or the plain template text) with an empty document:
+    the same frame as every private prompt (:func:`prompt_ids`), the document left out. ``stops`` are the
+    end-of-sequence and end-of-turn ids (a drawn stop token ends the row, and is never part of the output).
     """
 
-    head: tuple[int, ...]
-    tail: tuple[int, ...]
-    doc_prefix: str
+    public: tuple[int, ...]
     stops: tuple[int, ...]
     format: str
 
@@ -233,27 +250,83 @@ def chat_template(lm: LanguageModel) -> str | None:
     return t if isinstance(t, str) and t.strip() else None
 
 
-def prompt_frame(lm: LanguageModel, m: PromptDecoding) -> PromptFrame:
-    """The token ids of dp-prompt's public frame (``m`` fitted: its prompt format and template resolved)."""
+def cut_document(tokenizer: Any, document: str, max_input_tokens: int) -> str:
+    """``document`` cut to its first ``max_input_tokens`` tokens (tokenised alone, no special tokens), as text.
+
+    The cut is public (``max_input_tokens`` is in the guarantee's adjacency); a document within it is returned as
+    it is, so its prompt is exactly the model's template around it.
+    """
+    ids = tokenizer(document, add_special_tokens=False)["input_ids"]
+    if len(ids) <= max_input_tokens:
+        return document
+    return str(tokenizer.decode(ids[:max_input_tokens], skip_special_tokens=False, clean_up_tokenization_spaces=False))
+
+
+def _ids(out: Any) -> list[int]:
+    """Token ids from ``apply_chat_template(tokenize=True)``: a list, or (transformers 5) a ``BatchEncoding``."""
+    if hasattr(out, "keys"):
+        out = out["input_ids"]
+    return [int(t) for t in out]
+
+
+def render_prompt(lm: LanguageModel, m: PromptDecoding, document: str) -> list[int]:
+    """The token ids of dp-prompt's prompt around ``document`` (already cut), token for token the model's own.
+
+    ``chat``: ``tokenizer.apply_chat_template([user message], add_generation_prompt=True, tokenize=True)``, the
+    user message being the template with ``document`` in place; with a public response prefix (``m.response_prefix_``)
+    the assistant turn is opened with it (``continue_final_message=True``), so the model continues after it.
+    ``plain``: the whole text (template with the document, then the response prefix) tokenised at once, after the
+    model's BOS token when its tokenizer adds one (Gemma: without ``<bos>`` it degenerates). The text is tokenised
+    whole, never in pieces, so the tokens at the document's edges are the ones the model saw in training (a
+    ``"\n\n"`` before a word is two ``"\n"`` tokens, not one).
+    """
     tok = lm.tokenizer
-    template = m.template_
+    body = m.template_.replace("{document}", document)
+    prefix = getattr(m, "response_prefix_", "") or ""
     if m.prompt_format_ == "chat":
-        rendered = tok.apply_chat_template([{"role": "user", "content": template.replace("{document}", _SLOT)}],
-                                           tokenize=False, add_generation_prompt=True)
-        head, _, tail = str(rendered).partition(_SLOT)
-    else:
-        head, _, tail = template.partition("{document}")
-    prefix = ""
-    if head.endswith(" "):
-        head, prefix = head[:-1], " "
-    head_ids = tok(head, add_special_tokens=False)["input_ids"] if head else []
-    tail_ids = tok(tail, add_special_tokens=False)["input_ids"] if tail else []
+        messages = [{"role": "user", "content": body}]
+        if prefix:
+            messages.append({"role": "assistant", "content": prefix})
+            return _ids(tok.apply_chat_template(messages, tokenize=True, continue_final_message=True))
+        return _ids(tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True))
+    text = body + prefix
+    ids = [int(t) for t in tok(text, add_special_tokens=False)["input_ids"]] if text else []
     bos = tok.bos_token_id
-    if bos is not None and head_ids[:1] != [bos]:
+    if bos is not None and ids[:1] != [bos]:
         probe = tok("a", add_special_tokens=True)["input_ids"]
         if probe[:1] == [bos]:  # the tokenizer adds BOS: the model expects it first
-            head_ids = [bos, *head_ids]
-    return PromptFrame(tuple(head_ids), tuple(tail_ids), prefix, stop_ids(lm), m.prompt_format_)
+            ids = [int(bos), *ids]
+    return ids
+
+
+#: tokens a prompt may have beyond its frame and the document's own (merges at the document's two edges)
+EDGE_TOKENS = 2
+
+
+def prompt_ids(lm: LanguageModel, m: PromptDecoding, documents: Sequence[str]) -> list[list[int]]:
+    """The prompt ids of every document: each cut to ``m.max_input_tokens`` document tokens, then rendered whole
+    (:func:`render_prompt`).
+
+    A prompt never exceeds ``len(frame) + max_input_tokens + EDGE_TOKENS`` tokens (the public length
+    :meth:`~textdp.generation.lm_family.DPPrompt.context_need` checks): a document whose edges merge into more
+    tokens than that is cut one token shorter until it fits, a public rule, so no error depends on a document.
+    """
+    limit = len(render_prompt(lm, m, "")) + m.max_input_tokens + EDGE_TOKENS
+    out = []
+    for d in documents:
+        n = m.max_input_tokens
+        ids = render_prompt(lm, m, cut_document(lm.tokenizer, d, n))
+        while len(ids) > limit and n > 0:
+            n -= 1
+            ids = render_prompt(lm, m, cut_document(lm.tokenizer, d, n))
+        out.append(ids)
+    return out
+
+
+def prompt_frame(lm: LanguageModel, m: PromptDecoding) -> PromptFrame:
+    """dp-prompt's public frame (``m`` fitted: its prompt format and template resolved): the prompt with an empty
+    document, and the stop tokens."""
+    return PromptFrame(tuple(render_prompt(lm, m, "")), stop_ids(lm), m.prompt_format_)
 
 
 def _select(cache: Any, rows: list[int]) -> Any:
@@ -312,11 +385,11 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
     stops = set(frame.stops)
     kv = _cache_name()
     keep1 = {"logits_to_keep": 1} if _keeps_last_logits(model) else {}
-    prompts = [list(frame.head) + tok(frame.doc_prefix + d, add_special_tokens=False)["input_ids"][: s.max_input_tokens]
-               + list(frame.tail) for d in documents]
-    public = list(frame.head) + list(frame.tail)
+    prompts = prompt_ids(lm, s, documents)
+    public = list(frame.public)
     copies = 2 if s.prior else 1
     out: list[list[int]] = [[] for _ in documents]
+    drawn_n = [0] * len(documents)
     for batch in _length_batches([len(p) for p in prompts], s, copies):
         rows = [prompts[i] for i in batch] + ([public] * len(batch) if s.prior else [])
         ids, mask = _pad(rows, pad, left=True)
@@ -329,6 +402,7 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
                 drawn = _draw(logits, len(alive), s, rng, allowed).tolist()
                 keep = []
                 for j, (i, w) in enumerate(zip(alive, drawn, strict=True)):
+                    drawn_n[i] += 1
                     if w not in stops:
                         out[i].append(int(w))
                         keep.append(j)
@@ -346,7 +420,7 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
                 r = model(input_ids=prev[:, None], attention_mask=mask, position_ids=pos, use_cache=True,
                           **{kv: cache}, **keep1)
                 cache, logits = getattr(r, kv), r.logits[:, -1, :]
-    return _decode(lm, out)
+    return _decode(lm, out, drawn_n)
 
 
 def _encode(lm: LanguageModel, texts: Sequence[str], s: Decoding, *, fixed: bool) -> tuple[Tensor, Tensor]:
@@ -360,7 +434,7 @@ def _encode(lm: LanguageModel, texts: Sequence[str], s: Decoding, *, fixed: bool
 
 
 def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: Decoding, rng: np.random.Generator | None,
-                  allowed: Tensor) -> list[list[int]]:
+                  allowed: Tensor) -> tuple[list[list[int]], list[int]]:
     """Decode from encoder states: ε-DP draws (``rng`` given) or greedy over ``allowed`` (``rng`` None, DP-BART)."""
     torch = _torch()
     model = lm.model
@@ -403,7 +477,8 @@ def seq2seq(lm: LanguageModel, sentences: Sequence[str], s: Decoding, rng: np.ra
         if noise is not None:
             enc.last_hidden_state = noise(enc.last_hidden_state)
             mask = torch.ones_like(mask)
-        out += _decode(lm, _decoder_loop(lm, enc, mask, s, rng if noise is None else None, allowed))
+        rows_out, drawn = _decoder_loop(lm, enc, mask, s, rng if noise is None else None, allowed)
+        out += _decode(lm, rows_out, drawn if noise is None else None)  # dp-bart draws no token: no count
     return out
 
 
@@ -465,6 +540,9 @@ def dp_mlm(lm: LanguageModel, sentences: Sequence[str], s: MaskedDecoding, rng: 
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     allowed = lm.output_mask()
     result = [list(ids) for ids in encoded]
+    replaced = [0] * len(encoded)
+    for j, _ in jobs:
+        replaced[j] += 1
     for rows in _batches(len(jobs), s.batch_size):
         inputs, where = [], []
         for r in rows:
@@ -481,4 +559,4 @@ def dp_mlm(lm: LanguageModel, sentences: Sequence[str], s: MaskedDecoding, rng: 
         for r, w in zip(rows, drawn.tolist(), strict=True):
             j, i = jobs[r]
             result[j][i] = int(w)
-    return _decode(lm, result)
+    return _decode(lm, result, replaced)

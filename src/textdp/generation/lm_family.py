@@ -56,7 +56,8 @@ CHAT_PROMPT = "Paraphrase the following text. Reply with the paraphrase only.\n\
 PROMPT_FORMATS = ("auto", "chat", "plain")
 
 Units = list[str]
-_SENTENCES = "m times this for a document of m sentences (basic composition; m is not covered)"
+_SENTENCES = ("m times this for a document of m sentences (basic composition; m is not covered): the record's "
+              "total")
 
 
 class LMRewriter(TextRewriter[str]):
@@ -240,6 +241,8 @@ class DPPrompt(LMRewriter):
                  "Prompting', Findings of EMNLP 2023")
     kind = "causal"
     privacy_unit = "document"
+    #: the record's release form: the document rewritten whole (not per sentence)
+    releases = "document"
 
     max_input_tokens: int = 256
     prompt: str | None = None
@@ -286,8 +289,7 @@ class DPPrompt(LMRewriter):
         return [text] if text.strip() else []
 
     def context_need(self, lm: LanguageModel) -> tuple[int, str, str]:
-        f = lm_decode.prompt_frame(lm, self)
-        frame = len(f.head) + len(f.tail)
+        frame = len(lm_decode.prompt_frame(lm, self).public) + lm_decode.EDGE_TOKENS
         return frame + self.max_input_tokens + self.max_new_tokens, (
             f"the prompt ({frame} tokens) around a document cut to max_input_tokens={self.max_input_tokens}, plus "
             f"max_new_tokens={self.max_new_tokens}"), ("lower --max-input-tokens (the cut is public and stated in "
@@ -314,8 +316,8 @@ class DPPrompt(LMRewriter):
                       f"{b.high:.4g}] (Delta={b.width:.4g}), temperature 2*Delta/epsilon={b.temperature(e):.4g}, "
                       f"{n} steps composed; the end token is drawn by the mechanism.")
         detail += f" Prompt format: {fmt} (public template in the settings)."
-        return lm_guarantee(self.name, n * e, 0.0, "document", e, n * e, f"epsilon={n * e:.4g} per document (one "
-                            "unit)", n, f"any two documents (cut to {self.max_input_tokens} tokens); the prompt is "
+        return lm_guarantee(self.name, n * e, 0.0, "document", e, None, n * e, f"epsilon={n * e:.4g} per document "
+                            "(one unit: the whole document, whatever its number of sentences)", n, f"any two documents (cut to {self.max_input_tokens} tokens); the prompt is "
                             "public", b.to_dict(), True, (MEMORISED,), detail, self.reference,
                             {"prompt_format": fmt, "prior": self.prior, "public_top_k": self.public_top_k})
 
@@ -342,7 +344,7 @@ class DPParaphrase(LMRewriter):
         detail = (f"Exponential mechanism per decoding step over clipped logits [{b.low:.4g}, {b.high:.4g}], "
                   f"temperature {b.temperature(e):.4g}, {n} steps per sentence; the end token is drawn by the "
                   "mechanism.")
-        return lm_guarantee(self.name, n * e, 0.0, "sentence", e, n * e, _SENTENCES, n,
+        return lm_guarantee(self.name, n * e, 0.0, "sentence", e, n * e, None, _SENTENCES, n,
                             f"any two sentences of at most {self.max_tokens} tokens (a longer sentence is rewritten "
                             "in pieces, each a unit)", b.to_dict(), True,
                             (MEMORISED, "the number of sentences per document"), detail, self.reference)
@@ -380,7 +382,7 @@ class DPMLM(LMRewriter):
         detail = (f"One exponential-mechanism draw per replaced token at the mask, logits clipped to "
                   f"[{b.low:.4g}, {b.high:.4g}], temperature {b.temperature(e):.4g}; r replaced "
                   f"tokens cost r*epsilon <= {n}*epsilon.")
-        return lm_guarantee(self.name, n * e, 0.0, "sentence", e, n * e, _SENTENCES, n,
+        return lm_guarantee(self.name, n * e, 0.0, "sentence", e, n * e, None, _SENTENCES, n,
                             f"two sentences of at most {n} tokens (a longer sentence is rewritten in pieces, each a "
                             f"unit) with {skeleton}", b.to_dict(), False,
                             (MEMORISED, "the number of sentences per document", "the sentence length (kept)",
@@ -453,7 +455,7 @@ class DPBART(LMRewriter):
                   f"sigma={sigma:.6g} (analytic Gaussian, L2 sensitivity {b.width:.4g}*sqrt({hidden_size}*{n})="
                   f"{sens:.6g}); the noisy encoder output is never released, only greedily decoded tokens "
                   "(post-processing).")
-        return lm_guarantee(self.name, e, dl, "sentence", None, e,
+        return lm_guarantee(self.name, e, dl, "sentence", None, e, None,
                             "m times (epsilon, delta) for a document of m sentences by basic composition, less by "
                             "the Gaussian's tight composition (the ledger's accountant); m is not covered",
                             1, f"any two sentences of at most {n} tokens, padded to {n} (a longer sentence is "

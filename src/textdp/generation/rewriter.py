@@ -167,6 +167,24 @@ class RewrittenText(ReleaseRecord):
     release: str = "sentence"
     content: str = ""
     sentences: tuple[str, ...] = ()
+    #: ε-DP token draws that made the text (language-model rewriters; None when no token is drawn with ε)
+    tokens_drawn: int | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The record; with ``tokens_drawn``, an ``ex_post`` entry beside the worst-case bound.
+
+        ``ex_post.epsilon`` is the guarantee's ε per token times the tokens drawn for this text (the end token
+        included when drawn): the privacy loss of this particular output, a public function of it (how many tokens
+        it has, and whether the cap stopped it). ``ex_post.worst_case_epsilon`` is the bound the record states for
+        any output (its ``total``, else its ``epsilon``); the ex-post figure never exceeds it.
+        """
+        out = super().to_record()
+        per_token = self.guarantee.params.get("per_token")
+        if self.tokens_drawn is not None and isinstance(per_token, (int, float)):
+            worst = out["total"]["epsilon"] if "total" in out else out["epsilon"]
+            out["ex_post"] = {"epsilon": float(per_token) * self.tokens_drawn, "tokens_drawn": int(self.tokens_drawn),
+                              "worst_case_epsilon": float(worst)}
+        return out
 
     @property
     def text(self) -> str:
@@ -236,8 +254,10 @@ class TextRewriter(Mechanism[list[S], list[S], RewrittenText], Generic[S]):
     def _release(self, uid: str, prepared: list[S], output: list[S] | None, context: ReleaseContext,
                  guarantee: Guarantee, seeded: bool) -> RewrittenText:
         texts = tuple(self.unit_text(o) for o in (output or []))
+        drawn = [getattr(o, "drawn", None) for o in (output or [])]
+        tokens = sum(d for d in drawn if d is not None) if drawn and all(d is not None for d in drawn) else None
         return RewrittenText(id=uid, guarantee=guarantee, seeded=seeded, content=" ".join(t for t in texts if t),
-                             units=len(texts), sentences=texts)
+                             units=len(texts), sentences=texts, release=self.releases, tokens_drawn=tokens)
 
 
 class SentenceMechanism(TextRewriter[list[str]]):

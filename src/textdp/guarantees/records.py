@@ -5,7 +5,7 @@ JSON object per record, validated in the tests against ``textdp/schemas/record.s
 (shipped with the package; :func:`load_record_schema`)::
 
     {"id": "...",                       # the input's id (or sequence number); "<id>:<j>" per segment
-     "release": "bag" | "text" | "sentence" | "matrix",
+     "release": "bag" | "text" | "sentence" | "document" | "matrix",
      "words": [...] | "text": "..." | "matrix": [[...]],   # exactly one, by release form
      "mechanism": "...", "epsilon": 1.0, "delta": 0.0, "unit": "word",   # = the guarantee's (one bound)
      "guarantee": {...},                # Guarantee.to_dict(compact=True): no statement, no reference
@@ -37,10 +37,10 @@ from .base import Guarantee
 
 __all__ = ["CONTENT_KEYS", "RECORD_SCHEMA_PATH", "RELEASE_FORMS", "ReleaseRecord", "load_record_schema"]
 
-#: what a release holds: a bag of words, text in input order, rewritten sentences, a matrix
-RELEASE_FORMS = ("bag", "text", "sentence", "matrix")
+#: what a release holds: a bag of words, text in input order, rewritten sentences, a document rewritten whole, a matrix
+RELEASE_FORMS = ("bag", "text", "sentence", "document", "matrix")
 #: the record key of each release form's content
-CONTENT_KEYS = {"bag": "words", "text": "text", "sentence": "text", "matrix": "matrix"}
+CONTENT_KEYS = {"bag": "words", "text": "text", "sentence": "text", "document": "text", "matrix": "matrix"}
 #: what a record holds: words (bag, text), a string (text, sentence) or matrix rows
 Content = str | tuple[str, ...] | tuple[tuple[float, ...], ...]
 #: the schema's location inside the installed package

@@ -23,7 +23,7 @@ INDEX: tuple[tuple[str, str, str, str | None, str], ...] = (
     ("ae-dp", "sentence", "sentence", "ae-dp", "textdp.generation.rewriter:AEDP"),
     ("syntf-sentence", "sentence", "sentence", "syntf-sentence", "textdp.generation.rewriter:SynTFSentence"),
     ("random-sentence", "sentence", "sentence", "random-sentence", "textdp.generation.rewriter:RandomSentence"),
-    ("dp-prompt", "sentence", "sentence", "dp-prompt", "textdp.generation.lm_family:DPPrompt"),
+    ("dp-prompt", "sentence", "document", "dp-prompt", "textdp.generation.lm_family:DPPrompt"),
     ("dp-paraphrase", "sentence", "sentence", "dp-paraphrase", "textdp.generation.lm_family:DPParaphrase"),
     ("dp-mlm", "sentence", "sentence", "dp-mlm", "textdp.generation.lm_family:DPMLM"),
     ("dp-bart", "sentence", "sentence", "dp-bart", "textdp.generation.lm_family:DPBART"),
