@@ -18,6 +18,9 @@ def validate_record(rec: dict[str, Any]) -> dict[str, Any]:
     VALIDATOR.validate(rec)
     assert rec["epsilon"] == rec["guarantee"]["epsilon"] and rec["unit"] == rec["guarantee"]["unit"]
     assert rec["mechanism"] == rec["guarantee"]["mechanism"] and rec["delta"] == rec["guarantee"]["delta"]
+    if "ex_post" in rec:  # the privacy loss of this output never exceeds the worst-case bound the record states
+        worst = rec["total"]["epsilon"] if "total" in rec else rec["epsilon"]
+        assert rec["ex_post"]["worst_case_epsilon"] == worst and rec["ex_post"]["epsilon"] <= worst + 1e-9
     return rec
 
 

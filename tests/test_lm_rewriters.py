@@ -192,6 +192,8 @@ def test_guarantees_state_token_sentence_document_and_adjacency():
     assert "every token is replaced" in g2.params["adjacency"]
     pr = _settings("dp-prompt", max_new_tokens=10).bound()
     assert (pr.unit, pr.epsilon, pr.document_epsilon(7)) == ("document", 30.0, (30.0, 0.0))
+    assert (pr.params["per_document"], pr.params["per_sentence"]) == (30.0, None)  # a number; no sentence level
+    assert p["per_document"] is None and "record's total" in g.to_dict()["composition"]
     b = _settings("dp-bart").bound(32)
     assert b.per_token is None and b.document_epsilon(3) == (9.0, pytest.approx(3e-5))
     assert "sigma" in b.params and "never released" in b.statement
@@ -271,3 +273,32 @@ def test_a_python_caller_releases_a_rewrite_through_the_driver_with_the_ledger(m
     with pytest.raises(PE, match="budget 30 would be exceeded"):  # a would reach 48: refused whole
         release(mech, docs[:1], tmp_path / "again.jsonl", ids=["a"], ledger=led, budget=30.0)
     assert not (tmp_path / "again.jsonl").exists()
+
+
+@pytest.mark.parametrize("mech,kind", [("dp-prompt", "causal"), ("dp-paraphrase", "seq2seq"), ("dp-mlm", "masked"),
+                                       ("dp-bart", "seq2seq")])
+def test_records_say_their_unit_and_carry_the_ex_post_loss_beside_the_worst_case(models, mech, kind):
+    """dp-prompt's record is a ``document`` release of unit ``document`` with a numeric ``per_document``; every
+    token-drawing rewriter's record has ``ex_post``: ε/token × the tokens drawn, a public function of the output (its
+    token count, plus the end token unless the cap stopped it), never above the worst-case bound."""
+    from record_schema import validate_record
+
+    m = _settings(mech, max_new_tokens=6).set_params(model=models[kind])
+    docs = [("a", "the cat sat on the mat ."), ("b", "the cat sat on the mat . he said that the meeting will start .")]
+    recs, _ = rewrite_documents(m, docs, 1, seeded=True)
+    lm = load_language_model(models[kind], kind)
+    for r in recs:
+        validate_record(r)
+        p = r["guarantee"]["parameters"]
+        if mech == "dp-prompt":
+            assert (r["release"], r["unit"], p["per_document"], p["per_sentence"]) == ("document", "document",
+                                                                                      18.0, None)
+            n = len(lm.tokenizer(r["text"], add_special_tokens=False)["input_ids"])
+            assert r["ex_post"]["tokens_drawn"] == (6 if n == 6 else n + 1)  # the end token counts when drawn
+        else:
+            assert (r["release"], r["unit"], p["per_document"]) == ("sentence", "sentence", None)
+        if mech == "dp-bart":  # no token is an epsilon draw: no ex-post figure
+            assert "ex_post" not in r
+        else:
+            e = r["ex_post"]
+            assert e["epsilon"] == pytest.approx(p["per_token"] * e["tokens_drawn"]) and e["tokens_drawn"] >= 1

@@ -734,12 +734,36 @@ def test_the_lm_rewriters_a_folder_holds_are_offered_with_their_public_defaults(
         offered[kind] = {m["name"]: (m["clip"], m["delta"]) for m in listed if m.get("lm")}
         assert {m["name"] for m in listed if m["kind"] == "sentence"} == set(offered[kind])
         assert {m["name"] for m in listed if m["kind"] != "sentence"} == set(MECHANISM_NAMES)
-    assert offered == {"causal": {"dp-prompt": ([-2.0, 2.0], None)},
+    assert offered == {"causal": {"dp-prompt": ([-8.0, 8.0], None)},
                        "seq2seq": {"dp-paraphrase": ([-2.0, 2.0], None), "dp-bart": ([-0.2, 0.1], 1e-5)},
                        "masked": {"dp-mlm": ([-2.0, 2.0], None)}}
     with _lm_client(lms["masked"], clip=(-3.0, 1.0)) as c:  # textdp serve --clip=-3,1
         listed = c.get("/api/mechanisms", headers={"X-TextDP-Token": "t0ken"}).json()["mechanisms"]
     assert [m["clip"] for m in listed if m.get("lm")] == [[-3.0, 1.0]]
+
+
+def test_dp_prompt_starts_from_the_public_prior_and_its_top_k_which_a_request_may_change(lms):
+    """The page's dp-prompt defaults are the route that paraphrases on a real model (issue 43): the public prior,
+    its top-k+ set of 20, the difference clipped to [-8, 8], ε 64 per token; a request may turn the prior off or set
+    k, and the release's guarantee says which; the prior's controls are refused for the other rewriters."""
+    with _lm_client(lms["causal"]) as c:
+        listed = c.get("/api/mechanisms", headers={"X-TextDP-Token": "t0ken"}).json()["mechanisms"]
+        (m,) = [m for m in listed if m["name"] == "dp-prompt"]
+        assert (m["prior"], m["public_top_k"], m["epsilon"], m["clip"]) == (True, 20, 64.0, [-8.0, 8.0])
+        seen = {}
+        for extra in ({}, {"prior": False}, {"prior": True, "public_top_k": 5}, {"public_top_k": 0}):
+            r = post(c, "/api/privatize", {"text": LM_TEXT, "mechanism": "dp-prompt", "epsilon": 2, **extra})
+            assert r.status_code == 200, r.text
+            p = r.json()["record"]["guarantee"]["parameters"]
+            seen[json.dumps(extra)] = (p["prior"], p["public_top_k"], p["steps"])
+        assert list(seen.values()) == [(True, 20, 48), (False, None, 48), (True, 5, 48), (True, None, 48)]
+        msg = one_line_error(post(c, "/api/privatize", {"text": LM_TEXT, "mechanism": "dp-prompt", "epsilon": 2,
+                                                        "public_top_k": -1}), 400)
+        assert msg.startswith("public_top_k must be a whole number from 1 to 100000")
+    with _lm_client(lms["masked"]) as c:
+        msg = one_line_error(post(c, "/api/privatize", {"text": LM_TEXT, "mechanism": "dp-mlm", "epsilon": 2,
+                                                        "prior": True}), 400)
+    assert msg == "prior and public_top_k are dp-prompt's public parameters, not dp-mlm's"
 
 
 @pytest.mark.parametrize("kind,mech,units", [("masked", "dp-mlm", "sentence"), ("causal", "dp-prompt", "document"),
@@ -753,7 +777,8 @@ def test_an_lm_release_states_its_bounds_and_its_guarantee_in_numbers(lms, kind,
     assert r["kind"] == "sentence" and rec["mechanism"] == mech and rec["unit"] == units and rec["seeded"] is False
     assert rec["text"] == " ".join(o["word"] for o in r["output"]) and "".join(sp[0] for sp in r["input"]) == LM_TEXT
     # the bounds of the request are the public parameters of this release, stated in its guarantee
-    assert "[-3, 1.5]" in r["guarantee"]["statement"] and r["guarantee"]["not_covered"]
+    stmt = r["guarantee"]["statement"]  # dp-prompt's prior (the page's default) clips l - p to them
+    assert ("[-3, 1.5]" in stmt or "clip(l - p, -3, 1.5)" in stmt) and r["guarantee"]["not_covered"]
     assert "what the model memorised" in r["guarantee"]["not_covered"]
     first = r["meaning"][0]
     assert first["loss"] == pytest.approx(rec["epsilon"]) and rec["epsilon"] > 0.5  # per unit: ε x tokens

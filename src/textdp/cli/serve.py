@@ -140,6 +140,8 @@ def serve(
                                          "textdp train-rewriter (its scores are probabilities, clipped to [0, 1])")
                 workbench = Workbench(embeddings, rewriter=load_rewriter(str(where)))
             else:
+                print_info(f"loading {model} (a language model: this can take a minute or two; the address is "
+                           "printed when it is ready)")
                 workbench = Workbench(embeddings, lm_model=where, clip=bounds)
                 print_info(f"{model}: the page offers {', '.join(workbench.lm_mechanisms)}")
         sock = _bind(host, port)

@@ -15,6 +15,7 @@ torch's global generator is never used.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -35,7 +36,7 @@ Step = Callable[["Tensor"], "Tensor"]
 
 __all__ = ["EDGE_TOKENS", "Decoding", "DrawnText", "GaussianDecoding", "MaskedDecoding", "PromptDecoding", "PromptFrame", "chat_template",
            "clip_and_noise", "context_length", "cut_document", "dp_bart", "dp_mlm", "dp_prompt", "prompt_frame",
-           "prompt_ids", "render_prompt", "seq2seq", "stop_ids"]
+           "prompt_ids", "render_prompt", "repeated_at", "seq2seq", "stop_ids", "tidy_output"]
 
 
 class Decoding(Protocol):
@@ -63,6 +64,10 @@ class PromptDecoding(Decoding, Protocol):
     max_input_tokens: int
     template_: str
     prompt_format_: str
+    response_prefix_: str
+    stop: str | None
+    repeat_ngram: int | None
+    tidy: bool
 
 
 class MaskedDecoding(Decoding, Protocol):
@@ -369,6 +374,83 @@ def _draw(logits: Tensor, n: int, s: PromptDecoding, rng: np.random.Generator, a
     return sample_log_weights(lw, rng, method=s.sampler)
 
 
+def repeated_at(row: Sequence[int], n: int | None) -> int | None:
+    """Where the first repeated ``n``-gram of ``row`` starts (its second occurrence), or None.
+
+    dp-prompt's repetition rule (public conditioning): whether to draw another token depends only on the tokens
+    already drawn, which are released, so stopping a row when its last ``n`` tokens repeat an earlier ``n``-gram is
+    the adaptive composition the bound already covers (fewer draws, never more); cutting the released row at the
+    repeat is post-processing.
+
+    >>> repeated_at([1, 2, 3, 9, 1, 2, 3], 3), repeated_at([1, 2, 3, 4], 2), repeated_at([5, 5, 5], None)
+    (4, None, None)
+    """
+    if not n or len(row) < n + 1:
+        return None
+    seen: set[tuple[int, ...]] = set()
+    for j in range(len(row) - n + 1):
+        gram = tuple(row[j : j + n])
+        if gram in seen:
+            return j
+        seen.add(gram)
+    return None
+
+
+def _last_repeats(row: Sequence[int], n: int | None) -> bool:
+    """Whether the last ``n`` tokens of ``row`` repeat an earlier ``n``-gram (checked after every draw)."""
+    if not n or len(row) < n + 1:
+        return False
+    tail = tuple(row[-n:])
+    return any(tuple(row[j : j + n]) == tail for j in range(len(row) - n))
+
+
+def _halts(lm: LanguageModel, row: Sequence[int], s: PromptDecoding) -> bool:
+    """Whether a row stops before its next draw: its last ``n``-gram repeats, or its text (leading white space
+    dropped) holds the stop string. Both read only the released tokens (public conditioning, see
+    :func:`repeated_at`)."""
+    if _last_repeats(row, s.repeat_ngram):
+        return True
+    if s.stop:
+        text = lm.tokenizer.decode(list(row), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return s.stop in text.lstrip()
+    return False
+
+
+#: known preambles of chat models (public text, removed from the start of an output: post-processing)
+_PREAMBLE = re.compile(
+    r"^\s*(?:(?:sure|certainly|of course|okay|ok)\b[!,.]?\s*)?"
+    r"(?:(?:here(?:'s| is| are)|this is|below is)\b[^:\n]{0,80}?(?:paraphrase|rewrit|version|text)[^:\n]{0,40}:"
+    r"|(?:paraphrase|paraphrased(?: text| version)?|rewritten(?: text| version)?)\s*:)\s*", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)")
+
+
+def tidy_output(text: str, *, stop: str | None, capped: bool) -> str:
+    r"""dp-prompt's post-processing of one released text (a function of the released tokens alone, so it costs no ε).
+
+    In order: the text is cut at the stop string (the row stopped there, :func:`_halts`); a known preamble ("Here is
+    a paraphrase of the text:", "Paraphrase:", ...) is removed from its start; quotes around the whole text are
+    removed; and when the token cap stopped the row (``capped``, public: the row has ``max_new_tokens`` tokens and
+    drew no end token), the text is cut after its last complete sentence, if it has one, so that no output ends in
+    the middle of a sentence.
+
+    >>> tidy_output('Here is the paraphrase: "The cat sat down."\n\nI hope', stop="\n\n", capped=False)
+    'The cat sat down.'
+    >>> tidy_output("The cat sat. It slept on the", stop=None, capped=True)
+    'The cat sat.'
+    """
+    text = text.strip()
+    if stop and stop in text:
+        text = text[: text.index(stop)]
+    text = _PREAMBLE.sub("", text, count=1).strip()
+    if len(text) > 1 and text[0] in "\"“" and text[-1] in "\"”" and text.count('"') <= 2:
+        text = text[1:-1].strip()
+    if capped:
+        ends = list(_SENTENCE_END.finditer(text))
+        if ends:
+            text = text[: ends[-1].end()]
+    return text.strip()
+
+
 def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rng: np.random.Generator) -> list[str]:
     """DP-Prompt: the causal LM continues the public prompt around each (cut) document.
 
@@ -390,6 +472,7 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
     copies = 2 if s.prior else 1
     out: list[list[int]] = [[] for _ in documents]
     drawn_n = [0] * len(documents)
+    capped = [False] * len(documents)
     for batch in _length_batches([len(p) for p in prompts], s, copies):
         rows = [prompts[i] for i in batch] + ([public] * len(batch) if s.prior else [])
         ids, mask = _pad(rows, pad, left=True)
@@ -405,8 +488,13 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
                     drawn_n[i] += 1
                     if w not in stops:
                         out[i].append(int(w))
-                        keep.append(j)
-                if not keep or t == s.max_new_tokens - 1:
+                        if not _halts(lm, out[i], s):
+                            keep.append(j)
+                if t == s.max_new_tokens - 1:
+                    for j in keep:
+                        capped[alive[j]] = True
+                    break
+                if not keep:
                     break
                 prev = torch.tensor([drawn[j] for j in keep], dtype=torch.long)
                 if len(keep) < len(alive):
@@ -420,7 +508,11 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
                 r = model(input_ids=prev[:, None], attention_mask=mask, position_ids=pos, use_cache=True,
                           **{kv: cache}, **keep1)
                 cache, logits = getattr(r, kv), r.logits[:, -1, :]
-    return _decode(lm, out, drawn_n)
+    if not s.tidy:
+        return _decode(lm, out, drawn_n)
+    cut = [row[: repeated_at(row, s.repeat_ngram)] for row in out]  # [:None] keeps the whole row
+    texts = [tidy_output(t, stop=s.stop, capped=c) for t, c in zip(_decode(lm, cut), capped, strict=True)]
+    return [DrawnText(t, n) for t, n in zip(texts, drawn_n, strict=True)]
 
 
 def _encode(lm: LanguageModel, texts: Sequence[str], s: Decoding, *, fixed: bool) -> tuple[Tensor, Tensor]:

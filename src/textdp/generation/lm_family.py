@@ -44,13 +44,16 @@ from .rewriter import TextRewriter
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["CHAT_PROMPT", "DPBART", "DPMLM", "DP_PROMPT_TEMPLATE", "PROMPT_FORMATS", "DPParaphrase", "DPPrompt",
-           "LMRewriter"]
+__all__ = ["CHAT_PROMPT", "DPBART", "DPMLM", "DP_PROMPT_TEMPLATE", "PROMPT_FORMATS", "RESPONSE_PREFIX", "DPParaphrase",
+           "DPPrompt", "LMRewriter"]
 
 #: DP-Prompt's prompt (Utpala et al. 2023, §3); ``{document}`` is replaced by the private text.
 DP_PROMPT_TEMPLATE = "Document : {document}\nParaphrase of the document :"
 #: dp-prompt's user message when the model's chat template is used (public; ``{document}`` is the private text).
 CHAT_PROMPT = "Paraphrase the following text. Reply with the paraphrase only.\n\n{document}"
+#: dp-prompt's default public opening of the assistant turn (chat format, default prompt): the model continues after
+#: it, so it writes the paraphrase rather than a preamble or a reply (public conditioning: the same for every input)
+RESPONSE_PREFIX = "Paraphrase:"
 #: How dp-prompt's prompt is built: ``chat`` (the tokenizer's chat template around :data:`CHAT_PROMPT`), ``plain``
 #: (the template text as it is, with the model's BOS token), ``auto`` (``chat`` when the tokenizer has a template).
 PROMPT_FORMATS = ("auto", "chat", "plain")
@@ -234,6 +237,16 @@ class DPPrompt(LMRewriter):
     the clipped logits (temperature ``2 Delta / epsilon``, the whole vocabulary). Guarantee: ``n epsilon`` per
     document for any two documents cut to ``max_input_tokens`` tokens (adaptive composition; the end token is
     drawn, so the length is covered). Unit: the document.
+
+    Outputs that are paraphrases, by public means only (none changes the law of a draw or the bound):
+    ``response_prefix`` opens the assistant turn with public text (default :data:`RESPONSE_PREFIX` for the chat
+    format with the default prompt; ``""`` for none), so the model continues with the paraphrase (public
+    conditioning: part of the public prompt, the same for every input); ``stop`` (default a blank line) and
+    ``repeat_ngram`` (default 4: stop when the last 4 tokens repeat an earlier 4-gram) end a row after a draw by
+    reading only the tokens already released (adaptive composition: fewer draws, never more); ``tidy`` (default on)
+    post-processes each released text (:func:`~textdp.generation.lm_decode.tidy_output`: cut at the stop string and
+    the repeat, a known preamble removed, a capped text cut after its last complete sentence). The end token is
+    still drawn by the mechanism.
     """
 
     name = "dp-prompt"
@@ -250,6 +263,10 @@ class DPPrompt(LMRewriter):
     prior: bool = False
     public_top_k: int | None = None
     batch_tokens: int = 16384
+    response_prefix: str | None = None
+    stop: str | None = "\n\n"
+    repeat_ngram: int | None = 4
+    tidy: bool = True
 
     def _check_own(self) -> None:
         for name in ("max_input_tokens", "batch_tokens"):
@@ -257,6 +274,12 @@ class DPPrompt(LMRewriter):
         check_choice(self.prompt_format, "prompt format", PROMPT_FORMATS)
         if self.prompt is not None and "{document}" not in self.prompt:
             raise ParameterError("the dp-prompt template must contain {document} (where the private text goes)")
+        if self.repeat_ngram is not None:
+            check_positive_int(self.repeat_ngram, "repeat-ngram")
+        for name in ("response_prefix", "stop"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ParameterTypeError(f"dp-prompt: {name} must be text, got {type(value).__name__}")
         if self.public_top_k is not None:
             check_positive_int(self.public_top_k, "public-top-k")
             if not self.prior:
@@ -273,6 +296,8 @@ class DPPrompt(LMRewriter):
                                  "--prompt or the paper's template)")
         self.prompt_format_ = fmt
         self.template_ = self.template(fmt)
+        self.response_prefix_ = (self.response_prefix if self.response_prefix is not None else
+                                 RESPONSE_PREFIX if fmt == "chat" and self.prompt is None else "")
 
     def template(self, prompt_format: str | None = None) -> str:
         """The prompt text used with ``prompt_format`` (default: the resolved one): ``prompt``, or the default."""
@@ -282,7 +307,8 @@ class DPPrompt(LMRewriter):
         return CHAT_PROMPT if fmt == "chat" else DP_PROMPT_TEMPLATE
 
     def public_settings(self) -> dict[str, Any]:
-        return {**super().public_settings(), "prompt": self.template_, "prompt_format": self.prompt_format_}
+        return {**super().public_settings(), "prompt": self.template_, "prompt_format": self.prompt_format_,
+                "response_prefix": self.response_prefix_}
 
     def units(self, text: str) -> Units:
         """The document itself (one unit), or nothing when it is blank."""

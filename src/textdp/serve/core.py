@@ -51,6 +51,7 @@ __all__ = [
     "LM_DEFAULT_CLIP",
     "LM_DEFAULT_CLIP_GAUSSIAN",
     "LM_DEFAULT_DELTA",
+    "LM_PRIOR_DEFAULTS",
     "MAX_SIZE",
     "MAX_TEXT_CHARS",
     "Workbench",
@@ -65,6 +66,11 @@ BAG_MECHANISMS = tuple(n for n in MECHANISM_NAMES if entry(n).releases == "bag")
 #: Public clipping bounds the page starts from for a language-model rewriter (``textdp serve --clip`` replaces them;
 #: each release may set its own): the logits clipped to [-2, 2] (docs/lm-rewriting.md's dp-mlm example).
 LM_DEFAULT_CLIP = (-2.0, 2.0)
+#: What the page starts from for a rewriter with a public prior (dp-prompt): the prior and its public top-k+ set, the
+#: difference to the prior clipped to [-8, 8], ε 64 per token and 48 new tokens (docs/lm-rewriting.md's route on
+#: SmolLM2: paraphrases, where [-2, 2] on the raw logits ties every plausible token and releases random tokens)
+LM_PRIOR_DEFAULTS: dict[str, object] = {"prior": True, "public_top_k": 20, "clip": (-8.0, 8.0), "epsilon": 64.0,
+                                        "max_new_tokens": 48}
 #: ... and for a rewriter with δ (Gaussian noise on the clipped encoder output, DP-BART): [-0.2, 0.1] per coordinate
 #: (docs/lm-rewriting.md's dp-bart example).
 LM_DEFAULT_CLIP_GAUSSIAN = (-0.2, 0.1)
@@ -150,6 +156,33 @@ def _check_size(name: str, size: object) -> int | None:
     if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_SIZE:
         raise ParameterError(f"the bag size N must be a whole number of words from 1 to {MAX_SIZE}, got {_shown(size)}")
     return int(size)
+
+
+def _check_prior(name: str, prior: object, public_top_k: object, defaults: dict[str, object]) -> object:
+    """dp-prompt's prior of a request: False (off), None (on, whole vocabulary) or the top-k+ size (on).
+
+    >>> d = {"prior": True, "public_top_k": 20}
+    >>> _check_prior("dp-prompt", None, None, d), _check_prior("dp-prompt", False, None, d)
+    (20, False)
+    >>> _check_prior("dp-prompt", True, 5, d), _check_prior("dp-prompt", True, 0, d)
+    (5, None)
+    """
+    if "prior" not in defaults:
+        if prior is not None or public_top_k is not None:
+            raise ParameterError(f"prior and public_top_k are dp-prompt's public parameters, not {name}'s")
+        return None
+    if prior is None and public_top_k is None:
+        return defaults["public_top_k"]
+    if prior is not None and not isinstance(prior, bool):
+        raise ParameterError(f"prior must be true or false, got {_shown(prior)}")
+    if prior is False:
+        return False
+    if public_top_k is None or public_top_k == 0:
+        return None
+    if isinstance(public_top_k, bool) or not isinstance(public_top_k, int) or not 0 < public_top_k <= 100_000:
+        raise ParameterError(f"public_top_k must be a whole number from 1 to 100000 (0 or null: the whole "
+                             f"vocabulary), got {_shown(public_top_k)}")
+    return public_top_k
 
 
 def _check_clip(value: object, default: tuple[float, float]) -> tuple[float, float]:
@@ -269,19 +302,36 @@ class Workbench:
             if "clip" not in params:
                 continue
             delta = LM_DEFAULT_DELTA if "delta" in params else None
-            clip = self._clip or (LM_DEFAULT_CLIP if delta is None else LM_DEFAULT_CLIP_GAUSSIAN)
+            prior = "prior" in params
+            default = LM_PRIOR_DEFAULTS["clip"] if prior else LM_DEFAULT_CLIP if delta is None else \
+                LM_DEFAULT_CLIP_GAUSSIAN
+            clip = self._clip or default
+            extra = self._lm_extra(name, LM_PRIOR_DEFAULTS["public_top_k"] if prior else None)
             try:
                 get(name, epsilon=1.0, model=self._lm_model, clip=clip,
-                    **({} if delta is None else {"delta": delta})).fit()
+                    **({} if delta is None else {"delta": delta}), **extra).fit()
             except TextDPError as exc:
                 why.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
                 continue
-            offered[name] = {"clip": list(clip), "delta": delta}
+            offered[name] = {"clip": list(clip), "delta": delta}  # type: ignore[arg-type]
+            if prior:
+                offered[name].update(prior=True, public_top_k=LM_PRIOR_DEFAULTS["public_top_k"],
+                                     epsilon=LM_PRIOR_DEFAULTS["epsilon"])
         if not offered:
             raise ParameterError(f"no language-model rewriter runs on {self._lm_model}: {why[0] if why else ''}; "
                                  "give a model folder from textdp train-rewriter, or a causal, sequence-to-sequence "
                                  "or masked language model (safetensors or GGUF)")
         return offered
+
+    @staticmethod
+    def _lm_extra(name: str, public_top_k: object) -> dict[str, object]:
+        """The public prior's parameters of ``name`` (none for a rewriter without a prior): prior on with
+        ``public_top_k`` (None: the prior off), and the page's token cap."""
+        if "prior" not in mechanism_class(name).param_names():
+            return {}
+        if public_top_k is False:
+            return {"prior": False, "max_new_tokens": LM_PRIOR_DEFAULTS["max_new_tokens"]}
+        return {"prior": True, "public_top_k": public_top_k, "max_new_tokens": LM_PRIOR_DEFAULTS["max_new_tokens"]}
 
     def _is_sentence(self, name: str) -> bool:
         """Whether ``name`` rewrites sentences (the registry's family; ``name`` is a checked, offered name)."""
@@ -316,16 +366,17 @@ class Workbench:
                 "audit_epsilon_max": AUDIT_EPSILON_RANGE[1], "audit_samples": AUDIT_SAMPLES}
 
     def mechanism(self, name: str, epsilon: float, size: int | None, clip: tuple[float, float] | None = None,
-                  delta: float | None = None) -> Mechanism:
-        """A fitted mechanism (cached by its public parameters)."""
-        key = (name, epsilon, size, clip, delta)
+                  delta: float | None = None, public_top_k: object = None) -> Mechanism:
+        """A fitted mechanism (cached by its public parameters; ``public_top_k``: dp-prompt's prior, False when
+        off, None for the prior over the whole vocabulary)."""
+        key = (name, epsilon, size, clip, delta, public_top_k)
         with self._lock:
             if key in self._fitted:
                 self._fitted.move_to_end(key)
                 return self._fitted[key]
         if name in self.lm_mechanisms:
             mech = get(name, epsilon=epsilon, model=self._lm_model, clip=clip,
-                       **({} if delta is None else {"delta": delta})).fit()
+                       **({} if delta is None else {"delta": delta}), **self._lm_extra(name, public_top_k)).fit()
         elif self._is_sentence(name):
             mech = get(name, epsilon=epsilon, model=self._rewriter).fit()
         else:
@@ -348,13 +399,15 @@ class Workbench:
         return docs, diags, sorted({str(w.message) for w in caught})
 
     def privatize(self, text: object, mechanism: object, epsilon: object, size: object = None, clip: object = None,
-                  delta: object = None) -> dict[str, object]:
+                  delta: object = None, prior: object = None, public_top_k: object = None) -> dict[str, object]:
         """One private release of ``text``: output words (kept ones marked), input spans, kept fraction, guarantee.
 
         The release record is exactly what ``textdp obfuscate`` would write for this text; the input spans and
         the kept fraction describe the private input and are shown only to the person at the keyboard.
         ``clip`` (``[low, high]``) and ``delta``: the public parameters of a language-model rewriter
         (``None``: the server's defaults, listed by :meth:`mechanisms`); refused for the other mechanisms.
+        ``prior`` (true/false) and ``public_top_k`` (a positive integer, or null for the whole vocabulary): dp-prompt's
+        public prior (default: on, with the top-k+ set of :data:`LM_PRIOR_DEFAULTS`).
         """
         text = _check_text(text)
         name = _check_mechanism(mechanism, self._offered_sentence())
@@ -364,7 +417,10 @@ class Workbench:
             defaults = self.lm_mechanisms[name]
             bounds = _check_clip(clip, tuple(defaults["clip"]))  # type: ignore[arg-type]
             d = _check_delta(name, delta, defaults["delta"])  # type: ignore[arg-type]
-            return self._rewrite(text, name, eps, self.mechanism(name, eps, None, bounds, d))
+            top_k = _check_prior(name, prior, public_top_k, defaults)
+            return self._rewrite(text, name, eps, self.mechanism(name, eps, None, bounds, d, top_k))
+        if prior is not None or public_top_k is not None:
+            raise ParameterError(f"prior and public_top_k are dp-prompt's public parameters, not {name}'s")
         if clip is not None or delta is not None:
             raise ParameterError(f"clip and delta are public parameters of the language-model rewriters, not of {name}")
         if self._is_sentence(name):

@@ -64,6 +64,10 @@
     if (!m.lm) return {};
     const p = { clip: [typed("clip-low"), typed("clip-high")] };
     if (m.delta !== null && m.delta !== undefined) p.delta = typed("delta");
+    if (m.prior !== undefined) {
+      p.prior = $("prior").checked;
+      if (p.prior) p.public_top_k = typed("public-top-k");
+    }
     return p;
   }
   function text() { return $("text").value; }
@@ -262,6 +266,10 @@
     $("size-field").hidden = m.kind !== "bag";
     $("clip-field").hidden = !m.lm;
     $("delta-field").hidden = !(m.lm && m.delta !== null);
+    $("prior-field").hidden = !(m.lm && m.prior !== undefined);
+    if (m.lm && m.prior !== undefined) {
+      $("prior").checked = m.prior; $("public-top-k").value = String(m.public_top_k);
+    }
     if (m.lm) {
       $("clip-low").value = String(m.clip[0]); $("clip-high").value = String(m.clip[1]);
       if (m.delta !== null) $("delta").value = String(m.delta);
@@ -302,7 +310,7 @@
     drawPlot(); release();
   });
   $("size").addEventListener("change", () => { release(); curve(); });
-  for (const id of ["clip-low", "clip-high", "delta"]) $(id).addEventListener("change", release);
+  for (const id of ["clip-low", "clip-high", "delta", "prior", "public-top-k"]) $(id).addEventListener("change", release);
   $("text").addEventListener("input", () => { later("release", release, 300); later("curve", curve, 700); });
   $("target").addEventListener("change", () => later("curve", curve, 200));
   $("use-target").addEventListener("click", () => {
