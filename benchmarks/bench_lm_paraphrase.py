@@ -6,8 +6,9 @@ The 40 sentences are written here (public, no corpus text). The model is SmolLM2
 no stop string, no repetition rule, no post-processing (the earlier behaviour); "after": the defaults.
 
 An output is counted as a *preamble or reply* when it starts like one (``Here is``, ``Sure``, ``I'm``, ``As an``,
-``Paraphrase``, ``The original``, ``This text``, ...), a *loop* when a word 4-gram occurs twice, *cut* when it does
-not end with sentence-final punctuation. Run: ``nice python benchmarks/bench_lm_paraphrase.py [--epsilon 64]``.
+``Paraphrase``, ``The original``, ``This text``, ...), a *loop* when a word 4-gram occurs twice, *cut by the cap*
+when the row drew all 48 tokens (no end token, no stop) and the text does not end with sentence-final punctuation
+(*open end* counts every text without it, e.g. an end token drawn after "on Monday morning"). Run: ``nice python benchmarks/bench_lm_paraphrase.py [--epsilon 64]``.
 """
 
 from __future__ import annotations
@@ -66,17 +67,19 @@ PREAMBLE = re.compile(r"^\s*[\"']?(here\b|sure\b|certainly\b|of course\b|i'm\b|i
                       r"this text\b|the text\b|the document\b|rewritten\b|sorry\b|thank)", re.IGNORECASE)
 
 
-def kinds(text: str) -> tuple[bool, bool, bool]:
-    """``(preamble or reply, loop, cut)`` of one output."""
+def kinds(text: str, capped: bool) -> tuple[bool, bool, bool, bool]:
+    """``(preamble or reply, loop, cut by the cap, no final punctuation)`` of one output (``capped``: it drew
+    ``max_new_tokens`` tokens, none the end token)."""
     words = re.findall(r"\w+", text.lower())
     grams = [tuple(words[i : i + 4]) for i in range(len(words) - 3)]
-    return (bool(PREAMBLE.match(text)) or not text.strip(), len(grams) != len(set(grams)),
-            not re.search(r"[.!?][\"'”’)]*\s*$", text))
+    open_end = not re.search(r"[.!?][\"'”’)]*\s*$", text)
+    return (bool(PREAMBLE.match(text)) or not text.strip(), len(grams) != len(set(grams)), capped and open_end,
+            open_end)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epsilon", type=float, default=64.0)
+    ap.add_argument("--epsilons", default="64", help="per-token epsilons, comma-separated")
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--show", action="store_true", help="print every output")
     a = ap.parse_args()
@@ -88,20 +91,24 @@ def main() -> None:
     folder = str(Path(spec.origin).parent)
     docs = SENTENCES[: a.n]
     runs = {"before": {"response_prefix": "", "stop": None, "repeat_ngram": None, "tidy": False}, "after": {}}
-    for label, extra in runs.items():
-        m = get("dp-prompt", epsilon=a.epsilon, model=folder, clip=(-8.0, 8.0), prior=True, public_top_k=20,
-                max_new_tokens=48, batch_size=20, **extra).fit()
-        t0 = time.perf_counter()
-        out = m.rewrite_units(docs, make_rng(1))
-        dt = time.perf_counter() - t0
-        counts = [kinds(o) for o in out]
-        pre, loop, cut = (sum(c[i] for c in counts) for i in range(3))
-        drawn = sum(getattr(o, "drawn", 0) for o in out)
-        print(f"{label}: {len(docs)} sentences, eps/token {a.epsilon:g}: preamble/reply {pre}, loop {loop}, "
-              f"cut {cut}; {drawn} tokens drawn, {dt:.0f} s", flush=True)
-        if a.show:
-            for d, o, c in zip(docs, out, counts, strict=True):
-                print(f"  [{'P' if c[0] else ' '}{'L' if c[1] else ' '}{'C' if c[2] else ' '}] {d}\n      -> {o!r}")
+    for eps in (float(e) for e in a.epsilons.split(",")):
+        for label, extra in runs.items():
+            m = get("dp-prompt", epsilon=eps, model=folder, clip=(-8.0, 8.0), prior=True, public_top_k=20,
+                    max_new_tokens=48, batch_size=20, **extra).fit()
+            t0 = time.perf_counter()
+            out = m.rewrite_units(docs, make_rng(1))
+            dt = time.perf_counter() - t0
+            drawn = [getattr(o, "drawn", 0) for o in out]
+            # capped: 48 draws and no end token (tidy's texts are cut after their last sentence, so re-check them)
+            counts = [kinds(o, n >= 48) for o, n in zip(out, drawn, strict=True)]
+            pre, loop, cut, open_end = (sum(c[i] for c in counts) for i in range(4))
+            print(f"{label}: {len(docs)} sentences, eps/token {eps:g}: preamble/reply {pre}, loop {loop}, cut by the "
+                  f"cap {cut}, open end {open_end}; capped {sum(n >= 48 for n in drawn)}, {sum(drawn)} tokens drawn, "
+                  f"{dt:.0f} s", flush=True)
+            if a.show:
+                for d, o, c in zip(docs, out, counts, strict=True):
+                    flags = "".join(f if x else " " for f, x in zip("PLCO", c, strict=True))
+                    print(f"  [{flags}] {d}\n      -> {o!r}")
 
 
 if __name__ == "__main__":

@@ -283,7 +283,8 @@ def test_records_say_their_unit_and_carry_the_ex_post_loss_beside_the_worst_case
     token count, plus the end token unless the cap stopped it), never above the worst-case bound."""
     from record_schema import validate_record
 
-    m = _settings(mech, max_new_tokens=6).set_params(model=models[kind])
+    raw = {"tidy": False, "repeat_ngram": None, "stop": None} if mech == "dp-prompt" else {}  # the text as drawn
+    m = _settings(mech, max_new_tokens=6, **raw).set_params(model=models[kind])
     docs = [("a", "the cat sat on the mat ."), ("b", "the cat sat on the mat . he said that the meeting will start .")]
     recs, _ = rewrite_documents(m, docs, 1, seeded=True)
     lm = load_language_model(models[kind], kind)

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from textdp.cli import app
 from textdp.embeddings import Embeddings
 from textdp.errors import DocumentError
-from textdp.guarantees import COMPACT_KEYS, GUARANTEE_KEYS, Guarantee, ReleaseRecord
+from textdp.guarantees import COMPACT_KEYS, GUARANTEE_KEYS, RELEASE_FORMS, Guarantee, ReleaseRecord
 from textdp.mechanisms import (
     FAMILIES,
     MECHANISM_NAMES,
@@ -61,7 +61,26 @@ def test_the_schema_ships_with_the_package_and_matches_the_guarantee_type():
     assert json.loads(text) == SCHEMA
     g = SCHEMA["$defs"]["guarantee"]
     assert set(g["required"]) == set(COMPACT_KEYS) and set(g["properties"]) == set(GUARANTEE_KEYS)
-    assert set(SCHEMA["properties"]["release"]["enum"]) == {"bag", "text", "sentence", "matrix"}
+    assert set(SCHEMA["properties"]["release"]["enum"]) == set(RELEASE_FORMS) == {"bag", "text", "sentence", "document",
+                                                                                 "matrix"}
+
+
+def test_a_document_release_is_of_unit_document_and_its_ex_post_figure_is_checked():
+    """issue 43: a record may not say ``release: document`` beside another unit; ``ex_post`` has its three fields."""
+    import jsonschema
+
+    from record_schema import VALIDATOR
+
+    pytest.importorskip("torch")
+    from textdp.mechanisms import get
+
+    g = get("dp-prompt", epsilon=2.0, clip=(-1.0, 1.0), max_new_tokens=4).bound()
+    rec = ReleaseRecord(id="a", guarantee=g, seeded=False, release="document", content="hi", units=1).to_record()
+    rec["ex_post"] = {"epsilon": 2.0, "tokens_drawn": 2, "worst_case_epsilon": 8.0}
+    VALIDATOR.validate(rec)
+    for bad in ({**rec, "unit": "sentence"}, {**rec, "ex_post": {"epsilon": 2.0}}):
+        with pytest.raises(jsonschema.ValidationError):
+            VALIDATOR.validate(bad)
 
 
 def test_every_registered_name_of_every_family_is_the_one_base():
