@@ -68,7 +68,6 @@ def test_the_schema_ships_with_the_package_and_matches_the_guarantee_type():
 def test_a_document_release_is_of_unit_document_and_its_ex_post_figure_is_checked():
     """issue 43: a record may not say ``release: document`` beside another unit; ``ex_post`` has its three fields."""
     import jsonschema
-
     from record_schema import VALIDATOR
 
     pytest.importorskip("torch")

@@ -24,7 +24,8 @@ SERVE_HELP = (
     "With --model DIR the page rewrites sentences too: a model folder from `textdp train-rewriter` (er-ae or ae-dp, "
     "syntf-sentence, random-sentence), or a language model as `textdp rewrite` takes it (dp-prompt on a causal "
     "model; dp-paraphrase and dp-bart on a sequence-to-sequence one; dp-mlm on a masked one), with public clipping "
-    "bounds that the page shows and lets you change (--clip sets where they start).\n\n"
+    "bounds that the page shows and lets you change (--clip sets where they start); dp-prompt starts from the public "
+    "prior with its top-k+ set of 20, bounds [-8, 8] on the difference to the prior and epsilon 64 per token.\n\n"
     "Examples: `textdp serve`; `textdp serve --port 0` (a free port; the URL is printed); "
     "`textdp serve --model models/masked --clip=-2,2`."
 )

@@ -51,6 +51,7 @@ __all__ = [
     "LM_DEFAULT_CLIP",
     "LM_DEFAULT_CLIP_GAUSSIAN",
     "LM_DEFAULT_DELTA",
+    "LM_PRIOR_CLIP",
     "LM_PRIOR_DEFAULTS",
     "MAX_SIZE",
     "MAX_TEXT_CHARS",
@@ -69,7 +70,8 @@ LM_DEFAULT_CLIP = (-2.0, 2.0)
 #: What the page starts from for a rewriter with a public prior (dp-prompt): the prior and its public top-k+ set, the
 #: difference to the prior clipped to [-8, 8], ε 64 per token and 48 new tokens (docs/lm-rewriting.md's route on
 #: SmolLM2: paraphrases, where [-2, 2] on the raw logits ties every plausible token and releases random tokens)
-LM_PRIOR_DEFAULTS: dict[str, object] = {"prior": True, "public_top_k": 20, "clip": (-8.0, 8.0), "epsilon": 64.0,
+LM_PRIOR_CLIP: tuple[float, float] = (-8.0, 8.0)
+LM_PRIOR_DEFAULTS: dict[str, object] = {"prior": True, "public_top_k": 20, "clip": LM_PRIOR_CLIP, "epsilon": 64.0,
                                         "max_new_tokens": 48}
 #: ... and for a rewriter with δ (Gaussian noise on the clipped encoder output, DP-BART): [-0.2, 0.1] per coordinate
 #: (docs/lm-rewriting.md's dp-bart example).
@@ -303,8 +305,7 @@ class Workbench:
                 continue
             delta = LM_DEFAULT_DELTA if "delta" in params else None
             prior = "prior" in params
-            default = LM_PRIOR_DEFAULTS["clip"] if prior else LM_DEFAULT_CLIP if delta is None else \
-                LM_DEFAULT_CLIP_GAUSSIAN
+            default = LM_PRIOR_CLIP if prior else LM_DEFAULT_CLIP if delta is None else LM_DEFAULT_CLIP_GAUSSIAN
             clip = self._clip or default
             extra = self._lm_extra(name, LM_PRIOR_DEFAULTS["public_top_k"] if prior else None)
             try:
@@ -313,7 +314,7 @@ class Workbench:
             except TextDPError as exc:
                 why.append(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
                 continue
-            offered[name] = {"clip": list(clip), "delta": delta}  # type: ignore[arg-type]
+            offered[name] = {"clip": list(clip), "delta": delta}
             if prior:
                 offered[name].update(prior=True, public_top_k=LM_PRIOR_DEFAULTS["public_top_k"],
                                      epsilon=LM_PRIOR_DEFAULTS["epsilon"])
