@@ -112,6 +112,8 @@ PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
         ("batch_size", "int"), ("sampler", "str"), ("top_k", "int | None"), ("top_p", "float | None"),
         ("seed", "SeedLike"), ("max_input_tokens", "int"), ("prompt", "str | None"), ("prompt_format", "str"),
         ("prior", "bool"), ("public_top_k", "int | None"), ("batch_tokens", "int"),
+        ("response_prefix", "str | None"), ("stop", "str | None"), ("repeat_ngram", "int | None"),
+        ("tidy", "bool"),
     ),
     "dp-paraphrase": (
         ("epsilon", "float | None"), ("model", "str | Path | None"),
