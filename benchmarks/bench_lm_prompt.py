@@ -90,7 +90,8 @@ def _dp(lm, s: DPPrompt, docs: list[str]) -> tuple[int, float]:
     t0 = time.perf_counter()
     out = lm_decode.dp_prompt(lm, docs, s, make_rng(0))
     dt = time.perf_counter() - t0
-    return sum(len(lm.tokenizer(o, add_special_tokens=False)["input_ids"]) for o in out), dt
+    # tokens before each row's end token, as for generate: the draws, less the end token when one was drawn
+    return sum(o.drawn - (o.drawn < s.max_new_tokens) for o in out), dt
 
 
 def main() -> None:
@@ -99,7 +100,8 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=32)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=48)
-    ap.add_argument("--epsilon", type=float, default=50.0, help="per token (high: outputs end like the model's)")
+    ap.add_argument("--epsilon", type=float, default=0.0, help="per token (default 2 Delta: temperature 1, the "
+                    "law generate samples at temperature 1 when the bounds do not bind)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--memory", type=int, default=0, help="measure public_bounds' peak RSS on this many texts")
@@ -123,13 +125,17 @@ def main() -> None:
     base: dict[str, int] = {"max_new_tokens": a.new_tokens, "batch_size": a.batch}
 
     def rewriter(bounds: ClipBounds, **kw: object) -> DPPrompt:
-        m = get("dp-prompt", epsilon=a.epsilon, model=model, clip=bounds, **base, **kw).fit()
+        # like for like (issue 43): temperature 2 Delta / epsilon = 1, as generate's, with bounds wide enough to bind
+        # rarely, and only the end token stops a row (no stop string, no repetition rule, no post-processing)
+        eps = a.epsilon if a.epsilon else 2 * bounds.width
+        m = get("dp-prompt", epsilon=eps, model=model, clip=bounds, stop=None, repeat_ngram=None, tidy=False,
+                **base, **kw).fit()
         assert isinstance(m, DPPrompt)
         return m
 
-    runs = {"generate": lambda: _generate(lm, rewriter(ClipBounds(-10, 30)), docs),
-            "dp-prompt": lambda: _dp(lm, rewriter(ClipBounds(-10, 30)), docs),
-            "dp-prompt --prior": lambda: _dp(lm, rewriter(ClipBounds(-2, 2), prior=True), docs)}
+    runs = {"generate": lambda: _generate(lm, rewriter(ClipBounds(-40, 40)), docs),
+            "dp-prompt": lambda: _dp(lm, rewriter(ClipBounds(-40, 40)), docs),
+            "dp-prompt --prior": lambda: _dp(lm, rewriter(ClipBounds(-40, 40), prior=True), docs)}
     rates: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(a.repeats):
         for name, fn in runs.items():
@@ -137,7 +143,8 @@ def main() -> None:
             rates[name].append(n / dt)
             print(f"  {name:18s} {n:5d} tokens in {dt:6.1f} s: {n / dt:7.1f} tokens/s", flush=True)
     g = statistics.median(rates["generate"])
-    print(f"\n{len(docs)} inputs, batch {a.batch}, max_new_tokens {a.new_tokens}, epsilon {a.epsilon} per token")
+    print(f"\n{len(docs)} inputs, batch {a.batch}, max_new_tokens {a.new_tokens}, epsilon "
+          f"{a.epsilon or 'at temperature 1'} per token")
     print("| loop | tokens/s (median) | ratio to generate |\n|---|---|---|")
     for name, r in rates.items():
         print(f"| {name} | {statistics.median(r):.1f} | {statistics.median(r) / g:.2f} |")
