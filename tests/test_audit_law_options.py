@@ -74,7 +74,8 @@ def test_the_gaps_are_named_by_audit_all():
     assert gaps == {"er-ae": {"variant": gaps["er-ae"]["variant"], "word_fraction": gaps["er-ae"]["word_fraction"],
                               "k": gaps["er-ae"]["k"]},
                     "ae-dp": {"variant": gaps["ae-dp"]["variant"]},
-                    "dp-prompt": {"max_new_tokens": gaps["dp-prompt"]["max_new_tokens"]},
+                    # stop, repeat_ngram, tidy (issue 43): stopping on released tokens and post-processing
+                    "dp-prompt": {k: gaps["dp-prompt"][k] for k in ("max_new_tokens", "stop", "repeat_ngram", "tidy")},
                     "dp-paraphrase": {"max_new_tokens": gaps["dp-paraphrase"]["max_new_tokens"]},
                     "dp-mlm": {"copy_stopwords": gaps["dp-mlm"]["copy_stopwords"]},
                     "dp-bart": {"max_new_tokens": gaps["dp-bart"]["max_new_tokens"]}}

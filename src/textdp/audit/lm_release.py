@@ -167,7 +167,9 @@ _SENTENCES = ("the cat sat", "a dog ran", "the bird slept on the mat", "today , 
 LM_RELEASE_DEFAULTS = {
     "dp-prompt": LMAuditSpec("DP-Prompt", "causal", "steps", _SENTENCES, 2.0, 0.0, (-1.0, 1.0), 2, 10_000,
                              (("prompt", PROMPT), ("prompt_format", "plain"), ("max_input_tokens", 8),
-                              ("max_new_tokens", 2), ("batch_tokens", 1 << 24))),
+                              ("max_new_tokens", 2), ("batch_tokens", 1 << 24),
+                              # the drawn tokens as released (no stop string, repetition rule or post-processing)
+                              ("stop", None), ("repeat_ngram", None), ("tidy", False))),
     "dp-paraphrase": LMAuditSpec("DP-Paraphrase", "seq2seq", "steps", _SENTENCES, 2.0, 0.0, (-1.0, 1.0), 2, 10_000,
                                  (("max_new_tokens", 2),)),
     "dp-mlm": LMAuditSpec("DP-MLM", "masked", "positions", ("cat sat", "dog ran", "bird slept", "tree today",

@@ -148,7 +148,12 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
                   "max_input_tokens": _i("the document's public length cap; the audit's texts are shorter"),
                   "prompt": _i("the public template; the audit fixes one"),
                   "prompt_format": _i("plain on the tiny model (no chat template)"),
-                  "batch_tokens": _s("tokens per forward pass")},
+                  "batch_tokens": _s("tokens per forward pass"),
+                  "response_prefix": _i("part of the public prompt; none in the plain format the audit uses"),
+                  "stop": _n("ends a row on released tokens only (adaptive composition); the audit's 2 tokens are "
+                             "released as drawn (stop=None)"),
+                  "repeat_ngram": _n("ends a row on released tokens only (adaptive composition); off in the audit"),
+                  "tidy": _n("post-processing of the released text; the audit checks the drawn tokens (tidy=false)")},
     "dp-paraphrase": {**_LM, "clip": _p("dp-paraphrase"), "sampler": _p("dp-paraphrase")},
     "dp-mlm": {**_LM, "clip": _p("dp-mlm"), "sampler": _p("dp-mlm"),
                "max_new_tokens": _s("dp-mlm replaces every token in place (no generation)"),
