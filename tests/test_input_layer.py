@@ -124,7 +124,7 @@ def test_a_jsonl_input_swapped_after_the_scan_is_refused_and_the_ledger_charges_
     backend = _backend(engine)
     try:
         with pytest.raises(DocumentError) as exc:
-            obfuscate_corpus([inp], tmp_path / "out", backend=backend, ledger=ledger, budget=100.0,
+            obfuscate_corpus([inp], tmp_path / "out", backend=backend, ledger=ledger, budget=1000.0,
                              **_kw(toy_emb, tmp_path, engine))
     finally:
         backend.close()
@@ -325,7 +325,7 @@ def test_a_second_user_who_swaps_the_input_mid_run_gets_nothing(toy_emb, attacke
         ledger = base / "ledger" / "l.jsonl"
         try:
             with pytest.raises(DocumentError, match="is not the one the driver read"):
-                obfuscate_corpus([inp], base / "out", backend=backend, progress=attack, ledger=ledger, budget=100.0,
+                obfuscate_corpus([inp], base / "out", backend=backend, progress=attack, ledger=ledger, budget=1000.0,
                                  **_kw(toy_emb, base, engine))
         finally:
             backend.close()

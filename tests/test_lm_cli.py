@@ -120,7 +120,7 @@ def test_ledger_refuses_an_over_budget_release_across_runs(work):
     shown = runner.invoke(app, ["ledger", "show", str(led), "--json"])
     assert shown.exit_code == 0
     assert json.loads(shown.stdout)["documents"]["d1"] == {"releases": 1, "epsilon": 8.0, "delta": 0.0,
-                                                            "tight_epsilon": 8.0, "method": "basic"}
+                                                            "tight_epsilon": 8.0, "method": "pure"}
     table = runner.invoke(app, ["ledger", "show", str(led)])
     assert "hash chain verified" in table.stdout and "d2" in table.stdout
     led.write_text(led.read_text().replace('"epsilon": 8.0', '"epsilon": 1.0', 1))

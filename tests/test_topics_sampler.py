@@ -174,6 +174,7 @@ def test_cli_topics(tmp_path: Path, mechanism: str, shared_cache: Path) -> None:
 
     src = _write_jsonl(tmp_path / "c.jsonl")
     out = tmp_path / "out" / "release.json"
+    out.parent.mkdir()  # -o never makes folders
     result = CliRunner().invoke(app, [
         "topics", str(src), "--user-field", "author", "--topics", "3", "--keywords", "4",
         "--model-topics", "3", "--epsilon", "3", "--delta", "1e-4", "--gamma", "0.3", "--mechanism", mechanism,

@@ -245,10 +245,13 @@ def planted_bart_case(name: str, epsilon: float | None = None, delta: float | No
         def fault() -> contextlib.AbstractContextManager[None]:
             return _planted("clip_and_noise", _shared_noise)
     else:
-        case = lm_release_case("dp-bart", epsilon, delta, clip=BART_RANGE_CLIP)
-
         def fault() -> contextlib.AbstractContextManager[None]:
             return _range_calibration(BART_RANGE_CALIBRATED)
+
+        # σ is fixed in the calibration that ``fit`` builds (and the release reads): the fault is planted there,
+        # so the case's mechanism is built and fitted inside it (a fault active only while sampling changes nothing)
+        with fault():
+            case = lm_release_case("dp-bart", epsilon, delta, clip=BART_RANGE_CLIP)
     real = case.sample
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:

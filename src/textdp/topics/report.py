@@ -28,7 +28,7 @@ from ..errors import ParameterError, require
 from ..io import atomic_writer, write_json
 from ..mechanisms.registry import mechanism_class, names
 from ..progress import ProgressCallback
-from .family import TopicsMechanism, needs_sensitivity, topics_mechanism
+from .family import TopicsMechanism, needs_sensitivity, takes_corpus, topics_mechanism
 from .metrics import all_metrics
 from .models import TopicModel, UserCorpus, extract_topic_matrix
 from .release import postprocess
@@ -37,6 +37,10 @@ from .sensitivity import SensitivitySampler, sampler_parameters
 __all__ = ["ReportConfig", "run_report"]
 METRIC_LABELS = {"l1": "L1 distance", "row_euclidean": "per-row Euclidean (thesis 'L1')",
                  "rmse": "RMSE", "kendall_tau": "Kendall tau distance"}
+
+
+def _matrix_mechanisms() -> tuple[str, ...]:
+    return tuple(n for n in names("topics") if not takes_corpus(n))
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,9 @@ class ReportConfig:
     epsilon: float = 3.0
     repeats: int = 20
     max_samples: int = 700
-    mechanisms: tuple[str, ...] = field(default_factory=lambda: names("topics"))
+    #: the topic-matrix mechanisms (those that noise a fitted model's matrix); the corpus-statistic ones
+    #: (``takes_corpus``: noisy-cooccurrence, spectral-lda) release no matrix of the model this report compares
+    mechanisms: tuple[str, ...] = field(default_factory=_matrix_mechanisms)
     bar_topics: tuple[int, ...] = (2, 4, 5, 9)
     extra: dict[str, object] = field(default_factory=dict)
 
