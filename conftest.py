@@ -31,9 +31,9 @@ Two test workers (pytest-xdist): ``python -m pytest`` runs the tests in two work
 machine has two cores or more (many tests wait on ``textdp`` subprocesses rather than compute), one test module
 per worker at a time (``--dist loadscope``: a module's tests run in order, its fixtures are built once).
 ``-n 0`` or ``-p no:xdist`` runs them in this one process (as do ``--pdb`` and ``-s``, for debugging); ``-n N``
-or ``--dist MODE`` on the command line win. Each worker has a state folder of its own (``gwN`` under the
-run's private folder, or under ``TEXTDP_TEST_STATE_DIR``), and the guard runs once, in the process that
-started the workers, from before the first worker starts to after the last one ends.
+or ``--dist MODE`` on the command line win. Each worker has state folders of its own (``gwN/cache`` and
+``gwN/state`` in the run's private folder, or ``gwN`` in ``TEXTDP_TEST_STATE_DIR``), and the guard runs once,
+in the process that started the workers, from before the first worker starts to after the last one ends.
 """
 
 from __future__ import annotations
@@ -134,17 +134,17 @@ def pytest_configure_node(node) -> None:  # type: ignore[no-untyped-def]  # xdis
 
 def pytest_configure(config: pytest.Config) -> None:
     worker = getattr(config, "workerinput", None)
+    kept = os.environ.get(KEEP_VAR)
     if worker is not None and ROOT_KEY in worker:
-        # an xdist worker: its own folder under the run's, the guard is the main process's
+        # an xdist worker: a folder of its own under the run's (or the kept one); the guard is the main process's
         state = Path(worker[ROOT_KEY]) / worker["workerid"]
         state.mkdir(mode=0o700, exist_ok=True)
-        os.environ[STATE_VAR] = str(state)
-        return
-    # the real folders are recorded under the environment pytest was started with, then replaced
-    real = real_state_dirs()
-    config.stash[_snapshot_key] = {d: listing(d) for d in real}
-    kept = os.environ.get(KEEP_VAR)
-    if kept:
+        if not kept:
+            state = state / "cache"
+            state.mkdir(mode=0o700, exist_ok=True)
+    elif kept:
+        real = real_state_dirs()  # recorded under the environment pytest was started with, then replaced
+        config.stash[_snapshot_key] = {d: listing(d) for d in real}
         state = Path(kept).expanduser().absolute()
         if any(state.resolve() == d.resolve() or d.resolve().is_relative_to(state.resolve()) for d in real):
             raise pytest.UsageError(f"{KEEP_VAR}={kept} is (or holds) a real textdp state folder; name a folder "
@@ -152,6 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
         state.mkdir(mode=0o700, parents=True, exist_ok=True)
         config.stash[_root_key] = state
     else:
+        config.stash[_snapshot_key] = {d: listing(d) for d in real_state_dirs()}
         private = Path(tempfile.mkdtemp(prefix="textdp-tests-"))  # 0700, made exclusively
         os.chmod(private, 0o700)
         state = private / "cache"

@@ -111,10 +111,10 @@ def test_two_workers_have_a_state_folder_each_and_one_guard(tmp_path):
     folders = {f.name.split("-")[0]: Path(f.read_text()) for f in seen.iterdir()}
     assert not any(str(folder) in guard for folder in folders.values()), guard  # the workers' folders: not real
     assert set(folders) == {"gw0", "gw1"}, folders  # both workers ran tests
-    assert all(folder.name == worker for worker, folder in folders.items()), folders
-    assert folders["gw0"].parent == folders["gw1"].parent  # the run's private folder, removed at its end
-    assert not folders["gw0"].parent.exists()
-    assert not folders["gw0"].parent.is_relative_to(tmp_path / "home")
+    assert all(folder.parent.name == worker for worker, folder in folders.items()), folders
+    run = folders["gw0"].parent.parent
+    assert folders["gw1"].parent.parent == run  # the run's private folder, removed at its end
+    assert not run.exists() and not run.is_relative_to(tmp_path / "home")
 
 
 def _conftest_module():
