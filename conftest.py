@@ -26,6 +26,14 @@ Converting the default GloVe vectors into the fresh cache costs about 2 s once p
 subprocesses share the same folder), so no shared cache is read. The slow tests that sample sensitivities
 for minutes (``-m slow``) cache them there too; to keep that state between runs, name a folder of your own
 in ``TEXTDP_TEST_STATE_DIR`` (made ``0700``; one of the real state folders is refused).
+
+Two test workers (pytest-xdist): ``python -m pytest`` runs the tests in two worker processes when the
+machine has two cores or more (many tests wait on ``textdp`` subprocesses rather than compute), one test module
+per worker at a time (``--dist loadscope``: a module's tests run in order, its fixtures are built once).
+``-n 0`` or ``-p no:xdist`` runs them in this one process (as do ``--pdb`` and ``-s``, for debugging); ``-n N``
+or ``--dist MODE`` on the command line win. Each worker has state folders of its own (``gwN/cache`` and
+``gwN/state`` in the run's private folder, or ``gwN`` in ``TEXTDP_TEST_STATE_DIR``), and the guard runs once,
+in the process that started the workers, from before the first worker starts to after the last one ends.
 """
 
 from __future__ import annotations
@@ -46,6 +54,12 @@ GUARD_VAR = "TEXTDP_TEST_CACHE_GUARD"
 #: an optional folder that keeps the tests' state between runs (instead of a fresh one per run)
 KEEP_VAR = "TEXTDP_TEST_STATE_DIR"
 
+#: the most test workers a default run starts (two cores: more would only compete for them)
+MAX_WORKERS = 2
+#: the key of the workers' input that names the folder holding their state folders
+ROOT_KEY = "textdp_state_root"
+
+_root_key = pytest.StashKey[Path]()
 _snapshot_key = pytest.StashKey[dict[Path, dict[str, tuple[int, int, int]]]]()
 _private_key = pytest.StashKey[Path]()
 
@@ -90,23 +104,61 @@ def changes(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int,
     return out
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Two workers by default (pytest-xdist), unless the command line chose (``-n``, ``--dist``) or debugs."""
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return  # a worker itself, or xdist absent or disabled (-p no:xdist): one process
+    opt = config.option
+    if opt.numprocesses is not None or opt.dist != "no" or getattr(opt, "tx", None):
+        return  # -n, --dist or --tx given: as asked
+    if opt.usepdb or getattr(opt, "trace", False) or opt.capture == "no" or opt.collectonly:
+        return  # --pdb, --trace, -s: debugging in this process; --collect-only: nothing to run
+    workers = min(MAX_WORKERS, _cores())
+    if workers > 1:
+        opt.numprocesses, opt.dist = workers, "loadscope"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # type: ignore[no-untyped-def]  # xdist's WorkerController
+    """Each worker learns the folder its own state folder goes in (this process made it)."""
+    node.workerinput[ROOT_KEY] = str(node.config.stash[_root_key])
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    # the real folders are recorded under the environment pytest was started with, then replaced
-    real = real_state_dirs()
-    config.stash[_snapshot_key] = {d: listing(d) for d in real}
+    worker = getattr(config, "workerinput", None)
     kept = os.environ.get(KEEP_VAR)
-    if kept:
+    if worker is not None and ROOT_KEY in worker:
+        # an xdist worker: a folder of its own under the run's (or the kept one); the guard is the main process's
+        state = Path(worker[ROOT_KEY]) / worker["workerid"]
+        state.mkdir(mode=0o700, exist_ok=True)
+        if not kept:
+            state = state / "cache"
+            state.mkdir(mode=0o700, exist_ok=True)
+    elif kept:
+        real = real_state_dirs()  # recorded under the environment pytest was started with, then replaced
+        config.stash[_snapshot_key] = {d: listing(d) for d in real}
         state = Path(kept).expanduser().absolute()
         if any(state.resolve() == d.resolve() or d.resolve().is_relative_to(state.resolve()) for d in real):
             raise pytest.UsageError(f"{KEEP_VAR}={kept} is (or holds) a real textdp state folder; name a folder "
                                     "kept for the tests only")
         state.mkdir(mode=0o700, parents=True, exist_ok=True)
+        config.stash[_root_key] = state
     else:
+        config.stash[_snapshot_key] = {d: listing(d) for d in real_state_dirs()}
         private = Path(tempfile.mkdtemp(prefix="textdp-tests-"))  # 0700, made exclusively
         os.chmod(private, 0o700)
         state = private / "cache"
         state.mkdir(mode=0o700)
         config.stash[_private_key] = private
+        config.stash[_root_key] = private
     os.environ[STATE_VAR] = str(state)
     # textdp makes it 0700 when first used; beside the run's private cache, or inside a kept test folder
     os.environ[ANCHORS_VAR] = str(state / "textdp-state" if kept else state.parent / "state")

@@ -40,7 +40,7 @@ def second_user(prefix: str = "tdp") -> Iterator[tuple[int, int]]:
         pytest.skip("needs root to create a throwaway second user (CI runs as root)")
     if not (shutil.which("useradd") and shutil.which("userdel") and os.path.exists(SYSTEM_PYTHON)):
         pytest.skip(f"needs useradd, userdel and {SYSTEM_PYTHON} to act as a second user")
-    name = prefix + secrets.token_hex(4)
+    name = prefix + secrets.token_hex(4)  # unique: two test workers may each make one at the same time
     for attempt in range(5):  # /etc/passwd may be locked by another useradd for a moment
         made = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
                               check=False, capture_output=True, text=True)
@@ -53,7 +53,10 @@ def second_user(prefix: str = "tdp") -> Iterator[tuple[int, int]]:
         pw = pwd.getpwnam(name)
         yield pw.pw_uid, pw.pw_gid
     finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
+        for attempt in range(5):  # the same lock as useradd's (another test worker may hold it a moment)
+            if subprocess.run(["userdel", name], check=False, capture_output=True).returncode == 0:
+                break
+            time.sleep(0.5 * (attempt + 1))
 
 
 def run_as(user: tuple[int, int], code: str, *args: str, wait: bool = True, check: bool = True,

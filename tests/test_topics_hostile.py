@@ -178,7 +178,9 @@ def test_sigint_while_sampling_says_what_the_cache_keeps_and_rerunning_resumes(t
     cache = tmp_path / "cache" / "topics"
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None and not list(cache.glob("sens-*.json")):
+        # saved = keyed: write_keyed writes the samples, then their MAC (a file without one is not used, and the
+        # message rightly says no sample was saved yet: interrupting between the two failed under load)
+        while time.monotonic() < deadline and proc.poll() is None and not list(cache.glob("sens-*.json.hmac")):
             time.sleep(0.02)
         started = proc.poll() is None
         proc.send_signal(signal.SIGINT)

@@ -7,6 +7,7 @@ with a dashboard on every interface and a plain-TCP scheduler anyone could join.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -103,8 +104,10 @@ def test_plain_tcp_scheduler_warns_and_tls_scheduler_uses_the_users_security(tmp
     import dask
     from distributed.security import Security
 
+    # the scheduler's HTTP server on a free loopback port: another test worker's cluster may hold 8787
+    free = {"dashboard_address": "127.0.0.1:0"}
     with distributed.LocalCluster(n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as plain:
+                                  dashboard_address=None, scheduler_kwargs=free) as plain:
         with pytest.warns(PrivacyWarning, match="run code in its workers"):
             be = DaskBackend(scheduler=plain.scheduler_address)
         be.close()
@@ -114,7 +117,7 @@ def test_plain_tcp_scheduler_warns_and_tls_scheduler_uses_the_users_security(tmp
         pem[name] = tmp_path / f"{name}.pem"
         pem[name].write_text(text)
     with distributed.LocalCluster(n_workers=1, processes=False, protocol="tls://", host="127.0.0.1",
-                                  security=sec, dashboard_address=None) as tls:
+                                  security=sec, dashboard_address=None, scheduler_kwargs=free) as tls:
         assert _cannot_run_code(tls.scheduler_address)
         # the user's certificates, named in the Dask configuration (as DASK_DISTRIBUTED__COMM__TLS__* would)
         user_config = {"distributed.comm.tls.ca-file": str(pem["ca"]),
@@ -144,3 +147,23 @@ def test_cli_dashboard_needs_the_local_dask_cluster(tmp_path):
         res = CliRunner().invoke(app, [*base, *extra])
         assert res.exit_code == 2 and needle in res.stderr, (extra, res.output)
         assert not (tmp_path / "o").exists()
+
+
+def test_a_taken_port_8787_changes_nothing():
+    """Dask's scheduler binds an HTTP server even without a dashboard, by default on port 8787: a second run on
+    the Dask engine at the same time (or another test worker's) found it taken and warned (an error in the suite).
+    Held here for the whole start: the local cluster takes a free loopback port and says nothing."""
+    import socket
+
+    held = socket.socket()
+    try:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # already taken by something else: as good
+            held.bind(("127.0.0.1", 8787))
+            held.listen()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with DaskBackend(workers=1, processes=False) as be:
+                assert be.client.run(lambda: 1)
+    finally:
+        held.close()

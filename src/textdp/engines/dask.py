@@ -219,4 +219,7 @@ def _local_cluster(n_workers: int, processes: bool, dashboard: bool, scratch: Pa
             protocol="tls://" if processes else None, security=security,
             dashboard_address="127.0.0.1:0" if dashboard else None, worker_dashboard_address=None,
             local_directory=str(scratch),
+            # the scheduler binds its HTTP server even without a dashboard, by default on 8787: a second run at the
+            # same time found it taken ("Port 8787 is already in use" warning); a free loopback port instead
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
         )
