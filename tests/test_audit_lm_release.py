@@ -231,3 +231,37 @@ def test_dp_bart_sigma_times_0_8_is_flagged_at_the_default_samples(seed, monkeyp
     _patch_generation(monkeypatch, "clip_and_noise", _sigma_times(0.8))
     r = run_audit(audit_case("dp-bart"), seed=seed)
     assert not r.privacy_passed, r.to_dict()
+
+
+# issue 41: max_new_tokens (dp-prompt, dp-paraphrase) and copy_stopwords (dp-mlm) are --param options of the cases
+@pytest.mark.parametrize("name", ["dp-prompt-3-tokens", "dp-paraphrase-1-token", "dp-mlm-copy-stopwords"])
+def test_option_cases_pass_and_flag_epsilon_times_three(name, monkeypatch):
+    case = audit_case(name)
+    r = run_audit(case, samples=10_000, seed=1, conformance=True)
+    assert r.passed and r.curve is not None and r.conformance is not None, r.to_dict()
+    _patch_generation(monkeypatch, "exponential_step", _epsilon_times(3.0))
+    bad = run_audit(case, samples=10_000, seed=1)
+    assert not bad.privacy_passed, bad.to_dict()
+
+
+def test_the_option_claims_are_the_audits_own():
+    # n steps compose to n*epsilon; dp-mlm's copied stop word costs nothing (two of three tokens drawn)
+    assert audit_case("dp-prompt", params={"max_new_tokens": "3"}).claimed_epsilon == 3 * 2.0
+    assert audit_case("dp-paraphrase", params={"max_new_tokens": "1"}).claimed_epsilon == 2.0
+    copy = audit_case("dp-mlm", params={"copy_stopwords": "true"})
+    assert copy.claimed_epsilon == 2 * 2.0 and copy.input_a.split()[0] == "the" == copy.input_b.split()[0]
+
+
+@pytest.mark.parametrize(("name", "params", "match"), [
+    ("dp-prompt", {"max_new_tokens": "4"}, "from 1 to 3"),
+    ("dp-prompt", {"max_new_tokens": "0"}, "from 1 to 3"),
+    ("dp-paraphrase", {"max_new_tokens": "two"}, "whole number"),
+    ("dp-mlm", {"max_new_tokens": "2"}, "not max_new_tokens"),
+    ("dp-prompt", {"copy_stopwords": "true"}, "not copy_stopwords"),
+])
+def test_option_values_the_audit_cannot_take_are_refused_in_one_line(name, params, match):
+    from textdp.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=match) as e:
+        audit_case(name, params=params)
+    assert "\n" not in str(e.value)

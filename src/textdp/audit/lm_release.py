@@ -81,6 +81,7 @@ import numpy as np
 
 from .._rng import make_rng
 from ..errors import ParameterError, require
+from ..text import ENGLISH_STOP_WORDS
 from .accountant import analytic_gaussian_delta, analytic_gaussian_sigma
 from .conformance import Conformance
 from .core import AuditCase
@@ -553,9 +554,10 @@ class ReferenceLM:
     """
 
     def __init__(self, spec: LMAuditSpec, model: Any, *, epsilon: float, clip: tuple[float, float], length: int,
-                 max_tokens: int, delta: float = 0.0, prior: bool = False, public_top_k: int | None = None) -> None:
+                 max_tokens: int, delta: float = 0.0, prior: bool = False, public_top_k: int | None = None,
+                 copied: frozenset[str] | None = None) -> None:
         self.kind, self.law, self.model = spec.kind, spec.law, model
-        self.prior, self.public_top_k = bool(prior), public_top_k
+        self.prior, self.public_top_k, self.copied = bool(prior), public_top_k, copied
         self.tok = _tokenizer()
         self.epsilon, self.clip, self.length, self.max_tokens, self.delta = (
             float(epsilon), (float(clip[0]), float(clip[1])), int(length), int(max_tokens), float(delta))
@@ -606,6 +608,9 @@ class ReferenceLM:
                 logits = self.model(input_ids=torch.tensor(rows, dtype=torch.long)).logits
             at = np.stack([logits[i, len(ids) + 2 + i].double().numpy() for i in range(len(ids))])
             laws = _log_law(at, self.epsilon, lo, hi, self.allowed)
+            for i in self.copied_positions(text):  # copied (copy_stopwords): a point mass at the token itself
+                laws[i] = -np.inf
+                laws[i, ids[i]] = 0.0
             for seq, j in self.support.index.items():
                 out[j] = sum(laws[i, w] for i, w in enumerate(seq))
             return out
@@ -626,6 +631,15 @@ class ReferenceLM:
                     else:
                         out[self.support.index[(*p, w)]] = base + law[w]
         return out
+
+    def copied_positions(self, text: str) -> list[int]:
+        """dp-mlm with ``copy_stopwords``: the positions of ``text`` released as they are (stop words and
+        punctuation: written here again from the public list); none without ``copied``."""
+        if self.copied is None:
+            return []
+        tokens = self.tok.convert_ids_to_tokens(self._ids(text))
+        return [i for i, t in enumerate(tokens)
+                if t.lower() in self.copied or not any(c.isalnum() for c in t)]
 
     @property
     def sensitivity(self) -> float:
@@ -722,14 +736,25 @@ class ReferenceLM:
 
 
 #: The options of a rewriter that change its released law and that ``textdp audit NAME --param KEY=VALUE`` takes.
-LM_LAW_OPTIONS: dict[str, tuple[str, ...]] = {"dp-prompt": ("prior", "public_top_k", "clip", "sampler"),
-                                              "dp-paraphrase": ("clip", "sampler"), "dp-mlm": ("clip", "sampler"),
+LM_LAW_OPTIONS: dict[str, tuple[str, ...]] = {"dp-prompt": ("prior", "public_top_k", "clip", "sampler",
+                                                            "max_new_tokens"),
+                                              "dp-paraphrase": ("clip", "sampler", "max_new_tokens"),
+                                              "dp-mlm": ("clip", "sampler", "copy_stopwords"),
                                               "dp-bart": ("clip",)}
 #: The non-default laws ``textdp audit --all`` audits: ``{case: (rewriter, ((option, value), ...))}``.
 LM_VARIANT_CASES: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "dp-prompt-prior": ("dp-prompt", (("prior", True),)),
     "dp-prompt-public-top-k": ("dp-prompt", (("prior", True), ("public_top_k", 5))),
+    "dp-prompt-3-tokens": ("dp-prompt", (("max_new_tokens", 3),)),
+    "dp-paraphrase-1-token": ("dp-paraphrase", (("max_new_tokens", 1),)),
+    "dp-mlm-copy-stopwords": ("dp-mlm", (("copy_stopwords", True),)),
 }
+
+#: The most generated tokens the audit takes (``--param max_new_tokens``): its reference law lists every sequence
+#: of up to ``n`` public words (``19^n``; 7,240 sequences at 3).
+MAX_AUDITED_NEW_TOKENS = 3
+#: dp-mlm's pair with ``copy_stopwords``: the same skeleton (``the`` copied in place), two tokens replaced.
+COPY_TEXTS = ("the cat sat", "the dog ran", "the bird slept", "the tree today", "the mat park")
 
 #: The encoder / sentence shape of every case (``max_tokens``; dp-bart's public padded length).
 MAX_TOKENS = 8
@@ -750,7 +775,8 @@ def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta
 
 def lm_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
                     seed: int = 0, clip: tuple[float, float] | None = None, design: str = "mean",
-                    prior: bool = False, public_top_k: int | None = None, sampler: str | None = None) -> AuditCase:
+                    prior: bool = False, public_top_k: int | None = None, sampler: str | None = None,
+                    max_new_tokens: int | None = None, copy_stopwords: bool | None = None) -> AuditCase:
     """The audit case of rewriter ``name`` on its release path (module docstring).
 
     ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
@@ -758,7 +784,10 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     ``design`` (:data:`PROBE_DESIGNS`; ``spread`` audits :data:`SPREAD_TEXTS`). dp-prompt only: ``prior``
     (the public-prior path, ``--prior``) and ``public_top_k`` (its public top-k+ candidate set,
     ``--public-top-k``): the mechanism is built with them and the reference law is the prior law
-    (:func:`_prior_log_law`, the public prompt's logits computed from the model here).
+    (:func:`_prior_log_law`, the public prompt's logits computed from the model here). dp-prompt and
+    dp-paraphrase: ``max_new_tokens`` (1 to :data:`MAX_AUDITED_NEW_TOKENS`; the reference law enumerates every
+    sequence of up to ``n`` public words, and the claim is ``n ε``). dp-mlm: ``copy_stopwords`` (true: the pair
+    is :data:`COPY_TEXTS`, whose stop words are released as they are; the claim counts the replaced tokens).
     """
     spec = LM_RELEASE_DEFAULTS.get(name)
     if spec is None:
@@ -774,6 +803,19 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
                                  "prior); pass --param prior=true")
     if prior and spec.kind != "causal":
         raise ParameterError(f"{name} has no public-prior path: prior and public_top_k are dp-prompt's options")
+    steps = spec.max_new_tokens
+    if max_new_tokens is not None:
+        if spec.law != "steps":
+            raise ParameterError(f"the audit case {name!r} does not take max_new_tokens (dp-prompt and dp-paraphrase "
+                                 "do)")
+        steps = _whole(max_new_tokens, "max_new_tokens")
+        if not 1 <= steps <= MAX_AUDITED_NEW_TOKENS:
+            raise ParameterError(f"{name}: the audit takes max_new_tokens from 1 to {MAX_AUDITED_NEW_TOKENS} (its "
+                                 f"reference law lists {len(WORDS)}^n sequences), got {max_new_tokens}")
+    copy = _flag(copy_stopwords, "copy_stopwords") if copy_stopwords is not None else False
+    if copy and spec.law != "positions":
+        raise ParameterError(f"the audit case {name!r} does not take copy_stopwords (dp-mlm does)")
+    texts = COPY_TEXTS if copy else spec.texts
     eps = spec.epsilon if epsilon is None else float(epsilon)
     dlt = spec.delta if delta is None else float(delta)
     if spec.law == "gaussian":
@@ -783,22 +825,26 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     extra: dict[str, Any] = {"prior": True, "public_top_k": public_top_k} if prior else {}
     if sampler is not None:  # how each draw is made (inverse CDF or Gumbel): the same law
         extra["sampler"] = sampler
+    if max_new_tokens is not None:
+        extra["max_new_tokens"] = steps
+    if copy_stopwords is not None:
+        extra["copy_stopwords"] = copy
     bounds = clip or spec.clip
     mech = _mechanism(name, spec, folder, eps, dlt, clip=bounds, **extra)
-    text_a, text_b = spec.texts[:2]
+    text_a, text_b = texts[:2]
     length = (len(_tokenizer()(text_a, add_special_tokens=False)["input_ids"]) if spec.law == "positions"
-              else spec.max_new_tokens)
+              else steps)
     ref = ReferenceLM(spec, model, epsilon=eps, clip=bounds, length=length, max_tokens=MAX_TOKENS, delta=dlt,
-                      prior=prior, public_top_k=public_top_k)
+                      prior=prior, public_top_k=public_top_k, copied=ENGLISH_STOP_WORDS if copy else None)
     support, tok = ref.support, ref.tok
-    tables = {t: ref.log_table(t) for t in spec.texts}
+    tables = {t: ref.log_table(t) for t in texts}
 
     def divergence(pair: tuple[str, str]) -> float:
         x, y = tables[pair[0]], tables[pair[1]]
         live = np.isfinite(x) & np.isfinite(y)
         return float(((np.exp(x[live]) - np.exp(y[live])) * (x[live] - y[live])).sum())
 
-    text_a, text_b = max(itertools.combinations(spec.texts, 2), key=divergence)
+    text_a, text_b = max(itertools.combinations(texts, 2), key=divergence)
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
         released = mech.privatize_batch([str(which)] * n, seed=rng, chunk=n)
@@ -814,8 +860,12 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
         law += (", scores clipped around the public prompt's logits (InvisibleInk)"
                 + (f", over the public top-k+ set (k={public_top_k})" if public_top_k is not None else ""))
         pair += "; public prior" + (f", public_top_k={public_top_k}" if public_top_k is not None else "")
-    # n epsilon-DP steps compose to n epsilon (every two units neighbours)
-    return _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, length * eps, 0.0, spec.samples)
+    # n epsilon-DP steps compose to n epsilon (every two units neighbours); copied tokens cost nothing
+    drawn = length - len(ref.copied_positions(text_a))
+    if copy:
+        law += f", stop words and punctuation copied ({length - drawn} of {length} tokens)"
+        pair += "; copy_stopwords=true (the same stop words in place)"
+    return _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, drawn * eps, 0.0, spec.samples)
 
 
 def _clip(value: object) -> tuple[float, float] | None:
@@ -830,6 +880,15 @@ def _clip(value: object) -> tuple[float, float] | None:
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ParameterError(f"clip must be two finite numbers LOW < HIGH, got {value!r}")
     return (low, high)
+
+
+def _whole(value: object, key: str) -> int:
+    """A whole number given in Python or as ``--param KEY=N`` (a string)."""
+    try:
+        out = int(str(value).strip()) if not isinstance(value, int) else value
+    except ValueError:
+        raise ParameterError(f"{key} must be a whole number, got {value!r}") from None
+    return out
 
 
 def _flag(value: object, key: str) -> bool:

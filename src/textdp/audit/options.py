@@ -84,8 +84,16 @@ _LM = {"epsilon": _EPS, "seed": _SEED, "model": _i("the audit builds its own tin
        "batch_size": _s("rows per forward pass"),
        "top_k": _s("refused by the class (truncating the private logits is not private)"),
        "top_p": _s("refused by the class (truncating the private logits is not private)"),
-       "max_new_tokens": _n("the audit releases 2 tokens (its support grows as |V|^n)"),
+       "max_new_tokens": _p("{case}", "n generated tokens, 1 to 3 (the reference law lists 19^n sequences): the "
+                                "claim n*epsilon (composition); --all runs {variant}"),
        "max_tokens": _i("the encoder's public length; the audit fixes 8")}
+
+
+def _lm(case: str, variant: str) -> dict[str, OptionCoverage]:
+    return {k: OptionCoverage(v.how, v.case.format(case=case) if v.case else None, v.note.format(variant=variant))
+            for k, v in _LM.items()}
+
+
 _TOPICS = {"epsilon": _EPS, "delta": _DELTA, "seed": _SEED,
            "sensitivity": _i("the declaration under audit: the pair is placed at the stated distance (0.1); "
                              "a sampled value is checked by --replay"),
@@ -142,7 +150,7 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
     "ae-dp": {**_GEN, "variant": _n("the audit runs the default variant"), "batch_size": _s("sentences per batch")},
     "syntf-sentence": dict(_GEN),
     "random-sentence": dict(_GEN),
-    "dp-prompt": {**_LM, "clip": _p("dp-prompt"), "sampler": _p("dp-prompt", "inverse CDF or Gumbel: the same law"),
+    "dp-prompt": {**_lm("dp-prompt", "dp-prompt-3-tokens"), "clip": _p("dp-prompt"), "sampler": _p("dp-prompt", "inverse CDF or Gumbel: the same law"),
                   "prior": _c("dp-prompt-prior", "also --param prior=true"),
                   "public_top_k": _c("dp-prompt-public-top-k", "also --param prior=true --param public_top_k=K"),
                   "max_input_tokens": _i("the document's public length cap; the audit's texts are shorter"),
@@ -154,11 +162,15 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
                              "released as drawn (stop=None)"),
                   "repeat_ngram": _n("ends a row on released tokens only (adaptive composition); off in the audit"),
                   "tidy": _n("post-processing of the released text; the audit checks the drawn tokens (tidy=false)")},
-    "dp-paraphrase": {**_LM, "clip": _p("dp-paraphrase"), "sampler": _p("dp-paraphrase")},
-    "dp-mlm": {**_LM, "clip": _p("dp-mlm"), "sampler": _p("dp-mlm"),
+    "dp-paraphrase": {**_lm("dp-paraphrase", "dp-paraphrase-1-token"), "clip": _p("dp-paraphrase"), "sampler": _p("dp-paraphrase")},
+    "dp-mlm": {**_lm("dp-mlm", ""), "clip": _p("dp-mlm"), "sampler": _p("dp-mlm"),
                "max_new_tokens": _s("dp-mlm replaces every token in place (no generation)"),
-               "copy_stopwords": _n("the audit releases every token (copy_stopwords=false)")},
-    "dp-bart": {**_LM, "clip": _p("dp-bart"), "delta": _DELTA,
+               "copy_stopwords": _p("dp-mlm", "true (the class default): a pair with the same stop word in place, "
+                                    "released as it is (a point mass); the claim counts the replaced tokens only; "
+                                    "--all runs dp-mlm-copy-stopwords")},
+    "dp-bart": {**_lm("dp-bart", ""), "clip": _p("dp-bart"), "delta": _DELTA,
+                "max_new_tokens": _n("the probe's exact law is written for 2 decoded tokens; more tokens are "
+                                     "post-processing of the same noisy encoder output (the claim does not change)"),
                 "sampler": _s("dp-bart decodes greedily (no draw)")},
     "topicdp": _topics("topicdp"),
     "topicdp-thesis": _topics("topicdp-thesis"),
