@@ -120,3 +120,26 @@ def test_the_tiny_model_is_deterministic_and_leaves_torch_global_generator_alone
     second = sequence_law(tiny_er_ae_model(seed=3), "cat sat", 5.0)[0]
     assert torch.equal(state, torch.random.get_rng_state())
     assert np.array_equal(first, second) and math.isclose(float(np.exp(first).sum()), 1.0)
+
+
+# issue 41: word_fraction and k are --param options of the case (the claim and the step law take them)
+def test_word_fraction_and_k_pass_and_a_planted_epsilon_times_three_is_flagged(monkeypatch):
+    case = audit_case("er-ae", params={"word_fraction": "0.3", "k": "3"})
+    assert math.isclose(case.claimed_epsilon, ER_AE_MAX_LENGTH * two_set_per_token(
+        ER_AE_DEFAULT_EPSILON, 9, word_fraction=0.3, k=3))  # 8 words and the end token
+    r = run_audit(case, seed=2, conformance=True)
+    assert r.passed and r.curve is not None and r.conformance is not None, r.to_dict()
+    _planted_step(monkeypatch, 3.0)
+    bad = run_audit(case, seed=2)
+    assert not bad.privacy_passed, bad.to_dict()
+
+
+@pytest.mark.parametrize(("params", "match"), [({"k": "9"}, "from 1 to 8"), ({"k": "x"}, "whole number"),
+                                               ({"word_fraction": "1"}, r"in \(0, 1\)"),
+                                               ({"variant": "teacher-forced"}, "not variant")])
+def test_er_ae_values_the_audit_cannot_take_are_refused_in_one_line(params, match):
+    from textdp.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=match) as e:
+        audit_case("er-ae", params=params)
+    assert "\n" not in str(e.value)

@@ -89,10 +89,15 @@ def register_builtin_cases() -> None:
                            "SynTF with bags of N = 3 terms (a law users select: --size 3; claim epsilon per document)")
     for name, (factory, text) in entries.items():
         register_audit_case(name, factory, description=text, replace=True, takes_params=name in TAKES_PARAMS)
-    register_audit_case("er-ae", er_ae_case, replace=True,
+    register_audit_case("er-ae", _with_params("er-ae", er_ae_case, ("word_fraction", "k")), replace=True,
+                        takes_params=True,
                         description="ER-AE through privatize_batch on a tiny textdp model trained here, neighbouring "
-                                    "texts (claim: L_max x the two-set bound per token; default epsilon 5; needs "
-                                    "[generation])")
+                                    "texts (claim: L_max x the two-set bound per token; default epsilon 5; --param "
+                                    "word_fraction, k; needs [generation])")
+    register_audit_case("er-ae-k3", lambda epsilon=None, delta=None: dataclasses.replace(
+        er_ae_case(epsilon, delta, word_fraction=0.3, k=3), mechanism="er-ae-k3"), replace=True,
+                        description="ER-AE with k = 3 and word_fraction = 0.3 (a law users select: textdp audit er-ae "
+                                    "--param k=3 --param word_fraction=0.3; needs [generation])")
     register_audit_case("ae-dp", ae_dp_case, replace=True,
                         description="AE-DP through privatize_batch on a tiny textdp model trained here on reconstruction, "
                                     "neighbouring texts (claim: L_max x epsilon per step; default epsilon 5; needs "

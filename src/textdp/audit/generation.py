@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import itertools
 import math
 import shutil
@@ -54,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from .._rng import make_rng
-from ..errors import require
+from ..errors import ParameterError, require
 from .accountant import exponential_per_token, two_set_per_token
 from .conformance import Conformance
 from .core import AuditCase
@@ -323,20 +324,47 @@ def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, p
                      conformance=conf, default_samples=ER_AE_SAMPLES)
 
 
-def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0) -> AuditCase:
+#: The largest ``k`` (draws of the lexical multiset) the audit takes: its step law enumerates every multiset.
+ER_AE_MAX_K = 8
+
+
+def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0,
+               word_fraction: float | str | None = None, k: int | str | None = None) -> AuditCase:
     """The ``er-ae`` audit case on its release path (module docstring).
 
     ``epsilon``: the nominal per-token ε (``None``: :data:`ER_AE_DEFAULT_EPSILON`); ``delta`` is ignored
     (the two-set mechanism is pure ε-DP); ``seed``: the tiny model's embeddings and training (public).
-    The claim is ``L_max`` times :func:`~textdp.audit.accountant.two_set_per_token` over the output
-    alphabet (the words and the end token), never read from ``two_set_bound``.
+    ``word_fraction`` (in (0, 1); default 0.1) and ``k`` (1 to :data:`ER_AE_MAX_K`; default 5): the
+    mechanism's split of ε and its lexical multiset's draws (``--param``), given to the mechanism, the claim
+    and the reference law alike. The claim is ``L_max`` times :func:`~textdp.audit.accountant.two_set_per_token`
+    over the output alphabet (the words and the end token), never read from ``two_set_bound``.
     """
     require("torch", "generation")
     eps = ER_AE_DEFAULT_EPSILON if epsilon is None else float(epsilon)
-    return _release_path_case("er-ae", tiny_model(seed=seed, objective="er-ae"), eps, two_set_step_law,
-                              two_set_per_token(eps, len(ER_AE_WORDS) + 1),
-                              "two-set exponential mechanism (er-ae-notes.md, k = 5, eps_set = 0.9 eps, "
-                              "eps_word = 0.1 eps)")
+    params: dict[str, Any] = {}
+    f, draws = 0.1, 5
+    if word_fraction is not None:
+        try:
+            f = float(word_fraction)
+        except ValueError:
+            raise ParameterError(f"word_fraction must be a number in (0, 1), got {word_fraction!r}") from None
+        if not 0.0 < f < 1.0:
+            raise ParameterError(f"word_fraction must be a number in (0, 1), got {word_fraction!r}")
+        params["word_fraction"] = f
+    if k is not None:
+        try:
+            draws = int(str(k).strip())
+        except ValueError:
+            raise ParameterError(f"k must be a whole number from 1 to {ER_AE_MAX_K}, got {k!r}") from None
+        if not 1 <= draws <= ER_AE_MAX_K:
+            raise ParameterError(f"the audit takes k from 1 to {ER_AE_MAX_K} (its step law lists every multiset of "
+                                 f"k draws), got {k!r}")
+        params["k"] = draws
+    step = functools.partial(two_set_step_law, word_fraction=f, k=draws)
+    return _release_path_case("er-ae", tiny_model(seed=seed, objective="er-ae"), eps, step,
+                              two_set_per_token(eps, len(ER_AE_WORDS) + 1, word_fraction=f, k=draws),
+                              f"two-set exponential mechanism (er-ae-notes.md, k = {draws}, eps_set = {1 - f:g} eps, "
+                              f"eps_word = {f:g} eps)", **params)
 
 
 def ae_dp_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0) -> AuditCase:
