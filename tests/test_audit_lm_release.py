@@ -265,3 +265,25 @@ def test_option_values_the_audit_cannot_take_are_refused_in_one_line(name, param
     with pytest.raises(ParameterError, match=match) as e:
         audit_case(name, params=params)
     assert "\n" not in str(e.value)
+
+
+def test_stopping_and_tidy_are_post_processing_checked_by_the_privacy_tests(monkeypatch):
+    # stop, repeat_ngram and tidy on (issue 41): the release is post-processing of the 3-token law, so the
+    # claim 3*epsilon and that law's exact profile still bound it; no conformance table (the law is not undone)
+    case = audit_case("dp-prompt-stopping")
+    assert case.conformance is None and case.claimed_epsilon == 3 * 2.0 and "stop='.'" in case.pair
+    r = run_audit(case, samples=10_000, seed=1)
+    assert r.passed and r.curve is not None and r.curve.passed, r.to_dict()
+    _patch_generation(monkeypatch, "exponential_step", _epsilon_times(3.0))
+    bad = run_audit(case, samples=10_000, seed=1)
+    assert not bad.privacy_passed, bad.to_dict()
+
+
+def test_stopping_options_are_dp_prompts_only():
+    from textdp.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="not stop"):
+        audit_case("dp-paraphrase", params={"stop": "."})
+    with pytest.raises(ParameterError, match="whole number"):
+        audit_case("dp-prompt", params={"repeat_ngram": "two"})
+    assert "repeat_ngram=None" in audit_case("dp-prompt", params={"repeat_ngram": "none", "tidy": "true"}).pair

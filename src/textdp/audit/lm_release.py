@@ -737,7 +737,7 @@ class ReferenceLM:
 
 #: The options of a rewriter that change its released law and that ``textdp audit NAME --param KEY=VALUE`` takes.
 LM_LAW_OPTIONS: dict[str, tuple[str, ...]] = {"dp-prompt": ("prior", "public_top_k", "clip", "sampler",
-                                                            "max_new_tokens"),
+                                                            "max_new_tokens", "stop", "repeat_ngram", "tidy"),
                                               "dp-paraphrase": ("clip", "sampler", "max_new_tokens"),
                                               "dp-mlm": ("clip", "sampler", "copy_stopwords"),
                                               "dp-bart": ("clip",)}
@@ -748,6 +748,7 @@ LM_VARIANT_CASES: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "dp-prompt-3-tokens": ("dp-prompt", (("max_new_tokens", 3),)),
     "dp-paraphrase-1-token": ("dp-paraphrase", (("max_new_tokens", 1),)),
     "dp-mlm-copy-stopwords": ("dp-mlm", (("copy_stopwords", True),)),
+    "dp-prompt-stopping": ("dp-prompt", (("max_new_tokens", 3), ("stop", "."), ("repeat_ngram", 1), ("tidy", True))),
 }
 
 #: The most generated tokens the audit takes (``--param max_new_tokens``): its reference law lists every sequence
@@ -776,7 +777,9 @@ def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta
 def lm_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
                     seed: int = 0, clip: tuple[float, float] | None = None, design: str = "mean",
                     prior: bool = False, public_top_k: int | None = None, sampler: str | None = None,
-                    max_new_tokens: int | None = None, copy_stopwords: bool | None = None) -> AuditCase:
+                    max_new_tokens: int | None = None, copy_stopwords: bool | None = None,
+                    stop: str | None = None, repeat_ngram: int | str | None = None,
+                    tidy: bool | str | None = None) -> AuditCase:
     """The audit case of rewriter ``name`` on its release path (module docstring).
 
     ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
@@ -788,6 +791,10 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     dp-paraphrase: ``max_new_tokens`` (1 to :data:`MAX_AUDITED_NEW_TOKENS`; the reference law enumerates every
     sequence of up to ``n`` public words, and the claim is ``n ε``). dp-mlm: ``copy_stopwords`` (true: the pair
     is :data:`COPY_TEXTS`, whose stop words are released as they are; the claim counts the replaced tokens).
+    dp-prompt's ``stop`` (a string; ``none``), ``repeat_ngram`` (a whole number; ``none``) and ``tidy``: a row
+    stopped on its released tokens is a prefix of the ``n`` draws, and tidying is a function of the released text,
+    so the release is post-processing of the ``n``-token law: the claim ``n ε`` and the exact profile of that law
+    still bound it (event test and curve), and the conformance test, whose table is the undone law, is left out.
     """
     spec = LM_RELEASE_DEFAULTS.get(name)
     if spec is None:
@@ -816,6 +823,17 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     if copy and spec.law != "positions":
         raise ParameterError(f"the audit case {name!r} does not take copy_stopwords (dp-mlm does)")
     texts = COPY_TEXTS if copy else spec.texts
+    stopping: dict[str, Any] = {}
+    if stop is not None or repeat_ngram is not None or tidy is not None:
+        if spec.kind != "causal":
+            raise ParameterError(f"the audit case {name!r} does not take stop, repeat_ngram or tidy (dp-prompt does)")
+        if stop is not None:
+            stopping["stop"] = None if str(stop).strip().lower() == "none" else str(stop)
+        if repeat_ngram is not None:
+            none = str(repeat_ngram).strip().lower() == "none"
+            stopping["repeat_ngram"] = None if none else _whole(repeat_ngram, "repeat_ngram")
+        if tidy is not None:
+            stopping["tidy"] = _flag(tidy, "tidy")
     eps = spec.epsilon if epsilon is None else float(epsilon)
     dlt = spec.delta if delta is None else float(delta)
     if spec.law == "gaussian":
@@ -829,6 +847,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
         extra["max_new_tokens"] = steps
     if copy_stopwords is not None:
         extra["copy_stopwords"] = copy
+    extra.update(stopping)
     bounds = clip or spec.clip
     mech = _mechanism(name, spec, folder, eps, dlt, clip=bounds, **extra)
     text_a, text_b = texts[:2]
@@ -865,7 +884,14 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     if copy:
         law += f", stop words and punctuation copied ({length - drawn} of {length} tokens)"
         pair += "; copy_stopwords=true (the same stop words in place)"
-    return _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, drawn * eps, 0.0, spec.samples)
+    case = _table_case(name, pair, text_a, text_b, sample, la, lb, support.size, law, drawn * eps, 0.0, spec.samples)
+    if not stopping:
+        return case
+    import dataclasses
+
+    said = ", ".join(f"{k}={v!r}" for k, v in stopping.items())
+    return dataclasses.replace(case, pair=f"{pair}; {said} (post-processing of the {length}-token law)",
+                               conformance=None)
 
 
 def _clip(value: object) -> tuple[float, float] | None:

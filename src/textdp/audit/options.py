@@ -162,10 +162,11 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
                   "prompt_format": _i("plain on the tiny model (no chat template)"),
                   "batch_tokens": _s("tokens per forward pass"),
                   "response_prefix": _i("part of the public prompt; none in the plain format the audit uses"),
-                  "stop": _n("ends a row on released tokens only (adaptive composition); the audit's 2 tokens are "
-                             "released as drawn (stop=None)"),
-                  "repeat_ngram": _n("ends a row on released tokens only (adaptive composition); off in the audit"),
-                  "tidy": _n("post-processing of the released text; the audit checks the drawn tokens (tidy=false)")},
+                  "stop": _p("dp-prompt", "ends a row on released tokens only: a prefix of the n draws (post-"
+                             "processing; claim n*epsilon, the n-token law's profile): privacy tests only; --all runs "
+                             "dp-prompt-stopping"),
+                  "repeat_ngram": _p("dp-prompt", "ends a row on released tokens only (as stop): privacy tests only"),
+                  "tidy": _p("dp-prompt", "post-processing of the released text: privacy tests only")},
     "dp-paraphrase": {**_lm("dp-paraphrase", "dp-paraphrase-1-token"), "clip": _p("dp-paraphrase"), "sampler": _p("dp-paraphrase")},
     "dp-mlm": {**_lm("dp-mlm", ""), "clip": _p("dp-mlm"), "sampler": _p("dp-mlm"),
                "max_new_tokens": _s("dp-mlm replaces every token in place (no generation)"),
