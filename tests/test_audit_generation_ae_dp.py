@@ -137,3 +137,29 @@ def test_the_accountants_exponential_bound_holds_and_is_attained(scale, width):
     v = 10**7  # u_a = (width, 0, ..., 0), u_b = (0, width, ..., width): the ratio of output 0 tends to e^(2 s w)
     worst = scale * width - math.log(math.exp(scale * width) + v - 1) + math.log(1 + (v - 1) * math.exp(scale * width))
     assert worst <= bound and worst == pytest.approx(bound, abs=1e-3)
+
+
+# issue 41: variant=teacher-forced is a --param option (the reference law feeds the text's tokens)
+def test_teacher_forced_passes_and_a_planted_epsilon_times_three_is_flagged(monkeypatch):
+    import dataclasses
+
+    case = audit_case("ae-dp", params={"variant": "teacher-forced"})
+    assert "teacher-forced" in case.pair
+    r = run_audit(case, samples=10_000, seed=1, conformance=True)
+    assert r.passed and r.curve is not None and r.conformance is not None, r.to_dict()
+    # the law is the variant's own: the autoregressive table rejects the teacher-forced release
+    plain = audit_case("ae-dp")
+    assert (plain.input_a, plain.input_b) == (case.input_a, case.input_b)
+    wrong = run_audit(dataclasses.replace(plain, sample=case.sample), samples=10_000, seed=1, conformance=True)
+    assert wrong.conformance is not None and not wrong.conformance.passed
+    _planted_step(monkeypatch, 3.0)
+    bad = run_audit(case, samples=10_000, seed=1)
+    assert not bad.privacy_passed, bad.to_dict()
+
+
+def test_a_variant_the_mechanism_lacks_is_refused_in_one_line():
+    from textdp.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="variant must be one of") as e:
+        audit_case("ae-dp", params={"variant": "beam"})
+    assert "\n" not in str(e.value)

@@ -136,10 +136,21 @@ def test_word_fraction_and_k_pass_and_a_planted_epsilon_times_three_is_flagged(m
 
 @pytest.mark.parametrize(("params", "match"), [({"k": "9"}, "from 1 to 8"), ({"k": "x"}, "whole number"),
                                                ({"word_fraction": "1"}, r"in \(0, 1\)"),
-                                               ({"variant": "teacher-forced"}, "not variant")])
+                                               ({"variant": "beam"}, "variant must be one of"),
+                                               ({"seed": "3"}, "not seed")])
 def test_er_ae_values_the_audit_cannot_take_are_refused_in_one_line(params, match):
     from textdp.errors import ParameterError
 
     with pytest.raises(ParameterError, match=match) as e:
         audit_case("er-ae", params=params)
     assert "\n" not in str(e.value)
+
+
+def test_teacher_forced_er_ae_passes_and_a_planted_epsilon_times_three_is_flagged(monkeypatch):
+    case = audit_case("er-ae", params={"variant": "teacher-forced"})
+    assert "teacher-forced" in case.pair
+    r = run_audit(case, seed=2, conformance=True)
+    assert r.passed and r.curve is not None and r.conformance is not None, r.to_dict()
+    _planted_step(monkeypatch, 3.0)
+    bad = run_audit(case, seed=2)
+    assert not bad.privacy_passed, bad.to_dict()

@@ -56,6 +56,12 @@ def _with_params(name: str, factory: Callable[..., AuditCase], allowed: tuple[st
     return build
 
 
+def _teacher_forced(name: str, factory: Callable[..., AuditCase], epsilon: float | None = None,
+                    delta: float | None = None) -> AuditCase:
+    """The case of ``name`` with ``variant="teacher-forced"`` (registered for ``--all``)."""
+    return dataclasses.replace(factory(epsilon, delta, variant="teacher-forced"), mechanism=f"{name}-teacher-forced")
+
+
 def register_builtin_cases() -> None:
     """Register every built-in case (idempotent): matrices, Earth Mover's, SynTF, ER-AE and the word-level family."""
     entries: dict[str, tuple[Callable[..., AuditCase], str]] = {
@@ -89,19 +95,23 @@ def register_builtin_cases() -> None:
                            "SynTF with bags of N = 3 terms (a law users select: --size 3; claim epsilon per document)")
     for name, (factory, text) in entries.items():
         register_audit_case(name, factory, description=text, replace=True, takes_params=name in TAKES_PARAMS)
-    register_audit_case("er-ae", _with_params("er-ae", er_ae_case, ("word_fraction", "k")), replace=True,
+    register_audit_case("er-ae", _with_params("er-ae", er_ae_case, ("word_fraction", "k", "variant")), replace=True,
                         takes_params=True,
                         description="ER-AE through privatize_batch on a tiny textdp model trained here, neighbouring "
                                     "texts (claim: L_max x the two-set bound per token; default epsilon 5; --param "
-                                    "word_fraction, k; needs [generation])")
+                                    "word_fraction, k, variant; needs [generation])")
     register_audit_case("er-ae-k3", lambda epsilon=None, delta=None: dataclasses.replace(
         er_ae_case(epsilon, delta, word_fraction=0.3, k=3), mechanism="er-ae-k3"), replace=True,
                         description="ER-AE with k = 3 and word_fraction = 0.3 (a law users select: textdp audit er-ae "
                                     "--param k=3 --param word_fraction=0.3; needs [generation])")
-    register_audit_case("ae-dp", ae_dp_case, replace=True,
+    register_audit_case("ae-dp", _with_params("ae-dp", ae_dp_case, ("variant",)), replace=True, takes_params=True,
                         description="AE-DP through privatize_batch on a tiny textdp model trained here on reconstruction, "
-                                    "neighbouring texts (claim: L_max x epsilon per step; default epsilon 5; needs "
-                                    "[generation])")
+                                    "neighbouring texts (claim: L_max x epsilon per step; default epsilon 5; --param "
+                                    "variant; needs [generation])")
+    for base, factory in (("er-ae", er_ae_case), ("ae-dp", ae_dp_case)):
+        register_audit_case(f"{base}-teacher-forced", functools.partial(_teacher_forced, base, factory), replace=True,
+                            description=f"{base.upper()} with variant = teacher-forced (a law users select: textdp "
+                                        f"audit {base} --param variant=teacher-forced; needs [generation])")
     register_audit_case("syntf-sentence", syntf_sentence_case, replace=True,
                         description="SynTF per sentence through privatize_batch on a tiny model's 8-word vocabulary, "
                                     "bags of L_max = 2 terms (claim epsilon per sentence; default 3; needs [generation])")

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .._options import VARIANTS
 from .._rng import make_rng
 from ..errors import ParameterError, require
 from .accountant import exponential_per_token, two_set_per_token
@@ -227,15 +228,16 @@ StepLaw = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 
 
 def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, step_law: StepLaw | None = None,
-                 ) -> tuple[np.ndarray, dict[tuple[str, ...], int], list[str]]:
+                 teacher_forced: bool = False) -> tuple[np.ndarray, dict[tuple[str, ...], int], list[str]]:
     """``(log_law, index, words)``: the reference law of the released sequences for the one-segment ``text``.
 
     The model (a public function) is run here: the text's token ids through the encoder, then the
     generator from ``<start>``, each step's logits with pad, start and unk banned, softmax in float64,
     the step's law from ``step_law`` (default :func:`two_set_step_law`, ER-AE's; :func:`em_step_law`
     for AE-DP); autoregressive (the drawn token is the next input), at most ``L_max`` steps, the end
-    token ending the sequence (not released). ``index`` maps each sequence of words (length 0 to
-    ``L_max``) to its position in ``log_law``.
+    token ending the sequence (not released). ``teacher_forced`` (the ``teacher-forced`` variant): after
+    step ``t`` the next input is the text's token ``t`` while the text has one, else the drawn token.
+    ``index`` maps each sequence of words (length 0 to ``L_max``) to its position in ``log_law``.
     """
     law_of: StepLaw = two_set_step_law if step_law is None else step_law
     torch = require("torch", "generation")
@@ -268,8 +270,10 @@ def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, step_law: 
             p = np.exp(lg - lg.max())
             step = law_of(p / p.sum(), allowed, float(epsilon))
             law[index[tuple(words[j] for j in prefix)]] += prob * step[end]
+            t = len(prefix)
+            forced = int(ids[0, t]) if teacher_forced and t < ids.shape[1] else None
             for j, w in enumerate(word_ids):
-                walk((*prefix, j), prob * step[w], w, h2)
+                walk((*prefix, j), prob * step[w], w if forced is None else forced, h2)
 
         walk((), 1.0, start, net.initial_state(z))
     with np.errstate(divide="ignore"):
@@ -287,7 +291,8 @@ def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, p
     from ..mechanisms import get
 
     mech = get(name, epsilon=eps, model=str(folder), batch_size=1 << 20, **params).fit()
-    laws = {t: sequence_law(folder, t, eps, step_law=step_law) for t in ER_AE_TEXTS}
+    teacher = params.get("variant") == "teacher-forced"
+    laws = {t: sequence_law(folder, t, eps, step_law=step_law, teacher_forced=teacher) for t in ER_AE_TEXTS}
     index, words = laws[ER_AE_TEXTS[0]][1], laws[ER_AE_TEXTS[0]][2]
     size = len(index)
 
@@ -318,7 +323,7 @@ def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, p
                                    f"{ER_AE_MAX_LENGTH} autoregressive steps",
                        kind="table", keep=lambda which, out: out, table=lambda which: probs[str(which)])
     pair = (f"{name} on a tiny textdp model trained here ({len(words)} words, L_max {ER_AE_MAX_LENGTH}), released "
-            f"through privatize_batch: {text_a!r} vs {text_b!r}")
+            f"through privatize_batch: {text_a!r} vs {text_b!r}" + ("; variant teacher-forced" if teacher else ""))
     return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,
                      claimed_epsilon=claimed, claimed_delta=0.0, events="discrete", chunk=ER_AE_SAMPLES, curve=curve,
                      conformance=conf, default_samples=ER_AE_SAMPLES)
@@ -328,20 +333,31 @@ def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, p
 ER_AE_MAX_K = 8
 
 
+def _variant(value: str | None) -> dict[str, Any]:
+    """``{"variant": value}`` when given (checked against the mechanisms' variants), else ``{}``."""
+    if value is None:
+        return {}
+    if value not in VARIANTS:
+        raise ParameterError(f"variant must be one of {', '.join(VARIANTS)}, got {value!r}")
+    return {"variant": value}
+
+
 def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0,
-               word_fraction: float | str | None = None, k: int | str | None = None) -> AuditCase:
+               word_fraction: float | str | None = None, k: int | str | None = None,
+               variant: str | None = None) -> AuditCase:
     """The ``er-ae`` audit case on its release path (module docstring).
 
     ``epsilon``: the nominal per-token ε (``None``: :data:`ER_AE_DEFAULT_EPSILON`); ``delta`` is ignored
     (the two-set mechanism is pure ε-DP); ``seed``: the tiny model's embeddings and training (public).
     ``word_fraction`` (in (0, 1); default 0.1) and ``k`` (1 to :data:`ER_AE_MAX_K`; default 5): the
     mechanism's split of ε and its lexical multiset's draws (``--param``), given to the mechanism, the claim
-    and the reference law alike. The claim is ``L_max`` times :func:`~textdp.audit.accountant.two_set_per_token`
+    and the reference law alike; ``variant`` (``teacher-forced``: :func:`sequence_law` feeds the text's tokens;
+    the claim is the same, each step still one draw of the per-token bound). The claim is ``L_max`` times :func:`~textdp.audit.accountant.two_set_per_token`
     over the output alphabet (the words and the end token), never read from ``two_set_bound``.
     """
     require("torch", "generation")
     eps = ER_AE_DEFAULT_EPSILON if epsilon is None else float(epsilon)
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = _variant(variant)
     f, draws = 0.1, 5
     if word_fraction is not None:
         try:
@@ -367,7 +383,8 @@ def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed
                               f"eps_word = {f:g} eps)", **params)
 
 
-def ae_dp_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0) -> AuditCase:
+def ae_dp_case(epsilon: float | None = None, delta: float | None = None, *, seed: int = 0,
+               variant: str | None = None) -> AuditCase:
     """The ``ae-dp`` audit case on its release path (module docstring): a tiny model trained on reconstruction.
 
     ``epsilon``: the per-step ε (``None``: :data:`AE_DP_DEFAULT_EPSILON`); ``delta`` is ignored (pure
@@ -379,7 +396,8 @@ def ae_dp_case(epsilon: float | None = None, delta: float | None = None, *, seed
     eps = AE_DP_DEFAULT_EPSILON if epsilon is None else float(epsilon)
     return _release_path_case("ae-dp", tiny_model(seed=seed, objective="reconstruction"), eps, em_step_law,
                               exponential_per_token(eps / 2.0, 1.0),
-                              "one exponential mechanism over the allowed tokens, P(w) ~ exp(eps p_w / 2)")
+                              "one exponential mechanism over the allowed tokens, P(w) ~ exp(eps p_w / 2)",
+                              **_variant(variant))
 
 
 def two_set_point_mass_law(epsilon: float, vocab_size: int, *, word_fraction: float = 0.1) -> np.ndarray:

@@ -144,14 +144,14 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
               "size_from_data": _s("N taken from the data is a public N (the case sets it)"),
               "variant": _p("syntf", "composition: the event test only (its law is not written again)")},
     "random": _word("random", rate=_i("set through --epsilon (the rate follows from epsilon)")),
-    "er-ae": {**_GEN, "variant": _n("the audit runs the default (autoregressive) variant: the teacher-forced "
-                                    "law is not written in the reference yet"),
+    "er-ae": {**_GEN, "variant": _p("er-ae", "teacher-forced: the reference law feeds the text's tokens (the claim "
+                                    "is the same); --all runs er-ae-teacher-forced"),
               "word_fraction": _p("er-ae", "in (0, 1): the claim (two_set_per_token) and the step law take it; "
                                   "--all runs er-ae-k3 (k=3, word_fraction=0.3)"),
               "k": _p("er-ae", "1 to 8 (the step law lists every multiset of k draws); --all runs er-ae-k3"),
               "batch_size": _s("sentences per batch")},
-    "ae-dp": {**_GEN, "variant": _n("the audit runs the default (autoregressive) variant: the teacher-forced "
-                                    "law is not written in the reference yet"), "batch_size": _s("sentences per batch")},
+    "ae-dp": {**_GEN, "variant": _p("ae-dp", "teacher-forced: the reference law feeds the text's tokens (the claim "
+                                    "is the same); --all runs ae-dp-teacher-forced"), "batch_size": _s("sentences per batch")},
     "syntf-sentence": dict(_GEN),
     "random-sentence": dict(_GEN),
     "dp-prompt": {**_lm("dp-prompt", "dp-prompt-3-tokens"), "clip": _p("dp-prompt"), "sampler": _p("dp-prompt", "inverse CDF or Gumbel: the same law"),
