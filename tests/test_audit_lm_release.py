@@ -287,3 +287,14 @@ def test_stopping_options_are_dp_prompts_only():
     with pytest.raises(ParameterError, match="whole number"):
         audit_case("dp-prompt", params={"repeat_ngram": "two"})
     assert "repeat_ngram=None" in audit_case("dp-prompt", params={"repeat_ngram": "none", "tidy": "true"}).pair
+
+
+def test_dp_bart_max_new_tokens_passes_and_half_sigma_is_flagged(monkeypatch):
+    # max_new_tokens of dp-bart (issue 41): the probe decodes n tokens from the same noisy encoder output
+    case = audit_case("dp-bart", params={"max_new_tokens": "3"})
+    assert "3 tokens" in case.pair and case.claimed_epsilon == LM_RELEASE_DEFAULTS["dp-bart"].epsilon
+    r = run_audit(case, samples=10_000, seed=1, conformance=True)
+    assert r.passed and r.conformance is not None, r.to_dict()
+    _patch_generation(monkeypatch, "clip_and_noise", _sigma_times(0.5))
+    bad = run_audit(case, samples=10_000, seed=1, conformance=True)
+    assert not bad.privacy_passed and not bad.passed, bad.to_dict()

@@ -25,7 +25,7 @@ from textdp.mechanisms.word_level import WordLevelMechanism
 #: The sentence cases (tested by their own no-noise tests below, in test_lm_audit.py, test_audit_generation_ae_dp.py
 #: and test_audit_sentence_release.py).
 LM = ("dp-bart", "dp-mlm", "dp-paraphrase", "dp-prompt", "dp-prompt-prior", "dp-prompt-public-top-k",
-      "dp-prompt-3-tokens", "dp-paraphrase-1-token", "dp-mlm-copy-stopwords", "dp-prompt-stopping", "er-ae", "er-ae-k3", "er-ae-teacher-forced", "ae-dp",
+      "dp-prompt-3-tokens", "dp-paraphrase-1-token", "dp-mlm-copy-stopwords", "dp-prompt-stopping", "dp-bart-3-tokens", "er-ae", "er-ae-k3", "er-ae-teacher-forced", "ae-dp",
       "ae-dp-teacher-forced",
       "syntf-sentence", "random-sentence")
 #: Every other registered case: its release primitive a test below replaces with the identity (a new case is

@@ -740,7 +740,7 @@ LM_LAW_OPTIONS: dict[str, tuple[str, ...]] = {"dp-prompt": ("prior", "public_top
                                                             "max_new_tokens", "stop", "repeat_ngram", "tidy"),
                                               "dp-paraphrase": ("clip", "sampler", "max_new_tokens"),
                                               "dp-mlm": ("clip", "sampler", "copy_stopwords"),
-                                              "dp-bart": ("clip",)}
+                                              "dp-bart": ("clip", "max_new_tokens")}
 #: The non-default laws ``textdp audit --all`` audits: ``{case: (rewriter, ((option, value), ...))}``.
 LM_VARIANT_CASES: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "dp-prompt-prior": ("dp-prompt", (("prior", True),)),
@@ -748,6 +748,7 @@ LM_VARIANT_CASES: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "dp-prompt-3-tokens": ("dp-prompt", (("max_new_tokens", 3),)),
     "dp-paraphrase-1-token": ("dp-paraphrase", (("max_new_tokens", 1),)),
     "dp-mlm-copy-stopwords": ("dp-mlm", (("copy_stopwords", True),)),
+    "dp-bart-3-tokens": ("dp-bart", (("max_new_tokens", 3),)),
     "dp-prompt-stopping": ("dp-prompt", (("max_new_tokens", 3), ("stop", "."), ("repeat_ngram", 1), ("tidy", True))),
 }
 
@@ -789,7 +790,8 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     ``--public-top-k``): the mechanism is built with them and the reference law is the prior law
     (:func:`_prior_log_law`, the public prompt's logits computed from the model here). dp-prompt and
     dp-paraphrase: ``max_new_tokens`` (1 to :data:`MAX_AUDITED_NEW_TOKENS`; the reference law enumerates every
-    sequence of up to ``n`` public words, and the claim is ``n ε``). dp-mlm: ``copy_stopwords`` (true: the pair
+    sequence of up to ``n`` public words, and the claim is ``n ε``; dp-bart takes it too: its probe decodes ``n``
+    tokens from the same noisy encoder output, the claim ``(ε, δ)`` unchanged). dp-mlm: ``copy_stopwords`` (true: the pair
     is :data:`COPY_TEXTS`, whose stop words are released as they are; the claim counts the replaced tokens).
     dp-prompt's ``stop`` (a string; ``none``), ``repeat_ngram`` (a whole number; ``none``) and ``tidy``: a row
     stopped on its released tokens is a prefix of the ``n`` draws, and tidying is a function of the released text,
@@ -812,9 +814,9 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
         raise ParameterError(f"{name} has no public-prior path: prior and public_top_k are dp-prompt's options")
     steps = spec.max_new_tokens
     if max_new_tokens is not None:
-        if spec.law != "steps":
-            raise ParameterError(f"the audit case {name!r} does not take max_new_tokens (dp-prompt and dp-paraphrase "
-                                 "do)")
+        if spec.law == "positions":
+            raise ParameterError(f"the audit case {name!r} does not take max_new_tokens (dp-prompt, dp-paraphrase "
+                                 "and dp-bart do)")
         steps = _whole(max_new_tokens, "max_new_tokens")
         if not 1 <= steps <= MAX_AUDITED_NEW_TOKENS:
             raise ParameterError(f"{name}: the audit takes max_new_tokens from 1 to {MAX_AUDITED_NEW_TOKENS} (its "
@@ -837,7 +839,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     eps = spec.epsilon if epsilon is None else float(epsilon)
     dlt = spec.delta if delta is None else float(delta)
     if spec.law == "gaussian":
-        return _dp_bart_case(name, spec, eps, dlt, clip or spec.clip, design)
+        return _dp_bart_case(name, spec, eps, dlt, clip or spec.clip, design, steps)
     dlt = 0.0  # pure epsilon-DP per token
     folder, model = tiny_model(spec.kind, seed=seed)
     extra: dict[str, Any] = {"prior": True, "public_top_k": public_top_k} if prior else {}
@@ -976,7 +978,7 @@ def bart_probe(epsilon: float, delta: float, clip: tuple[float, float], design: 
 
 
 def _dp_bart_case(name: str, spec: LMAuditSpec, eps: float, dlt: float, clip: tuple[float, float],
-                  design: str) -> AuditCase:
+                  design: str, steps: int) -> AuditCase:
     """DP-BART through ``privatize_batch`` on its probe model (:class:`GaussianProbe`; module docstring)."""
     text_a, text_b = spec.texts[:2] if design == "mean" else SPREAD_TEXTS
     probe = bart_probe(eps, dlt, clip, design, (text_a, text_b))
@@ -984,9 +986,8 @@ def _dp_bart_case(name: str, spec: LMAuditSpec, eps: float, dlt: float, clip: tu
     sigma = probe.sigma
     sens = (hi - lo) * math.sqrt(TINY_HIDDEN * MAX_TOKENS)
     folder, model = probe_model(probe)
-    mech = _mechanism(name, spec, folder, eps, dlt, (lo, hi))
-    ref = ReferenceLM(spec, model, epsilon=eps, clip=(lo, hi), length=spec.max_new_tokens, max_tokens=MAX_TOKENS,
-                      delta=dlt)
+    mech = _mechanism(name, spec, folder, eps, dlt, (lo, hi), max_new_tokens=steps)
+    ref = ReferenceLM(spec, model, epsilon=eps, clip=(lo, hi), length=steps, max_tokens=MAX_TOKENS, delta=dlt)
     support, tok = ref.support, ref.tok
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -995,7 +996,7 @@ def _dp_bart_case(name: str, spec: LMAuditSpec, eps: float, dlt: float, clip: tu
 
     pair = (f"{name} on a probe BART model built here ({TINY_HIDDEN} hidden, 1 layer, designed weights: "
             f"{design} read-out of the noisy encoder rows), released through privatize_batch: {text_a!r} vs "
-            f"{text_b!r}, clip [{lo:g}, {hi:g}]")
+            f"{text_b!r}, clip [{lo:g}, {hi:g}]" + (f", {steps} tokens" if steps != spec.max_new_tokens else ""))
     if design == "mean":
         law = (f"DP-BART on the probe: encoder rows clipped to [{lo:g}, {hi:g}], N(0, {sigma:.4g}^2) per coordinate "
                f"and token (Igamberdiev & Habernal 2023), the probe's read-out z normal, cut at its edges")
@@ -1011,7 +1012,7 @@ def _dp_bart_case(name: str, spec: LMAuditSpec, eps: float, dlt: float, clip: tu
                                      f"L2 sensitivity {sens:.4g}; post-processing)", chunk=4096, reuse_outputs=True)
     conf = Conformance(description=f"DP-BART reference sampler: encoder output clipped to [{lo:g}, {hi:g}], "
                                    f"N(0, {sigma:.4g}^2) per coordinate and token, greedy decoding of "
-                                   f"{spec.max_new_tokens} tokens (Igamberdiev & Habernal 2023)",
+                                   f"{steps} tokens (Igamberdiev & Habernal 2023)",
                        kind="reference", keep=lambda which, out: out,
                        reference=lambda which, n, rng: ref.bart_sample(str(which), n, rng))
     return AuditCase(mechanism=name, pair=pair, input_a=text_a, input_b=text_b, sample=sample,

@@ -174,8 +174,9 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
                                     "released as it is (a point mass); the claim counts the replaced tokens only; "
                                     "--all runs dp-mlm-copy-stopwords")},
     "dp-bart": {**_lm("dp-bart", ""), "clip": _p("dp-bart"), "delta": _DELTA,
-                "max_new_tokens": _n("the probe's exact law is written for 2 decoded tokens; more tokens are "
-                                     "post-processing of the same noisy encoder output (the claim does not change)"),
+                "max_new_tokens": _p("dp-bart", "1 to 3: the probe decodes n tokens from the same noisy encoder "
+                                     "output (post-processing: the claim (epsilon, delta) does not change); --all runs "
+                                     "dp-bart-3-tokens"),
                 "sampler": _s("dp-bart decodes greedily (no draw)")},
     "topicdp": _topics("topicdp"),
     "topicdp-thesis": _topics("topicdp-thesis"),
