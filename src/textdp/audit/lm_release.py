@@ -19,7 +19,9 @@ public output vocabulary; McSherry & Talwar 2007, as DP-Prompt (Utpala et al. 20
   probability is the product of the step probabilities up to the end token or ``n`` tokens;
 * ``dp-mlm`` (``copy_stopwords=False``: every token replaced): one independent draw per position,
   each at its mask with the original sentence as context (DP-MLM's input: the sentence, then its
-  copy with one token masked);
+  copy with one token masked); with ``copy_stopwords`` the stop words and punctuation are released as
+  they are (a point mass), the pair :data:`COPY_TEXTS` has the same skeleton and the claim counts the
+  replaced tokens only;
 * ``dp-bart`` (Igamberdiev & Habernal 2023): the encoder output of the sentence padded to
   ``max_tokens``, clipped per coordinate, plus ``N(0, σ²)`` per coordinate and token with σ from
   the analytic Gaussian mechanism (Balle & Wang 2018; :func:`~textdp.audit.accountant.analytic_gaussian_sigma`,
@@ -88,8 +90,10 @@ from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, exact_profile
 
 __all__ = [
+    "COPY_TEXTS",
     "LAWS",
     "LM_RELEASE_DEFAULTS",
+    "MAX_AUDITED_NEW_TOKENS",
     "PROBE_DESIGNS",
     "SPREAD_TEXTS",
     "WORDS",
