@@ -38,3 +38,45 @@ def test_it_runs_over_src(capsys):
     assert qc.main([str(ROOT / "src"), "--no-duplicates"]) == 0
     out = capsys.readouterr().out
     assert "functions of 80+ lines:" in out and "annotations mentioning Any:" in out and "signature(" in out
+
+
+#: functions still over 80 lines, being split under issue 40 ("Size and shape"); remove an entry once split.
+#: Keys are ``(path relative to src/textdp, function name)``; a NEW long function fails the test below.
+_LONG_ALLOWED_ISSUE_40: frozenset[tuple[str, str]] = frozenset({
+    ("release.py", "release"),
+    ("release.py", "_release_sentences"),
+    ("cli/audit.py", "audit"),
+    ("cli/audit.py", "_all"),
+    ("audit/core.py", "run_audit"),
+    ("_cache.py", "_walk"),
+    ("audit/replay.py", "replay_sensitivity"),
+    ("audit/lira.py", "run_lira"),
+    ("cli/topics.py", "topics"),
+    ("audit/cases.py", "covered_topic_case"),
+    ("audit/cases.py", "word_pair_case"),
+    ("serve/app.py", "create_app"),
+    ("serve/core.py", "privatize"),
+    ("audit/word_level.py", "mechanism_case"),
+})
+
+
+def _long_functions_in_src(limit: int = 80) -> set[tuple[str, str, int]]:
+    src = ROOT / "src" / "textdp"
+    found = set()
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > limit:
+                    found.add((path.relative_to(src).as_posix(), node.name, length))
+    return found
+
+
+def test_no_function_in_src_is_over_80_lines():
+    """Issue 40: no function over 80 lines (def line to last line, decorators excluded)."""
+    long = _long_functions_in_src()
+    new = sorted(f for f in long if (f[0], f[1]) not in _LONG_ALLOWED_ISSUE_40)
+    assert not new, f"functions over 80 lines (split them into named helpers): {new}"
+    stale = sorted(_LONG_ALLOWED_ISSUE_40 - {(f[0], f[1]) for f in long})
+    assert not stale, f"no longer over 80 lines; remove from _LONG_ALLOWED_ISSUE_40: {stale}"
