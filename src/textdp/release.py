@@ -356,38 +356,19 @@ def _write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str) -> 
 
 
 def release(
-    mechanism: Mechanism[Any, Any, Any],
-    documents: object,
-    output: str | os.PathLike[str] | IO[str] | None = None,
-    *,
-    ids: Sequence[object] | None = None,
-    ledger: Ledger | None = None,
-    budget: BudgetLike | None = None,
-    new_ledger: bool = False,
-    private_report: str | os.PathLike[str] | None = None,
-    private_details: Mapping[str, object] | None = None,
-    settings: Mapping[str, object] | None = None,
-    command: str = "release",
-    fmt: str | None = None,
-    seed: SeedLike = None,
-    seeded: bool | None = None,
-    size: int | None = None,
-    size_from_data: bool = False,
-    empty: str = "error",
-    force: bool = False,
-    text_field: str = "text",
-    id_field: str = "id",
-    input_format: str = "auto",
-    inputs: Sequence[str | os.PathLike[str] | None] = (),
-    on_duplicate_ids: Callable[[int, str], None] | None = None,
-    strict_ids: bool = False,
-    progress: ProgressCallback | None = None,
-    records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None = None,
-    engine: str = "single",
-    backend: Backend | None = None,
-    partitions: int | None = None,
-    partition_size: int | None = None,
-    work_dir: str | os.PathLike[str] | None = None,
+        mechanism: Mechanism[Any, Any, Any], documents: object,
+        output: str | os.PathLike[str] | IO[str] | None = None, *, ids: Sequence[object] | None = None,
+        ledger: Ledger | None = None, budget: BudgetLike | None = None, new_ledger: bool = False,
+        private_report: str | os.PathLike[str] | None = None, private_details: Mapping[str, object] | None = None,
+        settings: Mapping[str, object] | None = None, command: str = "release", fmt: str | None = None,
+        seed: SeedLike = None, seeded: bool | None = None, size: int | None = None, size_from_data: bool = False,
+        empty: str = "error", force: bool = False, text_field: str = "text", id_field: str = "id",
+        input_format: str = "auto", inputs: Sequence[str | os.PathLike[str] | None] = (),
+        on_duplicate_ids: Callable[[int, str], None] | None = None, strict_ids: bool = False,
+        progress: ProgressCallback | None = None,
+        records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None = None, engine: str = "single",
+        backend: Backend | None = None, partitions: int | None = None, partition_size: int | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
 ) -> ReleaseSummary:
     """Release ``documents`` with ``mechanism`` into ``output``: charge, privatize, write (see the module notes).
 
@@ -462,8 +443,6 @@ def release(
     textdp.errors.TextDPError
         A one-line error saying how to fix it; nothing is written then.
     """
-    from .pipeline import release_settings
-
     if engine != "single" and _rewrites_on_engine(mechanism):
         return _release_sentences(
             mechanism, documents, output, ids=ids, engine=engine, backend=backend, partitions=partitions,
@@ -481,6 +460,25 @@ def release(
             ledger=ledger, budget=budget, new_ledger=new_ledger, private_report=private_report, settings=settings,
             fmt=fmt or "jsonl", empty=empty, force=force, text_field=text_field, id_field=id_field,
             input_format=input_format, on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids, progress=progress)
+    return _release_single(
+        mechanism, documents, output, ids=ids, ledger=ledger, budget=budget, new_ledger=new_ledger,
+        private_report=private_report, private_details=private_details, settings=settings, command=command, fmt=fmt,
+        seed=seed, seeded=seeded, size=size, size_from_data=size_from_data, empty=empty, force=force,
+        text_field=text_field, id_field=id_field, input_format=input_format, inputs=inputs,
+        on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids, progress=progress, records_of=records_of)
+
+def _release_single(
+        mechanism: Mechanism[Any, Any, Any], documents: object, output: str | os.PathLike[str] | IO[str] | None, *,
+        ids: Sequence[object] | None, ledger: Ledger | None, budget: BudgetLike | None, new_ledger: bool,
+        private_report: str | os.PathLike[str] | None, private_details: Mapping[str, object] | None,
+        settings: Mapping[str, object] | None, command: str, fmt: str | None, seed: SeedLike, seeded: bool | None,
+        size: int | None, size_from_data: bool, empty: str, force: bool, text_field: str, id_field: str,
+        input_format: str, inputs: Sequence[str | os.PathLike[str] | None],
+        on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool, progress: ProgressCallback | None,
+        records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None) -> ReleaseSummary:
+    """:func:`release` on engine ``single``: one process, the release written as it is drawn."""
+    from .pipeline import release_settings
+
     fmt = fmt if fmt is not None else ("json" if mechanism.releases == "matrix" else "jsonl")
     if fmt not in FORMATS:
         raise ParameterError(f"unknown output format {fmt!r}; choose one of: {', '.join(FORMATS)}")
@@ -536,6 +534,7 @@ def release(
                            skipped=skipped)
     return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
                           charged=int(state["charged"]), ledger_note=state["note"], skipped=len(skipped))
+
 
 
 #: the corpus engine's own options; every other declared parameter goes to it as a mechanism parameter
@@ -620,24 +619,17 @@ def _rewrites_on_engine(mechanism: object) -> bool:
 PARTITION_SIZE = 256
 
 
-def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *,
-                       ids: Sequence[object] | None, engine: str, backend: Backend | None, partitions: int | None,
-                       partition_size: int | None, work_dir: str | os.PathLike[str] | None, ledger: Ledger | None,
-                       budget: BudgetLike | None, new_ledger: bool, private_report: str | os.PathLike[str] | None,
-                       private_details: Mapping[str, object] | None, settings: Mapping[str, object] | None,
-                       command: str, fmt: str, seed: SeedLike, force: bool, text_field: str, id_field: str,
-                       input_format: str, inputs: Sequence[str | os.PathLike[str] | None],
-                       on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool,
-                       progress: ProgressCallback | None,
-                       records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None,
-                       empty: str) -> ReleaseSummary:
-    """:func:`release` of a sentence mechanism on the engine: the same files as ``single``, partitioned, resumable."""
-    from ._validation import check_choice, check_positive_int
-    from .engines import ENGINES, get_backend
-    from .engines.sentences import SentencePiece, rewrite_corpus
+def _sentence_inputs(
+        mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *, ids: Sequence[object] | None,
+        engine: str, fmt: str, empty: str, private_report: str | os.PathLike[str] | None,
+        inputs: Sequence[str | os.PathLike[str] | None], ledger: Ledger | None, budget: BudgetLike | None,
+        new_ledger: bool, force: bool, text_field: str, id_field: str, input_format: str,
+        on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool,
+) -> tuple[Path, Path | None, list[object], list[str], list[str | None], list[str]]:
+    """:func:`_release_sentences`'s checks, in order, and its input: output, report, units, ids, sources, texts."""
+    from ._validation import check_choice
+    from .engines import ENGINES
     from .guarantees import EMPTY_POLICIES
-    from .mechanisms import ReleaseContext
-    from .pipeline import release_settings
 
     if engine not in ENGINES:
         raise ParameterError(f"unknown engine {engine!r}; choose single or one of: {', '.join(ENGINES)}")
@@ -659,6 +651,42 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
     if not any(t.strip() for t in texts):
         raise ParameterError("every input document is empty")
     check_duplicate_ids(lambda: uids, strict=strict_ids, on_duplicate_ids=on_duplicate_ids)
+    return out, report, units, uids, sources, texts
+
+
+def _resume_key(out: Path, *, command: str, fmt: str, empty: str, settings: Mapping[str, object] | None,
+                report: Path | None, ledger: Ledger | None,
+                records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None) -> dict[str, object]:
+    """What a resumed sentence run must share with the run it resumes."""
+    return {"output": str(out.resolve()), "command": command, "format": fmt, "empty": empty,
+            "settings": json.dumps(dict(settings or {}), sort_keys=True, default=str),
+            "private_report": report is not None,
+            "ledger": None if ledger is None else str(_ledger_path(ledger).resolve()),
+            "records_of": None if records_of is None else getattr(records_of, "__qualname__", repr(records_of))}
+
+
+def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *,
+                       ids: Sequence[object] | None, engine: str, backend: Backend | None, partitions: int | None,
+                       partition_size: int | None, work_dir: str | os.PathLike[str] | None, ledger: Ledger | None,
+                       budget: BudgetLike | None, new_ledger: bool, private_report: str | os.PathLike[str] | None,
+                       private_details: Mapping[str, object] | None, settings: Mapping[str, object] | None,
+                       command: str, fmt: str, seed: SeedLike, force: bool, text_field: str, id_field: str,
+                       input_format: str, inputs: Sequence[str | os.PathLike[str] | None],
+                       on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool,
+                       progress: ProgressCallback | None,
+                       records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None,
+                       empty: str) -> ReleaseSummary:
+    """:func:`release` of a sentence mechanism on the engine: the same files as ``single``, partitioned, resumable."""
+    from ._validation import check_positive_int
+    from .engines import get_backend
+    from .engines.sentences import SentencePiece, rewrite_corpus
+    from .mechanisms import ReleaseContext
+    from .pipeline import release_settings
+
+    out, report, units, uids, sources, texts = _sentence_inputs(
+        mechanism, documents, output, ids=ids, engine=engine, fmt=fmt, empty=empty, private_report=private_report,
+        inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger, force=force, text_field=text_field,
+        id_field=id_field, input_format=input_format, on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids)
     if partition_size is None:
         partition_size = PARTITION_SIZE if partitions is None else -(-len(units) // check_positive_int(
             partitions, "partitions"))
@@ -697,11 +725,8 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
         return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
                               charged=int(state["charged"]), ledger_note=state["note"])
 
-    key = {"output": str(out.resolve()), "command": command, "format": fmt, "empty": empty,
-           "settings": json.dumps(dict(settings or {}), sort_keys=True, default=str),
-           "private_report": report is not None,
-           "ledger": None if ledger is None else str(_ledger_path(ledger).resolve()),
-           "records_of": None if records_of is None else getattr(records_of, "__qualname__", repr(records_of))}
+    key = _resume_key(out, command=command, fmt=fmt, empty=empty, settings=settings, report=report, ledger=ledger,
+                      records_of=records_of)
     own = backend or get_backend(engine)
     try:
         return rewrite_corpus(mechanism, list(zip(uids, texts, strict=True)),  # type: ignore[arg-type]
