@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,6 +20,9 @@ from rich.table import Table
 
 from ..errors import ParameterError, TextDPError
 from ._common import Interrupted, ParamOption, bar_progress, err_console, parse_param_options, progress_bar
+
+if TYPE_CHECKING:
+    from ..audit import AuditResult
 
 _LIRA = "Membership inference (--attack lira)"
 _REPLAY = "Record and replay of the sampled sensitivity (--replay)"
@@ -211,38 +214,17 @@ def audit(
 ) -> None:
     """Audit a mechanism's claimed epsilon empirically (exit 0 = passed, 1 = violation, 2 = bad input)."""
     with _errors():
-        from ..audit import audit as run
-        from ..audit import describe_audit_cases
-
         if list_cases:
-            cases = describe_audit_cases()
-            if as_json:
-                typer.echo(json.dumps(cases, indent=2))
-                return
-            table = Table(title="mechanisms textdp audit can check")
-            table.add_column("mechanism")
-            table.add_column("audit case")
-            for name, text in cases.items():
-                table.add_row(escape(name), escape(text))
-            Console(highlight=False).print(table)
+            _list_cases(as_json)
             return
         if all_cases:
-            if mechanism is not None or param or epsilon is not None or delta is not None or replay:
-                raise ParameterError("--all audits every case at its defaults: drop the mechanism name, --epsilon, "
-                                     "--delta, --param and --replay")
-            if _all(None if samples is None else _samples(samples), seed, confidence, as_json):
+            if _audit_all(mechanism, param, epsilon, delta, replay, samples, seed, confidence, as_json):
                 raise typer.Exit(1)
             return
         if mechanism is None:
             raise ParameterError("name a mechanism to audit (textdp audit --list shows them)")
         if replay:
-            if conformance or samples is not None or param or attack != "privacy":
-                raise ParameterError("--replay runs the record-and-replay audit alone: drop --conformance, "
-                                     "--samples, --param and --attack")
-            replayed = "noisy" if keywords_from == _LIRA_MODES else keywords_from
-            if replayed not in ("noisy", "model"):
-                raise ParameterError(f"--replay replays one release: --keywords-from noisy (the covered default of "
-                                     f"textdp topics) or model, got {keywords_from!r}")
+            replayed = _replayed(keywords_from, conformance=conformance, samples=samples, param=param, attack=attack)
             if _replay(mechanism, epsilon, delta, pairs, gamma, seed, 1.0 - confidence, as_json, replayed):
                 return
             raise typer.Exit(1)
@@ -252,17 +234,7 @@ def audit(
             _lira(mechanism, corpus, user_field, models, topics, keywords, vocabulary, max_docs_per_user,
                   min_user_docs, epsilons, delta, seed, as_json, keywords_from, sensitivity)
             return
-        _check_range(epsilon)
-        n = None if samples is None else _samples(samples)
-        params = _params(mechanism, param)
-        with progress_bar() as bar:  # on stderr, only on a terminal
-            task = bar.add_task(f"auditing {mechanism}", total=None)
-            result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed, confidence=confidence,
-                         progress=bar_progress(bar, task), params=params, conformance=conformance)
-        if as_json:
-            typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False, ensure_ascii=False))
-        else:
-            Console(highlight=False, soft_wrap=True).print(_table(result))
+        result = _audit_privacy(mechanism, epsilon, delta, samples, seed, confidence, param, conformance, as_json)
     if not result.passed:
         raise typer.Exit(1)
 
@@ -271,6 +243,64 @@ def audit(
 #: default when smaller; the known-bad variants, which must be flagged, keep theirs). docs/audit.md
 #: gives the power of the audit at this size, measured on the real samplers (tools/audit_power.py).
 ALL_SAMPLES = 10_000
+
+
+def _list_cases(as_json: bool) -> None:
+    """``textdp audit --list``: the auditable mechanisms, as JSON or a table."""
+    from ..audit import describe_audit_cases
+
+    cases = describe_audit_cases()
+    if as_json:
+        typer.echo(json.dumps(cases, indent=2))
+        return
+    table = Table(title="mechanisms textdp audit can check")
+    table.add_column("mechanism")
+    table.add_column("audit case")
+    for name, text in cases.items():
+        table.add_row(escape(name), escape(text))
+    Console(highlight=False).print(table)
+
+
+def _audit_all(mechanism: str | None, param: list[str] | None, epsilon: float | None, delta: float | None,
+               replay: bool, samples: float | None, seed: int | None, confidence: float, as_json: bool) -> int:
+    """``--all``, which takes none of the options of one case; the number of cases flagged."""
+    if mechanism is not None or param or epsilon is not None or delta is not None or replay:
+        raise ParameterError("--all audits every case at its defaults: drop the mechanism name, --epsilon, "
+                             "--delta, --param and --replay")
+    return _all(None if samples is None else _samples(samples), seed, confidence, as_json)
+
+
+def _replayed(keywords_from: str, *, conformance: bool, samples: float | None, param: list[str] | None,
+              attack: str) -> str:
+    """``--replay`` runs alone; the release it replays (``noisy`` or ``model``)."""
+    if conformance or samples is not None or param or attack != "privacy":
+        raise ParameterError("--replay runs the record-and-replay audit alone: drop --conformance, "
+                             "--samples, --param and --attack")
+    replayed = "noisy" if keywords_from == _LIRA_MODES else keywords_from
+    if replayed not in ("noisy", "model"):
+        raise ParameterError(f"--replay replays one release: --keywords-from noisy (the covered default of "
+                             f"textdp topics) or model, got {keywords_from!r}")
+    return replayed
+
+
+def _audit_privacy(mechanism: str, epsilon: float | None, delta: float | None, samples: float | None,
+                   seed: int | None, confidence: float, param: list[str] | None, conformance: bool,
+                   as_json: bool) -> AuditResult:
+    """The statistical audit of one case, printed as JSON or a table; its result."""
+    from ..audit import audit as run
+
+    _check_range(epsilon)
+    n = None if samples is None else _samples(samples)
+    params = _params(mechanism, param)
+    with progress_bar() as bar:  # on stderr, only on a terminal
+        task = bar.add_task(f"auditing {mechanism}", total=None)
+        result = run(mechanism, epsilon=epsilon, delta=delta, samples=n, seed=seed, confidence=confidence,
+                     progress=bar_progress(bar, task), params=params, conformance=conformance)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False, ensure_ascii=False))
+    else:
+        Console(highlight=False, soft_wrap=True).print(_table(result))
+    return result
 
 
 def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool) -> int:
@@ -338,6 +368,19 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
                                "not_audited_options": gaps, "note": note, "flag_meaning": meaning,
                                "recheck": rechecks}, indent=2, allow_nan=False))
         return failed
+    _print_all(rows, seconds, unaudited, gaps)
+    typer.echo(note)
+    typer.echo(meaning)
+    for name, command in rechecks.items():
+        typer.echo(f"re-audit {name}: {command}")
+    return failed
+
+
+def _print_all(rows: list[AuditResult], seconds: list[float], unaudited: dict[str, str],
+               gaps: dict[str, dict[str, str]]) -> None:
+    """``--all``'s table, then the mechanisms and options no case audits."""
+    from ..audit.lm import KNOWN_BAD
+
     table = Table(title="textdp audit --all")
     for col in ("case", "claim", "lower bound", "curve", "conformance", "verdict", "time"):
         table.add_column(col)
@@ -357,11 +400,6 @@ def _all(samples: int | None, seed: int | None, confidence: float, as_json: bool
     for name, opts in gaps.items():
         for key, why in opts.items():
             typer.echo(f"{name} {key}: option NOT AUDITED ({why})")
-    typer.echo(note)
-    typer.echo(meaning)
-    for name, command in rechecks.items():
-        typer.echo(f"re-audit {name}: {command}")
-    return failed
 
 
 #: What a flag of ``--all`` means, printed under its table (``{level}``: 1 - confidence; ``{k}`` cases).
