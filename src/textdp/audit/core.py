@@ -443,15 +443,46 @@ def _draw_views(case: AuditCase, which: object, n: int, rng: np.random.Generator
     return {k: np.concatenate(v, axis=0) for k, v in parts.items()}
 
 
-def run_audit(
-    case: AuditCase,
-    *,
-    samples: int | None = None,
-    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
-    confidence: float = 0.95,
-    progress: ProgressCallback | None = None,
-    conformance: bool = False,
-) -> AuditResult:
+def _checked_run(case: AuditCase, samples: int | None, confidence: float, conformance: bool) -> tuple[int, float]:
+    """:func:`run_audit`'s checks, in order: the outputs per input and the confidence."""
+    if not isinstance(case, AuditCase):
+        raise ParameterTypeError(f"case must be an AuditCase, got {type(case).__name__}")
+    n = check_positive_int(case.default_samples if samples is None else samples, "samples", minimum=MIN_SAMPLES)
+    if n > MAX_SAMPLES:
+        raise ParameterError(f"samples must be <= {MAX_SAMPLES:,} per input (memory); got {n:,}")
+    conf = check_probability(confidence, "confidence")
+    if conformance and case.conformance is None:
+        raise ParameterError(f"the audit case {case.mechanism!r} has no conformance test yet; run it without "
+                             "--conformance (docs/audit.md lists the cases that have one)")
+    return n, conf
+
+
+def _views(case: AuditCase, which: object, reuse: bool,
+           conformance: bool) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """What is kept of each output drawn from ``which``: its atoms, its loss (reused), its conformance view."""
+    out: dict[str, Callable[[np.ndarray], np.ndarray]] = {"atoms": case.atoms_of}
+    if reuse and case.curve is not None and case.curve.loss is not None:
+        out["loss"] = case.curve.loss
+    if conformance and case.conformance is not None:
+        keep = case.conformance.keep
+        out["conformance"] = lambda o: keep(which, o)
+    return out
+
+
+def _run_curve(case: AuditCase, spec: PrivacyCurve, n: int, gen: np.random.Generator, budget: float,
+               progress: ProgressCallback | None, done: int, total: int, *, reuse: bool,
+               got: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]) -> CurveResult:
+    """The curve test: on fresh outputs, or on the event test's atoms or losses (``reuse``)."""
+    if not reuse:
+        return curve_test(spec, case.input_a, case.input_b, n, gen, budget, progress, done, total)
+    if spec.loss is None:
+        return curve_test(spec, case.input_a, case.input_b, n, gen, budget, atoms=(got[0]["atoms"], got[1]["atoms"]))
+    return curve_test(spec, case.input_a, case.input_b, n, gen, budget, losses=(got[0]["loss"], got[1]["loss"]))
+
+
+def run_audit(case: AuditCase, *, samples: int | None = None,
+              seed: int | np.random.Generator | np.random.SeedSequence | None = None, confidence: float = 0.95,
+              progress: ProgressCallback | None = None, conformance: bool = False) -> AuditResult:
     """Audit ``case`` with ``samples`` outputs per input (see the module docstring).
 
     ``progress(done, total)`` is called as outputs are drawn (``total``: all outputs of the audit).
@@ -471,15 +502,7 @@ def run_audit(
     ...           samples=20_000, seed=1).passed
     False
     """
-    if not isinstance(case, AuditCase):
-        raise ParameterTypeError(f"case must be an AuditCase, got {type(case).__name__}")
-    n = check_positive_int(case.default_samples if samples is None else samples, "samples", minimum=MIN_SAMPLES)
-    if n > MAX_SAMPLES:
-        raise ParameterError(f"samples must be <= {MAX_SAMPLES:,} per input (memory); got {n:,}")
-    conf = check_probability(confidence, "confidence")
-    if conformance and case.conformance is None:
-        raise ParameterError(f"the audit case {case.mechanism!r} has no conformance test yet; run it without "
-                             "--conformance (docs/audit.md lists the cases that have one)")
+    n, conf = _checked_run(case, samples, confidence, conformance)
     # the requested tests share the false-alarm budget 1 - confidence: the conformance test takes
     # half of it when it runs, the event and curve tests share the rest
     total_budget = 1.0 - conf
@@ -499,29 +522,13 @@ def run_audit(
         if progress is not None:
             progress(counter[0], total)
 
-    def views(which: object) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-        out: dict[str, Callable[[np.ndarray], np.ndarray]] = {"atoms": case.atoms_of}
-        if reuse and case.curve is not None and case.curve.loss is not None:
-            out["loss"] = case.curve.loss
-        if conformance and case.conformance is not None:
-            keep = case.conformance.keep
-            out["conformance"] = lambda o: keep(which, o)
-        return out
-
-    got_a = _draw_views(case, case.input_a, n, gen, views(case.input_a), tick)
-    got_b = _draw_views(case, case.input_b, n, gen, views(case.input_b), tick)
+    got_a = _draw_views(case, case.input_a, n, gen, _views(case, case.input_a, reuse, conformance), tick)
+    got_b = _draw_views(case, case.input_b, n, gen, _views(case, case.input_b, reuse, conformance), tick)
     out_a, out_b = got_a["atoms"], got_b["atoms"]
     direction, chosen, n_atoms, n_events, ev_a, ev_b = _select_event(case, out_a, out_b, n, delta, alpha)
     lower, estimate = _evaluate_event(ev_a, ev_b, direction, chosen, n - n // 2, delta, alpha)
-    curve = None
-    if case.curve is not None:
-        if not reuse:
-            curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, progress, counter[0], total)
-        elif case.curve.loss is None:
-            curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget, atoms=(out_a, out_b))
-        else:
-            curve = curve_test(case.curve, case.input_a, case.input_b, n, gen, budget,
-                               losses=(got_a["loss"], got_b["loss"]))
+    curve = None if case.curve is None else _run_curve(case, case.curve, n, gen, budget, progress, counter[0], total,
+                                                       reuse=reuse, got=(got_a, got_b))
     conformed = None
     if conformance and case.conformance is not None:
         conformed = conformance_test(case.conformance, (got_a["conformance"], got_b["conformance"]),
