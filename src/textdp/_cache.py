@@ -157,6 +157,52 @@ def _check_public(st: os.stat_result, shown: str, path: Path, what: str, me: int
                              "who could change it at any time")
 
 
+def _stat_or_make(name: str, dir_fd: int, create: bool) -> os.stat_result:
+    """The status of ``name`` in the folder ``dir_fd``, not following a link; ``create``: a missing folder made ``0700``."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        if not create:
+            raise
+        try:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)
+        except FileExistsError:  # made meanwhile: checked below like any existing folder
+            pass
+        else:
+            made = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+            try:
+                os.fchmod(made, 0o700)  # whatever the umask
+            finally:
+                os.close(made)
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+
+
+def _open_public_file(name: str, dir_fd: int, shown: str, path: Path, what: str, me: int) -> int:
+    """Open the regular file ``name`` in the folder ``dir_fd`` (``O_NOFOLLOW``) and check it by its descriptor."""
+    fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)  # O_NOFOLLOW: a link swapped in fails here
+    fst = os.fstat(fd)
+    try:
+        if not stat.S_ISREG(fst.st_mode):
+            raise ParameterError(f"{what} {path} is not a regular file")
+        _check_public(fst, shown, path, what, me)
+    except ParameterError:
+        os.close(fd)
+        raise
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return fd
+
+
+def _check_last(fd: int, names: list[str], path: Path, what: str, me: int, *, public: bool, own: bool) -> None:
+    """The last folder of :func:`_walk`, by the rule that applies to it (public, own or ancestor)."""
+    if public:
+        _check_public(os.fstat(fd), "/" + "/".join(names), path, what, me)
+    elif own:
+        _check_own(os.fstat(fd), path, what, me)
+    else:
+        _check_ancestor(os.fstat(fd), "/" + "/".join(names), path, what, me)
+
+
 def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, public: bool = False,
           open_file: bool = True) -> tuple[int, Path]:
     """Open ``path`` from ``/`` down, one component at a time, checking each; return its descriptor and real path.
@@ -192,22 +238,7 @@ def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, publ
                     names.pop()
                 continue
             shown = "/" + "/".join([*names, name])
-            try:
-                st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(name, 0o700, dir_fd=fds[-1])
-                except FileExistsError:  # made meanwhile: checked below like any existing folder
-                    pass
-                else:
-                    made = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
-                    try:
-                        os.fchmod(made, 0o700)  # whatever the umask
-                    finally:
-                        os.close(made)
-                st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+            st = _stat_or_make(name, fds[-1], create)
             if stat.S_ISLNK(st.st_mode):
                 if st.st_uid not in (0, me):
                     raise ParameterError(f"{what} {path}: {shown} is a link owned by another user; choose a "
@@ -229,30 +260,14 @@ def _walk(path: Path, *, what: str, create: bool = False, own: bool = True, publ
                     _check_public(st, shown, path, what, me)
                     return -1, Path("/" + "/".join([*names, name]))
                 if public and stat.S_ISREG(st.st_mode):
-                    fd = os.open(name, _FILE_FLAGS, dir_fd=fds[-1])  # O_NOFOLLOW: a link swapped in fails here
-                    fst = os.fstat(fd)
-                    try:
-                        if not stat.S_ISREG(fst.st_mode):
-                            raise ParameterError(f"{what} {path} is not a regular file")
-                        _check_public(fst, shown, path, what, me)
-                    except ParameterError:
-                        os.close(fd)
-                        raise
-                    if hasattr(os, "set_blocking"):
-                        os.set_blocking(fd, True)
-                    return fd, Path("/" + "/".join([*names, name]))
+                    return _open_public_file(name, fds[-1], shown, path, what, me), Path("/" + "/".join([*names, name]))
                 raise ParameterError(f"{what} {path} is not a folder")
             fd = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])  # O_NOFOLLOW: a link swapped in since fails here
             fds.append(fd)
             names.append(name)
             if todo:  # the last folder is checked below, by the rule that applies to it
                 _check_ancestor(os.fstat(fd), shown, path, what, me)
-        if public:
-            _check_public(os.fstat(fds[-1]), "/" + "/".join(names), path, what, me)
-        elif own:
-            _check_own(os.fstat(fds[-1]), path, what, me)
-        else:
-            _check_ancestor(os.fstat(fds[-1]), "/" + "/".join(names), path, what, me)
+        _check_last(fds[-1], names, path, what, me, public=public, own=own)
         last = fds.pop()
     finally:
         for fd in fds:
