@@ -231,6 +231,47 @@ def _released(mechanism: TopicsMechanism, unit: TopicMatrix, seed: np.random.See
     return out, True
 
 
+def _whole_rows(mechanism: TopicsMechanism, n_keywords: int | None) -> TopicsMechanism | None:
+    """The covered release names the top of each noisy row: the mechanism that replays the whole rows too."""
+    if n_keywords is None:
+        return None
+    from ..topics.family import topics_mechanism
+
+    params = {**mechanism.get_params(), "keywords": None}
+    return topics_mechanism(mechanism.name, **params).fit()
+
+
+def _replay_pair(mechanism: TopicsMechanism, unit_a: TopicMatrix, unit_b: TopicMatrix, noise: np.random.SeedSequence,
+                 whole: TopicsMechanism | None, norm: str) -> tuple[float, int]:
+    """One neighbouring pair released with the same frozen noise: its distance and its keyword mismatches."""
+    out_a, ok_a = _released(mechanism, unit_a, noise, whole)
+    if not np.array_equal(out_a, _released(mechanism, unit_a, noise, whole)[0]):
+        raise ParameterError("the release does not replay: the same noise seed gave two outputs")
+    out_b, ok_b = _released(mechanism, unit_b, noise, whole)
+    diff = (out_a - out_b).reshape(-1)
+    return float(np.abs(diff).sum() if norm == "l1" else math.sqrt(float(diff @ diff))), int(not ok_a) + int(not ok_b)
+
+
+def _exceedance_tests(over: int, k: int, gamma: float | None, sampled: SampledSensitivity | None,
+                      distances: list[float]) -> tuple[float, float, float, bool]:
+    """The p-values of ``over`` exceedances in ``k`` pairs (against the sampler's too), the shift test, consistency."""
+    p_value = claim = 0.0 if over else 1.0
+    shift, consistent = 1.0, True
+    if gamma is not None:
+        from scipy.stats import betabinom, binom, mannwhitneyu
+
+        claim = p_value = float(binom.sf(over - 1, k, gamma)) if over else 1.0
+        if sampled is not None:  # exchangeable with the sampler's N distances
+            a_, b_ = sampled.n_samples - sampled.order_statistic + 1, sampled.order_statistic
+            p_value = float(betabinom.sf(over - 1, k, a_, b_)) if over else 1.0
+            recorded = np.sort(np.asarray(sampled.samples, dtype=float))
+            consistent = (len(recorded) >= sampled.order_statistic
+                          and float(recorded[sampled.order_statistic - 1]) == float(sampled.value))
+            if len(recorded):
+                shift = float(mannwhitneyu(distances, recorded, alternative="greater").pvalue)
+    return p_value, claim, shift, consistent
+
+
 def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsMechanism, *, m: int, n: int,
                        columns: str = "model", pairs: int = 24, n_users: int | None = None,
                        neighbours: str | None = None, alpha: float = 0.05,
@@ -280,12 +321,7 @@ def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsM
     fn = release or (lambda c, mod, u: release_unit(c, mod, u, m=m, n=n, columns=columns))
     mechanism.fit()
     n_keywords = mechanism.keywords if columns == "public" else None
-    whole: TopicsMechanism | None = None
-    if n_keywords is not None:  # the covered release names the top of each noisy row: replay the whole rows too
-        from ..topics.family import topics_mechanism
-
-        params = {**mechanism.get_params(), "keywords": None}
-        whole = topics_mechanism(mechanism.name, **params).fit()
+    whole = _whole_rows(mechanism, n_keywords)
     mismatches = 0
     pair_gen, noise_seq = spawn(make_rng(seed), 2)
     noise_seeds = np.random.SeedSequence(int(noise_seq.integers(0, 2**63))).spawn(k)
@@ -301,30 +337,13 @@ def replay_sensitivity(corpus: UserCorpus, model: TopicModel, mechanism: TopicsM
         if shape is None:
             shape = unit_a.shape
             norm, declared, bound, gamma = declared_bound(mechanism, shape)
-        out_a, ok_a = _released(mechanism, unit_a, noise_seeds[i], whole)
-        if not np.array_equal(out_a, _released(mechanism, unit_a, noise_seeds[i], whole)[0]):
-            raise ParameterError("the release does not replay: the same noise seed gave two outputs")
-        out_b, ok_b = _released(mechanism, unit_b, noise_seeds[i], whole)
-        mismatches += int(not ok_a) + int(not ok_b)
-        diff = (out_a - out_b).reshape(-1)
-        distances.append(float(np.abs(diff).sum() if norm == "l1" else math.sqrt(float(diff @ diff))))
+        distance, missed = _replay_pair(mechanism, unit_a, unit_b, noise_seeds[i], whole, norm)
+        mismatches += missed
+        distances.append(distance)
     assert shape is not None
     tol = bound * 1e-12  # float64 rounding of the norm itself
     over = int(sum(d > bound + tol for d in distances))
-    p_value = claim = 0.0 if over else 1.0
-    shift, consistent = 1.0, True
-    if gamma is not None:
-        from scipy.stats import betabinom, binom, mannwhitneyu
-
-        claim = p_value = float(binom.sf(over - 1, k, gamma)) if over else 1.0
-        if sampled is not None:  # exchangeable with the sampler's N distances
-            a_, b_ = sampled.n_samples - sampled.order_statistic + 1, sampled.order_statistic
-            p_value = float(betabinom.sf(over - 1, k, a_, b_)) if over else 1.0
-            recorded = np.sort(np.asarray(sampled.samples, dtype=float))
-            consistent = (len(recorded) >= sampled.order_statistic
-                          and float(recorded[sampled.order_statistic - 1]) == float(sampled.value))
-            if len(recorded):
-                shift = float(mannwhitneyu(distances, recorded, alternative="greater").pvalue)
+    p_value, claim, shift, consistent = _exceedance_tests(over, k, gamma, sampled, distances)
     tests = 3 if sampled is not None and gamma is not None else 1  # Bonferroni over the p-values computed
     passed = min(p_value, claim, shift) >= level / tests and consistent and mismatches == 0
     return ReplayReport(mechanism=mechanism.name, shape=shape, norm=norm, declared=declared, bound=bound, gamma=gamma,
