@@ -76,6 +76,7 @@ from ..progress import ProgressCallback
 
 if TYPE_CHECKING:
     from ..topics import UserCorpus
+    from ..topics.family import TopicsMechanism
     from ..topics.vocabulary import PublicVocabulary
 
 __all__ = ["FPRS", "KEYWORD_MODES", "LiraRow", "lira_scores", "membership_matrix", "run_lira", "stand_in_vocabulary",
@@ -308,22 +309,26 @@ def _lira_row(name: str, mode: str, eps: float | None, delta: float, scores: np.
         sensitivity=(sensitivity if l2 else "global L1 2m") if is_dp else "-")
 
 
+def _shadow_statistics(fits: list[_Fit], mode: str, mech: TopicsMechanism | None, m: int, k: int, fixed: np.ndarray,
+                       noise_rng: np.random.Generator, freqs: np.ndarray, n_words: int, n_models: int,
+                       users: int) -> np.ndarray:
+    """Each shadow model's release (noised by ``mech`` unless ``None``) scored against every user: models x users."""
+    stats = np.empty((n_models, users))
+    for j, fit in enumerate(fits):
+        values, cols = _non_private(mode, fit, m, k, fixed)
+        shape = (values.shape[0], values.shape[1])  # numpy 2.0's stubs: tuple[int, ...]
+        noisy = values if mech is None else mech.noise(shape).randomize(values, seed=noise_rng)
+        released, released_cols = _released(mode, noisy, cols, k)
+        stats[j] = _statistic(freqs, released, released_cols, n_words)
+    return stats
+
+
 def run_lira(
-    corpus: UserCorpus,
-    *,
-    models: int = 64,
-    n_topics: int = 5,
-    m: int = 5,
-    n: int | Sequence[int] = 20,
-    max_iter: int = 5,
-    mechanisms: Sequence[tuple[str, float | None]] = (("none", None),),
-    keywords: Sequence[str] = ("model", "fixed"),
-    delta: float = 1e-5,
-    sensitivity: str | float = "worst-case",
-    gamma: float = 0.1,
-    cache_dir: str | Path | None = None,
-    seed: int | np.random.Generator | np.random.SeedSequence | None = None,
-    progress: ProgressCallback | None = None,
+        corpus: UserCorpus, *, models: int = 64, n_topics: int = 5, m: int = 5, n: int | Sequence[int] = 20,
+        max_iter: int = 5, mechanisms: Sequence[tuple[str, float | None]] = (("none", None),),
+        keywords: Sequence[str] = ("model", "fixed"), delta: float = 1e-5, sensitivity: str | float = "worst-case",
+        gamma: float = 0.1, cache_dir: str | Path | None = None,
+        seed: int | np.random.Generator | np.random.SeedSequence | None = None, progress: ProgressCallback | None = None,
 ) -> tuple[list[LiraRow], dict[str, int | float | str]]:
     """Run LiRA on ``corpus`` (a :class:`~textdp.topics.UserCorpus`) for each ``(mechanism, ε)``.
 
@@ -363,10 +368,8 @@ def run_lira(
     fixed = np.array([vocab_index[corpus.vocabulary[i]] for i in
                       np.argsort(-np.asarray(corpus.X.sum(axis=0)).reshape(-1), kind="stable")[:max(ns)]])
     total = n_models * len(kinds) + len(mechanisms) * len(modes) * len(ns)
-    fits: dict[str, list[_Fit]] = {}
-    for i, kind in enumerate(kinds):
-        fits[kind] = _fits(corpora[kind], member, vocab_index, n_topics=n_topics, max_iter=max_iter,
-                           progress=progress, done=i * n_models, total=total)
+    fits = {kind: _fits(corpora[kind], member, vocab_index, n_topics=n_topics, max_iter=max_iter, progress=progress,
+                        done=i * n_models, total=total) for i, kind in enumerate(kinds)}  # in order: rule fits first
     fit_seconds = time.perf_counter() - t0
     deltas = _sensitivities(sensitivity, modes, ns, corpora, m=m, n_topics=n_topics, max_iter=max_iter,
                             gamma=gamma, cache_dir=cache_dir, seed=sampler_rng)
@@ -382,13 +385,8 @@ def run_lira(
                     name, epsilon=float(eps or 1.0), delta=delta,
                     **({"sensitivity": sens, "gamma": gamma if sensitivity == "sampled" else None}
                        if needs_sensitivity(name) else {})).fit()
-                stats = np.empty((n_models, users))
-                for j, fit in enumerate(fits["public" if mode == "noisy" else "rule"]):
-                    values, cols = _non_private(mode, fit, m, k, fixed[:k])
-                    shape = (values.shape[0], values.shape[1])  # numpy 2.0's stubs: tuple[int, ...]
-                    noisy = values if mech is None else mech.noise(shape).randomize(values, seed=noise_rng)
-                    released, released_cols = _released(mode, noisy, cols, k)
-                    stats[j] = _statistic(freqs, released, released_cols, len(all_words))
+                stats = _shadow_statistics(fits["public" if mode == "noisy" else "rule"], mode, mech, m, k, fixed[:k],
+                                           noise_rng, freqs, len(all_words), n_models, users)
                 scores = lira_scores(stats, member)
                 rows.append(_lira_row(name, mode, eps if mech is not None else None, delta, scores, member, n=k,
                                       sensitivity=label))
