@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..backend import Backend
     from ..topics import SampledSensitivity, SensitivitySampler, UserCorpus
-    from ..topics.models import TopicModel
+    from ..topics.models import TopicMatrix, TopicModel
     from ..topics.noise import GridNoise
     from ..topics.vocabulary import PublicVocabulary
 
@@ -427,11 +427,9 @@ def topics(
     with cli_errors():
         run = _check_topics_options(o)  # before numpy and the topic models are imported (fast one-line errors)
         from .._rng import spawn
-        from ..release import release
         from ..topics import extract_topic_matrix, make_topic_model
-        from ..topics.family import topics_mechanism
         from ..topics.models import fit_database, topic_rows
-        from ..topics.vocabulary import public_vocabulary, vocabulary_note
+        from ..topics.vocabulary import public_vocabulary
 
         public_vocab = public_vocabulary(o.vocabulary, inputs=[o.corpus])
         sampler_seed, release_seed = spawn(o.seed, 2)  # separate streams: sampling never shifts the noise
@@ -456,26 +454,9 @@ def topics(
         if not noisy:
             print_info(MODEL_KEYWORDS_LINE)
         source, sens_value, sampled_gamma, private = _sensitivity(o, run, data, model, sampler_seed, fit_seconds)
-        # the registered mechanism (one base for every family); its calibration gives the private sigma below
-        family = topics_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, gamma=sampled_gamma,
-                                  sensitivity=sens_value, grid=run.grid, seed=release_seed,
-                                  vocabulary_note=vocabulary_note(data.settings, source),
-                                  keywords_from=o.keywords_from, keywords=run.n if noisy else None, **run.params)
-        mech = family.fit().noise_for(tm.shape)
-        details = None
-        if o.private_report is not None:
-            private.update(fit_seconds=round(fit_seconds, 3), seconds=round(time.perf_counter() - t0, 3))
-            details = _private_report(o, run, data, mech, sens_value, private, tm.shape)
-        # the one driver: charge --ledger, privatize, then the private report, the settings and the release (last)
-        summary = release(family, [tm], run.output, ids=["topics"], fmt="json", command="topics",
-                          settings=_release_settings(o, run, data.settings, model.settings(), source),
-                          private_report=o.private_report, private_details=details, force=o.force,
-                          inputs=[o.corpus], seeded=o.seed is not None, ledger=o.ledger, budget=check_budget(o.budget, o.delta_budget), new_ledger=o.new_ledger)
-        if summary.ledger_note:
-            print_warning(summary.ledger_note)
-        if run.output is not None:
-            g = summary.guarantee
-            print_info(f"wrote {run.output} ({g.mechanism}, epsilon {g.epsilon:g})")
+        _release_matrix(o, run, data, model, tm, noisy=noisy, source=source, sens_value=sens_value,
+                        sampled_gamma=sampled_gamma, private=private, release_seed=release_seed,
+                        fit_seconds=fit_seconds, t0=t0)
 
 
 def _check_cache_dir(folder: Path) -> None:
@@ -483,6 +464,36 @@ def _check_cache_dir(folder: Path) -> None:
     from .._cache import open_private_dir
 
     open_private_dir(folder, what="--cache-dir", create=True).close()
+
+
+def _release_matrix(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, model: TopicModel, tm: TopicMatrix, *,
+                    noisy: bool, source: str, sens_value: float | str | None, sampled_gamma: float | None,
+                    private: dict[str, object], release_seed: object, fit_seconds: float, t0: float) -> None:
+    """The fitted matrix ``tm`` released by the registered mechanism, through the one driver (its notes printed)."""
+    from ..release import release
+    from ..topics.family import topics_mechanism
+    from ..topics.vocabulary import vocabulary_note
+
+    # the registered mechanism (one base for every family); its calibration gives the private sigma below
+    family = topics_mechanism(o.mechanism, epsilon=o.epsilon, delta=o.delta, gamma=sampled_gamma,
+                              sensitivity=sens_value, grid=run.grid, seed=release_seed,
+                              vocabulary_note=vocabulary_note(data.settings, source),
+                              keywords_from=o.keywords_from, keywords=run.n if noisy else None, **run.params)
+    mech = family.fit().noise_for(tm.shape)
+    details = None
+    if o.private_report is not None:
+        private.update(fit_seconds=round(fit_seconds, 3), seconds=round(time.perf_counter() - t0, 3))
+        details = _private_report(o, run, data, mech, sens_value, private, tm.shape)
+    # the one driver: charge --ledger, privatize, then the private report, the settings and the release (last)
+    summary = release(family, [tm], run.output, ids=["topics"], fmt="json", command="topics",
+                      settings=_release_settings(o, run, data.settings, model.settings(), source),
+                      private_report=o.private_report, private_details=details, force=o.force,
+                      inputs=[o.corpus], seeded=o.seed is not None, ledger=o.ledger, budget=check_budget(o.budget, o.delta_budget), new_ledger=o.new_ledger)
+    if summary.ledger_note:
+        print_warning(summary.ledger_note)
+    if run.output is not None:
+        g = summary.guarantee
+        print_info(f"wrote {run.output} ({g.mechanism}, epsilon {g.epsilon:g})")
 
 
 def _release_from_corpus(o: _TopicsOptions, run: _TopicsRun, data: UserCorpus, release_seed: object,
