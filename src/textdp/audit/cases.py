@@ -1164,6 +1164,59 @@ def keyword_codes(records: Iterable[Any], words: tuple[str, ...] = COVERED_WORDS
                       dtype=np.int64)
 
 
+#: what a covered topic law builds: claim, pair, mechanism, claimed curve, the paper's noise (grid units), its name
+_CoveredLaw = tuple[float, float, np.ndarray, np.ndarray, object, PrivacyCurve,
+                    Callable[[tuple[int, ...], np.random.Generator], np.ndarray], str]
+
+
+def _covered_laplace(reg: str, epsilon: float | None, delta: float | None, mechanism: object | None, g: float,
+                     m: int, n: int, k: int) -> _CoveredLaw:
+    """:func:`covered_topic_case`'s Laplace baseline (pure epsilon-DP)."""
+    from ..topics.family import topics_mechanism
+
+    if delta not in (None, 0, 0.0):
+        raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
+    eps, dlt = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon), 0.0
+    a, b = np.array([[0.6, 0.4, 0.0, 0.0]]), np.array([[0.4, 0.6, 0.0, 0.0]])
+    mech = topics_mechanism(reg, epsilon=eps, keywords=k, grid=g) if mechanism is None else mechanism
+    scale = float(accountant.laplace_scale(eps, m, (m, n), g))
+    claimed = laplace_pair_curve(lambda x, n_, rng: x, a, b,
+                                 float(accountant.rounded_l1(2.0, g, m * n) / Fraction(eps)), g)
+
+    def noise(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(rng.laplace(0.0, scale, size))
+
+    law = f"the discrete Laplace of scale {scale:.6g} grid units"
+    return eps, dlt, a, b, mech, claimed, noise, law
+
+
+def _covered_gaussian(reg: str, paper: str, epsilon: float | None, delta: float | None, mechanism: object | None,
+                      g: float, m: int, n: int, k: int) -> _CoveredLaw:
+    """:func:`covered_topic_case`'s Gaussian mechanisms (the paper's variances, per column)."""
+    from ..topics.family import topics_mechanism
+
+    eps, dlt = _topic_params(epsilon, delta)
+    a, b = np.array([[0.35, 0.3, 0.2, 0.1]]), np.array([[0.25, 0.3, 0.2, 0.1]])
+    mech = topics_mechanism(reg, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, keywords=k, grid=g) \
+        if mechanism is None else mechanism
+    d_g = accountant.rounded_l2(TOPIC_SENSITIVITY, g, m * n)
+    least = accountant.analytic_gaussian_sigma(eps, dlt, d_g)
+    claimed = gaussian_entry_curve(lambda x, n_, rng: x, a, b, least * least, g)
+    if paper == "cks20":
+        variances = [accountant.cks20_sigma(eps, dlt, d_g) ** 2] * n
+    elif paper == "thesis":
+        variances = [accountant.thesis_sigma(eps, dlt, d_g, m, n) ** 2] * n
+    else:
+        variances = list(accountant.mvg_column_variances(eps, dlt, TOPIC_SENSITIVITY, (m, n), g, paper))
+    sd = np.sqrt(np.asarray(variances, dtype=np.float64))
+
+    def noise(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(rng.standard_normal(size) * sd)
+
+    law = f"{reg}'s Gaussian noise (the paper's variances, per column)"
+    return eps, dlt, a, b, mech, claimed, noise, law
+
+
 def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | None = None, *,
                        mechanism: object | None = None, grid: object = None) -> AuditCase:
     """The covered topic release (``textdp topics``' default): one row over a public vocabulary, keywords from the noise.
@@ -1180,7 +1233,6 @@ def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | N
     conformance test compares the keywords with the audit's own reference (the paper's noise,
     drawn by numpy and rounded, ranked with ties to the earlier column).
     """
-    from ..topics.family import topics_mechanism
     from ..topics.models import TopicMatrix
 
     if kind not in COVERED_MECHANISMS:
@@ -1190,39 +1242,10 @@ def covered_topic_case(kind: str, epsilon: float | None = None, delta: float | N
     g = _grid(grid)
     k = COVERED_KEYWORDS
     if paper == "laplace":
-        if delta not in (None, 0, 0.0):
-            raise ParameterError("laplace is pure epsilon-DP (delta = 0); --delta does not apply")
-        eps, dlt = check_epsilon(TOPIC_DEFAULT_EPSILON if epsilon is None else epsilon), 0.0
-        a, b = np.array([[0.6, 0.4, 0.0, 0.0]]), np.array([[0.4, 0.6, 0.0, 0.0]])
-        mech = topics_mechanism(reg, epsilon=eps, keywords=k, grid=g) if mechanism is None else mechanism
-        scale = float(accountant.laplace_scale(eps, m, (m, n), g))
-        claimed = laplace_pair_curve(lambda x, n_, rng: x, a, b,
-                                     float(accountant.rounded_l1(2.0, g, m * n) / Fraction(eps)), g)
-
-        def noise(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-            return np.asarray(rng.laplace(0.0, scale, size))
-
-        law = f"the discrete Laplace of scale {scale:.6g} grid units"
+        eps, dlt, a, b, mech, claimed, noise, law = _covered_laplace(reg, epsilon, delta, mechanism, g, m, n, k)
     else:
-        eps, dlt = _topic_params(epsilon, delta)
-        a, b = np.array([[0.35, 0.3, 0.2, 0.1]]), np.array([[0.25, 0.3, 0.2, 0.1]])
-        mech = topics_mechanism(reg, epsilon=eps, delta=dlt, sensitivity=TOPIC_SENSITIVITY, keywords=k, grid=g) \
-            if mechanism is None else mechanism
-        d_g = accountant.rounded_l2(TOPIC_SENSITIVITY, g, m * n)
-        least = accountant.analytic_gaussian_sigma(eps, dlt, d_g)
-        claimed = gaussian_entry_curve(lambda x, n_, rng: x, a, b, least * least, g)
-        if paper == "cks20":
-            variances = [accountant.cks20_sigma(eps, dlt, d_g) ** 2] * n
-        elif paper == "thesis":
-            variances = [accountant.thesis_sigma(eps, dlt, d_g, m, n) ** 2] * n
-        else:
-            variances = list(accountant.mvg_column_variances(eps, dlt, TOPIC_SENSITIVITY, (m, n), g, paper))
-        sd = np.sqrt(np.asarray(variances, dtype=np.float64))
-
-        def noise(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-            return np.asarray(rng.standard_normal(size) * sd)
-
-        law = f"{reg}'s Gaussian noise (the paper's variances, per column)"
+        eps, dlt, a, b, mech, claimed, noise, law = _covered_gaussian(reg, paper, epsilon, delta, mechanism, g, m, n,
+                                                                      k)
 
     def sample(x: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
         unit = TopicMatrix(np.asarray(x, dtype=np.float64), (COVERED_WORDS,), (0,), columns="public")
