@@ -382,18 +382,10 @@ def _copies_sampler(
 
 
 def word_pair_case(
-    mechanism: str,
-    release: Callable[[np.ndarray, np.random.Generator], np.ndarray],
-    embeddings: Embeddings,
-    epsilon: float,
-    pair: tuple[str, str] | None = None,
-    *,
-    size: int = 1,
-    claimed_epsilon: float | None = None,
-    observe: Literal["words", "noise"] = "words",
-    chunk: int | None = None,
-    curve: PrivacyCurve | None = None,
-    conformance: Conformance | None = None,
+        mechanism: str, release: Callable[[np.ndarray, np.random.Generator], np.ndarray], embeddings: Embeddings,
+        epsilon: float, pair: tuple[str, str] | None = None, *, size: int = 1, claimed_epsilon: float | None = None,
+        observe: Literal["words", "noise"] = "words", chunk: int | None = None, curve: PrivacyCurve | None = None,
+        conformance: Conformance | None = None,
 ) -> AuditCase:
     """An audit case for a word-level metric-DP mechanism: two bags of ``size`` equal words.
 

@@ -156,18 +156,9 @@ def group_pair(embeddings: Embeddings, anchor: str = GROUP_ANCHOR, *, top_k: int
     return emb.words[members[i]], emb.words[members[j]]
 
 
-def mechanism_case(
-    name: str,
-    mech: WordLevelMechanism,
-    pair: tuple[str, str] | None = None,
-    *,
-    epsilon: float,
-    embeddings: Embeddings | None = None,
-    claim_name: str | None = None,
-    curve: bool = True,
-    chunk: int = 8_192,
-    **params: Any,
-) -> AuditCase:
+def mechanism_case(name: str, mech: WordLevelMechanism, pair: tuple[str, str] | None = None, *, epsilon: float,
+                   embeddings: Embeddings | None = None, claim_name: str | None = None, curve: bool = True,
+                   chunk: int = 8_192, **params: Any) -> AuditCase:
     """An audit case for a fitted word-level mechanism: two words, discrete events (the released word).
 
     Parameters
