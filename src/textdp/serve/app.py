@@ -238,6 +238,39 @@ def page_url(host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/#token={token}"
 
 
+async def _page(request: Request) -> Response:
+    """``GET /``: the page."""
+    return Response(_static("index.html"), media_type="text/html; charset=utf-8", headers=_HEADERS)
+
+
+async def _static_route(request: Request) -> Response:
+    """``GET /static/{name}``: one of the page's files."""
+    name = request.path_params["name"]
+    if name not in _STATIC:
+        return _error("not found", 404)
+    return Response(_static(name), media_type=_STATIC[name], headers=_HEADERS)
+
+
+async def _call(fn: Callable[..., object], *args: object) -> JSONResponse:
+    """``fn(*args)`` on a daemon thread as JSON; an error as one line (never a stack trace)."""
+    try:
+        return JSONResponse(await on_daemon_thread(fn, *args), headers=_HEADERS)
+    except TextDPError as exc:
+        return _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 400)
+    except MemoryError:
+        return _error("out of memory: try a shorter text or a smaller bag size", 503)
+    except asyncio.CancelledError:  # Ctrl+C: the server stops without waiting for this computation
+        return _error(_STOPPED, 503)
+    except Exception as exc:  # noqa: BLE001 - the page gets one line, never a stack trace
+        return _error(f"internal error ({type(exc).__name__}); nothing was stored", 500)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's HTTP errors as the API's one-line errors."""
+    status = getattr(exc, "status_code", 500)
+    return _error({404: "not found", 405: "method not allowed"}.get(status, "bad request"), status)
+
+
 def create_app(workbench: Workbench | None = None, *, token: str | None = None,
                extra_hosts: tuple[str, ...] = ()) -> Starlette:
     """The ``textdp serve`` application.
@@ -256,29 +289,8 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
     tok = token if token is not None else secrets.token_urlsafe(32)
     hosts = LOOPBACK_NAMES | frozenset(h.strip("[]").lower() for h in extra_hosts)
 
-    async def page(request: Request) -> Response:
-        return Response(_static("index.html"), media_type="text/html; charset=utf-8", headers=_HEADERS)
-
-    async def static(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in _STATIC:
-            return _error("not found", 404)
-        return Response(_static(name), media_type=_STATIC[name], headers=_HEADERS)
-
-    async def call(fn: Callable[..., object], *args: object) -> JSONResponse:
-        try:
-            return JSONResponse(await on_daemon_thread(fn, *args), headers=_HEADERS)
-        except TextDPError as exc:
-            return _error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 400)
-        except MemoryError:
-            return _error("out of memory: try a shorter text or a smaller bag size", 503)
-        except asyncio.CancelledError:  # Ctrl+C: the server stops without waiting for this computation
-            return _error(_STOPPED, 503)
-        except Exception as exc:  # noqa: BLE001 - the page gets one line, never a stack trace
-            return _error(f"internal error ({type(exc).__name__}); nothing was stored", 500)
-
     async def mechanisms(request: Request) -> JSONResponse:
-        return await call(lambda: {"mechanisms": wb.mechanisms(), "limits": wb.limits()})
+        return await _call(lambda: {"mechanisms": wb.mechanisms(), "limits": wb.limits()})
 
     def endpoint(fn: Callable[..., object], fields: tuple[str, ...],
                  required: tuple[str, ...]) -> Callable[[Request], Awaitable[Response]]:
@@ -295,13 +307,13 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
             missing = [f for f in required if f not in data]
             if missing:
                 return _error(f"missing field {missing[0]!r}", 400)
-            return await call(lambda: fn(**data))
+            return await _call(lambda: fn(**data))
 
         return handler
 
     routes = [
-        Route("/", page),
-        Route("/static/{name}", static),
+        Route("/", _page),
+        Route("/static/{name}", _static_route),
         Route("/api/mechanisms", mechanisms),
         Route("/api/privatize", endpoint(wb.privatize, ("text", "mechanism", "epsilon", "size", "clip", "delta",
                                                         "prior", "public_top_k"),
@@ -311,11 +323,7 @@ def create_app(workbench: Workbench | None = None, *, token: str | None = None,
         Route("/api/audit", endpoint(wb.audit, ("mechanism", "epsilon"), ("mechanism", "epsilon")),
               methods=["POST"]),
     ]
-    async def http_error(request: Request, exc: Exception) -> Response:
-        status = getattr(exc, "status_code", 500)
-        return _error({404: "not found", 405: "method not allowed"}.get(status, "bad request"), status)
-
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
     app.add_middleware(_Guard, token=tok, hosts=hosts)
     app.state.token = tok
     app.state.hosts = hosts
