@@ -240,6 +240,26 @@ def split_guarantee(statement: str) -> tuple[str, str]:
     return parts[0].strip(), (parts[1].strip() if len(parts) > 1 else "")
 
 
+def _kept(diag: DocumentDiagnostics, inp: list[int], words: list[str], emb: Embeddings) -> tuple[list[bool], Counter[str]]:
+    """Which output words are input words kept (by position when aligned, else by count), and those words."""
+    out = diag.output_rows.tolist()
+    if diag.aligned:
+        kept_flags = [a == b for a, b in zip(out, inp)]
+        kept_words = Counter(emb.words[b] for a, b in zip(out, inp) if a == b)
+        out_flags = kept_flags
+    else:
+        remaining = Counter(inp)
+        out_flags = []
+        for w in words:
+            row = emb.index.get(w)
+            hit = row is not None and remaining[row] > 0
+            if hit and row is not None:  # (hit implies a row: said for the type checker)
+                remaining[row] -= 1
+            out_flags.append(hit)
+        kept_words = Counter(w for w, f in zip(words, out_flags) if f)
+    return out_flags, kept_words
+
+
 class Workbench:
     """The page's computations over one vocabulary, with a small cache of fitted mechanisms.
 
@@ -447,23 +467,8 @@ class Workbench:
         doc, diag = docs[0], diags[0]
         record = doc.to_record()
         inp = diag.input_rows.tolist()
-        out = diag.output_rows.tolist()
         words = list(doc.words)
-        emb = self.embeddings
-        if diag.aligned:
-            kept_flags = [a == b for a, b in zip(out, inp)]
-            kept_words = Counter(emb.words[b] for a, b in zip(out, inp) if a == b)
-            out_flags = kept_flags
-        else:
-            remaining = Counter(inp)
-            out_flags = []
-            for w in words:
-                row = emb.index.get(w)
-                hit = row is not None and remaining[row] > 0
-                if hit:
-                    remaining[row] -= 1
-                out_flags.append(hit)
-            kept_words = Counter(w for w, f in zip(words, out_flags) if f)
+        out_flags, kept_words = _kept(diag, inp, words, self.embeddings)
         kept = int(sum(out_flags))
         covered, not_covered = split_guarantee(doc.guarantee.statement)  # the record carries the compact form
         return {
