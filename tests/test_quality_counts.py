@@ -40,15 +40,8 @@ def test_it_runs_over_src(capsys):
     assert "functions of 80+ lines:" in out and "annotations mentioning Any:" in out and "signature(" in out
 
 
-#: functions still over 80 lines, being split under issue 40 ("Size and shape"); remove an entry once split.
-#: Keys are ``(path relative to src/textdp, function name)``; a NEW long function fails the test below.
-_LONG_ALLOWED_ISSUE_40: frozenset[tuple[str, str]] = frozenset({
-    ("release.py", "release"),
-})
-
-
-def _long_functions_in_src(limit: int = 80) -> set[tuple[str, str, int]]:
-    src = ROOT / "src" / "textdp"
+def _long_functions_in(src: Path, limit: int = 80) -> set[tuple[str, str, int]]:
+    """``(path, name, lines)`` of every function over ``limit`` lines under ``src`` (decorators excluded)."""
     found = set()
     for path in sorted(src.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -61,9 +54,14 @@ def _long_functions_in_src(limit: int = 80) -> set[tuple[str, str, int]]:
 
 
 def test_no_function_in_src_is_over_80_lines():
-    """Issue 40: no function over 80 lines (def line to last line, decorators excluded)."""
-    long = _long_functions_in_src()
-    new = sorted(f for f in long if (f[0], f[1]) not in _LONG_ALLOWED_ISSUE_40)
-    assert not new, f"functions over 80 lines (split them into named helpers): {new}"
-    stale = sorted(_LONG_ALLOWED_ISSUE_40 - {(f[0], f[1]) for f in long})
-    assert not stale, f"no longer over 80 lines; remove from _LONG_ALLOWED_ISSUE_40: {stale}"
+    """Issue 40: no function in src/textdp over 80 lines (def line to last line); split a long one into helpers."""
+    long = sorted(_long_functions_in(ROOT / "src" / "textdp"))
+    assert not long, f"functions over 80 lines (split them into named helpers): {long}"
+
+
+def test_the_length_check_counts_from_def_to_last_line(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(79))
+    nested = body.replace("    ", "        ")
+    (tmp_path / "m.py").write_text(f"@decorated\ndef ok():\n{body}\n\nclass C:\n    async def long(self):\n{nested}\n"
+                                   "        pass\n")
+    assert _long_functions_in(tmp_path) == {("m.py", "long", 81)}

@@ -28,6 +28,21 @@ The order of the steps is the privacy order:
    into place last. On an error nothing partial is left (a crash after the charge over-counts the
    spend, never under-counts it).
 
+Engines
+-------
+``engine``: ``single`` (the default: one process) or a partitioned, resumable run (``local``, ``dask``) on
+``backend`` (default: the engine's), charged to the ledger once before the first partition and not again
+when a killed run is started again with the same arguments (its private state is kept in ``work_dir``,
+default under the textdp cache, and deleted at completion). The document and word families (files in)
+run on the corpus engine (:func:`textdp.engines.corpus.obfuscate_corpus`: ``partitions`` parts into the
+folder ``output``); the sentence family on a textdp model (``er-ae``, ``ae-dp``, ``syntf-sentence``,
+``random-sentence``) on :func:`textdp.engines.sentences.rewrite_corpus` (``partition_size`` documents
+each, default 256, or ``partitions`` parts), into the same files as ``single``: records, settings (with
+``partition_size``, which with the seed fixes the output) and private report. ``records_of``: how one
+released unit is written: as its own record (default), or as the records it splits into (``textdp rewrite
+--unit sentence``: :meth:`~textdp.generation.rewriter.RewrittenText.sentence_records`); the ledger is
+charged per unit all the same.
+
 Examples
 --------
 >>> import json, os, pathlib, tempfile
@@ -355,21 +370,26 @@ def _write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str) -> 
     write_records(fh, records, fmt)
 
 
+def _check_no_partition_size(partition_size: int | None) -> None:
+    """``partition_size`` is the sentence engine's alone."""
+    if partition_size is not None:
+        raise ParameterError("partition_size applies to the sentence family on engine local or dask; the corpus "
+                             "engine takes partitions=")
+
+
 def release(
-        mechanism: Mechanism[Any, Any, Any], documents: object,
-        output: str | os.PathLike[str] | IO[str] | None = None, *, ids: Sequence[object] | None = None,
-        ledger: Ledger | None = None, budget: BudgetLike | None = None, new_ledger: bool = False,
-        private_report: str | os.PathLike[str] | None = None, private_details: Mapping[str, object] | None = None,
-        settings: Mapping[str, object] | None = None, command: str = "release", fmt: str | None = None,
-        seed: SeedLike = None, seeded: bool | None = None, size: int | None = None, size_from_data: bool = False,
-        empty: str = "error", force: bool = False, text_field: str = "text", id_field: str = "id",
-        input_format: str = "auto", inputs: Sequence[str | os.PathLike[str] | None] = (),
-        on_duplicate_ids: Callable[[int, str], None] | None = None, strict_ids: bool = False,
-        progress: ProgressCallback | None = None,
+        mechanism: Mechanism[Any, Any, Any], documents: object, output: str | os.PathLike[str] | IO[str] | None = None,
+        *, ids: Sequence[object] | None = None, ledger: Ledger | None = None, budget: BudgetLike | None = None,
+        new_ledger: bool = False, private_report: str | os.PathLike[str] | None = None,
+        private_details: Mapping[str, object] | None = None, settings: Mapping[str, object] | None = None,
+        command: str = "release", fmt: str | None = None, seed: SeedLike = None, seeded: bool | None = None,
+        size: int | None = None, size_from_data: bool = False, empty: str = "error", force: bool = False,
+        text_field: str = "text", id_field: str = "id", input_format: str = "auto",
+        inputs: Sequence[str | os.PathLike[str] | None] = (), on_duplicate_ids: Callable[[int, str], None] | None = None,
+        strict_ids: bool = False, progress: ProgressCallback | None = None,
         records_of: Callable[[ReleaseRecord], Iterable[ReleaseRecord]] | None = None, engine: str = "single",
         backend: Backend | None = None, partitions: int | None = None, partition_size: int | None = None,
-        work_dir: str | os.PathLike[str] | None = None,
-) -> ReleaseSummary:
+        work_dir: str | os.PathLike[str] | None = None) -> ReleaseSummary:
     """Release ``documents`` with ``mechanism`` into ``output``: charge, privatize, write (see the module notes).
 
     Parameters
@@ -377,61 +397,34 @@ def release(
     mechanism : Mechanism
         Any registered mechanism (:func:`textdp.mechanisms.get`), fitted or not.
     documents : list of str, list of pathlib.Path, or a family's units
-        Texts (ids from ``ids``, else ``"0"``, ``"1"``, ...), files (``os.PathLike``; their ids from
-        ``id_field``, else their sequence number) or units such as topic matrices. A bare ``str``
-        is refused (text or file name?).
+        Texts (ids from ``ids``, else ``"0"``, ``"1"``, ...), files (``os.PathLike``; ids from ``id_field``, else
+        their sequence number) or units such as topic matrices. A bare ``str`` is refused (text or file name?).
     output : path, text stream or None
-        The release (written atomically; ``None``: standard output once everything is written; an
-        open text stream: written into it, the caller closes it). ``<output>.settings.json``
-        (public) is written beside a path.
+        The release (written atomically; ``None``: standard output once everything is written; an open text stream:
+        written into it, the caller closes it). ``<output>.settings.json`` (public) is written beside a path.
     ids : sequence, optional
         Record ids of texts or units given directly (one per unit; also the ledger's keys).
-    ledger : path or PrivacyLedger, optional
-        PRIVATE ledger (:class:`~textdp.accounting.ledger.PrivacyLedger`): every record id is charged
-        its :meth:`~textdp.guarantees.Guarantee.charge` before any noise is drawn.
-    budget : float, optional
-        With ``ledger``: refuse the whole release (nothing written, nothing recorded) if an id's composed
-        ε would exceed it. ``new_ledger`` first accepts the ledger as it is (``textdp ledger reset``).
-    private_report : path, optional
-        Where the PRIVATE report goes (mode 0600): one row per record id (source, counts, noise
-        diagnostics). JSONL rows, or, with ``private_details`` (a mapping of further private facts),
-        one JSON object ``{**private_details, "documents": rows}``.
-    settings : mapping, optional
-        Further PUBLIC settings for the settings file (the caller vouches they are public).
-    command : str
-        The command named in the settings file and the ledger.
-    fmt : str, optional
-        ``jsonl`` (default), ``text`` (released words only) or ``json`` (one record as an object; the
-        default for matrix releases).
+    ledger, budget, new_ledger
+        PRIVATE ledger (:class:`~textdp.accounting.ledger.PrivacyLedger` or path): each record id is charged its
+        :meth:`~textdp.guarantees.Guarantee.charge` before any noise is drawn; an id's composed ε past ``budget``
+        refuses the whole release (nothing written or recorded); ``new_ledger``: ``textdp ledger reset`` first.
+    private_report, private_details
+        The PRIVATE report's path (mode 0600): one row per record id (source, counts, noise diagnostics), as JSONL
+        rows, or with ``private_details`` (further private facts) one object ``{**private_details, "documents": rows}``.
+    settings, command, fmt
+        Further PUBLIC settings for the settings file (the caller vouches they are public); the command named in
+        it and the ledger; ``jsonl`` (default), ``text`` (released words only) or ``json`` (one record as an
+        object; the default for matrix releases).
     seed, seeded, size, size_from_data, empty
-        As for :meth:`~textdp.mechanisms.Mechanism.privatize_batch` (``seeded``: whether the randomness came
-        from a user seed, when ``seed`` or the mechanism's ``seed`` is a generator that cannot say).
-    force : bool
-        Replace existing outputs (never an input).
-    text_field, id_field, input_format
-        How files are read (:func:`textdp.io.read_sourced_documents`).
-    inputs : sequence of paths
-        Further files the caller read (embeddings, a vocabulary): no output may replace one.
-    on_duplicate_ids, strict_ids
-        Repeated record ids are reported (``on_duplicate_ids(count, first)``) or refused.
-    progress : callable, optional
-        ``progress(done, total)`` after each chunk.
-    engine, backend, partitions, partition_size, work_dir
-        ``single`` (default: one process) or a partitioned, resumable run (``local``, ``dask``) on
-        ``backend`` (default: the engine's), charged to the ledger once before the first partition and
-        not again when a killed run is started again with the same arguments (its private state is
-        kept in ``work_dir``, default under the textdp cache, and deleted at completion). The
-        document and word families (files in) run on the corpus engine
-        (:func:`textdp.engines.corpus.obfuscate_corpus`: ``partitions`` parts into the folder
-        ``output``); the sentence family on a textdp model (``er-ae``, ``ae-dp``, ``syntf-sentence``,
-        ``random-sentence``) on :func:`textdp.engines.sentences.rewrite_corpus` (``partition_size``
-        documents each, default 256, or ``partitions`` parts), into the same files as ``single``:
-        records, settings (with ``partition_size``, which with the seed fixes the output) and
-        private report.
-    records_of : callable, optional
-        How one released unit is written: as its own record (default), or as the records it splits into
-        (``textdp rewrite --unit sentence``: :meth:`~textdp.generation.rewriter.RewrittenText.sentence_records`);
-        the ledger is charged per unit all the same.
+        As for :meth:`~textdp.mechanisms.Mechanism.privatize_batch` (``seeded``: whether the randomness came from a
+        user seed, when ``seed`` or the mechanism's ``seed`` is a generator that cannot say).
+    force, inputs, text_field, id_field, input_format, on_duplicate_ids, strict_ids
+        Replace existing outputs (never an input, nor one of ``inputs``: further files read, e.g. embeddings); how
+        files are read (:func:`textdp.io.read_sourced_documents`); repeated record ids reported
+        (``on_duplicate_ids(count, first)``) or refused.
+    progress, records_of, engine, backend, partitions, partition_size, work_dir
+        ``progress(done, total)`` after each chunk; the others: module notes, "Engines" (``engine``: ``single``, the
+        default, runs in one process).
 
     Returns
     -------
@@ -451,9 +444,7 @@ def release(
             fmt=fmt or "jsonl", seed=seed, force=force, text_field=text_field, id_field=id_field,
             input_format=input_format, inputs=inputs, on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids,
             progress=progress, records_of=records_of, empty=empty)
-    if partition_size is not None:
-        raise ParameterError("partition_size applies to the sentence family on engine local or dask; the corpus "
-                             "engine takes partitions=")
+    _check_no_partition_size(partition_size)
     if engine != "single":
         return _release_partitioned(
             mechanism, documents, output, engine=engine, backend=backend, partitions=partitions, work_dir=work_dir,
