@@ -611,13 +611,16 @@ PARTITION_SIZE = 256
 
 
 def _sentence_inputs(
-        mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *, ids: Sequence[object] | None,
+        name: str, documents: object, output: object, *, ids: Sequence[object] | None,
         engine: str, fmt: str, empty: str, private_report: str | os.PathLike[str] | None,
         inputs: Sequence[str | os.PathLike[str] | None], ledger: Ledger | None, budget: BudgetLike | None,
         new_ledger: bool, force: bool, text_field: str, id_field: str, input_format: str,
         on_duplicate_ids: Callable[[int, str], None] | None, strict_ids: bool,
 ) -> tuple[Path, Path | None, list[object], list[str], list[str | None], list[str]]:
-    """:func:`_release_sentences`'s checks, in order, and its input: output, report, units, ids, sources, texts."""
+    """:func:`_release_sentences`'s checks, in order, and its input: output, report, units, ids, sources, texts.
+
+    ``name``: the mechanism's, for the error messages.
+    """
     from ._validation import check_choice
     from .engines import ENGINES
     from .guarantees import EMPTY_POLICIES
@@ -638,7 +641,7 @@ def _sentence_inputs(
         raise ParameterError("input has no documents (an empty file holds none)")
     texts = [u for u in units if isinstance(u, str)]
     if len(texts) != len(units):
-        raise ParameterTypeError(f"{mechanism.name} rewrites texts: give documents as str (or files)")
+        raise ParameterTypeError(f"{name} rewrites texts: give documents as str (or files)")
     if not any(t.strip() for t in texts):
         raise ParameterError("every input document is empty")
     check_duplicate_ids(lambda: uids, strict=strict_ids, on_duplicate_ids=on_duplicate_ids)
@@ -675,7 +678,7 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
     from .pipeline import release_settings
 
     out, report, units, uids, sources, texts = _sentence_inputs(
-        mechanism, documents, output, ids=ids, engine=engine, fmt=fmt, empty=empty, private_report=private_report,
+        mechanism.name, documents, output, ids=ids, engine=engine, fmt=fmt, empty=empty, private_report=private_report,
         inputs=inputs, ledger=ledger, budget=budget, new_ledger=new_ledger, force=force, text_field=text_field,
         id_field=id_field, input_format=input_format, on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids)
     if partition_size is None:
