@@ -779,6 +779,71 @@ def _mechanism(name: str, spec: LMAuditSpec, folder: Path, epsilon: float, delta
     return get(name, **params).fit()
 
 
+def _checked_options(name: str, spec: LMAuditSpec, *, prior: bool, public_top_k: int | None, max_new_tokens: int | None,
+                     copy_stopwords: bool | None, stop: str | None, repeat_ngram: int | str | None,
+                     tidy: bool | str | None) -> tuple[int | None, int, bool, tuple[str, ...], dict[str, object]]:
+    """:func:`lm_release_case`'s option checks, in order: public_top_k, steps, copy, the texts, the stopping rules."""
+    if public_top_k is not None:
+        public_top_k = int(public_top_k)
+        if public_top_k < 1:
+            raise ParameterError(f"{name}: public_top_k must be a positive whole number, got {public_top_k}")
+        if not prior:
+            raise ParameterError(f"{name}: public_top_k needs prior=true (the candidate set comes from the public "
+                                 "prior); pass --param prior=true")
+    if prior and spec.kind != "causal":
+        raise ParameterError(f"{name} has no public-prior path: prior and public_top_k are dp-prompt's options")
+    steps = spec.max_new_tokens
+    if max_new_tokens is not None:
+        if spec.law == "positions":
+            raise ParameterError(f"the audit case {name!r} does not take max_new_tokens (dp-prompt, dp-paraphrase "
+                                 "and dp-bart do)")
+        steps = _whole(max_new_tokens, "max_new_tokens")
+        if not 1 <= steps <= MAX_AUDITED_NEW_TOKENS:
+            raise ParameterError(f"{name}: the audit takes max_new_tokens from 1 to {MAX_AUDITED_NEW_TOKENS} (its "
+                                 f"reference law lists {len(WORDS)}^n sequences), got {max_new_tokens}")
+    copy = _flag(copy_stopwords, "copy_stopwords") if copy_stopwords is not None else False
+    if copy and spec.law != "positions":
+        raise ParameterError(f"the audit case {name!r} does not take copy_stopwords (dp-mlm does)")
+    texts = COPY_TEXTS if copy else spec.texts
+    stopping: dict[str, object] = {}
+    if stop is not None or repeat_ngram is not None or tidy is not None:
+        if spec.kind != "causal":
+            raise ParameterError(f"the audit case {name!r} does not take stop, repeat_ngram or tidy (dp-prompt does)")
+        if stop is not None:
+            stopping["stop"] = None if str(stop).strip().lower() == "none" else str(stop)
+        if repeat_ngram is not None:
+            none = str(repeat_ngram).strip().lower() == "none"
+            stopping["repeat_ngram"] = None if none else _whole(repeat_ngram, "repeat_ngram")
+        if tidy is not None:
+            stopping["tidy"] = _flag(tidy, "tidy")
+    return public_top_k, steps, copy, texts, stopping
+
+
+def _mechanism_options(prior: bool, public_top_k: int | None, sampler: str | None, max_new_tokens: int | None,
+                       steps: int, copy_stopwords: bool | None, copy: bool,
+                       stopping: dict[str, object]) -> dict[str, object]:
+    """The audited mechanism's options beyond the spec's (only those the caller set)."""
+    extra: dict[str, object] = {"prior": True, "public_top_k": public_top_k} if prior else {}
+    if sampler is not None:  # how each draw is made (inverse CDF or Gumbel): the same law
+        extra["sampler"] = sampler
+    if max_new_tokens is not None:
+        extra["max_new_tokens"] = steps
+    if copy_stopwords is not None:
+        extra["copy_stopwords"] = copy
+    extra.update(stopping)
+    return extra
+
+
+def _most_divergent(texts: tuple[str, ...], tables: dict[str, np.ndarray]) -> tuple[str, str]:
+    """The pair of texts whose reference laws are furthest apart (symmetrised KL over the common support)."""
+    def divergence(pair: tuple[str, str]) -> float:
+        x, y = tables[pair[0]], tables[pair[1]]
+        live = np.isfinite(x) & np.isfinite(y)
+        return float(((np.exp(x[live]) - np.exp(y[live])) * (x[live] - y[live])).sum())
+
+    return max(itertools.combinations(texts, 2), key=divergence)
+
+
 def lm_release_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
                     seed: int = 0, clip: tuple[float, float] | None = None, design: str = "mean",
                     prior: bool = False, public_top_k: int | None = None, sampler: str | None = None,
@@ -807,53 +872,16 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
         raise ParameterError(f"no release-path LM audit for {name!r}; choose one of {', '.join(LM_RELEASE_DEFAULTS)}")
     prior = _flag(prior, "prior")
     clip = _clip(clip)
-    if public_top_k is not None:
-        public_top_k = int(public_top_k)
-        if public_top_k < 1:
-            raise ParameterError(f"{name}: public_top_k must be a positive whole number, got {public_top_k}")
-        if not prior:
-            raise ParameterError(f"{name}: public_top_k needs prior=true (the candidate set comes from the public "
-                                 "prior); pass --param prior=true")
-    if prior and spec.kind != "causal":
-        raise ParameterError(f"{name} has no public-prior path: prior and public_top_k are dp-prompt's options")
-    steps = spec.max_new_tokens
-    if max_new_tokens is not None:
-        if spec.law == "positions":
-            raise ParameterError(f"the audit case {name!r} does not take max_new_tokens (dp-prompt, dp-paraphrase "
-                                 "and dp-bart do)")
-        steps = _whole(max_new_tokens, "max_new_tokens")
-        if not 1 <= steps <= MAX_AUDITED_NEW_TOKENS:
-            raise ParameterError(f"{name}: the audit takes max_new_tokens from 1 to {MAX_AUDITED_NEW_TOKENS} (its "
-                                 f"reference law lists {len(WORDS)}^n sequences), got {max_new_tokens}")
-    copy = _flag(copy_stopwords, "copy_stopwords") if copy_stopwords is not None else False
-    if copy and spec.law != "positions":
-        raise ParameterError(f"the audit case {name!r} does not take copy_stopwords (dp-mlm does)")
-    texts = COPY_TEXTS if copy else spec.texts
-    stopping: dict[str, Any] = {}
-    if stop is not None or repeat_ngram is not None or tidy is not None:
-        if spec.kind != "causal":
-            raise ParameterError(f"the audit case {name!r} does not take stop, repeat_ngram or tidy (dp-prompt does)")
-        if stop is not None:
-            stopping["stop"] = None if str(stop).strip().lower() == "none" else str(stop)
-        if repeat_ngram is not None:
-            none = str(repeat_ngram).strip().lower() == "none"
-            stopping["repeat_ngram"] = None if none else _whole(repeat_ngram, "repeat_ngram")
-        if tidy is not None:
-            stopping["tidy"] = _flag(tidy, "tidy")
+    public_top_k, steps, copy, texts, stopping = _checked_options(
+        name, spec, prior=prior, public_top_k=public_top_k, max_new_tokens=max_new_tokens,
+        copy_stopwords=copy_stopwords, stop=stop, repeat_ngram=repeat_ngram, tidy=tidy)
     eps = spec.epsilon if epsilon is None else float(epsilon)
     dlt = spec.delta if delta is None else float(delta)
     if spec.law == "gaussian":
         return _dp_bart_case(name, spec, eps, dlt, clip or spec.clip, design, steps)
     dlt = 0.0  # pure epsilon-DP per token
     folder, model = tiny_model(spec.kind, seed=seed)
-    extra: dict[str, Any] = {"prior": True, "public_top_k": public_top_k} if prior else {}
-    if sampler is not None:  # how each draw is made (inverse CDF or Gumbel): the same law
-        extra["sampler"] = sampler
-    if max_new_tokens is not None:
-        extra["max_new_tokens"] = steps
-    if copy_stopwords is not None:
-        extra["copy_stopwords"] = copy
-    extra.update(stopping)
+    extra = _mechanism_options(prior, public_top_k, sampler, max_new_tokens, steps, copy_stopwords, copy, stopping)
     bounds = clip or spec.clip
     mech = _mechanism(name, spec, folder, eps, dlt, clip=bounds, **extra)
     text_a, text_b = texts[:2]
@@ -864,12 +892,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     support, tok = ref.support, ref.tok
     tables = {t: ref.log_table(t) for t in texts}
 
-    def divergence(pair: tuple[str, str]) -> float:
-        x, y = tables[pair[0]], tables[pair[1]]
-        live = np.isfinite(x) & np.isfinite(y)
-        return float(((np.exp(x[live]) - np.exp(y[live])) * (x[live] - y[live])).sum())
-
-    text_a, text_b = max(itertools.combinations(texts, 2), key=divergence)
+    text_a, text_b = _most_divergent(texts, tables)
 
     def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
         released = mech.privatize_batch([str(which)] * n, seed=rng, chunk=n)
