@@ -84,7 +84,11 @@ def test_dask_equals_local(tmp_path, toy_emb):
     inp = _corpus(tmp_path / "c.jsonl", 60)
     local = _run(inp, tmp_path / "local", toy_emb, LocalBackend())
     with DaskBackend(workers=2, processes=False) as be:
+        scratch = str(be.scratch)
         dask = _run(inp, tmp_path / "dask", toy_emb, be)
+    # in-process workers put their folders on sys.path; once the scratch is deleted, none is left there (a stale
+    # entry made every later import of the process probe the deleted private folder)
+    assert not [p for p in sys.path if str(p).startswith(scratch)]
     a, b = _read_parts(tmp_path / "local"), _read_parts(tmp_path / "dask")
     assert a == b and len(a) == 60
     assert local["size"] == dask["size"] and local["partitions"] == 4

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
@@ -155,6 +156,7 @@ class DaskBackend:
             return
         with contextlib.suppress(OSError), open_private_dir(self.scratch.parent, what="the Dask scratch folder") as d:
             d.remove(self.scratch.name)
+        _forget_import_paths(self.scratch)
         self.scratch = None
 
     def __enter__(self) -> DaskBackend:
@@ -201,6 +203,18 @@ def _close_http_listeners(client: Client) -> None:
     """Close the HTTP listeners Dask opens on the scheduler and workers whatever the routes (``/sitemap.json``)."""
     client.run_on_scheduler(_stop_scheduler_http)
     client.register_plugin(_NoHTTPPlugin())
+
+
+def _forget_import_paths(scratch: Path) -> None:
+    """Drop the import paths that in-process workers added inside ``scratch`` (``distributed`` puts each worker's
+    folder on ``sys.path`` and never takes it off): once the folder is deleted, every later import of the process
+    would probe those stale names."""
+    root = str(scratch)
+    inside = [p for p in sys.path if isinstance(p, str) and (p == root or p.startswith(root + os.sep))]
+    for p in inside:
+        while p in sys.path:
+            sys.path.remove(p)
+        sys.path_importer_cache.pop(p, None)
 
 
 def _local_cluster(n_workers: int, processes: bool, dashboard: bool, scratch: Path) -> LocalCluster:
