@@ -83,11 +83,11 @@ import numpy as np
 
 from .._rng import make_rng
 from ..errors import ParameterError, require
-from ..text import ENGLISH_STOP_WORDS
 from .accountant import analytic_gaussian_delta, analytic_gaussian_sigma
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, exact_profile
+from .public_lists import AUDIT_ENGLISH_STOP_WORDS
 
 __all__ = [
     "COPY_TEXTS",
@@ -888,7 +888,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
     length = (len(_tokenizer()(text_a, add_special_tokens=False)["input_ids"]) if spec.law == "positions"
               else steps)
     ref = ReferenceLM(spec, model, epsilon=eps, clip=bounds, length=length, max_tokens=MAX_TOKENS, delta=dlt,
-                      prior=prior, public_top_k=public_top_k, copied=ENGLISH_STOP_WORDS if copy else None)
+                      prior=prior, public_top_k=public_top_k, copied=AUDIT_ENGLISH_STOP_WORDS if copy else None)
     support, tok = ref.support, ref.tok
     tables = {t: ref.log_table(t) for t in texts}
 
