@@ -9,6 +9,18 @@ import numpy as np
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _textdp_state_is_private() -> None:
+    """The repository's root conftest.py points TEXTDP_CACHE_DIR and TEXTDP_STATE_DIR at a private temporary
+    folder per run (one per test worker) before any test runs, and fails the run if the real ~/.cache/textdp
+    changed; without it a test would write into the user's real state."""
+    home = Path.home() / ".cache" / "textdp"
+    cache = os.environ.get("TEXTDP_CACHE_DIR")
+    if not cache or not os.environ.get("TEXTDP_STATE_DIR") or Path(cache).resolve() == home.resolve():
+        pytest.exit("TEXTDP_CACHE_DIR/TEXTDP_STATE_DIR must name a temporary folder: run pytest from the "
+                    "repository, whose root conftest.py sets them", returncode=4)
+
+
 def data_dir() -> Path:
     """``$TEXTDP_DATA_DIR`` or the repository's sibling ``../shared/data``."""
     env = os.environ.get("TEXTDP_DATA_DIR")

@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from .._rng import make_rng
 from ..accounting.gaussian import analytic_gaussian_sigma, check_sensitivity, gaussian_delta
 from ..errors import ParameterError
 from ..guarantees.events import GaussianEvent
@@ -103,7 +104,7 @@ def tensor_power(T: np.ndarray, k: int, *, starts: int = 20, iters: int = 50,
     >>> lam.round(3).tolist(), np.abs(V).round(3).tolist()
     ([2.0, 1.0], [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
     """
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)  # public, fixed starts: post-processing of the noisy moments (the one factory)
     K = T.shape[0]
     T = T.copy()
     lams: list[float] = []
