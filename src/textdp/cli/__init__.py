@@ -13,10 +13,11 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import typer
 from typer._click.core import Command as ClickCommand
+from typer._click.core import Context
 from typer.core import TyperCommand
 
 from ._common import EPSILON_HELP_TEXT, EXIT_SIGINT, Command, Group
@@ -42,7 +43,7 @@ COMMANDS: dict[str, str] = {
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 
 #: ``-h`` and ``--help`` everywhere (child contexts inherit the names).
-CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+CONTEXT_SETTINGS: dict[str, list[str]] = {"help_option_names": ["-h", "--help"]}
 
 
 def load_module_commands(module: str) -> dict[str, ClickCommand]:
@@ -53,6 +54,9 @@ def load_module_commands(module: str) -> dict[str, ClickCommand]:
         if info.cls in (None, TyperCommand):
             info.cls = Command
     return dict(typer.main.get_group(sub).commands)
+
+
+_Default = TypeVar("_Default")
 
 
 class _LazyCommands(dict[str, ClickCommand]):
@@ -68,7 +72,16 @@ class _LazyCommands(dict[str, ClickCommand]):
         for name in COMMANDS:
             self._load(name)
 
-    def get(self, name: str, default: Any = None) -> Any:
+    @overload
+    def get(self, name: str, default: None = None, /) -> ClickCommand | None: ...
+
+    @overload
+    def get(self, name: str, default: ClickCommand, /) -> ClickCommand: ...
+
+    @overload
+    def get(self, name: str, default: _Default, /) -> ClickCommand | _Default: ...
+
+    def get(self, name: str, default: object = None, /) -> object:
         self._load(name)
         return dict.get(self, name, default)
 
@@ -110,7 +123,7 @@ class RootGroup(Group):
             dict.__setitem__(lazy, name, cmd)
         self.commands = lazy
 
-    def list_commands(self, ctx: Any) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         """The command names, without importing the commands (a typo's suggestions need only the names)."""
         return list(self.commands)
 

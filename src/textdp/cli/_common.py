@@ -15,11 +15,12 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from os import PathLike
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.padding import Padding
 from rich.progress import (
@@ -31,10 +32,13 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.style import StyleType
 from rich.table import Table
 from rich.text import Text
 from typer._click import exceptions as click_errors  # typer's own copy of click raises these
+from typer._click.core import Command as ClickCommand
 from typer._click.core import Context, Parameter
+from typer._click.formatting import HelpFormatter
 from typer.core import TyperCommand, TyperGroup
 
 from .._validation import EPSILON_MAX, EPSILON_MIN
@@ -250,11 +254,12 @@ def _cache_warnings() -> Iterator[None]:
 
     original = warnings.showwarning
 
-    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
         if issubclass(category, CacheWarning):
             print_warning(message)
         else:
-            original(message, category, *args, **kwargs)
+            original(message, category, filename, lineno, file, line)
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", CacheWarning)
@@ -461,9 +466,10 @@ class _OptionTable(Table):
 
     _merged = False
 
-    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+    def add_row(self, *cells: RenderableType | None, style: StyleType | None = None,
+                end_section: bool = False) -> None:
         if self.columns and not self._merged:  # declared columns: not an options panel
-            super().add_row(*cells, **kwargs)
+            super().add_row(*cells, style=style, end_section=end_section)
             return
         required, (long, short, neg_long, neg_short, value, help_) = (
             (cells[0], cells[1:]) if len(cells) == 7 else ("", cells))
@@ -471,15 +477,20 @@ class _OptionTable(Table):
             self._merged = True
             self.add_column(no_wrap=True, width=1 if len(cells) == 7 else 0)
             self.add_column(ratio=1)
-        names = Text(", ").join(t for t in (long, short) if str(t))
-        negative = Text(", ").join(t for t in (neg_long, neg_short) if str(t))
+        names = Text(", ").join(_as_text(t) for t in (long, short) if str(t))  # typer's cells are Text
+        negative = Text(", ").join(_as_text(t) for t in (neg_long, neg_short) if str(t))
         line = Text(" / ").join(t for t in (names, negative) if str(t))
         if str(value):
             line.append(" ")
-            line.append_text(value if isinstance(value, Text) else Text(str(value)))
+            line.append_text(_as_text(value))
         line.overflow = "fold"
         super().add_row(required, line)
-        super().add_row("", Padding(help_, (0, 0, 0, 4)))
+        super().add_row("", Padding(help_ if help_ is not None else "", (0, 0, 0, 4)))
+
+
+def _as_text(cell: RenderableType | None) -> Text:
+    """``cell`` as rich ``Text`` (a typer options cell is one already)."""
+    return cell if isinstance(cell, Text) else Text(str(cell))
 
 
 @contextlib.contextmanager
@@ -525,21 +536,21 @@ def _path_annotation(param: Parameter) -> bool:
     return td is not None and "Path" in str(getattr(td, "annotation", ""))
 
 
-def read_path_params(command: Any) -> list[Parameter]:
+def read_path_params(command: ClickCommand) -> list[Parameter]:
     """The parameters of ``command`` that name files it reads (checked by :func:`check_read_paths`)."""
     return [p for p in command.params if p.name not in WRITTEN_PATHS
             and (_path_annotation(p) or (p.name in STRING_PATHS
                                          and getattr(getattr(p, "type_descriptor", None), "annotation", None) is str))]
 
 
-def named_paths(param: Parameter, value: Any) -> list[Path]:
+def named_paths(param: Parameter, value: object) -> list[Path]:
     """The paths the value of ``param`` names (none for ``-``, ``None`` or a string option's non-file value)."""
     if value is None:
         return []
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    values: list[object] = list(value) if isinstance(value, (list, tuple)) else [value]
     if param.name in STRING_PATHS:
         values = [v for v in values if isinstance(v, str) and STRING_PATHS[str(param.name)](v)]
-    return [Path(v) for v in values if str(v) != "-"]
+    return [Path(v) for v in values if isinstance(v, (str, PathLike)) and str(v) != "-"]
 
 
 def check_read_paths(ctx: Context) -> None:
@@ -669,7 +680,7 @@ class Command(TyperCommand):
         _plain_helps(self)
         self.short_help = _plain_help(self.short_help)
 
-    def invoke(self, ctx: Context) -> Any:
+    def invoke(self, ctx: Context) -> object:
         with cli_errors():
             check_read_paths(ctx)
             if any(p.name == "seed_file" for p in self.params):
@@ -681,7 +692,7 @@ class Command(TyperCommand):
                 return super().invoke(ctx)
         return super().invoke(ctx)
 
-    def format_help(self, ctx: Context, formatter: Any) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         with _option_tables():
             super().format_help(ctx, formatter)
 
@@ -737,7 +748,7 @@ class Group(TyperGroup):
         super().__init__(*args, **kwargs)
         _plain_helps(self)
 
-    def format_help(self, ctx: Context, formatter: Any) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         with _option_tables():
             super().format_help(ctx, formatter)
 

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -121,7 +121,7 @@ def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.4f}"
 
 
-def _table(r: Any) -> Table:
+def _table(r: AuditResult) -> Table:
     verdict = "[green]PASSED[/]" if r.passed else "[bold red]VIOLATION[/]"
     claim = f"{r.claimed_epsilon:.4f}" + (f" (delta {r.claimed_delta:g})" if r.claimed_delta else "")
     table = Table(title=f"privacy audit: {escape(r.mechanism)}", show_header=False)
@@ -427,7 +427,7 @@ def recheck_seed(seed: int | None, name: str) -> int:
     return int.from_bytes(hashlib.sha256(f"textdp-audit-recheck:{seed}:{name}".encode()).digest()[:8], "big") >> 1
 
 
-def recheck_command(r: Any, seed: int | None) -> str:
+def recheck_command(r: AuditResult, seed: int | None) -> str:
     """The exact command that re-audits the flagged case of ``r`` at 10x its samples with a new fixed seed."""
     conformance = " --conformance" if r.conformance is not None else ""
     return f"textdp audit {r.mechanism}{conformance} --samples {10 * r.samples} --seed {recheck_seed(seed, r.mechanism)}"

@@ -6,7 +6,7 @@ import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -38,6 +38,11 @@ from ._common import (
     progress_bar,
 )
 from .rewrite_lm import LM_HELP, MAX_NEW_TOKENS, LMOptions, check_other_options, run_lm_rewrite
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from ..backend import Backend
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
@@ -124,7 +129,7 @@ class _Run:
     force: bool
     quiet: bool
     opts: LMOptions
-    params: dict[str, Any]
+    params: dict[str, object]
 
 
 def rewrite_command(
@@ -265,10 +270,11 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
     cls = mechanism_class(run.mechanism)
     assert issubclass(cls, SentenceMechanism)
     where = str(check_model_folder(run.model_dir))  # links may not leave the folder
-    options: dict[str, Any] = {"variant": variant, "word_fraction": word_fraction, "batch_size": run.batch_size}
+    options: dict[str, object] = {"variant": variant, "word_fraction": word_fraction, "batch_size": run.batch_size}
+    build: Callable[..., SentenceMechanism] = cls  # the keyword values are checked by the class itself
     # the mechanism's own public parameters: what its workers rebuild it from (the model as its folder)
-    mech = cls(epsilon=run.epsilon, model=where, model_data=model_data,
-               **{k: v for k, v in options.items() if k in cls.param_names()}, **run.params).fit()
+    mech = build(epsilon=run.epsilon, model=where, model_data=model_data,
+                 **{k: v for k, v in options.items() if k in cls.param_names()}, **run.params).fit()
     _check_objective(run.model_dir, mech.model_.card, cls.objective, run.mechanism)
 
     def sentences(rec: ReleaseRecord) -> list[ReleaseRecord]:
@@ -302,16 +308,17 @@ def _rewrite_family(run: _Run, *, variant: str, model_data: str, word_fraction: 
            f"{g.model_data})"))  # type: ignore[attr-defined]
 
 
-def _check_objective(model_dir: Path, card: dict[str, Any], need: str | None, mechanism: str) -> None:
+def _check_objective(model_dir: Path, card: Mapping[str, object], need: str | None, mechanism: str) -> None:
     """ER-AE runs on a model trained for ER-AE, AE-DP on the reconstruction-only auto-encoder (the card says which;
     ``need``: the mechanism's ``objective``)."""
-    have = card.get("training", {}).get("objective") if isinstance(card.get("training"), dict) else None
+    training = card.get("training")
+    have = training.get("objective") if isinstance(training, dict) else None
     if need is not None and have != need:
         raise ParameterError(f"--mechanism {mechanism} needs a model trained with --objective {need}; {model_dir} was "
                              f"trained with --objective {have} (train one: textdp train-rewriter --objective {need})")
 
 
-def _backend(engine: str, scheduler: str | None, workers: int | None) -> Any:
+def _backend(engine: str, scheduler: str | None, workers: int | None) -> Backend:
     from ..engines import get_backend
 
     if engine == "local" and (scheduler or workers):

@@ -8,12 +8,13 @@ their settings and the private report atomically; this module prints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
+from typer.models import OptionInfo
 
 from .._options import MAX_NEW_TOKENS
 from .._validation import BudgetLike
@@ -21,6 +22,7 @@ from ..errors import ParameterError
 from ._common import print_info, progress_bar
 
 if TYPE_CHECKING:
+    from ..generation.decoding import ClipBounds
     from ..generation.lm_family import LMRewriter
 
 __all__ = ["LM_HELP", "MAX_NEW_TOKENS", "LMOptions", "check_other_options", "parse_clip",
@@ -127,7 +129,7 @@ def check_clip_public(path: Path, inputs: list[Path], *, text_field: str = "text
 
 
 def _bounds(model_dir: str, mechanism: type[LMRewriter], opts: LMOptions,
-            public: tuple[list[str], str] | None = None) -> Any:
+            public: tuple[list[str], str] | None = None) -> ClipBounds:
     from ..generation.decoding import ClipBounds
     from ..generation.lm import public_bounds
 
@@ -182,7 +184,7 @@ def _check_ledger(opts: LMOptions, output: Path, inputs: list[Path]) -> None:
 def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsilon: float, output: Path,
                    unit: str, seed: int | None, private_report: Path | None, batch_size: int, text_field: str,
                    id_field: str, input_format: str, force: bool, quiet: bool, opts: LMOptions,
-                   params: Mapping[str, Any] | None = None) -> None:
+                   params: Mapping[str, object] | None = None) -> None:
     """The whole language-model rewrite: build and fit the rewriter, then :func:`textdp.release.release` (the one
     driver: read, charge the ledger before any token is drawn, rewrite, write records, settings and the private
     report); this function only prints."""
@@ -213,8 +215,9 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
     where = str(check_model_folder(model_dir))  # links may not leave the folder
     cls = mechanism_class(mechanism)
     assert issubclass(cls, LMRewriter)
-    mech = cls(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts, public),
-               **_own_params(cls, opts, batch_size), **(params or {}))  # ``params``: the class's own parameters given with --param
+    build: Callable[..., LMRewriter] = cls  # the keyword values are checked by the class itself
+    mech = build(epsilon=epsilon, model=where, clip=_bounds(where, cls, opts, public),
+                 **_own_params(cls, opts, batch_size), **(params or {}))  # ``params``: the class's own parameters given with --param
     mech.fit()
     per_sentence = unit == "sentence" and mech.privacy_unit == "sentence"
     with progress_bar(disable=quiet) as bar:
@@ -237,7 +240,7 @@ def run_lm_rewrite(model_dir: Path, inputs: list[Path], *, mechanism: str, epsil
                f"{g.unit}{tok}; each record states the adjacency and what is not covered")
 
 
-def _own_params(cls: type[LMRewriter], opts: LMOptions, batch_size: int) -> dict[str, Any]:
+def _own_params(cls: type[LMRewriter], opts: LMOptions, batch_size: int) -> dict[str, object]:
     """The options the rewriter ``cls`` takes (its dataclass fields); dp-prompt's prompt options are refused by the
     others (an ignored prompt would mislead)."""
     prompt = _prompt(opts)
@@ -257,7 +260,7 @@ def _own_params(cls: type[LMRewriter], opts: LMOptions, batch_size: int) -> dict
 
 
 #: The options of the language-model rewriters, as ``typer.Option`` objects for :mod:`textdp.cli.rewrite`.
-LM_HELP: dict[str, Any] = {
+LM_HELP: dict[str, OptionInfo] = {
     "clip": typer.Option(metavar="LOW,HIGH", help="dp-*: public clipping bounds (logits; dp-bart: encoder output, "
                          "e.g. -0.2,0.1). Or --clip-public."),
     "clip_public": typer.Option(help="dp-*: PUBLIC text (one text per line, or JSONL); the bounds come from the "

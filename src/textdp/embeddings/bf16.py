@@ -73,13 +73,26 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
 from .._options import DECODER_PRECISIONS
 from .._rng import make_rng
 from ..errors import EmbeddingsError, ParameterError
+
+if TYPE_CHECKING:
+    import torch
+
+_Item = TypeVar("_Item")
+_Out = TypeVar("_Out")
+
+
+class RangeMap(Protocol):
+    """``run(fn, items)``: ``[fn(x) for x in items]``, on threads or not (:meth:`Bf16Scorer.search`)."""
+
+    def __call__(self, fn: Callable[[_Item], _Out], items: Sequence[_Item], /) -> list[_Out]: ...
 
 #: the CPU flags that mean bfloat16 arithmetic (``/proc/cpuinfo``)
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -149,17 +162,17 @@ def split3(n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return parts[0], parts[1], parts[2]
 
 
-def _torch() -> Any:
+def _torch() -> ModuleType:
     from ..errors import require
 
     return require("torch", "gpu")
 
 
-def _as_bf16(torch: Any, bits: np.ndarray) -> Any:
+def _as_bf16(torch: ModuleType, bits: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(bits).view(np.int16)).view(torch.bfloat16)
 
 
-def probe(torch: Any, rows: int, cols: int, k: int, seed: int = 0,
+def probe(torch: ModuleType, rows: int, cols: int, k: int, seed: int = 0,
           matmul: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> bool:
     """Whether torch's bfloat16 GEMM of this shape meets the proof's assumptions (see the module notes).
 
@@ -194,7 +207,7 @@ def probe(torch: Any, rows: int, cols: int, k: int, seed: int = 0,
     return bool(np.all(np.abs(s - exact) <= bound))
 
 
-def probe_decoder(torch: Any, query_tile: int, vocab_tile: int, k: int) -> bool:
+def probe_decoder(torch: ModuleType, query_tile: int, vocab_tile: int, k: int) -> bool:
     """:func:`probe` on every shape the decoder multiplies: full tiles (pass 1) and 1, 2, 3, 17 rows (pass 2)."""
     shapes = {(query_tile, vocab_tile), (1, vocab_tile), (2, vocab_tile), (3, vocab_tile), (17, vocab_tile),
               (query_tile, 7)}
@@ -236,7 +249,7 @@ class Bf16Scorer:
         self.max_norm = float(ns.max())
         self.vocab_size = int(v)
 
-    def queries(self, q64: np.ndarray) -> Any:
+    def queries(self, q64: np.ndarray) -> torch.Tensor:
         """The ``[z~, 1, 1, 1]`` rows of the queries (bfloat16 tensor)."""
         bits = np.empty((q64.shape[0], self.k), dtype=np.uint16)
         bits[:, : self.dim] = round_bf16(q64.astype(np.float32))
@@ -258,7 +271,7 @@ class Bf16Scorer:
         nt = self.tile_norm[lo // self.vocab_tile : -(-hi // self.vocab_tile)][None, :]
         return coef["c1"][:, None] * nt + coef["c2"][:, None] * nt * nt + coef["c0"][:, None] * (1.0 + nt)
 
-    def row_maxima(self, qb: Any, lo: int, hi: int, query_tile: int) -> np.ndarray:
+    def row_maxima(self, qb: torch.Tensor, lo: int, hi: int, query_tile: int) -> np.ndarray:
         """Pass 1 of one worker: the computed row maximum of every (query, tile) of sorted rows ``[lo, hi)``."""
         torch = self._t
         n, vt = int(qb.shape[0]), self.vocab_tile
@@ -269,7 +282,7 @@ class Bf16Scorer:
                 out[qs : qs + query_tile, c] = _row_max(torch, torch.mm(qb[qs : qs + query_tile], et))
         return out
 
-    def collect(self, qb: Any, coef: dict[str, np.ndarray], lbest: np.ndarray, m: np.ndarray, lo: int, hi: int
+    def collect(self, qb: torch.Tensor, coef: dict[str, np.ndarray], lbest: np.ndarray, m: np.ndarray, lo: int, hi: int
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Pass 2 of one worker: ``(query, sorted row)`` of every word with ``U_w >= Lbest - delta``.
 
@@ -297,8 +310,8 @@ class Bf16Scorer:
         """``max_t L`` over the tiles of ``[lo, hi)`` from their row maxima (``L`` increases with ``s~``)."""
         return (m - _UO * np.abs(m) - self.tile_bounds(coef, lo, hi)).max(axis=1)
 
-    def search(self, qb: Any, coef: dict[str, np.ndarray], ranges: Sequence[tuple[int, int]], query_tile: int,
-               run: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, qb: torch.Tensor, coef: dict[str, np.ndarray], ranges: Sequence[tuple[int, int]], query_tile: int,
+               run: RangeMap | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Both passes over ``ranges`` (``run(fn, ranges)`` maps them, on threads or not).
 
         Returns ``(query, original row)`` candidates: every float64 minimiser is among them.
@@ -314,7 +327,7 @@ class Bf16Scorer:
         return qi, self.perm[rows]
 
 
-def _row_max(torch: Any, s: Any) -> np.ndarray:
+def _row_max(torch: ModuleType, s: torch.Tensor) -> np.ndarray:
     """Row maxima (float64) of a bfloat16 tile, from one integer min-max pass over its bit patterns.
 
     As int16, the bit patterns of non-negative bfloat16 numbers order like the numbers and lie above

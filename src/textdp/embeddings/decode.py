@@ -64,11 +64,16 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from ..errors import EmbeddingsError, ParameterError
+
+if TYPE_CHECKING:
+    import torch
+
+    from .bf16 import Bf16Scorer
 
 _F32_EPS = float(np.finfo(np.float32).eps)
 _U32 = 2.0**-24  # unit roundoff of float32
@@ -188,6 +193,28 @@ def plan_tiles(
     return TilePlan(batch, min(qt, batch), vt, ranges)
 
 
+#: the arrays a score tile is made of: numpy arrays (:class:`NumpyOps`) or torch tensors (``TorchOps``)
+TileArray = TypeVar("TileArray", np.ndarray, "torch.Tensor")
+
+
+class TileOps(Protocol, Generic[TileArray]):
+    """The array operations :func:`scan_tiles` needs, on one kind of array (:class:`NumpyOps`, ``TorchOps``)."""
+
+    def full(self, n: int, value: float) -> TileArray: ...
+
+    def rowmax(self, s: TileArray) -> TileArray: ...
+
+    def maximum(self, a: TileArray, b: TileArray) -> TileArray: ...
+
+    def nonzero(self, mask: TileArray) -> TileArray: ...
+
+    def nonzero2(self, mask: TileArray) -> tuple[TileArray, TileArray]: ...
+
+    def size(self, x: TileArray) -> int: ...
+
+    def to_numpy(self, x: TileArray) -> np.ndarray: ...
+
+
 class NumpyOps:
     """The array operations :func:`scan_tiles` needs, on numpy arrays (the torch decoder has its own)."""
 
@@ -221,12 +248,13 @@ class NumpyOps:
 
 
 #: ``score(qs, qe, vs, ve)``: the computed scores of queries ``[qs, qe)`` against rows ``[vs, ve)``
-ScoreTile = Callable[[int, int, int, int], Any]
+ScoreTile = Callable[[int, int, int, int], TileArray]
 #: one worker's result: running best per query and the candidates ``(query, row, score)`` found
-ScanResult = tuple[Any, list[tuple[Any, Any, Any]]]
+ScanResult = tuple[TileArray, list[tuple[TileArray, TileArray, TileArray]]]
 
 
-def scan_tiles(score: ScoreTile, n: int, lo: int, hi: int, plan: TilePlan, margin: Any, ops: Any = NumpyOps) -> ScanResult:
+def scan_tiles(score: ScoreTile[TileArray], n: int, lo: int, hi: int, plan: TilePlan, margin: TileArray,
+               ops: TileOps[TileArray]) -> ScanResult[TileArray]:
     """The fused search of one worker over vocabulary rows ``[lo, hi)`` (the module notes' proof).
 
     Each score tile is reduced to its row maximum; a row is looked at again only when that maximum
@@ -239,13 +267,13 @@ def scan_tiles(score: ScoreTile, n: int, lo: int, hi: int, plan: TilePlan, margi
     >>> qa = np.array([[2.0, 0.0, 1.0]], dtype=np.float32)
     >>> plan = plan_tiles(1, 2, threads=1, batch=8, query_tile=8, vocab_tile=1)
     >>> best, found = scan_tiles(lambda qs, qe, vs, ve: qa[qs:qe] @ a[vs:ve].T, 1, 0, 2, plan,
-    ...                          np.array([0.1], dtype=np.float32))
+    ...                          np.array([0.1], dtype=np.float32), NumpyOps)
     >>> best.tolist(), [(q.tolist(), r.tolist()) for q, r, _ in found]
     ([1.5], [([0], [0])])
     """
     best = ops.full(n, -math.inf)
     thr = ops.full(n, -math.inf)  # best - margin, kept per query: a row below it cannot change best either
-    found: list[tuple[Any, Any, Any]] = []
+    found: list[tuple[TileArray, TileArray, TileArray]] = []
     qt, vt = plan.query_tile, plan.vocab_tile
     for vs in range(lo, hi, vt):
         ve = min(vs + vt, hi)
@@ -267,7 +295,7 @@ def scan_tiles(score: ScoreTile, n: int, lo: int, hi: int, plan: TilePlan, margi
 
 
 def select_candidates(
-    parts: Sequence[ScanResult], margin: np.ndarray, n: int, ops: Any = NumpyOps
+    parts: Sequence[ScanResult[TileArray]], margin: np.ndarray, n: int, ops: TileOps[TileArray]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Merge the workers' results: candidates ``(query, row)`` within ``margin`` of the overall best.
 
@@ -278,10 +306,10 @@ def select_candidates(
         best = np.maximum(best, ops.to_numpy(p[0]))
     qi_l, rows_l, sc_l = [], [], []
     for _, found in parts:
-        for qi, rows, sc in found:
-            qi_l.append(ops.to_numpy(qi))
-            rows_l.append(ops.to_numpy(rows))
-            sc_l.append(ops.to_numpy(sc))
+        for part_qi, part_rows, part_sc in found:
+            qi_l.append(ops.to_numpy(part_qi))
+            rows_l.append(ops.to_numpy(part_rows))
+            sc_l.append(ops.to_numpy(part_sc))
     if not qi_l:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     qi = np.concatenate(qi_l).astype(np.int64)
@@ -468,7 +496,7 @@ class ExactDecoder:
         self._nb_upper: dict[int, float] = {}
         self.stats = {"queries": 0, "known_source": 0, "ambiguous": 0}
         self.bf16_query_tile, self.bf16_vocab_tile = 256, 4096
-        self._bf16: Any = None
+        self._bf16: Bf16Scorer | None = None
         self._score_precision: str | None = None  # chosen at the first full scan (see score_precision)
 
     @property
@@ -591,7 +619,8 @@ class ExactDecoder:
         qa[:, self.dim] = 1.0
         return qa
 
-    def _scan_range(self, qa: np.ndarray, margin: np.ndarray, plan: TilePlan, lo: int, hi: int) -> ScanResult:
+    def _scan_range(self, qa: np.ndarray, margin: np.ndarray, plan: TilePlan, lo: int, hi: int
+                    ) -> ScanResult[np.ndarray]:
         """One worker: float32 score tiles of ``qa`` against rows ``[lo, hi)`` into a private buffer."""
         buf = np.empty(plan.query_tile * min(plan.vocab_tile, hi - lo), dtype=np.float32)
         aug = self._aug
@@ -601,7 +630,7 @@ class ExactDecoder:
             np.matmul(qa[qs:qe], aug[vs:ve].T, out=out)
             return out
 
-        return scan_tiles(score, qa.shape[0], lo, hi, plan, margin)
+        return scan_tiles(score, qa.shape[0], lo, hi, plan, margin, NumpyOps)
 
     def _decode_full(self, q64: np.ndarray) -> np.ndarray:
         if self.score_precision == "bfloat16":
@@ -620,7 +649,7 @@ class ExactDecoder:
             parts = [self._scan_range(qa, margin, plan, *plan.ranges[0])]
         else:
             parts = list(self._executor().map(lambda r: self._scan_range(qa, margin, plan, *r), plan.ranges))
-        qi, rows = select_candidates(parts, margin, q64.shape[0])
+        qi, rows = select_candidates(parts, margin, q64.shape[0], NumpyOps)
         idx, reranked = rerank_exact(self._vectors, q64, qi, rows)
         self.stats["ambiguous"] += reranked
         return idx
@@ -631,7 +660,7 @@ class ExactDecoder:
             from .bf16 import Bf16Scorer
 
             self._bf16 = Bf16Scorer(self._vectors, self._sq, self.bf16_vocab_tile)
-        scorer: Any = self._bf16
+        scorer = self._bf16
         torch = scorer._t
         out = np.empty(q64.shape[0], dtype=np.int64)
         plan = plan_tiles(q64.shape[0], self.vocab_size, threads=self.threads, batch=self.query_block,
@@ -641,13 +670,13 @@ class ExactDecoder:
             torch.set_num_threads(1)  # our threads split the vocabulary, one torch thread each
             with self._lock, torch.no_grad():
                 for start in range(0, q64.shape[0], plan.batch):
-                    out[start : start + plan.batch] = self._decode_batch_bf16(q64[start : start + plan.batch], plan)
+                    out[start : start + plan.batch] = self._decode_batch_bf16(scorer, q64[start : start + plan.batch],
+                                                                              plan)
         finally:
             torch.set_num_threads(before)
         return out
 
-    def _decode_batch_bf16(self, q64: np.ndarray, plan: TilePlan) -> np.ndarray:
-        scorer: Any = self._bf16
+    def _decode_batch_bf16(self, scorer: Bf16Scorer, q64: np.ndarray, plan: TilePlan) -> np.ndarray:
         qn = np.sqrt(np.einsum("ij,ij->i", q64, q64))
         delta = 4.0 * (self._k + 2) * _U64 * (qn + self._max_norm) ** 2  # margin_of's float64 term
         coef = scorer.bounds(q64, delta)

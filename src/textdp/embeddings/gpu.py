@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ParameterError, require
 from .decode import (
     ExactDecoder,
-    ScanResult,
     TilePlan,
     _check_queries,
     _check_sources,
@@ -43,6 +43,9 @@ from .decode import (
     scan_tiles,
     select_candidates,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 PRECISIONS = ("float32", "float16")
 _U16 = 2.0**-11
@@ -61,34 +64,34 @@ def cuda_available() -> bool:
 class TorchOps:
     """:func:`~textdp.embeddings.decode.scan_tiles`' array operations on torch tensors (one device)."""
 
-    def __init__(self, torch: Any, device: Any) -> None:
+    def __init__(self, torch: ModuleType, device: torch.device) -> None:
         self.torch, self.device = torch, device
 
-    def full(self, n: int, value: float) -> Any:
+    def full(self, n: int, value: float) -> torch.Tensor:
         return self.torch.full((n,), value, dtype=self.torch.float32, device=self.device)
 
     @staticmethod
-    def rowmax(s: Any) -> Any:
+    def rowmax(s: torch.Tensor) -> torch.Tensor:
         return s.amax(dim=1)
 
-    def maximum(self, a: Any, b: Any) -> Any:
+    def maximum(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return self.torch.maximum(a, b)
 
     @staticmethod
-    def nonzero(mask: Any) -> Any:
+    def nonzero(mask: torch.Tensor) -> torch.Tensor:
         return mask.nonzero(as_tuple=True)[0]
 
     @staticmethod
-    def nonzero2(mask: Any) -> tuple[Any, Any]:
+    def nonzero2(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         i, j = mask.nonzero(as_tuple=True)
         return i, j
 
     @staticmethod
-    def size(x: Any) -> int:
+    def size(x: torch.Tensor) -> int:
         return int(x.shape[0])
 
     @staticmethod
-    def to_numpy(x: Any) -> np.ndarray:
+    def to_numpy(x: torch.Tensor) -> np.ndarray:
         return np.asarray(x.detach().cpu().numpy())
 
 
@@ -131,7 +134,9 @@ class TorchDecoder:
         vocab_block: int | None = None,
         threads: int | None = None,
     ) -> None:
-        torch: Any = require("torch", "gpu")
+        require("torch", "gpu")  # the install hint when it is missing
+        import torch
+
         if precision not in PRECISIONS:
             raise ParameterError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self._torch = torch
@@ -208,12 +213,12 @@ class TorchDecoder:
         return out
 
     def _decode_batch(self, q64: np.ndarray, plan: TilePlan) -> np.ndarray:
-        torch = self._torch
+        import torch  # imported by __init__ already
         qa_np = self._cpu._augment(q64)
         qnorm = np.sqrt((q64**2).sum(axis=1))
         use16 = (self._e16 is not None and float(np.abs(q64).max()) < _F16_SAFE
                  and bool(np.all(qnorm * self._cpu._max_norm < _F16_SAFE)))
-        score: Callable[[int, int, int, int], Any]
+        score: Callable[[int, int, int, int], torch.Tensor]
         if use16:
             # float64 -> float32 -> float16: the inputs' rounding is u16 + u32 at most
             margin_np = self._cpu.margins(q64, u_in=_U16 + 2.0**-23, u_acc=self._u16_acc(), u_out=_U16,
@@ -222,18 +227,18 @@ class TorchDecoder:
             e16, norm32 = self._e16, self._norm32
             assert e16 is not None  # use16 checked it
 
-            def score(qs: int, qe: int, vs: int, ve: int) -> Any:
+            def score(qs: int, qe: int, vs: int, ve: int) -> torch.Tensor:
                 return (q16[qs:qe] @ e16[vs:ve].T).float() + norm32[vs:ve]
         else:
             self.stats["float32_batches"] += int(self.precision == "float16")
             margin_np = self._cpu.margins(q64, u_in=self._u32_in())
             qa, aug = torch.from_numpy(qa_np).to(self.device), self._aug32
 
-            def score(qs: int, qe: int, vs: int, ve: int) -> Any:
+            def score(qs: int, qe: int, vs: int, ve: int) -> torch.Tensor:
                 return qa[qs:qe] @ aug[vs:ve].T
 
         margin = torch.from_numpy(margin_np).to(self.device)
-        parts: list[ScanResult] = [scan_tiles(score, q64.shape[0], *plan.ranges[0], plan, margin, self._ops)]
+        parts = [scan_tiles(score, q64.shape[0], *plan.ranges[0], plan, margin, self._ops)]
         qi, rows = select_candidates(parts, margin_np, q64.shape[0], self._ops)
         idx, reranked = rerank_exact(self._cpu._vectors, q64, qi, rows)
         self.stats["ambiguous"] += reranked
