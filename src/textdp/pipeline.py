@@ -41,7 +41,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, TypedDict, Unpack
+from typing import IO, TypedDict, Unpack
 
 import numpy as np
 
@@ -163,7 +163,7 @@ def build_mechanism(
 
 
 def mechanism_guarantee(mech: TextMechanism, *, size: int | None = None, seeded: bool,
-                        size_from_data: bool = False, empty: str = "error") -> dict[str, Any]:
+                        size_from_data: bool = False, empty: str = "error") -> dict[str, object]:
     """The full guarantee of a fitted mechanism's release as a dict (bag mechanisms need ``size``)."""
     ctx = ReleaseContext(size=size, size_from_data=size_from_data, seeded=seeded, empty=empty)
     return mech.guarantee(ctx).to_dict()
@@ -183,8 +183,8 @@ class JobResult:
     """
 
     documents: list[ReleaseRecord]
-    records: list[dict[str, Any]]
-    report: list[dict[str, Any]] | None
+    records: list[dict[str, object]]
+    report: list[dict[str, object]] | None
 
 
 def privatize_documents(
@@ -230,8 +230,8 @@ def privatize_documents(
     ('/home/a/notes.txt', 1)
     """
     documents: list[ReleaseRecord] = []
-    records: list[dict[str, Any]] = []
-    report: list[dict[str, Any]] | None = [] if private_report else None
+    records: list[dict[str, object]] = []
+    report: list[dict[str, object]] | None = [] if private_report else None
     for part in iter_privatize_documents(
         mech, docs, first=first, size=size, seed=seed, seeded=seeded, size_from_data=size_from_data,
         empty=empty, private_report=private_report, progress=progress,
@@ -286,7 +286,7 @@ def iter_privatize_documents(mech: TextMechanism, docs: Sequence[SourcedDocument
 
 
 def _report_row(diag: DocumentDiagnostics, source: str | None, mech: TextMechanism
-                ) -> dict[str, Any]:
+                ) -> dict[str, object]:
     """One PRIVATE report row; an emptied (or skipped) document is marked ``"emptied": true``."""
     if diag.emptied:
         return {"id": diag.id, "source": source, "n_tokens": diag.n_tokens, "dropped_oov": diag.dropped_oov,
@@ -294,19 +294,30 @@ def _report_row(diag: DocumentDiagnostics, source: str | None, mech: TextMechani
     return {"id": diag.id, "source": source, **report_fields(diag, mech.embeddings_)}
 
 
-def write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str = "jsonl") -> None:
+def write_records(fh: IO[str], records: Iterable[Mapping[str, object]], fmt: str = "jsonl") -> None:
     """Write release records as JSONL, or only their words (``fmt="text"``, one bag or text per line)."""
     if fmt not in OUTPUT_FORMATS:
         raise ParameterError(f"unknown output format {fmt!r}; choose one of: {', '.join(OUTPUT_FORMATS)}")
     for rec in records:
         if fmt == "text":
-            fh.write((rec["text"] if "text" in rec else " ".join(rec["words"])) + "\n")
+            fh.write(_text_line(rec) + "\n")
         else:
             fh.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
 
 
+def _text_line(rec: Mapping[str, object]) -> str:
+    """A record's words as one line: its ``text``, or its bag's ``words`` joined by spaces."""
+    if "text" in rec:
+        text = rec["text"]
+        assert isinstance(text, str), "a record's text is a string"
+        return text
+    words = rec["words"]
+    assert isinstance(words, (list, tuple)), "a record's words are a list"
+    return " ".join(words)
+
+
 def write_private_report(
-    path: str | os.PathLike[str], rows: Iterable[dict[str, Any]], *, overwrite: bool = True
+    path: str | os.PathLike[str], rows: Iterable[Mapping[str, object]], *, overwrite: bool = True
 ) -> None:
     """Write the PRIVATE report as JSONL (one object per record id), atomically and owner-only (mode 0600)."""
     with atomic_writer(path, overwrite=overwrite, private=True) as fh:
@@ -314,15 +325,22 @@ def write_private_report(
             fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
 
 
+def _parameters(guarantee: Mapping[str, object]) -> dict[str, object]:
+    """The guarantee's public ``parameters`` (none when it states none)."""
+    params = guarantee.get("parameters", {})
+    assert isinstance(params, Mapping), "a guarantee's parameters are a mapping"
+    return dict(params)
+
+
 def release_settings(
-    guarantee_dict: dict[str, Any],
+    guarantee_dict: Mapping[str, object],
     *,
     command: str,
     engine: str,
     documents: int,
     fmt: str,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """The public settings of a release (written beside it by every command): parameters and the guarantee.
 
     The one layout of ``<output>.settings.json`` (:func:`textdp.release.release` writes it for every
@@ -358,7 +376,7 @@ def release_settings(
             else "fresh OS entropy (not recorded)"
         ),
         **dict(extra or {}),
-        **dict(g.get("parameters", {})),
+        **_parameters(g),
         **{k: g[k] for k in ("mechanism", "epsilon", "delta", "unit", "seeded") if k in g},
         "guarantee": g,
     }

@@ -45,14 +45,14 @@ import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._cache import cache_dir, open_private_dir, private_dir
 from ..backend import R, T
 from ..errors import PrivacyWarning, require
 
 if TYPE_CHECKING:
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, Scheduler, Worker
 
 try:  # this module is imported only when the Dask engine is asked for
     from distributed.diagnostics.plugin import WorkerPlugin as _WorkerPlugin
@@ -184,16 +184,16 @@ class _NoHTTPPlugin(_WorkerPlugin):
     name = "textdp-no-http"
     idempotent = True
 
-    def setup(self, worker: Any) -> None:
+    def setup(self, worker: Worker) -> None:
         server = getattr(worker, "http_server", None)
         if server is not None:
             server.stop()
 
-    def teardown(self, worker: Any) -> None:
+    def teardown(self, worker: Worker) -> None:
         pass
 
 
-def _stop_scheduler_http(dask_scheduler: Any) -> None:
+def _stop_scheduler_http(dask_scheduler: Scheduler) -> None:
     server = getattr(dask_scheduler, "http_server", None)
     if server is not None:
         server.stop()

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .._rng import spawn
 from ..backend import Backend
@@ -47,15 +47,15 @@ SAVE_EVERY_S = 1.0  # how often the run state records finished partitions (the r
 
 #: one job: (mechanism name, its public parameters, the partition's (id, text) pairs, its generator, seeded,
 #: the empty policy)
-RewriteJob = tuple[str, dict[str, Any], list[tuple[str, str]], "np.random.Generator", bool, str]
+RewriteJob = tuple[str, dict[str, object], list[tuple[str, str]], "np.random.Generator", bool, str]
 
 
 @dataclass(frozen=True)
 class SentencePiece:
     """One finished partition: its records (as written, one JSON object each) and its PRIVATE diagnostics."""
 
-    records: list[dict[str, Any]]
-    diagnostics: list[Any]
+    records: list[dict[str, object]]
+    diagnostics: list[object]
 
 
 def piece_name(index: int) -> str:
@@ -67,7 +67,7 @@ def piece_name(index: int) -> str:
     return f"report/sentences-{index:05d}.json"
 
 
-def worker_params(mechanism: SentenceMechanism) -> dict[str, Any]:
+def worker_params(mechanism: SentenceMechanism) -> dict[str, object]:
     """The public parameters a worker rebuilds ``mechanism`` from: its fields, the model as its folder, no seed."""
     params = {k: v for k, v in mechanism.get_params().items() if k != "seed"}
     model = params.get("model")
@@ -81,7 +81,7 @@ def worker_params(mechanism: SentenceMechanism) -> dict[str, Any]:
     return params
 
 
-def rewrite_partition(job: RewriteJob) -> tuple[list[RewrittenText], list[Any]]:
+def rewrite_partition(job: RewriteJob) -> tuple[list[RewrittenText], list[object]]:
     """Engine job: rewrite one partition (pure given the mechanism's public parameters and the generator).
 
     Returns the released documents (:class:`~textdp.generation.rewriter.RewrittenText`; a document with
@@ -91,7 +91,7 @@ def rewrite_partition(job: RewriteJob) -> tuple[list[RewrittenText], list[Any]]:
 
     name, params, docs, rng, seeded, empty = job
     mech = get(name, **params)
-    diagnostics: list[Any] = []
+    diagnostics: list[object] = []
     released = mech.privatize_batch([t for _, t in docs], [i for i, _ in docs], seed=rng, seeded=seeded,
                                     empty=empty, private_report=diagnostics)
     return released, diagnostics
@@ -114,7 +114,7 @@ def rewrite_corpus(
     seed: int | None,
     charges: Callable[[], tuple[Mapping[str, Charge], Guarantee]],
     on_charge: Callable[[Mapping[str, Charge], Guarantee], None],
-    to_records: Callable[[RewrittenText], list[dict[str, Any]]],
+    to_records: Callable[[RewrittenText], list[dict[str, object]]],
     finish: Callable[[list[SentencePiece]], T],
     key: Mapping[str, object],
     work_dir: Path | None = None,
@@ -169,7 +169,8 @@ def rewrite_corpus(
 
 
 def _run(state: RunState, backend: Backend, parts: list[list[tuple[str, str]]], todo: list[int],
-         how: tuple[str, dict[str, Any], int | None, str], to_records: Callable[[RewrittenText], list[dict[str, Any]]],
+         how: tuple[str, dict[str, object], int | None, str],
+         to_records: Callable[[RewrittenText], list[dict[str, object]]],
          progress: ProgressCallback | None) -> None:
     name, params, seed, empty = how
     gens = spawn(seed, len(parts))  # partition i always draws from stream i
@@ -180,7 +181,7 @@ def _run(state: RunState, backend: Backend, parts: list[list[tuple[str, str]]], 
         progress(done, total)
     last_save = time.monotonic()
 
-    def finished(j: int, result: tuple[list[RewrittenText], list[Any]]) -> None:
+    def finished(j: int, result: tuple[list[RewrittenText], list[object]]) -> None:
         nonlocal done, last_save
         released, diagnostics = result
         records = [r for doc in released for r in to_records(doc)]
