@@ -14,7 +14,7 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._lazy import lazy_attributes
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from .errors import TextDPError
     from .guarantees import EarthMoversGuarantee
     from .mechanisms import EarthMoversPrivacy, PrivateDocument
+
+    __version__: str
 
 
 #: Each public name and the submodule that defines it (imported on first use).
@@ -49,7 +51,7 @@ __all__ = [
 _lazy_getattr, __dir__ = lazy_attributes(__name__, _LAZY, globals())
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """A public name on first use; ``__version__`` too, read from the installed metadata then (``import textdp``
     stays a few imports long: the ``textdp`` command installs its Ctrl+C handling right after it)."""
     if name == "__version__":

@@ -52,7 +52,7 @@ import stat
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Literal, overload
 
 from .errors import CacheWarning, ParameterError
 
@@ -625,13 +625,23 @@ class PrivateDir:
         with self.open_read(name) as fh:
             return fh.read()
 
-    @contextlib.contextmanager
-    def writer(self, name: str, mode: str = "wb") -> Iterator[IO[Any]]:
+    @overload
+    def writer(self, name: str, mode: Literal["wb"] = "wb") -> contextlib.AbstractContextManager[IO[bytes]]: ...
+
+    @overload
+    def writer(self, name: str, mode: Literal["w"]) -> contextlib.AbstractContextManager[IO[str]]: ...
+
+    def writer(self, name: str, mode: str = "wb") -> contextlib.AbstractContextManager[IO[bytes] | IO[str]]:
         """Write ``name`` atomically (``0600``): a temporary file beside it, renamed over it on success only.
 
         The temporary file is created ``O_EXCL | O_NOFOLLOW`` and both the creation and the
         rename are relative to the folder's descriptor.
         """
+        return self._writer(name, mode)
+
+    @contextlib.contextmanager
+    def _writer(self, name: str, mode: str) -> Iterator[IO[bytes] | IO[str]]:
+        """:meth:`writer`'s work (one writer for both modes)."""
         parent, last = self._parent(name, create=True)
         tmp = f".{last}.{secrets.token_hex(6)}.tmp"
         try:

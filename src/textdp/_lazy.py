@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping
 
 
 def lazy_attributes(package: str, names: Mapping[str, str],
-                    namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+                    namespace: MutableMapping[str, object]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``package``: a public name from its submodule, or a submodule.
 
     ``names`` maps each public name to the submodule that defines it; ``namespace`` is the package's
     ``globals()``, where a value is cached after its first import.
 
-    >>> ns: dict[str, Any] = {}
+    >>> ns: dict[str, object] = {}
     >>> get, _ = lazy_attributes("textdp", {"ParameterError": "errors"}, ns)
     >>> get("ParameterError").__name__, "ParameterError" in ns
     ('ParameterError', True)
     """
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         module = names.get(name)
         if module is not None:
             value = getattr(importlib.import_module(f".{module}", package), name)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numbers
 import secrets
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
@@ -84,7 +84,8 @@ class TextDPGenerator(np.random.Generator):
             return spawn(None, n_children)
         return [TextDPGenerator(bg, seeded=True) for bg in self.bit_generator.spawn(n_children)]
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    # (class, (bit generator, seeded)): the flag travels with a pickle, so not numpy's (constructor, (bg,), None)
+    def __reduce__(self) -> tuple[type[TextDPGenerator], tuple[np.random.BitGenerator, bool]]:  # type: ignore[override]
         return (TextDPGenerator, (self.bit_generator, self._seeded))
 
     def __repr__(self) -> str:

@@ -32,7 +32,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Literal, NamedTuple, overload
 
 from .errors import DocumentError, OutputExistsError, ParameterError
 
@@ -103,9 +103,11 @@ def _parquet_documents(data: bytes, source: str, text_field: str, id_field: str)
 PARQUET_BATCH_ROWS = 4096
 
 
-def iter_parquet_documents(fh: Any, source: str, text_field: str = "text", id_field: str = "id"
+def iter_parquet_documents(fh: object, source: str, text_field: str = "text", id_field: str = "id"
                            ) -> Iterator[SourcedDocument]:
     """One :class:`SourcedDocument` per row of the Parquet file open as ``fh`` (seekable), a batch of rows at a time.
+
+    ``fh`` is whatever ``pyarrow.parquet.ParquetFile`` reads: a seekable binary file or a pyarrow buffer reader.
 
     Text: column ``text_field``; id: column ``id_field`` when the file has one. A file that
     is not Parquet, a missing text column, a text that is not a string or an id that is an
@@ -429,10 +431,21 @@ def _file_mode(target: Path, private: bool) -> int:
         return 0o666 & ~_umask()
 
 
-@contextlib.contextmanager
+@overload
+def atomic_writer(
+    path: str | os.PathLike[str], mode: Literal["w"] = "w", *, overwrite: bool = True, private: bool = True
+) -> contextlib.AbstractContextManager[IO[str]]: ...
+
+
+@overload
+def atomic_writer(
+    path: str | os.PathLike[str], mode: Literal["wb"], *, overwrite: bool = True, private: bool = True
+) -> contextlib.AbstractContextManager[IO[bytes]]: ...
+
+
 def atomic_writer(
     path: str | os.PathLike[str], mode: str = "w", *, overwrite: bool = True, private: bool = True
-) -> Iterator[IO[Any]]:
+) -> contextlib.AbstractContextManager[IO[str] | IO[bytes]]:
     """Open a temporary file beside ``path``; move it to ``path`` on success only.
 
     ``overwrite=False`` never replaces an existing ``path`` (not even one created
@@ -451,7 +464,12 @@ def atomic_writer(
     ...
     textdp.errors.OutputExistsError: .../x.txt exists; ...
     """
-    target = Path(path)
+    return _atomic_writer(Path(path), mode, overwrite=overwrite, private=private)
+
+
+@contextlib.contextmanager
+def _atomic_writer(target: Path, mode: str, *, overwrite: bool, private: bool) -> Iterator[IO[str] | IO[bytes]]:
+    """:func:`atomic_writer`'s work (one writer for both modes)."""
     refuse_special_output(target, "the output")  # before any work; checked again just before the move
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

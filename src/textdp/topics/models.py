@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy import sparse
@@ -45,7 +45,7 @@ from ..io import iter_jsonl_records
 from ..text import normalize
 from ..text import strip_quoted as strip_quoted_text
 from .names import MAX_MODEL_TOPICS, TOPIC_MODELS
-from .vocabulary import PublicVocabulary, select_vocabulary
+from .vocabulary import PublicVocabulary, VocabularyRule, select_vocabulary
 
 __all__ = [
     "SklearnLDA",
@@ -304,7 +304,7 @@ class UserCorpus:
     settings: dict[str, object] = field(default_factory=dict)
     counts: sparse.csr_matrix | None = None
     columns: tuple[str, ...] = ()
-    rule: dict[str, Any] | None = None
+    rule: VocabularyRule | None = None
 
     @classmethod
     def from_texts(cls, texts: Sequence[str], users: Sequence[object], *,
@@ -357,7 +357,8 @@ class UserCorpus:
             raise DocumentError(f"cannot build a vocabulary: {exc}") from exc
         full.sum_duplicates()
         columns = tuple(str(w) for w in cv.get_feature_names_out().tolist())
-        rule = None if public is not None else {"min_df": min_df, "max_df": max_df, "max_features": max_features}
+        rule: VocabularyRule | None = (None if public is not None else
+                                       {"min_df": min_df, "max_df": max_df, "max_features": max_features})
         pos = {i: r for r, i in enumerate(keep)}
         user_rows = tuple(np.array([pos[i] for i in rows], dtype=np.int64) for rows in order.values())
         settings: dict[str, object] = {"max_docs_per_user": max_docs_per_user, "min_user_docs": min_user_docs,

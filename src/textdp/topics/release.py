@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -292,7 +291,7 @@ class TopicRelease(ReleaseRecord):
         """The post-processed matrix as an array."""
         return np.array(self.matrix, dtype=float)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         """The release record (the one layout) with the keywords and the grid-exact raw matrix."""
         out = super().to_record()
         out["raw_matrix"] = [list(r) for r in self.raw_matrix]

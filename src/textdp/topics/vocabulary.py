@@ -45,6 +45,7 @@ import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -67,6 +68,14 @@ __all__ = [
 CORPUS_VOCABULARY = "corpus"
 #: ``--vocabulary glove:K``: the K most frequent words of GloVe 6B (public).
 GLOVE_PREFIX = "glove:"
+
+
+class VocabularyRule(TypedDict):
+    """The corpus-vocabulary rule's thresholds (the keywords of :func:`select_vocabulary`)."""
+
+    min_df: int
+    max_df: float
+    max_features: int | None
 
 
 def select_vocabulary(df: np.ndarray, tf: np.ndarray, n_docs: int, *, min_df: int, max_df: float,
