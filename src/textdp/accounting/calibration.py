@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -52,6 +52,7 @@ __all__ = [
     "Calibration",
     "DiagnosticRow",
     "SurvivalCurve",
+    "SurvivalOptions",
     "calibrate_epsilon",
     "calibration_words",
     "diagnose",
@@ -310,6 +311,18 @@ def _load(embeddings: EmbeddingsSource, vocab_size: int | None) -> Embeddings:
 MAX_DRAWS = 1_000_000
 
 
+class SurvivalOptions(TypedDict, total=False):
+    """The options of :func:`survival_curve` that :func:`calibrate_epsilon` passes on (``curve_kwargs``)."""
+
+    words: Sequence[str] | np.ndarray | None
+    n_words: int
+    ranks: tuple[int, int]
+    repeats: int
+    vocab_size: int | None
+    stop_words: str | Iterable[str] | None
+    progress: ProgressCallback | None
+
+
 def survival_curve(
     embeddings: EmbeddingsSource = None,
     *,
@@ -405,7 +418,7 @@ def calibrate_epsilon(
     curve: SurvivalCurve | None = None,
     confidence: float = 0.95,
     seed: int | np.random.Generator | None = None,
-    **curve_kwargs: Any,
+    **curve_kwargs: Unpack[SurvivalOptions],
 ) -> tuple[Calibration, SurvivalCurve]:
     """The epsilon at which the mechanism keeps ``target_unchanged`` of the words.
 

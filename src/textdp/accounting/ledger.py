@@ -76,19 +76,19 @@ import secrets
 import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 from .._cache import PrivateDir, cache_dir, keyed_digest, open_private_dir, state_dir, state_secret
 from .._validation import DEFAULT_DELTA_BUDGET, BudgetLike, check_budget
 from ..errors import ParameterError
-from ..guarantees.events import ApproxEvent, Charge, PrivacyEvent, PureEvent, event_from_dict
+from ..guarantees.events import ApproxEvent, Charge, EventForm, PrivacyEvent, PureEvent, event_from_dict
 from .accountant import Composition, check_charge, compose
 
-__all__ = ["GENESIS", "LedgerEvent", "LedgerMismatchError", "LedgerState", "PrivacyLedger", "Spend", "charge_ledger",
-           "reset_message"]
+__all__ = ["GENESIS", "LedgerEvent", "LedgerEventForm", "LedgerMismatchError", "LedgerRow", "LedgerState",
+           "PrivacyLedger", "Spend", "charge_ledger", "reset_message"]
 
 #: ``prev`` of the first line.
 GENESIS = "0" * 64
@@ -104,6 +104,40 @@ _ANCHORS = "textdp's ledger anchors folder"
 
 class LedgerMismatchError(ParameterError):
     """The ledger is not the one textdp last wrote (truncated, replaced or deleted): its anchor disagrees."""
+
+
+class LedgerEventForm(TypedDict):
+    """The JSON form of a :class:`LedgerEvent` (a ledger line's ``event``, hashed into the chain)."""
+
+    document: str
+    mechanism: str
+    epsilon: float
+    delta: float
+    unit: str
+    command: str
+    time: str
+    #: absent on lines written before events (and on charges given as plain (ε, δ) pairs)
+    privacy_event: NotRequired[EventForm]
+
+
+class LedgerRow(TypedDict):
+    """One line of the ledger file: the event, chained to the line before by ``prev`` and ``hash``."""
+
+    format: str
+    prev: str
+    event: LedgerEventForm
+    hash: str
+    #: the ledger's random identity, on its first line only (``prev`` of that line)
+    ledger: NotRequired[str]
+
+
+class _AnchorForm(TypedDict, total=False):
+    """An anchor file: the head of a ledger (``events``, ``head``) by identity, or a path's ``ledger`` identity."""
+
+    format: str
+    events: int
+    head: str
+    ledger: str
 
 
 @dataclass(frozen=True)
@@ -122,7 +156,7 @@ class LedgerEvent:
     command: str
     time: str
     #: the JSON form of what ran (:mod:`textdp.guarantees.events`); ``None`` on lines written before events
-    privacy_event: dict[str, Any] | None = None
+    privacy_event: EventForm | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.document, str) or not self.document:
@@ -134,11 +168,12 @@ class LedgerEvent:
         if self.privacy_event is not None:
             event_from_dict(self.privacy_event)  # a one-line error for a malformed event
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> LedgerEventForm:
         """JSON form (without ``privacy_event`` when there is none: the lines of older ledgers hash the same)."""
-        out = asdict(self)
-        if out["privacy_event"] is None:
-            del out["privacy_event"]
+        out: LedgerEventForm = {"document": self.document, "mechanism": self.mechanism, "epsilon": self.epsilon,
+                                "delta": self.delta, "unit": self.unit, "command": self.command, "time": self.time}
+        if self.privacy_event is not None:
+            out["privacy_event"] = self.privacy_event
         return out
 
     def charge(self) -> Charge:
@@ -176,14 +211,14 @@ def _is_id(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
-def ledger_identity(rows: Sequence[Mapping[str, Any]]) -> str | None:
+def ledger_identity(rows: Sequence[LedgerRow]) -> str | None:
     """A ledger's identity: the random id of its first line, or (ledgers before ids) its first hash; None if empty."""
     if not rows:
         return None
     return str(rows[0]["ledger"]) if _is_id(rows[0].get("ledger")) else str(rows[0]["hash"])
 
 
-def _digest(prev: str, event: Mapping[str, Any]) -> str:
+def _digest(prev: str, event: Mapping[str, object]) -> str:
     body = json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return hashlib.sha256((prev + body).encode("ascii")).hexdigest()
 
@@ -359,7 +394,7 @@ class PrivacyLedger:
     def _anchors(self) -> PrivateDir:
         return open_private_dir(state_dir(ANCHOR_DIR), what=_ANCHORS)
 
-    def _load(self, folder: PrivateDir, name: str) -> dict[str, Any] | None:
+    def _load(self, folder: PrivateDir, name: str) -> _AnchorForm | None:
         found = _read_at(folder.fd, name, folder.path / name, what="ledger anchor")
         if found is None:
             return None
@@ -368,12 +403,12 @@ class PrivacyLedger:
             row = json.loads(found[0])
             if not isinstance(row, dict) or row.get("format") != _ANCHOR_FORMAT:
                 raise ValueError
-            return row
+            return cast("_AnchorForm", row)  # an anchor file; its fields are checked where read (_head)
         except (ValueError, TypeError):
             raise LedgerMismatchError(f"the anchor of ledger {self.path} ({folder.path / name}) is damaged; run "
                                       f"`textdp ledger reset {self.path}` to anchor the ledger as it is now") from None
 
-    def _head(self, row: dict[str, Any], shown: Path) -> tuple[int, str]:
+    def _head(self, row: _AnchorForm, shown: Path) -> tuple[int, str]:
         try:
             n, h = int(row["events"]), str(row["head"])
             if n < 0 or len(h) != 64:
@@ -394,7 +429,7 @@ class PrivacyLedger:
             row = self._load(folder, name)
         return None if row is None else self._head(row, folder.path / name)
 
-    def _read_anchor(self, real: Path, rows: list[dict[str, Any]] | None) -> tuple[int, str] | None:
+    def _read_anchor(self, real: Path, rows: list[LedgerRow] | None) -> tuple[int, str] | None:
         """The anchored head to check this ledger against.
 
         That of the ledger textdp last wrote at this path when the file is missing, empty or another ledger
@@ -417,7 +452,7 @@ class PrivacyLedger:
                     return self._head(row, folder.path / name)
         return self._legacy_anchor(real) if rows else None
 
-    def _write_anchor(self, real: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _write_anchor(self, real: Path, rows: Sequence[LedgerRow]) -> None:
         ident = ledger_identity(rows)
         with self._anchors() as folder:
             path_name = self._name("path", self._path_ident(real))
@@ -430,7 +465,7 @@ class PrivacyLedger:
             folder.write_bytes(path_name, json.dumps({"format": _ANCHOR_FORMAT, "ledger": ident}).encode())
 
     # reading ---------------------------------------------------------------------------------
-    def _rows(self, dir_fd: int) -> list[dict[str, Any]] | None:
+    def _rows(self, dir_fd: int) -> list[LedgerRow] | None:
         """The verified lines of the file (``None`` when there is no file)."""
         found = _read_at(dir_fd, self.path.name, self.path, what="ledger")
         if found is None:
@@ -447,7 +482,7 @@ class PrivacyLedger:
             raise ParameterError(f"{self.path} is not a textdp ledger (its first line is not a ledger event); give "
                                  "the file written by --ledger")
         _check_private(st, self.path, what="ledger")
-        rows = []
+        rows: list[LedgerRow] = []
         prev = GENESIS
         for n, line in enumerate(text.splitlines(keepends=True), 1):
             try:
@@ -469,7 +504,7 @@ class PrivacyLedger:
             prev = row["hash"]
         return rows
 
-    def _check_anchor(self, rows: list[dict[str, Any]] | None, anchor: tuple[int, str] | None) -> None:
+    def _check_anchor(self, rows: list[LedgerRow] | None, anchor: tuple[int, str] | None) -> None:
         if anchor is None:
             if rows:
                 raise LedgerMismatchError(
@@ -492,7 +527,7 @@ class PrivacyLedger:
             raise LedgerMismatchError(f"ledger {self.path} is not the one textdp wrote: its event {n} is not the "
                                       f"recorded head {h[:12]} (it was replaced); {fix}")
 
-    def _read(self) -> tuple[list[dict[str, Any]] | None, tuple[int, str] | None]:
+    def _read(self) -> tuple[list[LedgerRow] | None, tuple[int, str] | None]:
         """The verified lines (``None``: no file) and the anchor, read under a shared lock.
 
         A missing folder is a missing file (checked against the anchor of the path it would have).
@@ -519,7 +554,7 @@ class PrivacyLedger:
                 rows = self._rows(folder.fd)
                 return rows, self._read_anchor(folder.path, rows)
 
-    def _verified(self) -> list[dict[str, Any]]:
+    def _verified(self) -> list[LedgerRow]:
         rows, anchor = self._read()
         self._check_anchor(rows, anchor)
         return rows or []
@@ -533,7 +568,7 @@ class PrivacyLedger:
         """Every recorded event, verified against its chain and its anchor (one-line error otherwise)."""
         return self._events(self._verified())
 
-    def _events(self, rows: list[dict[str, Any]]) -> list[LedgerEvent]:
+    def _events(self, rows: list[LedgerRow]) -> list[LedgerEvent]:
         try:
             return [LedgerEvent(**row["event"]) for row in rows]
         except TypeError:
@@ -669,7 +704,7 @@ class PrivacyLedger:
             for e in new:
                 body = e.to_dict()
                 h = _digest(prev, body)
-                row = {"format": _FORMAT, "prev": prev, "event": body, "hash": h}
+                row: LedgerRow = {"format": _FORMAT, "prev": prev, "event": body, "hash": h}
                 if not written:
                     row["ledger"] = prev
                 lines.append(json.dumps(row, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n")

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Self
+from typing import Self
 
 from .events import ApproxEvent, Charge, PrivacyEvent, PureEvent, SelfComposedEvent, format_charge
 
@@ -171,7 +171,7 @@ class Guarantee:
         """What the per-unit charge is measured in, when it is not plain (ε, δ) per unit (none here)."""
         return ""
 
-    def evolve(self, **changes: Any) -> Self:
+    def evolve(self, **changes: object) -> Self:
         """A copy with some fields changed and the derived texts recomputed (use this, not ``dataclasses.replace``).
 
         >>> g = Guarantee(mechanism="toy", epsilon=1.0, statement="1-DP.", not_covered="the length")
@@ -211,9 +211,9 @@ class Guarantee:
         """The public parameters as a dict."""
         return dict(self.parameters)
 
-    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, compact: bool = False) -> dict[str, object]:
         """JSON form: :data:`GUARANTEE_KEYS`, or :data:`COMPACT_KEYS` with ``compact=True`` (records)."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "mechanism": self.mechanism,
             "epsilon": float(self.epsilon),
             "delta": float(self.delta),

@@ -49,13 +49,39 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Required, TypedDict, cast
 
 from ..errors import ParameterError
 
-__all__ = ["EVENT_KINDS", "ApproxEvent", "Charge", "ComposedEvent", "DiscreteLaplaceEvent", "GaussianEvent",
-           "PrivacyEvent", "PureEvent", "RandomizedResponseEvent", "SelfComposedEvent", "ZCDPEvent", "event_from_dict",
+if TYPE_CHECKING:  # dp_accounting is imported when an event is converted, never before
+    from dp_accounting import DpEvent
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
+__all__ = ["EVENT_KINDS", "ApproxEvent", "Charge", "ComposedEvent", "DiscreteLaplaceEvent", "EventForm",
+           "GaussianEvent", "PrivacyEvent", "PureEvent", "RandomizedResponseEvent", "SelfComposedEvent", "ZCDPEvent", "event_from_dict",
            "format_charge"]
+
+
+class EventForm(TypedDict, total=False):
+    """The JSON form of an event (:meth:`PrivacyEvent.to_dict`): its ``kind`` and the fields of that kind.
+
+    Each kind holds only its own fields: ``pure`` epsilon; ``approx`` epsilon, delta; ``gaussian``
+    noise_multiplier; ``zcdp`` rho; ``randomized_response`` noise_parameter, num_buckets; ``discrete_laplace``
+    parameter, sensitivity; ``self_composed`` event, count; ``composed`` events.
+    """
+
+    kind: Required[str]
+    epsilon: float
+    delta: float
+    noise_multiplier: float
+    rho: float
+    noise_parameter: float
+    num_buckets: int
+    parameter: float
+    sensitivity: float
+    event: EventForm
+    count: int
+    events: list[EventForm]
 
 
 def format_charge(epsilon: float, delta: float, unit: str, note: str = "") -> str:
@@ -86,7 +112,7 @@ class PrivacyEvent:
         """ε when the event is pure ε-DP (exactly), else ``None``."""
         return None
 
-    def to_dp_event(self) -> Any:
+    def to_dp_event(self) -> DpEvent:
         """This event as a ``dp_accounting.DpEvent`` (``UnsupportedDpEvent`` when no Rényi form exists)."""
         import dp_accounting
 
@@ -95,7 +121,7 @@ class PrivacyEvent:
             return dp_accounting.ZCDpEvent(eps * eps / 2.0) if eps > 0 else dp_accounting.NoOpDpEvent()
         return dp_accounting.UnsupportedDpEvent()
 
-    def to_pld(self, interval: float) -> Any:
+    def to_pld(self, interval: float) -> PrivacyLossDistribution | None:
         """This event's privacy-loss distribution (``dp_accounting.pld``), pessimistic; ``None`` when it has none."""
         eps = self.pure_epsilon
         if eps is None:
@@ -106,9 +132,9 @@ class PrivacyEvent:
         return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, 0.0),
                                            value_discretization_interval=interval)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EventForm:
         """The JSON form: ``{"kind": ..., <fields>}`` (nested events as their own forms)."""
-        out: dict[str, Any] = {"kind": self.kind}
+        out: dict[str, object] = {"kind": self.kind}
         for key, value in vars(self).items():
             if isinstance(value, PrivacyEvent):
                 out[key] = value.to_dict()
@@ -116,7 +142,7 @@ class PrivacyEvent:
                 out[key] = [v.to_dict() for v in value]
             else:
                 out[key] = value
-        return out
+        return cast("EventForm", out)  # the dataclass fields of this kind: the keys EventForm declares for it
 
 
 @dataclass(frozen=True)
@@ -146,7 +172,7 @@ class ApproxEvent(PrivacyEvent):
         object.__setattr__(self, "epsilon", _check(self.epsilon, "epsilon"))
         object.__setattr__(self, "delta", _check(self.delta, "delta", below_one=True))
 
-    def to_pld(self, interval: float) -> Any:
+    def to_pld(self, interval: float) -> PrivacyLossDistribution:
         from dp_accounting.pld import common
         from dp_accounting.pld import privacy_loss_distribution as pld
 
@@ -164,12 +190,12 @@ class GaussianEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", _check(self.noise_multiplier, "noise_multiplier", positive=True))
 
-    def to_dp_event(self) -> Any:
+    def to_dp_event(self) -> DpEvent:
         import dp_accounting
 
         return dp_accounting.GaussianDpEvent(self.noise_multiplier)
 
-    def to_pld(self, interval: float) -> Any:
+    def to_pld(self, interval: float) -> PrivacyLossDistribution:
         from dp_accounting.pld import privacy_loss_distribution as pld
 
         return pld.from_gaussian_mechanism(self.noise_multiplier, sensitivity=1.0, pessimistic_estimate=True,
@@ -186,7 +212,7 @@ class ZCDPEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", _check(self.rho, "rho", positive=True))
 
-    def to_dp_event(self) -> Any:
+    def to_dp_event(self) -> DpEvent:
         import dp_accounting
 
         return dp_accounting.ZCDpEvent(self.rho)
@@ -217,12 +243,12 @@ class RandomizedResponseEvent(PrivacyEvent):
         p, k = self.noise_parameter, self.num_buckets
         return math.log1p(k * (1.0 - p) / p)
 
-    def to_dp_event(self) -> Any:
+    def to_dp_event(self) -> DpEvent:
         import dp_accounting
 
         return dp_accounting.RandomizedResponseDpEvent(self.noise_parameter, self.num_buckets)
 
-    def to_pld(self, interval: float) -> Any:
+    def to_pld(self, interval: float) -> PrivacyLossDistribution:
         from dp_accounting.pld import privacy_loss_distribution as pld
 
         return pld.from_randomized_response(self.noise_parameter, self.num_buckets, pessimistic_estimate=True,
@@ -265,12 +291,12 @@ class SelfComposedEvent(PrivacyEvent):
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise ParameterError(f"privacy event: count must be a positive integer, got {self.count!r}")
 
-    def to_dp_event(self) -> Any:
+    def to_dp_event(self) -> DpEvent:
         import dp_accounting
 
         return dp_accounting.SelfComposedDpEvent(self.event.to_dp_event(), self.count)
 
-    def to_pld(self, interval: float) -> Any:
+    def to_pld(self, interval: float) -> PrivacyLossDistribution | None:
         one = self.event.to_pld(interval)
         return None if one is None else one.self_compose(self.count)
 
@@ -287,12 +313,12 @@ class ComposedEvent(PrivacyEvent):
         if not self.events:
             raise ParameterError("privacy event: a composition needs at least one event")
 
-    def to_dp_event(self) -> Any:
+    def to_dp_event(self) -> DpEvent:
         import dp_accounting
 
         return dp_accounting.ComposedDpEvent([e.to_dp_event() for e in self.events])
 
-    def to_pld(self, interval: float) -> Any:
+    def to_pld(self, interval: float) -> PrivacyLossDistribution | None:
         out = None
         for e in self.events:
             one = e.to_pld(interval)
@@ -337,7 +363,7 @@ EVENT_KINDS: dict[str, type[PrivacyEvent]] = _kinds()
 _KINDS = EVENT_KINDS
 
 
-def event_from_dict(data: Mapping[str, Any]) -> PrivacyEvent:
+def event_from_dict(data: object) -> PrivacyEvent:
     """The event of a JSON form (:meth:`PrivacyEvent.to_dict`); a one-line error for anything else.
 
     >>> event_from_dict({"kind": "pure", "epsilon": 1.5})

@@ -47,14 +47,14 @@ Content = str | tuple[str, ...] | tuple[tuple[float, ...], ...]
 RECORD_SCHEMA_PATH = "schemas/record.schema.json"
 
 
-def load_record_schema() -> dict[str, Any]:
+def load_record_schema() -> dict[str, object]:
     """The JSON Schema (draft 2020-12) of a release record, as shipped with the package.
 
     >>> load_record_schema()["title"]
     'textdp release record'
     """
     text = resources.files("textdp").joinpath(RECORD_SCHEMA_PATH).read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
+    schema: dict[str, object] = json.loads(text)
     return schema
 
 
