@@ -77,7 +77,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, TYPE_CHECKING, Any, TypeAlias, TypeGuard
+from typing import IO, TYPE_CHECKING, TypeAlias, TypeGuard, TypeVar
 
 from ._validation import BudgetLike, check_budget
 from .engines.single import (
@@ -120,6 +120,20 @@ Ledger: TypeAlias = "str | os.PathLike[str] | PrivacyLedger"
 
 PRIVATE_NOTE = "PRIVATE: this report describes the private input; never publish it."
 
+# the driver works for every mechanism: whatever its prepared input, core output and release record
+P = TypeVar("P")
+O = TypeVar("O")  # noqa: E741
+R = TypeVar("R", bound="ReleaseRecord")
+
+
+@dataclass
+class _Charged:
+    """What charging the ledger recorded during a release: events, the ``new_ledger`` note, the guarantee charged."""
+
+    events: int = 0
+    note: str | None = None
+    guarantee: Guarantee | None = None
+
 
 @dataclass(frozen=True)
 class ReleaseSummary:
@@ -146,7 +160,7 @@ class ReleaseSummary:
     output: Path | None
     records: int
     guarantee: Guarantee
-    settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    settings: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     charged: int = 0
     ledger_note: str | None = None
     skipped: int = 0
@@ -250,7 +264,7 @@ def _read(documents: object, ids: Sequence[object] | None, *, text_field: str, i
     return items, uids, [None] * len(items), []
 
 
-def _report_row(diag: object, source: str | None, mech: Mechanism[Any, Any, Any]) -> dict[str, Any]:
+def _report_row(diag: object, source: str | None, mech: object) -> dict[str, object]:
     """One PRIVATE report row from a mechanism's diagnostics object (any family)."""
     from .mechanisms import DocumentDiagnostics
 
@@ -305,7 +319,7 @@ def _removed_on_failure() -> Iterator[list[Path]]:
         raise
 
 
-def _mark_skipped(rows: list[dict[str, Any]], skipped: Sequence[str]) -> list[dict[str, Any]]:
+def _mark_skipped(rows: list[dict[str, object]], skipped: Sequence[str]) -> list[dict[str, object]]:
     """The report rows with every unit ``empty="skip"`` left out marked ``"skipped": true`` (a row of its own
     where the mechanism reports none), in input order: the report then says how many and which ids."""
     if not skipped:
@@ -338,8 +352,8 @@ def _skipped_ids(uids: Sequence[str], released: Sequence[str]) -> list[str]:
     return out
 
 
-def _write_small_files(out: Path | None, public: Mapping[str, Any], report: Path | None,
-                       rows: list[dict[str, Any]], private_details: Mapping[str, object] | None, *, force: bool,
+def _write_small_files(out: Path | None, public: Mapping[str, object], report: Path | None,
+                       rows: list[dict[str, object]], private_details: Mapping[str, object] | None, *, force: bool,
                        written: list[Path], skipped: Sequence[str] = ()) -> None:
     """The PRIVATE report (JSONL rows, or one object with ``private_details``), then the public settings file.
 
@@ -360,7 +374,7 @@ def _write_small_files(out: Path | None, public: Mapping[str, Any], report: Path
         written.append(settings_path(out))
 
 
-def _write_records(fh: IO[str], records: Iterable[dict[str, Any]], fmt: str) -> None:
+def _write_records(fh: IO[str], records: Iterable[dict[str, object]], fmt: str) -> None:
     if fmt == "json":
         for rec in records:
             fh.write(json.dumps(rec, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
@@ -378,7 +392,7 @@ def _check_no_partition_size(partition_size: int | None) -> None:
 
 
 def release(
-        mechanism: Mechanism[Any, Any, Any], documents: object, output: str | os.PathLike[str] | IO[str] | None = None,
+        mechanism: Mechanism[P, O, R], documents: object, output: str | os.PathLike[str] | IO[str] | None = None,
         *, ids: Sequence[object] | None = None, ledger: Ledger | None = None, budget: BudgetLike | None = None,
         new_ledger: bool = False, private_report: str | os.PathLike[str] | None = None,
         private_details: Mapping[str, object] | None = None, settings: Mapping[str, object] | None = None,
@@ -459,7 +473,7 @@ def release(
         on_duplicate_ids=on_duplicate_ids, strict_ids=strict_ids, progress=progress, records_of=records_of)
 
 def _release_single(
-        mechanism: Mechanism[Any, Any, Any], documents: object, output: str | os.PathLike[str] | IO[str] | None, *,
+        mechanism: Mechanism[P, O, R], documents: object, output: str | os.PathLike[str] | IO[str] | None, *,
         ids: Sequence[object] | None, ledger: Ledger | None, budget: BudgetLike | None, new_ledger: bool,
         private_report: str | os.PathLike[str] | None, private_details: Mapping[str, object] | None,
         settings: Mapping[str, object] | None, command: str, fmt: str | None, seed: SeedLike, seeded: bool | None,
@@ -486,17 +500,17 @@ def _release_single(
     if fmt == "json" and len(units) != 1:
         raise ParameterError(f"format json writes one record; got {len(units)} units: use jsonl")
 
-    state: dict[str, Any] = {"charged": 0, "note": None, "guarantee": None}
+    state = _Charged()
 
     def on_charge(charges: dict[str, Charge], guarantee: Guarantee) -> None:
-        state["guarantee"] = guarantee
+        state.guarantee = guarantee
         if ledger is not None:
-            state["charged"], state["note"] = charge_ledger(
+            state.events, state.note = charge_ledger(
                 ledger, charges, mechanism=mechanism.name, unit=guarantee.unit, budget=budget,
                 new_ledger=new_ledger, command=command)
 
     diags: list[object] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     n_records = 0
     released: list[str] = []
     by_id = _sources_by_id(uids, sources)
@@ -514,7 +528,7 @@ def _release_single(
         from ._rng import is_seeded
         from .mechanisms import ReleaseContext
 
-        guarantee: Guarantee = state["guarantee"] or mechanism.guarantee(
+        guarantee: Guarantee = state.guarantee or mechanism.guarantee(
             ReleaseContext(seeded=bool(seeded) if seeded is not None else bool(is_seeded(seed)) if seed is not None
                        else mechanism.seeded_, empty=empty))
         public = release_settings(guarantee.to_dict(), command=command, engine="single", documents=n_records,
@@ -524,7 +538,7 @@ def _release_single(
         _write_small_files(out, public, report, rows, private_details, force=force, written=written,
                            skipped=skipped)
     return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
-                          charged=int(state["charged"]), ledger_note=state["note"], skipped=len(skipped))
+                          charged=state.events, ledger_note=state.note, skipped=len(skipped))
 
 
 
@@ -533,7 +547,7 @@ _CORPUS_OPTIONS = ("epsilon", "embeddings", "vocab_size", "stop_words", "seed", 
                    "decoder", "known_source", "postprocess")
 
 
-def _release_partitioned(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *, engine: str,
+def _release_partitioned(mechanism: Mechanism[P, O, R], documents: object, output: object, *, engine: str,
                          backend: Backend | None, partitions: int | None, work_dir: str | os.PathLike[str] | None,
                          ledger: Ledger | None, budget: BudgetLike | None, new_ledger: bool,
                          private_report: str | os.PathLike[str] | None, settings: Mapping[str, object] | None,
@@ -543,7 +557,7 @@ def _release_partitioned(mechanism: Mechanism[Any, Any, Any], documents: object,
     """:func:`release` on the corpus engine: files in, a folder of parts out (see its ``engine``)."""
     from .engines import ENGINES, get_backend
     from .engines.corpus import obfuscate_corpus
-    from .mechanisms import ReleaseContext, TextMechanism
+    from .mechanisms import BagMechanism, ReleaseContext, TextMechanism
 
     if engine not in ENGINES:
         raise ParameterError(f"unknown engine {engine!r}; choose single or one of: {', '.join(ENGINES)}")
@@ -555,46 +569,50 @@ def _release_partitioned(mechanism: Mechanism[Any, Any, Any], documents: object,
         raise ParameterError(f"engine {engine} reads files: give documents as a list of pathlib.Path")
     if output is None or not isinstance(output, (str, os.PathLike)):
         raise ParameterError(f"engine {engine} writes a folder: give output as its path")
-    p: dict[str, Any] = mechanism.get_params()
-    if p.get("seed") is not None and (isinstance(p["seed"], bool) or not isinstance(p["seed"], int)):
+    p = mechanism.get_params()
+    seed, stop_words, epsilon = mechanism.seed, mechanism.stop_words, mechanism.epsilon
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ParameterError("a partitioned release takes an int seed or none (each partition's generator is "
                              "spawned from it); the generator given cannot be split reproducibly")
-    if p.get("stop_words") is not None and not isinstance(p["stop_words"], str):
+    if stop_words is not None and not isinstance(stop_words, str):
         raise ParameterError("a partitioned release takes stop_words='english' or None (the workers rebuild it)")
-    if p.get("epsilon") is None:
+    if epsilon is None:
         raise ParameterError("a partitioned release needs epsilon (rate= runs with engine='single')")
     mechanism.fit()
+    size = mechanism.size if isinstance(mechanism, BagMechanism) else None  # only the bag family has one
+    postprocess = p.get("postprocess")  # a name or None (fit checked it), where the mechanism has one
     check_ledger_options(ledger, budget=budget, new_ledger=new_ledger, output=Path(output) / "x", inputs=paths)
-    counted: dict[str, Any] = {"events": 0, "note": None}
+    counted = _Charged()
 
     def on_ledger(events: int, note: str | None) -> None:
-        counted.update(events=events, note=note)
+        counted.events, counted.note = events, note
 
     own = backend or get_backend(engine)
     try:
         summary = obfuscate_corpus(
-            paths, Path(output), embeddings=mechanism.embeddings_, epsilon=float(p["epsilon"]), size=p.get("size"),
-            bag=str(p.get("bag", "truncate")), stop_words=p.get("stop_words"), decoder=str(p.get("decoder", "exact")),
-            seed=p.get("seed"), backend=own, size_from_data=bool(p.get("size_from_data", False)),
+            paths, Path(output), embeddings=mechanism.embeddings_, epsilon=float(epsilon), size=size,
+            bag=str(p.get("bag", "truncate")), stop_words=stop_words, decoder=str(p.get("decoder", "exact")),
+            seed=seed, backend=own, size_from_data=bool(p.get("size_from_data", False)),
             known_source=bool(p.get("known_source", False)), partitions=partitions, text_field=text_field,
             id_field=id_field, input_format=input_format, fmt=fmt,
             work_dir=None if work_dir is None else Path(work_dir),
             private_report=None if private_report is None else Path(private_report),
             extra_settings=dict(settings or {}), progress=progress, force=force, strict_ids=strict_ids,
-            on_duplicate_ids=on_duplicate_ids, mechanism=mechanism.name, postprocess=p.get("postprocess"),
+            on_duplicate_ids=on_duplicate_ids, mechanism=mechanism.name,
+            postprocess=postprocess if isinstance(postprocess, str) else None,
             params={k: v for k, v in p.items() if k not in _CORPUS_OPTIONS}, empty=empty, ledger=ledger,
             budget=budget, new_ledger=new_ledger, on_ledger=on_ledger)
     finally:
         if backend is None:
             own.close()
     bag = mechanism.releases == "bag"
-    size = summary.get("size")
-    context = ReleaseContext(size=int(size) if bag and isinstance(size, int) else None,
+    released_size = summary.get("size")
+    context = ReleaseContext(size=int(released_size) if bag and isinstance(released_size, int) else None,
                              size_from_data=bool(p.get("size_from_data")) and bag, seeded=p.get("seed") is not None,
                              empty=empty)
     return ReleaseSummary(output=Path(output), records=int(str(summary.get("documents", 0))),
                           guarantee=mechanism.guarantee(context), settings=MappingProxyType(dict(summary)),
-                          charged=int(counted["events"]), ledger_note=counted["note"])
+                          charged=counted.events, ledger_note=counted.note)
 
 
 def _rewrites_on_engine(mechanism: object) -> bool:
@@ -659,7 +677,7 @@ def _resume_key(out: Path, *, command: str, fmt: str, empty: str, settings: Mapp
             "records_of": None if records_of is None else getattr(records_of, "__qualname__", repr(records_of))}
 
 
-def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, output: object, *,
+def _release_sentences(mechanism: Mechanism[P, O, R], documents: object, output: object, *,
                        ids: Sequence[object] | None, engine: str, backend: Backend | None, partitions: int | None,
                        partition_size: int | None, work_dir: str | os.PathLike[str] | None, ledger: Ledger | None,
                        budget: BudgetLike | None, new_ledger: bool, private_report: str | os.PathLike[str] | None,
@@ -689,7 +707,7 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
     mechanism._ensure_fitted()
     context = ReleaseContext(seeded=run_seed is not None, empty=empty)
     guarantee = mechanism.guarantee(context)
-    state: dict[str, Any] = {"charged": 0, "note": None}
+    state = _Charged()
 
     def charges() -> tuple[dict[str, Charge], Guarantee]:
         counts = mechanism.charge_counts(units, uids, context=context)  # every unit validated first
@@ -697,16 +715,16 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
 
     def on_charge(owed: Mapping[str, Charge], g: Guarantee) -> None:
         if ledger is not None:
-            state["charged"], state["note"] = charge_ledger(
+            state.events, state.note = charge_ledger(
                 ledger, owed, mechanism=mechanism.name, unit=g.unit, budget=budget, new_ledger=new_ledger,
                 command=command)
 
-    def to_records(doc: ReleaseRecord) -> list[dict[str, Any]]:
+    def to_records(doc: ReleaseRecord) -> list[dict[str, object]]:
         return [r.to_record() for r in (records_of(doc) if records_of is not None else [doc])]
 
     def finish(pieces: list[SentencePiece]) -> ReleaseSummary:
         by_id = _sources_by_id(uids, sources)
-        rows: list[dict[str, Any]] = []
+        rows: list[dict[str, object]] = []
         n_records = 0
         with _removed_on_failure() as written, open_release(out, force=force) as fh:
             for piece in pieces:
@@ -717,7 +735,7 @@ def _release_sentences(mechanism: Mechanism[Any, Any, Any], documents: object, o
                                       fmt=fmt, extra={**dict(settings or {}), "partition_size": size})
             _write_small_files(out, public, report, rows, private_details, force=force, written=written)
         return ReleaseSummary(output=out, records=n_records, guarantee=guarantee, settings=MappingProxyType(public),
-                              charged=int(state["charged"]), ledger_note=state["note"])
+                              charged=state.events, ledger_note=state.note)
 
     key = _resume_key(out, command=command, fmt=fmt, empty=empty, settings=settings, report=report, ledger=ledger,
                       records_of=records_of)
