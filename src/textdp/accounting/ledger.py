@@ -65,6 +65,7 @@ guarantees anyway (see their statements).
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import fcntl
 import functools
@@ -173,7 +174,7 @@ class LedgerEvent:
         out: LedgerEventForm = {"document": self.document, "mechanism": self.mechanism, "epsilon": self.epsilon,
                                 "delta": self.delta, "unit": self.unit, "command": self.command, "time": self.time}
         if self.privacy_event is not None:
-            out["privacy_event"] = self.privacy_event
+            out["privacy_event"] = copy.deepcopy(self.privacy_event)  # the caller may change it; the event stays
         return out
 
     def charge(self) -> Charge:
