@@ -9,7 +9,9 @@ train-rewriter``) it offers sentence rewriting too: ``er-ae`` or ``ae-dp`` (as t
 
 It sits on top, like :mod:`textdp.cli`: it calls the public API (:func:`textdp.mechanisms.get` and the
 mechanisms' ``privatize_batch``, :mod:`textdp.accounting.calibration`, :func:`textdp.audit.audit`) and no
-lower layer imports it. :mod:`textdp.serve.core` holds the computations (no web framework);
+lower layer imports it. :mod:`textdp.serve.core` holds the computations (no web framework: the
+:class:`Workbench` session, with :mod:`~textdp.serve.checks`, :mod:`~textdp.serve.words`,
+:mod:`~textdp.serve.sentences`, :mod:`~textdp.serve.lm` and :mod:`~textdp.serve.curve`);
 :mod:`textdp.serve.app` the Starlette application with its Host / token / size checks. Nothing is stored or
 logged and the page loads nothing from elsewhere.
 """

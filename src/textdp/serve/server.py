@@ -26,11 +26,15 @@ import asyncio
 import hmac
 import json
 import time
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import uvicorn
 from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 h11 = h11_impl.h11  # the h11 that uvicorn's protocol speaks (not a dependency of textdp's own)
 
@@ -58,7 +62,7 @@ def _json_line(message: str) -> bytes:
     return json.dumps({"error": message}).encode("ascii")
 
 
-def has_token(headers: Any, token: bytes | None) -> bool:
+def has_token(headers: Iterable[tuple[bytes, bytes]], token: bytes | None) -> bool:
     """Whether the request headers (``(name, value)`` byte pairs, names lower-case) carry ``token`` (constant time)."""
     if not token:
         return False
@@ -148,13 +152,13 @@ class RequestLimit:
     Requests without the token (anyone on the machine) can never take the token holder's share.
     """
 
-    def __init__(self, app: Any, *, token: bytes | None, trusted: int = MAX_CONNECTIONS,
+    def __init__(self, app: ASGIApp, *, token: bytes | None, trusted: int = MAX_CONNECTIONS,
                  untrusted: int = UNTRUSTED_REQUESTS) -> None:
         self.app, self.token = app, token
         self.limits = {True: trusted, False: untrusted}
         self.running = {True: 0, False: 0}
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -173,7 +177,7 @@ class RequestLimit:
             self.running[kind] -= 1
 
 
-def make_server(app: Any, *, header_timeout: float = HEADER_TIMEOUT,
+def make_server(app: ASGIApp, *, header_timeout: float = HEADER_TIMEOUT,
                 untrusted_header_timeout: float = UNTRUSTED_HEADER_TIMEOUT,
                 untrusted_waiting: int = UNTRUSTED_WAITING) -> uvicorn.Server:
     """A uvicorn server for ``app``: no access log, no server/date headers, the header deadlines above (short and
