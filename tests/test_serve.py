@@ -29,6 +29,7 @@ from textdp._validation import EPSILON_MAX
 from textdp.mechanisms import MECHANISM_NAMES
 from textdp.serve.app import CSP, MAX_BODY_BYTES, create_app
 from textdp.serve.core import MAX_TEXT_CHARS, Workbench
+from textdp.serve.lm import LM_PRIOR_CLIP, LM_PRIOR_DEFAULTS
 
 TEXT = ("Dear Anna, the quarterly report for the Boston office is late again. Please send the revised budget "
         "figures to Michael before Friday, and remind the auditors about the pension fund review.")
@@ -750,6 +751,16 @@ def test_dp_prompt_starts_from_the_public_prior_and_its_top_k_which_a_request_ma
         listed = c.get("/api/mechanisms", headers={"X-TextDP-Token": "t0ken"}).json()["mechanisms"]
         (m,) = [m for m in listed if m["name"] == "dp-prompt"]
         assert (m["prior"], m["public_top_k"], m["epsilon"], m["clip"]) == (True, 20, 64.0, [-8.0, 8.0])
+        assert m == {"name": "dp-prompt", "kind": "sentence", "lm": True, "delta": None,
+                     **{k: LM_PRIOR_DEFAULTS[k] for k in ("prior", "public_top_k", "epsilon")},
+                     "clip": list(LM_PRIOR_CLIP)}
+        # the page shows each of them as a control, set from this listing when dp-prompt is chosen
+        page, script = c.get("/").text, c.get("/static/app.js").text
+        for control in ("prior", "public-top-k", "clip-low", "clip-high", "epsilon"):
+            assert f'id="{control}"' in page, control
+        for setter in ('$("prior").checked = m.prior', '$("public-top-k").value = String(m.public_top_k)',
+                       '$("clip-low").value = String(m.clip[0])', "setEpsilon(m.epsilon, false)"):
+            assert setter in script, setter
         seen = {}
         for extra in ({}, {"prior": False}, {"prior": True, "public_top_k": 5}, {"public_top_k": 0}):
             r = post(c, "/api/privatize", {"text": LM_TEXT, "mechanism": "dp-prompt", "epsilon": 2, **extra})

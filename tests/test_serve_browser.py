@@ -8,6 +8,7 @@ fraction change; its screenshot is the README's (``TEXTDP_UPDATE_SCREENSHOT=1`` 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -334,10 +335,16 @@ def test_sentence_rewriting_on_the_page(page, model):
 
 # -- the language-model rewriters (issue 27 §2: `textdp serve --model DIR` with a language model) ------------------
 @pytest.fixture(scope="module")
-def lm_page(tmp_path_factory, chromium, _no_server_left_behind):
+def tiny_lm_folders(tmp_path_factory):
+    """Tiny random language models of the three kinds, built once for the module."""
     from helpers import tiny_lms
 
-    folder = tiny_lms(tmp_path_factory.mktemp("serve-lm"))["seq2seq"]  # dp-paraphrase and dp-bart
+    return tiny_lms(tmp_path_factory.mktemp("serve-lm"))
+
+
+@pytest.fixture(scope="module")
+def lm_page(tiny_lm_folders, chromium, _no_server_left_behind):
+    folder = tiny_lm_folders["seq2seq"]  # dp-paraphrase and dp-bart
     with serve_process("--model", str(folder)) as s:  # stopped even when the page fails to open
         yield from _browse(chromium, s.address)
 
@@ -375,3 +382,35 @@ def test_lm_rewriters_on_the_page_with_public_bounds(lm_page):
     _expect(page, "#guarantee").to_contain_text("delta=1e-05)-DP per sentence")
     _expect(page, "#error").to_be_hidden()
     assert page.locator("#meaning li").nth(0).inner_text().endswith("except with probability at most 1e-05.")
+
+
+@pytest.fixture(scope="module")
+def causal_page(tiny_lm_folders, chromium, _no_server_left_behind):
+    folder = tiny_lm_folders["causal"]  # dp-prompt
+    with serve_process("--model", str(folder)) as s:
+        yield from _browse(chromium, s.address)
+
+
+def test_dp_prompt_starts_on_the_page_from_the_public_prior_and_its_controls(causal_page):
+    """Issue 43: dp-prompt's page defaults are the settings that paraphrase on a real model (the public prior, its
+    top-k+ set of 20, the difference clipped to [-8, 8], ε 64 per token), shown as controls that the release uses;
+    turning the prior off is stated in the release (``tests/test_serve_real_model.py`` runs them on SmolLM2)."""
+    page = causal_page
+    page.wait_for_selector("#mechanism option[value='dp-prompt']", state="attached")
+    _expect(page, "#prior-field").to_be_hidden()  # earth-movers first
+    page.select_option("#mechanism", "dp-prompt")
+    _expect(page, "#prior-field").to_be_visible()
+    _expect(page, "#clip-field").to_be_visible()
+    _expect(page, "#delta-field").to_be_hidden()
+    assert page.is_checked("#prior") and page.input_value("#public-top-k") == "20"
+    assert (page.input_value("#clip-low"), page.input_value("#clip-high"), page.input_value("#epsilon")) == (
+        "-8", "8", "64")
+    page.fill("#text", "the cat sat on the mat .")
+    _expect(page, "#record").to_contain_text('"mechanism": "dp-prompt"')
+    _expect(page, "#guarantee").to_contain_text("clip(l - p, -8, 8)")
+    params = json.loads(page.text_content("#record"))["guarantee"]["parameters"]
+    assert (params["prior"], params["public_top_k"], params["per_token"]) == (True, 20, 64.0), params
+    page.uncheck("#prior")
+    page.dispatch_event("#prior", "change")
+    _expect(page, "#guarantee").not_to_contain_text("clip(l - p")
+    assert json.loads(page.text_content("#record"))["guarantee"]["parameters"]["prior"] is False
