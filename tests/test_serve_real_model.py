@@ -13,9 +13,9 @@ with the reason, when the model package, Chromium, Playwright, uvicorn or MiniLM
 
     python -m pytest -q -p no:cacheprovider -n 0 -m slow tests/test_serve_real_model.py
 
-Measured on 2026-11-29 on the shared 2-core machine (load average 6-7): 1 min 42 s to 2 min 12 s a run, of which
-61-82 s loading the model before the address is printed and 5-8 s each release; three runs in a row passed
-(MiniLM 0.58-0.96).
+Measured on 2026-11-29 on the shared 2-core machine (load average 6-7): 1 min 42 s to 2 min 19 s a run, of which
+61-91 s loading the model before the address is printed and 5-8 s each release; four runs in a row passed
+(MiniLM 0.55-0.96).
 """
 
 from __future__ import annotations
