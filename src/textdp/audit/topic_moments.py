@@ -354,6 +354,16 @@ def spectral_claim(epsilon: float | None = None, delta: float | None = None, **p
     return _spectral_claim(_spectral(eps, dlt, params), eps, dlt)
 
 
+def _released_moments(mech: SpectralLDA, corpus: object, n: int, rng: np.random.Generator) -> list[SpectralMoments]:
+    """:func:`released_statistics` of spectral-lda: each release's two noisy moments and its whitening."""
+    out = []
+    for m in released_statistics(mech, corpus, n, rng):
+        if isinstance(m, np.ndarray):
+            raise ParameterError(f"{mech.name}: the release recorded one matrix, not spectral-lda's two moments")
+        out.append(m)
+    return out
+
+
 def _spectral_claim(mech: SpectralLDA, eps: float, dlt: float) -> MomentClaim:
     share = float(mech.share)
     K, a0 = int(mech.topics), float(mech.alpha0)
@@ -407,9 +417,7 @@ def spectral_lda_case(epsilon: float | None = None, delta: float | None = None, 
 
     def sample(corpus: object, n: int, rng: np.random.Generator) -> np.ndarray:
         out = np.empty((n, width))
-        for k, m in enumerate(released_statistics(mech, corpus, n, rng)):
-            if isinstance(m, np.ndarray):
-                raise ParameterError(f"{mech.name}: the release recorded one matrix, not spectral-lda's two moments")
+        for k, m in enumerate(_released_moments(mech, corpus, n, rng)):
             out[k] = np.concatenate([np.ravel(m.pairs), np.ravel(m.W), np.ravel(m.triples)])
         return out
 
