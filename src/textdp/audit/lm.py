@@ -13,7 +13,7 @@ DP-BART's σ calibration) replaced while the audit draws and put back after, the
 the correct loop kept. The three token-level ones (:data:`RELEASE_LOOP_BAD`) in DP-Prompt's loop
 (:func:`planted_release_case`: ``clipped_log_weights`` or ``exponential_step``), the two DP-BART ones
 (:data:`BART_LOOP_BAD`) in DP-BART's loop on its probe model (:func:`planted_bart_case`;
-:class:`~textdp.audit.lm_release.GaussianProbe`):
+:class:`~textdp.audit.lm_models.GaussianProbe`):
 
 ``lm-unclipped``
     temperature sampling ``T = 2Δ/ε`` without clipping (DP-Prompt's released scripts): a
@@ -194,7 +194,7 @@ def planted_release_case(name: str, epsilon: float | None = None, delta: float |
 
 
 #: The DP-BART known-bad variants, planted in DP-BART's real release loop on its probe model
-#: (:class:`~textdp.audit.lm_release.GaussianProbe`).
+#: (:class:`~textdp.audit.lm_models.GaussianProbe`).
 BART_LOOP_BAD = ("dp-bart-shared-noise", "dp-bart-range")
 #: ``dp-bart-range``: the clipping bounds, and the range its σ is calibrated for (the true range is 0.3).
 BART_RANGE_CLIP = (-0.2, 0.1)
