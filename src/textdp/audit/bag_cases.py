@@ -76,11 +76,11 @@ def earth_movers_case(epsilon: float | None = None, delta: float | None = None, 
 
     The registered mechanism is built at ε on GloVe 6B 50d restricted to ``vocab_size`` words
     (its real decoder; no stop-word list: the audit's documents are the words themselves) and
-    releases documents of ``size`` copies of each audited word as bags of ``size`` (:func:`text_batch`);
+    releases documents of ``size`` copies of each audited word as bags of ``size`` (:func:`~textdp.audit.release_batch.text_batch`);
     events are the released bags. Default ε = 10, for which the pair is ``monday``/``tuesday`` (claim ε·d ≈ 3.5).
     With ``size=1`` the privacy curve of the released words is audited against the claimed
-    noise law's (:func:`selected_noise_curve`). Conformance: the released bags against the
-    reference law (:func:`decoded_conformance`). ``params``: the mechanism's own options
+    noise law's (:func:`~textdp.audit.claimed_curves.selected_noise_curve`). Conformance: the released bags against the
+    reference law (:func:`~textdp.audit.word_cases.decoded_conformance`). ``params``: the mechanism's own options
     (:data:`EARTH_MOVERS_PARAMS`; ``textdp audit earth-movers --param decoder=torch``); with a decoder that
     is not the exact nearest word (``postprocess="mbr"``, an approximate index) the reference law does not
     apply and only the privacy tests run (decoding is post-processing of the noise).
@@ -141,7 +141,7 @@ def earth_movers_noise_case(epsilon: float | None = None, delta: float | None = 
     """Earth Mover's privacy, the noisy vectors its release decodes (Algorithm 1 inside the release).
 
     The registered mechanism releases documents of copies of the audited word through its
-    ``privatize_batch`` (:func:`text_batch`, what ``textdp obfuscate`` runs); its decoder is
+    ``privatize_batch`` (:func:`~textdp.audit.release_batch.text_batch`, what ``textdp obfuscate`` runs); its decoder is
     wrapped so that the noisy vectors the release actually decodes are observed (a release that
     decodes nothing is observed as its released words' own vectors: no noise). ``dim``: the
     mechanism runs on GloVe's first ``dim`` coordinates (``earth-movers-2d``). The guarantee ε·d
@@ -215,7 +215,7 @@ def syntf_case(epsilon: float | None = None, delta: float | None = None, *, size
     study's stand-in, never used by ``textdp audit``. The privacy curve is audited too, against the
     exact one-term law (:func:`~textdp.audit.claims.syntf_logp`, from ε, |V| and the two documents
     only) for ``size=1``, and against the exact law of bags of ``size`` i.i.d. terms at ε/(2N) per
-    term otherwise (:func:`bag_curve`). Conformance: χ² against that law (``size=1``), or a two-sample test
+    term otherwise (:func:`~textdp.audit.claimed_curves.bag_curve`). Conformance: χ² against that law (``size=1``), or a two-sample test
     against bags of ``size`` terms drawn from it (the multinomial factorisation). ``variant="composition"``
     (the patent's two-step draw; ``--param variant=composition``): its law is not written again here, so
     only the event test runs (claim ε).

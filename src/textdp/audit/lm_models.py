@@ -174,7 +174,7 @@ class GaussianProbe:
       step; the end token and the special tokens never win.
 
     For ``mean`` the released law is therefore the Gaussian law of ``z`` cut at the edges: exact, and
-    computed again by :meth:`ReferenceLM.probe_table` from the model alone.
+    computed again by :meth:`~textdp.audit.lm_reference.ReferenceLM.probe_tables` from the model alone.
 
     Attributes
     ----------

@@ -125,7 +125,7 @@ class ReferenceLM:
     spec : LMAuditSpec
         The rewriter's audit settings (its model kind and law).
     model : transformers model
-        The model the mechanism was fitted on (:func:`tiny_model`).
+        The model the mechanism was fitted on (:func:`~textdp.audit.lm_models.tiny_model`).
     epsilon, clip, length, max_tokens, delta
         The public parameters of the release: per-token ε (dp-bart: per sentence), the clipping bounds,
         the released tokens (``max_new_tokens``; dp-mlm: the sentence's tokens), the encoder shape and δ.
@@ -278,7 +278,7 @@ class ReferenceLM:
     def probe_tables(self, texts: Sequence[str], probe: GaussianProbe) -> list[np.ndarray]:
         """``log P(sequence | text)`` of DP-BART's release on the ``mean`` probe model for each of ``texts``.
 
-        The probe's decoder reads the noisy rows only through ``z = α mean_j u·h̃_j`` (:class:`GaussianProbe`),
+        The probe's decoder reads the noisy rows only through ``z = α mean_j u·h̃_j`` (:class:`~textdp.audit.lm_models.GaussianProbe`),
         which is ``N(α mean_j u·clip(h_j), σ² α² |u|² / n)`` under DP-BART's law (σ: :attr:`sigma`). The
         decoded sequence as a function of ``z`` is found with :meth:`greedy` on rows ``z u / (α |u|²)`` (a grid
         over 12 standard deviations beyond the means, each change bisected to 10⁻⁹ of one); each sequence gets

@@ -128,7 +128,7 @@ def lm_release_case(name: str, epsilon: float | None = None, delta: float | None
                     seed: int = 0, design: str = "mean", **options: object) -> AuditCase:
     """The audit case of rewriter ``name`` on its release path (module docstring).
 
-    ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`LM_RELEASE_DEFAULTS`.
+    ``epsilon``: per token (dp-bart: per sentence, with ``delta``); ``None``: :data:`~textdp.audit.lm_options.LM_RELEASE_DEFAULTS`.
     ``seed``: the tiny model's weights (public). dp-bart only: the probe's ``design``
     (:data:`~textdp.audit.lm_models.PROBE_DESIGNS`; ``spread`` audits :data:`~textdp.audit.lm_options.SPREAD_TEXTS`).
     ``options`` (Python values or ``--param`` text, checked by :func:`~textdp.audit.lm_options.law_options`):
@@ -217,7 +217,7 @@ def _table_case(name: str, pair: str, text_a: str, text_b: str, sample: Sampler,
 
 def _dp_bart_case(name: str, spec: LMAuditSpec, eps: float, dlt: float, clip: tuple[float, float],
                   design: str, steps: int) -> AuditCase:
-    """DP-BART through ``privatize_batch`` on its probe model (:class:`GaussianProbe`; module docstring)."""
+    """DP-BART through ``privatize_batch`` on its probe model (:class:`~textdp.audit.lm_models.GaussianProbe`; module docstring)."""
     text_a, text_b = spec.texts[:2] if design == "mean" else SPREAD_TEXTS
     probe = bart_probe(eps, dlt, clip, design, (text_a, text_b))
     lo, hi = probe.clip

@@ -139,7 +139,7 @@ def word_pair_case(
         Outputs drawn per call (default 16,384 words, 65,536 noisy vectors).
     curve : PrivacyCurve, optional
         The curve audit (default: none for words; for noise with N = 1, the exact curve of
-        n-dimensional Laplace noise, :func:`metric_noise_curve`).
+        n-dimensional Laplace noise, :func:`~textdp.audit.claimed_curves.metric_noise_curve`).
     """
     if observe not in ("words", "noise"):
         raise ParameterError(f"observe must be 'words' or 'noise', got {observe!r}")
