@@ -264,8 +264,8 @@ def _tem_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
 
 def _santext_plus_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
                          **params: object) -> tuple[np.ndarray, np.ndarray, str]:
-    first = first_sensitive_row(np.asarray(vectors).shape[0],
-                                as_float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION), "sensitive_fraction"))
+    fraction = as_float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION), "sensitive_fraction")
+    first = first_sensitive_row(np.asarray(vectors).shape[0], fraction)
     if min(a, b) < first:
         raise ParameterError("santext+: the curve audit takes two sensitive words (the least frequent rows); "
                              "a non-sensitive word is released verbatim with probability 1 - p")
