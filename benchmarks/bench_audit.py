@@ -39,11 +39,8 @@ from textdp.accounting.gaussian import (
     classic_gaussian_sigma,
 )
 from textdp.audit import AuditCase, audit, audit_case_names, run_audit
-from textdp.audit.cases import (
-    TOPIC_SENSITIVITY,
-    matrix_case,
-    word_pair_case,
-)
+from textdp.audit.topic_cases import TOPIC_SENSITIVITY, matrix_case
+from textdp.audit.word_cases import word_pair_case
 from textdp.topics.noise import GaussianNoise
 
 #: (mechanism, epsilon, delta) rows; None = the case's default.
@@ -101,7 +98,7 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
         def randomize(self, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
             return matrix + rng.laplace(0.0, self.scale, size=np.shape(matrix))
 
-    from textdp.audit.cases import l1_matrix_case
+    from textdp.audit.topic_cases import l1_matrix_case
 
     out: list[tuple[str, float, AuditCase]] = [
         ("laplace, scale / 2", 1.0, l1_matrix_case("laplace", ScaledLaplace(1.0), claimed_epsilon=1.0)),
@@ -146,7 +143,7 @@ def broken_cases() -> list[tuple[str, float, AuditCase]]:
 
 def word_level_broken_cases() -> list[tuple[str, float, AuditCase]]:
     """The broken word-level variants of ``tests/test_audit_mechanisms.py``: epsilon multiplied inside."""
-    from textdp.audit.cases import earth_movers_noise_case
+    from textdp.audit.bag_cases import earth_movers_noise_case
     from textdp.audit.word_level import (
         DEFAULT_EPSILON,
         choose_mechanism_pair,

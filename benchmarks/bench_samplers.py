@@ -11,7 +11,7 @@ same generator in the same run (the floating-point baseline the exact samplers r
 ``--audit`` times what ``textdp audit laplace`` / ``topicdp`` draw: ``n`` releases of the audit's toy
 matrix as ``n`` calls of ``randomize`` (the audit before issue 21: one exact draw of 2 or 4 entries
 per call, so the per-call overhead of the rejection loops dominated) against one vectorised draw of
-the same exact law (``textdp.audit.cases.grid_releases``), and the vectorised discrete Laplace
+the same exact law (``textdp.audit.power.exact_law_releases``), and the vectorised discrete Laplace
 sampler against a scalar pure-Python transcription of CKS20 Algorithms 1-2 (kept here only, as
 the baseline).
 """
@@ -67,7 +67,7 @@ def _scalar_discrete_laplace(t: int, s: int, gen: random.Random) -> int:
 def audit_draws(n: int, repeats: int) -> None:
     import numpy as np
 
-    from textdp.audit.cases import grid_releases
+    from textdp.audit.power import exact_law_releases as grid_releases
     from textdp.topics.noise import GaussianNoise, LaplaceNoise
 
     gen = make_rng(0)

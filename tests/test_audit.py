@@ -30,13 +30,8 @@ from textdp.audit import (
     run_audit,
 )
 from textdp.audit import registry as audit_registry
-from textdp.audit.cases import (
-    TOPIC_SENSITIVITY,
-    choose_word_pair,
-    l1_matrix_case,
-    matrix_case,
-    word_pair_case,
-)
+from textdp.audit.topic_cases import TOPIC_SENSITIVITY, l1_matrix_case, matrix_case
+from textdp.audit.word_cases import choose_word_pair, word_pair_case
 from textdp.cli import app
 from textdp.errors import ParameterError, TextDPError
 from textdp.mechanisms.laplace import laplace_noise

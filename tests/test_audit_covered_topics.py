@@ -16,7 +16,7 @@ import pytest
 
 import textdp.topics.family as family
 from textdp.audit import audit, audit_case_names
-from textdp.audit.cases import COVERED_MECHANISMS
+from textdp.audit.covered_topics import COVERED_MECHANISMS
 
 COVERED = tuple(f"{k}-covered" for k in COVERED_MECHANISMS)
 

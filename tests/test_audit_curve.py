@@ -22,7 +22,7 @@ import textdp.mechanisms.earth_movers as em_module
 import textdp.mechanisms.exponential as exp_module
 import textdp.mechanisms.perturbation as pert_module
 from textdp.audit import AuditCase, audit, audit_case, run_audit
-from textdp.audit.cases import metric_noise_curve
+from textdp.audit.claimed_curves import metric_noise_curve
 from textdp.audit.claims import (
     custext_logp,
     first_sensitive_row,
@@ -406,7 +406,7 @@ def _topic_curve_audit(kind: str, factor: float, samples: int, seed: int):
     import dataclasses
 
     from textdp.audit import accountant as acc
-    from textdp.audit.cases import l1_matrix_case, matrix_case
+    from textdp.audit.topic_cases import l1_matrix_case, matrix_case
     from textdp.samplers import DEFAULT_GRID as grid
 
     sens = 0.1
@@ -443,7 +443,7 @@ def test_thesis_noise_halved_is_private_and_a_change_of_law():
             core.grid_variance = lambda s: grid_variance(s) / 4  # type: ignore[method-assign]
             return core
 
-    from textdp.audit.cases import topicdp_case
+    from textdp.audit.topic_cases import topicdp_case
 
     case = topicdp_case(calibration="thesis", mechanism=Halved(epsilon=1.0, delta=1e-4, sensitivity=0.1))
     r = run_audit(case, samples=500, seed=3, conformance=True)

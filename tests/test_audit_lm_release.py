@@ -1,11 +1,11 @@
 """The LM rewriters' audit cases sample their own release path (tiny random models built here, never downloaded).
 
 Each case goes through ``textdp.mechanisms.get(name).fit()`` and ``privatize_batch``; the claim and the
-reference law come from public parameters and from the model run again by the audit (audit/lm_release.py).
+reference law come from public parameters and from the model run again by the audit (audit/lm_reference.py).
 The real loops pass at fixed seeds; loops patched with a planted error (ε×3 inside the temperature, clipping
 removed, no noise; DP-BART: σ/2, clipping removed) are flagged by the privacy tests (event or curve), and the
 conformance test rejects a wrong law (temperature ×2) on the real release. DP-BART runs on its probe model
-(audit/lm_release.py's GaussianProbe), whose greedy decode reads the noisy encoder rows in one direction only.
+(audit/lm_models.py's GaussianProbe), whose greedy decode reads the noisy encoder rows in one direction only.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ torch = pytest.importorskip("torch")
 from textdp._rng import make_rng
 from textdp.audit import audit_case, run_audit
 from textdp.audit.conformance import chi2_goodness_of_fit
-from textdp.audit.lm_release import LM_RELEASE_DEFAULTS, ReferenceLM, lm_release_case, tiny_model
+from textdp.audit.lm_models import tiny_model
+from textdp.audit.lm_options import LM_RELEASE_DEFAULTS
+from textdp.audit.lm_reference import ReferenceLM
+from textdp.audit.lm_release import lm_release_case
 
 TOKEN_LEVEL = ("dp-prompt", "dp-paraphrase", "dp-mlm")
 SAMPLES = 3000
@@ -158,9 +161,9 @@ def test_the_tiny_models_are_deterministic_and_leave_torch_global_generator_alon
     state = torch.random.get_rng_state()
     _, m1 = tiny_model("causal", seed=5)
     assert torch.equal(state, torch.random.get_rng_state())
-    from textdp.audit import lm_release
+    from textdp.audit import lm_models
 
-    lm_release._BUILT.pop(("causal", 5))
+    lm_models._BUILT.pop(("causal", 5))
     _, m2 = tiny_model("causal", seed=5)
     assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values(), strict=True))
 
@@ -182,7 +185,7 @@ def _noise_only(_original):
 
 def test_dp_bart_is_audited_on_its_probe_model_against_the_exact_law(cases):
     """The probe's decode reads the noisy rows through one direction only, so the released law is exact."""
-    from textdp.audit.lm_release import bart_probe, probe_model
+    from textdp.audit.lm_models import bart_probe, probe_model
 
     case = cases["dp-bart"]
     assert "probe BART model" in case.pair and case.conformance.kind == "table" and case.curve.loss is not None

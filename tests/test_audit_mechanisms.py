@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from textdp.audit import audit, audit_case, audit_case_names, run_audit
-from textdp.audit.cases import earth_movers_noise_case
+from textdp.audit.bag_cases import earth_movers_noise_case
 from textdp.audit.word_level import (
     DEFAULT_EPSILON,
     choose_mechanism_pair,

@@ -20,8 +20,7 @@ import pytest
 import textdp.mechanisms.earth_movers as em_module
 import textdp.mechanisms.exponential as ex_module
 import textdp.mechanisms.syntf as syntf_module
-from textdp.audit import audit, run_audit
-from textdp.audit import cases as audit_cases
+from textdp.audit import audit, bag_cases, claimed_curves, run_audit, topic_cases
 from textdp.embeddings import load_embeddings
 from textdp.mechanisms import get
 
@@ -29,12 +28,12 @@ from textdp.mechanisms import get
 # -- SynTF bags of N > 1 terms: the curve of the exact bag law --------------------------------------------------
 @pytest.mark.parametrize("size", [2, 3])
 def test_syntf_bags_of_several_terms_have_a_curve_that_flags_epsilon_x1_5(monkeypatch, size):
-    ok = run_audit(audit_cases.syntf_case(size=size), samples=5_000, seed=11, conformance=True)
+    ok = run_audit(bag_cases.syntf_case(size=size), samples=5_000, seed=11, conformance=True)
     assert ok.passed and ok.curve is not None and ok.curve.passed, ok
     sample_bags = syntf_module.sample_bags
     monkeypatch.setattr(syntf_module, "sample_bags",
                         lambda rows, w, v, eps, n, rng: sample_bags(rows, w, v, 1.5 * eps, n, rng))
-    bad = run_audit(audit_cases.syntf_case(size=size), samples=5_000, seed=11, conformance=True)
+    bad = run_audit(bag_cases.syntf_case(size=size), samples=5_000, seed=11, conformance=True)
     assert not bad.curve.passed and not bad.privacy_passed, bad  # the privacy test itself sees it
     assert bad.curve.excess > 0.05
 
@@ -45,14 +44,14 @@ def test_bag_curve_profile_is_the_exact_law_of_the_summed_loss():
 
     la = np.log(np.array([0.4, 0.3, 0.2, 0.1]))
     lb = np.log(np.array([0.1, 0.2, 0.3, 0.4]))
-    curve = audit_cases.bag_curve(lambda x, n, rng: np.zeros((n, 3), dtype=np.int64), la, lb, 3)
+    curve = claimed_curves.bag_curve(lambda x, n, rng: np.zeros((n, 3), dtype=np.int64), la, lb, 3)
     grid = np.asarray(curve.grid)
     pa = np.array([np.exp(la[list(t)].sum()) for t in itertools.product(range(4), repeat=3)])
     pb = np.array([np.exp(lb[list(t)].sum()) for t in itertools.product(range(4), repeat=3)])
     brute = [float(np.maximum(pa - np.exp(e) * pb, 0.0).sum()) for e in grid]
     point, upper = curve.claimed(grid, 0.05, np.random.Generator(np.random.PCG64(0)))
     assert np.allclose(point, brute, atol=1e-12) and np.all(upper >= point)
-    two = audit_cases.bag_curve(curve.sample, la, lb, 2)  # the wrong bag size: another profile
+    two = claimed_curves.bag_curve(curve.sample, la, lb, 2)  # the wrong bag size: another profile
     assert not np.allclose(two.claimed(grid, 0.05, np.random.Generator(np.random.PCG64(0)))[0], brute, atol=1e-3)
 
 
@@ -151,8 +150,8 @@ def test_a_bug_in_custext_plus_stop_word_branch_is_flagged(monkeypatch, custext_
 # -- topic matrices: epsilon x1.5 in MVG and the thesis calibration ----------------------------------------------------
 def _topic_case(name, mech=None):
     if name == "topicdp-thesis":
-        return audit_cases.topicdp_case(calibration="thesis", mechanism=mech)
-    return audit_cases.mvg_case(covariance="directional" if name == "mvg-directional" else "isotropic",
+        return topic_cases.topicdp_case(calibration="thesis", mechanism=mech)
+    return topic_cases.mvg_case(covariance="directional" if name == "mvg-directional" else "isotropic",
                                 mechanism=mech)
 
 
@@ -164,7 +163,7 @@ def test_epsilon_x1_5_in_a_loose_topic_mechanism_is_flagged_with_a_wide_margin(n
 
     ok = run_audit(_topic_case(name), samples=1_000, seed=12, conformance=True)
     assert ok.passed, ok
-    mech = topics_mechanism(name, epsilon=1.5, delta=1e-4, sensitivity=audit_cases.TOPIC_SENSITIVITY)
+    mech = topics_mechanism(name, epsilon=1.5, delta=1e-4, sensitivity=topic_cases.TOPIC_SENSITIVITY)
     bad = run_audit(_topic_case(name, mech), samples=1_000, seed=12, conformance=True)
     assert bad.claimed_epsilon == ok.claimed_epsilon == 1.0
     assert not bad.passed and bad.conformance.p_value < 1e-10, bad
@@ -173,14 +172,14 @@ def test_epsilon_x1_5_in_a_loose_topic_mechanism_is_flagged_with_a_wide_margin(n
 # -- other vocabulary sizes and bag sizes ----------------------------------------------------------------------------
 @pytest.mark.parametrize(("vocab_size", "size"), [(1_000, 1), (2_000, 3), (20_000, 2)])
 def test_earth_movers_at_other_vocabularies_and_bag_sizes(monkeypatch, vocab_size, size):
-    case = audit_cases.earth_movers_case(vocab_size=vocab_size, size=size)
+    case = bag_cases.earth_movers_case(vocab_size=vocab_size, size=size)
     assert f"top {vocab_size}" in case.pair and f"N={size}" in case.pair
     ok = run_audit(case, samples=2_000, seed=13, conformance=True)
     assert ok.passed, ok
     release = em_module.privatize_ids
     monkeypatch.setattr(em_module, "privatize_ids", lambda ids, v, eps, rng, *a, **k: release(ids, v, 1.5 * eps, rng,
                                                                                               *a, **k))
-    bad = run_audit(audit_cases.earth_movers_case(vocab_size=vocab_size, size=size), samples=2_000, seed=13,
+    bad = run_audit(bag_cases.earth_movers_case(vocab_size=vocab_size, size=size), samples=2_000, seed=13,
                     conformance=True)
     assert not bad.passed and not bad.conformance.passed, bad
 

@@ -65,9 +65,9 @@ def test_mahalanobis_releases_follow_the_reference_law_at_ten_times_the_audit_si
     # 10^5 outputs per input (10x the size of `--all`) the released words still follow the reference law, so a
     # law the reference does not share would show here; the reference at epsilon x1.05 (5% less noise) is rejected.
     from textdp.audit import audit_case
-    from textdp.audit.cases import decoded_conformance
     from textdp.audit.claims import mahalanobis_inverse_root
     from textdp.audit.conformance import chi2_two_sample
+    from textdp.audit.word_cases import decoded_conformance
     from textdp.embeddings import load_embeddings
 
     n = 100_000

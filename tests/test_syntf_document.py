@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from textdp import mechanisms
 from textdp._rng import make_rng
 from textdp.audit import audit
-from textdp.audit.cases import syntf_case
+from textdp.audit.bag_cases import syntf_case
 from textdp.audit.claims import syntf_logp
 from textdp.audit.core import run_audit
 from textdp.cli import app

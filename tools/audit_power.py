@@ -114,7 +114,7 @@ def scale_error(case: str, c: float) -> Iterator[None]:
 
 def epsilon_error_case(case: str, k: float) -> object:
     """The registered topic case with its mechanism built at ``k ε`` (the claim stays at ε)."""
-    from textdp.audit import cases
+    from textdp.audit import topic_cases as cases
     from textdp.topics.family import topics_mechanism
 
     eps, dlt = cases.TOPIC_DEFAULT_EPSILON, cases.TOPIC_DEFAULT_DELTA

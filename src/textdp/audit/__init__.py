@@ -8,9 +8,10 @@ below it is a pass (not a proof).
 * :func:`audit` -- audit a registered mechanism by name (``textdp audit NAME`` on the command
   line) or a hand-built :class:`AuditCase`;
 * :func:`register_audit_case` -- add a mechanism (a factory ``(epsilon, delta) -> AuditCase``);
-* :mod:`textdp.audit.cases` -- the built-in cases and helpers (:func:`word_pair_case`,
-  :func:`sample_releases`); every case samples the release path (``privatize_batch`` or the
-  family's release function);
+* the built-in cases and helpers, by family: :mod:`textdp.audit.word_cases` (:func:`word_pair_case`),
+  :mod:`textdp.audit.bag_cases`, :mod:`textdp.audit.topic_cases` (:func:`sample_releases`),
+  :mod:`textdp.audit.covered_topics`, :mod:`textdp.audit.lm_release`; every case samples the release path
+  (``privatize_batch`` or the family's release function);
 * :mod:`textdp.audit.accountant` -- the claims, derived again from the papers (no code shared
   with the mechanisms' calibration); :mod:`textdp.audit.conformance` -- the released outputs
   against independent reference laws (``audit(..., conformance=True)``).
@@ -25,7 +26,6 @@ This package sits above the mechanisms (like :mod:`textdp.evaluation`); lower la
 from __future__ import annotations
 
 from .builtin import register_builtin_cases
-from .cases import sample_releases, word_pair_case
 from .core import (
     AuditCase,
     AuditResult,
@@ -41,6 +41,8 @@ from .registry import (
     describe_audit_cases,
     register_audit_case,
 )
+from .topic_cases import sample_releases
+from .word_cases import word_pair_case
 
 register_builtin_cases()
 

@@ -7,22 +7,14 @@ import functools
 from collections.abc import Callable
 
 from ..errors import ParameterError
-from .cases import (
-    COVERED_MECHANISMS,
-    EARTH_MOVERS_PARAMS,
-    covered_topic_case,
-    earth_movers_case,
-    earth_movers_noise_case,
-    laplace_case,
-    mvg_case,
-    syntf_case,
-    topicdp_case,
-)
+from .bag_cases import EARTH_MOVERS_PARAMS, earth_movers_case, earth_movers_noise_case, syntf_case
 from .core import AuditCase
+from .covered_topics import COVERED_MECHANISMS, covered_topic_case
 from .generation import ae_dp_case, er_ae_case
 from .lm import register_lm_cases
 from .registry import register_audit_case
 from .sentence_release import random_sentence_case, syntf_sentence_case
+from .topic_cases import laplace_case, mvg_case, topicdp_case
 from .topic_moments import register_topic_moment_cases
 from .word_level import register_word_level_cases
 

@@ -41,7 +41,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import SupportsFloat, SupportsInt
 
 import numpy as np
 
@@ -51,6 +51,8 @@ from .public_lists import audit_stop_words
 __all__ = [
     "WORD_CLAIMS",
     "WordClaim",
+    "as_float",
+    "as_int",
     "custext_logp",
     "custext_output_sets",
     "log_normalize",
@@ -123,7 +125,7 @@ class WordClaim:
         The audit case's name (the mechanism's registered name).
     default_epsilon : float
         The case's ε when none is given: it puts the claim near
-        :data:`textdp.audit.cases.TARGET_LOSS` for the chosen pair.
+        :data:`textdp.audit.word_cases.TARGET_LOSS` for the chosen pair.
     description : str
         One line for ``textdp audit --help``.
     loss : callable
@@ -196,13 +198,31 @@ def word_claim_of(name: str) -> WordClaim:
     return spec
 
 
-def word_claim(name: str, epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+def word_claim(name: str, epsilon: float, vectors: np.ndarray, a: int, b: int, **params: object) -> float:
     """The per-word privacy-loss claim of mechanism ``name`` for words ``a`` and ``b`` (rows of ``vectors``).
 
     ``params``: the public parameters the mechanism was built with (``beta`` for TEM, ``lambd`` for
     Mahalanobis and Vickrey; defaults as the mechanisms'). Nothing here reads a mechanism object.
     """
     return float(word_claim_of(name).loss(float(epsilon), vectors, a, b, **params))
+
+
+def as_float(value: object, key: str) -> float:
+    """A public parameter's value as a float (one-line error if it is not a number).
+
+    >>> as_float("0.5", "beta"), as_float(2, "beta")
+    (0.5, 2.0)
+    """
+    if not isinstance(value, str | SupportsFloat):
+        raise ParameterError(f"{key} must be a number, got {value!r}")
+    return float(value)
+
+
+def as_int(value: object, key: str) -> int:
+    """A public parameter's value as an int (one-line error if it is not a number)."""
+    if not isinstance(value, str | SupportsInt):
+        raise ParameterError(f"{key} must be a whole number, got {value!r}")
+    return int(value)
 
 
 def _diff(vectors: np.ndarray, a: int, b: int) -> np.ndarray:
@@ -232,20 +252,20 @@ def exponential_tables(epsilon: float, vectors: np.ndarray, a: int, b: int, *, c
 
 
 def _santext_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
-                    **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+                    **params: object) -> tuple[np.ndarray, np.ndarray, str]:
     return exponential_tables(epsilon, vectors, a, b)
 
 
 def _tem_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
-                **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
-    cap = tem_threshold(epsilon, float(params.get("beta", TEM_BETA)), np.asarray(vectors).shape[0])
+                **params: object) -> tuple[np.ndarray, np.ndarray, str]:
+    cap = tem_threshold(epsilon, as_float(params.get("beta", TEM_BETA), "beta"), np.asarray(vectors).shape[0])
     return exponential_tables(epsilon, vectors, a, b, cap=cap)
 
 
 def _santext_plus_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
-                         **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
-    first = first_sensitive_row(np.asarray(vectors).shape[0],
-                                float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION)))
+                         **params: object) -> tuple[np.ndarray, np.ndarray, str]:
+    fraction = as_float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION), "sensitive_fraction")
+    first = first_sensitive_row(np.asarray(vectors).shape[0], fraction)
     if min(a, b) < first:
         raise ParameterError("santext+: the curve audit takes two sensitive words (the least frequent rows); "
                              "a non-sensitive word is released verbatim with probability 1 - p")
@@ -253,38 +273,38 @@ def _santext_plus_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
 
 
 def _randomized_response_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
-                                **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+                                **params: object) -> tuple[np.ndarray, np.ndarray, str]:
     v = np.asarray(vectors).shape[0]
     return (randomized_response_logp(epsilon, v, a), randomized_response_logp(epsilon, v, b),
             f"|V|-ary randomised response (epsilon={float(epsilon):g}, |V|={v})")
 
 
 def _custext_tables(epsilon: float, vectors: np.ndarray, a: int, b: int,
-                    **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
-    top_k = int(params.get("top_k", CUSTEXT_TOP_K))
+                    **params: object) -> tuple[np.ndarray, np.ndarray, str]:
+    top_k = as_int(params.get("top_k", CUSTEXT_TOP_K), "top_k")
     la, lb = custext_logp(vectors, epsilon, top_k, (a, b))
     return la, lb, f"CusText's law (epsilon={float(epsilon):g}, top_k={top_k}, output sets from the vocabulary)"
 
 
 def _custext_plus_tables(epsilon: float, vectors: np.ndarray, a: int, b: int, *, words: tuple[str, str] = ("", ""),
-                         **params: Any) -> tuple[np.ndarray, np.ndarray, str]:
+                         **params: object) -> tuple[np.ndarray, np.ndarray, str]:
     stops = audit_stop_words(params.get("stop_words", "english"))
     if words[0] in stops or words[1] in stops:  # CusText+ releases stop words unchanged
         raise ParameterError("custext+: stop words are released unchanged (not protected); audit two other words")
     return _custext_tables(epsilon, vectors, a, b, **params)
 
 
-def _identity(vectors: np.ndarray, **params: Any) -> np.ndarray | None:
+def _identity(vectors: np.ndarray, **params: object) -> np.ndarray | None:
     return None
 
 
-def _mahalanobis_transform(vectors: np.ndarray, **params: Any) -> np.ndarray | None:
-    return mahalanobis_inverse_root(vectors, float(params.get("lambd", MAHALANOBIS_LAMBDA)))
+def _mahalanobis_transform(vectors: np.ndarray, **params: object) -> np.ndarray | None:
+    return mahalanobis_inverse_root(vectors, as_float(params.get("lambd", MAHALANOBIS_LAMBDA), "lambd"))
 
 
-def _vickrey_transform(vectors: np.ndarray, **params: Any) -> np.ndarray | None:
+def _vickrey_transform(vectors: np.ndarray, **params: object) -> np.ndarray | None:
     lambd = params.get("lambd")  # Vickrey's noise is CMP's, or Mahalanobis' when it was given lambd
-    return None if lambd is None else mahalanobis_inverse_root(vectors, float(lambd))
+    return None if lambd is None else mahalanobis_inverse_root(vectors, as_float(lambd, "lambd"))
 
 
 # -- the claims, each with the cases it serves ------------------------------------------------------------------
@@ -295,14 +315,14 @@ def _vickrey_transform(vectors: np.ndarray, **params: Any) -> np.ndarray | None:
                  description="SanText exponential mechanism (claim epsilon*d; default epsilon 2)")
 @word_claim_case("cmp", default_epsilon=10.0, noise=_identity,
                  description="CMP (Laplace noise + nearest word), two GloVe words (claim epsilon*d; default epsilon 10)")
-def euclidean_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+def euclidean_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: object) -> float:
     """Metric DP in the Euclidean distance: ``ε·||e_a − e_b||₂``."""
     return float(epsilon) * float(np.linalg.norm(_diff(vectors, a, b)))
 
 
 @word_claim_case("mahalanobis", default_epsilon=10.0, noise=_mahalanobis_transform,
                  description="Mahalanobis noise + nearest word (claim epsilon*d_RM; default epsilon 10)")
-def mahalanobis_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+def mahalanobis_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: object) -> float:
     """``ε·||Σ_λ^{-1/2}(e_a − e_b)||₂`` (λ: ``lambd``, default :data:`MAHALANOBIS_LAMBDA`)."""
     root = _mahalanobis_transform(vectors, **params)
     return float(epsilon) * float(np.linalg.norm(_diff(vectors, a, b) @ root))
@@ -311,7 +331,7 @@ def mahalanobis_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **par
 @word_claim_case("vickrey", default_epsilon=10.0, noise=_vickrey_transform, threshold=True,
                  description="Vickrey (first/second nearest word of CMP's noisy vector; claim epsilon*d; "
                              "default epsilon 10)")
-def vickrey_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+def vickrey_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: object) -> float:
     """``ε·d``, or ``ε·d_RM`` when given ``lambd`` (its noise is then Mahalanobis'; the threshold rule is post-processing)."""
     if params.get("lambd") is None:
         return euclidean_claim(epsilon, vectors, a, b)
@@ -321,9 +341,9 @@ def vickrey_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params:
 @word_claim_case("tem", default_epsilon=10.0, tables=_tem_tables,  # gamma 3.1 < most distances: truncation decides
                  description="truncated exponential mechanism (claim epsilon*min(d, gamma); default epsilon 10, "
                              "where gamma = 3.1 lies below most distances)")
-def tem_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+def tem_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: object) -> float:
     """``ε·min(d, γ)`` with ``γ`` from ``beta`` (default :data:`TEM_BETA`) and |V| (Carvalho et al., Thm. 3)."""
-    gamma = tem_threshold(float(epsilon), float(params.get("beta", TEM_BETA)), int(np.asarray(vectors).shape[0]))
+    gamma = tem_threshold(float(epsilon), as_float(params.get("beta", TEM_BETA), "beta"), int(np.asarray(vectors).shape[0]))
     return float(epsilon) * min(float(np.linalg.norm(_diff(vectors, a, b))), gamma)
 
 
@@ -335,7 +355,7 @@ def tem_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any
                  description="CusText+, two non-stop words of one output set (claim epsilon; default 3)")
 @word_claim_case("custext", default_epsilon=3.0, tables=_custext_tables, pair="output-set",
                  description="CusText, two words of one output set (claim epsilon; default 3)")
-def pure_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: Any) -> float:
+def pure_claim(epsilon: float, vectors: np.ndarray, a: int, b: int, **params: object) -> float:
     """Pure ε-DP between the audited words: ``ε``."""
     return float(epsilon)
 

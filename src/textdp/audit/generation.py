@@ -50,7 +50,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -61,6 +61,9 @@ from .accountant import exponential_per_token, two_set_per_token
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve, exact_profile
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "AE_DP_DEFAULT_EPSILON",
@@ -260,7 +263,7 @@ def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, step_law: 
         table = net.table()
         z = net.encode(ids, torch.tensor([ids.shape[1]]))
 
-        def walk(prefix: tuple[int, ...], prob: float, prev: int, h: Any) -> None:
+        def walk(prefix: tuple[int, ...], prob: float, prev: int, h: Tensor) -> None:
             if len(prefix) == n_max:
                 law[index[tuple(words[j] for j in prefix)]] += prob
                 return
@@ -281,7 +284,7 @@ def sequence_law(model_dir: str | Path, text: str, epsilon: float, *, step_law: 
 
 
 def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, per_token: float, law: str,
-                       **params: Any) -> AuditCase:
+                       **params: object) -> AuditCase:
     """The audit case of the textdp-model mechanism ``name`` at ``eps`` through ``privatize_batch`` (module docstring).
 
     ``step_law``: the reference law of one step; ``per_token``: the audit accountant's bound per
@@ -305,7 +308,7 @@ def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, p
     # the claim: L_max steps, each at most the audit accountant's per-step bound (never the mechanism's own)
     claimed = ER_AE_MAX_LENGTH * per_token
 
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(which: object, n: int, rng: np.random.Generator) -> np.ndarray:
         with one_torch_thread():
             released = mech.privatize_batch([str(which)] * n, seed=rng)
         return np.array([index.get(tuple(str(r.content).split()), size) for r in released], dtype=np.int64)
@@ -333,7 +336,7 @@ def _release_path_case(name: str, folder: Path, eps: float, step_law: StepLaw, p
 ER_AE_MAX_K = 8
 
 
-def _variant(value: str | None) -> dict[str, Any]:
+def _variant(value: str | None) -> dict[str, object]:
     """``{"variant": value}`` when given (checked against the mechanisms' variants), else ``{}``."""
     if value is None:
         return {}
@@ -357,7 +360,7 @@ def er_ae_case(epsilon: float | None = None, delta: float | None = None, *, seed
     """
     require("torch", "generation")
     eps = ER_AE_DEFAULT_EPSILON if epsilon is None else float(epsilon)
-    params: dict[str, Any] = _variant(variant)
+    params = _variant(variant)
     f, draws = 0.1, 5
     if word_fraction is not None:
         try:

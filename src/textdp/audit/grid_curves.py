@@ -3,8 +3,8 @@
 TopicDP (:class:`~textdp.topics.noise.GaussianNoise`), the MVG mechanism and the Laplace
 baseline release ``(rint(X/g) + Z) g`` with ``Z`` i.i.d. exact discrete noise (Gaussian of variance
 σ², or Laplace of scale ``s``, in grid units ``g``). The audit pairs differ in one entry
-(:func:`~textdp.audit.cases.matrix_pair`) or in the two entries of one row
-(:func:`~textdp.audit.cases.l1_matrix_case`), so the claimed privacy loss ``ln p_a(o)/p_b(o)`` of a
+(:func:`~textdp.audit.topic_cases.matrix_pair`) or in the two entries of one row
+(:func:`~textdp.audit.topic_cases.l1_matrix_case`), so the claimed privacy loss ``ln p_a(o)/p_b(o)`` of a
 release depends only on the entries that differ (the noise on the others has the same law under
 both inputs and cancels). The parameters (σ², ``s``) are recomputed from the public ε, δ,
 sensitivity, shape and grid by :mod:`textdp.audit.claims`, never read from the mechanism object.

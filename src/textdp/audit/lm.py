@@ -13,7 +13,7 @@ DP-BART's σ calibration) replaced while the audit draws and put back after, the
 the correct loop kept. The three token-level ones (:data:`RELEASE_LOOP_BAD`) in DP-Prompt's loop
 (:func:`planted_release_case`: ``clipped_log_weights`` or ``exponential_step``), the two DP-BART ones
 (:data:`BART_LOOP_BAD`) in DP-BART's loop on its probe model (:func:`planted_bart_case`;
-:class:`~textdp.audit.lm_release.GaussianProbe`):
+:class:`~textdp.audit.lm_models.GaussianProbe`):
 
 ``lm-unclipped``
     temperature sampling ``T = 2Δ/ε`` without clipping (DP-Prompt's released scripts): a
@@ -39,13 +39,23 @@ import functools
 import math
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ParameterError, require
 from .core import AuditCase
 from .registry import register_audit_case
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ..generation.decoding import ClipBounds
+    from ..generation.lm_family import DPBART
+
+#: A function of a rewriter's release loop that a known-bad variant replaces (its scores or hidden rows in, a
+#: tensor out: ``clipped_log_weights``, ``exponential_step``, ``clip_and_noise``).
+LoopFunction = Callable[..., "Tensor"]
 
 __all__ = ["BART_LOOP_BAD", "KNOWN_BAD", "LM_DEFAULT_EPSILON", "RELEASE_LOOP_BAD", "planted_bart_case",
            "planted_release_case", "register_lm_cases", "token_case"]
@@ -102,7 +112,7 @@ def token_case(name: str, epsilon: float | None = None, delta: float | None = No
 
     draw_a, draw_b = law(score_a), law(score_b)
 
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(which: object, n: int, rng: np.random.Generator) -> np.ndarray:
         return draw_a(n, rng) if which == "a" else draw_b(n, rng)
 
     return AuditCase(mechanism=name, pair=f"one token, clipped scores (b, a, ..., a) vs (a, b, ..., b) over {vocab} "
@@ -116,7 +126,7 @@ RELEASE_LOOP_BAD = ("lm-unclipped", "lm-topk-clipped", "lm-factor-one")
 
 
 @contextlib.contextmanager
-def _planted(attr: str, make: Callable[[Any], Any]) -> Iterator[None]:
+def _planted(attr: str, make: Callable[[LoopFunction], LoopFunction]) -> Iterator[None]:
     """Replace ``attr`` in every loaded ``textdp.generation`` module that binds it, for the block only."""
     from ..generation import decoding, lm_decode  # (loaded, so every module binding it is found)
 
@@ -134,7 +144,7 @@ def _planted(attr: str, make: Callable[[Any], Any]) -> Iterator[None]:
             setattr(m, attr, original)
 
 
-def _loop_variant(variant: str) -> tuple[str, Callable[[Any], Any]]:
+def _loop_variant(variant: str) -> tuple[str, Callable[[LoopFunction], LoopFunction]]:
     """``(attr, make)``: the function of the release loop a known-bad variant replaces, and its replacement."""
     torch = require("torch", "generation")
 
@@ -142,8 +152,8 @@ def _loop_variant(variant: str) -> tuple[str, Callable[[Any], Any]]:
         return "exponential_step", lambda step: lambda scores, rng, *, epsilon, **kw: step(
             scores, rng, epsilon=2.0 * epsilon, **kw)
 
-    def make(clipped: Any) -> Any:
-        def planted(scores: Any, *, epsilon: float, bounds: Any, allowed: Any = None) -> Any:
+    def make(clipped: LoopFunction) -> LoopFunction:
+        def planted(scores: Tensor, *, epsilon: float, bounds: ClipBounds, allowed: Tensor | None = None) -> Tensor:
             s = torch.as_tensor(scores).to(torch.float64, copy=True)
             if variant == "lm-unclipped":  # softmax(s / T) with T = 2Δ/ε, nothing clipped
                 lw = s * (epsilon / (2.0 * bounds.width))
@@ -174,7 +184,7 @@ def planted_release_case(name: str, epsilon: float | None = None, delta: float |
     case = lm_release_case(base, epsilon, delta)
     real = case.sample
 
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(which: object, n: int, rng: np.random.Generator) -> np.ndarray:
         with _planted(attr, make):
             return real(which, n, rng)
 
@@ -184,7 +194,7 @@ def planted_release_case(name: str, epsilon: float | None = None, delta: float |
 
 
 #: The DP-BART known-bad variants, planted in DP-BART's real release loop on its probe model
-#: (:class:`~textdp.audit.lm_release.GaussianProbe`).
+#: (:class:`~textdp.audit.lm_models.GaussianProbe`).
 BART_LOOP_BAD = ("dp-bart-shared-noise", "dp-bart-range")
 #: ``dp-bart-range``: the clipping bounds, and the range its σ is calibrated for (the true range is 0.3).
 BART_RANGE_CLIP = (-0.2, 0.1)
@@ -199,9 +209,11 @@ def _range_calibration(width: float) -> Iterator[None]:
 
     original = lm_family.DPBART.sigma
 
-    def sigma(self: Any, hidden_size: int | None) -> tuple[float, float]:
+    def sigma(self: DPBART, hidden_size: int | None) -> tuple[float, float]:
         original(self, hidden_size)  # the real method's checks
         sens = width * math.sqrt(int(hidden_size or 0) * self.max_tokens)
+        if self.epsilon is None:  # (the real method's checks refused it already)
+            raise ParameterError("dp-bart-range: epsilon is not set")
         return sens, lm_family.analytic_gaussian_sigma(float(self.epsilon), self.delta_value(), sens)
 
     lm_family.DPBART.sigma = sigma  # type: ignore[method-assign]
@@ -211,11 +223,11 @@ def _range_calibration(width: float) -> Iterator[None]:
         lm_family.DPBART.sigma = original  # type: ignore[method-assign]
 
 
-def _shared_noise(clip_and_noise: Any) -> Any:
+def _shared_noise(clip_and_noise: LoopFunction) -> LoopFunction:
     """``clip_and_noise`` with one noise row per sentence added to every token row (``dp-bart-shared-noise``)."""
     torch = require("torch", "generation")
 
-    def planted(hidden: Any, bounds: Any, sigma: float, rng: np.random.Generator) -> Any:
+    def planted(hidden: Tensor | np.ndarray, bounds: ClipBounds, sigma: float, rng: np.random.Generator) -> Tensor:
         clipped = clip_and_noise(hidden, bounds, 0.0, rng)
         row = torch.from_numpy(rng.standard_normal((clipped.shape[0], 1, clipped.shape[2])))
         return clipped + float(sigma) * row
@@ -254,7 +266,7 @@ def planted_bart_case(name: str, epsilon: float | None = None, delta: float | No
             case = lm_release_case("dp-bart", epsilon, delta, clip=BART_RANGE_CLIP)
     real = case.sample
 
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(which: object, n: int, rng: np.random.Generator) -> np.ndarray:
         with fault():
             return real(which, n, rng)
 

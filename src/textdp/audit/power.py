@@ -9,8 +9,6 @@ them and that the modules that build cases import nothing from here.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..errors import require
@@ -74,7 +72,7 @@ def two_set_toy_case(epsilon: float | None = None, delta: float | None = None, *
     # the poster-claim variant keeps its deliberately wrong claim
     claimed = stated if broken == "poster-claim" else two_set_per_token(float(eps), vocab_size)
 
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(which: object, n: int, rng: np.random.Generator) -> np.ndarray:
         return sample_a(n, rng) if which == "a" else sample_b(n, rng)
 
     table = two_set_point_mass_law(float(eps), vocab_size)

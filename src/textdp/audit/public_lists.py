@@ -35,7 +35,7 @@ AUDIT_ENGLISH_STOP_WORDS: frozenset[str] = frozenset("""
 """.split())
 
 
-def audit_stop_words(stop_words: str | Iterable[str] | None) -> frozenset[str]:
+def audit_stop_words(stop_words: object) -> frozenset[str]:
     """The stop words a ``stop_words`` parameter names, by the audit's own code.
 
     ``"english"``: :data:`AUDIT_ENGLISH_STOP_WORDS`; ``None``: none; an iterable: its words, lower-cased.
@@ -43,12 +43,14 @@ def audit_stop_words(stop_words: str | Iterable[str] | None) -> frozenset[str]:
     >>> len(audit_stop_words("english")), sorted(audit_stop_words(["The", "a"])), len(audit_stop_words(None))
     (318, ['a', 'the'], 0)
     """
+    from ..errors import ParameterError
+
     if stop_words is None:
         return frozenset()
     if isinstance(stop_words, str):
         if stop_words != "english":
-            from ..errors import ParameterError
-
             raise ParameterError(f"unknown stop-word list {stop_words!r}; choose 'english', None or a list of words")
         return AUDIT_ENGLISH_STOP_WORDS
+    if not isinstance(stop_words, Iterable):
+        raise ParameterError(f"stop_words must be 'english', None or a list of words, got {stop_words!r}")
     return frozenset(str(w).lower() for w in stop_words)

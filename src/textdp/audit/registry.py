@@ -8,8 +8,8 @@ or with the decorator :func:`audit_case_factory` on the factory itself. The word
 declared on their claim functions (:func:`textdp.audit.claims.word_claim_case`).
 
 where ``factory(epsilon=None, delta=None) -> AuditCase`` builds the case at the requested
-privacy parameters (``None``: the case's defaults). See :mod:`textdp.audit.cases` for the
-built-in cases and :func:`textdp.audit.cases.word_pair_case` for word-level metric-DP mechanisms.
+privacy parameters (``None``: the case's defaults). See :mod:`textdp.audit.builtin` for the
+built-in cases and :func:`textdp.audit.word_cases.word_pair_case` for word-level metric-DP mechanisms.
 
 A registered mechanism with no case (its registry line says ``None``, or names a case nobody
 registered) is still usable everywhere; it is **NOT AUDITED**, and says so: :func:`not_audited`

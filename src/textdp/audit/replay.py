@@ -419,7 +419,7 @@ def replay_audit(name: str, *, epsilon: float | None = None, delta: float | None
     if k > 1000:
         raise ParameterError(f"pairs must be at most 1000 (two LDA fits each), got {k}")
     g = check_probability(gamma, "gamma")
-    from .cases import TOPIC_DEFAULT_DELTA, TOPIC_DEFAULT_EPSILON
+    from .topic_cases import TOPIC_DEFAULT_DELTA, TOPIC_DEFAULT_EPSILON
 
     eps = TOPIC_DEFAULT_EPSILON if epsilon is None else float(epsilon)
     check_choice(keywords_from, "keywords_from", ("noisy", "model"))

@@ -26,7 +26,7 @@ sentences only:
   tokens' laws.
 
 Each case carries the **event test**, the **privacy curve** with the exact loss of the reference law
-(:func:`textdp.audit.cases.table_curve`) and the **conformance test** (χ² of the released outputs
+(:func:`textdp.audit.claimed_curves.table_curve`) and the **conformance test** (χ² of the released outputs
 against the reference table). Needs the ``[generation]`` extra (torch) for the model folder.
 
 References
@@ -44,13 +44,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from ..errors import ParameterError, require
 from .accountant import exponential_per_token
-from .cases import table_curve
+from .claimed_curves import table_curve
 from .claims import randomized_response_logp, syntf_logp
 from .conformance import Conformance
 from .core import AuditCase
@@ -160,7 +159,7 @@ def _sentence_case(name: str, eps: float, pair: tuple[str, str], logp: SentenceL
             toks = sorted(toks, key=lambda t: rank.get(t, len(words)))
         return index.get(tuple(toks), size)
 
-    def sample(which: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(which: object, n: int, rng: np.random.Generator) -> np.ndarray:
         with one_torch_thread():
             released = mech.privatize_batch([str(which)] * n, seed=rng)
         return np.array([read(str(r.content)) for r in released], dtype=np.int64)

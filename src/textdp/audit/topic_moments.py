@@ -44,7 +44,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -54,6 +54,13 @@ from ..errors import ParameterError
 from .conformance import Conformance
 from .core import AuditCase
 from .curve import CURVE_POINTS, PrivacyCurve
+
+if TYPE_CHECKING:
+    from ..topics.cooccurrence import CorpusTopicsMechanism, NoisyCooccurrence
+    from ..topics.spectral import SpectralLDA, SpectralMoments
+
+#: The registered class a moment case builds (its release is sampled through ``privatize_batch``).
+M = TypeVar("M", bound="CorpusTopicsMechanism")
 
 __all__ = [
     "AUDIT_WORDS",
@@ -203,18 +210,33 @@ def _corpora() -> tuple[object, object]:
     return a, b
 
 
-def _mechanism(name: str, eps: float, dlt: float, params: Mapping[str, object]) -> Any:
+def _mechanism(name: str, eps: float, dlt: float, params: Mapping[str, object], kind: type[M]) -> M:
     from ..mechanisms.registry import get
 
     for key in ("sensitivity", "gamma"):
         if key in params:
             raise ParameterError(f"{name} is calibrated to its public clip: --param {key} does not apply")
     mech = get(name, epsilon=eps, delta=dlt, **params)
+    if not isinstance(mech, kind):
+        raise ParameterError(f"{name} is registered as {type(mech).__name__}, not the {kind.__name__} this case audits")
     mech.fit()
     return mech
 
 
-def released_statistics(mech: Any, corpus: object, n: int, rng: np.random.Generator) -> list[Any]:
+def _cooccurrence(eps: float, dlt: float, params: Mapping[str, object]) -> NoisyCooccurrence:
+    from ..topics.cooccurrence import NoisyCooccurrence
+
+    return _mechanism("noisy-cooccurrence", eps, dlt, params, NoisyCooccurrence)
+
+
+def _spectral(eps: float, dlt: float, params: Mapping[str, object]) -> SpectralLDA:
+    from ..topics.spectral import SpectralLDA
+
+    return _mechanism("spectral-lda", eps, dlt, params, SpectralLDA)
+
+
+def released_statistics(mech: CorpusTopicsMechanism, corpus: object, n: int,
+                        rng: np.random.Generator) -> list[np.ndarray | SpectralMoments]:
     """``n`` releases of ``corpus`` through the registered class's ``privatize_batch``; each one's noisy statistic.
 
     The release runs ``topic_word`` = ``fit_topics(noisy step(corpus, rng))`` (``noisy_statistic`` or
@@ -223,9 +245,9 @@ def released_statistics(mech: Any, corpus: object, n: int, rng: np.random.Genera
     law of what it is given, and it saves the NMF / tensor power method of every draw). Everything before it --
     ``privatize_batch``, ``_privatize``, the noisy step -- is the release's own code.
     """
-    got: list[Any] = []
+    got: list[np.ndarray | SpectralMoments] = []
 
-    def recorder(stat: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def recorder(stat: np.ndarray | SpectralMoments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         got.append(stat)
         V = int(np.shape(stat[0] if isinstance(stat, tuple) else stat)[0])
         K = int(mech.topics)
@@ -260,13 +282,13 @@ def _params(epsilon: float | None, delta: float | None) -> tuple[float, float]:
             check_probability(DEFAULT_DELTA if delta is None else delta, "delta"))
 
 
-def _columns(mech: Any) -> tuple[str, ...]:
+def _columns(mech: CorpusTopicsMechanism) -> tuple[str, ...]:
     return AUDIT_WORDS[: min(int(mech.words), len(AUDIT_WORDS))]
 
 
 # -- noisy-cooccurrence -----------------------------------------------------------------------------------------
 def noisy_cooccurrence_case(epsilon: float | None = None, delta: float | None = None, *,
-                            mechanism: object | None = None, **params: object) -> AuditCase:
+                            mechanism: NoisyCooccurrence | None = None, **params: object) -> AuditCase:
     """``noisy-cooccurrence`` through ``NoisyCooccurrence.noisy_statistic`` (what its release post-processes).
 
     ``params``: the mechanism's own parameters (``clip``, ``words``, ...), as ``textdp topics`` takes them.
@@ -274,8 +296,8 @@ def noisy_cooccurrence_case(epsilon: float | None = None, delta: float | None = 
     stays the one of ``epsilon``, ``delta`` and the public parameters.
     """
     eps, dlt = _params(epsilon, delta)
-    built = _mechanism("noisy-cooccurrence", eps, dlt, params)
-    mech: Any = built if mechanism is None else mechanism
+    built = _cooccurrence(eps, dlt, params)
+    mech = built if mechanism is None else mechanism
     C = float(built.clip)
     cols = _columns(built)
     mu = least_noise_mu(eps, dlt)
@@ -320,7 +342,7 @@ def noisy_cooccurrence_claim(epsilon: float | None = None, delta: float | None =
                              **params: object) -> MomentClaim:
     """The :class:`MomentClaim` of :func:`noisy_cooccurrence_case` at these parameters."""
     eps, dlt = _params(epsilon, delta)
-    C = float(_mechanism("noisy-cooccurrence", eps, dlt, params).clip)
+    C = float(_cooccurrence(eps, dlt, params).clip)
     mu = least_noise_mu(eps, dlt)
     return MomentClaim(eps, dlt, mu, (C / mu,), (C,))
 
@@ -329,10 +351,20 @@ def noisy_cooccurrence_claim(epsilon: float | None = None, delta: float | None =
 def spectral_claim(epsilon: float | None = None, delta: float | None = None, **params: object) -> MomentClaim:
     """The :class:`MomentClaim` of :func:`spectral_lda_case`: ``mu`` split by ``share`` over the two releases."""
     eps, dlt = _params(epsilon, delta)
-    return _spectral_claim(_mechanism("spectral-lda", eps, dlt, params), eps, dlt)
+    return _spectral_claim(_spectral(eps, dlt, params), eps, dlt)
 
 
-def _spectral_claim(mech: Any, eps: float, dlt: float) -> MomentClaim:
+def _released_moments(mech: SpectralLDA, corpus: object, n: int, rng: np.random.Generator) -> list[SpectralMoments]:
+    """:func:`released_statistics` of spectral-lda: each release's two noisy moments and its whitening."""
+    out = []
+    for m in released_statistics(mech, corpus, n, rng):
+        if isinstance(m, np.ndarray):
+            raise ParameterError(f"{mech.name}: the release recorded one matrix, not spectral-lda's two moments")
+        out.append(m)
+    return out
+
+
+def _spectral_claim(mech: SpectralLDA, eps: float, dlt: float) -> MomentClaim:
     share = float(mech.share)
     K, a0 = int(mech.topics), float(mech.alpha0)
     C2, C3 = float(mech.clip), float(mech.clip3) * math.sqrt(K * (a0 + 1.0))
@@ -341,15 +373,15 @@ def _spectral_claim(mech: Any, eps: float, dlt: float) -> MomentClaim:
 
 
 def spectral_lda_case(epsilon: float | None = None, delta: float | None = None, *,
-                      mechanism: object | None = None, **params: object) -> AuditCase:
+                      mechanism: SpectralLDA | None = None, **params: object) -> AuditCase:
     """``spectral-lda`` through ``SpectralLDA.noisy_moments`` (its two noisy releases and the whitening).
 
     Each output is one sample's ``(S2~, W, S3~)`` flattened; the loss of release 2 is computed from that
     sample's whitening ``W`` (public: post-processing of release 1) with the audit's own triple moments.
     """
     eps, dlt = _params(epsilon, delta)
-    built = _mechanism("spectral-lda", eps, dlt, params)
-    mech: Any = built if mechanism is None else mechanism
+    built = _spectral(eps, dlt, params)
+    mech = built if mechanism is None else mechanism
     cols = _columns(built)
     V, K = len(cols), int(built.topics)
     if K > V:
@@ -385,7 +417,7 @@ def spectral_lda_case(epsilon: float | None = None, delta: float | None = None, 
 
     def sample(corpus: object, n: int, rng: np.random.Generator) -> np.ndarray:
         out = np.empty((n, width))
-        for k, m in enumerate(released_statistics(mech, corpus, n, rng)):
+        for k, m in enumerate(_released_moments(mech, corpus, n, rng)):
             out[k] = np.concatenate([np.ravel(m.pairs), np.ravel(m.W), np.ravel(m.triples)])
         return out
 

@@ -1,7 +1,7 @@
 """Audit cases for the word-level mechanisms (every name of :data:`textdp.mechanisms.MECHANISM_NAMES`).
 
 Each case releases one of two public GloVe words, ``n`` times per word, through the registered
-class's ``privatize_batch`` (one call of ``n`` one-word documents, :func:`~textdp.audit.cases.text_batch`:
+class's ``privatize_batch`` (one call of ``n`` one-word documents, :func:`~textdp.audit.release_batch.text_batch`:
 the path of ``textdp obfuscate`` and ``release()``, the class's ``_privatize``), and audits the
 released words (discrete events). The claim is the mechanism's per-word bound for the pair,
 computed by :func:`textdp.audit.claims.word_claim` from the public parameters the case was given
@@ -17,7 +17,7 @@ also reads, so a bug inflating both would go unseen):
 Vocabulary: GloVe 6B 50d restricted to its :data:`AUDIT_VOCABULARY` most frequent words (a
 public restriction, a valid configuration of every mechanism). Pairs come from fixed public lists;
 the default ε per mechanism (:data:`DEFAULT_EPSILON`) puts the claim near
-:data:`textdp.audit.cases.TARGET_LOSS`, a loss ~10^5 samples can resolve.
+:data:`textdp.audit.word_cases.TARGET_LOSS`, a loss ~10^5 samples can resolve.
 
 How much of the claim an audit can show is the mechanism's, not the auditor's: the exponential
 mechanisms ``exp(-ε d / 2)`` realise about half of ``ε·d`` (the other half covers the normaliser),
@@ -48,28 +48,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError
-from .cases import (
-    EXACT_DECODERS,
-    TARGET_LOSS,
-    WORD_PAIRS,
-    decoded_conformance,
-    metric_noise_curve,
-    selected_noise_curve,
-    table_curve,
-    text_batch,
-)
+from .claimed_curves import metric_noise_curve, selected_noise_curve, table_curve
 from .claims import (
     CUSTEXT_TOP_K,
     SANTEXT_SENSITIVE_FRACTION,
     VICKREY_T,
     WORD_CLAIMS,
     WordClaim,
+    as_float,
+    as_int,
     custext_logp,
     custext_output_sets,
     first_sensitive_row,
@@ -80,6 +73,8 @@ from .conformance import Conformance
 from .core import AuditCase
 from .curve import PrivacyCurve
 from .public_lists import audit_stop_words
+from .release_batch import text_batch
+from .word_cases import EXACT_DECODERS, TARGET_LOSS, WORD_PAIRS, decoded_conformance
 
 if TYPE_CHECKING:
     from ..embeddings import Embeddings
@@ -111,12 +106,12 @@ GROUP_ANCHOR = "monday"
 
 def choose_mechanism_pair(name: str, epsilon: float, embeddings: Embeddings,
                           pairs: Sequence[tuple[str, str]] | None = None,
-                          target: float | None = None, **params: Any) -> tuple[str, str]:
+                          target: float | None = None, **params: object) -> tuple[str, str]:
     """The candidate pair (in the vocabulary, positive claim) whose claim is closest to ``target``.
 
     The claim is :func:`~textdp.audit.claims.word_claim` (public parameters only); "closest" is on
-    a log scale. ``pairs`` (the candidates) defaults to :data:`textdp.audit.cases.WORD_PAIRS`, ``target`` to
-    :data:`~textdp.audit.cases.TARGET_LOSS`.
+    a log scale. ``pairs`` (the candidates) defaults to :data:`textdp.audit.word_cases.WORD_PAIRS`, ``target`` to
+    :data:`~textdp.audit.word_cases.TARGET_LOSS`.
     """
     index = embeddings.index
     goal = TARGET_LOSS if target is None else float(target)
@@ -131,7 +126,7 @@ def choose_mechanism_pair(name: str, epsilon: float, embeddings: Embeddings,
     return min(scored)[1]
 
 
-def group_pair(embeddings: Embeddings, anchor: str = GROUP_ANCHOR, *, top_k: int | None = None,
+def group_pair(embeddings: Embeddings, anchor: str = GROUP_ANCHOR, *, top_k: object = None,
                stop_words: object = None, epsilon: float = 1.0) -> tuple[str, str]:
     """Two words of ``anchor``'s CusText output set with the largest privacy loss of CusText's law.
 
@@ -143,9 +138,9 @@ def group_pair(embeddings: Embeddings, anchor: str = GROUP_ANCHOR, *, top_k: int
     emb = embeddings
     if anchor not in emb.index:
         raise ParameterError(f"custext: audit anchor word {anchor!r} is not in the vocabulary {emb.name}")
-    k = CUSTEXT_TOP_K if top_k is None else int(top_k)
+    k = CUSTEXT_TOP_K if top_k is None else as_int(top_k, "top_k")
     sets = custext_output_sets(emb.vectors, k)
-    stops = audit_stop_words(stop_words)  # type: ignore[arg-type]
+    stops = audit_stop_words(stop_words)
     x = emb.index[anchor]
     members = [int(m) for m in np.flatnonzero(sets == sets[x]) if emb.words[m] not in stops]
     if len(members) < 2:
@@ -158,7 +153,7 @@ def group_pair(embeddings: Embeddings, anchor: str = GROUP_ANCHOR, *, top_k: int
 
 def mechanism_case(name: str, mech: WordLevelMechanism, pair: tuple[str, str] | None = None, *, epsilon: float,
                    embeddings: Embeddings | None = None, claim_name: str | None = None, curve: bool = True,
-                   chunk: int = 8_192, **params: Any) -> AuditCase:
+                   chunk: int = 8_192, **params: object) -> AuditCase:
     """An audit case for a fitted word-level mechanism: two words, discrete events (the released word).
 
     Parameters
@@ -199,7 +194,7 @@ def mechanism_case(name: str, mech: WordLevelMechanism, pair: tuple[str, str] | 
     eps = check_epsilon(epsilon)
     kind = name if claim_name is None else claim_name
     emb = mech.embeddings_ if embeddings is None else embeddings
-    chosen = choose_mechanism_pair(kind, eps, emb, **params) if pair is None else pair
+    chosen = choose_mechanism_pair(kind, eps, emb, None, None, **params) if pair is None else pair
     for w in chosen:
         if w not in emb.index:
             raise ParameterError(f"{name}: audit word {w!r} is not in the vocabulary {emb.name}")
@@ -231,7 +226,7 @@ def mechanism_case(name: str, mech: WordLevelMechanism, pair: tuple[str, str] | 
 
 
 def _tables(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int,
-            **params: Any) -> tuple[np.ndarray, np.ndarray, str] | None:
+            **params: object) -> tuple[np.ndarray, np.ndarray, str] | None:
     """The claimed law's two tables (public parameters only), where the claim declares them."""
     if spec.tables is None:
         return None
@@ -239,7 +234,7 @@ def _tables(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int,
 
 
 def _curve(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int,
-           sample: Callable[[int, int, np.random.Generator], np.ndarray], **params: Any) -> PrivacyCurve | None:
+           sample: Callable[[int, int, np.random.Generator], np.ndarray], **params: object) -> PrivacyCurve | None:
     """The privacy curve of the claimed law, where it is known (else ``None``); public parameters only."""
     kind = spec.name
     if spec.noise is not None:
@@ -256,7 +251,7 @@ def _curve(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int,
     return table_curve(sample, tables[0], tables[1], what=f"{kind}'s released words", law=tables[2])
 
 
-def _conformance(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int, **params: Any) -> Conformance | None:
+def _conformance(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int, **params: object) -> Conformance | None:
     """The released words against the paper's law: its exact table, or the reference sampler (noise + decoding)."""
     kind = spec.name
     if spec.noise is not None and (params.get("postprocess") is not None
@@ -265,7 +260,7 @@ def _conformance(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int, *
     if spec.noise is not None:
         transform = spec.noise(emb.vectors, **params)
         root = None if transform is None else np.linalg.inv(transform)
-        t = float(params.get("t", VICKREY_T)) if spec.threshold else None
+        t = as_float(params.get("t", VICKREY_T), "t") if spec.threshold else None
         return decoded_conformance(emb.vectors, eps, root=root, vickrey_t=t, what=f"{kind}'s released words")
     tables = _tables(spec, eps, emb, a, b, **params)
     if tables is None:
@@ -278,7 +273,7 @@ def _conformance(spec: WordClaim, eps: float, emb: Embeddings, a: int, b: int, *
 
 def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | None = None, *,
                         vocab_size: int = AUDIT_VOCABULARY, pair: tuple[str, str] | None = None,
-                        mechanism: WordLevelMechanism | None = None, **params: Any) -> AuditCase:
+                        mechanism: WordLevelMechanism | None = None, **params: object) -> AuditCase:
     """The built-in case of the registered word-level mechanism ``name`` (see the module docstring).
 
     ``mechanism``: sample this (fitted) instance instead of building one (tests pass deliberately
@@ -302,16 +297,19 @@ def word_mechanism_case(name: str, epsilon: float | None = None, delta: float | 
         pair = group_pair(emb, top_k=params.get("top_k"), epsilon=eps,
                           stop_words=params.get("stop_words", "english") if spec.stop_words else None)
     elif pair is None and spec.pair == "sensitive":
-        first = first_sensitive_row(emb.vocab_size, float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION)))
+        fraction = as_float(params.get("sensitive_fraction", SANTEXT_SENSITIVE_FRACTION), "sensitive_fraction")
+        first = first_sensitive_row(emb.vocab_size, fraction)
         pair = choose_mechanism_pair(name, eps, emb, [p for p in SENSITIVE_PAIRS if _sensitive(emb, first, p)],
-                                     **params)
+                                     None, **params)
     if spec.stop_words and pair is not None and getattr(mech, "keeps_stop_words", False):  # CusText+'s own branch
-        from .cases import custext_plus_document_case
+        from .word_cases import custext_plus_document_case
 
         doc = custext_plus_document_case(name, mech, pair, eps, emb, **params)
         if doc is not None:
             return doc
-    return mechanism_case(name, mech, pair, epsilon=eps, embeddings=emb, **params)
+    # the case's own options at their defaults: params are the mechanism's (``get`` refused any other name)
+    return mechanism_case(name, mech, pair, epsilon=eps, embeddings=emb, claim_name=None, curve=True, chunk=8_192,
+                          **params)
 
 
 def _sensitive(emb: Embeddings, first: int, pair: tuple[str, str]) -> bool:
@@ -321,7 +319,7 @@ def _sensitive(emb: Embeddings, first: int, pair: tuple[str, str]) -> bool:
 
 
 def _factory(name: str) -> Callable[..., AuditCase]:
-    def factory(epsilon: float | None = None, delta: float | None = None, **params: Any) -> AuditCase:
+    def factory(epsilon: float | None = None, delta: float | None = None, **params: object) -> AuditCase:
         """The case at ``epsilon``, with the mechanism's own ``params`` (``lambd``, ``beta``, ``top_k``, ...)."""
         fixed = sorted(set(params) & {"epsilon", "embeddings", "seed", "vocab_size", "pair", "mechanism"})
         if fixed:
@@ -330,7 +328,8 @@ def _factory(name: str) -> Callable[..., AuditCase]:
         for key, why in word_claim_of(name).refuses:
             if key in params:
                 raise ParameterError(f"{name}: {why}")
-        return word_mechanism_case(name, epsilon, delta, **params)
+        return word_mechanism_case(name, epsilon, delta, vocab_size=AUDIT_VOCABULARY, pair=None, mechanism=None,
+                                   **params)
 
     return factory
 
