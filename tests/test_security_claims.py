@@ -22,6 +22,7 @@ from textdp.errors import CacheWarning
 from textdp.mechanisms import ReleaseContext, get, mechanism_class, names, noisy_vectors
 from textdp.mechanisms.earth_movers import privatize_ids
 from textdp.topics import GaussianNoise, LaplaceNoise
+from textdp.topics.release import ROUNDING_L1, ROUNDING_L2
 
 ROOT = Path(__file__).resolve().parents[1]
 SECURITY = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
@@ -62,16 +63,22 @@ def test_the_record_states_the_grid_and_what_the_discretisation_costs(name):
     params = ({"epsilon": 3.0, "delta": 1e-4, "sensitivity": 0.1, "gamma": 0.1}
               if mechanism_class(name).takes_sensitivity else {"epsilon": 3.0})
     family = get(name, **params)
-    d = family.guarantee(ReleaseContext(shape=(3, 4))).to_dict()["parameters"]  # the one guarantee type's public ones
+    g = family.guarantee(ReleaseContext(shape=(3, 4)))
+    d = g.to_dict()["parameters"]  # the one guarantee type's public ones
     mech = family.noise((3, 4))
     assert d["grid"] == 2.0 ** -20 and d["grid_text"] == "2^-20"
-    if isinstance(mech, LaplaceNoise):
-        assert "no extra epsilon" in d["noise"] and "g*mn" in d["noise"]
-        assert mech.grid_scale((3, 4)) * mech.epsilon >= 2 * 3 / mech.grid + 12  # 2m/g + mn grid units
+    # the noise states one of the family's two rounding sentences, by the norm it is calibrated to (read from the
+    # record, never from the class: a new L1 noise that is not LaplaceNoise is checked the same way)
+    stated = [s for s in (ROUNDING_L1, ROUNDING_L2) if s in d["noise"]]
+    assert len(stated) == 1, d["noise"]
+    if stated == [ROUNDING_L1]:
+        assert "no extra epsilon" in d["noise"] and "g*mn" in d["noise"] and g.delta == 0.0
     else:
         assert "no extra delta or epsilon" in d["noise"] and "g*sqrt(mn)" in d["noise"]
-        if isinstance(mech, GaussianNoise):
-            assert mech.grid_sensitivity((3, 4)) == pytest.approx(0.1 / mech.grid + math.sqrt(12))
+    if isinstance(mech, LaplaceNoise):
+        assert mech.grid_scale((3, 4)) * mech.epsilon >= 2 * 3 / mech.grid + 12  # 2m/g + mn grid units
+    if isinstance(mech, GaussianNoise):
+        assert mech.grid_sensitivity((3, 4)) == pytest.approx(0.1 / mech.grid + math.sqrt(12))
     raw = mech.randomize(np.full((3, 4), 0.1), seed=1)
     assert np.array_equal(raw / mech.grid, np.rint(raw / mech.grid))  # every value on the grid
 
