@@ -53,6 +53,7 @@ import numpy as np
 from .._validation import check_positive_int
 from ..errors import ParameterError
 from ..guarantees import Guarantee, ReleaseRecord
+from ..guarantees.events import format_charge
 from .models import TopicMatrix
 from .names import KEYWORD_SOURCES
 
@@ -155,6 +156,10 @@ class TopicGuarantee(Guarantee):
         The guarantee in words, including what it does not cover.
     unit : str
         ``"user"``: neighbours add or remove one user's documents.
+    mechanism_parameters : tuple of (str, object)
+        The mechanism class's own parameters (those beyond the family's), stated after the family's ones
+        (:meth:`~textdp.topics.family.TopicsMechanism.own_parameters`): a new class's parameter reaches every
+        record with no code of its own.
 
     >>> from textdp.guarantees import Guarantee
     >>> from textdp.mechanisms import ReleaseContext, get
@@ -175,6 +180,7 @@ class TopicGuarantee(Guarantee):
     keyword_text: str | None = None
     unit: str = "user"
     reference: str = CKS20
+    mechanism_parameters: tuple[tuple[str, object], ...] = ()
 
     def _derive(self) -> dict[str, object]:
         not_covered = (self.statement.split("Not covered: ", 1)[1] if "Not covered: " in self.statement
@@ -195,6 +201,13 @@ class TopicGuarantee(Guarantee):
                 ("vocabulary_note", self.vocabulary_note),
             ),
         }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        family = dict(self.parameters)  # the family's names win: a class parameter spelt the same is stated there
+        own = tuple((k, v) for k, v in self.mechanism_parameters if k not in family)
+        if own:
+            object.__setattr__(self, "parameters", self.parameters + own)
 
 
 #: What the discretisation costs, stated in every record's ``noise``: it is folded into the sensitivity.
@@ -309,13 +322,17 @@ def covered_guarantee(guarantee: TopicGuarantee, keywords: int) -> TopicGuarante
     >>> g = covered_guarantee(get("topicdp-laplace", epsilon=1.0).guarantee(ReleaseContext(shape=(2, 50))), 5)
     >>> g.keywords_from, g.params["keywords_per_topic"], g.params["noised_columns"], "Covered too" in g.statement
     ('noisy', 5, 50, True)
+    >>> g.not_covered  # the ledger's sentence ends the statement; it is not something left uncovered
+    'nothing else (the parameters, the shape and the public vocabulary are public).'
     """
     if guarantee.keywords_from == "noisy":
         return guarantee
     head, sep, tail = guarantee.statement.partition(MODEL_NOT_COVERED)
     if not sep:  # pragma: no cover - every topics guarantee states the model's choice
         raise ParameterError("this guarantee does not describe a topic-keyword release")
-    tail = tail.strip()
+    # the statement ends with the ledger's sentence (Guarantee adds it, and adds it again to the evolved statement):
+    # it is not something left uncovered
+    tail = tail.replace(format_charge(*guarantee.charged(), guarantee.unit, guarantee.charge_note()), "").strip()
     public = "The sensitivity sqrt(2m) and the noise scale are public."
     rest = (f"Not covered: {tail}" if tail and not tail.startswith(public) else
             "Not covered: nothing else (the parameters, the shape and the public vocabulary are public"
