@@ -303,7 +303,8 @@ class CorpusTopicsMechanism(TopicsMechanism):
         shape = ctx.shape
         n = min(self.keywords or shape[1], shape[1])
         g = self._stated(shape, n)
-        return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note)
+        return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note,
+                        mechanism_parameters=self.own_parameters())
 
     def _stated(self, shape: tuple[int, int], n: int) -> TopicGuarantee:  # type: ignore[override]
         raise NotImplementedError  # pragma: no cover - every registered class supplies it

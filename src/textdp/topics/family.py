@@ -196,7 +196,18 @@ class TopicsMechanism(Mechanism[TopicMatrix, np.ndarray, TopicRelease]):
         g = self._stated(self.noise_for(ctx.shape), ctx.shape)
         if self.keywords_from == "noisy":  # shape = (m, V): whole rows over the public vocabulary
             g = covered_guarantee(g, min(self.keywords or ctx.shape[1], ctx.shape[1]))
-        return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note)
+        return g.evolve(seeded=ctx.seeded, empty=ctx.empty, vocabulary_note=self.vocabulary_note,
+                        mechanism_parameters=self.own_parameters())
+
+    def own_parameters(self) -> tuple[tuple[str, object], ...]:
+        """The class's own parameters (declared beyond the family's), as every record states them.
+
+        >>> from textdp.mechanisms import ReleaseContext, get
+        >>> get("noisy-cooccurrence", epsilon=1.0, delta=1e-5).own_parameters()[:3]
+        (('topics', 10), ('released_topics', None), ('words', 500))
+        """
+        family = set(TopicsMechanism.param_names())
+        return tuple((k, getattr(self, k)) for k in self.param_names() if k not in family)
 
     def _prepare(self, unit: object, uid: str) -> TopicMatrix:
         if not isinstance(unit, TopicMatrix):
