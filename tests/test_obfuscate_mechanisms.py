@@ -32,7 +32,10 @@ RECORD_KEYS = {"id", "release", "mechanism", "epsilon", "delta", "unit", "guaran
 #: parameters giving each mechanism a valid configuration (the others use their defaults)
 PARAMS: dict[str, list[str]] = {}
 #: the CusText mapping of the full 400k vocabulary takes minutes once (cached); the default run uses 20k words
-SMALL = {"custext": ["--vocab-size", "20000"], "custext+": ["--vocab-size", "20000"]}
+#: Every mechanism runs on the 20,000 most frequent words here, so a newcomer's mechanism with a dense V x V table
+#: needs no entry in a hand-kept list (issue 40); the default 400k vocabulary is covered by
+#: test_text_mechanism_private_report_and_text_format (cmp) and, for custext's groups, the slow test below.
+SMALL = ["--vocab-size", "20000"]
 
 
 def _obfuscate(name: str, out: Path, *extra: str) -> tuple[int, str]:
@@ -65,11 +68,11 @@ def _check_release(name: str, out: Path) -> dict:
 @pytest.mark.parametrize("name", MECHANISM_NAMES)
 def test_obfuscate_every_mechanism(name: str, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    code, output = _obfuscate(name, out, *SMALL.get(name, []))
+    code, output = _obfuscate(name, out, *SMALL)
     assert code == 0, output
     rec = _check_release(name, out)
     if name in ("cmp", "santext+"):  # the same seed gives the same release
-        code, output = _obfuscate(name, tmp_path / "again.jsonl", *SMALL.get(name, []))
+        code, output = _obfuscate(name, tmp_path / "again.jsonl", *SMALL)
         assert code == 0 and json.loads((tmp_path / "again.jsonl").read_text()) == rec
 
 
