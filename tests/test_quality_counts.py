@@ -65,3 +65,19 @@ def test_the_length_check_counts_from_def_to_last_line(tmp_path):
     (tmp_path / "m.py").write_text(f"@decorated\ndef ok():\n{body}\n\nclass C:\n    async def long(self):\n{nested}\n"
                                    "        pass\n")
     assert _long_functions_in(tmp_path) == {("m.py", "long", 81)}
+
+
+#: Issue 40 asked for fewer than 120 annotations mentioning ``Any`` in src/ (301 before); the cap sits a little above
+#: the count when it landed so that a new ``Any`` must be argued for. Lower it when the count falls.
+ANY_CAP = 80
+
+
+def test_any_annotations_in_src_stay_under_the_cap():
+    total = 0
+    per_file = {}
+    for path in sorted((ROOT / "src" / "textdp").rglob("*.py")):
+        n = len(qc.any_annotations(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))))
+        total += n
+        if n:
+            per_file[path.relative_to(ROOT).as_posix()] = n
+    assert total <= ANY_CAP, f"{total} annotations mention Any (cap {ANY_CAP}); use a real type: {per_file}"
