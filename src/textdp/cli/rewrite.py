@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from ..backend import Backend
+    from ..evaluation.lm_frontier import FrontierConfig
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "
@@ -327,7 +328,9 @@ def _backend(engine: str, scheduler: str | None, workers: int | None) -> Backend
 
 
 def evaluate_generation_command(
-    config: Annotated[Path, typer.Argument(help="TOML config: [corpus], [models], [sweep], [earth_movers], [run].",
+    config: Annotated[Path, typer.Argument(help="TOML config: [corpus], [models], [sweep], [earth_movers], [run]; "
+                                           "without [models], the LM-only frontier of dp-prompt's instructions "
+                                           "([corpus], [lm], [run]).",
                                            show_default=False)],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Report folder (default: [run] output, "
                                                    "else report-generation-<corpus>).")] = None,
@@ -344,23 +347,29 @@ def evaluate_generation_command(
     epsilon, and measures semantic similarity (MiniLM cosine, a stand-in for the Universal Sentence Encoder),
     authorship attribution accuracy (char n-gram SVM trained on the authors' original documents) and a
     stylometric distance. Writes report.md, results.json and privacy_utility.png.
+
+    A config without [models] runs dp-prompt's named instructions against privacy settings on sentences of the
+    corpus (similarity and chunk attribution at each epsilon per document; no trained ER-AE needed): see
+    examples/evaluate-lm-frontier-c50.toml and docs/lm-rewriting.md.
     """
     with cli_errors():
-        from ..evaluation.generation import (
-            TRAINING_SOURCES,
-            load_generation_config,
-            render_generation_markdown,
-            run_generation_sweep,
-            write_generation_report,
-        )
-        from ..evaluation.generation import write_training_corpus as write_corpus
+        from ..evaluation.generation_config import GenerationConfig, load_evaluation_config
+        from ..evaluation.generation_data import TRAINING_SOURCES
+        from ..evaluation.generation_data import write_training_corpus as write_corpus
+        from ..evaluation.generation_report import render_generation_markdown, write_generation_report
+        from ..evaluation.generation_sweep import run_generation_sweep
         from ..generation.sampling import torch_module
         from ..io import check_output_paths
 
         if threads is not None:
             check_positive_int(threads, "--threads")
             torch_module().set_num_threads(threads)
-        cfg = load_generation_config(config)
+        cfg = load_evaluation_config(config)
+        if not isinstance(cfg, GenerationConfig):
+            if write_training_corpus is not None:
+                raise ParameterError("--write-training-corpus needs an ER-AE config ([models]); this one is LM-only")
+            _frontier(cfg, config, output, quiet=quiet, plots=not no_plots)
+            return
         if write_training_corpus is not None:
             check_output_paths([("--write-training-corpus", write_training_corpus)], inputs=[config], new_folders=False)
             counts = write_corpus(write_training_corpus, TRAINING_SOURCES, data_dir=cfg.data_dir, seed=cfg.seed)
@@ -376,6 +385,21 @@ def evaluate_generation_command(
         if not quiet:
             typer.echo(render_generation_markdown(result))
         print_info(f"wrote {out}/report.md ({result['timings']['total']:.0f} s)")
+
+
+def _frontier(cfg: FrontierConfig, config: Path, output: Path | None, *, quiet: bool, plots: bool) -> None:
+    """The LM-only config: dp-prompt's instructions x settings (:func:`textdp.evaluation.lm_frontier.run_lm_frontier`)."""
+    from ..evaluation.lm_frontier import run_lm_frontier
+    from ..evaluation.lm_frontier_report import render_frontier_markdown, write_frontier_report
+
+    out = output or Path(cfg.output or f"report-lm-frontier-{cfg.corpus}")
+    check_report_folder(out, True, (config,))
+    with progress_bar(disable=quiet) as bar:
+        result = run_lm_frontier(cfg, progress=bar_stages(bar))
+    write_frontier_report(result, out, plots=plots)
+    if not quiet:
+        typer.echo(render_frontier_markdown(result))
+    print_info(f"wrote {out}/report.md ({result['timings']['total']:.0f} s)")
 
 
 def register(app: typer.Typer) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -44,8 +45,8 @@ from .rewriter import TextRewriter
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["CHAT_PROMPT", "DPBART", "DPMLM", "DP_PROMPT_TEMPLATE", "PROMPT_FORMATS", "RESPONSE_PREFIX", "DPParaphrase",
-           "DPPrompt", "LMRewriter"]
+__all__ = ["CHAT_PROMPT", "DEFAULT_INSTRUCTION", "DPBART", "DPMLM", "DP_PROMPT_TEMPLATE", "INSTRUCTIONS",
+           "PROMPT_FORMATS", "RESPONSE_PREFIX", "DPParaphrase", "DPPrompt", "Instruction", "LMRewriter", "instruction"]
 
 #: DP-Prompt's prompt (Utpala et al. 2023, §3); ``{document}`` is replaced by the private text.
 DP_PROMPT_TEMPLATE = "Document : {document}\nParaphrase of the document :"
@@ -59,6 +60,53 @@ RESPONSE_PREFIX = "Paraphrase:"
 PROMPT_FORMATS = ("auto", "chat", "plain")
 
 Units = list[str]
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """A named public instruction of dp-prompt: the user message (``chat``, with ``{document}``), the opening of the
+    assistant turn (``response_prefix``) and the template of a model without a chat template (``plain``).
+
+    Public conditioning: each is fixed text chosen without looking at any private document (the frontier of
+    docs/lm-rewriting.md chose among them on development corpora), the same for every input, and written to the
+    settings; the private text enters only where ``{document}`` stands. The guarantee does not depend on it.
+    """
+
+    name: str
+    chat: str
+    response_prefix: str
+    plain: str
+    summary: str
+
+
+#: dp-prompt's library of named instructions (``instruction=NAME``; ``--param instruction=NAME``).
+INSTRUCTIONS: dict[str, Instruction] = {i.name: i for i in (
+    Instruction("paraphrase", CHAT_PROMPT, RESPONSE_PREFIX, DP_PROMPT_TEMPLATE, "paraphrase the text"),
+    Instruction("neutral", "Rewrite the following text in plain, neutral language, keeping its meaning. Reply with "
+                "the rewritten text only.\n\n{document}", "Rewritten:",
+                "Document : {document}\nThe document in plain, neutral language :",
+                "rewrite it in plain, neutral style"),
+    Instruction("simplify", "Rewrite the following text in simple words and short sentences, keeping its meaning. "
+                "Reply with the simplified text only.\n\n{document}", "Simplified:",
+                "Document : {document}\nThe document in simple words :", "simplify it"),
+    Instruction("formal", "Rewrite the following text in a formal style, keeping its meaning. Reply with the "
+                "rewritten text only.\n\n{document}", "Formal version:",
+                "Document : {document}\nThe document in a formal style :", "rewrite it formally"),
+)}
+#: the instruction dp-prompt uses when none is named
+DEFAULT_INSTRUCTION = "paraphrase"
+
+
+def instruction(name: str) -> Instruction:
+    """The named instruction of :data:`INSTRUCTIONS` (a one-line error naming the choices otherwise).
+
+    >>> instruction("neutral").response_prefix
+    'Rewritten:'
+    """
+    if not isinstance(name, str) or name not in INSTRUCTIONS:
+        raise ParameterError(f"unknown dp-prompt instruction {name!r}; choose one of: {', '.join(INSTRUCTIONS)}")
+    return INSTRUCTIONS[name]
+
 _SENTENCES = ("m times this for a document of m sentences (basic composition; m is not covered): the record's "
               "total")
 
@@ -230,7 +278,8 @@ class DPPrompt(LMRewriter):
     The prompt is the tokenizer's chat template around :data:`CHAT_PROMPT` when the model has one (instruct
     models), else the paper's template :data:`DP_PROMPT_TEMPLATE` (``prompt_format``: one of
     :data:`PROMPT_FORMATS`, resolved at ``fit``; ``prompt``: a template with ``{document}``; both public, in the
-    record). ``max_input_tokens``: document tokens in the prompt (longer documents are cut); ``batch_tokens``: most
+    record; ``instruction``: the name of a public instruction of :data:`INSTRUCTIONS`, default
+    :data:`DEFAULT_INSTRUCTION`, each with its own response prefix and plain template). ``max_input_tokens``: document tokens in the prompt (longer documents are cut); ``batch_tokens``: most
     ``rows × (prompt + max_new_tokens)`` tokens per batch. With ``prior=True`` the logits are clipped relative to the
     public prior (InvisibleInk: :func:`~textdp.generation.decoding.prior_log_weights`), optionally over the public
     top-k⁺ set (``public_top_k``). Each of the ``n = max_new_tokens`` tokens is an exponential-mechanism draw over
@@ -258,6 +307,7 @@ class DPPrompt(LMRewriter):
     releases = "document"
 
     max_input_tokens: int = 256
+    instruction: str = DEFAULT_INSTRUCTION
     prompt: str | None = None
     prompt_format: str = "auto"
     prior: bool = False
@@ -272,6 +322,9 @@ class DPPrompt(LMRewriter):
         for name in ("max_input_tokens", "batch_tokens"):
             check_positive_int(getattr(self, name), name.replace("_", "-"))
         check_choice(self.prompt_format, "prompt format", PROMPT_FORMATS)
+        instruction(self.instruction)
+        if self.prompt is not None and self.instruction != DEFAULT_INSTRUCTION:
+            raise ParameterError("give the prompt once: a named instruction or a prompt text (--prompt), not both")
         if self.prompt is not None and "{document}" not in self.prompt:
             raise ParameterError("the dp-prompt template must contain {document} (where the private text goes)")
         if self.repeat_ngram is not None:
@@ -297,14 +350,16 @@ class DPPrompt(LMRewriter):
         self.prompt_format_ = fmt
         self.template_ = self.template(fmt)
         self.response_prefix_ = (self.response_prefix if self.response_prefix is not None else
-                                 RESPONSE_PREFIX if fmt == "chat" and self.prompt is None else "")
+                                 instruction(self.instruction).response_prefix if fmt == "chat" and self.prompt is None
+                                 else "")
 
     def template(self, prompt_format: str | None = None) -> str:
         """The prompt text used with ``prompt_format`` (default: the resolved one): ``prompt``, or the default."""
         if self.prompt is not None:
             return self.prompt
         fmt = prompt_format or self.__dict__.get("prompt_format_", self.prompt_format)
-        return CHAT_PROMPT if fmt == "chat" else DP_PROMPT_TEMPLATE
+        named = instruction(self.instruction)
+        return named.chat if fmt == "chat" else named.plain
 
     def public_settings(self) -> dict[str, Any]:
         return {**super().public_settings(), "prompt": self.template_, "prompt_format": self.prompt_format_,
@@ -345,7 +400,8 @@ class DPPrompt(LMRewriter):
         return lm_guarantee(self.name, n * e, 0.0, "document", e, None, n * e, f"epsilon={n * e:.4g} per document "
                             "(one unit: the whole document, whatever its number of sentences)", n, f"any two documents (cut to {self.max_input_tokens} tokens); the prompt is "
                             "public", b.to_dict(), True, (MEMORISED,), detail, self.reference,
-                            {"prompt_format": fmt, "prior": self.prior, "public_top_k": self.public_top_k})
+                            {"prompt_format": fmt, "instruction": self.instruction if self.prompt is None else None,
+                             "prior": self.prior, "public_top_k": self.public_top_k})
 
 
 class DPParaphrase(LMRewriter):

