@@ -394,8 +394,13 @@ def _frontier(cfg: FrontierConfig, config: Path, output: Path | None, *, quiet: 
 
     out = output or Path(cfg.output or f"report-lm-frontier-{cfg.corpus}")
     check_report_folder(out, True, (config,))
-    with progress_bar(disable=quiet) as bar:
-        result = run_lm_frontier(cfg, progress=bar_stages(bar))
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "rows.jsonl").open("w", encoding="utf-8") as rows, progress_bar(disable=quiet) as bar:
+        def row_done(row: object) -> None:  # each row as it is done: a long run's partial results
+            rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+            rows.flush()
+
+        result = run_lm_frontier(cfg, progress=bar_stages(bar), on_row=row_done)
     write_frontier_report(result, out, plots=plots)
     if not quiet:
         typer.echo(render_frontier_markdown(result))

@@ -4,26 +4,15 @@
 
 from __future__ import annotations
 
-import json
-import re
-import time
 import tomllib
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .._rng import make_rng, spawn
 from .._validation import check_positive_int
 from ..errors import ParameterError, ParameterTypeError
-from ..io import atomic_writer, write_json
-from ..progress import Counter as ProgressCounter
-from ..progress import StageProgress
-from ..text import split_sentences, tokenize
-from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
+from .datasets import PRESETS
 
 if TYPE_CHECKING:
     from .lm_frontier import FrontierConfig
@@ -59,6 +48,7 @@ class GenerationConfig:
     lm_clip_public: str | None = None
     lm_delta: float = 1e-5
     lm_max_new_tokens: int = 32
+    lm_instruction: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """Plain-data form (``settings.json``)."""
@@ -87,12 +77,12 @@ def generation_config_from_dict(d: dict[str, object], *, base_dir: Path | None =
     allowed = {"corpus": {"name", "data_dir", "authors", "train_docs", "test_docs", "similarity_sentences"},
                "models": {"er_ae", "ae", "model_data"}, "sweep": {"epsilons", "variants", "nominal_table"},
                "earth_movers": {"epsilons", "size"}, "run": {"seed", "bootstrap", "output"},
-               "lm": {"models", "clip", "clip_public", "delta", "max_new_tokens"}}
+               "lm": {"models", "clip", "clip_public", "delta", "max_new_tokens", "instruction"}}
     unknown = set(d) - set(allowed)
     if unknown:
         raise ParameterError(f"unknown config section(s): {', '.join(sorted(unknown))}")
     for sec, keys in allowed.items():
-        bad = set(d.get(sec, {})) - keys
+        bad = set(_table(d, sec)) - keys
         if bad:
             raise ParameterError(f"unknown key(s) in [{sec}]: {', '.join(sorted(bad))}")
     c, m, sw, em, run, lm = (_table(d, k) for k in ("corpus", "models", "sweep", "earth_movers", "run", "lm"))
@@ -110,7 +100,10 @@ def generation_config_from_dict(d: dict[str, object], *, base_dir: Path | None =
     eps = sw.get("epsilons")
     if not isinstance(eps, list) or not eps:
         raise ParameterError("config [sweep] needs epsilons = a non-empty list of ER-AE nominal epsilons")
-    variants = list(sw.get("variants", ["autoregressive", "teacher-forced"]))
+    variants = sw.get("variants", ["autoregressive", "teacher-forced"])
+    em_eps = em.get("epsilons", [])
+    if not isinstance(variants, list) or not isinstance(em_eps, list):
+        raise ParameterTypeError("config [sweep] variants and [earth_movers] epsilons must be lists")
     for v in variants:
         check_choice(v, "variant", ("autoregressive", "teacher-forced"))
     data_dir = c.get("data_dir")
@@ -125,15 +118,25 @@ def generation_config_from_dict(d: dict[str, object], *, base_dir: Path | None =
         model_data=check_choice(str(m.get("model_data", "disjoint")), "model data case",
                                 ("public", "disjoint", "same", "unknown")),
         variants=variants, nominal_table=bool(sw.get("nominal_table", True)),
-        earth_movers_epsilons=[check_epsilon(e) for e in em.get("epsilons", [])],
+        earth_movers_epsilons=[check_epsilon(e) for e in em_eps],
         earth_movers_size=check_positive_int(em.get("size", 50), "size"),
         seed=check_positive_int(run.get("seed", 0), "seed", minimum=0),
         bootstrap=check_positive_int(run.get("bootstrap", 1000), "bootstrap"),
-        output=run.get("output"),
+        output=None if run.get("output") is None else str(run["output"]),
         lm_models=lm_models, lm_clip=lm_clip, lm_clip_public=lm_clip_public,
         lm_delta=float(check_epsilon(lm.get("delta", 1e-5))),
         lm_max_new_tokens=check_positive_int(lm.get("max_new_tokens", 32), "max_new_tokens"),
+        lm_instruction=_instruction(lm),
     )
+
+
+def _instruction(lm: dict[str, object]) -> str | None:
+    """``[lm] instruction``: dp-prompt's named public instruction (one line naming the choices otherwise)."""
+    if "instruction" not in lm:
+        return None
+    from ..generation.lm_family import instruction
+
+    return instruction(str(lm["instruction"])).name
 
 
 def _lm_config(lm: dict[str, object], path: Callable[[object], str]

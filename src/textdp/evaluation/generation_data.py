@@ -5,24 +5,18 @@ authors' original training and test documents (:func:`load_authorship_documents`
 from __future__ import annotations
 
 import json
-import re
-import time
-import tomllib
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from .._rng import make_rng, spawn
 from .._validation import check_positive_int
-from ..errors import ParameterError, ParameterTypeError
-from ..io import atomic_writer, write_json
-from ..progress import Counter as ProgressCounter
-from ..progress import StageProgress
-from ..text import split_sentences, tokenize
+from ..errors import ParameterError
+from ..io import atomic_writer
+from ..text import split_sentences
 from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
 
 __all__ = ['TRAINING_SOURCES', 'AuthorshipDocuments', 'corpus_rows', 'load_authorship_documents', 'write_training_corpus']

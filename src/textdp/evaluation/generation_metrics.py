@@ -4,26 +4,14 @@ the one normal form every compared text takes (:func:`normalize_text`).
 
 from __future__ import annotations
 
-import json
 import re
-import time
-import tomllib
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
-from .._rng import make_rng, spawn
-from .._validation import check_positive_int
-from ..errors import ParameterError, ParameterTypeError
-from ..io import atomic_writer, write_json
-from ..progress import Counter as ProgressCounter
-from ..progress import StageProgress
+from ..errors import ParameterError
 from ..text import split_sentences, tokenize
-from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
 
 __all__ = ['FUNCTION_WORDS', 'normalize_text', 'semantic_similarity', 'stylometric_distance', 'stylometric_features']
 

@@ -3,26 +3,10 @@
 
 from __future__ import annotations
 
-import json
-import re
-import time
-import tomllib
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
 
-import numpy as np
-
-from .._rng import make_rng, spawn
-from .._validation import check_positive_int
-from ..errors import ParameterError, ParameterTypeError
 from ..io import atomic_writer, write_json
-from ..progress import Counter as ProgressCounter
-from ..progress import StageProgress
-from ..text import split_sentences, tokenize
-from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
 from .generation_sweep import SweepResult, SweepRow
 
 __all__ = ['plot_privacy_utility', 'render_generation_markdown', 'write_generation_report']

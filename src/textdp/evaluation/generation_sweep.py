@@ -5,26 +5,18 @@
 
 from __future__ import annotations
 
-import json
-import re
 import time
-import tomllib
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from .._rng import make_rng, spawn
-from .._validation import check_positive_int
-from ..errors import ParameterError, ParameterTypeError
-from ..io import atomic_writer, write_json
+from ..errors import ParameterError
 from ..progress import Counter as ProgressCounter
 from ..progress import StageProgress
-from ..text import split_sentences, tokenize
-from .datasets import PRESETS, read_jsonl, resolve_data_dir, strip_quoted
 from .generation_config import GenerationConfig
 from .generation_data import AuthorshipDocuments, load_authorship_documents
 from .generation_metrics import normalize_text, semantic_similarity, stylometric_distance
@@ -156,9 +148,9 @@ def _condition_row(cond: Condition, rw: Rewriter, cfg: GenerationConfig, doc_lis
     n_sent = sum(len(segs) for segs in test_segments)
     cls = mechanism_class(cond.mechanism)
     assert issubclass(cls, SentenceMechanism)
-    own: dict[str, Any] = {"variant": cond.variant if cond.variant != "-" else "autoregressive"}
-    mech = cls(epsilon=cond.epsilon, model=rw, model_data=cfg.model_data,
-               **{k: v for k, v in own.items() if k in cls.param_names()})
+    own: dict[str, object] = {"variant": cond.variant if cond.variant != "-" else "autoregressive"}
+    mech = cls(epsilon=cond.epsilon, model=rw, model_data=cfg.model_data).set_params(
+        **{k: v for k, v in own.items() if k in cls.param_names()})
     records, _ = rewrite_documents(mech, doc_list, rng, record_unit="sentence", seeded=True)
     out_sents = [r["text"] for r in records]
     if len(out_sents) != n_sent:
@@ -311,9 +303,11 @@ def lm_rows(cfg: GenerationConfig, doc_list: Sequence[tuple[str, str]],
             bounds = ClipBounds(cfg.lm_clip[0], cfg.lm_clip[1], "fixed", "given in the config ([lm] clip)")
         for e in cfg.epsilons:
             t0 = time.perf_counter()
-            own: dict[str, Any] = {"delta": cfg.lm_delta}  # dp-bart's (the Gaussian rewriter's) own parameter
-            mech = cls(epsilon=e, model=where, clip=bounds, max_new_tokens=cfg.lm_max_new_tokens,
-                       **{p: v for p, v in own.items() if p in cls.param_names()})
+            own: dict[str, object] = {"delta": cfg.lm_delta}  # dp-bart's (the Gaussian rewriter's) own parameter
+            if cfg.lm_instruction is not None:
+                own["instruction"] = cfg.lm_instruction  # dp-prompt's named public instruction
+            mech = cls(epsilon=e, model=where, clip=bounds, max_new_tokens=cfg.lm_max_new_tokens).set_params(
+                **{p: v for p, v in own.items() if p in cls.param_names()})
             mech.fit()
             records, _ = rewrite_documents(mech, list(doc_list), rngs[k], record_unit="document", seeded=True)
             outs = [str(r["text"]) for r in records]

@@ -30,7 +30,7 @@ import importlib.util
 import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypedDict
@@ -43,9 +43,9 @@ from ..errors import ParameterError, ParameterTypeError
 from ..progress import Counter as ProgressCounter
 from ..progress import StageProgress
 from ..text import split_sentences
+from .datasets import PRESETS
 from .generation_data import corpus_rows
 from .generation_metrics import normalize_text
-from .datasets import PRESETS
 
 __all__ = ["REPLY", "AuthorSentences", "FrontierConfig", "FrontierResult", "FrontierRow", "FrontierSetting",
            "frontier_config_from_dict", "load_author_sentences", "public_sentences", "run_lm_frontier"]
@@ -389,13 +389,12 @@ def _generate(model: str, prompt: str, texts: Sequence[str], cfg: FrontierConfig
     """The non-private ceiling: the model's own sampling at temperature 1, same prompt, cap and post-processing."""
     from ..generation import lm_decode
     from ..generation.hf import load_language_model
+    from ..generation.lm_family import DPPrompt
     from ..generation.sampling import torch_module
-    from ..mechanisms import get
 
     torch = torch_module()
     lm = load_language_model(model, "causal")
-    s = get("dp-prompt", epsilon=1.0, model=model, clip=(-1.0, 1.0), instruction=prompt,
-            max_new_tokens=cfg.max_new_tokens)
+    s = DPPrompt(epsilon=1.0, model=model, clip=(-1.0, 1.0), instruction=prompt, max_new_tokens=cfg.max_new_tokens)
     s.resolve(lm)
     frame = lm_decode.prompt_frame(lm, s)
     tok = lm.tokenizer
@@ -420,14 +419,15 @@ def _generate(model: str, prompt: str, texts: Sequence[str], cfg: FrontierConfig
     return out
 
 
-def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = None) -> FrontierResult:
-    """Rewrite the sentences under every (instruction, setting) pair and the references; measure each row."""
+def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = None,
+                    on_row: Callable[[FrontierRow], None] | None = None) -> FrontierResult:
+    """Rewrite the sentences under every (instruction, setting) pair, then the ``generate`` references; measure each
+    row (``on_row`` is called with each as it is done: the CLI writes them to ``rows.jsonl`` as they come)."""
     from ..generation.decoding import ClipBounds
     from ..generation.hf import load_language_model
     from ..generation.lm import public_bounds
     from ..generation.lm_family import DPPrompt
     from ..generation.rewriter import rewrite_documents
-    from ..mechanisms import get
 
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -455,21 +455,15 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
     done = ProgressCounter(progress("rows", n_rows) if progress else None, n_rows)
     rows = [FrontierRow(prompt="-", setting="identity (the inputs)", prior=None, epsilon_token=None,
                         epsilon_document=None, **score(data.sentences), seconds=0.0)]
+    emit = on_row or (lambda row: None)
+    emit(rows[0])
     k = 0
-    for p in cfg.generate:
-        t0 = time.perf_counter()
-        outs = _generate(cfg.model, p, data.sentences, cfg, cfg.seed + k)
-        rows.append(FrontierRow(prompt=p, setting="generate (non-private, temperature 1)", prior=None,
-                                epsilon_token=None, epsilon_document=None, **score(outs),
-                                seconds=round(time.perf_counter() - t0, 1)))
-        k += 1
-        done(1)
     for st in cfg.settings:
         clip = step_max if st.clip_public else ClipBounds(*st.clip, "fixed", "given in the config") \
             if st.clip else None
         for p in cfg.prompts:
             t0 = time.perf_counter()
-            mech = get("dp-prompt", epsilon=st.epsilon, model=cfg.model, clip=clip, instruction=p, prior=st.prior,
+            mech = DPPrompt(epsilon=st.epsilon, model=cfg.model, clip=clip, instruction=p, prior=st.prior,
                        public_top_k=st.public_top_k, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
             mech.fit()
             records, _ = rewrite_documents(mech, docs, rngs[k], record_unit="document", seeded=True)
@@ -478,8 +472,18 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
             rows.append(FrontierRow(prompt=p, setting=st.label(), prior=st.prior, epsilon_token=st.epsilon,
                                     epsilon_document=float(g["epsilon"]), **score(outs),
                                     seconds=round(time.perf_counter() - t0, 1)))
+            emit(rows[-1])
             k += 1
             done(1)
+    for p in cfg.generate:
+        t0 = time.perf_counter()
+        outs = _generate(cfg.model, p, data.sentences, cfg, cfg.seed + k)
+        rows.append(FrontierRow(prompt=p, setting="generate (non-private, temperature 1)", prior=None,
+                                epsilon_token=None, epsilon_document=None, **score(outs),
+                                seconds=round(time.perf_counter() - t0, 1)))
+        emit(rows[-1])
+        k += 1
+        done(1)
     timings["total"] = round(time.perf_counter() - t_start, 1)
     return FrontierResult(settings=cfg.to_dict(), construction=data.construction, bounds=bounds_info, rows=rows,
                           timings=timings)
