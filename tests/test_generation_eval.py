@@ -8,12 +8,9 @@ import numpy as np
 import pytest
 
 from textdp.errors import ParameterError
-from textdp.evaluation.generation import (
-    generation_config_from_dict,
-    stylometric_distance,
-    stylometric_features,
-    sweep_conditions,
-)
+from textdp.evaluation.generation_config import generation_config_from_dict
+from textdp.evaluation.generation_metrics import stylometric_distance, stylometric_features
+from textdp.evaluation.generation_sweep import sweep_conditions
 from textdp.generation.bounds import (
     em_bound,
     random_r_epsilon,

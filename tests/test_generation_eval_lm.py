@@ -10,13 +10,10 @@ import pytest
 
 from textdp._rng import spawn
 from textdp.errors import ParameterError
-from textdp.evaluation.generation import (
-    Measures,
-    generation_config_from_dict,
-    lm_rows,
-    render_generation_markdown,
-    stylometric_distance,
-)
+from textdp.evaluation.generation_config import generation_config_from_dict
+from textdp.evaluation.generation_metrics import stylometric_distance
+from textdp.evaluation.generation_report import render_generation_markdown
+from textdp.evaluation.generation_sweep import Measures, lm_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"corpus": {"name": "reuter_50_50"}, "models": {"er_ae": "a", "ae": "b"}, "sweep": {"epsilons": [1, 50]}}
@@ -96,7 +93,7 @@ def test_lm_rows_wrong_model_kind_is_the_loaders_error(models):
 
 
 def test_sweep_checks_the_model_folders_before_anything_else(models, tmp_path):
-    from textdp.evaluation.generation import run_generation_sweep
+    from textdp.evaluation.generation_sweep import run_generation_sweep
 
     cfg = generation_config_from_dict({**BASE, "corpus": {"name": "reuter_50_50", "data_dir": str(tmp_path / "none")},
                                        "lm": {"models": {"dp-prompt": str(models / "masked")}, "clip": [-2, 2]}})
