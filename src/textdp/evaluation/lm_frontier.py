@@ -84,7 +84,7 @@ class FrontierConfig:
 
     corpus: str
     model: str
-    prompts: tuple[str, ...]
+    instructions: tuple[str, ...]
     settings: tuple[FrontierSetting, ...]
     generate: tuple[str, ...] = ()
     data_dir: str | None = None
@@ -107,7 +107,7 @@ class FrontierConfig:
 
 
 _KEYS = {"corpus": {"name", "data_dir", "authors", "sentences", "min_words", "max_words", "train_docs", "chunk"},
-         "lm": {"model", "prompts", "settings", "generate", "max_new_tokens", "batch_size", "public_corpus",
+         "lm": {"model", "instructions", "settings", "generate", "max_new_tokens", "batch_size", "public_corpus",
                 "public_sentences"},
          "run": {"seed", "output"}}
 _SETTING_KEYS = {"epsilons", "prior", "clip", "clip_public", "public_top_k"}
@@ -162,7 +162,7 @@ def _settings(raw: object) -> tuple[FrontierSetting, ...]:
     return tuple(out)
 
 
-def _prompt_names(raw: object, key: str) -> tuple[str, ...]:
+def _instruction_names(raw: object, key: str) -> tuple[str, ...]:
     from ..generation.lm_family import instruction
 
     if not isinstance(raw, list) or not all(isinstance(p, str) for p in raw):
@@ -173,11 +173,11 @@ def _prompt_names(raw: object, key: str) -> tuple[str, ...]:
 
 
 def frontier_config_from_dict(d: dict[str, object], *, base_dir: Path | None = None) -> FrontierConfig:
-    """Validate an LM-only config: ``[corpus]``, ``[lm]`` (with ``model``, ``prompts``, ``[[lm.settings]]``), ``[run]``.
+    """Validate an LM-only config: ``[corpus]``, ``[lm]`` (with ``model``, ``instructions``, ``[[lm.settings]]``), ``[run]``.
 
     >>> cfg = frontier_config_from_dict({"corpus": {"name": "reuter_50_50"}, "lm": {"model": "m",
-    ...     "prompts": ["paraphrase", "neutral"], "settings": [{"prior": True, "clip": [-8, 8], "epsilons": [48]}]}})
-    >>> cfg.prompts, cfg.settings[0].label(), cfg.max_new_tokens
+    ...     "instructions": ["paraphrase", "neutral"], "settings": [{"prior": True, "clip": [-8, 8], "epsilons": [48]}]}})
+    >>> cfg.instructions, cfg.settings[0].label(), cfg.max_new_tokens
     (('paraphrase', 'neutral'), 'prior [-8, 8]', 48)
     """
     unknown = set(d) - set(_KEYS)
@@ -225,8 +225,8 @@ def frontier_config_from_dict(d: dict[str, object], *, base_dir: Path | None = N
 
     return FrontierConfig(
         corpus=corpus, model=_model_path(lm["model"], path),
-        prompts=_prompt_names(lm.get("prompts", ["paraphrase"]), "prompts"), settings=settings,
-        generate=_prompt_names(lm.get("generate", []), "generate"),
+        instructions=_instruction_names(lm.get("instructions", ["paraphrase"]), "instructions"), settings=settings,
+        generate=_instruction_names(lm.get("generate", []), "generate"),
         data_dir=None if data_dir is None else path(data_dir), authors=num(c, "authors", 20),
         sentences=num(c, "sentences", 3), min_words=lo, max_words=hi, train_docs=num(c, "train_docs", 50),
         chunk=num(c, "chunk", 3), max_new_tokens=num(lm, "max_new_tokens", 48), batch_size=num(lm, "batch_size", 16),
@@ -316,7 +316,7 @@ def public_sentences(corpus: str, n: int, *, data_dir: str | Path | None = None,
 class FrontierRow(TypedDict, total=False):
     """One row of the frontier (``results.json``)."""
 
-    prompt: str
+    instruction: str
     setting: str
     prior: bool | None
     epsilon_token: float | None
@@ -450,10 +450,10 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
         bounds_info = {"step_max": [step_max.low, step_max.high], "public_corpus": cfg.public_corpus,
                        "public_sentences": len(public), "seconds": round(time.perf_counter() - t0, 1)}
     docs = [(f"s{i}", t) for i, t in enumerate(data.sentences)]
-    n_rows = len(cfg.prompts) * len(cfg.settings) + len(cfg.generate)
+    n_rows = len(cfg.instructions) * len(cfg.settings) + len(cfg.generate)
     rngs = spawn(np.random.SeedSequence([cfg.seed, 43]), max(n_rows, 1))
     done = ProgressCounter(progress("rows", n_rows) if progress else None, n_rows)
-    rows = [FrontierRow(prompt="-", setting="identity (the inputs)", prior=None, epsilon_token=None,
+    rows = [FrontierRow(instruction="-", setting="identity (the inputs)", prior=None, epsilon_token=None,
                         epsilon_document=None, **score(data.sentences), seconds=0.0)]
     emit = on_row or (lambda row: None)
     emit(rows[0])
@@ -461,7 +461,7 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
     for st in cfg.settings:
         clip = step_max if st.clip_public else ClipBounds(*st.clip, "fixed", "given in the config") \
             if st.clip else None
-        for p in cfg.prompts:
+        for p in cfg.instructions:
             t0 = time.perf_counter()
             mech = DPPrompt(epsilon=st.epsilon, model=cfg.model, clip=clip, instruction=p, prior=st.prior,
                        public_top_k=st.public_top_k, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size)
@@ -469,7 +469,7 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
             records, _ = rewrite_documents(mech, docs, rngs[k], record_unit="document", seeded=True)
             outs = [str(r["text"]) for r in records]
             g = records[0]["guarantee"]
-            rows.append(FrontierRow(prompt=p, setting=st.label(), prior=st.prior, epsilon_token=st.epsilon,
+            rows.append(FrontierRow(instruction=p, setting=st.label(), prior=st.prior, epsilon_token=st.epsilon,
                                     epsilon_document=float(g["epsilon"]), **score(outs),
                                     seconds=round(time.perf_counter() - t0, 1)))
             emit(rows[-1])
@@ -478,7 +478,7 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
     for p in cfg.generate:
         t0 = time.perf_counter()
         outs = _generate(cfg.model, p, data.sentences, cfg, cfg.seed + k)
-        rows.append(FrontierRow(prompt=p, setting="generate (non-private, temperature 1)", prior=None,
+        rows.append(FrontierRow(instruction=p, setting="generate (non-private, temperature 1)", prior=None,
                                 epsilon_token=None, epsilon_document=None, **score(outs),
                                 seconds=round(time.perf_counter() - t0, 1)))
         emit(rows[-1])

@@ -38,12 +38,12 @@ def render_frontier_markdown(result: FrontierResult) -> str:
              "| instruction | prior | ε/token | ε/document | similarity ↑ | attribution ↓ | empty | reply | copy | s |",
              "|" + "---|" * 10]
     for r in result["rows"]:
-        lines.append(f"| {r['prompt']} | {r['setting']} | {_f(r.get('epsilon_token'), 0)} | "
+        lines.append(f"| {r['instruction']} | {r['setting']} | {_f(r.get('epsilon_token'), 0)} | "
                      f"{_f(r.get('epsilon_document'), 0)} | {r['similarity']:.3f} | {r['attribution']:.3f} | "
                      f"{r.get('empty', 0)} | {r.get('replies', 0)} | {r.get('copies', 0)} | {_f(r.get('seconds'), 0)} |")
     best = best_tradeoff(result["rows"])
     if best is not None:
-        lines += ["", f"Best trade-off (largest similarity − (attribution − chance)): **{best['prompt']}**, "
+        lines += ["", f"Best trade-off (largest similarity − (attribution − chance)): **{best['instruction']}**, "
                       f"{best['setting']}, ε/token {best['epsilon_token']:g}."]
     return "\n".join(lines) + "\n"
 
@@ -60,11 +60,11 @@ def plot_frontier(results: Sequence[FrontierResult], path: str | Path) -> Path:
     colors = {"paraphrase": "C0", "neutral": "C1", "simplify": "C2", "formal": "C3", "-": "k"}
     for ax, res in zip(axes[0], results, strict=True):
         for r in res["rows"]:
-            marker = ("*" if r["prompt"] == "-" else "s" if r.get("epsilon_token") is None else
+            marker = ("*" if r["instruction"] == "-" else "s" if r.get("epsilon_token") is None else
                       "o" if r.get("prior") else "^")
             size = 30 + 0.25 * float(r.get("epsilon_token") or 0)
             ax.scatter(r["similarity"], r["attribution"], marker=marker, s=size,
-                       color=colors.get(r["prompt"], "C4"), alpha=0.8, edgecolor="k", linewidth=0.4)
+                       color=colors.get(r["instruction"], "C4"), alpha=0.8, edgecolor="k", linewidth=0.4)
             if r.get("epsilon_token") is not None:
                 ax.annotate(f"{r['epsilon_token']:g}", (r["similarity"], r["attribution"]), textcoords="offset points",
                             xytext=(3, 3), fontsize=6)
