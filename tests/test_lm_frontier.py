@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from textdp.cli import app
 from textdp.errors import ParameterError
 from textdp.evaluation.generation_config import generation_config_from_dict, load_evaluation_config
-from textdp.evaluation.lm_frontier import FrontierConfig, frontier_config_from_dict
+from textdp.evaluation.lm_frontier_config import FrontierConfig, frontier_config_from_dict
 from textdp.evaluation.lm_frontier_report import best_tradeoff, render_frontier_markdown
 from textdp.generation.lm_family import DEFAULT_INSTRUCTION, INSTRUCTIONS, instruction
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from ..backend import Backend
-    from ..evaluation.lm_frontier import FrontierConfig
+    from ..evaluation.lm_frontier_config import FrontierConfig
 
 REWRITE_EPSILON_HELP = (
     "Privacy parameter (> 0). er-ae: nominal epsilon per generation step (split 90/10 between the set choice and "

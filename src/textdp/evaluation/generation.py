@@ -31,8 +31,8 @@ the same document measures, in a table ``lm`` of the same report and plot.
 The modules, by concern: :mod:`~textdp.evaluation.generation_metrics` (the measures),
 :mod:`~textdp.evaluation.generation_data` (the texts), :mod:`~textdp.evaluation.generation_config` (the TOML config),
 :mod:`~textdp.evaluation.generation_sweep` (the sweep), :mod:`~textdp.evaluation.generation_report` (markdown, plot,
-report folder) and :mod:`~textdp.evaluation.lm_frontier` (the LM-only frontier of dp-prompt's instructions). This
-module gathers their public names.
+report folder) and :mod:`~textdp.evaluation.lm_frontier` with its config and report (the LM-only frontier of
+dp-prompt's instructions). This module gathers their public names.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ..errors import ParameterError, ParameterTypeError
 from .datasets import PRESETS
 
 if TYPE_CHECKING:
-    from .lm_frontier import FrontierConfig
+    from .lm_frontier_config import FrontierConfig
 
 __all__ = ['GenerationConfig', 'generation_config_from_dict', 'load_evaluation_config', 'load_generation_config']
 
@@ -187,7 +187,7 @@ def load_generation_config(path: str | Path) -> GenerationConfig:
 def load_evaluation_config(path: str | Path) -> GenerationConfig | FrontierConfig:
     """Read a config of ``evaluate-generation``: without ``[models]`` it is the LM-only frontier
     (:func:`~textdp.evaluation.lm_frontier.frontier_config_from_dict`), else the ER-AE sweep."""
-    from .lm_frontier import frontier_config_from_dict
+    from .lm_frontier_config import frontier_config_from_dict
 
     p = Path(path)
     d = _read_toml(p)
