@@ -205,4 +205,5 @@ epsilons = [16]
     assert result["bounds"]["public_corpus"] == "20newsgroups" and result["construction"]["authors"] == 2
     md = (out / "report.md").read_text()
     assert "| simplify | prior [-2, 2], top-5+ | 8 | 32 |" in md and "Best trade-off" in md
+    assert all(0 <= r["attribution_ci"][0] <= r["attribution"] <= r["attribution_ci"][1] <= 1 for r in rows)
     assert render_frontier_markdown(result) in md

@@ -14,7 +14,8 @@ Measures of each row:
   averaged (an empty output scores 0);
 * **attribution**: a character n-gram attacker (:class:`textdp.attacks.char_ngrams.CharNgramAttacker`) trained on
   the authors' original *training* documents attributes **chunks**: one author's rewritten sentences concatenated,
-  ``chunk`` at a time; its accuracy against chance (1 / authors). Lower is better;
+  ``chunk`` at a time; its accuracy against chance (1 / authors), with a 95% bootstrap interval over the chunks
+  (few chunks: a wide interval). Lower is better;
 * **ε per document**: the records' own bound, ``max_new_tokens x`` ε per token (the end token is drawn, so a
   shorter output has the same bound);
 * counts of outputs that are empty, that start like a chat reply or preamble (:data:`REPLY`), or that copy the
@@ -145,6 +146,7 @@ class FrontierRow(TypedDict, total=False):
     epsilon_document: float | None
     similarity: float
     attribution: float
+    attribution_ci: list[float]
     chance: float
     chunks: int
     empty: int
@@ -168,12 +170,12 @@ class FrontierResult(TypedDict):
 class _Scorer:
     """Similarity to the inputs and chunk attribution by the attacker trained on the originals."""
 
-    def __init__(self, data: AuthorSentences, chunk: int) -> None:
+    def __init__(self, data: AuthorSentences, chunk: int, seed: int) -> None:
         from ..attacks.char_ngrams import CharNgramAttacker
         from ..attacks.sentence import minilm_embed
         from .stats import chance_accuracy
 
-        self.data, self.chunk = data, chunk
+        self.data, self.chunk, self.seed = data, chunk, seed
         self.attacker = CharNgramAttacker().fit([normalize_text(t) for t in data.train_texts], data.train_labels)
         self.chance = chance_accuracy(data.train_labels)
         self.inputs = minilm_embed(data.sentences)
@@ -192,15 +194,17 @@ class _Scorer:
 
     def __call__(self, outs: Sequence[str]) -> FrontierRow:
         from ..attacks.sentence import minilm_embed
+        from .stats import bootstrap_ci
 
         sims = np.zeros(len(outs))
         nonempty = [i for i, t in enumerate(outs) if t.strip()]
         if nonempty:
             sims[nonempty] = np.sum(self.inputs[nonempty] * minilm_embed([outs[i] for i in nonempty]), axis=1)
         texts, labels = self.chunks(outs)
-        pred = self.attacker.predict([normalize_text(t) for t in texts])
-        return FrontierRow(similarity=round(float(sims.mean()), 4),
-                           attribution=round(float(np.mean(pred == np.array(labels, dtype=object))), 4),
+        correct = self.attacker.predict([normalize_text(t) for t in texts]) == np.array(labels, dtype=object)
+        lo, hi = bootstrap_ci(correct, make_rng(self.seed), n_boot=1000)  # the same resampling for every row
+        return FrontierRow(similarity=round(float(sims.mean()), 4), attribution=round(float(correct.mean()), 4),
+                           attribution_ci=[round(lo, 4), round(hi, 4)],
                            chance=round(self.chance, 4), chunks=len(texts), outputs=len(outs),
                            empty=len(outs) - len(nonempty), replies=sum(bool(REPLY.match(t)) for t in outs),
                            copies=sum(normalize_text(t) == n for t, n in zip(outs, self.normal, strict=True)),
@@ -259,7 +263,7 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
                                  min_words=cfg.min_words, max_words=cfg.max_words, train_docs=cfg.train_docs,
                                  seed=cfg.seed)
     t0 = time.perf_counter()
-    score = _Scorer(data, cfg.chunk)
+    score = _Scorer(data, cfg.chunk, cfg.seed)
     timings["attacker"] = round(time.perf_counter() - t0, 1)
     bounds_info: dict[str, object] = {}
     step_max = None

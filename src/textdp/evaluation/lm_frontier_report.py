@@ -20,6 +20,11 @@ def _f(x: object, nd: int = 3) -> str:
     return str(x)
 
 
+def _ci(r: FrontierRow) -> str:
+    ci = r.get("attribution_ci")
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+
+
 def best_tradeoff(rows: Sequence[FrontierRow]) -> FrontierRow | None:
     """The private row with the largest ``similarity - (attribution - chance)``: meaning kept minus the attacker's
     advantage over chance (both in [0, 1]; the rule of docs/lm-rewriting.md). None without private rows."""
@@ -35,11 +40,11 @@ def render_frontier_markdown(result: FrontierResult) -> str:
     c = result["construction"]
     lines = [f"{c.get('sentences')} sentences of {c.get('authors')} authors ({c.get('corpus')}); chunk attribution "
              f"on {result['rows'][0].get('chunks')} chunks; chance {result['rows'][0]['chance']:.3f}.", "",
-             "| instruction | prior | ε/token | ε/document | similarity ↑ | attribution ↓ | empty | reply | copy | s |",
+             "| instruction | prior | ε/token | ε/document | similarity ↑ | attribution ↓ [95% CI] | empty | reply | copy | s |",
              "|" + "---|" * 10]
     for r in result["rows"]:
         lines.append(f"| {r['instruction']} | {r['setting']} | {_f(r.get('epsilon_token'), 0)} | "
-                     f"{_f(r.get('epsilon_document'), 0)} | {r['similarity']:.3f} | {r['attribution']:.3f} | "
+                     f"{_f(r.get('epsilon_document'), 0)} | {r['similarity']:.3f} | {r['attribution']:.2f} {_ci(r)} | "
                      f"{r.get('empty', 0)} | {r.get('replies', 0)} | {r.get('copies', 0)} | {_f(r.get('seconds'), 0)} |")
     best = best_tradeoff(result["rows"])
     if best is not None:
