@@ -140,6 +140,9 @@ def test_frontier_config_and_the_dispatch(tmp_path):
         loaded = load_evaluation_config(tmp_path / f"{ex}.toml")
         assert isinstance(loaded, FrontierConfig) and len(loaded.instructions) == 4 and loaded.max_new_tokens == 48
         assert loaded.public_corpus != loaded.corpus
+    res = runner.invoke(app, ["evaluate-generation", str(tmp_path / "c50.toml"), "--write-training-corpus",
+                              str(tmp_path / "train.jsonl")])
+    assert res.exit_code == 2 and "needs an ER-AE config" in res.output and not (tmp_path / "train.jsonl").exists()
     er = {"corpus": {"name": "reuter_50_50"}, "models": {"er_ae": "a", "ae": "b"}, "sweep": {"epsilons": [1]}}
     cfg2 = generation_config_from_dict({**er, "lm": {"models": {"dp-prompt": "x"}, "clip": [-2, 2],
                                                      "instruction": "neutral"}})
