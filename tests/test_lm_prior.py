@@ -242,9 +242,37 @@ def test_rows_stop_at_eos_and_drop_out_of_the_batch(causal, monkeypatch):
     docs = ["the cat sat on the mat .", "a dog ran in the park today .", "please send the report ."] * 4
     out = rewrite_texts(causal, docs, s, make_rng(4))
     assert len(out) == 12 and all(lm.tokenizer.eos_token not in o for o in out)
-    assert widths[0] == 8 and len(set(widths)) > 2  # rows left the batch as they drew the end token
-    assert widths == sorted(widths, reverse=True) or widths[1:].count(widths[1]) < len(widths) - 1
+    # the prompts' common prefix once, then the batch's distinct prompts once each (the longest two documents,
+    # four times each), then the 8 rows, fewer as rows leave the batch when they draw the end token
+    assert widths[:3] == [1, 2, 8] and len(set(widths)) > 3
+    first = widths[2:widths.index(1, 1)] if 1 in widths[1:] else widths[2:]
+    assert first == sorted(first, reverse=True) and first[-1] < 8
     assert eos in lm_decode.stop_ids(lm)
+
+
+def test_shared_prefill_gives_the_plain_passes_logits_cache_and_positions(causal):
+    """The prompts' common prefix run once and repeated rows run once give the left-padded pass's numbers."""
+    torch = pytest.importorskip("torch")
+    lm = load_language_model(causal, "causal")
+    s = _resolved(lm, _prompt(1.0, BOUNDS))
+    frame = lm_decode.prompt_frame(lm, s)
+    docs = ["the cat sat on the mat .", "a dog ran in the park today and yesterday .", "the cat sat on the mat ."]
+    rows = lm_decode.prompt_ids(lm, s, docs) + [list(frame.public)] * 3
+    assert lm_decode._common_prefix(rows) > 0
+    kv, keep1 = lm_decode._cache_name(), {"logits_to_keep": 1}
+    with torch.inference_mode():
+        ids, mask = lm_decode._pad(rows, 0, left=True)
+        pos = (mask.cumsum(1) - 1).clamp(min=0)
+        plain = lm.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **keep1)
+        cache, logits, mask2, last = lm_decode._prefill(lm.model, rows, 0, kv, keep1)
+        assert torch.allclose(logits, plain.logits[:, -1], atol=1e-4)
+        assert last[:, 0].tolist() == [len(r) - 1 for r in rows] and mask2.sum(1).tolist() == [len(r) for r in rows]
+        nxt = logits.argmax(1)[:, None]
+        a = lm.model(input_ids=nxt, attention_mask=torch.cat([mask, torch.ones_like(mask[:, :1])], 1),
+                     position_ids=pos[:, -1:] + 1, use_cache=True, **{kv: getattr(plain, kv)}, **keep1)
+        b = lm.model(input_ids=nxt, attention_mask=torch.cat([mask2, torch.ones_like(mask2[:, :1])], 1),
+                     position_ids=last + 1, use_cache=True, **{kv: cache}, **keep1)
+        assert torch.allclose(a.logits[:, -1], b.logits[:, -1], atol=1e-4)
 
 
 def test_length_sorted_batches_respect_the_token_budget():

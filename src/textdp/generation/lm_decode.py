@@ -364,6 +364,54 @@ def _length_batches(lengths: Sequence[int], s: PromptDecoding, copies: int) -> l
     return out
 
 
+def _common_prefix(rows: Sequence[Sequence[int]]) -> int:
+    """The length of the longest common prefix of ``rows``, less than the shortest row (each keeps a last token).
+
+    >>> _common_prefix([[1, 2, 3, 4], [1, 2, 5], [1, 2, 3]])
+    2
+    """
+    n = min(len(r) for r in rows) - 1
+    first = rows[0]
+    for r in rows[1:]:
+        k = 0
+        while k < n and r[k] == first[k]:
+            k += 1
+        n = k
+    return max(n, 0)
+
+
+def _prefill(model: Any, rows: Sequence[Sequence[int]], pad: int, kv: str,
+             keep1: dict[str, int]) -> tuple[Any, Tensor, Tensor, Tensor]:
+    """The forward pass over every prompt of a batch: its KV cache, last logits, attention mask and last positions.
+
+    The same numbers as one left-padded pass over ``rows`` (each row at positions ``0 .. len - 1``, its logits at
+    its last token), computed with less work: the prefix common to every row (the chat template's system turn and
+    instruction, public) is run once and its cache copied to every row; each distinct row (the public prior's
+    rows are one prompt repeated) is run once, after the prefix, and its cache rows copied to its repeats. The
+    cache holds ``[prefix | padding | rest of the row]``; the mask is 0 on the padding and the positions are
+    explicit, so attention sees exactly each row's own tokens. Only floating-point rounding may differ from the
+    plain pass (other matrix shapes): the law of every draw is the same function of the logits.
+    """
+    torch = _torch()
+    distinct: dict[tuple[int, ...], int] = {}
+    where = [distinct.setdefault(tuple(r), len(distinct)) for r in rows]
+    unique = [list(r) for r in distinct]
+    n = len(unique)
+    shared = _common_prefix(unique)
+    past: dict[str, Any] = {}
+    if shared:
+        head = model(input_ids=torch.tensor([unique[0][:shared]], dtype=torch.long), use_cache=True, **keep1)
+        past = {kv: _select(getattr(head, kv), [0] * n)}
+    ids, tail = _pad([r[shared:] for r in unique], pad, left=True)
+    mask = torch.cat([torch.ones((n, shared), dtype=torch.long), tail], 1)
+    pos = (tail.cumsum(1) - 1).clamp_(min=0).add_(shared)
+    res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **past, **keep1)
+    cache, logits, pos = getattr(res, kv), res.logits[:, -1, :], pos[:, -1:]
+    if where != list(range(n)):
+        cache, logits, mask, pos = _select(cache, where), logits[where], mask[where], pos[where]
+    return cache, logits, mask, pos
+
+
 def _draw(logits: Tensor, n: int, s: PromptDecoding, rng: np.random.Generator, allowed: Tensor) -> Tensor:
     """One ε-DP token per row: rows ``[:n]`` are private; with the prior, rows ``[n:]`` are the public ones."""
     if not s.prior:
@@ -475,12 +523,9 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
     capped = [False] * len(documents)
     for batch in _length_batches([len(p) for p in prompts], s, copies):
         rows = [prompts[i] for i in batch] + ([public] * len(batch) if s.prior else [])
-        ids, mask = _pad(rows, pad, left=True)
-        pos = (mask.cumsum(1) - 1).clamp_(min=0)
         alive = list(batch)
         with torch.inference_mode():
-            res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **keep1)
-            cache, logits, pos = getattr(res, kv), res.logits[:, -1, :], pos[:, -1:]
+            cache, logits, mask, pos = _prefill(model, rows, pad, kv, keep1)
             for t in range(s.max_new_tokens):
                 drawn = _draw(logits, len(alive), s, rng, allowed).tolist()
                 keep = []
