@@ -33,7 +33,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from .._validation import check_choice
 from ..errors import ParameterError, require
@@ -42,7 +42,8 @@ from .folders import check_model_folder
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["MODEL_KINDS", "LanguageModel", "gguf_file", "load_language_model", "model_kind"]
+__all__ = ["MODEL_KINDS", "LanguageModel", "ModelConfig", "ModelOutput", "Network", "Tokenizer", "gguf_file",
+           "load_language_model", "model_kind"]
 
 #: Model kinds and the ``transformers`` auto class that loads each.
 MODEL_KINDS = {"causal": "AutoModelForCausalLM", "seq2seq": "AutoModelForSeq2SeqLM", "masked": "AutoModelForMaskedLM"}
@@ -50,12 +51,97 @@ _KIND_WORDS = {"causal": "a causal language model", "seq2seq": "a sequence-to-se
                "masked": "a masked language model"}
 
 
+class Tokenizer(Protocol):
+    """The part of a ``transformers`` tokenizer (``PreTrainedTokenizerBase``) that textdp uses."""
+
+    pad_token_id: int | None
+    eos_token_id: int | None
+    bos_token_id: int | None
+    mask_token_id: int | None
+    cls_token_id: int | None
+    sep_token_id: int | None
+    all_special_ids: list[int]
+
+    def __call__(self, text: str, **options: bool | int) -> dict[str, list[int]]:
+        """The encoding of ``text``: ``["input_ids"]`` is its token ids (a ``BatchEncoding``)."""
+        ...
+
+    def __len__(self) -> int:
+        """The vocabulary size, added tokens included."""
+        ...
+
+    def decode(self, ids: list[int], **options: bool) -> str:
+        """The text of ``ids``."""
+        ...
+
+    def get_vocab(self) -> dict[str, int]:
+        """Token -> id."""
+        ...
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
+        """The token strings of ``ids``."""
+        ...
+
+    def apply_chat_template(self, messages: list[dict[str, str]], **options: bool) -> object:
+        """The chat template applied to ``messages``: token ids (a list, or a ``BatchEncoding`` in transformers 5)."""
+        ...
+
+
+class ModelConfig(Protocol):
+    """The part of a ``transformers`` config read directly (every other field is read with ``getattr``)."""
+
+    decoder_start_token_id: int | None
+
+
+class ModelOutput(Protocol):
+    """What a forward pass returns that textdp reads by name (the KV cache is read with ``getattr``: its field's
+    name depends on the transformers version)."""
+
+    logits: Tensor
+
+
+class EncoderOutput(Protocol):
+    """A seq2seq encoder's output: its states (DP-BART noises them)."""
+
+    last_hidden_state: Tensor
+
+
+class _Weighted(Protocol):
+    weight: Tensor
+
+
+class _Encoder(Protocol):
+    def __call__(self, **inputs: Tensor) -> EncoderOutput: ...
+
+
+class Network(Protocol):
+    """The part of a ``transformers`` model (``PreTrainedModel``) that textdp uses."""
+
+    config: ModelConfig
+
+    def __call__(self, **inputs: object) -> ModelOutput:
+        """A forward pass (``input_ids``, ``attention_mask``, ``position_ids``, the cache, ...)."""
+        ...
+
+    def forward(self, **inputs: object) -> ModelOutput:
+        """The forward pass itself (its signature says whether ``logits_to_keep`` is accepted)."""
+        ...
+
+    def get_output_embeddings(self) -> _Weighted:
+        """The output projection (its ``weight`` has one row per output token)."""
+        ...
+
+    def get_encoder(self) -> _Encoder:
+        """A seq2seq model's encoder."""
+        ...
+
+
 @dataclass(frozen=True)
 class LanguageModel:
     """A loaded model: ``model`` (in eval mode), ``tokenizer``, ``kind`` and public ``identity``."""
 
-    model: Any
-    tokenizer: Any
+    model: Network
+    tokenizer: Tokenizer
     kind: str
     identity: dict[str, object]
 
@@ -105,7 +191,7 @@ def model_kind(config: dict[str, object]) -> str | None:
     return None
 
 
-def _check_directory(model_dir: Path, kind: str) -> dict[str, Any]:
+def _check_directory(model_dir: Path, kind: str) -> dict[str, object]:
     if not model_dir.is_dir():
         raise ParameterError(f"{model_dir}: no such model directory")
     cfg_path = model_dir / "config.json"
@@ -236,6 +322,8 @@ def load_language_model(model_dir: str, kind: str) -> LanguageModel:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ParameterError(f"{model_dir}: cannot load the model or its tokenizer offline ({first})") from None
     model.eval()
-    identity = {"architecture": (config.get("architectures") or [type(model).__name__])[0],
-                "model_type": config.get("model_type"), "weights_sha256": _weights_digest(path)}
+    archs = config.get("architectures")
+    identity: dict[str, object] = {
+        "architecture": archs[0] if isinstance(archs, list) and archs else type(model).__name__,
+        "model_type": config.get("model_type"), "weights_sha256": _weights_digest(path)}
     return LanguageModel(model, tokenizer, kind, identity)

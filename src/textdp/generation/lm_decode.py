@@ -16,23 +16,35 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from ..errors import ParameterError, require
 from ..guarantees.calibration import Calibration
 from .decoding import ClipBounds, exponential_step, prior_log_weights, public_top_k_plus, sample_log_weights
-from .hf import LanguageModel
+from .hf import EncoderOutput, LanguageModel, Network, Tokenizer
 
 if TYPE_CHECKING:
     from torch import Tensor
 
 #: one decoding step: the previous tokens ``(B,)`` -> the next logits ``(B, V)``
 Step = Callable[["Tensor"], "Tensor"]
+
+
+class SelectableCache(Protocol):
+    """A ``transformers`` KV cache (``DynamicCache``): rows are kept (or repeated) in place."""
+
+    def batch_select_indices(self, indices: Tensor) -> None:
+        """Keep the batch rows ``indices`` (in that order; an index may repeat)."""
+        ...
+
+
+#: a KV cache: a ``transformers`` Cache, or the legacy tuples (per layer: key and value, batch first)
+KVCache = SelectableCache | tuple[tuple["Tensor", ...], ...]
 
 __all__ = ["EDGE_TOKENS", "Decoding", "DrawnText", "GaussianDecoding", "MaskedDecoding", "PromptDecoding", "PromptFrame", "chat_template",
            "clip_and_noise", "context_length", "cut_document", "dp_bart", "dp_mlm", "dp_prompt", "prompt_frame",
@@ -113,7 +125,7 @@ def _eos(lm: LanguageModel) -> int:
     return int(eos)
 
 
-def _cleans_up(tokenizer: Any) -> bool:
+def _cleans_up(tokenizer: Tokenizer) -> bool:
     """Whether to glue punctuation back (``clean_up_tokenization_spaces``): WordPiece/word-level tokenizers only.
 
     A BPE tokenizer keeps its own spaces; transformers 5.24 warns and ignores the clean-up for it.
@@ -194,7 +206,7 @@ def _sample_steps(step: Step, first: Tensor, s: Decoding, rng: np.random.Generat
 _OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "camembert"})
 
 
-def context_length(config: Any) -> int | None:
+def context_length(config: object) -> int | None:
     """The most positions the model can embed (``None``: no fixed limit, e.g. T5's relative positions)."""
     for key in ("n_positions", "max_position_embeddings", "n_ctx"):
         n = getattr(config, key, None)
@@ -232,7 +244,7 @@ def stop_ids(lm: LanguageModel) -> tuple[int, ...]:
     """The tokens that end generation: EOS (tokenizer, config, generation config) and known end-of-turn tokens."""
     found: list[int] = []
 
-    def add(x: Any) -> None:
+    def add(x: object) -> None:
         for v in x if isinstance(x, (list, tuple)) else (x,):
             if isinstance(v, int) and v >= 0 and v not in found:
                 found.append(v)
@@ -255,7 +267,7 @@ def chat_template(lm: LanguageModel) -> str | None:
     return t if isinstance(t, str) and t.strip() else None
 
 
-def cut_document(tokenizer: Any, document: str, max_input_tokens: int) -> str:
+def cut_document(tokenizer: Tokenizer, document: str, max_input_tokens: int) -> str:
     """``document`` cut to its first ``max_input_tokens`` tokens (tokenised alone, no special tokens), as text.
 
     The cut is public (``max_input_tokens`` is in the guarantee's adjacency); a document within it is returned as
@@ -267,10 +279,12 @@ def cut_document(tokenizer: Any, document: str, max_input_tokens: int) -> str:
     return str(tokenizer.decode(ids[:max_input_tokens], skip_special_tokens=False, clean_up_tokenization_spaces=False))
 
 
-def _ids(out: Any) -> list[int]:
+def _ids(out: object) -> list[int]:
     """Token ids from ``apply_chat_template(tokenize=True)``: a list, or (transformers 5) a ``BatchEncoding``."""
-    if hasattr(out, "keys"):
+    if isinstance(out, Mapping):
         out = out["input_ids"]
+    if not isinstance(out, Iterable):
+        raise ParameterError(f"the tokenizer's chat template gave {type(out).__name__}, not token ids")
     return [int(t) for t in out]
 
 
@@ -334,15 +348,15 @@ def prompt_frame(lm: LanguageModel, m: PromptDecoding) -> PromptFrame:
     return PromptFrame(tuple(render_prompt(lm, m, "")), stop_ids(lm), m.prompt_format_)
 
 
-def _select(cache: Any, rows: list[int]) -> Any:
-    """Keep ``rows`` of a KV cache (a ``transformers`` Cache, or the legacy tuples)."""
-    if hasattr(cache, "batch_select_indices"):
-        cache.batch_select_indices(_torch().tensor(rows, dtype=_torch().long))
-        return cache
-    return tuple(tuple(t[rows] for t in layer) for layer in cache)
+def _select(cache: KVCache, rows: list[int]) -> KVCache:
+    """Keep ``rows`` of a KV cache (a ``transformers`` Cache, or the legacy tuples); a row may be repeated."""
+    if isinstance(cache, tuple):
+        return tuple(tuple(t[rows] for t in layer) for layer in cache)
+    cache.batch_select_indices(_torch().tensor(rows, dtype=_torch().long))
+    return cache
 
 
-def _keeps_last_logits(model: Any) -> bool:
+def _keeps_last_logits(model: Network) -> bool:
     try:
         return "logits_to_keep" in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
@@ -380,8 +394,8 @@ def _common_prefix(rows: Sequence[Sequence[int]]) -> int:
     return max(n, 0)
 
 
-def _prefill(model: Any, rows: Sequence[Sequence[int]], pad: int, kv: str,
-             keep1: dict[str, int]) -> tuple[Any, Tensor, Tensor, Tensor]:
+def _prefill(model: Network, rows: Sequence[Sequence[int]], pad: int, kv: str,
+             keep1: dict[str, int]) -> tuple[KVCache, Tensor, Tensor, Tensor]:
     """The forward pass over every prompt of a batch: its KV cache, last logits, attention mask and last positions.
 
     The same numbers as one left-padded pass over ``rows`` (each row at positions ``0 .. len - 1``, its logits at
@@ -398,7 +412,7 @@ def _prefill(model: Any, rows: Sequence[Sequence[int]], pad: int, kv: str,
     unique = [list(r) for r in distinct]
     n = len(unique)
     shared = _common_prefix(unique)
-    past: dict[str, Any] = {}
+    past: dict[str, KVCache] = {}
     if shared:
         head = model(input_ids=torch.tensor([unique[0][:shared]], dtype=torch.long), use_cache=True, **keep1)
         past = {kv: _select(getattr(head, kv), [0] * n)}
@@ -570,7 +584,7 @@ def _encode(lm: LanguageModel, texts: Sequence[str], s: Decoding, *, fixed: bool
     return ids, (mask if not fixed else (ids != pad).long())
 
 
-def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: Decoding, rng: np.random.Generator | None,
+def _decoder_loop(lm: LanguageModel, enc_out: EncoderOutput, enc_mask: Tensor, s: Decoding, rng: np.random.Generator | None,
                   allowed: Tensor) -> tuple[list[list[int]], list[int]]:
     """Decode from encoder states: ε-DP draws (``rng`` given) or greedy over ``allowed`` (``rng`` None, DP-BART)."""
     torch = _torch()
@@ -580,7 +594,7 @@ def _decoder_loop(lm: LanguageModel, enc_out: Any, enc_mask: Tensor, s: Decoding
     if start is None:
         start = lm.tokenizer.bos_token_id if lm.tokenizer.bos_token_id is not None else eos
     B = enc_out.last_hidden_state.shape[0]
-    state: dict[str, Any] = {}
+    state: dict[str, KVCache] = {}
     kv = _cache_name()
 
     def step(prev: Tensor) -> Tensor:

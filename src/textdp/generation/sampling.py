@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,20 +30,23 @@ from .._validation import check_epsilon, check_positive_int
 from ..errors import ParameterError, require
 from .decoding import UNIT_BOUNDS, clipped_log_weights, sample_log_weights
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 __all__ = ["em_distribution", "em_step", "torch_module", "two_set_distribution", "two_set_step"]
 
 
-def torch_module() -> Any:
+def torch_module() -> ModuleType:
     """The ``torch`` module, or :class:`~textdp.errors.MissingDependencyError` naming the ``[generation]`` extra."""
     return require("torch", "generation")
 
 
-def _uniforms(rng: np.random.Generator, rows: int, cols: int) -> Any:
+def _uniforms(rng: np.random.Generator, rows: int, cols: int) -> Tensor:
     torch = torch_module()
     return torch.from_numpy(rng.random((rows, cols)))
 
 
-def _inverse_cdf(weights: Any, u: Any) -> Any:
+def _inverse_cdf(weights: Tensor, u: Tensor) -> Tensor:
     """Row-wise draw from unnormalised non-negative ``weights`` with uniforms ``u`` ``(B, m)``.
 
     A draw never lands on a zero weight: when rounding at the top end of the cumulative sum
@@ -61,9 +65,9 @@ def _inverse_cdf(weights: Any, u: Any) -> Any:
 
 
 def two_set_step(
-    logp: Any, rng: np.random.Generator, *, epsilon_set: float, epsilon_word: float, k: int = 5,
-    allowed: Any | None = None,
-) -> Any:
+    logp: Tensor, rng: np.random.Generator, *, epsilon_set: float, epsilon_word: float, k: int = 5,
+    allowed: Tensor | None = None,
+) -> Tensor:
     """One step of the two-set exponential mechanism for every row of ``logp``.
 
     1. ``L``: ``k`` i.i.d. draws from ``p = exp(logp)`` (a multiset, the authors' variant);
@@ -142,7 +146,7 @@ def two_set_step(
     return out
 
 
-def em_step(logp: Any, rng: np.random.Generator, *, epsilon: float) -> Any:
+def em_step(logp: Tensor, rng: np.random.Generator, *, epsilon: float) -> Tensor:
     """AE-DP: one exponential mechanism over the whole alphabet, ``P(w) ∝ exp(ε p_w / 2)`` (``p_w ∈ [0, 1]``).
 
     >>> import torch
