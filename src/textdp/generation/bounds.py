@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from .._options import MODEL_DATA_CASES
 from .._validation import EPSILON_MIN, check_choice, check_epsilon, check_positive_int
@@ -173,7 +172,7 @@ class TwoSetBound:
         """Bound for a document of ``n_sentences`` sentences (the sum over them)."""
         return check_positive_int(n_sentences, "n_sentences") * self.per_sentence
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain-data form."""
         out = asdict(self)
         out["log_share"] = self.log_share

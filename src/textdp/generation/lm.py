@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._validation import check_choice, check_probability
 from ..errors import ParameterError, require
@@ -70,7 +70,10 @@ from ..guarantees import Guarantee, as_parameters
 from ..guarantees.events import Charge, PrivacyEvent
 from ..text import split_sentences
 from .decoding import ClipBounds, StreamingQuantiles
-from .hf import load_language_model
+from .hf import Tokenizer, load_language_model
+
+if TYPE_CHECKING:
+    from .lm_family import LMRewriter
 
 __all__ = [
     "BOUND_RULES",
@@ -147,8 +150,8 @@ class LMGuarantee(Guarantee):
 
 def lm_guarantee(mechanism: str, epsilon: float, delta: float, unit: str, per_token: float | None,
                  per_sentence: float | None, per_document: float | None, composition: str, steps: int,
-                 adjacency: str, bounds: dict[str, Any], length_covered: bool, uncovered: tuple[str, ...],
-                 detail: str, reference: str, extra: dict[str, Any] | None = None,
+                 adjacency: str, bounds: dict[str, object], length_covered: bool, uncovered: tuple[str, ...],
+                 detail: str, reference: str, extra: dict[str, object] | None = None,
                  event: PrivacyEvent | None = None) -> LMGuarantee:
     """An :class:`LMGuarantee` from plain values (what each rewriter's ``bound()`` states)."""
     return LMGuarantee(mechanism=mechanism, epsilon=epsilon, delta=delta, unit=unit, reference=reference,
@@ -163,7 +166,7 @@ MEMORISED = "what the model memorised from its training data (use a public model
             "from the private text)"
 
 
-def sentence_pieces(text: str, max_tokens: int, tokenizer: Any = None) -> list[str]:
+def sentence_pieces(text: str, max_tokens: int, tokenizer: Tokenizer | None = None) -> list[str]:
     """The sentences of ``text`` cut into pieces of at most ``max_tokens`` tokens of ``tokenizer`` (at word
     boundaries; two tokens are kept for the special ones), so that no part of a long sentence is dropped.
     Without a tokenizer, whole sentences.
@@ -197,7 +200,7 @@ def sentence_pieces(text: str, max_tokens: int, tokenizer: Any = None) -> list[s
 BOUND_RULES = ("auto", "step-max", "all-values")
 
 
-def public_bounds(model_dir: str, mechanism: Any, public_texts: Sequence[str], *,
+def public_bounds(model_dir: str, mechanism: type[LMRewriter], public_texts: Sequence[str], *,
                   low_quantile: float = 0.01, high_quantile: float = 0.99, source: str = "",
                   rule: str = "auto") -> ClipBounds:
     """Clipping bounds from **public** text: quantiles of what ``mechanism`` (a rewriter class, a subclass of

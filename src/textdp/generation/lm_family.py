@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -197,10 +197,10 @@ class LMRewriter(TextRewriter[str]):
     def resolve(self, lm: LanguageModel) -> None:
         """Make explicit (as fitted attributes) what depends on the public model; nothing by default."""
 
-    def public_settings(self) -> dict[str, Any]:
+    def public_settings(self) -> dict[str, object]:
         """The public parameters as recorded in a settings file (fitted: what the model resolved made explicit)."""
         self._ensure_fitted()
-        out: dict[str, Any] = {"mechanism": self.name, "epsilon": self.epsilon_, "bounds": self.bounds_.to_dict(),
+        out: dict[str, object] = {"mechanism": self.name, "epsilon": self.epsilon_, "bounds": self.bounds_.to_dict(),
                                "delta": self.delta_}
         for k in self.param_names():
             if k not in ("epsilon", "model", "clip", "seed", "delta"):
@@ -268,7 +268,7 @@ class LMRewriter(TextRewriter[str]):
     def unit_text(self, unit: str) -> str:
         return unit
 
-    def _diagnose(self, uid: str, prepared: Units, output: Units | None) -> dict[str, Any]:
+    def _diagnose(self, uid: str, prepared: Units, output: Units | None) -> dict[str, object]:
         return {"id": uid, "units": len(prepared), "characters": sum(len(u) for u in prepared)}
 
 
@@ -361,7 +361,7 @@ class DPPrompt(LMRewriter):
         named = instruction(self.instruction)
         return named.chat if fmt == "chat" else named.plain
 
-    def public_settings(self) -> dict[str, Any]:
+    def public_settings(self) -> dict[str, object]:
         return {**super().public_settings(), "prompt": self.template_, "prompt_format": self.prompt_format_,
                 "response_prefix": self.response_prefix_}
 

@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -73,6 +73,9 @@ from .model import build_network, generate
 from .sampling import em_step, torch_module, two_set_step
 from .training import load_model_files
 from .vocab import PAD, detokenize, segment_text
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = [
     "AEDP",
@@ -137,7 +140,7 @@ class Rewriter:
         if any(len(s) > self.max_length or len(s) == 0 for s in segments):
             raise ParameterError(f"segments must hold 1 to {self.max_length} tokens; use Rewriter.segments")
 
-    def generate(self, segments: Sequence[Sequence[str]], choose: Callable[[Any], Any], *, variant: str,
+    def generate(self, segments: Sequence[Sequence[str]], choose: Callable[[Tensor], Tensor], *, variant: str,
                  batch_size: int) -> list[list[str]]:
         """Output tokens for every segment, each generation step drawn by ``choose(logp)``."""
         torch = torch_module()
@@ -170,7 +173,7 @@ class RewrittenText(ReleaseRecord):
     #: ε-DP token draws that made the text (language-model rewriters; None when no token is drawn with ε)
     tokens_drawn: int | None = None
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> dict[str, object]:
         """The record; with ``tokens_drawn``, an ``ex_post`` entry beside the worst-case bound.
 
         ``ex_post.epsilon`` is the guarantee's ε per token times the tokens drawn for this text (the end token
@@ -323,7 +326,7 @@ class SentenceMechanism(TextRewriter[list[str]]):
     def unit_text(self, unit: list[str]) -> str:
         return detokenize(unit)
 
-    def _diagnose(self, uid: str, prepared: Segments, output: Segments | None) -> dict[str, Any]:
+    def _diagnose(self, uid: str, prepared: Segments, output: Segments | None) -> dict[str, object]:
         vocab = self.model_.vocab
         return {"id": uid, "segments": len(prepared), "input_tokens": sum(len(s) for s in prepared),
                 "oov_tokens": sum(int((vocab.encode(s) == 2).sum()) for s in prepared),
@@ -361,7 +364,7 @@ class ERAE(SentenceMechanism):
         e_word = self.word_fraction * self.epsilon_
         e_set = self.epsilon_ - e_word
 
-        def choose(logp: Any) -> Any:
+        def choose(logp: Tensor) -> Tensor:
             return two_set_step(logp, rng, epsilon_set=e_set, epsilon_word=e_word, k=self.k)
 
         return self.model_.generate(segments, choose, variant=self.variant, batch_size=self.batch_size)
@@ -389,7 +392,7 @@ class AEDP(SentenceMechanism):
     def rewrite_segments(self, segments: Sequence[Sequence[str]], rng: np.random.Generator) -> list[list[str]]:
         eps = self.epsilon_
 
-        def choose(logp: Any) -> Any:
+        def choose(logp: Tensor) -> Tensor:
             return em_step(logp, rng, epsilon=eps)
 
         return self.model_.generate(segments, choose, variant=self.variant, batch_size=self.batch_size)
@@ -488,7 +491,7 @@ def rewrite_documents(
     out-of-vocabulary tokens, or units and characters) describe the private input: keep them private.
     """
     check_choice(record_unit, "unit", UNITS)
-    diagnostics: list[Any] = []
+    diagnostics: list[object] = []
     released = mechanism.privatize_batch([t for _, t in documents], [i for i, _ in documents], seed=rng,
                                          seeded=seeded, empty="empty", private_report=diagnostics,
                                          progress=progress) if documents else []

@@ -46,7 +46,7 @@ import math
 import pickle
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -621,7 +621,7 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def verify_model_files(model_dir: str | Path, card: dict[str, Any]) -> None:
+def verify_model_files(model_dir: str | Path, card: Mapping[str, object]) -> None:
     """Every model file exists and matches the SHA-256 the card recorded when it was written.
 
     A card without hashes (written before textdp recorded them) cannot vouch for its files: refused.
