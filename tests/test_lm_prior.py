@@ -163,6 +163,19 @@ def test_streaming_quantiles_bracket_numpy_and_use_bounded_memory():
     assert q.quantile(1.0, "up") == 1e6 and q.quantile(0.0, "down") == -1e6
 
 
+def test_streaming_quantiles_binned_in_chunks_count_as_at_once(monkeypatch):
+    """The chunked add (bounded float64 copies, issue 43's memory) gives the counts, minimum and maximum of one pass."""
+    values = np.random.default_rng(1).normal(0, 30, (64, 1000)).astype(np.float32)
+    values[3, 7], values[9, 1] = np.nan, -np.inf
+    whole = StreamingQuantiles()
+    whole.add(torch.from_numpy(values))
+    monkeypatch.setattr(StreamingQuantiles, "CHUNK", 999)
+    chunked = StreamingQuantiles()
+    chunked.add(torch.from_numpy(values))
+    assert np.array_equal(whole.counts, chunked.counts) and whole.count == 64_000 - 2
+    assert (whole.minimum, whole.maximum) == (chunked.minimum, chunked.maximum)
+
+
 def test_step_max_bounds_sit_above_the_top_logits_and_all_value_quantiles_do_not(causal):
     lm = load_language_model(causal, "causal")
     public = ["the weather was cold and the sky was grey .", "please send the report before friday .",

@@ -386,17 +386,25 @@ class StreamingQuantiles:
         """How many finite values were added."""
         return int(self.counts.sum())
 
+    #: values converted to float64 at a time (8 MiB): a text's full-vocabulary logits are never copied whole
+    CHUNK = 1 << 20
+
     def add(self, values: npt.ArrayLike | Tensor) -> None:
-        """Add every finite value of ``values`` (an array or a tensor of any shape; NaN and ±inf skipped)."""
+        """Add every finite value of ``values`` (an array or a tensor of any shape; NaN and ±inf skipped).
+
+        The values are binned :attr:`CHUNK` at a time (the counts, minimum and maximum are the same as at once).
+        """
         torch = _torch()
-        v = torch.as_tensor(values).detach().reshape(-1).to(torch.float64)
-        v = v[torch.isfinite(v)]
-        if v.numel() == 0:
-            return
-        self.minimum = min(self.minimum, float(v.min()))
-        self.maximum = max(self.maximum, float(v.max()))
-        idx = torch.floor((v - self.lowest) / self.resolution).clamp_(-1, self.bins).to(torch.int64) + 1
-        self.counts += torch.bincount(idx, minlength=self.bins + 2).numpy()
+        flat = torch.as_tensor(values).detach().reshape(-1)
+        for start in range(0, flat.numel(), self.CHUNK):
+            v = flat[start : start + self.CHUNK].to(torch.float64)
+            v = v[torch.isfinite(v)]
+            if v.numel() == 0:
+                continue
+            self.minimum = min(self.minimum, float(v.min()))
+            self.maximum = max(self.maximum, float(v.max()))
+            idx = v.sub_(self.lowest).div_(self.resolution).floor_().clamp_(-1, self.bins).to(torch.int64).add_(1)
+            self.counts += torch.bincount(idx, minlength=self.bins + 2).numpy()
 
     def quantile(self, q: float, side: str) -> float:
         """The ``q`` quantile, rounded ``down`` (a bin's lower edge) or ``up`` (its upper edge)."""
