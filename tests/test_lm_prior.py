@@ -288,6 +288,18 @@ def test_shared_prefill_gives_the_plain_passes_logits_cache_and_positions(causal
         assert torch.allclose(a.logits[:, -1], b.logits[:, -1], atol=1e-4)
 
 
+def test_the_kv_cache_budget_lowers_batch_tokens(causal, monkeypatch):
+    lm = load_language_model(causal, "causal")
+    cfg = lm.model.config
+    per = lm_decode.kv_bytes_per_token(lm.model)
+    assert per == cfg.n_layer * 2 * cfg.n_head * (cfg.n_embd // cfg.n_head) * 4
+    assert lm_decode.batch_token_budget(lm.model, 16384) == min(16384, lm_decode.KV_CACHE_BYTES // per)
+    monkeypatch.setattr(lm_decode, "KV_CACHE_BYTES", per * 100)
+    assert lm_decode.batch_token_budget(lm.model, 16384) == 100 and lm_decode.batch_token_budget(lm.model, 50) == 50
+    s = _prompt(1.0, BOUNDS, max_new_tokens=10, batch_size=8)
+    assert lm_decode._length_batches([40, 40, 40], s, 1, 100) == [[0, 1], [2]]
+
+
 def test_length_sorted_batches_respect_the_token_budget():
     s = _prompt(1.0, BOUNDS, max_new_tokens=10, batch_size=4, batch_tokens=100)
     lengths = [5, 40, 7, 30, 6, 5, 90]

@@ -363,15 +363,56 @@ def _keeps_last_logits(model: Network) -> bool:
         return False
 
 
-def _length_batches(lengths: Sequence[int], s: PromptDecoding, copies: int) -> list[list[int]]:
+#: most bytes of KV cache one dp-prompt batch may build (with the model's weights, the route's peak memory)
+KV_CACHE_BYTES = 256 * 2**20
+
+
+def kv_bytes_per_token(model: Network) -> int | None:
+    """Bytes of KV cache per token of one row: layers x 2 (keys, values) x key-value heads x head size x the
+    weights' element size, from the model's config (None when the config does not say)."""
+    cfg = model.config
+
+    def field(*names: str) -> int | None:
+        for name in names:
+            v = getattr(cfg, name, None)
+            if isinstance(v, int) and v > 0:
+                return v
+        return None
+
+    layers, heads, hidden = field("num_hidden_layers", "n_layer"), field("num_attention_heads", "n_head"), \
+        field("hidden_size", "n_embd")
+    kv_heads = field("num_key_value_heads") or heads
+    head_dim = field("head_dim") or (hidden // heads if hidden and heads else None)
+    if not (layers and kv_heads and head_dim):
+        return None
+    parameters = getattr(model, "parameters", None)
+    first = next(iter(parameters()), None) if callable(parameters) else None
+    size = int(first.element_size()) if first is not None else 4
+    return layers * 2 * kv_heads * head_dim * size
+
+
+def batch_token_budget(model: Network, batch_tokens: int) -> int:
+    """``batch_tokens``, lowered so that a batch's KV cache stays under :data:`KV_CACHE_BYTES` (at least one row:
+    a batch always holds one). Batching never changes the law of a draw; it changes which uniform each row gets.
+
+    On SmolLM2-135M (30 layers, 3 key-value heads of 64, float32: 46,080 bytes a token) 5,825 tokens, where the
+    default 16,384 would let the cache reach 720 MiB.
+    """
+    per = kv_bytes_per_token(model)
+    return batch_tokens if per is None else max(1, min(batch_tokens, KV_CACHE_BYTES // per))
+
+
+def _length_batches(lengths: Sequence[int], s: PromptDecoding, copies: int,
+                    budget: int | None = None) -> list[list[int]]:
     """Rows sorted by length (longest first), cut into batches of at most ``batch_size`` rows and
-    ``batch_tokens`` tokens (``copies`` rows per document: 2 with the public prior)."""
+    ``budget`` tokens (default ``batch_tokens``; ``copies`` rows per document: 2 with the public prior)."""
+    budget = s.batch_tokens if budget is None else budget
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     out: list[list[int]] = []
     for i in order:
         if out:
             width = lengths[out[-1][0]] + s.max_new_tokens
-            if len(out[-1]) < s.batch_size and (len(out[-1]) + 1) * copies * width <= s.batch_tokens:
+            if len(out[-1]) < s.batch_size and (len(out[-1]) + 1) * copies * width <= budget:
                 out[-1].append(i)
                 continue
         out.append([i])
@@ -518,7 +559,8 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
 
     Speed without changing the law: the KV cache; logits only at the last position (``logits_to_keep``);
     a row that draws a stop token leaves the batch (its cache rows are dropped); rows sorted by length
-    and batched under ``batch_tokens``. With ``s.prior`` each batch also runs the public prompt (the
+    and batched under ``batch_tokens`` and a KV-cache budget (:func:`batch_token_budget`); the prompts' common
+    prefix and each distinct prompt prefilled once (:func:`_prefill`). With ``s.prior`` each batch also runs the public prompt (the
     frame without the document) on the same released tokens: its logits are the public prior.
     """
     torch = _torch()
@@ -535,7 +577,8 @@ def dp_prompt(lm: LanguageModel, documents: Sequence[str], s: PromptDecoding, rn
     out: list[list[int]] = [[] for _ in documents]
     drawn_n = [0] * len(documents)
     capped = [False] * len(documents)
-    for batch in _length_batches([len(p) for p in prompts], s, copies):
+    budget = batch_token_budget(model, s.batch_tokens)
+    for batch in _length_batches([len(p) for p in prompts], s, copies, budget):
         rows = [prompts[i] for i in batch] + ([public] * len(batch) if s.prior else [])
         alive = list(batch)
         with torch.inference_mode():
