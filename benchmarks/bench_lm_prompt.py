@@ -199,6 +199,10 @@ def main() -> None:
     print("| loop | tokens/s (median) | ratio to generate |\n|---|---|---|")
     for name, r in rates.items():
         print(f"| {name} | {statistics.median(r):.1f} | {statistics.median(r) / g:.2f} |")
+    # each repeat's ratio (the loops of one repeat ran back to back, under the same load) and their median
+    for name, r in rates.items():
+        each = [x / y for x, y in zip(r, rates["generate"], strict=True)]
+        print(f"{name}: ratio per repeat {', '.join(f'{x:.2f}' for x in each)}; median {statistics.median(each):.2f}")
 
 
 if __name__ == "__main__":
