@@ -138,6 +138,10 @@ class Network(Protocol):
         """A seq2seq model's encoder."""
         ...
 
+    def generate(self, **inputs: object) -> Tensor:
+        """``transformers``' own decoding (the non-private baselines of the evaluations): the token ids."""
+        ...
+
 
 @dataclass(frozen=True)
 class LanguageModel:
