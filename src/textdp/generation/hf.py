@@ -31,7 +31,6 @@ import ctypes
 import hashlib
 import importlib
 import json
-import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = ["MODEL_KINDS", "LanguageModel", "ModelConfig", "ModelOutput", "Network", "Tokenizer", "gguf_file",
-           "load_language_model", "model_kind"]
+           "load_language_model", "model_kind", "release_free_memory"]
 
 #: Model kinds and the ``transformers`` auto class that loads each.
 MODEL_KINDS = {"causal": "AutoModelForCausalLM", "seq2seq": "AutoModelForSeq2SeqLM", "masked": "AutoModelForMaskedLM"}
@@ -308,40 +307,30 @@ def _load_gguf(path: Path, kind: str) -> LanguageModel:
     return LanguageModel(model, tokenizer, kind, identity)
 
 
-#: glibc's ``mallopt`` parameter for the size from which a block is its own ``mmap`` (returned to the system on free)
-_M_MMAP_THRESHOLD = -3
+def release_free_memory() -> bool:
+    """Give the C heap's free memory back to the system (glibc's ``malloc_trim``; elsewhere nothing is done).
+    Memory only: no value computed changes.
 
-
-@lru_cache(maxsize=1)
-def _return_freed_memory(threshold: int = 1 << 20) -> bool:
-    """Blocks of ``threshold`` bytes or more get their own ``mmap`` from now on, so freeing them returns them to
-    the system (glibc; elsewhere nothing is done). Memory only: no value computed changes.
-
-    glibc raises this threshold by itself, up to 32 MiB, each time such a block is freed; after the first freed
-    full-vocabulary logits (tens of MiB) every later tensor below that size comes from the heap, which keeps freed
-    blocks. On the documented route (``--clip-public`` on 256 texts, then a dp-prompt rewrite of 40 documents with
-    SmolLM2) the peak resident memory was 1.41 GiB with the sliding threshold and 1.21 GiB with a fixed 1 MiB one
-    (issue 43; BENCHMARKS.md). A threshold set by the user (``MALLOC_MMAP_THRESHOLD_``) is left alone.
+    glibc keeps freed blocks below its mmap threshold (which it raises by itself, up to 32 MiB, each time a larger
+    block is freed) in the heap: after the ``--clip-public`` bounds (a text's full-vocabulary logits, tens of MiB
+    each) the process held 0.19 GiB more than before them, on top of which the rewrite then built its cache
+    (issue 43; BENCHMARKS.md). Called after the bounds and after each dp-prompt batch.
     """
-    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+    if not sys.platform.startswith("linux"):
         return False
     try:
-        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library
     except (OSError, AttributeError):
         return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, threshold))
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)  # 1 if memory was released, 0 if there was none to release
+    return True
 
 
 @lru_cache(maxsize=4)
 def load_language_model(model_dir: str, kind: str) -> LanguageModel:
-    """Load ``model_dir`` as a model of ``kind`` (cached per process), offline and safetensors only.
-
-    Loading a model also fixes glibc's mmap threshold at 1 MiB (:func:`_return_freed_memory`), so that the
-    large tensors of the forward passes are returned to the system when freed.
-    """
+    """Load ``model_dir`` as a model of ``kind`` (cached per process), offline and safetensors only."""
     check_choice(kind, "model kind", tuple(MODEL_KINDS))
-    _return_freed_memory()
     path = check_model_folder(model_dir)  # links may not leave the folder (generation/folders.py)
     gguf = gguf_file(path)
     if gguf is not None:

@@ -70,7 +70,7 @@ from ..guarantees import Guarantee, as_parameters
 from ..guarantees.events import Charge, PrivacyEvent
 from ..text import split_sentences
 from .decoding import ClipBounds, StreamingQuantiles
-from .hf import Tokenizer, load_language_model
+from .hf import Tokenizer, load_language_model, release_free_memory
 
 if TYPE_CHECKING:
     from .lm_family import LMRewriter
@@ -243,6 +243,7 @@ def public_bounds(model_dir: str, mechanism: type[LMRewriter], public_texts: Seq
             every.add(values)
             if rule == "step-max":
                 tops.add(values.amax(1))
+    release_free_memory()  # the logits' freed blocks back to the system before the rewrite (hf.release_free_memory)
     if every.count < 2:
         raise ParameterError("need at least 2 finite public values to choose bounds")
     low = every.quantile(lo_q, "down")
