@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .._validation import check_choice, check_probability
 from ..errors import ParameterError, require
@@ -70,10 +70,24 @@ from ..guarantees import Guarantee, as_parameters
 from ..guarantees.events import Charge, PrivacyEvent
 from ..text import split_sentences
 from .decoding import ClipBounds, StreamingQuantiles
-from .hf import Tokenizer, load_language_model, release_free_memory
+from .hf import LanguageModel, Tokenizer, load_language_model, release_free_memory
 
 if TYPE_CHECKING:
-    from .lm_family import LMRewriter
+    from torch import Tensor
+
+
+class ClippingRewriter(Protocol):
+    """What :func:`public_bounds` reads of a rewriter class (:class:`~textdp.generation.lm_family.LMRewriter`)."""
+
+    name: str
+    kind: str
+    clip_target: str
+    clip_rules: tuple[str, ...]
+    clip_rule: str
+
+    def clipped_values(self, lm: LanguageModel, ids: Tensor) -> Tensor:
+        """What the rewriter clips on public token ids ``(1, n)``."""
+        ...
 
 __all__ = [
     "BOUND_RULES",
@@ -200,7 +214,7 @@ def sentence_pieces(text: str, max_tokens: int, tokenizer: Tokenizer | None = No
 BOUND_RULES = ("auto", "step-max", "all-values")
 
 
-def public_bounds(model_dir: str, mechanism: type[LMRewriter], public_texts: Sequence[str], *,
+def public_bounds(model_dir: str, mechanism: ClippingRewriter, public_texts: Sequence[str], *,
                   low_quantile: float = 0.01, high_quantile: float = 0.99, source: str = "",
                   rule: str = "auto") -> ClipBounds:
     """Clipping bounds from **public** text: quantiles of what ``mechanism`` (a rewriter class, a subclass of
