@@ -160,6 +160,8 @@ LAW_OPTIONS: Mapping[str, Mapping[str, OptionCoverage]] = MappingProxyType({
                   "max_input_tokens": _i("the document's public length cap; the audit's texts are shorter"),
                   "prompt": _i("the public template; the audit fixes one"),
                   "prompt_format": _i("plain on the tiny model (no chat template)"),
+                  "instruction": _i("a named public instruction (part of the public prompt); the audit fixes "
+                                    "its own prompt"),
                   "batch_tokens": _s("tokens per forward pass"),
                   "response_prefix": _i("part of the public prompt; none in the plain format the audit uses"),
                   "stop": _p("dp-prompt", "ends a row on released tokens only: a prefix of the n draws (post-"
