@@ -120,7 +120,7 @@ def test_each_sentence_mechanism_declares_its_own_parameters_once():
     shared = {f.name for f in dataclasses.fields(LMRewriter)}
     assert shared >= {"epsilon", "model", "clip", "max_new_tokens", "max_tokens", "batch_size", "sampler", "seed"}
     assert own["dp-prompt"] - shared == {"max_input_tokens", "prompt", "prompt_format", "prior", "public_top_k",
-                                         "batch_tokens", "response_prefix", "stop", "repeat_ngram", "tidy"}
+                                         "batch_tokens", "response_prefix", "stop", "repeat_ngram", "tidy", "instruction"}
     assert own["dp-mlm"] - shared == {"copy_stopwords"} and own["dp-bart"] - shared == {"delta"}
     assert own["dp-paraphrase"] == shared
     kinds = {n: mechanism_class(n).kind for n in own}  # type: ignore[attr-defined]
