@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from textdp.cli import app
 from textdp.errors import ParameterError
 from textdp.evaluation.generation_config import generation_config_from_dict, load_evaluation_config
-from textdp.evaluation.lm_frontier_config import FrontierConfig, frontier_config_from_dict
+from textdp.evaluation.lm_frontier_config import ATTACKERS, DEFAULT_ATTACKERS, FrontierConfig, frontier_config_from_dict
 from textdp.evaluation.lm_frontier_report import best_tradeoff, render_frontier_markdown
 from textdp.generation.lm_family import DEFAULT_INSTRUCTION, INSTRUCTIONS, instruction
 
@@ -116,6 +116,9 @@ def test_an_unknown_instruction_is_one_line_naming_the_choices(tiny, tmp_path):
     ({"lm": {**LM, "model": {"package": "no_such_package_textdp"}}}, "not installed"),
     ({"sweep": {"epsilons": [1]}}, "unknown config section"),
     ({"corpus": {"name": "reuter_50_50", "min_words": 50}}, "above max_words"),
+    ({"corpus": {"name": "reuter_50_50", "attackers": ["char-ngrams", "svm"]}},
+     "unknown attacker 'svm'; choose from: char-ngrams, minilm, koppel"),
+    ({"corpus": {"name": "reuter_50_50", "attackers": []}}, "non-empty list of names from: char-ngrams"),
 ])
 def test_frontier_config_errors(change, message):
     d = {"corpus": {"name": "reuter_50_50"}, "lm": LM, **change}
@@ -132,6 +135,10 @@ def test_frontier_config_and_the_dispatch(tmp_path):
     assert [(s.epsilon, s.prior, s.clip_public) for s in cfg.settings] == [(8.0, True, False), (100.0, False, True),
                                                                           (200.0, False, True)]
     assert cfg.settings[1].label() == "off, step-max bounds"
+    assert cfg.attackers == DEFAULT_ATTACKERS and set(DEFAULT_ATTACKERS) <= set(ATTACKERS)
+    picked = frontier_config_from_dict({"corpus": {"name": "reuter_50_50", "attackers": ["minilm", "char-ngrams"]},
+                                        "lm": LM})
+    assert picked.attackers == ("minilm", "char-ngrams") and picked.to_dict()["attackers"] == ("minilm", "char-ngrams")
     assert isinstance(frontier_config_from_dict({"corpus": {"name": "reuter_50_50"}, "lm": {
         **LM, "model": {"package": "textdp"}}}).model, str)
     for ex in ("c50", "enron", "ng20"):
@@ -174,6 +181,7 @@ authors = 2
 sentences = 2
 chunk = 1
 train_docs = 5
+attackers = ["char-ngrams", "minilm", "koppel"]
 
 [lm]
 model = "{tiny['plain']}"
@@ -210,3 +218,10 @@ epsilons = [16]
     assert "| simplify | prior [-2, 2], top-5+ | 8 | 32 |" in md and "Best trade-off" in md
     assert all(0 <= r["attribution_ci"][0] <= r["attribution"] <= r["attribution_ci"][1] <= 1 for r in rows)
     assert render_frontier_markdown(result) in md
+    for r in rows:  # one accuracy per attacker, each with its interval; the row's figure is the strongest's
+        assert list(r["attacks"]) == ["char-ngrams", "minilm", "koppel"]
+        assert all(0 <= a["ci"][0] <= a["accuracy"] <= a["ci"][1] <= 1 for a in r["attacks"].values())
+        assert r["attribution"] == max(a["accuracy"] for a in r["attacks"].values())
+        assert r["attacks"][r["strongest"]]["accuracy"] == r["attribution"]
+    assert "| char-ngrams ↓ [95% CI] | minilm ↓ [95% CI] | koppel ↓ [95% CI] | score ↑ |" in md
+    assert set(result["timings"]) >= {"fit char-ngrams", "fit minilm", "fit koppel", "predict koppel"}

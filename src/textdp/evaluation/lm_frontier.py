@@ -12,10 +12,12 @@ Measures of each row:
 
 * **similarity**: the MiniLM cosine (:func:`textdp.attacks.sentence.minilm_embed`) of each input and its output,
   averaged (an empty output scores 0);
-* **attribution**: a character n-gram attacker (:class:`textdp.attacks.char_ngrams.CharNgramAttacker`) trained on
-  the authors' original *training* documents attributes **chunks**: one author's rewritten sentences concatenated,
-  ``chunk`` at a time; its accuracy against chance (1 / authors), with a 95% bootstrap interval over the chunks
-  (few chunks: a wide interval). Lower is better;
+* **attribution**: each attacker of ``attackers`` (:data:`~textdp.evaluation.lm_frontier_config.ATTACKERS`: char
+  n-grams, MiniLM nearest neighbour, Koppel et al. 2011), trained once per run on the authors' original *training*
+  documents, attributes **chunks**: one author's rewritten sentences concatenated, ``chunk`` at a time; each
+  attacker's accuracy against chance (1 / authors), with a 95% bootstrap interval over the chunks (the same
+  resampling for every row and attacker; few chunks: a wide interval), in ``attacks``; ``attribution`` is the
+  strongest attacker's (the highest accuracy of the row, named by ``strongest``). Lower is better;
 * **ε per document**: the records' own bound, ``max_new_tokens x`` ε per token (the end token is drawn, so a
   shorter output has the same bound);
 * counts of outputs that are empty, that start like a chat reply or preamble (:data:`REPLY`), or that copy the
@@ -48,7 +50,7 @@ from .generation_data import corpus_rows
 from .generation_metrics import normalize_text
 from .lm_frontier_config import FrontierConfig
 
-__all__ = ["REPLY", "AuthorSentences", "FrontierResult", "FrontierRow", "load_author_sentences", "public_sentences",
+__all__ = ["REPLY", "AttackScore", "AuthorSentences", "FrontierResult", "FrontierRow", "load_author_sentences", "public_sentences",
            "run_lm_frontier"]
 
 #: the start of a chat reply or preamble instead of a rewrite (public text; counted, not removed)
@@ -136,6 +138,13 @@ def public_sentences(corpus: str, n: int, *, data_dir: str | Path | None = None,
 # the sweep
 
 
+class AttackScore(TypedDict):
+    """One attacker's chunk accuracy on one row, with its 95% bootstrap interval."""
+
+    accuracy: float
+    ci: list[float]
+
+
 class FrontierRow(TypedDict, total=False):
     """One row of the frontier (``results.json``)."""
 
@@ -147,6 +156,8 @@ class FrontierRow(TypedDict, total=False):
     similarity: float
     attribution: float
     attribution_ci: list[float]
+    strongest: str
+    attacks: dict[str, AttackScore]
     chance: float
     chunks: int
     empty: int
@@ -167,16 +178,53 @@ class FrontierResult(TypedDict):
     timings: dict[str, float]
 
 
-class _Scorer:
-    """Similarity to the inputs and chunk attribution by the attacker trained on the originals."""
+class _Attacker:
+    """One attacker of the config, trained once on the originals; ``predict`` labels the chunks."""
 
-    def __init__(self, data: AuthorSentences, chunk: int, seed: int) -> None:
-        from ..attacks.char_ngrams import CharNgramAttacker
+    def __init__(self, name: str, data: AuthorSentences, seed: int) -> None:
+        self.name, self.seed = name, seed
+        known = [normalize_text(t) for t in data.train_texts]
+        if name == "char-ngrams":
+            from ..attacks.char_ngrams import CharNgramAttacker
+
+            self._model: object = CharNgramAttacker().fit(known, data.train_labels)
+        elif name == "minilm":
+            from ..attacks.sentence import SentenceEmbeddingAttacker
+
+            self._model = SentenceEmbeddingAttacker().fit(known, data.train_labels)
+        else:  # koppel: one known text per candidate, the author's training documents joined
+            from ..attacks.koppel import KoppelAttacker
+
+            by: dict[str, list[str]] = defaultdict(list)
+            for t, a in zip(known, data.train_labels, strict=True):
+                by[a].append(t)
+            self._model = KoppelAttacker(seed=seed).fit([" ".join(by[a]) for a in by], list(by))
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        from ..attacks.koppel import KoppelAttacker
+
+        normal = [normalize_text(t) for t in texts]
+        if isinstance(self._model, KoppelAttacker):  # the same trials for every row
+            return self._model.predict(normal, seed=make_rng(self.seed))
+        return self._model.predict(normal)  # type: ignore[attr-defined]
+
+
+class _Scorer:
+    """Similarity to the inputs and chunk attribution by each attacker trained on the originals."""
+
+    def __init__(self, data: AuthorSentences, chunk: int, seed: int, attackers: Sequence[str],
+                 timings: dict[str, float] | None = None) -> None:
         from ..attacks.sentence import minilm_embed
         from .stats import chance_accuracy
 
         self.data, self.chunk, self.seed = data, chunk, seed
-        self.attacker = CharNgramAttacker().fit([normalize_text(t) for t in data.train_texts], data.train_labels)
+        self.attackers: list[_Attacker] = []
+        for name in attackers:
+            t0 = time.perf_counter()
+            self.attackers.append(_Attacker(name, data, seed))
+            if timings is not None:
+                timings[f"fit {name}"] = round(time.perf_counter() - t0, 1)
+        self.timings = timings
         self.chance = chance_accuracy(data.train_labels)
         self.inputs = minilm_embed(data.sentences)
         self.normal = [normalize_text(t) for t in data.sentences]
@@ -201,10 +249,19 @@ class _Scorer:
         if nonempty:
             sims[nonempty] = np.sum(self.inputs[nonempty] * minilm_embed([outs[i] for i in nonempty]), axis=1)
         texts, labels = self.chunks(outs)
-        correct = self.attacker.predict([normalize_text(t) for t in texts]) == np.array(labels, dtype=object)
-        lo, hi = bootstrap_ci(correct, make_rng(self.seed), n_boot=1000)  # the same resampling for every row
-        return FrontierRow(similarity=round(float(sims.mean()), 4), attribution=round(float(correct.mean()), 4),
-                           attribution_ci=[round(lo, 4), round(hi, 4)],
+        truth = np.array(labels, dtype=object)
+        attacks: dict[str, AttackScore] = {}
+        for att in self.attackers:
+            t0 = time.perf_counter()
+            correct = att.predict(texts) == truth
+            lo, hi = bootstrap_ci(correct, make_rng(self.seed), n_boot=1000)  # the same resampling for every row
+            attacks[att.name] = AttackScore(accuracy=round(float(correct.mean()), 4), ci=[round(lo, 4), round(hi, 4)])
+            if self.timings is not None:
+                key = f"predict {att.name}"
+                self.timings[key] = round(self.timings.get(key, 0.0) + time.perf_counter() - t0, 1)
+        strongest = max(attacks, key=lambda a: attacks[a]["accuracy"])  # first named wins a tie
+        return FrontierRow(similarity=round(float(sims.mean()), 4), attribution=attacks[strongest]["accuracy"],
+                           attribution_ci=attacks[strongest]["ci"], strongest=strongest, attacks=attacks,
                            chance=round(self.chance, 4), chunks=len(texts), outputs=len(outs),
                            empty=len(outs) - len(nonempty), replies=sum(bool(REPLY.match(t)) for t in outs),
                            copies=sum(normalize_text(t) == n for t, n in zip(outs, self.normal, strict=True)),
@@ -263,8 +320,8 @@ def run_lm_frontier(cfg: FrontierConfig, *, progress: StageProgress | None = Non
                                  min_words=cfg.min_words, max_words=cfg.max_words, train_docs=cfg.train_docs,
                                  seed=cfg.seed)
     t0 = time.perf_counter()
-    score = _Scorer(data, cfg.chunk, cfg.seed)
-    timings["attacker"] = round(time.perf_counter() - t0, 1)
+    score = _Scorer(data, cfg.chunk, cfg.seed, cfg.attackers, timings)
+    timings["attackers"] = round(time.perf_counter() - t0, 1)
     bounds_info: dict[str, object] = {}
     step_max = None
     if any(s.clip_public for s in cfg.settings):

@@ -12,7 +12,16 @@ from .._validation import check_choice, check_epsilon, check_positive_int
 from ..errors import ParameterError, ParameterTypeError
 from .datasets import PRESETS
 
-__all__ = ["FrontierConfig", "FrontierSetting", "frontier_config_from_dict"]
+__all__ = ["ATTACKERS", "DEFAULT_ATTACKERS", "FrontierConfig", "FrontierSetting", "frontier_config_from_dict"]
+
+#: the authorship attackers the frontier can score with (``[corpus] attackers``), by config name
+ATTACKERS: dict[str, str] = {
+    "char-ngrams": "character 2-4-gram TF-IDF + linear SVM (textdp.attacks.char_ngrams.CharNgramAttacker)",
+    "minilm": "1-NN on MiniLM text embeddings (textdp.attacks.sentence.SentenceEmbeddingAttacker)",
+    "koppel": "Koppel et al. (2011), PAN reading (textdp.attacks.koppel.KoppelAttacker)",
+}
+#: the attackers used when a config names none
+DEFAULT_ATTACKERS: tuple[str, ...] = ("char-ngrams", "minilm", "koppel")
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,7 @@ class FrontierConfig:
     max_words: int = 40
     train_docs: int = 50
     chunk: int = 3
+    attackers: tuple[str, ...] = DEFAULT_ATTACKERS
     max_new_tokens: int = 48
     batch_size: int = 16
     public_corpus: str | None = None
@@ -64,7 +74,8 @@ class FrontierConfig:
         return asdict(self)
 
 
-_KEYS = {"corpus": {"name", "data_dir", "authors", "sentences", "min_words", "max_words", "train_docs", "chunk"},
+_KEYS = {"corpus": {"name", "data_dir", "authors", "sentences", "min_words", "max_words", "train_docs", "chunk",
+                    "attackers"},
          "lm": {"model", "instructions", "settings", "generate", "max_new_tokens", "batch_size", "public_corpus",
                 "public_sentences"},
          "run": {"seed", "output"}}
@@ -130,6 +141,21 @@ def _instruction_names(raw: object, key: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _attackers(raw: object) -> tuple[str, ...]:
+    if raw is None:
+        return DEFAULT_ATTACKERS
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        raise ParameterTypeError(f"config [corpus] attackers must be a list of names from: {', '.join(ATTACKERS)}")
+    if not raw:
+        raise ParameterError(f"config [corpus] attackers must be a non-empty list of names from: "
+                             f"{', '.join(ATTACKERS)}")
+    for a in raw:
+        if a not in ATTACKERS:
+            raise ParameterError(f"config [corpus] attackers: unknown attacker {a!r}; choose from: "
+                                 f"{', '.join(ATTACKERS)}")
+    return tuple(dict.fromkeys(raw))
+
+
 def frontier_config_from_dict(d: dict[str, object], *, base_dir: Path | None = None) -> FrontierConfig:
     """Validate an LM-only config: ``[corpus]``, ``[lm]`` (with ``model``, ``instructions``, ``[[lm.settings]]``), ``[run]``.
 
@@ -187,7 +213,7 @@ def frontier_config_from_dict(d: dict[str, object], *, base_dir: Path | None = N
         generate=_instruction_names(lm.get("generate", []), "generate"),
         data_dir=None if data_dir is None else path(data_dir), authors=num(c, "authors", 20),
         sentences=num(c, "sentences", 3), min_words=lo, max_words=hi, train_docs=num(c, "train_docs", 50),
-        chunk=num(c, "chunk", 3), max_new_tokens=num(lm, "max_new_tokens", 48), batch_size=num(lm, "batch_size", 16),
+        chunk=num(c, "chunk", 3), attackers=_attackers(c.get("attackers")), max_new_tokens=num(lm, "max_new_tokens", 48), batch_size=num(lm, "batch_size", 16),
         public_corpus=public, public_sentences=num(lm, "public_sentences", 128),
         seed=check_positive_int(run.get("seed", 0), "seed", minimum=0),
         output=None if run.get("output") is None else str(run["output"]))

@@ -20,14 +20,30 @@ def _f(x: object, nd: int = 3) -> str:
     return str(x)
 
 
-def _ci(r: FrontierRow) -> str:
-    ci = r.get("attribution_ci")
-    return f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+def _ci(ci: Sequence[float] | None) -> str:
+    return f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+
+
+def _attack_cells(r: FrontierRow, names: Sequence[str]) -> list[str]:
+    """One cell per attacker: accuracy [95% CI], the strongest in bold (rows without ``attacks``: the one figure)."""
+    attacks = r.get("attacks")
+    if not attacks:
+        return [f"{r['attribution']:.2f}{_ci(r.get('attribution_ci'))}"]
+    cells = []
+    for a in names:
+        s = attacks.get(a)
+        if s is None:
+            cells.append("–")
+            continue
+        v = f"{s['accuracy']:.2f}"
+        cells.append((f"**{v}**" if a == r.get("strongest") and len(names) > 1 else v) + _ci(s["ci"]))
+    return cells
 
 
 def best_tradeoff(rows: Sequence[FrontierRow]) -> FrontierRow | None:
-    """The private row with the largest ``similarity - (attribution - chance)``: meaning kept minus the attacker's
-    advantage over chance (both in [0, 1]; the rule of docs/lm-rewriting.md). None without private rows."""
+    """The private row with the largest ``similarity - (attribution - chance)``: meaning kept minus the strongest
+    attacker's advantage over chance (both in [0, 1]; the rule of docs/lm-rewriting.md). None without private
+    rows."""
     private = [r for r in rows if r.get("epsilon_token") is not None]
     if not private:
         return None
@@ -35,16 +51,23 @@ def best_tradeoff(rows: Sequence[FrontierRow]) -> FrontierRow | None:
 
 
 def render_frontier_markdown(result: FrontierResult) -> str:
-    """One table: instruction, prior, ε per token and per document, similarity, chunk attribution against chance,
-    and the counts of empty outputs, chat replies and verbatim copies."""
+    """One table: instruction, prior, ε per token and per document, similarity, each attacker's chunk accuracy
+    [95% bootstrap interval] against chance (the row's strongest in bold), the score (similarity − (strongest −
+    chance)), and the counts of empty outputs, chat replies and verbatim copies."""
     c = result["construction"]
+    rows = result["rows"]
+    names = list(rows[0].get("attacks") or {}) or ["attribution"]
     lines = [f"{c.get('sentences')} sentences of {c.get('authors')} authors ({c.get('corpus')}); chunk attribution "
-             f"on {result['rows'][0].get('chunks')} chunks; chance {result['rows'][0]['chance']:.3f}.", "",
-             "| instruction | prior | ε/token | ε/document | similarity ↑ | attribution ↓ [95% CI] | empty | reply | copy | s |",
-             "|" + "---|" * 10]
-    for r in result["rows"]:
+             f"on {rows[0].get('chunks')} chunks; chance {rows[0]['chance']:.3f}; attackers trained on the originals: "
+             f"{', '.join(names)}.", "",
+             "| instruction | prior | ε/token | ε/document | similarity ↑ | "
+             + " | ".join(f"{a} ↓ [95% CI]" for a in names) + " | score ↑ | empty | reply | copy | s |",
+             "|" + "---|" * (10 + len(names))]
+    for r in rows:
+        score = r["similarity"] - (r["attribution"] - r["chance"])
         lines.append(f"| {r['instruction']} | {r['setting']} | {_f(r.get('epsilon_token'), 0)} | "
-                     f"{_f(r.get('epsilon_document'), 0)} | {r['similarity']:.3f} | {r['attribution']:.2f} {_ci(r)} | "
+                     f"{_f(r.get('epsilon_document'), 0)} | {r['similarity']:.3f} | "
+                     + " | ".join(_attack_cells(r, names)) + f" | {score:.3f} | "
                      f"{r.get('empty', 0)} | {r.get('replies', 0)} | {r.get('copies', 0)} | {_f(r.get('seconds'), 0)} |")
     best = best_tradeoff(result["rows"])
     if best is not None:
@@ -54,7 +77,8 @@ def render_frontier_markdown(result: FrontierResult) -> str:
 
 
 def plot_frontier(results: Sequence[FrontierResult], path: str | Path) -> Path:
-    """PNG: attribution against similarity, a point per row, a panel per corpus (extra ``eval``)."""
+    """PNG: the strongest attacker's chunk accuracy against similarity, a point per row, a panel per corpus (extra
+    ``eval``)."""
     from ..errors import require
 
     mpl = require("matplotlib", "eval")
@@ -80,7 +104,7 @@ def plot_frontier(results: Sequence[FrontierResult], path: str | Path) -> Path:
         ax.set_title(str(res["construction"].get("corpus")), fontsize=9)
         ax.set_xlabel("MiniLM similarity to the input")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("chunk attribution (char n-grams)")
+    axes[0][0].set_ylabel("chunk attribution (strongest attacker of the row)")
     handles = [plt.Line2D([], [], ls="", marker="o", color=v, label=k) for k, v in colors.items() if k != "-"]
     handles += [plt.Line2D([], [], ls="", marker=m, color="grey", label=lab) for m, lab in
                 (("o", "prior on"), ("^", "prior off"), ("s", "generate (non-private)"), ("*", "identity"))]
