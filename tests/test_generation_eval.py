@@ -63,3 +63,15 @@ def test_stylometric_features_and_distance():
 def test_config_errors(patch, message):
     with pytest.raises(ParameterError, match=message):
         generation_config_from_dict({**BASE, **patch})
+
+
+def test_plot_privacy_utility_writes_a_png_into_a_new_folder(tmp_path):
+    """The sweep's plot (through evaluation.plots.save_figure): the folder is made and a PNG written."""
+    pytest.importorskip("matplotlib")
+    from textdp.evaluation import generation_report as report
+
+    table = sorted(report._PLOTTED_TABLES)[0]
+    rows = [{"table": table, "mechanism": "er-ae", "variant": "-", "document_similarity": 0.5 + i / 10,
+                 "authorship": 0.3 + i / 10, "epsilon": float(i + 1), "chance": 0.1} for i in range(3)]
+    out = report.plot_privacy_utility({"rows": rows}, tmp_path / "new" / "plot.png", "title")
+    assert out == tmp_path / "new" / "plot.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..io import atomic_writer, write_json
 from .generation_sweep import SweepResult, SweepRow
+from .plots import save_figure
 
 __all__ = ['plot_privacy_utility', 'render_generation_markdown', 'write_generation_report']
 
@@ -81,11 +82,7 @@ def plot_privacy_utility(result: SweepResult, path: str | Path, title: str) -> P
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path)
 
 
 def write_generation_report(result: SweepResult, out_dir: str | Path, *, plots: bool = True) -> list[Path]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..io import atomic_writer, write_json
 from .lm_frontier import FrontierResult, FrontierRow
+from .plots import save_figure
 
 __all__ = ["best_tradeoff", "plot_frontier", "render_frontier_markdown", "write_frontier_report"]
 
@@ -111,11 +112,7 @@ def plot_frontier(results: Sequence[FrontierResult], path: str | Path) -> Path:
     axes[0][-1].legend(handles=handles, fontsize=6, loc="upper left")
     fig.suptitle("dp-prompt instructions: similarity vs authorship (labels: ε per token; dotted: chance)", fontsize=9)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path)
 
 
 def write_frontier_report(result: FrontierResult, out_dir: str | Path, *, plots: bool = True) -> list[Path]:

@@ -15,11 +15,24 @@ from typing import TYPE_CHECKING
 from ..errors import require
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .scoring import Row
 
-__all__ = ["plot_comparison", "plot_results"]
+__all__ = ["plot_comparison", "plot_results", "save_figure"]
 
 _MAIN = ("bag", "text")
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` (its folder made if missing), close it, and return the path."""
+    import matplotlib.pyplot as plt
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
 
 
 def _x_positions(epsilons: list[float]) -> tuple[dict[float | None, float], list[float], list[str]]:
